@@ -1,0 +1,1 @@
+"""TensorFlow-side capture and NPU emulation: the only code that imports TensorFlow (lazily)."""

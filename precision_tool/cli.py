@@ -1,0 +1,63 @@
+"""Batch entry point: ``precision_tool [-d DATA_DIR] [--json] COMMAND [ARGS]``.
+
+Dispatches through the same registry the interactive shell uses. User errors print one line to
+stderr and exit with their code (2 = unusable input); a command's report sets the exit code
+otherwise (0 ok, 1 a check failed). Bugs are not caught: they keep their traceback.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import List, Optional, Sequence
+
+from precision_tool import __version__
+from precision_tool.commands import build_registry
+from precision_tool.commands.registry import Context
+from precision_tool.config import ENV_DATA_DIR, default_data_dir
+from precision_tool.errors import EXIT_OK, PrecisionToolError
+from precision_tool.reports.format import format_report, report_to_json
+
+
+def _global_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="precision_tool",
+        description="Find which op loses accuracy on an Ascend NPU, and why.",
+        epilog=f"Workspace: -d DIR, else ${ENV_DATA_DIR}, else ./precision_data. "
+               "Run 'precision_tool help' for the commands, 'precision_tool COMMAND -h' for one.",
+    )
+    parser.add_argument("-d", "--data-dir", default=None, help="workspace folder (precision_data)")
+    parser.add_argument("--json", action="store_true", help="print the report as JSON for scripts")
+    parser.add_argument("--version", action="version", version=f"precision_tool {__version__}")
+    parser.add_argument("command", nargs="?", help="command to run (default: the interactive shell)")
+    parser.add_argument("args", nargs=argparse.REMAINDER, help=argparse.SUPPRESS)
+    return parser
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    argv: List[str] = list(sys.argv[1:] if argv is None else argv)
+    options = _global_parser().parse_args(argv)
+    ctx = Context(data_dir=options.data_dir or default_data_dir())
+    if options.command is None:
+        try:
+            from precision_tool.shell.app import run_shell  # noqa: F401  (issue 7)
+        except ImportError:
+            _global_parser().print_help()
+            return EXIT_OK
+        return run_shell(ctx)
+    registry = build_registry()
+    try:
+        report = registry.dispatch([options.command, *options.args], ctx)
+    except PrecisionToolError as error:
+        print(f"precision_tool: error: {error}", file=sys.stderr)
+        return error.exit_code
+    except KeyboardInterrupt:
+        print("precision_tool: interrupted", file=sys.stderr)
+        return 130
+    text = report_to_json(report) if options.json else format_report(report)
+    if text:
+        print(text)
+    return report.exit_code
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

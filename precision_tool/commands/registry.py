@@ -1,0 +1,132 @@
+"""One command registry for the batch CLI and the interactive shell.
+
+A :class:`Command` is a name, aliases, a one-line summary, a function that builds its own argparse
+parser, and a handler ``(args, ctx) -> Report``. The registry checks everything at registration time
+(tfdbg's ``CommandHandlerRegistry``): empty or duplicate names, aliases that clash, handlers that are
+not callable. Dispatch turns argparse's exits into :class:`~precision_tool.errors.UsageError` (bad
+flags) or a help :class:`Report` (``-h``), so a typo never ends a shell session.
+"""
+from __future__ import annotations
+
+import argparse
+from dataclasses import dataclass, field
+from typing import Callable, Dict, Iterable, List, Sequence, Tuple
+
+from precision_tool.errors import UsageError
+from precision_tool.reports.report import Report
+
+
+class _HelpShown(Exception):
+    def __init__(self, text: str):
+        super().__init__(text)
+        self.text = text
+
+
+class CommandParser(argparse.ArgumentParser):
+    """An ArgumentParser that raises instead of printing and exiting."""
+
+    def error(self, message):
+        raise UsageError(f"{self.prog}: {message}", f"see '{self.prog} -h'")
+
+    def exit(self, status=0, message=None):
+        if status:
+            raise UsageError(f"{self.prog}: {message or 'bad arguments'}", f"see '{self.prog} -h'")
+        raise _HelpShown(message or "")
+
+    def print_help(self, file=None):
+        raise _HelpShown(self.format_help())
+
+
+@dataclass(frozen=True)
+class Context:
+    """What a handler may use besides its arguments: the workspace folder and output preferences."""
+
+    data_dir: str
+    interactive: bool = False
+    extras: dict = field(default_factory=dict, compare=False, hash=False)
+
+
+Handler = Callable[[argparse.Namespace, Context], Report]
+
+
+@dataclass(frozen=True)
+class Command:
+    name: str
+    summary: str
+    add_arguments: Callable[[argparse.ArgumentParser], None]
+    handler: Handler
+    aliases: Tuple[str, ...] = ()
+    epilog: str = ""
+
+    def build_parser(self) -> CommandParser:
+        parser = CommandParser(prog=self.name, description=self.summary, epilog=self.epilog or None,
+                               formatter_class=argparse.RawDescriptionHelpFormatter)
+        self.add_arguments(parser)
+        return parser
+
+
+class CommandRegistry:
+    """Commands by name and alias, with ``help`` built in."""
+
+    def __init__(self, commands: Iterable[Command] = ()):
+        self._commands: Dict[str, Command] = {}
+        self._aliases: Dict[str, str] = {}
+        for command in commands:
+            self.register(command)
+
+    def register(self, command: Command) -> None:
+        """Add ``command``; ``ValueError`` for an empty or clashing name/alias or a bad handler."""
+        names = [command.name, *command.aliases]
+        for name in names:
+            if not name or not name.strip() or any(c.isspace() for c in name):
+                raise ValueError(f"command name or alias {name!r} is empty or has white space")
+            if name in self._aliases or name == "help":
+                raise ValueError(f"command name or alias {name!r} clashes with existing names or aliases")
+        if len(set(names)) != len(names):
+            raise ValueError(f"command {command.name!r} repeats a name among its aliases")
+        if not callable(command.handler) or not callable(command.add_arguments):
+            raise ValueError(f"command {command.name!r}: handler and add_arguments must be callable")
+        self._commands[command.name] = command
+        for name in names:
+            self._aliases[name] = command.name
+
+    def resolve(self, name: str) -> Command:
+        try:
+            return self._commands[self._aliases[name]]
+        except KeyError:
+            raise UsageError(f"unknown command {name!r}", "type 'help' for the list of commands") from None
+
+    @property
+    def commands(self) -> List[Command]:
+        return sorted(self._commands.values(), key=lambda c: c.name)
+
+    def names(self) -> List[str]:
+        """Every name and alias, for completion."""
+        return sorted([*self._aliases, "help"])
+
+    def help_report(self, name: str | None = None) -> Report:
+        if name:
+            return Report(blocks=[], status="").add_text(self.resolve(name).build_parser().format_help().rstrip())
+        rows = [(c.name, ", ".join(c.aliases), c.summary) for c in self.commands]
+        rows.append(("help", "", "List commands, or show one command's help: help COMMAND."))
+        return Report(title="Commands").add_table(["command", "aliases", "what it does"], rows)
+
+    def dispatch(self, argv: Sequence[str], ctx: Context) -> Report:
+        """Run ``argv[0]`` with the rest as its arguments and return its report."""
+        if not argv:
+            raise UsageError("no command given", "type 'help' for the list of commands")
+        name, rest = argv[0], list(argv[1:])
+        if name == "help":
+            if len(rest) > 1:
+                raise UsageError("help takes at most one command name")
+            return self.help_report(rest[0] if rest else None)
+        command = self.resolve(name)
+        parser = command.build_parser()
+        try:
+            args = parser.parse_args(rest)
+        except _HelpShown as shown:
+            return Report().add_text(shown.text.rstrip())
+        report = command.handler(args, ctx)
+        if not isinstance(report, Report):
+            raise TypeError(f"handler of {command.name!r} returned {type(report).__name__}, not Report")
+        return report

@@ -1,0 +1,84 @@
+"""Where things are: the workspace (``precision_data/``) layout users know from the original tool.
+
+::
+
+    precision_data/
+      npu/debug_0/{dump/<ts>/<device>/<model>/<model_id>/<step>/..., graph/ge_proto_*_Build.txt}
+      npu/debug_1/...                    second NPU run (fusion off, ...)
+      overflow/dump/<ts>/...             Opdebug records beside the overflowing ops' dumps
+      tf/tf_debug/run_*/...              tfdbg raw dumps       tf/dump/*.npy  reference tensors
+      fusion/fusion_result.json          temp/...  tool outputs
+
+The workspace is ``-d DIR``, else ``$PRECISION_TOOL_DATA``, else ``./precision_data``.
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+from precision_tool.errors import WorkspaceError
+
+ENV_DATA_DIR = "PRECISION_TOOL_DATA"
+DEFAULT_DATA_DIR = "precision_data"
+
+
+def default_data_dir() -> str:
+    return os.environ.get(ENV_DATA_DIR) or DEFAULT_DATA_DIR
+
+
+@dataclass(frozen=True)
+class Workspace:
+    root: str
+
+    def npu_run(self, index: int = 0) -> str:
+        return os.path.join(self.root, "npu", f"debug_{index}")
+
+    def npu_dump(self, index: int = 0) -> str:
+        return os.path.join(self.npu_run(index), "dump")
+
+    def npu_graph(self, index: int = 0) -> str:
+        return os.path.join(self.npu_run(index), "graph")
+
+    @property
+    def overflow_dump(self) -> str:
+        return os.path.join(self.root, "overflow", "dump")
+
+    @property
+    def tf_debug(self) -> str:
+        return os.path.join(self.root, "tf", "tf_debug")
+
+    @property
+    def tf_dump(self) -> str:
+        return os.path.join(self.root, "tf", "dump")
+
+    @property
+    def fusion_result(self) -> str:
+        return os.path.join(self.root, "fusion", "fusion_result.json")
+
+    @property
+    def temp(self) -> str:
+        return os.path.join(self.root, "temp")
+
+
+def ensure_output_dir(out_dir: str, *input_paths: str) -> str:
+    """Create ``out_dir`` and return its real path, refusing to write into the user's inputs.
+
+    For an input folder, ``out_dir`` may be neither the folder nor anywhere below it (a later scan of
+    the folder would find our outputs). For an input file, ``out_dir`` may not be the file's own folder.
+    The check runs before anything is written and raises :class:`WorkspaceError`.
+    """
+    real_out = os.path.realpath(out_dir)
+    for path in input_paths:
+        real_in = os.path.realpath(path)
+        if os.path.isdir(real_in):
+            inside = real_out == real_in or real_out.startswith(real_in.rstrip(os.sep) + os.sep)
+        else:
+            inside = real_out == os.path.dirname(real_in)
+        if inside:
+            raise WorkspaceError(f"{out_dir}: output folder would be inside the input {path}",
+                                 "choose an output folder outside the input")
+    try:
+        os.makedirs(real_out, exist_ok=True)
+    except OSError as exc:
+        raise WorkspaceError(f"{out_dir}: cannot create output folder ({exc.strerror})") from exc
+    return real_out

@@ -1,0 +1,82 @@
+"""Typed errors: user mistakes and bad input print one line; bugs keep their traceback.
+
+Every error a user can cause (bad file, missing folder, wrong flag) is a :class:`PrecisionToolError`.
+``cli.main`` and the shell print ``str(error)`` -- one line saying which file, what is wrong and, where
+useful, what to do -- and carry on or exit with :attr:`PrecisionToolError.exit_code`.
+Anything else that escapes is a bug in precision_tool and is shown with its traceback, on purpose
+(the split Polygraphy makes between ``PolygraphyException`` and ``PolygraphyInternalException``).
+
+Exit codes follow the comparator's contract for CI: 0 all good, 1 a tensor failed a threshold,
+2 unusable input (this module's errors).
+"""
+from __future__ import annotations
+
+import os
+
+EXIT_OK = 0
+EXIT_FAILED_CHECK = 1
+EXIT_UNUSABLE_INPUT = 2
+
+
+class PrecisionToolError(Exception):
+    """Base of every user-facing error. ``str()`` is one line, ready to print."""
+
+    exit_code = EXIT_UNUSABLE_INPUT
+
+    def __init__(self, message: str, hint: str | None = None):
+        one_line = " ".join(str(message).split())
+        if hint:
+            one_line = f"{one_line} ({' '.join(hint.split())})"
+        super().__init__(one_line)
+
+
+class FileFormatError(PrecisionToolError):
+    """A file exists but cannot be read as the format it should be in.
+
+    The message always starts with the file's path, then the cause.
+    """
+
+    format_name = "file"
+
+    def __init__(self, path, cause: str, hint: str | None = None):
+        self.path = os.fspath(path) if path is not None else "<memory>"
+        self.cause = cause
+        super().__init__(f"{self.path}: {cause}", hint)
+
+
+class DumpFormatError(FileFormatError):
+    """An Ascend op dump file (or Opdebug record) that is truncated, lies about sizes, or is not a dump."""
+
+    format_name = "Ascend dump"
+
+
+class NanoDumpError(DumpFormatError):
+    """The file is an Ascend 'nano' (TLV) dump, a different format this reader does not decode."""
+
+
+class OverflowRecordError(DumpFormatError):
+    """An Opdebug overflow record whose status bytes are neither the old nor the new layout."""
+
+
+class LayoutError(PrecisionToolError):
+    """A tensor cannot be converted between a device layout and its origin layout (shapes disagree)."""
+
+
+class GraphFormatError(FileFormatError):
+    """A GE graph dump (protobuf text or JSON) that cannot be parsed."""
+
+    format_name = "GE graph"
+
+
+class ReferenceFormatError(FileFormatError):
+    """A TensorFlow reference artifact (tfdbg dump, npy file) that cannot be read."""
+
+    format_name = "reference"
+
+
+class WorkspaceError(PrecisionToolError):
+    """A folder or file the command needs is missing, or an output would go into an input folder."""
+
+
+class UsageError(PrecisionToolError):
+    """A command line that does not parse: unknown command, bad flag, bad value."""

@@ -1,0 +1,1 @@
+"""Reports: plain data (:mod:`.report`) and the one formatter (:mod:`.format`)."""
