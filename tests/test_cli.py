@@ -1,0 +1,61 @@
+"""The batch CLI: exit codes, one-line errors, and no TensorFlow on the analysis path."""
+import json
+import subprocess
+import sys
+
+import pytest
+
+from precision_tool.cli import main
+from precision_tool.commands import build_registry
+
+
+def test_unknown_command_is_one_line_and_exit_2(capsys):
+    assert main(["no_such_command"]) == 2
+    err = capsys.readouterr().err
+    assert err == "precision_tool: error: unknown command 'no_such_command' (type 'help' for the list of commands)\n"
+
+
+def test_help_lists_every_registered_command(capsys):
+    assert main(["help"]) == 0
+    out = capsys.readouterr().out
+    for command in build_registry().commands:
+        assert command.name in out
+
+
+def test_json_output(capsys):
+    assert main(["--json", "help"]) == 0
+    assert json.loads(capsys.readouterr().out)["title"] == "Commands"
+
+
+@pytest.mark.parametrize("name", [c.name for c in build_registry().commands])
+def test_every_command_has_working_dash_h(name, capsys):
+    assert main([name, "-h"]) == 0
+    assert capsys.readouterr().out.startswith(f"usage: {name}")
+
+
+def _modules_after(code: str) -> set:
+    out = subprocess.run([sys.executable, "-c", code + "\nimport sys, json; print(json.dumps(sorted(sys.modules)))"],
+                         capture_output=True, text=True, check=True).stdout
+    return set(json.loads(out.splitlines()[-1]))
+
+
+def test_analysis_path_does_not_import_tensorflow():
+    """Polygraphy-style guard: importing every analysis module and listing commands leaves TF out."""
+    code = (
+        "import pkgutil, importlib, precision_tool\n"
+        "for m in pkgutil.walk_packages(precision_tool.__path__, 'precision_tool.'):\n"
+        "    if not m.name.startswith(('precision_tool.capture', 'precision_tool.tf_config', 'precision_tool.__main__')):\n"
+        "        importlib.import_module(m.name)\n"
+        "from precision_tool.cli import main\n"
+        "import contextlib, io\n"
+        "with contextlib.redirect_stdout(io.StringIO()):\n"
+        "    main(['help'])\n"
+    )
+    modules = _modules_after(code)
+    assert "precision_tool.formats" in modules
+    assert not {m for m in modules if m == "tensorflow" or m.startswith(("tensorflow.", "keras"))}
+
+
+def test_python_dash_m_entry_point():
+    result = subprocess.run([sys.executable, "-m", "precision_tool", "--version"], capture_output=True, text=True)
+    assert result.returncode == 0 and result.stdout.startswith("precision_tool ")
