@@ -1,0 +1,594 @@
+"""Ascend op dump files: read the header, read one tensor on demand, write files for tests.
+
+File layout (little-endian, ``ascend-formats.md`` §1)::
+
+    [0, 8)        uint64 L, the length of the header
+    [8, 8 + L)    serialized toolkit.dumpdata.DumpData (entries carry type/format/shape/size, no data)
+    [8 + L, ...)  payloads back to back, no padding: every input, then every output, then every
+                  buffer, then every workspace ("space"); each takes its entry's ``size`` bytes
+
+Outputs are protobuf field 3 and inputs field 4, yet inputs come first in the payload. A tensor uses
+the first ``prod(shape) * itemsize`` bytes of its ``size``; shape ``[]`` is a scalar and a dim of 0 an
+empty tensor. Bytes after the last payload are tolerated (``DumpFile.trailing_bytes``), as CANN's
+own comparator does.
+
+:func:`read_dump_header` reads only the length field and the header: payloads stay on disk until
+:func:`read_tensor` asks for one. Every size a header states is checked against the real file size
+before anything is allocated, so a truncated file or a lying header gives one clear
+:class:`~precision_tool.errors.DumpFormatError` (path first) and never a huge read.
+"""
+from __future__ import annotations
+
+import os
+import stat
+import struct
+import time
+from dataclasses import dataclass
+from typing import Iterable, Mapping, Optional, Sequence, Tuple, Union
+
+import numpy as np
+from google.protobuf.message import DecodeError
+
+from precision_tool.errors import DumpFormatError, NanoDumpError
+from precision_tool.fileio import atomic_write
+from precision_tool.formats import dtypes
+from precision_tool.formats.dump_schema import DumpData
+
+LENGTH_FIELD_BYTES = 8
+NANO_MAGIC = 0x5A5A5A5A
+DEFAULT_VERSION = "2.0"
+FORMAT_ND = dtypes.FORMAT_BY_NAME["ND"]
+
+# Beyond this many bits of sum(bit_length(dim)) the element count is not worth computing exactly:
+# the product is then at least 2**64, more than any file can hold.
+_MAX_EXACT_COUNT_BITS = 128
+
+
+def element_count(shape: Sequence[int]) -> Optional[int]:
+    """``prod(shape)`` without building astronomically large integers.
+
+    Returns ``0`` if any dim is 0, ``1`` for the scalar shape ``()``, and ``None`` when the product
+    is certainly above ``2**64`` (a lying header). Dims of 1 cost nothing, so a shape of a million
+    ones is fine.
+    """
+    if any(dim == 0 for dim in shape):
+        return 0
+    bits = sum(dim.bit_length() for dim in shape if dim > 1)
+    if bits > _MAX_EXACT_COUNT_BITS:
+        return None
+    count = 1
+    for dim in shape:
+        count *= dim
+    return count
+
+
+def format_shape(shape: Sequence[int], max_dims: int = 12) -> str:
+    """``[1, 16, 4]``; long shapes are elided (``[1, 2, ..., 9] (300 dims)``) to keep messages one line."""
+    if len(shape) <= max_dims:
+        return "[" + ", ".join(str(dim) for dim in shape) + "]"
+    head = ", ".join(str(dim) for dim in shape[: max_dims - 2])
+    return f"[{head}, ..., {shape[-1]}] ({len(shape)} dims)"
+
+
+def dtype_label(code: int) -> str:
+    """Short name for messages: numpy's name where numpy holds the type (``float16``), ``bfloat16``
+    for bf16, else CANN's enum name (``DT_STRING``)."""
+    if code == dtypes.DT_BF16:
+        return "bfloat16"
+    numpy_type = dtypes.numpy_dtype(code)
+    return numpy_type.name if numpy_type is not None else dtypes.dtype_name(code)
+
+
+@dataclass(frozen=True)
+class TensorEntry:
+    """One input or output of a dump file, as its header describes it (no data).
+
+    Attributes
+    ----------
+    kind : ``"input"`` or ``"output"``.
+    index : position among the inputs, or among the outputs.
+    dtype_code, format_code : CANN numbers (``OutputDataType``, ``OutputFormat``).
+    shape : stored (device-layout) shape, e.g. NC1HWC0 ``(N, C1, H, W, 16)``.
+    original_shape : shape before the device layout; ``None`` when the header has none, ``()`` for
+        a scalar.
+    size : payload bytes the entry occupies in the file (may exceed :attr:`nbytes`).
+    offset : absolute file offset of the payload.
+    original_op_name, original_output_index : the TF tensor a fused op's output stands for
+        (outputs only; ``None`` when unset).
+    original_format_code : ``OriginalOp.format``, the origin layout of an output, when the header
+        carries an ``original_op``; ``None`` otherwise. Its proto3 default 0 (NCHW) cannot be told
+        from "not written", so readers treat 0 as unknown.
+    sub_format, address : as dumped; the address is the device address.
+    """
+
+    kind: str
+    index: int
+    dtype_code: int
+    format_code: int
+    shape: Tuple[int, ...]
+    original_shape: Optional[Tuple[int, ...]]
+    size: int
+    offset: int
+    original_op_name: Optional[str] = None
+    original_output_index: Optional[int] = None
+    sub_format: int = 0
+    address: int = 0
+    original_format_code: Optional[int] = None
+
+    @property
+    def label(self) -> str:
+        """``"output 0"`` -- how messages name the entry."""
+        return f"{self.kind} {self.index}"
+
+    @property
+    def dtype_name(self) -> str:
+        """CANN enum name, ``"DT_FLOAT16"``."""
+        return dtypes.dtype_name(self.dtype_code)
+
+    @property
+    def format_name(self) -> str:
+        """Layout name, ``"NC1HWC0"``."""
+        return dtypes.format_name(self.format_code)
+
+    @property
+    def storage_dtype(self) -> Optional[np.dtype]:
+        """numpy dtype of the stored bytes (``uint16`` for bf16); ``None`` if numpy cannot hold them."""
+        return dtypes.numpy_dtype(self.dtype_code)
+
+    @property
+    def numpy_dtype(self) -> Optional[np.dtype]:
+        """dtype of the array :func:`read_tensor` returns (``float32`` for bf16); ``None`` if unsupported."""
+        if self.dtype_code == dtypes.DT_BF16:
+            return np.dtype("float32")
+        return self.storage_dtype
+
+    @property
+    def element_count(self) -> Optional[int]:
+        """``prod(shape)``; ``None`` if astronomically large (see :func:`element_count`)."""
+        return element_count(self.shape)
+
+    @property
+    def nbytes(self) -> Optional[int]:
+        """Bytes the tensor needs, ``prod(shape) * itemsize``; ``None`` if the dtype is not supported
+        or the shape is astronomically large."""
+        storage = self.storage_dtype
+        count = self.element_count
+        if storage is None or count is None:
+            return None
+        return count * storage.itemsize
+
+    def to_dict(self) -> dict:
+        """JSON-ready description (names as well as codes)."""
+        return {
+            "kind": self.kind, "index": self.index, "dtype": self.dtype_name, "format": self.format_name,
+            "shape": list(self.shape),
+            "original_shape": None if self.original_shape is None else list(self.original_shape),
+            "size": self.size, "offset": self.offset, "original_op_name": self.original_op_name,
+            "original_output_index": self.original_output_index,
+            "original_format": (None if self.original_format_code is None
+                                else dtypes.format_name(self.original_format_code)),
+            "sub_format": self.sub_format, "address": self.address,
+        }
+
+
+@dataclass(frozen=True)
+class BlobEntry:
+    """A buffer (``kind="buffer"``, type 0 = L1) or workspace (``kind="space"``, type 0 = LOG)."""
+
+    kind: str
+    index: int
+    type_code: int
+    size: int
+    offset: int
+
+
+@dataclass(frozen=True)
+class DumpFile:
+    """What the header of one dump file says, plus where each payload is.
+
+    ``file_size`` and ``mtime_ns`` are taken when the header is read; :func:`read_tensor` refuses a
+    file whose size or modification time changed since.
+    """
+
+    path: str
+    version: str
+    dump_time: int
+    op_name: str
+    inputs: Tuple[TensorEntry, ...]
+    outputs: Tuple[TensorEntry, ...]
+    buffers: Tuple[BlobEntry, ...]
+    spaces: Tuple[BlobEntry, ...]
+    attrs: Tuple[Tuple[str, str], ...]
+    header_length: int
+    file_size: int
+    mtime_ns: int = 0
+
+    @property
+    def payload_offset(self) -> int:
+        """Offset of the first payload byte: ``8 + header_length``."""
+        return LENGTH_FIELD_BYTES + self.header_length
+
+    @property
+    def payload_bytes(self) -> int:
+        """Sum of the sizes of every input, output, buffer and space."""
+        entries = (*self.inputs, *self.outputs, *self.buffers, *self.spaces)
+        return sum(entry.size for entry in entries)
+
+    @property
+    def trailing_bytes(self) -> int:
+        """Bytes after the last payload (tolerated, normally 0)."""
+        return self.file_size - self.payload_offset - self.payload_bytes
+
+    @property
+    def tensors(self) -> Tuple[TensorEntry, ...]:
+        """Inputs then outputs, in payload order."""
+        return self.inputs + self.outputs
+
+    def tensor(self, kind: str, index: int) -> TensorEntry:
+        """The entry ``kind`` (``"input"``/``"output"``) number ``index``; ``DumpFormatError`` if absent."""
+        entries = {"input": self.inputs, "output": self.outputs}.get(kind)
+        if entries is None:
+            raise ValueError(f"kind must be 'input' or 'output', not {kind!r}")
+        if not 0 <= index < len(entries):
+            raise DumpFormatError(self.path, f"has no {kind} {index} ({len(entries)} {kind}s)")
+        return entries[index]
+
+    def to_dict(self) -> dict:
+        """JSON-ready description of the header."""
+        return {
+            "path": self.path, "version": self.version, "dump_time": self.dump_time, "op_name": self.op_name,
+            "inputs": [entry.to_dict() for entry in self.inputs],
+            "outputs": [entry.to_dict() for entry in self.outputs],
+            "buffers": [entry.size for entry in self.buffers], "spaces": [entry.size for entry in self.spaces],
+            "attrs": [list(pair) for pair in self.attrs], "header_length": self.header_length,
+            "file_size": self.file_size,
+        }
+
+
+# --------------------------------------------------------------------------------------------- reading
+
+def read_dump_header(path: Union[str, os.PathLike]) -> DumpFile:
+    """Read and check the header of the dump file at ``path``; payloads are not read.
+
+    Checks, in this order, each failing with one line starting with the path:
+
+    1. the file is a regular file of more than 8 bytes;
+    2. it is not a nano (TLV) dump -- uint32 ``0x5A5A5A5A`` at byte 8 -- (:class:`NanoDumpError`);
+    3. the header length ``L <= filesize - 8`` (checked on the file's size before reading ``L`` bytes);
+    4. the header decodes as ``DumpData``;
+    5. the sizes of all inputs, outputs, buffers and spaces fit in ``filesize - 8 - L``;
+    6. each tensor's ``prod(shape) * itemsize`` fits in its ``size`` (skipped for data types numpy
+       cannot hold, whose item size is unknown).
+
+    Returns
+    -------
+    DumpFile
+        with absolute payload offsets, in payload order.
+
+    Raises
+    ------
+    DumpFormatError, NanoDumpError
+    """
+    path = os.fspath(path)
+    try:
+        if not stat.S_ISREG(os.stat(path).st_mode):  # before open(): opening a FIFO would block
+            raise DumpFormatError(path, "is not a regular file")
+        with open(path, "rb") as handle:
+            info = os.fstat(handle.fileno())
+            header_length, header = _read_length_and_header(path, handle, info.st_size)
+    except OSError as error:
+        raise DumpFormatError(path, f"cannot read: {error.strerror or error}") from None
+    try:
+        message = DumpData.FromString(header)
+    except DecodeError as error:
+        raise DumpFormatError(
+            path, f"header ({header_length} bytes) is not a DumpData protobuf: {error}",
+            "not an Ascend op dump, or a corrupted one") from None
+    return _build_dump_file(path, message, header_length, info.st_size, info.st_mtime_ns)
+
+
+def _read_length_and_header(path: str, handle, file_size: int) -> Tuple[int, bytes]:
+    if file_size <= LENGTH_FIELD_BYTES:
+        raise DumpFormatError(
+            path, f"file is {file_size} bytes; a dump file holds an 8-byte header length, a header and payloads")
+    prefix = handle.read(LENGTH_FIELD_BYTES + 4)
+    if len(prefix) < LENGTH_FIELD_BYTES:
+        raise DumpFormatError(path, "file shrank while being read")
+    (header_length,) = struct.unpack_from("<Q", prefix)
+    if len(prefix) == LENGTH_FIELD_BYTES + 4 and struct.unpack_from("<I", prefix, 8)[0] == NANO_MAGIC:
+        raise NanoDumpError(
+            path, "nano (TLV) dump format, not supported: magic 0x5A5A5A5A at byte 8",
+            "dump without nano mode, or convert it with msaccucmp")
+    available = file_size - LENGTH_FIELD_BYTES
+    if header_length > available:
+        raise DumpFormatError(
+            path, f"header length {header_length} exceeds the {available} bytes after the length field",
+            "truncated file, or not an Ascend op dump")
+    handle.seek(LENGTH_FIELD_BYTES)
+    header = handle.read(header_length)
+    if len(header) != header_length:
+        raise DumpFormatError(path, "file shrank while being read")
+    return header_length, header
+
+
+def _optional_shape(entry, field_name: str) -> Optional[Tuple[int, ...]]:
+    return tuple(getattr(entry, field_name).dim) if entry.HasField(field_name) else None
+
+
+def _build_dump_file(path: str, message, header_length: int, file_size: int, mtime_ns: int) -> DumpFile:
+    available = file_size - LENGTH_FIELD_BYTES - header_length
+    groups = (message.input, message.output, message.buffer, message.space)
+    total = sum(entry.size for group in groups for entry in group)
+    if total > available:
+        counts = ", ".join(f"{len(group)} {name}" for group, name in zip(groups, _GROUP_NAMES))
+        raise DumpFormatError(
+            path, f"payload sizes total {total} bytes ({counts}) but only {available} bytes follow the header",
+            "truncated file, or a header that lies about sizes")
+    offset = LENGTH_FIELD_BYTES + header_length
+    inputs, offset = _tensor_entries(path, "input", message.input, offset)
+    outputs, offset = _tensor_entries(path, "output", message.output, offset)
+    buffers, offset = _blob_entries("buffer", message.buffer, "buffer_type", offset)
+    spaces, offset = _blob_entries("space", message.space, "type", offset)
+    return DumpFile(
+        path=path, version=message.version, dump_time=message.dump_time, op_name=message.op_name,
+        inputs=inputs, outputs=outputs, buffers=buffers, spaces=spaces,
+        attrs=tuple((attr.name, attr.value) for attr in message.attr),
+        header_length=header_length, file_size=file_size, mtime_ns=mtime_ns)
+
+
+_GROUP_NAMES = ("inputs", "outputs", "buffers", "spaces")
+
+
+def _tensor_entries(path: str, kind: str, messages, offset: int) -> Tuple[Tuple[TensorEntry, ...], int]:
+    entries = []
+    for index, item in enumerate(messages):
+        original_name = original_index = original_format = None
+        if kind == "output" and item.HasField("original_op"):
+            original_name, original_index = item.original_op.name, item.original_op.output_index
+            original_format = item.original_op.format
+        entry = TensorEntry(
+            kind=kind, index=index, dtype_code=item.data_type, format_code=item.format,
+            shape=tuple(item.shape.dim), original_shape=_optional_shape(item, "original_shape"),
+            size=item.size, offset=offset, original_op_name=original_name,
+            original_output_index=original_index, sub_format=item.sub_format, address=item.address,
+            original_format_code=original_format)
+        _check_tensor_fits(path, entry)
+        entries.append(entry)
+        offset += item.size
+    return tuple(entries), offset
+
+
+def _check_tensor_fits(path: str, entry: TensorEntry) -> None:
+    storage = entry.storage_dtype
+    if storage is None:
+        return  # item size unknown: only the size total is checked
+    needed = entry.nbytes
+    if needed is None:
+        raise DumpFormatError(
+            path, f"{entry.label}: shape {format_shape(entry.shape)} {dtype_label(entry.dtype_code)} needs "
+                  f"more than 2**64 bytes but size is {entry.size}", "a header that lies about shapes")
+    if needed > entry.size:
+        raise DumpFormatError(
+            path, f"{entry.label}: shape {format_shape(entry.shape)} {dtype_label(entry.dtype_code)} needs "
+                  f"{needed} bytes but size is {entry.size}")
+
+
+def _blob_entries(kind: str, messages, type_field: str, offset: int) -> Tuple[Tuple[BlobEntry, ...], int]:
+    entries = []
+    for index, item in enumerate(messages):
+        entries.append(BlobEntry(kind=kind, index=index, type_code=getattr(item, type_field),
+                                 size=item.size, offset=offset))
+        offset += item.size
+    return tuple(entries), offset
+
+
+def read_tensor(dump_file: DumpFile, entry: TensorEntry) -> np.ndarray:
+    """Read one tensor's payload: seek to ``entry.offset`` and read ``entry.nbytes`` bytes.
+
+    Returns
+    -------
+    numpy.ndarray
+        A writable array in the STORED shape and layout (e.g. NC1HWC0 5-D; no conversion). bf16 is
+        widened exactly to float32; bool bytes are taken as they are.
+
+    Raises
+    ------
+    DumpFormatError
+        for a data type numpy cannot hold (string, fp8, ...), an entry whose shape does not fit its
+        size, or a file that changed on disk (size or modification time) since its header was read.
+    """
+    storage = entry.storage_dtype
+    if storage is None:
+        raise DumpFormatError(
+            dump_file.path, f"{entry.label}: data type {entry.dtype_name} is not supported (numpy cannot hold it)")
+    _check_tensor_fits(dump_file.path, entry)
+    payload = _read_payload(dump_file, entry.offset, entry.nbytes)
+    array = np.frombuffer(payload, dtype=storage).reshape(entry.shape)
+    if entry.dtype_code == dtypes.DT_BF16:
+        return dtypes.bf16_bits_to_float32(array)
+    return array
+
+
+def read_blob(dump_file: DumpFile, entry: Union[BlobEntry, TensorEntry]) -> bytes:
+    """All ``entry.size`` payload bytes of a buffer, space or tensor, as they are on disk."""
+    return bytes(_read_payload(dump_file, entry.offset, entry.size))
+
+
+def _read_payload(dump_file: DumpFile, offset: int, length: int) -> bytearray:
+    path = dump_file.path
+    if offset + length > dump_file.file_size:
+        raise DumpFormatError(path, f"payload at offset {offset} ({length} bytes) lies past the end of the file")
+    try:
+        with open(path, "rb") as handle:
+            info = os.fstat(handle.fileno())
+            if info.st_size != dump_file.file_size or info.st_mtime_ns != dump_file.mtime_ns:
+                raise DumpFormatError(
+                    path, f"changed on disk since its header was read ({dump_file.file_size} -> "
+                          f"{info.st_size} bytes)", "read the header again")
+            handle.seek(offset)
+            payload = bytearray(length)
+            got = handle.readinto(payload)
+    except OSError as error:
+        raise DumpFormatError(path, f"cannot read: {error.strerror or error}") from None
+    if got != length:
+        raise DumpFormatError(path, f"file shrank while being read (wanted {length} bytes at offset {offset})")
+    return payload
+
+
+# --------------------------------------------------------------------------------------------- writing
+
+@dataclass(frozen=True, eq=False)
+class TensorSpec:
+    """One input or output for :func:`write_dump`.
+
+    Parameters
+    ----------
+    array : the values, already in their stored (device) layout and shape. Written C-order,
+        little-endian.
+    format : layout code or name (``3`` or ``"NC1HWC0"``); default ND.
+    original_shape : shape before the device layout; ``None`` writes none.
+    original_op : ``(tf_op_name, output_index)`` for outputs of fused ops; outputs only.
+    original_format : origin layout (code or name) written as ``OriginalOp.format``; outputs only.
+    dtype_code : CANN data type when the array's dtype does not say it, e.g. ``27`` (bf16) for an
+        array of uint16 bits. Must have the array's item size when numpy holds that type.
+    size : payload bytes to declare AND write instead of ``array.nbytes``: larger pads with zeros,
+        smaller truncates (a deliberately bad file, for tests).
+    shape : header shape to declare instead of ``array.shape`` (a deliberately lying header, for tests).
+    sub_format, address : written as given.
+    """
+
+    array: np.ndarray
+    format: Union[int, str] = FORMAT_ND
+    original_shape: Optional[Sequence[int]] = None
+    original_op: Optional[Tuple[str, int]] = None
+    original_format: Optional[Union[int, str]] = None
+    dtype_code: Optional[int] = None
+    size: Optional[int] = None
+    shape: Optional[Sequence[int]] = None
+    sub_format: int = 0
+    address: int = 0
+
+
+def _as_spec(item: Union[TensorSpec, np.ndarray]) -> TensorSpec:
+    return item if isinstance(item, TensorSpec) else TensorSpec(np.asarray(item))
+
+
+def _format_code(value: Union[int, str]) -> int:
+    if isinstance(value, str):
+        try:
+            return dtypes.FORMAT_BY_NAME[value.upper().replace("FORMAT_", "", 1)]
+        except KeyError:
+            raise ValueError(f"unknown format name {value!r}") from None
+    return int(value)
+
+
+def _payload_bytes(spec: TensorSpec) -> Tuple[int, bytes]:
+    """(dtype code, payload bytes exactly as they go into the file)."""
+    array = np.asarray(spec.array)
+    if array.dtype.byteorder == ">":
+        array = array.astype(array.dtype.newbyteorder("<"))
+    if spec.dtype_code is None:
+        code = dtypes.dtype_code(array.dtype)
+    else:
+        code = int(spec.dtype_code)
+        holder = dtypes.numpy_dtype(code)
+        if holder is not None and holder.itemsize != array.dtype.itemsize:
+            raise ValueError(f"dtype_code {code} ({dtypes.dtype_name(code)}) has item size {holder.itemsize}, "
+                             f"the array's dtype {array.dtype} has {array.dtype.itemsize}")
+    data = np.ascontiguousarray(array).tobytes()
+    if spec.size is not None:
+        data = data[: spec.size].ljust(spec.size, b"\0")
+    return code, data
+
+
+def _fill_tensor(message, spec: TensorSpec, is_output: bool) -> bytes:
+    code, data = _payload_bytes(spec)
+    message.data_type = code
+    message.format = _format_code(spec.format)
+    shape = np.shape(spec.array) if spec.shape is None else spec.shape
+    message.shape.SetInParent()
+    message.shape.dim.extend(int(dim) for dim in shape)
+    message.size = len(data)
+    if spec.original_shape is not None:
+        message.original_shape.SetInParent()
+        message.original_shape.dim.extend(int(dim) for dim in spec.original_shape)
+    if spec.original_op is not None:
+        if not is_output:
+            raise ValueError("original_op is only written for outputs")
+        name, output_index = spec.original_op
+        message.original_op.name = name
+        message.original_op.output_index = int(output_index)
+    if spec.original_format is not None:
+        if not is_output:
+            raise ValueError("original_format is only written for outputs")
+        message.original_op.format = _format_code(spec.original_format)
+        message.original_op.data_type = code
+    message.sub_format = int(spec.sub_format)
+    message.address = int(spec.address)
+    return data
+
+
+def build_dump_bytes(
+    op_name: str,
+    inputs: Iterable[Union[TensorSpec, np.ndarray]] = (),
+    outputs: Iterable[Union[TensorSpec, np.ndarray]] = (),
+    *,
+    dump_time: Optional[int] = None,
+    version: str = DEFAULT_VERSION,
+    buffers: Iterable[bytes] = (),
+    spaces: Iterable[bytes] = (),
+    attrs: Union[Mapping[str, str], Iterable[Tuple[str, str]]] = (),
+) -> bytes:
+    """The complete bytes of a dump file (see :func:`write_dump` for the parameters)."""
+    if dump_time is None:
+        dump_time = time.time_ns() // 1000
+    message = DumpData(version=version, dump_time=int(dump_time), op_name=op_name)
+    input_data = [_fill_tensor(message.input.add(), _as_spec(spec), False) for spec in inputs]
+    output_data = [_fill_tensor(message.output.add(), _as_spec(spec), True) for spec in outputs]
+    buffers, spaces = [bytes(blob) for blob in buffers], [bytes(blob) for blob in spaces]
+    for blob in buffers:
+        message.buffer.add(buffer_type=0, size=len(blob))
+    for blob in spaces:
+        message.space.add(type=0, size=len(blob))
+    pairs = attrs.items() if isinstance(attrs, Mapping) else attrs
+    for name, value in pairs:
+        message.attr.add(name=name, value=value)
+    header = message.SerializeToString()
+    return b"".join([struct.pack("<Q", len(header)), header, *input_data, *output_data, *buffers, *spaces])
+
+
+def write_dump(
+    path: Union[str, os.PathLike],
+    op_name: str,
+    inputs: Iterable[Union[TensorSpec, np.ndarray]] = (),
+    outputs: Iterable[Union[TensorSpec, np.ndarray]] = (),
+    *,
+    dump_time: Optional[int] = None,
+    version: str = DEFAULT_VERSION,
+    buffers: Iterable[bytes] = (),
+    spaces: Iterable[bytes] = (),
+    attrs: Union[Mapping[str, str], Iterable[Tuple[str, str]]] = (),
+) -> str:
+    """Write an op dump file at ``path``, atomically (temp file in the same folder, then ``os.replace``).
+
+    Parameters
+    ----------
+    path : destination; its folder must exist. Name it with
+        :func:`precision_tool.formats.dump_names.build_dump_name` to make it findable.
+    op_name : the GE op name stored in the header (unsanitised, e.g. ``"scope/conv1"``).
+    inputs, outputs : :class:`TensorSpec` or plain arrays (ND, dtype from the array).
+    dump_time : microseconds since the epoch, stored in the header; default now.
+    buffers, spaces : raw bytes of L1 buffers and LOG workspaces, written after the outputs.
+    attrs : ``{name: value}`` or pairs; ``attr[0].value`` is JSON thread info for FFTS+ ops.
+
+    Returns
+    -------
+    str
+        ``path`` as a string.
+    """
+    path = os.fspath(path)
+    content = build_dump_bytes(op_name, inputs, outputs, dump_time=dump_time, version=version,
+                               buffers=buffers, spaces=spaces, attrs=attrs)
+    with atomic_write(path) as handle:
+        handle.write(content)
+    return path

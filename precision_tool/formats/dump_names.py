@@ -1,0 +1,318 @@
+"""Names of Ascend dump files, and finding the dump files under a folder.
+
+A dump file is named ``{op_type}.{op_name'}.{task_id}.{stream_id}.{timestamp}`` (``ascend-formats.md``
+§1): ``op_name'`` is the GE op name with ``/``, ``.``, ``\\`` and space replaced by ``_``, and the
+timestamp is 16 digits (microseconds). Newer CANN versions (FFTS+ tasks) append up to four more
+numeric fields (task type, ..., context id, thread id); they are kept in :attr:`DumpName.extra`.
+Overflow records are ``Opdebug.Node_OpDebug.{task_id}.{stream_id}.{timestamp}``.
+
+A name of 255 bytes or more cannot be a Linux file name: the file is then named by a decimal hash
+and a ``mapping.csv`` row ``hash,original_name`` in the same folder gives the real name.
+
+Parsing works from the right, so an op name that still holds dots is recovered whole: the
+timestamp is the right-most 16-digit field followed only by at most four numeric fields and
+preceded by two numeric fields (task id, stream id); the first field is the op type and
+everything between is the op name. Only a name without any 16-digit field falls back to "the
+last three fields are task id, stream id, timestamp".
+"""
+from __future__ import annotations
+
+import csv
+import hashlib
+import os
+import re
+from dataclasses import dataclass
+from typing import Dict, List, Optional, Sequence, Tuple, Union
+
+from precision_tool.errors import DumpFormatError, WorkspaceError
+
+MAPPING_FILE_NAME = "mapping.csv"
+MAX_FILE_NAME_BYTES = 255  # names this long or longer are stored under a hash
+TIMESTAMP_DIGITS = 16
+MAX_EXTRA_FIELDS = 4
+OPDEBUG_OP_TYPE = "Opdebug"
+OPDEBUG_OP_NAME = "Node_OpDebug"
+# Side files found in dump trees (converted tensors, mappings, reports): never dumps.
+SIDE_FILE_SUFFIXES = (".npy", ".csv", ".json", ".txt")
+_SANITISED = re.compile(r"[/.\\ ]")
+_NUMBER = re.compile(r"[0-9]+")
+
+
+def sanitize_op_name(op_name: str) -> str:
+    """The op name as it appears in a file name: ``/``, ``.``, ``\\`` and space become ``_``."""
+    return _SANITISED.sub("_", op_name)
+
+
+def _is_number(text: str) -> bool:
+    return _NUMBER.fullmatch(text) is not None
+
+
+@dataclass(frozen=True)
+class DumpName:
+    """The fields of a dump file name. ``op_name`` is as written in the name (sanitised)."""
+
+    op_type: str
+    op_name: str
+    task_id: int
+    stream_id: int
+    timestamp: int
+    extra: Tuple[int, ...] = ()
+
+    @property
+    def is_opdebug(self) -> bool:
+        """True for an overflow record (``Opdebug.Node_OpDebug....``)."""
+        return self.op_type == OPDEBUG_OP_TYPE and self.op_name == OPDEBUG_OP_NAME
+
+    @property
+    def context_id(self) -> Optional[int]:
+        """FFTS+ context id: the second extra field when there are at least three (``....{ts}.4.3.4.0``
+        has task type 4, context 3, thread 4), as CANN's comparator reads it; else ``None``."""
+        return self.extra[1] if len(self.extra) >= 3 else None
+
+    @property
+    def thread_id(self) -> Optional[int]:
+        """FFTS+ thread id: the third extra field when there are at least three, else ``None``."""
+        return self.extra[2] if len(self.extra) >= 3 else None
+
+    @property
+    def file_name(self) -> str:
+        """The name back in file form (timestamp zero-padded to 16 digits)."""
+        fields = [self.op_type, self.op_name, str(self.task_id), str(self.stream_id),
+                  f"{self.timestamp:0{TIMESTAMP_DIGITS}d}", *(str(value) for value in self.extra)]
+        return ".".join(fields)
+
+
+def _timestamp_index(fields: Sequence[str]) -> Optional[int]:
+    """Index of the timestamp field, see the module docstring; ``None`` if there is none."""
+    last = len(fields) - 1
+    for index in range(last, 3, -1):
+        if len(fields[index]) == TIMESTAMP_DIGITS and _is_number(fields[index]):
+            trailing = fields[index + 1:]
+            if len(trailing) <= MAX_EXTRA_FIELDS and all(_is_number(field) for field in trailing) \
+                    and _is_number(fields[index - 1]) and _is_number(fields[index - 2]):
+                return index
+        if not _is_number(fields[index]):
+            break  # a timestamp is only ever followed by numbers
+    has_timestamp_like_field = any(len(field) == TIMESTAMP_DIGITS and _is_number(field) for field in fields[2:])
+    if not has_timestamp_like_field and all(_is_number(field) for field in fields[-3:]):
+        return last
+    return None
+
+
+def parse_dump_name(file_name: str) -> Optional[DumpName]:
+    """Parse a dump file name (a base name, not a path); ``None`` if it is not one.
+
+    >>> parse_dump_name("Conv2D.scope_conv1.3.2.1700000000000001")
+    DumpName(op_type='Conv2D', op_name='scope_conv1', task_id=3, stream_id=2, timestamp=1700000000000001, extra=())
+    >>> parse_dump_name("Conv2D.scope_conv1.3.2.1700000000000001.output.0.npy") is None
+    True
+    """
+    fields = file_name.split(".")
+    if len(fields) < 5 or not fields[0]:
+        return None
+    index = _timestamp_index(fields)
+    if index is None:
+        return None
+    op_name = ".".join(fields[1:index - 2])
+    if not op_name:
+        return None
+    return DumpName(op_type=fields[0], op_name=op_name, task_id=int(fields[index - 2]),
+                    stream_id=int(fields[index - 1]), timestamp=int(fields[index]),
+                    extra=tuple(int(field) for field in fields[index + 1:]))
+
+
+def read_mapping(folder: Union[str, os.PathLike]) -> Dict[str, str]:
+    """``{hashed file name: original file name}`` from ``folder/mapping.csv``; ``{}`` if absent.
+
+    Rows that do not have exactly two cells are ignored; an unreadable file counts as absent
+    (the hashed files then show up as unrecognised in a scan).
+    """
+    path = os.path.join(os.fspath(folder), MAPPING_FILE_NAME)
+    mapping: Dict[str, str] = {}
+    try:
+        with open(path, newline="", encoding="utf-8", errors="replace") as handle:
+            for row in csv.reader(handle):
+                if len(row) == 2 and row[0].strip():
+                    mapping[row[0].strip()] = os.path.basename(row[1].strip())
+    except (OSError, csv.Error):
+        return {}
+    return mapping
+
+
+def dump_name_of_file(path: Union[str, os.PathLike]) -> DumpName:
+    """The :class:`DumpName` of one explicitly given file, resolving a hashed name through the
+    ``mapping.csv`` beside it. Raises :class:`DumpFormatError` when the name is not a dump name."""
+    path = os.fspath(path)
+    base = os.path.basename(path)
+    resolved = read_mapping(os.path.dirname(path) or ".").get(base, base)
+    name = parse_dump_name(resolved)
+    if name is None:
+        raise DumpFormatError(
+            path, f"file name {resolved!r} is not {{op_type}}.{{op_name}}.{{task_id}}.{{stream_id}}.{{timestamp}}",
+            "rename it, or list hashed names in mapping.csv")
+    return name
+
+
+@dataclass(frozen=True)
+class BuiltDumpName:
+    """What :func:`build_dump_name` returns.
+
+    ``file_name`` is what to create on disk: ``full_name`` itself, or a decimal hash when the full
+    name is 255 bytes or more; then ``mapping_row`` is ``(hash, full_name)`` for that folder's
+    ``mapping.csv`` (see :func:`append_mapping_row`), else ``None``.
+    """
+
+    file_name: str
+    full_name: str
+    mapping_row: Optional[Tuple[str, str]]
+
+
+def build_dump_name(op_type: str, op_name: str, task_id: int, stream_id: int, timestamp: int) -> BuiltDumpName:
+    """Name a dump file the way the Ascend runtime does.
+
+    ``op_name`` (and ``op_type``, for safety) are sanitised with :func:`sanitize_op_name`; the
+    timestamp is zero-padded to 16 digits. Ids must be non-negative integers.
+    """
+    for label, value in (("task_id", task_id), ("stream_id", stream_id), ("timestamp", timestamp)):
+        if int(value) < 0:
+            raise ValueError(f"{label} must be >= 0, not {value}")
+    full_name = DumpName(sanitize_op_name(op_type), sanitize_op_name(op_name), int(task_id), int(stream_id),
+                         int(timestamp)).file_name
+    if len(full_name.encode("utf-8")) < MAX_FILE_NAME_BYTES:
+        return BuiltDumpName(full_name, full_name, None)
+    hashed = str(int.from_bytes(hashlib.sha256(full_name.encode("utf-8")).digest()[:8], "big"))
+    return BuiltDumpName(hashed, full_name, (hashed, full_name))
+
+
+def append_mapping_row(folder: Union[str, os.PathLike], row: Tuple[str, str]) -> str:
+    """Append ``hash,original_name`` to ``folder/mapping.csv`` (created if needed); returns its path."""
+    path = os.path.join(os.fspath(folder), MAPPING_FILE_NAME)
+    with open(path, "a", newline="", encoding="utf-8") as handle:
+        csv.writer(handle, lineterminator="\n").writerow(row)
+    return path
+
+
+# ------------------------------------------------------------------------------------------- scanning
+
+@dataclass(frozen=True)
+class DumpFileRef:
+    """A dump file found on disk. ``stored_name`` is the hashed on-disk name when the real name came
+    from ``mapping.csv``, else ``None``."""
+
+    path: str
+    name: DumpName
+    stored_name: Optional[str] = None
+
+
+@dataclass(frozen=True)
+class DumpOp:
+    """Every dump of one op (same op type and name): ``latest`` is the one to compare,
+    ``superseded`` the older executions, newest first."""
+
+    op_type: str
+    op_name: str
+    latest: DumpFileRef
+    superseded: Tuple[DumpFileRef, ...] = ()
+
+
+@dataclass(frozen=True)
+class DumpScan:
+    """Result of :func:`scan_dump_folder`.
+
+    Attributes
+    ----------
+    root : the folder scanned.
+    ops : one :class:`DumpOp` per op, by latest timestamp then name; Opdebug files excluded.
+    overflow_records : every Opdebug file, oldest first (each is a separate overflow event).
+    unrecognised : paths of files that are neither dumps nor side files (npy, csv, json, txt),
+        including hashed names missing from ``mapping.csv``.
+    unreadable : folders that could not be listed.
+    """
+
+    root: str
+    ops: Tuple[DumpOp, ...]
+    overflow_records: Tuple[DumpFileRef, ...]
+    unrecognised: Tuple[str, ...]
+    unreadable: Tuple[str, ...]
+
+    def find(self, op_name: str) -> Optional[DumpOp]:
+        """The op whose name (raw GE name or sanitised) matches, or ``None``."""
+        wanted = sanitize_op_name(op_name)
+        return next((op for op in self.ops if op.op_name == wanted), None)
+
+
+def _walk_files(root: str, unreadable: List[str]):
+    """Yield ``(folder, entry names)`` depth-first; follows symlinked folders once (loops are cut
+    by remembering each folder's device and inode)."""
+    seen = set()
+    stack = [root]
+    while stack:
+        folder = stack.pop()
+        try:
+            info = os.stat(folder)
+            key = (info.st_dev, info.st_ino)
+            if key in seen:
+                continue
+            seen.add(key)
+            with os.scandir(folder) as listing:
+                entries = sorted(listing, key=lambda entry: entry.name)
+        except OSError:
+            unreadable.append(folder)
+            continue
+        files, folders = [], []
+        for entry in entries:
+            try:
+                if entry.is_dir():
+                    folders.append(entry.path)
+                elif entry.is_file():
+                    files.append(entry.name)
+            except OSError:
+                continue
+        stack.extend(reversed(folders))  # visit sub-folders in name order
+        yield folder, files
+
+
+def scan_dump_folder(root: Union[str, os.PathLike]) -> DumpScan:
+    """Find every dump file under ``root`` (recursively) by name alone; headers are not read.
+
+    Dot files (temporary files) and side files (``.npy``, ``.csv``, ``.json``, ``.txt``) are
+    skipped. Hashed names are resolved through each folder's own ``mapping.csv``. Dumps are grouped
+    by ``(op_type, op_name)``; the latest timestamp wins (ties broken by path) and the rest are kept
+    in :attr:`DumpOp.superseded`. Opdebug overflow records are listed apart.
+
+    Raises :class:`WorkspaceError` if ``root`` is not a folder.
+    """
+    root = os.fspath(root)
+    if not os.path.isdir(root):
+        raise WorkspaceError(f"{root}: not a folder", "give the folder that holds the dump files")
+    found: List[DumpFileRef] = []
+    unrecognised: List[str] = []
+    unreadable: List[str] = []
+    for folder, files in _walk_files(root, unreadable):
+        mapping = read_mapping(folder) if MAPPING_FILE_NAME in files else {}
+        for file_name in files:
+            if file_name.startswith(".") or file_name.lower().endswith(SIDE_FILE_SUFFIXES):
+                continue
+            real_name = mapping.get(file_name, file_name)
+            name = parse_dump_name(real_name)
+            path = os.path.join(folder, file_name)
+            if name is None:
+                unrecognised.append(path)
+                continue
+            found.append(DumpFileRef(path, name, file_name if real_name != file_name else None))
+    return DumpScan(root=root, ops=_group_by_op(ref for ref in found if not ref.name.is_opdebug),
+                    overflow_records=tuple(sorted((ref for ref in found if ref.name.is_opdebug),
+                                                  key=lambda ref: (ref.name.timestamp, ref.path))),
+                    unrecognised=tuple(unrecognised), unreadable=tuple(unreadable))
+
+
+def _group_by_op(refs) -> Tuple[DumpOp, ...]:
+    groups: Dict[Tuple[str, str], List[DumpFileRef]] = {}
+    for ref in refs:
+        groups.setdefault((ref.name.op_type, ref.name.op_name), []).append(ref)
+    ops = []
+    for (op_type, op_name), members in groups.items():
+        members.sort(key=lambda ref: (ref.name.timestamp, ref.path), reverse=True)
+        ops.append(DumpOp(op_type, op_name, members[0], tuple(members[1:])))
+    ops.sort(key=lambda op: (op.latest.name.timestamp, op.op_name, op.op_type))
+    return tuple(ops)

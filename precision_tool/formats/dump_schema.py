@@ -1,0 +1,89 @@
+"""The ``toolkit.dumpdata.DumpData`` header of an Ascend op dump file, as protobuf classes.
+
+Written from the field table in ``ascend-formats.md`` §1 and built with
+:func:`precision_tool.formats.protoschema.build_messages` (no ``protoc``, no generated code).
+The header is proto3; enums are open, so a data type or format number missing from the tables
+below still decodes (as its plain integer).
+
+Enum value names are the CANN ones: ``DT_FLOAT16`` for data types (shared with the GE graph,
+:data:`precision_tool.formats.dtypes.DTYPE_ENUM_NAMES`) and ``FORMAT_NC1HWC0`` for formats. They
+only matter for text/JSON forms; the binary wire format carries numbers.
+
+Classes exported: :data:`DumpData`, :data:`OpInput`, :data:`OpOutput`, :data:`Shape`,
+:data:`OriginalOp`, :data:`OpBuffer`, :data:`OpAttr`, :data:`Workspace`, :data:`DimRange`.
+"""
+from __future__ import annotations
+
+from precision_tool.formats.dtypes import DTYPE_ENUM_NAMES, FORMAT_NAMES
+from precision_tool.formats.protoschema import build_messages
+
+PACKAGE = "toolkit.dumpdata"
+
+# proto3 enums need a value 0: DT_UNDEFINED, FORMAT_NCHW, L1 and LOG are the zeros.
+ENUMS = {
+    "OutputDataType": dict(DTYPE_ENUM_NAMES),
+    "OutputFormat": {number: f"FORMAT_{name}" for number, name in FORMAT_NAMES.items()},
+    "BufferType": {0: "L1"},
+    # Nested ``Workspace.SpaceType`` in CANN's .proto; the nesting does not change the wire format.
+    "SpaceType": {0: "LOG"},
+}
+
+MESSAGES = {
+    "Shape": [(1, "dim", "repeated uint64")],
+    "OriginalOp": [
+        (1, "name", "string"),
+        (2, "output_index", "uint32"),
+        (3, "data_type", "OutputDataType"),
+        (4, "format", "OutputFormat"),
+    ],
+    "DimRange": [(1, "dim_start", "uint64"), (2, "dim_end", "uint64")],
+    "OpOutput": [
+        (1, "data_type", "OutputDataType"),
+        (2, "format", "OutputFormat"),
+        (3, "shape", "Shape"),
+        (4, "original_op", "OriginalOp"),
+        (5, "data", "bytes"),
+        (6, "size", "uint64"),
+        (7, "original_shape", "Shape"),
+        (8, "sub_format", "int32"),
+        (9, "address", "uint64"),
+        (10, "dim_range", "repeated DimRange"),
+        (11, "offset", "uint64"),
+    ],
+    "OpInput": [
+        (1, "data_type", "OutputDataType"),
+        (2, "format", "OutputFormat"),
+        (3, "shape", "Shape"),
+        (4, "data", "bytes"),
+        (5, "size", "uint64"),
+        (6, "original_shape", "Shape"),
+        (7, "sub_format", "int32"),
+        (8, "address", "uint64"),
+        (9, "offset", "uint64"),
+    ],
+    "OpBuffer": [(1, "buffer_type", "BufferType"), (2, "data", "bytes"), (3, "size", "uint64")],
+    "OpAttr": [(1, "name", "string"), (2, "value", "string")],
+    "Workspace": [(1, "type", "SpaceType"), (2, "data", "bytes"), (3, "size", "uint64")],
+    "DumpData": [
+        (1, "version", "string"),
+        (2, "dump_time", "uint64"),
+        (3, "output", "repeated OpOutput"),  # outputs are field 3 ...
+        (4, "input", "repeated OpInput"),  # ... inputs field 4, yet inputs come first in the payload
+        (5, "buffer", "repeated OpBuffer"),
+        (6, "op_name", "string"),
+        (7, "attr", "repeated OpAttr"),
+        (8, "space", "repeated Workspace"),
+    ],
+}
+
+_CLASSES = build_messages(PACKAGE, MESSAGES, ENUMS)
+
+DumpData = _CLASSES["DumpData"]
+OpInput = _CLASSES["OpInput"]
+OpOutput = _CLASSES["OpOutput"]
+Shape = _CLASSES["Shape"]
+OriginalOp = _CLASSES["OriginalOp"]
+OpBuffer = _CLASSES["OpBuffer"]
+OpAttr = _CLASSES["OpAttr"]
+Workspace = _CLASSES["Workspace"]
+DimRange = _CLASSES["DimRange"]
