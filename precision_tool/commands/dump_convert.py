@@ -1,0 +1,103 @@
+"""``dc PATH [-o OUT_DIR] [--keep-layout]``: every tensor of Ascend dump files to .npy.
+
+Each input and output of each dump becomes ``OUT_DIR/{dump file name}.{input|output}.{i}.npy``, in its
+origin layout and original shape (what a user compares with TensorFlow), or as stored with
+``--keep-layout``. Payloads are read one tensor at a time, by offset. A bad file or tensor is reported
+in one line and skipped; the rest converts; the exit code is 0 only if everything converted.
+"""
+from __future__ import annotations
+
+import os
+import time
+from typing import List
+
+from precision_tool.commands.registry import Command, Context
+from precision_tool.config import Workspace, ensure_output_dir
+from precision_tool.errors import EXIT_OK, EXIT_UNUSABLE_INPUT, PrecisionToolError, WorkspaceError
+from precision_tool.fileio import save_npy_atomic
+from precision_tool.formats import layouts
+from precision_tool.formats.dump_file import read_dump_header
+from precision_tool.formats.dump_names import dump_name_of_file, scan_dump_folder
+from precision_tool.formats.origin_tensor import read_origin_tensor
+
+
+def add_arguments(parser):
+    parser.add_argument("path", help="a dump file, or a folder searched recursively for dump files")
+    parser.add_argument("-o", "-out", "--output", dest="out_dir", default=None,
+                        help="folder for the .npy files (default: WORKSPACE/temp/dump_convert/<time>)")
+    parser.add_argument("--keep-layout", action="store_true",
+                        help="save tensors as stored (device layout, e.g. NC1HWC0) instead of the origin layout")
+    parser.add_argument("--origin-format", default=None, metavar="FORMAT",
+                        help="origin format of 4-D device tensors when the header does not say (NHWC, NCHW)")
+
+
+def _dump_files(path: str) -> List[str]:
+    if os.path.isfile(path):
+        dump_name_of_file(path)  # a single explicit file must have a dump file name
+        return [path]
+    if not os.path.isdir(path):
+        raise WorkspaceError(f"{path}: no such file or folder")
+    scan = scan_dump_folder(path)
+    files = [ref.path for op in scan.ops for ref in (op.latest, *op.superseded)]
+    files += [ref.path for ref in scan.overflow_records]
+    if not files:
+        raise WorkspaceError(f"{path}: no Ascend dump files in this folder",
+                             "dump files are named {op_type}.{op_name}.{task_id}.{stream_id}.{timestamp}")
+    return sorted(files)
+
+
+def handle(args, ctx: Context):
+    from precision_tool.reports.report import Report
+
+    files = _dump_files(args.path)
+    out_dir = args.out_dir or os.path.join(Workspace(ctx.data_dir).temp, "dump_convert",
+                                           time.strftime("%Y%m%d%H%M%S"))
+    out_dir = ensure_output_dir(out_dir, args.path)
+    rows, failures, notes = [], [], []
+    written = 0
+    for path in files:
+        try:
+            dump = read_dump_header(path)
+        except PrecisionToolError as error:
+            failures.append(str(error))
+            continue
+        base = os.path.basename(path)
+        for entry in dump.tensors:
+            try:
+                decoded = read_origin_tensor(dump, entry, args.origin_format, keep_layout=args.keep_layout)
+                target = os.path.join(out_dir, f"{base}.{entry.kind}.{entry.index}.npy")
+                save_npy_atomic(target, decoded.array)
+            except OSError as error:
+                raise WorkspaceError(f"{out_dir}: cannot write ({error.strerror or error})") from None
+            except PrecisionToolError as error:
+                failures.append(f"{path}: {entry.label}: {error}")
+                continue
+            written += 1
+            if decoded.note:
+                notes.append(f"{base} {entry.label}: {decoded.note}")
+            rows.append([dump.op_name, entry.label, entry.dtype_name,
+                         f"{entry.format_name} {layouts.shape_text(entry.shape)}",
+                         f"{decoded.origin_format} {layouts.shape_text(decoded.array.shape)}",
+                         os.path.basename(target)])
+    report = Report(title=f"Converted {written} tensors from {len(files)} dump files to {out_dir}")
+    report.add_table(["op", "tensor", "dtype", "stored", "saved as", "file"], rows)
+    if notes:
+        report.add_text("Notes:", *notes)
+    if failures:
+        report.add_text(f"Failed ({len(failures)}):", *failures)
+    report.status = (f"{len(failures)} failures; the other tensors were written" if failures
+                     else "all tensors converted")
+    report.exit_code = EXIT_UNUSABLE_INPUT if failures else EXIT_OK
+    report.data = {"out_dir": out_dir, "files": len(files), "tensors_written": written, "failures": failures,
+                   "notes": notes}
+    return report
+
+
+COMMAND = Command(
+    name="dc",
+    summary="Convert Ascend dump files to .npy (origin layout and shape by default).",
+    add_arguments=add_arguments,
+    handler=handle,
+    aliases=("dump_convert",),
+    epilog="Output names: {dump file name}.{input|output}.{i}.npy. Input folders are never written to.",
+)

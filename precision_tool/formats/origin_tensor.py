@@ -1,0 +1,104 @@
+"""A dump tensor as TensorFlow saw it: device layout undone, original shape restored.
+
+The dump header gives the stored format and shape and (usually) the ``original_shape``, but not always
+the origin *format*: ``OriginalOp.format`` is set only on fused outputs, and its proto3 default 0 means
+NCHW, so an unset field and NCHW look alike. The origin format is therefore chosen in this order:
+
+1. an explicit ``origin_format`` (user flag, or ``origin_format`` from the GE graph);
+2. the header's ``OriginalOp.format`` when it is not 0 (a non-default value was really written);
+3. the candidates of the stored format (see :data:`CANDIDATES`), keeping those whose implied device shape
+   equals the stored shape; the first, in TensorFlow's preference order (NHWC before NCHW, HWCN for
+   weights), wins. When more than one fits, the result says so (``ambiguous``), since NHWC and NCHW can
+   give different tensors for the same bytes.
+
+Plain formats (ND, NCHW, NHWC, ...) are only reshaped to the original shape when the element counts agree.
+A device-layout tensor without an original shape is returned as stored, with a note saying why.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Optional
+
+import numpy as np
+
+from precision_tool.errors import LayoutError
+from precision_tool.formats import layouts
+from precision_tool.formats.dump_file import DumpFile, TensorEntry, read_tensor
+
+# Stored (device) format -> origin formats to try, most likely for a TensorFlow model first.
+CANDIDATES = {
+    "NC1HWC0": ("NHWC", "NCHW", "HWCN"),
+    "FRACTAL_Z": ("HWCN", "NHWC", "NCHW"),
+    "NDC1HWC0": ("NDHWC", "NCDHW"),
+    "FRACTAL_NZ": ("ND",),
+}
+
+
+@dataclass(frozen=True)
+class OriginTensor:
+    """The decoded array and how it was decoded.
+
+    ``origin_format`` is the format of ``array`` (the stored format when nothing was converted);
+    ``note`` says what was assumed or why the layout was kept ("" when nothing needs saying).
+    """
+
+    array: np.ndarray
+    origin_format: str
+    converted: bool
+    ambiguous: bool = False
+    note: str = ""
+
+
+def choose_origin_format(entry: TensorEntry, origin_format: Optional[str] = None):
+    """``(format, ambiguous, how)`` for ``entry``: see the module docstring for the order of sources.
+
+    Returns ``(None, False, reason)`` when no origin format fits the stored shape.
+    """
+    stored = layouts.format_of(entry.format_code)
+    if origin_format:
+        return layouts.format_of(origin_format), False, "given"
+    header_format = entry.original_format_code
+    if header_format:
+        return layouts.format_of(header_format), False, "from the dump header"
+    candidates = CANDIDATES.get(stored)
+    if candidates is None:
+        return stored, False, "plain format"
+    c0 = entry.shape[-1] if entry.shape else 16
+    fitting = [fmt for fmt in candidates if _fits(entry, fmt, stored, c0)]
+    if not fitting:
+        return None, False, (f"no origin format among {', '.join(candidates)} gives stored shape "
+                             f"{layouts.shape_text(entry.shape)} from original shape "
+                             f"{layouts.shape_text(entry.original_shape or ())}")
+    return fitting[0], len(fitting) > 1, "inferred from the shapes"
+
+
+def _fits(entry: TensorEntry, origin: str, stored: str, c0: int) -> bool:
+    try:
+        return tuple(layouts.device_shape(entry.original_shape, origin, stored, c0=c0)) == tuple(entry.shape)
+    except LayoutError:
+        return False
+
+
+def read_origin_tensor(dump_file: DumpFile, entry: TensorEntry, origin_format: Optional[str] = None,
+                       keep_layout: bool = False) -> OriginTensor:
+    """Read ``entry``'s payload and convert it to its origin format and original shape.
+
+    ``keep_layout=True`` returns the stored array untouched. Raises :class:`LayoutError` when the shapes
+    contradict each other, and the dump reader's errors for unreadable payloads.
+    """
+    stored_format = layouts.format_of(entry.format_code)
+    array = read_tensor(dump_file, entry)
+    if keep_layout:
+        return OriginTensor(array, stored_format, converted=False, note="kept as stored")
+    if entry.original_shape is None or (entry.original_shape == () and entry.shape != ()):
+        if stored_format in CANDIDATES:
+            return OriginTensor(array, stored_format, converted=False,
+                                note=f"kept {stored_format}: the header has no original shape")
+        return OriginTensor(array, stored_format, converted=False)
+    fmt, ambiguous, how = choose_origin_format(entry, origin_format)
+    if fmt is None:
+        raise LayoutError(f"{entry.label}: {how}")
+    converted = layouts.to_origin(array, stored_format, fmt, entry.original_shape)
+    note = f"assumed {fmt} ({how}; another layout fits too)" if ambiguous else ""
+    return OriginTensor(np.ascontiguousarray(converted), fmt, converted=fmt != stored_format or
+                        converted.shape != array.shape, ambiguous=ambiguous, note=note)
