@@ -68,6 +68,12 @@ class GraphFormatError(FileFormatError):
     format_name = "GE graph"
 
 
+class FusionFormatError(FileFormatError):
+    """A fusion_result.json or fusion switch file that cannot be read."""
+
+    format_name = "fusion artifact"
+
+
 class ReferenceFormatError(FileFormatError):
     """A TensorFlow reference artifact (tfdbg dump, npy file) that cannot be read."""
 

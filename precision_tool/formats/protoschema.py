@@ -19,6 +19,10 @@ Type strings in a table:
 ``"map<K,V>"``
     a proto3 map (a repeated synthetic ``...Entry`` message with ``map_entry`` set).
 
+``oneofs`` groups fields of a message into a ``oneof`` (``{"AttrDef": {"value": ["s", "i", ...]}}``).
+Members of a oneof keep their presence even at the default value (``value { i: 0 }`` is not empty),
+which plain proto3 scalars lose.
+
 Example::
 
     >>> classes = build_messages("demo.pkg", {"Point": [(1, "x", "int64"), (2, "tags", "repeated string")]})
@@ -77,8 +81,10 @@ def build_messages(
     package: str,
     messages: Mapping[str, Sequence[FieldRow]],
     enums: Mapping[str, Mapping[int, str]] | None = None,
+    oneofs: Mapping[str, Mapping[str, Sequence[str]]] | None = None,
 ) -> Dict[str, type]:
-    """Build message classes for ``messages`` (name -> rows) and ``enums`` (name -> {number: value name}).
+    """Build message classes for ``messages`` (name -> rows), ``enums`` (name -> {number: value name})
+    and ``oneofs`` (message name -> {oneof name: member field names}).
 
     Returns a dict of message name -> generated class. Raises ``ValueError`` for a table that names
     an unknown type (a bug in the table, not user input).
@@ -113,6 +119,13 @@ def build_messages(
             else:
                 field.label = _FDP.LABEL_OPTIONAL
             _fill_field(field, package, spec, enums, messages)
+        for oneof_index, (oneof_name, members) in enumerate((oneofs or {}).get(msg_name, {}).items()):
+            msg.oneof_decl.add(name=oneof_name)
+            by_name = {field.name: field for field in msg.field}
+            for member in members:
+                if member not in by_name:
+                    raise ValueError(f"oneof {msg_name}.{oneof_name} names unknown field {member!r}")
+                by_name[member].oneof_index = oneof_index
     pool = descriptor_pool.DescriptorPool()
     pool.Add(fdp)
     return {name: _get_message_class(pool.FindMessageTypeByName(f"{package}.{name}")) for name in messages}

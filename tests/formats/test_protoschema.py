@@ -29,3 +29,14 @@ def test_repeated_scalars_are_packed_on_the_wire():
 def test_unknown_type_in_a_table_is_a_bug_report():
     with pytest.raises(ValueError, match="unknown field type 'Nope'"):
         build_messages("t.bad", {"M": [(1, "x", "Nope")]})
+
+
+def test_oneof_members_keep_presence_at_default_values():
+    classes = build_messages("t.oneof", {"V": [(1, "s", "string"), (3, "i", "int64")]},
+                             oneofs={"V": {"value": ["s", "i"]}})
+    zero = classes["V"](i=0)
+    back = classes["V"].FromString(zero.SerializeToString())
+    assert back.WhichOneof("value") == "i"
+    assert text_format.MessageToString(back).strip() == "i: 0"
+    with pytest.raises(ValueError, match="names unknown field 'x'"):
+        build_messages("t.oneof2", {"V": [(1, "s", "string")]}, oneofs={"V": {"value": ["x"]}})

@@ -1,0 +1,75 @@
+"""``ge2json GE_GRAPH -o OUT.json``: a GE graph dump as the JSON msaccucmp's ``compare -f`` reads.
+
+GE_GRAPH is a ``ge_proto_*_Build.txt`` (or a graph already in JSON form), or a folder holding Build
+graphs: then the newest one is used, or the one whose root graph is ``--graph-name``. The output is
+written atomically and may go anywhere except over the input itself; an existing folder as ``-o`` gets
+``{input name}.json``.
+"""
+from __future__ import annotations
+
+import os
+
+from precision_tool.commands.registry import Command, Context
+from precision_tool.errors import WorkspaceError
+from precision_tool.formats.ge_io import find_build_graph, read_ge_graph, write_ge_graph_json
+from precision_tool.reports.report import Report
+
+# msaccucmp refuses a graph JSON larger than this (FileUtils.load_json_file).
+MSACCUCMP_JSON_LIMIT = 100 * 1024 * 1024
+
+
+def add_arguments(parser) -> None:
+    parser.add_argument("graph", metavar="GE_GRAPH",
+                        help="ge_proto_*_Build.txt, a GE graph JSON, or a folder holding Build graphs")
+    parser.add_argument("-o", "--output", required=True, metavar="OUT.json",
+                        help="JSON file to write (an existing folder: {input name}.json inside it)")
+    parser.add_argument("--graph-name", default=None, metavar="NAME",
+                        help="with a folder: use the Build graph whose root graph is NAME "
+                             "(the model_name folder of the dump tree)")
+
+
+def _input_file(path: str, graph_name) -> str:
+    if os.path.isdir(path):
+        return str(find_build_graph(path, graph_name))
+    if graph_name is not None:
+        raise WorkspaceError("--graph-name only applies when GE_GRAPH is a folder")
+    return path
+
+
+def _output_file(output: str, input_path: str) -> str:
+    if os.path.isdir(output):
+        stem = os.path.splitext(os.path.basename(input_path))[0]
+        output = os.path.join(output, stem + ".json")
+    if os.path.exists(output) and os.path.samefile(output, input_path):
+        raise WorkspaceError(f"{output} is the input graph itself", "choose another output file")
+    return output
+
+
+def handle(args, ctx: Context) -> Report:
+    input_path = _input_file(args.graph, args.graph_name)
+    output = _output_file(args.output, input_path)
+    model = read_ge_graph(input_path)
+    write_ge_graph_json(model, output)
+    rows, graphs = [], []
+    for graph in model.graphs:
+        fused = sum(1 for op in graph.ops if op.is_fused)
+        rows.append([graph.name, len(graph.ops), fused])
+        graphs.append({"name": graph.name, "ops": len(graph.ops), "fused_ops": fused})
+    report = Report(title=f"{input_path} -> {output}")
+    report.add_table(["graph", "ops", "fused ops"], rows)
+    size = os.path.getsize(output)
+    if size > MSACCUCMP_JSON_LIMIT:
+        report.add_text(f"Note: {output} is {size / 2**20:.0f} MiB; msaccucmp refuses graph JSON over 100 MiB.")
+    total = sum(g["ops"] for g in graphs)
+    report.status = f"wrote {len(graphs)} graph{'s' if len(graphs) != 1 else ''} ({total} ops) to {output}"
+    report.data = {"input": input_path, "output": output, "bytes": size, "graphs": graphs}
+    return report
+
+
+COMMAND = Command(
+    name="ge2json",
+    summary="Convert a GE graph dump (ge_proto_*_Build.txt) to the JSON msaccucmp's compare -f reads.",
+    add_arguments=add_arguments,
+    handler=handle,
+    epilog="'Fused ops' implement several TensorFlow ops or came from a fusion pass.",
+)

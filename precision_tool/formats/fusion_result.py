@@ -1,0 +1,266 @@
+"""Fusion artifacts: ``fusion_result.json`` (which passes fired) and the fusion switch file.
+
+``fusion_result.json`` comes in two forms (docs/ascend-formats.md §7). Current: one object keyed by
+``"session_and_graph_id_{s}_{g}"``, each value holding ``"graph_fusion"`` and ``"ub_fusion"`` maps of pass
+name -> ``{"match_times": "3", "effect_times": "3"}`` (counts as strings; ``repository_hit_times`` too in
+ub_fusion). Older: ``graph_fusion`` / ``ub_fusion`` at top level beside ``graphId`` or
+``session_and_graph_id``, several such objects possibly concatenated. Both read into
+:class:`FusionResult`; it is written in the current form.
+
+The switch file turns passes on and off: JSON ``{"Switch": {"GraphFusion": {"ALL": "off", "APass": "on"},
+"UBFusion": {...}}}`` (``ALL`` sets the family default, named passes override it), or older lines
+``PassName:off``, which apply to both families. It reads into :class:`FusionSwitches` and is written as
+JSON.
+"""
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Dict, List, Mapping, Optional, Tuple
+
+from precision_tool.errors import FusionFormatError, WorkspaceError
+from precision_tool.formats.ge_io import PathLike, atomic_write_text
+
+GRAPH_FUSION, UB_FUSION = "graph_fusion", "ub_fusion"
+FAMILIES = (GRAPH_FUSION, UB_FUSION)
+_SWITCH_FAMILY_KEYS = {GRAPH_FUSION: "GraphFusion", UB_FUSION: "UBFusion"}
+_CURRENT_KEY = re.compile(r"(?:session_and_graph_id_(\d+)_|graph_id_)(\d+)\Z")
+_OLD_SESSION_AND_GRAPH = re.compile(r"(\d+)_(\d+)\Z")
+_COUNT = re.compile(r"[0-9]+")
+ALL_PASSES = "ALL"
+
+
+# ----------------------------------------------------------------------------------------- fusion_result.json
+@dataclass(frozen=True)
+class PassRecord:
+    """How often one fusion pass matched and took effect in one graph."""
+
+    name: str
+    family: str
+    match_times: int = 0
+    effect_times: int = 0
+    repository_hit_times: Optional[int] = None
+
+    @property
+    def took_effect(self) -> bool:
+        return self.effect_times > 0
+
+
+@dataclass(frozen=True)
+class GraphFusion:
+    """The passes recorded for one graph. ``key`` is the current form's key for it."""
+
+    key: str
+    passes: Tuple[PassRecord, ...] = ()
+    session_id: Optional[int] = None
+    graph_id: Optional[int] = None
+
+    def family(self, family: str) -> Tuple[PassRecord, ...]:
+        return tuple(p for p in self.passes if p.family == family)
+
+
+@dataclass(frozen=True)
+class FusionResult:
+    graphs: Tuple[GraphFusion, ...] = ()
+
+    def effective_passes(self, family: Optional[str] = None) -> Tuple[str, ...]:
+        """Names of passes with effect_times > 0 in any graph (of ``family`` if given), sorted."""
+        return tuple(sorted({p.name for g in self.graphs for p in g.passes
+                             if p.took_effect and family in (None, p.family)}))
+
+
+def parse_fusion_result(text: str, source: Optional[PathLike] = None) -> FusionResult:
+    """A :class:`FusionResult` from the text of a fusion_result.json, either form."""
+    graphs: List[GraphFusion] = []
+    for obj in _json_objects(text, source):
+        if GRAPH_FUSION in obj or UB_FUSION in obj:
+            graphs.append(_old_form_graph(obj, source))
+            continue
+        for key, value in obj.items():
+            if not isinstance(value, dict):
+                raise FusionFormatError(source, f"{key}: expected an object of graph_fusion/ub_fusion")
+            match = _CURRENT_KEY.match(key)
+            session_id = int(match.group(1)) if match and match.group(1) else None
+            graph_id = int(match.group(2)) if match else None
+            graphs.append(GraphFusion(key, _passes(value, source, key), session_id, graph_id))
+    return FusionResult(tuple(graphs))
+
+
+def read_fusion_result(path: PathLike) -> FusionResult:
+    return parse_fusion_result(_read_text(path), source=path)
+
+
+def fusion_result_to_json(result: FusionResult) -> Dict[str, dict]:
+    """``result`` in the current form (counts as strings, as the fusion engine writes them)."""
+    out: Dict[str, dict] = {}
+    for graph in result.graphs:
+        entry = out.setdefault(graph.key, {})
+        for record in graph.passes:
+            counts = {"match_times": str(record.match_times), "effect_times": str(record.effect_times)}
+            if record.repository_hit_times is not None:
+                counts["repository_hit_times"] = str(record.repository_hit_times)
+            entry.setdefault(record.family, {})[record.name] = counts
+    return out
+
+
+def write_fusion_result(result: FusionResult, path: PathLike) -> Path:
+    return atomic_write_text(path, json.dumps(fusion_result_to_json(result), indent=4) + "\n")
+
+
+def _old_form_graph(obj: dict, source) -> GraphFusion:
+    session_id = graph_id = None
+    pair = obj.get("session_and_graph_id")
+    if isinstance(pair, str) and _OLD_SESSION_AND_GRAPH.match(pair):
+        session_id, graph_id = (int(v) for v in pair.split("_"))
+    elif isinstance(obj.get("graphId"), (str, int)) and _COUNT.fullmatch(str(obj["graphId"])):
+        graph_id = int(obj["graphId"])
+    if session_id is not None:
+        key = f"session_and_graph_id_{session_id}_{graph_id}"
+    else:
+        key = f"graph_id_{graph_id}" if graph_id is not None else "graph"
+    return GraphFusion(key, _passes(obj, source, key), session_id, graph_id)
+
+
+def _passes(obj: dict, source, where: str) -> Tuple[PassRecord, ...]:
+    records = []
+    for family in FAMILIES:
+        passes = obj.get(family, {})
+        if not isinstance(passes, dict):
+            raise FusionFormatError(source, f"{where}.{family}: expected an object of pass name -> counts")
+        for name, counts in passes.items():
+            if not isinstance(counts, dict):
+                raise FusionFormatError(source, f"{where}.{family}.{name}: expected an object of counts")
+            hits = counts.get("repository_hit_times")
+            records.append(PassRecord(
+                name, family, _count(counts.get("match_times", 0), source, f"{where}.{family}.{name}.match_times"),
+                _count(counts.get("effect_times", 0), source, f"{where}.{family}.{name}.effect_times"),
+                None if hits is None else _count(hits, source, f"{where}.{family}.{name}.repository_hit_times")))
+    return tuple(records)
+
+
+def _count(value, source, where: str) -> int:
+    if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
+        return value
+    if isinstance(value, str) and _COUNT.fullmatch(value.strip()):
+        return int(value)
+    raise FusionFormatError(source, f"{where}: expected a count, got {value!r}")
+
+
+def _json_objects(text: str, source) -> List[dict]:
+    """Every JSON object in ``text``: one, or several written back to back."""
+    decoder = json.JSONDecoder()
+    objects, position = [], 0
+    while True:
+        while position < len(text) and text[position].isspace():
+            position += 1
+        if position == len(text):
+            break
+        try:
+            obj, position = decoder.raw_decode(text, position)
+        except json.JSONDecodeError as exc:
+            raise FusionFormatError(source, f"line {exc.lineno}, column {exc.colno}: {exc.msg}") from None
+        except RecursionError:
+            raise FusionFormatError(source, "nested too deeply to read") from None
+        if not isinstance(obj, dict):
+            raise FusionFormatError(source, f"expected a JSON object, got {type(obj).__name__}")
+        objects.append(obj)
+    if not objects:
+        raise FusionFormatError(source, "is empty")
+    return objects
+
+
+def _read_text(path: PathLike) -> str:
+    try:
+        with open(path, "rb") as handle:
+            data = handle.read()
+    except FileNotFoundError:
+        raise WorkspaceError(f"{path}: no such file") from None
+    except OSError as exc:
+        raise FusionFormatError(path, f"cannot be read ({exc.strerror or exc})") from None
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise FusionFormatError(path, f"byte {exc.start} is not UTF-8") from None
+
+
+# ----------------------------------------------------------------------------------------- switch file
+@dataclass(frozen=True)
+class FusionSwitches:
+    """Pass switches by family: pass name (or ``"ALL"``) -> on. Passes not named are on."""
+
+    graph_fusion: Mapping[str, bool] = field(default_factory=dict, hash=False)
+    ub_fusion: Mapping[str, bool] = field(default_factory=dict, hash=False)
+
+    @classmethod
+    def all_off(cls) -> "FusionSwitches":
+        """The switches for "fusion off": ``ALL`` off in both families."""
+        return cls({ALL_PASSES: False}, {ALL_PASSES: False})
+
+    def is_enabled(self, pass_name: str, family: str) -> bool:
+        """Whether ``pass_name`` runs: its own switch, else the family's ``ALL``, else on."""
+        switches = self.graph_fusion if family == GRAPH_FUSION else self.ub_fusion
+        if pass_name in switches:
+            return switches[pass_name]
+        return switches.get(ALL_PASSES, True)
+
+    @property
+    def fusion_off(self) -> bool:
+        """True when ``ALL`` is off in both families (named passes may still be turned back on)."""
+        return self.graph_fusion.get(ALL_PASSES) is False and self.ub_fusion.get(ALL_PASSES) is False
+
+
+def parse_fusion_switches(text: str, source: Optional[PathLike] = None) -> FusionSwitches:
+    """A :class:`FusionSwitches` from a switch file: JSON, or the older ``PassName:off`` lines."""
+    if text.lstrip()[:1] == "{":
+        return _json_switches(text, source)
+    both: Dict[str, bool] = {}
+    for number, raw in enumerate(text.splitlines(), start=1):
+        line = raw.strip()
+        if not line or line.startswith("#"):
+            continue
+        name, colon, state = (part.strip() for part in line.partition(":"))
+        if not colon or not name:
+            raise FusionFormatError(source, f"line {number}: expected 'PassName:on' or 'PassName:off', got {line!r}")
+        both[name] = _on_off(state, source, f"line {number}")
+    return FusionSwitches(dict(both), dict(both))
+
+
+def read_fusion_switches(path: PathLike) -> FusionSwitches:
+    return parse_fusion_switches(_read_text(path), source=path)
+
+
+def fusion_switches_to_json(switches: FusionSwitches) -> dict:
+    """The JSON form: ``{"Switch": {"GraphFusion": {...}, "UBFusion": {...}}}`` with ``"on"``/``"off"``."""
+    families = {}
+    for family, key in _SWITCH_FAMILY_KEYS.items():
+        values = getattr(switches, family)
+        families[key] = {name: "on" if enabled else "off" for name, enabled in values.items()}
+    return {"Switch": families}
+
+
+def write_fusion_switches(switches: FusionSwitches, path: PathLike) -> Path:
+    return atomic_write_text(path, json.dumps(fusion_switches_to_json(switches), indent=4) + "\n")
+
+
+def _json_switches(text: str, source) -> FusionSwitches:
+    objects = _json_objects(text, source)
+    if len(objects) > 1:
+        raise FusionFormatError(source, f"holds {len(objects)} JSON objects; a switch file holds one")
+    switch = objects[0].get("Switch")
+    if not isinstance(switch, dict):
+        raise FusionFormatError(source, 'expected {"Switch": {"GraphFusion": {...}, "UBFusion": {...}}}')
+    families = {}
+    for family, key in _SWITCH_FAMILY_KEYS.items():
+        values = switch.get(key, {})
+        if not isinstance(values, dict):
+            raise FusionFormatError(source, f"Switch.{key}: expected an object of pass name -> on/off")
+        families[family] = {name: _on_off(state, source, f"Switch.{key}.{name}") for name, state in values.items()}
+    return FusionSwitches(families[GRAPH_FUSION], families[UB_FUSION])
+
+
+def _on_off(state, source, where: str) -> bool:
+    if isinstance(state, str) and state.strip().lower() in ("on", "off"):
+        return state.strip().lower() == "on"
+    raise FusionFormatError(source, f"{where}: expected 'on' or 'off', got {state!r}")
