@@ -1,0 +1,159 @@
+"""Reference .npy folders in msaccucmp naming: writer, reader, name mapping, bad files."""
+from __future__ import annotations
+
+import os
+import tracemalloc
+
+import numpy as np
+import pytest
+
+from precision_tool.errors import ReferenceFormatError, WorkspaceError
+from precision_tool.formats import npy_dir
+from precision_tool.formats.npy_dir import (build_name_mapping, read_npy_dir, reference_file_name,
+                                            reference_op_name, write_reference_npy)
+
+STAMP = 1_700_000_000_000_000
+
+
+def test_file_names_replace_slash_and_dot_and_pad_the_timestamp():
+    assert reference_op_name("block.1/conv/Conv2D") == "block_1_conv_Conv2D"
+    assert reference_file_name("a/b.c", 2, 42) == "a_b_c.2.0000000000000042.npy"
+    assert reference_file_name("x", 0, STAMP) == "x.0.1700000000000000.npy"
+    with pytest.raises(ValueError):
+        reference_file_name("x", -1, STAMP)
+
+
+ARRAYS = [
+    np.arange(12, dtype=np.float32).reshape(3, 4),
+    np.array([np.nan, -0.0, np.inf, 6e-8], dtype=np.float16),
+    np.float64(3.25),
+    np.zeros((0, 2), dtype=np.int8),
+    np.array([[True, False]]),
+    np.array([1 + 2j], dtype=np.complex64),
+    np.asfortranarray(np.arange(6, dtype=np.int64).reshape(2, 3)),
+    np.array([2**63 - 1], dtype=">i8"),
+]
+
+
+@pytest.mark.parametrize("array", ARRAYS, ids=lambda a: f"{a.dtype.str}{list(np.shape(a))}")
+def test_write_then_read_is_exact(tmp_path, array):
+    path = write_reference_npy(tmp_path, "scope/op", 1, array, STAMP)
+    assert os.path.basename(path) == "scope_op.1.1700000000000000.npy"
+    (record,) = read_npy_dir(tmp_path)
+    assert (record.op_name, record.output_index, record.timestamp_us, record.path) == ("scope_op", 1, STAMP, path)
+    loaded = record.load()
+    assert (loaded.dtype, loaded.shape) == (record.dtype, record.shape) == (np.asarray(array).dtype, np.shape(array))
+    assert np.array_equal(loaded, array, equal_nan=loaded.dtype.kind in "fc")
+    assert loaded.tobytes(order="A") == np.asarray(array).tobytes(order="A")
+
+
+def test_writer_leaves_no_temporary_files_and_uses_normal_permissions(tmp_path):
+    umask = os.umask(0o022)
+    try:
+        path = write_reference_npy(tmp_path, "a", 0, np.ones(3), STAMP)
+    finally:
+        os.umask(umask)
+    assert os.listdir(tmp_path) == [os.path.basename(path)]
+    assert os.stat(path).st_mode & 0o777 == 0o644
+
+
+def test_writer_refuses_arrays_msaccucmp_cannot_read(tmp_path):
+    with pytest.raises(ReferenceFormatError, match=r"a\.0\.0000000000000001\.npy: cannot store dtype object"):
+        write_reference_npy(tmp_path, "a", 0, np.array([{"x": 1}], dtype=object), 1)
+    for dtype in ["V2", "U3", [("a", "<f4")]]:
+        with pytest.raises(ReferenceFormatError, match="cannot store dtype"):
+            write_reference_npy(tmp_path, "a", 0, np.zeros(2, dtype=dtype), 1)
+    ml_dtypes = pytest.importorskip("ml_dtypes")
+    for dtype in (ml_dtypes.bfloat16, ml_dtypes.float8_e5m2):
+        with pytest.raises(ReferenceFormatError, match="cast it first"):
+            write_reference_npy(tmp_path, "a", 0, np.zeros(2, dtype=dtype), 1)
+    assert os.listdir(tmp_path) == []
+
+
+def test_writer_error_names_the_file(tmp_path):
+    with pytest.raises(ReferenceFormatError, match=r"missing/a\.0\.\d{16}\.npy: cannot write"):
+        write_reference_npy(tmp_path / "missing", "a", 0, np.ones(1))
+
+
+def test_latest_timestamp_wins_per_op_output(tmp_path):
+    write_reference_npy(tmp_path, "a/b", 0, np.array([1.0]), STAMP)
+    newest = write_reference_npy(tmp_path, "a/b", 0, np.array([2.0]), STAMP + 5)
+    write_reference_npy(tmp_path, "a/b", 0, np.array([0.5]), STAMP + 1)
+    write_reference_npy(tmp_path, "a/b", 1, np.array([9.0]), STAMP)
+    records = read_npy_dir(tmp_path)
+    assert [(r.op_name, r.output_index) for r in records] == [("a_b", 0), ("a_b", 1)]
+    assert records[0].path == newest and records[0].load()[0] == 2.0
+
+
+def test_name_mapping_restores_real_names_and_flags_collisions(tmp_path):
+    names = ["conv1/Conv2D", "block.1/relu", "block_1/relu", "block_1_relu", "plain"]
+    mapping = build_name_mapping(names)
+    assert mapping["block_1_relu"] == ("block.1/relu", "block_1/relu", "block_1_relu")
+    assert mapping["conv1_Conv2D"] == ("conv1/Conv2D",)
+    for name in ["conv1/Conv2D", "block.1/relu", "unmapped/op"]:
+        write_reference_npy(tmp_path, name, 0, np.zeros(1), STAMP)
+    records = {r.file_op_name: r for r in read_npy_dir(tmp_path, mapping)}
+    assert records["conv1_Conv2D"].op_name == "conv1/Conv2D" and not records["conv1_Conv2D"].ambiguous
+    assert records["block_1_relu"].op_name == "block_1_relu" and records["block_1_relu"].ambiguous
+    assert records["block_1_relu"].name_candidates == mapping["block_1_relu"]
+    assert records["unmapped_op"].op_name == "unmapped_op" and records["unmapped_op"].name_candidates == ()
+    # a plain {file name: real name} dict works too
+    plain = read_npy_dir(tmp_path, {"conv1_Conv2D": "conv1/Conv2D"})
+    (record,) = [r for r in plain if r.file_op_name == "conv1_Conv2D"]
+    assert record.op_name == "conv1/Conv2D"
+
+
+def test_other_files_and_stray_temporaries_are_ignored(tmp_path):
+    write_reference_npy(tmp_path, "x", 0, np.zeros(1), STAMP)
+    (tmp_path / "notes.txt").write_text("hi")
+    (tmp_path / "x.npy").write_bytes(b"junk")  # not in the {name}.{index}.{timestamp}.npy form
+    (tmp_path / ".precision_tool-1-abc.tmp").write_bytes(b"partial")
+    (tmp_path / "dir.0.1.npy").mkdir()
+    assert [r.op_name for r in read_npy_dir(tmp_path)] == ["x"]
+
+
+def test_missing_folder_is_a_workspace_error(tmp_path):
+    with pytest.raises(WorkspaceError, match="no such folder"):
+        read_npy_dir(tmp_path / "nope")
+
+
+def valid_npy_bytes(array):
+    import io
+    buffer = io.BytesIO()
+    np.save(buffer, array)
+    return buffer.getvalue()
+
+
+@pytest.mark.parametrize("content, cause", [
+    (b"", "not a readable .npy file"),
+    (b"random bytes, not numpy at all", "not a readable .npy file"),
+    (valid_npy_bytes(np.arange(100, dtype=np.float64))[:-8], "truncated: the header promises 800 bytes"),
+    (valid_npy_bytes(np.array([{"a": 1}], dtype=object)), "holds Python objects"),
+    (b"PK\x03\x04" + b"\x00" * 40, "not a readable .npy file"),
+])
+def test_bad_npy_files_name_the_file_in_one_line(tmp_path, content, cause):
+    path = tmp_path / "op.0.1700000000000000.npy"
+    path.write_bytes(content)
+    with pytest.raises(ReferenceFormatError, match=cause) as caught:
+        read_npy_dir(tmp_path)
+    assert str(caught.value).startswith(str(path) + ": ") and "\n" not in str(caught.value)
+
+
+def test_lying_header_is_refused_before_allocating(tmp_path):
+    header = valid_npy_bytes(np.zeros(1, np.float32)).replace(b"(1,)", b"(10000000000,)")
+    path = tmp_path / "op.0.1700000000000000.npy"
+    path.write_bytes(header)
+    tracemalloc.start()
+    with pytest.raises(ReferenceFormatError, match="truncated: the header promises 40000000000 bytes"):
+        npy_dir.read_npy_header(path)
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    assert peak < 1 << 20
+
+
+def test_a_file_replaced_after_listing_is_detected_on_load(tmp_path):
+    path = write_reference_npy(tmp_path, "x", 0, np.zeros(4, np.float32), STAMP)
+    (record,) = read_npy_dir(tmp_path)
+    np.save(path, np.zeros(5, np.float32))
+    with pytest.raises(ReferenceFormatError, match=r"changed since it was listed \(float32 \[4\] -> float32 \[5\]\)"):
+        record.load()
