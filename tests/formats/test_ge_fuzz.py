@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import json
+import tracemalloc
 
 import pytest
 from google.protobuf import text_format
@@ -39,10 +40,17 @@ SYNTAX_BYTES = st.sampled_from(list(b'{}:"\\ \n#[],<>-.0123456789eE_xXtf') + [0x
 
 
 def _parses_or_fails_cleanly(data: bytes) -> None:
+    """Parse ``data``: only a one-line PrecisionToolError may come out, and the parse may not allocate
+    more than a small multiple of the input (64x + 1 MiB, as for dump files)."""
+    tracemalloc.start()
     try:
         parse_ge_graph(data, source="fuzz.txt")
     except PrecisionToolError as error:
         assert str(error).startswith("fuzz.txt") and "\n" not in str(error)
+    finally:
+        peak = tracemalloc.get_traced_memory()[1]
+        tracemalloc.stop()
+    assert peak <= 64 * len(data) + (1 << 20), f"parsing {len(data)} bytes allocated {peak} bytes"
 
 
 def _flip(data: bytes, flips) -> bytes:

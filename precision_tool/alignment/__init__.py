@@ -1,0 +1,90 @@
+"""Alignment: which NPU tensor is compared with which reference tensor, and what is left out.
+
+One entry point, :func:`align`. It reads names and dump headers only (never a payload) and returns an
+:class:`~precision_tool.alignment.model.Alignment`: the pairs, in producer-first order, each with the rule that
+matched it; the NPU tensors left out, each with its reason; and a :class:`Coverage` report. Given the
+comparator's per-tensor verdicts, :meth:`Alignment.first_divergence` names the op that most likely introduced
+an error (:mod:`.divergence`)::
+
+    from precision_tool.alignment import align
+    result = align("npu/debug_0/dump", "tf/dump", graph="npu/debug_0/graph")
+    result.coverage.to_dict()["reference_only"]       # TF tensors nothing was compared with
+    result.first_divergence({pair.npu.key: passed(pair) for pair in result.pairs}).first
+
+Modules: :mod:`.graph_alignment` (graph rules), :mod:`.name_alignment` (no graph), :mod:`.npu_vs_npu`,
+:mod:`.reference_index` (npy lookups, ambiguity, normalisation), :mod:`.divergence`, :mod:`.model` (records).
+"""
+from __future__ import annotations
+
+import os
+import re
+from typing import Iterable, Optional, Union
+
+from precision_tool.alignment.divergence import Divergence, DivergentOp, find_first_divergence
+from precision_tool.alignment.graph_alignment import LAYOUT_ONLY_OP_TYPES
+from precision_tool.alignment.model import (MODE_NPU_VS_NPU, MODE_NPU_VS_TF, RULES, AlignedPair, Alignment, Coverage,
+                                            NpuTensorRef, NpyTensorRef, Unaligned)
+from precision_tool.alignment.npu_vs_npu import align_npu_vs_npu
+from precision_tool.alignment.npu_vs_tf import align_npu_vs_tf
+from precision_tool.errors import UsageError, WorkspaceError
+from precision_tool.formats.ge_graph import Graph, GraphModel
+from precision_tool.formats.ge_io import find_build_graph, read_ge_graph
+
+MODE_AUTO = "auto"
+_NPY_NAME = re.compile(r"[^.]+\.[0-9]+\.[0-9]+\.npy")  # {op}.{output}.{timestamp}.npy, as npy_dir reads
+GraphLike = Union[str, "os.PathLike[str]", Graph, GraphModel, None]
+
+__all__ = ["align", "load_graph", "Alignment", "AlignedPair", "Coverage", "NpuTensorRef", "NpyTensorRef",
+           "Unaligned", "Divergence", "DivergentOp", "find_first_divergence", "LAYOUT_ONLY_OP_TYPES", "RULES",
+           "MODE_AUTO", "MODE_NPU_VS_TF", "MODE_NPU_VS_NPU"]
+
+
+def align(npu_dump_dir, reference, graph: GraphLike = None, *, mode: str = MODE_AUTO,
+          reference_graph: GraphLike = None, tf_op_names: Iterable[str] = ()) -> Alignment:
+    """Pair the NPU tensors dumped under ``npu_dump_dir`` with reference tensors.
+
+    Parameters
+    ----------
+    npu_dump_dir : folder of NPU dump files (searched recursively; the latest file of each op is used).
+    reference : a flat folder of TF ``.npy`` files (``{op}.{output}.{timestamp}.npy``) or, NPU vs NPU, the
+        other run's dump folder.
+    graph : the NPU run's GE Build graph: a file (text or JSON), a folder holding ``ge_proto_*_Build.txt``
+        (the newest is used), a loaded ``GraphModel``/``Graph``, or ``None`` (name rules only).
+    mode : ``"npu_vs_tf"``, ``"npu_vs_npu"`` or ``"auto"``: NPU vs TF when ``reference`` directly holds
+        files named like reference tensors, else NPU vs NPU.
+    reference_graph : NPU vs NPU only: the other run's graph, same forms as ``graph``.
+    tf_op_names : extra TF op names for the ambiguity check of reference file names (NPU vs TF).
+
+    Raises
+    ------
+    WorkspaceError : a folder or graph file is missing.
+    UsageError : an unknown mode, or ``reference_graph`` in NPU-vs-TF mode.
+    """
+    if mode == MODE_AUTO:
+        mode = MODE_NPU_VS_TF if _holds_reference_npy(reference) else MODE_NPU_VS_NPU
+    if mode == MODE_NPU_VS_TF:
+        if reference_graph is not None:
+            raise UsageError("a reference graph is only used when comparing two NPU runs",
+                             "drop it, or pass mode='npu_vs_npu'")
+        return align_npu_vs_tf(npu_dump_dir, reference, load_graph(graph), tf_op_names)
+    if mode == MODE_NPU_VS_NPU:
+        return align_npu_vs_npu(npu_dump_dir, reference, load_graph(graph), load_graph(reference_graph))
+    raise UsageError(f"unknown alignment mode {mode!r}", f"use {MODE_AUTO}, {MODE_NPU_VS_TF} or {MODE_NPU_VS_NPU}")
+
+
+def load_graph(graph: GraphLike) -> Optional[Union[Graph, GraphModel]]:
+    """A loaded graph from any form :func:`align` accepts (``None`` stays ``None``)."""
+    if graph is None or isinstance(graph, (Graph, GraphModel)):
+        return graph
+    path = os.fspath(graph)
+    if os.path.isdir(path):
+        path = find_build_graph(path)
+    return read_ge_graph(path)
+
+
+def _holds_reference_npy(folder) -> bool:
+    folder = os.fspath(folder)
+    if not os.path.isdir(folder):
+        raise WorkspaceError(f"{folder}: no such folder", "give the reference .npy folder or the other NPU dump")
+    with os.scandir(folder) as entries:
+        return any(_NPY_NAME.fullmatch(entry.name) for entry in entries)

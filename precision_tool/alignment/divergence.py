@@ -1,0 +1,150 @@
+"""First divergence: the earliest op whose output fails while everything it read was still right.
+
+A wrong tensor early in a network makes every later tensor wrong too; a list of failing tensors mostly lists
+victims. The op to look at first is the one that *introduces* the error: it reads good inputs and writes a bad
+output. This module finds it from the graph's edges and the comparator's verdicts.
+
+Definitions
+-----------
+``verdicts`` maps ``(npu op name, "input"|"output", index)`` to ``True`` (passed) or ``False`` (failed); a
+tensor with no entry was **not compared** (no reference, unreadable, ...).
+
+Walking ops producers-first (``order``), each op's outputs get a *suspect* flag: a failed output is suspect, a
+passed one is clean, an uncompared one is suspect when the op has a failed output or a failing input (the error
+may flow through it unseen). Input ``k`` of an op (edge ``producer:idx``) is then:
+
+* **failed** -- compared and failed;
+* **passed** -- compared and passed (a compared verdict always wins over what the producer says);
+* **inherited** -- not compared, but the producer's output is suspect (failed, or an uncompared tensor
+  downstream of a failure, e.g. through an NPU-only op or a GE-inserted Cast);
+* **unknown** -- not compared and nothing upstream is known to be wrong. Unknown inputs count as passing --
+  otherwise an op whose inputs are never compared could never be blamed -- and are listed on the result
+  (:attr:`DivergentOp.unknown_inputs`) so a reader knows the verdict rests on them.
+
+An op with a failed output is a **root** when none of its inputs is failed or inherited, else **inherited**.
+:attr:`Divergence.first` is the first root in ``order``; later roots are independent candidates.
+
+Without a graph (``data_inputs`` empty) the order is the dump time and only compared inputs are known: each op
+with a failed output and no failed compared input is a root, the earliest dumped one first. That is weaker --
+NPU-vs-TF inputs are never compared without a graph, so every failing op is then a root -- and the result says
+``order_source="dump_time"``.
+
+Cost is ``O(ops + edges + verdicts)``.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Dict, Iterable, Mapping, Optional, Sequence, Tuple
+
+Key = Tuple[str, str, int]
+
+
+@dataclass(frozen=True)
+class DivergentOp:
+    """An op with at least one failed output.
+
+    ``position`` is its place in the order; the tuples hold input/output indices.
+    """
+
+    op_name: str
+    position: int
+    failed_outputs: Tuple[int, ...]
+    failed_inputs: Tuple[int, ...] = ()
+    inherited_inputs: Tuple[int, ...] = ()
+    unknown_inputs: Tuple[int, ...] = ()
+
+    @property
+    def is_root(self) -> bool:
+        """True when no input is failed or inherited: the op introduces the error."""
+        return not self.failed_inputs and not self.inherited_inputs
+
+    def to_dict(self) -> dict:
+        return {"op_name": self.op_name, "position": self.position, "failed_outputs": list(self.failed_outputs),
+                "failed_inputs": list(self.failed_inputs), "inherited_inputs": list(self.inherited_inputs),
+                "unknown_inputs": list(self.unknown_inputs), "is_root": self.is_root}
+
+
+@dataclass(frozen=True)
+class Divergence:
+    """Result of :func:`find_first_divergence`.
+
+    ``first`` is the likely culprit (``None`` when nothing failed); ``roots`` every op introducing an error,
+    ``first`` included, in order; ``inherited`` the ops that fail because of an earlier error.
+    """
+
+    first: Optional[DivergentOp]
+    roots: Tuple[DivergentOp, ...] = ()
+    inherited: Tuple[DivergentOp, ...] = ()
+    order_source: str = "graph"
+
+    def to_dict(self) -> dict:
+        return {"first": None if self.first is None else self.first.to_dict(),
+                "roots": [op.to_dict() for op in self.roots],
+                "inherited": [op.to_dict() for op in self.inherited], "order_source": self.order_source}
+
+
+def find_first_divergence(verdicts: Mapping[Key, bool], order: Sequence[str],
+                          data_inputs: Optional[Mapping[str, Sequence[Tuple[str, int]]]] = None,
+                          order_source: str = "graph") -> Divergence:
+    """Find the first op that fails on good inputs (see the module docstring for the exact rules).
+
+    Parameters
+    ----------
+    verdicts : ``{(op name, "input"|"output", index): passed}``; missing = not compared.
+    order : op names, producers before consumers (graph) or by dump time. Ops with verdicts but absent from
+        ``order`` are appended in the verdicts' order.
+    data_inputs : ``{op name: ((producer, output index), ...)}``, input ``k`` of the op being entry ``k``
+        (:attr:`Alignment.data_inputs`); ``None`` or ``{}`` without a graph.
+    order_source : copied to the result (``"graph"`` or ``"dump_time"``).
+
+    Examples
+    --------
+    A chain ``a -> b -> c`` where ``b`` breaks: ``b`` is the first divergence, ``c`` only inherits it.
+
+    >>> v = {("a", "output", 0): True, ("b", "input", 0): True, ("b", "output", 0): False,
+    ...      ("c", "input", 0): False, ("c", "output", 0): False}
+    >>> result = find_first_divergence(v, ["a", "b", "c"], {"b": [("a", 0)], "c": [("b", 0)]})
+    >>> result.first.op_name, [op.op_name for op in result.inherited]
+    ('b', ['c'])
+    """
+    data_inputs = data_inputs or {}
+    per_op: Dict[str, Dict[Tuple[str, int], bool]] = {}
+    for (op_name, kind, index), passed in verdicts.items():
+        per_op.setdefault(op_name, {})[(kind, index)] = bool(passed)
+    names = list(dict.fromkeys(list(order) + list(per_op)))
+    suspect_default: Dict[str, bool] = {}  # op -> are its uncompared outputs suspect?
+
+    def output_suspect(producer: str, index: int) -> bool:
+        verdict = per_op.get(producer, {}).get(("output", index))
+        if verdict is not None:
+            return not verdict
+        return suspect_default.get(producer, False)
+
+    roots, inherited = [], []
+    for position, op_name in enumerate(names):
+        own = per_op.get(op_name, {})
+        edges = data_inputs.get(op_name, ())
+        input_count = max([len(edges)] + [index + 1 for (kind, index) in own if kind == "input"])
+        failed, inherited_in, unknown = [], [], []
+        for k in range(input_count):
+            verdict = own.get(("input", k))
+            if verdict is True:
+                continue
+            if verdict is False:
+                failed.append(k)
+            elif k < len(edges) and output_suspect(*edges[k]):
+                inherited_in.append(k)
+            else:
+                unknown.append(k)
+        failed_outputs = tuple(sorted(index for (kind, index), ok in own.items() if kind == "output" and not ok))
+        suspect_default[op_name] = bool(failed_outputs or failed or inherited_in)
+        if not failed_outputs:
+            continue
+        record = DivergentOp(op_name, position, failed_outputs, tuple(failed), tuple(inherited_in), tuple(unknown))
+        (roots if record.is_root else inherited).append(record)
+    return Divergence(roots[0] if roots else None, tuple(roots), tuple(inherited), order_source)
+
+
+def verdicts_from_pairs(pairs: Iterable, passed) -> Dict[Key, bool]:
+    """``{pair.npu.key: passed(pair)}`` -- a helper for callers holding pairs and a per-pair predicate."""
+    return {pair.npu.key: bool(passed(pair)) for pair in pairs}

@@ -1,0 +1,143 @@
+"""NPU run vs NPU run: ``npu/debug_0`` against ``npu/debug_1`` (fusion on vs off, another CANN version ...).
+
+Each side is resolved to TF tensors as in NPU-vs-TF mode (its own graph if given, else the name rules), and
+tensors are paired by those, falling back to op names:
+
+Output ``k`` of a left op:
+
+1. ``same_op_name`` when the other run has an op of the same name whose output ``k`` stands for the same TF
+   tensor (or either side cannot tell what it stands for);
+2. ``same_original_tensor``: otherwise the other run's output that stands for the same TF tensor. A fused op
+   of the left run (Conv2D+BiasAdd+Relu, output origin ``conv1/Relu``) is so compared with the unfused run's
+   ``conv1/Relu`` output -- not with its same-named ``conv1/Conv2D`` -- which isolates the fusion pass;
+3. nothing, with the reason, when the same-named op stands for another TF tensor and no output stands for
+   this one.
+
+Input ``k``: the same-named op's input ``k`` when both exist and do not stand for different TF tensors;
+otherwise the other run's output that stands for the TF tensor feeding it (``same_original_tensor``, via the
+left graph's edges).
+
+Only outputs that name their TF tensor directly (not through a layout op walk) are candidates for rule 2: a
+GE-inserted Cast output "is" its producer's tensor only by way of the walk. When several outputs of the other
+run stand for one TF tensor, the same-named op's wins; if there is none, it is ambiguous and reported.
+Coverage: ``reference_only`` lists the other run's *outputs* left unpaired (inputs are other ops' outputs).
+"""
+from __future__ import annotations
+
+from typing import Dict, List, Optional, Tuple
+
+from precision_tool.alignment.model import (MODE_NPU_VS_NPU, OUTPUT, RULE_SAME_OP_NAME,
+                                            RULE_SAME_ORIGINAL_TENSOR, AlignedPair, Alignment, Coverage, Unaligned)
+from precision_tool.alignment.npu_run import NpuRun
+from precision_tool.alignment.npu_side import read_dumped_ops
+from precision_tool.alignment.targets import NoTarget, Resolution, Target
+from precision_tool.formats.dump_names import sanitize_op_name
+
+
+class _OtherRun:
+    """The reference run, indexed by op name and by the TF tensor each output stands for."""
+
+    def __init__(self, run: NpuRun):
+        self.run = run
+        self.by_name: Dict[str, int] = {}
+        self.by_sanitised: Dict[str, List[int]] = {}
+        self.by_tensor: Dict[Tuple[str, int], List[Tuple[int, int]]] = {}
+        self.used: set = set()
+        for i in range(len(run.ops)):
+            name = run.op_name(i)
+            self.by_name.setdefault(name, i)
+            self.by_sanitised.setdefault(sanitize_op_name(name), []).append(i)
+            for k in range(len(run.ops[i].entries(OUTPUT))):
+                target = run.target(i, OUTPUT, k)
+                if isinstance(target, Target) and not target.via:
+                    self.by_tensor.setdefault(target.tensor, []).append((i, k))
+
+    def same_name(self, name: str) -> Optional[int]:
+        if name in self.by_name:
+            return self.by_name[name]
+        candidates = self.by_sanitised.get(sanitize_op_name(name), ())
+        return candidates[0] if len(candidates) == 1 else None
+
+    def count(self, i: int, kind: str) -> int:
+        return len(self.run.ops[i].entries(kind))
+
+    def ref(self, i: int, kind: str, k: int):
+        self.used.add((i, kind, k))
+        return self.run.tensor_ref(i, kind, k, self.run.ops[i].entries(kind)[k])
+
+    def unused_outputs(self) -> Tuple[str, ...]:
+        found = []
+        for i in range(len(self.run.ops)):
+            for k in range(self.count(i, OUTPUT)):
+                if (i, OUTPUT, k) not in self.used:
+                    found.append(f"{self.run.op_name(i)}:{OUTPUT}:{k}")
+        return tuple(found)
+
+
+def _differ(a: Resolution, b: Resolution) -> bool:
+    return isinstance(a, Target) and isinstance(b, Target) and a.tensor != b.tensor
+
+
+def align_npu_vs_npu(npu_dump_dir, other_dump_dir, graph=None, other_graph=None) -> Alignment:
+    """Pair every tensor of the run under ``npu_dump_dir`` with one of the run under ``other_dump_dir``.
+
+    ``graph`` / ``other_graph``: each run's loaded GE Build graph, or ``None``.
+    """
+    left = NpuRun(read_dumped_ops(npu_dump_dir), graph)
+    other = _OtherRun(NpuRun(read_dumped_ops(other_dump_dir), other_graph))
+    order, order_source = left.order()
+    position = {name: p for p, name in enumerate(order)}
+    pairs: List[AlignedPair] = []
+    unaligned: List[Unaligned] = []
+    ambiguous: List[str] = list(left.ambiguous) + list(other.run.ambiguous)
+    npu_tensors = 0
+    indices = sorted(range(len(left.ops)), key=lambda i: position.get(left.op_name(i), len(position)))
+    for i in indices:
+        name = left.op_name(i)
+        same = other.same_name(name)
+        for kind, k, entry in left.tensors(i):
+            npu_tensors += 1
+            npu = left.tensor_ref(i, kind, k, entry)
+            target = left.target(i, kind, k)
+            same_ok = same is not None and k < other.count(same, kind)
+            if same_ok and not _differ(target, other.run.target(same, kind, k)):
+                pairs.append(AlignedPair(npu, other.ref(same, kind, k), RULE_SAME_OP_NAME))
+                continue
+            if not isinstance(target, Target):
+                reason = target.reason if isinstance(target, NoTarget) else ""
+                where = "" if same is not None else f"; the other run has no op called {name}"
+                if same is not None and not same_ok:
+                    where = f"; {name} has only {other.count(same, kind)} {kind}(s) in the other run"
+                unaligned.append(Unaligned(npu, (reason or "unknown TF tensor") + where))
+                continue
+            hits = other.by_tensor.get(target.tensor, [])
+            if len(hits) > 1 and same is not None:
+                hits = [hit for hit in hits if hit[0] == same] or hits
+            if len(hits) == 1:
+                j, m = hits[0]
+                pairs.append(AlignedPair(npu, other.ref(j, OUTPUT, m), RULE_SAME_ORIGINAL_TENSOR, target.via))
+            elif hits:
+                names = ", ".join(f"{other.run.op_name(j)}:output:{m}" for j, m in hits)
+                ambiguous.append(f"{target.name}:{target.index} -> other run {names}")
+                unaligned.append(Unaligned(npu, f"stands for {target.name}:{target.index}, which several outputs "
+                                                f"of the other run stand for: {names}"))
+            else:
+                because = (f"its same-named op there stands for another tensor" if same_ok
+                           else f"and no op called {name} is there" if same is None else "")
+                unaligned.append(Unaligned(npu, f"stands for {target.name}:{target.index}; no output of the other "
+                                                f"run stands for it" + (f" ({because})" if because else "")))
+
+    aligned_ops = {pair.npu.op_name for pair in pairs}
+    not_in_graph = list(left.not_in_graph) + [f"{n} (other run)" for n in other.run.not_in_graph]
+    without_dump = left.graph_ops_without_dump() + tuple(f"{n} (other run)"
+                                                         for n in other.run.graph_ops_without_dump())
+    coverage = Coverage(
+        aligned_count=len(pairs), npu_tensors=npu_tensors,
+        npu_only_ops=tuple(n for n in dict.fromkeys(left.op_name(i) for i in indices) if n not in aligned_ops),
+        reference_only=other.unused_outputs(),
+        dumped_not_in_graph=tuple(not_in_graph), graph_ops_without_dump=without_dump,
+        ambiguous=tuple(dict.fromkeys(ambiguous)),
+        unaligned=tuple((item.npu.tensor_id, item.reason) for item in unaligned),
+        unreadable=tuple(left.unreadable) + tuple(other.run.unreadable))
+    return Alignment(MODE_NPU_VS_NPU, tuple(pairs), tuple(unaligned), coverage, order, order_source,
+                     left.data_inputs())
