@@ -86,3 +86,27 @@ class WorkspaceError(PrecisionToolError):
 
 class UsageError(PrecisionToolError):
     """A command line that does not parse: unknown command, bad flag, bad value."""
+
+
+class UnknownMetricError(PrecisionToolError, KeyError):
+    """A metric name or alias that the metrics registry does not know.
+
+    Also a :class:`KeyError`, so ``except KeyError`` around a lookup keeps working.
+    """
+
+    def __init__(self, name, known):
+        self.name = name
+        self.known = tuple(known)
+        super().__init__(f"unknown metric {name!r}", f"known metrics: {', '.join(self.known)}")
+
+    def __str__(self) -> str:  # KeyError would otherwise quote the message
+        return Exception.__str__(self)
+
+
+class MetricInputError(PrecisionToolError, ValueError):
+    """Arrays that a metric cannot take: not 1-D, different lengths, or not real numbers."""
+
+
+class CaptureError(PrecisionToolError):
+    """A capture helper cannot do what was asked: unknown action, conflicting actions, a missing
+    Ascend module (``npu_bridge``, ``npu_device``) or a session it cannot wrap."""

@@ -1,0 +1,37 @@
+"""Comparison maths: msaccucmp's ten metrics as pure functions, an allclose ratio, and per-tensor verdicts.
+
+Layers, each importing only the ones before it:
+
+- ``absolute``, ``relative``, ``similarity``, ``moments``: one pure function per metric over two flattened
+  arrays (x = NPU, y = reference), formula and edge cases in its docstring;
+- ``closeness``: the allclose ratio and its dtype-aware default tolerances;
+- ``registry``: frozen :class:`MetricInfo` records, lookup by name or alias;
+- ``verdict``: :func:`compare_tensors`, which settles shape, count, NaN/inf and zero cases before the metrics
+  and returns a frozen, truthy :class:`TensorComparison`;
+- ``errors_detail``: the worst elements and an error histogram, for reports.
+
+Every metric works in float64. msaccucmp casts to float32 and computes there; where that is exact enough
+(every case it handles correctly) the two agree to about 1e-7 relative, and float64 stays right where float32
+overflows (|values| above ~1e19) or underflows (below ~1e-19). Metrics never log and never warn.
+"""
+from precision_tool.metrics.absolute import max_absolute_error, mean_absolute_error, root_mean_square_error
+from precision_tool.metrics.closeness import (DEFAULT_TOLERANCES, Tolerance, allclose_ratio, canonical_dtype,
+                                              default_tolerance)
+from precision_tool.metrics.moments import MeanStd, format_mean_std, standard_deviation
+from precision_tool.metrics.registry import (ALL, METRICS, MetricInfo, compute_metrics, format_value, get_metric,
+                                             resolve_metrics)
+from precision_tool.metrics.relative import (accumulated_relative_error, max_relative_error, mean_relative_error,
+                                             relative_euclidean_distance)
+from precision_tool.metrics.similarity import cosine_similarity, kullback_leibler_divergence
+from precision_tool.metrics.verdict import (DEFAULT_COSINE_THRESHOLD, MetricValue, NonFiniteClass, NonFiniteSummary,
+                                            Status, TensorComparison, WorstElement, compare_tensors)
+
+__all__ = [
+    "cosine_similarity", "max_absolute_error", "accumulated_relative_error", "relative_euclidean_distance",
+    "kullback_leibler_divergence", "standard_deviation", "mean_absolute_error", "root_mean_square_error",
+    "max_relative_error", "mean_relative_error", "MeanStd", "format_mean_std",
+    "allclose_ratio", "Tolerance", "DEFAULT_TOLERANCES", "canonical_dtype", "default_tolerance",
+    "MetricInfo", "METRICS", "ALL", "get_metric", "resolve_metrics", "compute_metrics", "format_value",
+    "compare_tensors", "TensorComparison", "MetricValue", "Status", "NonFiniteClass", "NonFiniteSummary",
+    "WorstElement", "DEFAULT_COSINE_THRESHOLD",
+]

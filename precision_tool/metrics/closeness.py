@@ -1,0 +1,205 @@
+r"""Element-wise closeness: the allclose ratio and its dtype-aware default tolerances.
+
+An element is close when
+
+.. math::
+
+    |x_i - y_i| \le \mathrm{atol} + \mathrm{rtol} \cdot |y_i|
+
+(``numpy.isclose`` with the reference ``y`` on the right: the test is not symmetric). The allclose ratio is the
+share of close elements; a tensor passes this gate when the ratio is at least ``min_ratio``.
+
+Default tolerances, by the dtype the NPU computed in (:data:`DEFAULT_TOLERANCES`):
+
+==========  ======  ======  =========  ==========================================================
+dtype       rtol    atol    min_ratio  why
+==========  ======  ======  =========  ==========================================================
+float16     1e-3    1e-3    0.999      Ascend's "double thousandth" rule for fp16 operators: relative
+                                       error within 1/1000 for all but 1/1000 of the elements. fp16's
+                                       unit roundoff is 2**-11 = 4.9e-4, so rtol is two roundings;
+                                       atol covers results near zero left by cancellation of O(1) terms.
+bfloat16    1e-2    1e-2    0.99       bf16 keeps 8 significant bits (unit roundoff 2**-8 = 3.9e-3):
+                                       the same rule one decade looser, about 2.5 roundings.
+float32     1e-4    1e-5    0.9999     Ascend's "double ten-thousandth" rule for fp32. Not fp32's
+                                       6e-8 roundoff: the NPU sums in other orders, uses its own
+                                       transcendental kernels, and may run fp32 matmuls in HF32.
+float64     1e-7    1e-9    0.9999     numpy.testing.assert_allclose's rtol; fp64 on the device runs on
+                                       its AI CPU with the reference's algorithms.
+integer     0       0       1.0        Exact: indices, counts and masks must match.
+bool        0       0       1.0        Exact.
+==========  ======  ======  =========  ==========================================================
+
+These thresholds come from single-operator acceptance tests, where the NPU and the reference see the same
+inputs. In a whole-model comparison each op also inherits its inputs' drift, so deep layers can fail the
+allclose gate while their cosine stays high; loosen ``min_ratio`` (or pass ``rtol``/``atol``) for such runs.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from types import MappingProxyType
+from typing import Mapping, Tuple
+
+import numpy as np
+
+from precision_tool.errors import MetricInputError
+from precision_tool.metrics._common import PairData, validate_pair
+
+__all__ = ["Tolerance", "DEFAULT_TOLERANCES", "canonical_dtype", "default_tolerance", "allclose_ratio",
+           "close_count"]
+
+
+@dataclass(frozen=True)
+class Tolerance:
+    """``|x - y| <= atol + rtol * |y|`` per element; pass when at least ``min_ratio`` of them are close."""
+
+    rtol: float
+    atol: float
+    min_ratio: float
+
+    def __post_init__(self):
+        if not (self.rtol >= 0 and self.atol >= 0 and 0 <= self.min_ratio <= 1):
+            raise MetricInputError(f"Bad tolerance rtol={self.rtol}, atol={self.atol}, min_ratio={self.min_ratio}.",
+                                   "rtol and atol must be >= 0 and min_ratio within [0, 1]")
+
+
+DEFAULT_TOLERANCES: Mapping[str, Tolerance] = MappingProxyType({
+    "float16": Tolerance(1e-3, 1e-3, 0.999),
+    "bfloat16": Tolerance(1e-2, 1e-2, 0.99),
+    "float32": Tolerance(1e-4, 1e-5, 0.9999),
+    "float64": Tolerance(1e-7, 1e-9, 0.9999),
+    "integer": Tolerance(0.0, 0.0, 1.0),
+    "bool": Tolerance(0.0, 0.0, 1.0),
+})
+
+_NAMES = {
+    "float16": ("float16", "half", "fp16", "f2", "<f2", "dt_float16"),
+    "bfloat16": ("bfloat16", "bf16", "dt_bf16", "dt_bfloat16"),
+    "float32": ("float32", "float", "fp32", "single", "f4", "<f4", "dt_float", "dt_float32"),
+    "float64": ("float64", "double", "fp64", "f8", "<f8", "dt_double", "dt_float64"),
+    "bool": ("bool", "bool_", "?", "dt_bool"),
+}
+_BY_NAME = {alias: canonical for canonical, aliases in _NAMES.items() for alias in aliases}
+_PRECISION_RANK = {"bool": 0, "integer": 0, "bfloat16": 1, "float16": 2, "float32": 3, "float64": 4}
+
+
+def canonical_dtype(dtype) -> str:
+    """The tolerance class of a dtype: ``"float16"``, ``"bfloat16"``, ``"float32"``, ``"float64"``,
+    ``"integer"`` or ``"bool"``.
+
+    Takes numpy dtypes and names as numpy, TensorFlow or CANN write them (``"half"``, ``"bf16"``,
+    ``"DT_FLOAT16"``, ``"DT_INT32"``). bfloat16 arrives as float32 values, so only a name can say bf16.
+
+    >>> canonical_dtype("DT_BF16"), canonical_dtype(np.float16), canonical_dtype("int8")
+    ('bfloat16', 'float16', 'integer')
+    """
+    if isinstance(dtype, str):
+        name = dtype.strip().lower()
+        if name in _BY_NAME:
+            return _BY_NAME[name]
+        if name.startswith("dt_"):
+            name = name[3:]
+        if name.startswith(("int", "uint", "qint", "quint")):
+            return "integer"
+        try:
+            dtype = np.dtype(name)
+        except TypeError:
+            raise MetricInputError(f"Unknown dtype {dtype!r} for comparison tolerances.",
+                                   "use float16, bfloat16, float32, float64, an integer type or bool") from None
+    kind = np.dtype(dtype).kind
+    if kind == "b":
+        return "bool"
+    if kind in "iu":
+        return "integer"
+    if kind == "f" and np.dtype(dtype).itemsize in (2, 4, 8):
+        return {2: "float16", 4: "float32", 8: "float64"}[np.dtype(dtype).itemsize]
+    raise MetricInputError(f"No comparison tolerances for dtype {np.dtype(dtype)}.",
+                           "compare real tensors: floats, integers or bools")
+
+
+def lower_precision(first: str, second: str) -> str:
+    """Of two tolerance classes, the less precise one (a float16 NPU tensor against a float32 reference
+    is judged as float16). Integers and bools rank lowest: an exact dtype on either side means exact."""
+    return min((first, second), key=_PRECISION_RANK.__getitem__)
+
+
+def default_tolerance(dtype) -> Tolerance:
+    """:data:`DEFAULT_TOLERANCES` for ``dtype`` (any form :func:`canonical_dtype` takes).
+
+    >>> default_tolerance("float16")
+    Tolerance(rtol=0.001, atol=0.001, min_ratio=0.999)
+    """
+    return DEFAULT_TOLERANCES[canonical_dtype(dtype)]
+
+
+def allclose_ratio(x, y, *, rtol: float, atol: float) -> float:
+    r"""Share of elements with ``|x_i - y_i| <= atol + rtol * |y_i|``.
+
+    .. math::
+
+        \mathrm{ratio} = \frac{1}{N} \#\{ i : |x_i - y_i| \le \mathrm{atol} + \mathrm{rtol}\,|y_i| \}
+
+    Parameters
+    ----------
+    x : (N,) array_like of real numbers
+        NPU values, flattened.
+    y : (N,) array_like of real numbers
+        Reference values, flattened, the same length.
+    rtol, atol : float
+        Relative and absolute tolerance, ``>= 0`` (see :data:`DEFAULT_TOLERANCES`).
+
+    Returns
+    -------
+    float
+        In ``[0, 1]``; ``nan`` for empty inputs.
+
+    Raises
+    ------
+    MetricInputError
+        If an input is not 1-D, does not hold real numbers, or the lengths differ.
+
+    Notes
+    -----
+    Zero references are judged by ``atol`` alone. As ``numpy.isclose(..., equal_nan=True)`` does, a NaN on
+    both sides at the same position and an infinity of the same sign on both sides count as close; any other
+    non-finite element is not close. Computed in float64.
+
+    Examples
+    --------
+    >>> allclose_ratio([1.0, 2.0, 3.0, 4.0], [1.0005, 2.0, 3.1, 0.0], rtol=1e-3, atol=1e-3)
+    0.5
+    >>> allclose_ratio([np.nan, np.inf, 1.0], [np.nan, np.inf, np.nan], rtol=0.0, atol=0.0)
+    0.6666666666666666
+    """
+    Tolerance(rtol, atol, 0.0)  # validates
+    x, y = validate_pair(x, y)
+    if x.size == 0:
+        return math.nan
+    finite, x_finite, y_finite = split_finite(x, y)
+    close = close_count(PairData(x_finite, y_finite), rtol, atol)
+    if x_finite is not x:
+        close += nonfinite_close_count(x, y, ~finite)
+    return close / x.size
+
+
+def close_count(pair: PairData, rtol: float, atol: float) -> int:
+    """Number of close elements in a pair of finite arrays (the kernel of :func:`allclose_ratio`)."""
+    bound = np.abs(pair.y, out=pair.scratch(0))
+    bound *= rtol
+    bound += atol
+    return int(np.count_nonzero(pair.abs_diff <= bound))
+
+
+def nonfinite_close_count(x: np.ndarray, y: np.ndarray, where: np.ndarray) -> int:
+    """Among the positions ``where``: NaN on both sides, or the same infinity on both sides."""
+    xs, ys = x[where], y[where]
+    return int(np.count_nonzero((np.isnan(xs) & np.isnan(ys)) | (np.isinf(xs) & (xs == ys))))
+
+
+def split_finite(x: np.ndarray, y: np.ndarray) -> Tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(finite_mask, x_finite, y_finite)``; the arrays are the inputs themselves when all are finite."""
+    finite = np.isfinite(x)
+    finite &= np.isfinite(y)
+    if finite.all():
+        return finite, x, y
+    return finite, x[finite], y[finite]

@@ -1,0 +1,199 @@
+r"""Relative-error metrics: AccumulatedRelativeError, MaxRelativeError, MeanRelativeError and
+RelativeEuclideanDistance (msaccucmp's names and definitions).
+
+The per-element relative error is msaccucmp's
+
+.. math::
+
+    r_i = \begin{cases} |x_i - y_i| / |y_i| & |y_i| > \varepsilon \\ 0 & \text{otherwise} \end{cases}
+    \qquad \varepsilon = 2.220446049250313 \times 10^{-16}
+
+so an element whose reference is zero contributes nothing to a sum and 0 to a maximum, and still counts in
+the N of a mean. That is msaccucmp's definition and we keep it so the columns agree; we differ in one case:
+when *no* element has a non-zero reference the relative errors are undefined and we return ``nan`` where
+msaccucmp writes 0 (a reference of zeros against an NPU tensor of 1000s is not "relative error 0").
+:func:`~precision_tool.metrics.verdict.compare_tensors` also reports how many elements were left out.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from precision_tool.metrics._common import PairData
+from precision_tool.metrics._docs import fill_doc
+
+__all__ = ["accumulated_relative_error", "max_relative_error", "mean_relative_error",
+           "relative_euclidean_distance"]
+
+
+@fill_doc
+def accumulated_relative_error(x, y) -> float:
+    r"""Sum of the per-element relative errors (msaccucmp's ``AccumulatedRelativeError``).
+
+    .. math::
+
+        \mathrm{AccRE} = \sum_{i=1}^{N} r_i, \qquad
+        r_i = \frac{|x_i - y_i|}{|y_i|} \text{ if } |y_i| > 2.22 \times 10^{-16} \text{ else } 0
+
+    Parameters
+    ----------
+    {params}
+
+    Returns
+    -------
+    float
+        The sum, ``>= 0``. It grows with N: compare it only between tensors of the same size.
+
+    {raises}
+
+    Notes
+    -----
+    Elements with a zero reference (``|y_i| <= 2.220446e-16``) contribute 0. If every reference element is
+    zero -- or the inputs are empty -- the result is ``nan``: relative error is undefined (msaccucmp gives 0).
+    {nonfinite}
+    {precision}
+
+    Examples
+    --------
+    >>> accumulated_relative_error([1.5, 2.0, 7.0], [1.0, 4.0, 0.0])
+    1.0
+    >>> accumulated_relative_error([1.0, 2.0], [0.0, 0.0])
+    nan
+    """
+    return _accumulated_relative_error(PairData(x, y))
+
+
+@fill_doc
+def max_relative_error(x, y) -> float:
+    r"""Largest per-element relative error (msaccucmp's ``MaxRelativeError``).
+
+    .. math::
+
+        \mathrm{MaxRE} = \max_i r_i, \qquad
+        r_i = \frac{|x_i - y_i|}{|y_i|} \text{ if } |y_i| > 2.22 \times 10^{-16} \text{ else } 0
+
+    Parameters
+    ----------
+    {params}
+
+    Returns
+    -------
+    float
+        The largest ``r_i``, ``>= 0``; ``inf`` if a quotient overflows.
+
+    {raises}
+
+    Notes
+    -----
+    Elements with a zero reference (``|y_i| <= 2.220446e-16``) are left out (their ``r_i`` is 0). If every
+    reference element is zero -- or the inputs are empty -- the result is ``nan`` (msaccucmp gives 0).
+    {nonfinite}
+    {precision}
+
+    Examples
+    --------
+    >>> max_relative_error([1.5, 2.0, 7.0], [1.0, 4.0, 0.0])
+    0.5
+    """
+    return _max_relative_error(PairData(x, y))
+
+
+@fill_doc
+def mean_relative_error(x, y) -> float:
+    r"""Mean per-element relative error over all N elements (msaccucmp's ``MeanRelativeError``).
+
+    .. math::
+
+        \mathrm{MeanRE} = \frac{1}{N} \sum_{i=1}^{N} r_i, \qquad
+        r_i = \frac{|x_i - y_i|}{|y_i|} \text{ if } |y_i| > 2.22 \times 10^{-16} \text{ else } 0
+
+    Parameters
+    ----------
+    {params}
+
+    Returns
+    -------
+    float
+        ``AccumulatedRelativeError / N``, ``>= 0``.
+
+    {raises}
+
+    Notes
+    -----
+    N counts the zero-reference elements too (their ``r_i`` is 0), as msaccucmp does, so many zero references
+    pull the mean down. If every reference element is zero -- or the inputs are empty -- the result is ``nan``
+    (msaccucmp gives 0).
+    {nonfinite}
+    {precision}
+
+    Examples
+    --------
+    >>> mean_relative_error([1.5, 2.0, 7.0, 1.0], [1.0, 4.0, 0.0, 1.0])
+    0.25
+    """
+    return _mean_relative_error(PairData(x, y))
+
+
+@fill_doc
+def relative_euclidean_distance(x, y) -> float:
+    r"""Norm of the difference relative to the norm of the reference (msaccucmp's
+    ``RelativeEuclideanDistance``).
+
+    .. math::
+
+        \mathrm{RED} = \frac{\lVert x - y \rVert_2}{\lVert y \rVert_2}
+                     = \sqrt{\frac{\sum_i (x_i - y_i)^2}{\sum_i y_i^2}}
+
+    Parameters
+    ----------
+    {params}
+
+    Returns
+    -------
+    float
+        The ratio, ``>= 0``; 0 means identical, 1 means an error as large as the reference itself.
+
+    {raises}
+
+    Notes
+    -----
+    If the reference is exactly all zero -- or the inputs are empty -- the result is ``nan``: there is nothing
+    to be relative to. msaccucmp writes 0 whenever ``||y|| <= 2.22e-16``, which also hides real differences
+    between tiny tensors (``x = 2y`` with ``y`` of order 1e-17 has RED 1, not 0). Norms are scaled when
+    needed, so neither tiny nor huge values lose digits.
+    {nonfinite}
+    {precision}
+
+    Examples
+    --------
+    >>> relative_euclidean_distance([6.0, 8.0], [3.0, 4.0])
+    1.0
+    >>> relative_euclidean_distance([1.0, 1.0], [0.0, 0.0])
+    nan
+    """
+    return _relative_euclidean_distance(PairData(x, y))
+
+
+def _accumulated_relative_error(pair: PairData) -> float:
+    if not pair.nonzero_reference_count:
+        return math.nan
+    return float(np.sum(pair.relative_error))
+
+
+def _max_relative_error(pair: PairData) -> float:
+    if not pair.nonzero_reference_count:
+        return math.nan
+    return float(pair.relative_error.max())
+
+
+def _mean_relative_error(pair: PairData) -> float:
+    if not pair.nonzero_reference_count:
+        return math.nan
+    return float(np.sum(pair.relative_error) / pair.n)
+
+
+def _relative_euclidean_distance(pair: PairData) -> float:
+    if pair.n == 0 or pair.norm_y == 0.0:
+        return math.nan
+    return pair.norm_diff / pair.norm_y

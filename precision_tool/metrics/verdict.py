@@ -1,0 +1,486 @@
+"""One verdict per tensor pair: :func:`compare_tensors` returns a frozen, truthy :class:`TensorComparison`.
+
+Edge cases are settled in a fixed order, as ``numpy.testing.assert_array_compare`` does, before any metric
+is read:
+
+1. element counts differ -> ``COUNT_MISMATCH``: nothing computed (msaccucmp silently compares a prefix);
+2. shapes differ (beyond size-1 dimensions) -> ``SHAPE_MISMATCH``: metrics are computed on the flattened data,
+   for information, and the tensor fails (msaccucmp compares flat without a word);
+3. no elements -> ``EMPTY`` (msaccucmp writes cosine 1.0);
+4. NaN positions, then +inf/-inf positions and signs, are classified per side -> ``NAN_INF``: metrics are
+   computed on the pairs finite on both sides, and the tensor fails (msaccucmp writes ``nan``, easily read
+   as a pass);
+5. on the finite pairs: all zero on both sides -> ``BOTH_ZERO``; on one side only -> ``ONE_SIDE_ZERO``;
+6. otherwise the two gates: cosine similarity at least ``cosine_threshold`` and the allclose ratio at least
+   the tolerance's ``min_ratio`` -> ``PASS``, else ``FAIL``. A tensor whose dims are all 1 is compared
+   like any other (msaccucmp writes cosine 1.0 for it whatever the values).
+
+``PASS``, ``BOTH_ZERO`` and ``EMPTY`` pass (nothing disagrees); every other status fails.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from enum import Enum
+from typing import Any, Optional, Sequence, Tuple
+
+import numpy as np
+
+from precision_tool.errors import MetricInputError
+from precision_tool.metrics._common import PairData, ZERO_REFERENCE_EPS
+from precision_tool.metrics.closeness import (DEFAULT_TOLERANCES, Tolerance, canonical_dtype, close_count,
+                                              lower_precision, nonfinite_close_count, split_finite)
+from precision_tool.metrics.registry import ALL, MetricInfo, format_value, get_metric, resolve_metrics
+
+__all__ = ["Status", "NonFiniteClass", "NonFiniteSummary", "WorstElement", "MetricValue", "TensorComparison",
+           "compare_tensors", "DEFAULT_COSINE_THRESHOLD"]
+
+#: The cosine gate msaccucmp users usually apply.
+DEFAULT_COSINE_THRESHOLD = 0.99
+
+_RELATIVE = ("AccumulatedRelativeError", "MaxRelativeError", "MeanRelativeError")
+
+
+class Status(str, Enum):
+    """The verdict on one tensor pair. ``status.passed`` says whether it counts as a pass."""
+
+    PASS = "PASS"
+    FAIL = "FAIL"
+    SHAPE_MISMATCH = "SHAPE_MISMATCH"
+    COUNT_MISMATCH = "COUNT_MISMATCH"
+    NAN_INF = "NAN_INF"
+    BOTH_ZERO = "BOTH_ZERO"
+    ONE_SIDE_ZERO = "ONE_SIDE_ZERO"
+    EMPTY = "EMPTY"
+
+    @property
+    def passed(self) -> bool:
+        return self in (Status.PASS, Status.BOTH_ZERO, Status.EMPTY)
+
+    def __str__(self) -> str:
+        return self.value
+
+
+class NonFiniteClass(str, Enum):
+    """Where NaN (or inf) occur: on neither side, one side, or both -- at the same positions or not."""
+
+    NONE = "none"
+    NPU_ONLY = "npu_only"
+    REFERENCE_ONLY = "reference_only"
+    BOTH_SAME_POSITIONS = "both_same_positions"
+    BOTH_DIFFERENT_POSITIONS = "both_different_positions"  # for inf: positions or signs differ
+
+    def __str__(self) -> str:
+        return self.value
+
+
+@dataclass(frozen=True)
+class NonFiniteSummary:
+    """NaN and +/-inf counts per side, and how their positions relate."""
+
+    npu_nan: int = 0
+    npu_posinf: int = 0
+    npu_neginf: int = 0
+    ref_nan: int = 0
+    ref_posinf: int = 0
+    ref_neginf: int = 0
+    nan_class: NonFiniteClass = NonFiniteClass.NONE
+    inf_class: NonFiniteClass = NonFiniteClass.NONE
+
+    @property
+    def npu_inf(self) -> int:
+        return self.npu_posinf + self.npu_neginf
+
+    @property
+    def ref_inf(self) -> int:
+        return self.ref_posinf + self.ref_neginf
+
+    @property
+    def any(self) -> bool:
+        return self.nan_class is not NonFiniteClass.NONE or self.inf_class is not NonFiniteClass.NONE
+
+
+@dataclass(frozen=True)
+class WorstElement:
+    """The element with the largest absolute error among the finite pairs.
+
+    ``index`` is its position in the NPU tensor's shape, ``flat_index`` in the flattened data;
+    ``rel_error`` is None when the reference value is zero (``|y| <= 2.22e-16``).
+    """
+
+    flat_index: int
+    index: Tuple[int, ...]
+    npu: float
+    reference: float
+    abs_error: float
+    rel_error: Optional[float]
+
+
+@dataclass(frozen=True)
+class MetricValue:
+    """One metric's value, or None with the reason it could not be computed."""
+
+    name: str
+    value: Any
+    reason: Optional[str] = None
+
+    @property
+    def formatted(self) -> str:
+        """The CSV cell, as msaccucmp writes it (``NaN`` when not computed)."""
+        return format_value(self.name, self.value)
+
+
+@dataclass(frozen=True)
+class TensorComparison:
+    """Everything :func:`compare_tensors` found about one NPU/reference pair. ``bool(result)`` is ``passed``.
+
+    Attributes
+    ----------
+    status, reason : Status, str
+        The verdict and one line saying why.
+    npu_shape, ref_shape : tuple of int
+    dtype : str
+        The tolerance class used (``"float16"``, ``"bfloat16"``, ``"float32"``, ``"float64"``, ``"integer"``,
+        ``"bool"``).
+    element_count : int
+        Elements in the NPU tensor.
+    compared_count : int
+        Pairs the metrics were computed over (finite on both sides); 0 when nothing was compared.
+    metrics : tuple of MetricValue
+        The requested metrics, in the order requested.
+    allclose_ratio : float or None
+        Share of all elements within tolerance (matching NaN and same-sign inf count as close).
+    mismatch_count : int or None
+        Elements outside tolerance.
+    tolerance : Tolerance
+    cosine_threshold : float or None
+        None: the cosine gate was off.
+    cosine : float or None
+        The cosine the gate read (computed even when not among ``metrics``).
+    zero_reference_count : int
+        Compared pairs whose reference is zero, left out of the relative errors.
+    non_finite : NonFiniteSummary
+    worst : WorstElement or None
+    notes : tuple of str
+        Further one-line remarks (shapes that differ only in size-1 dims, zero references, ...).
+    """
+
+    status: Status
+    reason: str
+    npu_shape: Tuple[int, ...]
+    ref_shape: Tuple[int, ...]
+    dtype: str
+    element_count: int
+    compared_count: int
+    metrics: Tuple[MetricValue, ...]
+    allclose_ratio: Optional[float]
+    mismatch_count: Optional[int]
+    tolerance: Tolerance
+    cosine_threshold: Optional[float]
+    cosine: Optional[float]
+    zero_reference_count: int
+    non_finite: NonFiniteSummary
+    worst: Optional[WorstElement]
+    notes: Tuple[str, ...] = ()
+
+    @property
+    def passed(self) -> bool:
+        return self.status.passed
+
+    def __bool__(self) -> bool:
+        return self.passed
+
+    def metric(self, name) -> MetricValue:
+        """The :class:`MetricValue` for a metric name or alias; ``KeyError`` if it was not requested."""
+        canonical = get_metric(name).name
+        for item in self.metrics:
+            if item.name == canonical:
+                return item
+        raise KeyError(f"{canonical} was not among the metrics computed for this comparison")
+
+    def value(self, name) -> Any:
+        """Shorthand for ``metric(name).value``."""
+        return self.metric(name).value
+
+
+def compare_tensors(npu, ref, *, dtype=None, metrics: Sequence = ALL,
+                    cosine_threshold: Optional[float] = DEFAULT_COSINE_THRESHOLD, rtol: Optional[float] = None,
+                    atol: Optional[float] = None, min_allclose_ratio: Optional[float] = None) -> TensorComparison:
+    """Compare an NPU tensor with its reference and give an honest verdict.
+
+    Parameters
+    ----------
+    npu, ref : array_like of real numbers
+        The tensors, any shape. float16 (and bf16 already widened to float32) are widened to float64.
+    dtype : dtype or str, optional
+        The dtype the NPU computed in, for the default tolerances: anything
+        :func:`~precision_tool.metrics.closeness.canonical_dtype` takes (``"bf16"``, ``"DT_FLOAT16"``, ...).
+        Default: the less precise of the two arrays' dtypes. Pass it for bf16, which arrives as float32.
+    metrics : names, optional
+        Which metrics to report (names, aliases or msaccucmp indices); default all ten.
+    cosine_threshold : float or None
+        The cosine gate (default 0.99); None turns it off.
+    rtol, atol, min_allclose_ratio : float, optional
+        Override the dtype's :data:`~precision_tool.metrics.closeness.DEFAULT_TOLERANCES`.
+
+    Returns
+    -------
+    TensorComparison
+
+    Raises
+    ------
+    MetricInputError
+        Complex or non-numeric tensors, an unknown dtype name, or a negative tolerance.
+    UnknownMetricError
+        An unknown metric name.
+
+    Examples
+    --------
+    A tensor whose dims are all 1 gets a real comparison (msaccucmp writes cosine 1.0 for it):
+
+    >>> result = compare_tensors(np.float32([[3.0]]), np.float32([[-5.0]]))
+    >>> result.status, result.value("cosine"), bool(result)
+    (<Status.FAIL: 'FAIL'>, -1.0, False)
+    >>> result.reason
+    'cosine -1.000000 < 0.99; 1 of 1 elements (100%) outside rtol 0.0001, atol 1e-05 (up to 0.01% allowed)'
+
+    A float16 NPU tensor against its float32 reference:
+
+    >>> ref = np.linspace(-3, 3, 1000, dtype=np.float32)
+    >>> result = compare_tensors(ref.astype(np.float16), ref)
+    >>> result.dtype, result.status, result.metric("MaxAbsoluteError").formatted
+    ('float16', <Status.PASS: 'PASS'>, '0.000974')
+    >>> result.reason
+    'cosine 1.000000 >= 0.99; 0 of 1000 elements (0%) outside rtol 0.001, atol 0.001 (up to 0.1% allowed)'
+    """
+    npu_array, ref_array = _as_real_array(npu, "NPU"), _as_real_array(ref, "reference")
+    infos = resolve_metrics(metrics)
+    tol_dtype = _tolerance_dtype(dtype, npu_array.dtype, ref_array.dtype)
+    default = DEFAULT_TOLERANCES[tol_dtype]
+    tolerance = Tolerance(default.rtol if rtol is None else float(rtol),
+                          default.atol if atol is None else float(atol),
+                          default.min_ratio if min_allclose_ratio is None else float(min_allclose_ratio))
+    npu_shape, ref_shape = tuple(npu_array.shape), tuple(ref_array.shape)
+    common = dict(npu_shape=npu_shape, ref_shape=ref_shape, dtype=tol_dtype, element_count=int(npu_array.size),
+                  tolerance=tolerance, cosine_threshold=cosine_threshold)
+
+    if npu_array.size != ref_array.size:
+        reason = (f"element counts differ: NPU {npu_array.size} (shape {npu_shape}) vs reference "
+                  f"{ref_array.size} (shape {ref_shape}); not compared")
+        return TensorComparison(status=Status.COUNT_MISMATCH, reason=reason, compared_count=0,
+                                metrics=_not_computed(infos, "not computed: element counts differ"),
+                                allclose_ratio=None, mismatch_count=None, cosine=None, zero_reference_count=0,
+                                non_finite=NonFiniteSummary(), worst=None, **common)
+
+    notes = []
+    shape_mismatch = npu_shape != ref_shape and _squeezed(npu_shape) != _squeezed(ref_shape)
+    if npu_shape != ref_shape and not shape_mismatch:
+        notes.append(f"shapes differ only in size-1 dims (NPU {npu_shape}, reference {ref_shape}): "
+                     f"same element order")
+    x = npu_array.reshape(-1).astype(np.float64, copy=False)
+    y = ref_array.reshape(-1).astype(np.float64, copy=False)
+    n = x.size
+
+    if n == 0:
+        status, reason = Status.EMPTY, f"both tensors are empty (shape {npu_shape}): nothing to compare"
+        if shape_mismatch:
+            status, reason = Status.SHAPE_MISMATCH, _shape_reason(npu_shape, ref_shape, n)
+        return TensorComparison(status=status, reason=reason, compared_count=0,
+                                metrics=_not_computed(infos, "not computed: the tensors are empty"),
+                                allclose_ratio=None, mismatch_count=None, cosine=None, zero_reference_count=0,
+                                non_finite=NonFiniteSummary(), worst=None, notes=tuple(notes), **common)
+
+    finite, x_finite, y_finite = split_finite(x, y)
+    all_finite = x_finite is x
+    non_finite = NonFiniteSummary() if all_finite else _classify_non_finite(x, y)
+    pair = PairData(x_finite, y_finite)
+    m = pair.n
+    npu_zero = not x_finite.any()
+    ref_zero = not y_finite.any()
+
+    values = {info.name: (info.kernel(pair) if m else math.nan) for info in infos}
+    cosine_info = get_metric("CosineSimilarity")
+    cosine = values[cosine_info.name] if cosine_info.name in values else (cosine_info.kernel(pair) if m else math.nan)
+    cosine = None if math.isnan(cosine) else cosine
+    metric_values = tuple(_metric_value(info, values[info.name], pair, npu_zero, ref_zero) for info in infos)
+
+    close = close_count(pair, tolerance.rtol, tolerance.atol) if m else 0
+    if not all_finite:
+        close += nonfinite_close_count(x, y, ~finite)
+    mismatch = n - close
+    ratio = close / n
+    worst = _worst_element(pair, finite, all_finite, npu_shape) if m else None
+    zero_refs = m - pair.nonzero_reference_count if m else 0
+
+    if m == 1:
+        notes.append("one element: cosine only compares signs; the allclose gate decides")
+    if zero_refs and not ref_zero and any(info.name in _RELATIVE for info in infos):
+        notes.append(f"{zero_refs} of {m} reference elements are zero (|y| <= 2.2e-16): left out of relative "
+                     f"errors")
+
+    status, reason = _judge(cosine, cosine_threshold, mismatch, n, tolerance, non_finite, m, x_finite, y_finite)
+    if shape_mismatch:
+        notes.insert(0, f"also {status.value}: {reason}")
+        status, reason = Status.SHAPE_MISMATCH, _shape_reason(npu_shape, ref_shape, n)
+
+    return TensorComparison(status=status, reason=reason, compared_count=m, metrics=metric_values,
+                            allclose_ratio=ratio, mismatch_count=mismatch, cosine=cosine,
+                            zero_reference_count=zero_refs, non_finite=non_finite, worst=worst,
+                            notes=tuple(notes), **common)
+
+
+def _judge(cosine, threshold, mismatch, n, tolerance, non_finite, compared, x_finite, y_finite):
+    """Steps 4-6 of the module docstring: non-finite values, then zero tensors, then the two gates."""
+    if non_finite.any:
+        return Status.NAN_INF, _non_finite_reason(non_finite, compared)
+    npu_zero, ref_zero = not x_finite.any(), not y_finite.any()
+    if npu_zero and ref_zero:
+        return Status.BOTH_ZERO, (f"both tensors are all zero ({n} elements): identical; cosine and relative errors "
+                                  f"are undefined")
+    if npu_zero or ref_zero:
+        return Status.ONE_SIDE_ZERO, _one_side_zero_reason(x_finite, y_finite, npu_zero, tolerance)
+    return _gates(cosine, threshold, mismatch, n, tolerance)
+
+
+def _as_real_array(values, label) -> np.ndarray:
+    array = np.asarray(values)
+    if array.dtype.kind not in "fiub":
+        raise MetricInputError(f"Cannot compare a {label} tensor of dtype {array.dtype}.",
+                               "only real numbers: floats, integers, bools")
+    return array
+
+
+def _tolerance_dtype(dtype, npu_dtype, ref_dtype) -> str:
+    if dtype is not None:
+        return canonical_dtype(dtype)
+    return lower_precision(canonical_dtype(npu_dtype), canonical_dtype(ref_dtype))
+
+
+def _squeezed(shape):
+    return tuple(dim for dim in shape if dim != 1)
+
+
+def _not_computed(infos: Sequence[MetricInfo], reason: str) -> Tuple[MetricValue, ...]:
+    return tuple(MetricValue(info.name, None, reason) for info in infos)
+
+
+def _metric_value(info: MetricInfo, value, pair: PairData, npu_zero: bool, ref_zero: bool) -> MetricValue:
+    if pair.n == 0:
+        return MetricValue(info.name, None, "not computed: no pair is finite on both sides")
+    if isinstance(value, tuple) or not math.isnan(value):
+        return MetricValue(info.name, value)
+    if info.name == "CosineSimilarity":
+        if npu_zero and ref_zero:
+            why = "undefined: both tensors are all zero"
+        else:
+            why = "undefined: the NPU tensor is all zero" if npu_zero else "undefined: the reference is all zero"
+        return MetricValue(info.name, None, why)
+    if info.name == "RelativeEuclideanDistance" or info.name in _RELATIVE:
+        return MetricValue(info.name, None, "undefined: every reference element is zero (|y| <= 2.2e-16)")
+    return MetricValue(info.name, None, "undefined: the result is not a number")
+
+
+def _worst_element(pair: PairData, finite, all_finite: bool, shape) -> WorstElement:
+    k = int(np.argmax(pair.abs_diff))
+    flat = k if all_finite else int(np.flatnonzero(finite)[k])
+    index = tuple(int(i) for i in np.unravel_index(flat, shape)) if shape else ()
+    npu, ref, err = float(pair.x[k]), float(pair.y[k]), float(pair.abs_diff[k])
+    rel = err / abs(ref) if abs(ref) > ZERO_REFERENCE_EPS else None
+    return WorstElement(flat_index=flat, index=index, npu=npu, reference=ref, abs_error=err, rel_error=rel)
+
+
+def _classify(mask_x: np.ndarray, mask_y: np.ndarray, same: Optional[bool] = None) -> NonFiniteClass:
+    in_x, in_y = bool(mask_x.any()), bool(mask_y.any())
+    if not (in_x or in_y):
+        return NonFiniteClass.NONE
+    if not in_y:
+        return NonFiniteClass.NPU_ONLY
+    if not in_x:
+        return NonFiniteClass.REFERENCE_ONLY
+    same = np.array_equal(mask_x, mask_y) if same is None else same
+    return NonFiniteClass.BOTH_SAME_POSITIONS if same else NonFiniteClass.BOTH_DIFFERENT_POSITIONS
+
+
+def _classify_non_finite(x: np.ndarray, y: np.ndarray) -> NonFiniteSummary:
+    nan_x, nan_y = np.isnan(x), np.isnan(y)
+    pos_x, pos_y = x == np.inf, y == np.inf
+    neg_x, neg_y = x == -np.inf, y == -np.inf
+    inf_x, inf_y = pos_x | neg_x, pos_y | neg_y
+    same_inf = np.array_equal(pos_x, pos_y) and np.array_equal(neg_x, neg_y)
+    return NonFiniteSummary(
+        npu_nan=int(nan_x.sum()), npu_posinf=int(pos_x.sum()), npu_neginf=int(neg_x.sum()),
+        ref_nan=int(nan_y.sum()), ref_posinf=int(pos_y.sum()), ref_neginf=int(neg_y.sum()),
+        nan_class=_classify(nan_x, nan_y), inf_class=_classify(inf_x, inf_y, same_inf))
+
+
+def _inf_text(pos: int, neg: int) -> str:
+    parts = [f"{pos} +inf"] if pos else []
+    if neg:
+        parts.append(f"{neg} -inf")
+    return " and ".join(parts)
+
+
+def _non_finite_reason(summary: NonFiniteSummary, finite_pairs: int) -> str:
+    parts = []
+    nan_texts = {
+        NonFiniteClass.NPU_ONLY: f"NPU has {summary.npu_nan} NaN, reference none",
+        NonFiniteClass.REFERENCE_ONLY: f"reference has {summary.ref_nan} NaN, NPU none",
+        NonFiniteClass.BOTH_SAME_POSITIONS: f"both have {summary.npu_nan} NaN at the same positions",
+        NonFiniteClass.BOTH_DIFFERENT_POSITIONS:
+            f"NaN positions differ (NPU {summary.npu_nan}, reference {summary.ref_nan})",
+    }
+    npu_inf = _inf_text(summary.npu_posinf, summary.npu_neginf)
+    ref_inf = _inf_text(summary.ref_posinf, summary.ref_neginf)
+    inf_texts = {
+        NonFiniteClass.NPU_ONLY: f"NPU has {npu_inf}, reference none",
+        NonFiniteClass.REFERENCE_ONLY: f"reference has {ref_inf}, NPU none",
+        NonFiniteClass.BOTH_SAME_POSITIONS: f"both have {npu_inf} at the same positions",
+        NonFiniteClass.BOTH_DIFFERENT_POSITIONS: f"inf positions or signs differ (NPU {npu_inf or 'none'}, "
+                                                 f"reference {ref_inf or 'none'})",
+    }
+    if summary.nan_class is not NonFiniteClass.NONE:
+        parts.append(nan_texts[summary.nan_class])
+    if summary.inf_class is not NonFiniteClass.NONE:
+        parts.append(inf_texts[summary.inf_class])
+    plural = "pair" if finite_pairs == 1 else "pairs"
+    tail = f"metrics over the {finite_pairs} {plural} finite on both sides" if finite_pairs else \
+        "no pair is finite on both sides"
+    return "; ".join(parts + [tail])
+
+
+def _shape_reason(npu_shape, ref_shape, n: int) -> str:
+    return (f"shapes differ: NPU {npu_shape} vs reference {ref_shape} ({n} elements each); metrics compare the "
+            f"flattened data and may pair unrelated elements")
+
+
+def _one_side_zero_reason(x: np.ndarray, y: np.ndarray, npu_zero: bool, tolerance: Tolerance) -> str:
+    other = y if npu_zero else x
+    nonzero = int(np.count_nonzero(other))
+    largest = float(np.max(np.abs(other)))
+    if npu_zero:
+        text = (f"the NPU tensor is all zero but the reference is not ({nonzero} non-zero, "
+                f"max |reference| {largest:.6g})")
+    else:
+        text = f"the reference is all zero but the NPU tensor is not ({nonzero} non-zero, max |NPU| {largest:.6g})"
+    if largest <= tolerance.atol:
+        text += f"; all within atol {tolerance.atol:g}"
+    return text
+
+
+def _percent(share: float) -> str:
+    return f"{100 * share:.3g}%"
+
+
+def _gates(cosine, threshold, mismatch: int, n: int, tolerance: Tolerance):
+    """PASS when both gates hold; the reason names both gates on a pass and only the failing ones on a fail."""
+    close_ok = (n - mismatch) / n >= tolerance.min_ratio - 1e-12
+    cosine_ok = threshold is None or (cosine is not None and cosine >= threshold)
+    ok = close_ok and cosine_ok
+    parts = []
+    if threshold is not None and (ok or not cosine_ok):
+        shown = "undefined" if cosine is None else f"{cosine:.6f}"
+        parts.append(f"cosine {shown} {'>=' if cosine_ok else '<'} {threshold:g}")
+    if ok or not close_ok:
+        parts.append(f"{mismatch} of {n} elements ({_percent(mismatch / n)}) outside rtol {tolerance.rtol:g}, "
+                     f"atol {tolerance.atol:g} (up to {_percent(1 - tolerance.min_ratio)} allowed)")
+    return (Status.PASS if ok else Status.FAIL), "; ".join(parts)

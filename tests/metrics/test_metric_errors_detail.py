@@ -1,0 +1,75 @@
+"""Worst elements and error histograms."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from precision_tool.errors import MetricInputError
+from precision_tool.metrics.errors_detail import (DEFAULT_REL_EDGES, element_errors, error_histogram,
+                                                  worst_elements)
+
+
+def test_worst_elements_are_sorted_with_positions():
+    ref = np.arange(12, dtype=np.float32).reshape(3, 4)
+    npu = ref.copy()
+    npu[2, 1] += 3.0
+    npu[0, 3] -= 1.0
+    npu[1, 1] += 1.0
+    worst = worst_elements(npu, ref, 3)
+    assert [w.index for w in worst] == [(2, 1), (0, 3), (1, 1)]  # tie at 1.0: lower index first
+    assert (worst[0].npu, worst[0].reference, worst[0].abs_error, worst[0].rel_error) == (12.0, 9.0, 3.0, 3.0 / 9.0)
+
+
+def test_worst_by_relative_error_skips_zero_references():
+    worst = worst_elements([1.0, 2.0, 3.0], [0.0, 1.0, 2.0], 5, kind="rel")
+    assert [w.flat_index for w in worst] == [1, 2]
+    assert worst_elements([1.0], [0.0], 1)[0].rel_error is None
+
+
+def test_non_finite_disagreements_rank_first():
+    worst = worst_elements([1.0, np.nan, 5.0, np.inf], [1.0, 2.0, 3.0, np.inf], 4)
+    assert [(w.flat_index, w.abs_error) for w in worst] == [(1, np.inf), (2, 2.0), (0, 0.0), (3, 0.0)]
+
+
+def test_count_larger_than_the_tensor_and_zero():
+    assert len(worst_elements([1.0, 2.0], [1.0, 2.0], 10)) == 2
+    assert worst_elements([1.0, 2.0], [1.0, 2.0], 0) == ()
+
+
+def test_large_tensor_matches_a_full_sort():
+    rng = np.random.default_rng(5)
+    ref = rng.standard_normal(100_000)
+    npu = ref + rng.standard_normal(100_000) * 1e-3
+    worst = worst_elements(npu, ref, 20)
+    expected = np.argsort(-np.abs(npu - ref), kind="stable")[:20]
+    assert [w.flat_index for w in worst] == expected.tolist()
+
+
+def test_element_errors():
+    errors = element_errors([1.0, np.nan, 3.0, 5.0, -np.inf], [1.5, np.nan, np.inf, 0.0, np.inf], "rel")
+    np.testing.assert_array_equal(errors, [1 / 3, 0.0, np.inf, np.nan, np.inf])
+    with pytest.raises(MetricInputError, match="Unknown error kind 'max'"):
+        element_errors([1.0], [1.0], "max")
+
+
+def test_histogram():
+    hist = error_histogram([1.0, 2.0, 3.0, 1.0, 7.0], [1.0, 2.2, 0.0, 1.0005, 1.0])
+    assert hist.edges == DEFAULT_REL_EDGES
+    assert hist.counts == (1, 0, 0, 1, 0, 1, 0, 1) and hist.left_out == 1
+    assert sum(hist.counts) + hist.left_out == 5
+
+
+def test_histogram_absolute_with_edges():
+    hist = error_histogram([0.0, 0.5, 2.0], [0.0, 0.0, 0.0], kind="abs", edges=[0, 1, 10])
+    assert hist.counts == (2, 1) and hist.left_out == 0
+
+
+@pytest.mark.parametrize("edges", [[1.0], [0.0, 0.0, 1.0], [1.0, 0.5]])
+def test_histogram_edges_must_increase(edges):
+    with pytest.raises(MetricInputError, match="Histogram edges must increase"):
+        error_histogram([1.0], [1.0], edges=edges)
+
+
+def test_size_mismatch():
+    with pytest.raises(MetricInputError, match="Tensors differ in size: NPU 2, reference 3."):
+        worst_elements([1.0, 2.0], [1.0, 2.0, 3.0])
