@@ -9,6 +9,7 @@ from precision_tool.commands.registry import CommandRegistry
 COMMAND_MODULES = (
     "dump_convert",
     "ge2json",
+    "tf_dump",
 )
 
 

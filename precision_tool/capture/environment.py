@@ -1,0 +1,86 @@
+"""Process-level set-up for a capture: oneDNN off before TensorFlow loads, GE graph variables, folders.
+
+Plain Python: nothing here imports TensorFlow.
+
+oneDNN. With ``TF_ENABLE_ONEDNN_OPTS`` unset, TensorFlow on x86 fuses Conv2D+BiasAdd+Relu (and more)
+into one oneDNN op, so a reference dump lacks the inner op names the NPU dump refers to. The variable
+is read when TensorFlow is imported, so :func:`disable_onednn_before_tensorflow` sets it to ``"0"``
+only if TensorFlow is not imported yet, and otherwise says, loudly, that it is too late.
+"""
+from __future__ import annotations
+
+import os
+import sys
+from typing import List, MutableMapping, Optional
+
+from precision_tool.capture.actions import CapturePlan
+from precision_tool.capture.fusion_files import ensure_fusion_switch_copy
+from precision_tool.capture.settings import notify, warn_loudly
+from precision_tool.errors import CaptureError
+
+ONEDNN_ENV = "TF_ENABLE_ONEDNN_OPTS"
+_FIX = (f"set {ONEDNN_ENV}=0 in the environment, or import precision_tool.tf_config before tensorflow, "
+        "so the reference keeps Conv2D, BiasAdd and Relu as separate ops")
+
+
+def disable_onednn_before_tensorflow(modules=None, environ: Optional[MutableMapping[str, str]] = None) -> Optional[str]:
+    """``environ.setdefault("TF_ENABLE_ONEDNN_OPTS", "0")`` while TensorFlow is not imported.
+
+    Returns the warning given (also printed and raised as a ``CaptureWarning``), or ``None`` when all
+    is well: TensorFlow already imported with the variable not ``"0"``, or the user set it to
+    something other than ``"0"``.
+    """
+    modules = sys.modules if modules is None else modules
+    environ = os.environ if environ is None else environ
+    value = environ.get(ONEDNN_ENV)
+    if "tensorflow" in modules:
+        if value != "0":
+            shown = "unset" if value is None else f"{value!r}"
+            message = (f"TensorFlow was imported before precision_tool.tf_config with {ONEDNN_ENV} {shown}: "
+                       f"oneDNN fusions stay on and a CPU reference dump will miss fused op names; {_FIX}")
+            warn_loudly(message, stacklevel=4)
+            return message
+        return None
+    if value is None:
+        environ[ONEDNN_ENV] = "0"
+        return None
+    if value != "0":
+        message = (f"{ONEDNN_ENV}={value!r} keeps oneDNN fusions on: a CPU reference dump will miss fused op "
+                   f"names; {_FIX}")
+        warn_loudly(message, stacklevel=4)
+        return message
+    return None
+
+
+def prepare_workspace(plan: CapturePlan, environ: Optional[MutableMapping[str, str]] = None) -> List[str]:
+    """Create the plan's folders and switch-file copy, and set the GE graph variables.
+
+    A GE variable the user already set is kept (and reported when it differs from the plan).
+    Returns the lines of what was done, which are also printed.
+    """
+    environ = os.environ if environ is None else environ
+    done = []
+    for folder in plan.folders:
+        try:
+            os.makedirs(folder, exist_ok=True)
+        except OSError as error:
+            raise CaptureError(f"{folder}: cannot create the capture folder ({error.strerror or error})") from None
+    if plan.fusion_switch_copy:
+        ensure_fusion_switch_copy(plan.fusion_switch_copy)
+    for name, value in plan.graph_env:
+        current = environ.get(name)
+        if current is None:
+            environ[name] = value
+        elif current != value:
+            done.append(f"kept your {name}={current} (precision_tool would use {value})")
+    if plan.actions:
+        done.insert(0, f"NPU capture '{'|'.join(sorted(plan.actions))}' -> {_where(plan)}")
+    for line in done:
+        notify(line)
+    return done
+
+
+def _where(plan: CapturePlan) -> str:
+    values = plan.values()
+    places = [str(values[key]) for key in ("dump_path", "fusion_switch_file") if key in values]
+    return ", ".join(places) if places else "(no dump)"

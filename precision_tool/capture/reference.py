@@ -1,0 +1,216 @@
+"""Reference side (CPU/GPU): dump every op output with the TF op names the NPU dump refers to.
+
+* :func:`sess_dump` -- ``sess = sess_dump(sess)``: a ``tf.compat.v1`` session wrapped by tfdbg v1's
+  ``DumpingDebugWrapperSession``; each ``run()`` writes one ``run_<us>_<n>`` folder.
+* :func:`estimator_dump` -- the same as a ``SessionRunHook`` for ``MonitoredTrainingSession``
+  (``tf.estimator`` is gone in TF 2.21; on older TF the hook also goes into ``EstimatorSpec``).
+* :func:`enable_reference_dump` -- TF2 / Keras: tfdbg v2, ``FULL_TENSOR``, before the step is traced.
+* :func:`reference_session_config` -- a ConfigProto with Grappler off, for sessions made by the script.
+
+Each capture gets its own folder ``WORKSPACE/tf/tf_debug/<YYYYmmddHHMMSS>[_n]/`` (tfdbg refuses a
+non-empty folder); ``precision_tool tf_dump`` turns the newest run into ``WORKSPACE/tf/dump/*.npy``.
+
+Names 1:1. tfdbg v1 dumps the graph *as executed*: Grappler's remapper turns Conv2D+BiasAdd+Relu into
+one ``_FusedConv2D`` named after the Relu, and oneDNN does the same, so the inner names vanish. The
+session must run with Grappler's meta optimizer off (and the classic graph optimizer at L0, so no
+CSE merges two ops into one name) and ``TF_ENABLE_ONEDNN_OPTS=0`` from before TensorFlow is imported
+(``import precision_tool.tf_config`` does that). tfdbg v2 records ops before Grappler, so TF2 needs
+only the oneDNN part.
+"""
+from __future__ import annotations
+
+import os
+import time
+from typing import Optional
+
+from precision_tool.capture.settings import CaptureSettings, notify, warn_loudly
+from precision_tool.errors import CaptureError
+from precision_tool.lazy import lazy_import
+
+tf = lazy_import("tensorflow")
+config_pb2 = lazy_import("tensorflow.core.protobuf.config_pb2")
+tf_session = lazy_import("tensorflow.python.client.session")
+tf_debug_wrappers = lazy_import("tensorflow.python.debug.wrappers.dumping_wrapper")
+tf_debug_hooks = lazy_import("tensorflow.python.debug.wrappers.hooks")
+
+_SESSION_FIX = ("create the session with config=npu_tf_config.reference_session_config(config), "
+                "or call sess_dump before variables are initialised or restored")
+
+
+# -- folders --------------------------------------------------------------------------------------------
+def new_capture_dir(root: Optional[str] = None) -> str:
+    """Create and return an empty ``root/<YYYYmmddHHMMSS>[_n]`` (root: ``WORKSPACE/tf/tf_debug``)."""
+    root = root or CaptureSettings.from_env().workspace.tf_debug
+    stamp = time.strftime("%Y%m%d%H%M%S")
+    try:
+        os.makedirs(root, exist_ok=True)
+        for attempt in range(1000):
+            path = os.path.join(root, stamp if attempt == 0 else f"{stamp}_{attempt}")
+            try:
+                os.mkdir(path)
+                return path
+            except FileExistsError:
+                continue
+    except OSError as error:
+        raise CaptureError(f"{root}: cannot create a capture folder ({error.strerror or error})") from None
+    raise CaptureError(f"{root}: too many capture folders named {stamp}_*")
+
+
+def _capture_root(dump_root: Optional[str]) -> str:
+    """``dump_root`` checked to be new or empty (tfdbg v1 refuses anything else), or a new capture folder."""
+    if dump_root is None:
+        return new_capture_dir()
+    dump_root = os.path.abspath(os.path.expanduser(os.fspath(dump_root)))
+    if os.path.exists(dump_root) and (not os.path.isdir(dump_root) or os.listdir(dump_root)):
+        raise CaptureError(f"{dump_root}: tfdbg needs a new or empty folder",
+                           "leave dump_root out to get a new capture folder under WORKSPACE/tf/tf_debug")
+    return dump_root
+
+
+# -- Grappler -------------------------------------------------------------------------------------------
+def reference_session_config(session_config=None):
+    """A copy of ``session_config`` (or a new ConfigProto) that keeps TF op names 1:1 in a dump.
+
+    Grappler's meta optimizer is disabled and the classic graph optimizer runs at ``L0`` (no common
+    sub-expression elimination, no constant folding). With the meta optimizer off, custom optimizers
+    (an ``NpuOptimizer`` left in a shared config) do not run either: this config is for the reference.
+    """
+    config = config_pb2.ConfigProto()
+    if session_config is not None:
+        if not isinstance(session_config, config_pb2.ConfigProto):
+            raise CaptureError("session_config must be a tf.compat.v1.ConfigProto, "
+                               f"got {type(session_config).__name__}")
+        config.CopyFrom(session_config)
+    config.graph_options.rewrite_options.disable_meta_optimizer = True
+    config.graph_options.optimizer_options.opt_level = config_pb2.OptimizerOptions.L0
+    return config
+
+
+def keeps_op_names(session_config) -> bool:
+    """True when a session with this config dumps every op under its own name (Grappler off)."""
+    return bool(session_config.graph_options.rewrite_options.disable_meta_optimizer)
+
+
+def _initialised_state(sess) -> Optional[str]:
+    """Why replacing ``sess`` would lose state (``None``: it holds no initialised variable)."""
+    graph = sess.graph
+    variables = graph.get_collection("variables") + graph.get_collection("local_variables")
+    checks = []
+    for variable in variables:
+        check = getattr(variable, "_is_initialized_op", None)
+        if check is None:
+            return "it has reference (non-resource) variables whose state cannot be checked"
+        checks.append(check)
+    if checks and any(sess.run(checks)):
+        return "its variables are already initialised or restored"
+    return None
+
+
+def _grappler_free(sess):
+    """``sess`` if it keeps op names, else a new session on the same graph that does (when safe)."""
+    config = getattr(sess, "_config", None)
+    if config is None or keeps_op_names(config):
+        return sess
+    reason = _initialised_state(sess)
+    if reason:
+        warn_loudly(f"sess_dump: this session runs Grappler, so tfdbg will dump fused ops (Conv2D+BiasAdd+Relu "
+                    f"as one) and miss their names, and it cannot be replaced because {reason}; {_SESSION_FIX}",
+                    stacklevel=4)
+        return sess
+    new_config = reference_session_config(config)
+    try:
+        replacement = type(sess)(sess.sess_str, graph=sess.graph, config=new_config)
+    except TypeError:
+        replacement = tf_session.Session(sess.sess_str, graph=sess.graph, config=new_config)
+    sess.close()
+    notify("sess_dump: replaced the session by one on the same graph with Grappler off (so every op keeps its "
+           "name); use the returned session from now on")
+    return replacement
+
+
+# -- tfdbg v1 -------------------------------------------------------------------------------------------
+def sess_dump(sess, dump_root: Optional[str] = None):
+    """Wrap a ``tf.compat.v1`` session so every ``run()`` dumps all op outputs (tfdbg v1).
+
+    Use it right after creating the session: ``sess = npu_tf_config.sess_dump(sess)``, or
+    ``with npu_tf_config.sess_dump(tf.compat.v1.Session()) as sess:``. A session made with Grappler on
+    (the default) is replaced by one on the same graph with Grappler off, as long as no variable is
+    initialised yet; otherwise this warns that names will be fused.
+
+    Parameters
+    ----------
+    sess : tf.compat.v1.Session or InteractiveSession
+    dump_root : str, optional
+        Empty or new folder for the ``run_*`` folders; default: a new ``WORKSPACE/tf/tf_debug/<time>``.
+
+    Returns
+    -------
+    DumpingDebugWrapperSession
+        Use it like the session (``run``, ``with``, ``graph``); run exactly the steps to compare.
+    """
+    if not isinstance(sess, tf_session.BaseSession):
+        raise CaptureError(f"sess_dump wraps a tf.compat.v1.Session, got {type(sess).__name__}",
+                           "for MonitoredTrainingSession pass hooks=[npu_tf_config.estimator_dump()]")
+    root = _capture_root(dump_root)
+    sess = _grappler_free(sess)
+    notify(f"reference dump (tfdbg v1) -> {root}")
+    return tf_debug_wrappers.DumpingDebugWrapperSession(sess, root)
+
+
+_HOOK_CLASS = None
+
+
+def _hook_class():
+    """``DumpingDebugHook`` that checks the session it gets (class built on first use: needs TF)."""
+    global _HOOK_CLASS
+    if _HOOK_CLASS is None:
+        class ReferenceDumpHook(tf_debug_hooks.DumpingDebugHook):
+            """tfdbg v1 dump hook that says loudly when the session would dump fused op names."""
+
+            def after_create_session(self, session, coord):
+                config = getattr(session, "_config", None)
+                if config is not None and not keeps_op_names(config):
+                    warn_loudly("estimator_dump: the session runs Grappler, so tfdbg will dump fused ops "
+                                "(Conv2D+BiasAdd+Relu as one) and miss their names; pass "
+                                "config=npu_tf_config.reference_session_config(config) to "
+                                "MonitoredTrainingSession", stacklevel=2)
+                return super().after_create_session(session, coord)
+
+        _HOOK_CLASS = ReferenceDumpHook
+    return _HOOK_CLASS
+
+
+def estimator_dump(dump_root: Optional[str] = None):
+    """A ``SessionRunHook`` that dumps every op output of each ``run()`` (tfdbg v1).
+
+    ``MonitoredTrainingSession(hooks=[npu_tf_config.estimator_dump()],
+    config=npu_tf_config.reference_session_config(config))``: the config keeps op names 1:1 (a hook
+    cannot change the session's config; it warns when names will be fused). ``tf.estimator`` no longer
+    exists in TF 2.21; with TF <= 2.15 the hook also goes into ``EstimatorSpec(training_hooks=[...])``
+    or ``estimator.train(hooks=[...])``.
+    """
+    root = _capture_root(dump_root)
+    notify(f"reference dump (tfdbg v1 hook) -> {root}")
+    return _hook_class()(root)
+
+
+# -- tfdbg v2 -------------------------------------------------------------------------------------------
+def enable_reference_dump(dump_root: Optional[str] = None) -> str:
+    """Dump every op output of every ``tf.function`` / ``model.fit`` step from now on (tfdbg v2).
+
+    Call it before the first step is traced (before ``model.fit``, or before the first call of a
+    ``tf.function``); steps traced earlier are not instrumented. Keep XLA off for the reference
+    (``model.compile(..., jit_compile=False)``): an XLA cluster is dumped as one op.
+    :func:`disable_reference_dump` stops and flushes (it also happens at exit).
+
+    Returns the capture folder (default: a new ``WORKSPACE/tf/tf_debug/<time>``).
+    """
+    root = _capture_root(dump_root)
+    tf.debugging.experimental.enable_dump_debug_info(root, tensor_debug_mode="FULL_TENSOR", circular_buffer_size=-1)
+    notify(f"reference dump (tfdbg v2, FULL_TENSOR) -> {root}")
+    return root
+
+
+def disable_reference_dump() -> None:
+    """Stop the tfdbg v2 dump started by :func:`enable_reference_dump` and flush its files."""
+    tf.debugging.experimental.disable_dump_debug_info()

@@ -1,0 +1,45 @@
+"""One-line changes for training scripts: ``import precision_tool.tf_config as npu_tf_config``.
+
+NPU side (dump, overflow detection, fusion off, profiling)::
+
+    config = npu_tf_config.session_dump_config(config, action="dump")          # tf.Session / MonitoredTrainingSession
+    npu_tf_config.update_custom_op(custom_op, action="dump|fusion_off")          # a script building NpuOptimizer itself
+    run_config = NPURunConfig(dump_config=npu_tf_config.estimator_dump_config("dump"), ...)   # npu_bridge
+    npu_tf_config.npu_device_dump_config(npu_device, "overflow")                # TF2, before npu_device.open()
+
+Reference side (CPU/GPU)::
+
+    sess = npu_tf_config.sess_dump(sess)                                         # tf.compat.v1 session
+    hooks = [npu_tf_config.estimator_dump()]                                     # MonitoredTrainingSession
+    npu_tf_config.enable_reference_dump()                                        # TF2 / Keras, before the first step
+
+then ``precision_tool tf_dump``. Actions and parameters: :mod:`precision_tool.capture.actions`;
+settings (workspace, dump step): :mod:`precision_tool.capture.settings`; ``docs/capture-*.md``.
+
+Importing this module does not import TensorFlow. It sets ``TF_ENABLE_ONEDNN_OPTS=0`` when TensorFlow
+is not imported yet (so a CPU reference keeps Conv2D, BiasAdd and Relu apart), and warns loudly when
+it comes too late.
+"""
+from __future__ import annotations
+
+from precision_tool.capture.environment import disable_onednn_before_tensorflow
+
+ONEDNN_WARNING = disable_onednn_before_tensorflow()
+
+from precision_tool.capture.actions import ACTIONS, build_plan, parse_actions  # noqa: E402
+from precision_tool.capture.callbacks import loss_scale_callback  # noqa: E402
+from precision_tool.capture.determinism import seed_everything  # noqa: E402
+from precision_tool.capture.fusion_files import FUSION_OFF_FILE, FUSION_SWITCH_FILE  # noqa: E402
+from precision_tool.capture.npu_config import (estimator_dump_config, npu_device_dump_config,  # noqa: E402
+                                               npu_run_config_options, session_dump_config, update_custom_op)
+from precision_tool.capture.reference import (disable_reference_dump, enable_reference_dump,  # noqa: E402
+                                              estimator_dump, reference_session_config, sess_dump)
+from precision_tool.capture.settings import CaptureWarning  # noqa: E402
+
+__all__ = [
+    "ACTIONS", "FUSION_OFF_FILE", "FUSION_SWITCH_FILE", "CaptureWarning",
+    "session_dump_config", "update_custom_op", "estimator_dump_config", "npu_run_config_options",
+    "npu_device_dump_config",
+    "sess_dump", "estimator_dump", "reference_session_config", "enable_reference_dump", "disable_reference_dump",
+    "seed_everything", "loss_scale_callback", "build_plan", "parse_actions",
+]

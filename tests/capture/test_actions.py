@@ -1,0 +1,115 @@
+"""The action table, without TensorFlow: parsing, conflicts, parameters per action, settings."""
+import json
+import os
+
+import pytest
+
+from precision_tool.capture.actions import ACTIONS, build_plan, parse_actions
+from precision_tool.capture.fusion_files import FUSION_OFF_FILE
+from precision_tool.capture.settings import CaptureSettings, action_from_env
+from precision_tool.errors import CaptureError
+
+ROOT = "/ws"
+
+
+def settings(**kw):
+    return CaptureSettings(data_dir=ROOT, **kw)
+
+
+def test_actions_combine_with_bar_and_ignore_blanks():
+    assert parse_actions("dump|fusion_off") == {"dump", "fusion_off"}
+    assert parse_actions(" prof | overflow |") == {"prof", "overflow"}
+    assert parse_actions(["dump", "prof"]) == {"dump", "prof"}
+    assert parse_actions("") == frozenset()
+
+
+def test_unknown_action_lists_the_valid_ones():
+    with pytest.raises(CaptureError) as info:
+        parse_actions("dump|fusionoff")
+    assert str(info.value) == ("unknown action 'fusionoff' in 'dump|fusionoff' (valid actions: dump, overflow, "
+                               "fusion_off, fusion_switch, prof; combine them with '|', e.g. 'dump|fusion_off')")
+
+
+@pytest.mark.parametrize("spec, pair", [("overflow|dump", "'dump' and 'overflow'"),
+                                        ("fusion_switch|fusion_off", "'fusion_off' and 'fusion_switch'")])
+def test_conflicting_actions_are_refused(spec, pair):
+    with pytest.raises(CaptureError, match=f"actions {pair} cannot be combined"):
+        parse_actions(spec)
+
+
+def test_action_must_be_text():
+    with pytest.raises(CaptureError, match="got int"):
+        parse_actions(3)
+
+
+def test_none_reads_the_environment_then_the_legacy_flags():
+    assert parse_actions(None, {"PRECISION_TOOL_ACTION": "overflow|fusion_off"}) == {"overflow", "fusion_off"}
+    assert parse_actions(None, {"PRECISION_TOOL_DUMP": "True"}) == {"dump"}
+    assert action_from_env({"PRECISION_TOOL_OVERFLOW": "true", "PRECISION_TOOL_DUMP": "False"}) == "overflow"
+    assert parse_actions(None, {}) == frozenset()
+
+
+def test_dump_parameters_and_graph_environment():
+    plan = build_plan("dump", settings(dump_step="0|5|10"))
+    assert plan.values() == {"enable_dump": True, "dump_path": "/ws/npu/debug_0/dump", "dump_step": "0|5|10",
+                             "dump_mode": "all"}
+    assert [p.kind for p in plan.params] == ["b", "s", "s", "s"]
+    assert dict(plan.graph_env) == {"DUMP_GE_GRAPH": "2", "DUMP_GRAPH_LEVEL": "3",
+                                    "DUMP_GRAPH_PATH": "/ws/npu/debug_0/graph"}
+    assert plan.folders == ("/ws/npu/debug_0/dump", "/ws/npu/debug_0/graph")
+    assert plan.cleared == ("enable_dump_debug",)
+
+
+def test_overflow_parameters():
+    plan = build_plan("overflow", settings(op_debug_level=2))
+    assert plan.values() == {"enable_dump_debug": True, "dump_path": "/ws/overflow/dump", "dump_debug_mode": "all",
+                             "op_debug_level": 2, "debug_dir": "/ws/overflow"}
+    assert plan.values()["op_debug_level"] == 2 and [p.kind for p in plan.params][3] == "i"
+    assert dict(plan.graph_env)["DUMP_GRAPH_PATH"] == "/ws/npu/debug_0/graph"
+    assert plan.cleared == ("enable_dump",)
+
+
+def test_fusion_actions_use_the_second_npu_run_and_no_graph_env():
+    off = build_plan("fusion_off", settings())
+    assert off.values() == {"fusion_switch_file": FUSION_OFF_FILE} and off.graph_env == () and off.npu_run == 1
+    switch = build_plan("fusion_switch", settings())
+    assert switch.values() == {"fusion_switch_file": "/ws/fusion/fusion_switch.cfg"}
+    assert switch.fusion_switch_copy == "/ws/fusion/fusion_switch.cfg"
+    dump_off = build_plan("dump|fusion_off", settings())
+    assert dump_off.values()["dump_path"] == "/ws/npu/debug_1/dump"
+    assert build_plan("dump|fusion_off", settings(npu_run=3)).values()["dump_path"] == "/ws/npu/debug_3/dump"
+
+
+def test_prof_parameters():
+    plan = build_plan("prof", settings())
+    values = plan.values()
+    assert set(values) == {"profiling_mode", "profiling_options"} and values["profiling_mode"] is True
+    assert json.loads(values["profiling_options"]) == {
+        "output": "/ws/profiling", "training_trace": "on", "task_trace": "on", "aicpu": "on",
+        "fp_point": "", "bp_point": "", "aic_metrics": "PipeUtilization"}
+    assert plan.folders == ("/ws/profiling",)
+
+
+def test_every_action_and_its_combinations_follow_the_table_order():
+    plan = build_plan("prof|fusion_switch|overflow", settings())
+    assert [p.name for p in plan.params] == ["enable_dump_debug", "dump_path", "dump_debug_mode", "op_debug_level",
+                                             "debug_dir", "fusion_switch_file", "profiling_mode", "profiling_options"]
+    assert build_plan("", settings()).params == ()
+    assert set(ACTIONS) == {"dump", "overflow", "fusion_off", "fusion_switch", "prof"}
+
+
+def test_settings_from_environment(tmp_path):
+    got = CaptureSettings.from_env({"PRECISION_TOOL_DATA": str(tmp_path / "ws"), "PRECISION_TOOL_DUMP_STEP": "0|3-5",
+                                    "PRECISION_TOOL_OP_DEBUG_LEVEL": "0", "PRECISION_TOOL_NPU_RUN": "2"})
+    assert got == CaptureSettings(str(tmp_path / "ws"), "0|3-5", 0, 2)
+    default = CaptureSettings.from_env({})
+    assert default.data_dir == os.path.abspath("precision_data") and default.dump_step == "0"
+    assert default.op_debug_level == 4 and default.npu_run is None
+
+
+@pytest.mark.parametrize("env, message", [
+    ({"PRECISION_TOOL_DUMP_STEP": "0,5"}, "dump_step '0,5' is not valid"),
+    ({"PRECISION_TOOL_NPU_RUN": "x"}, "PRECISION_TOOL_NPU_RUN='x' is not an integer")])
+def test_bad_settings_are_one_line_errors(env, message):
+    with pytest.raises(CaptureError, match=message):
+        CaptureSettings.from_env(env)

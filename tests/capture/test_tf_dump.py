@@ -1,0 +1,184 @@
+"""``tf_dump`` on dumps written by the tfdbg writers (no TensorFlow): runs, naming, skips, repeats, memory."""
+import json
+import os
+import subprocess
+import sys
+import tracemalloc
+
+import numpy as np
+import pytest
+
+from precision_tool.cli import main
+from precision_tool.commands.registry import Context
+from precision_tool.commands.tf_dump import COMMAND, find_runs
+from precision_tool.errors import WorkspaceError
+from precision_tool.formats import tf_schema, tf_tensor
+from precision_tool.formats.npy_dir import read_npy_dir
+from precision_tool.formats.tfdbg import DEFAULT_DEVICE, device_folder_name, write_tfdbg_v1_tensor, write_tfdbg_v2_dump
+
+US = 1_700_000_000_000_000
+
+
+def run_dir(capture, stamp, counter=0):
+    return capture / f"run_{stamp}_{counter}"
+
+
+def write_graph(run, ops):
+    """The executed-graph file tfdbg v1 writes beside the tensors: gives each op its type."""
+    graph = tf_schema.GraphDef()
+    for name, op_type in ops.items():
+        graph.node.add(name=name, op=op_type)
+    folder = run / device_folder_name(DEFAULT_DEVICE)
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / f"_tfdbg_graph_hash123_{US}").write_bytes(tf_schema.Event(graph_def=graph.SerializeToString())
+                                                        .SerializeToString())
+
+
+def dispatch(argv, data_dir):
+    from precision_tool.commands.registry import CommandRegistry
+    return CommandRegistry([COMMAND]).dispatch(["tf_dump", *argv], Context(data_dir=str(data_dir)))
+
+
+@pytest.fixture
+def ws(tmp_path):
+    return tmp_path / "precision_data"
+
+
+def test_newest_v1_run_becomes_the_flat_reference_folder(ws):
+    capture = ws / "tf" / "tf_debug" / "20240101000000"
+    old, new = run_dir(capture, US, 0), run_dir(capture, US + 10, 1)
+    write_tfdbg_v1_tensor(old, "conv1/relu", 0, np.zeros((2, 2), np.float32), US + 1)
+    conv = np.arange(8, dtype=np.float32).reshape(2, 4)
+    write_tfdbg_v1_tensor(new, "conv1/conv", 0, conv, US + 11)
+    write_tfdbg_v1_tensor(new, "block.1/relu", 1, np.array([1, -2], np.int64), US + 12)
+    write_graph(new, {"conv1/conv": "Conv2D", "block.1/relu": "Relu"})
+    report = dispatch([], ws)
+    out = ws / "tf" / "dump"
+    assert sorted(os.listdir(out)) == [f"block_1_relu.1.{US + 12:016d}.npy", f"conv1_conv.0.{US + 11:016d}.npy"]
+    assert np.array_equal(np.load(out / f"conv1_conv.0.{US + 11:016d}.npy", allow_pickle=False), conv)
+    assert report.blocks[0].rows == [
+        ["conv1/conv", 0, "Conv2D", "DT_FLOAT", "[2, 4]", f"conv1_conv.0.{US + 11:016d}.npy"],
+        ["block.1/relu", 1, "Relu", "DT_INT64", "[2]", f"block_1_relu.1.{US + 12:016d}.npy"]]
+    assert report.status == ("wrote 2 tensors (0.0 MiB); skipped 0 resource handles and 0 non-numeric tensors; "
+                             "0 op outputs repeated (kept the last)")
+    assert report.exit_code == 0 and report.data["run"] == str(new)
+    refs = read_npy_dir(out)
+    assert [(r.file_op_name, r.output_index) for r in refs] == [("block_1_relu", 1), ("conv1_conv", 0)]
+
+
+def test_run_option_and_list_cover_every_capture_oldest_first(ws):
+    root = ws / "tf" / "tf_debug"
+    write_tfdbg_v1_tensor(run_dir(root / "a", US, 0), "x", 0, np.ones(1, np.float32), US)
+    write_tfdbg_v2_dump(root / "b", [("y", "Relu", 0, np.ones(2, np.float32), 1_800_000_000.0)],
+                        file_stem="tfdbg_events.1800000000.host")
+    write_tfdbg_v1_tensor(run_dir(root / "a", US + 5, 1), "z", 0, np.ones(3, np.float32), US + 5)
+    runs = find_runs(str(root))
+    assert [(r.version, os.path.basename(r.path)) for r in runs] == [
+        (1, f"run_{US}_0"), (1, f"run_{US + 5}_1"), (2, "b")]
+    listing = dispatch(["--list"], ws)
+    assert [row[:3] for row in listing.blocks[0].rows] == [[0, -3, "v1"], [1, -2, "v1"], [2, -1, "v2"]]
+    assert dispatch([], ws).data["tensors"][0]["op_name"] == "y"
+    assert dispatch(["--run", "1", "--clean"], ws).data["tensors"][0]["op_name"] == "z"
+    assert os.listdir(ws / "tf" / "dump") == [f"z.0.{US + 5:016d}.npy"]
+    with pytest.raises(WorkspaceError, match=r"run 3 does not exist \(3 run\(s\); see 'tf_dump --list'\)"):
+        dispatch(["--run", "3"], ws)
+
+
+def test_resources_and_strings_are_skipped_and_counted(ws):
+    run = run_dir(ws / "tf" / "tf_debug" / "c", US)
+    handle = tf_schema.TensorProto(dtype=tf_tensor.DT_RESOURCE, resource_handle_val=[b"\x0a\x01d"])
+    write_tfdbg_v1_tensor(run, "w", 0, handle, US)
+    names = tf_schema.TensorProto(dtype=7, string_val=[b"a"])
+    names.tensor_shape.dim.add(size=1)
+    write_tfdbg_v1_tensor(run, "names", 0, names, US + 1)
+    write_tfdbg_v1_tensor(run, "w/read", 0, np.ones(3, np.float16), US + 2)
+    report = dispatch([], ws)
+    assert report.data["skipped_resources"] == 1 and report.data["skipped_non_numeric"] == ["names:0 (DT_STRING)"]
+    assert "skipped 1 resource handles and 1 non-numeric tensors" in report.status
+    assert os.listdir(ws / "tf" / "dump") == [f"w_read.0.{US + 2:016d}.npy"]
+
+
+def test_repeated_outputs_keep_the_last_and_say_so(ws):
+    folder = ws / "tf" / "tf_debug" / "v2"
+    traces = [("loop/add", "AddV2", 0, np.array([float(i)], np.float32), 1_700_000_000.0 + i) for i in range(3)]
+    traces.append(("out", "Identity", 0, np.array([9.0], np.float32), 1_700_000_010.0))
+    write_tfdbg_v2_dump(folder, traces)
+    report = dispatch([], ws)
+    files = sorted(os.listdir(ws / "tf" / "dump"))
+    assert files == ["loop_add.0.1700000002000000.npy", "out.0.1700000010000000.npy"]
+    assert np.load(ws / "tf" / "dump" / files[0]).tolist() == [2.0]
+    assert report.data["repeated"] == {"loop/add:0": 3}
+    assert ("1 op outputs were dumped more than once in this run (loop, or several function calls); kept the last "
+            "of each: loop/add:0 x3.") in report.blocks[1].lines
+
+
+def test_fused_ops_and_leftover_files_are_noted(ws):
+    run = run_dir(ws / "tf" / "tf_debug" / "c", US)
+    write_tfdbg_v1_tensor(run, "conv1/relu", 0, np.ones((1, 2), np.float32), US)
+    write_graph(run, {"conv1/relu": "_FusedConv2D"})
+    out = ws / "tf" / "dump"
+    out.mkdir(parents=True)
+    (out / "stale_op.0.1600000000000000.npy").write_bytes(b"")
+    report = dispatch([], ws)
+    notes = " ".join(report.blocks[1].lines)
+    assert "Fused ops in the reference (1 _FusedConv2D)" in notes
+    assert "1 other reference files are in" in notes and "rerun with --clean" in notes
+    assert report.data["fused_op_types"] == {"_FusedConv2D": 1}
+
+
+def test_name_collisions_after_replacement_are_noted(ws):
+    run = run_dir(ws / "tf" / "tf_debug" / "c", US)
+    write_tfdbg_v1_tensor(run, "a/b", 0, np.ones(1, np.float32), US)
+    write_tfdbg_v1_tensor(run, "a_b", 0, np.ones(1, np.float32), US + 1)
+    report = dispatch([], ws)
+    assert report.data["name_collisions"] == {"a_b": ("a/b", "a_b")}
+
+
+def test_empty_or_missing_captures_are_one_line_errors(ws, tmp_path):
+    with pytest.raises(WorkspaceError, match=r"tf_debug: no such folder \(capture a reference first"):
+        dispatch([], ws)
+    (ws / "tf" / "tf_debug" / "empty").mkdir(parents=True)
+    with pytest.raises(WorkspaceError, match="no tfdbg run here or in its sub-folders"):
+        dispatch([], ws)
+    write_tfdbg_v2_dump(tmp_path / "v2", [])
+    with pytest.raises(WorkspaceError,
+                       match=r"the run holds no tensor with values \(enable_reference_dump\(\) must run"):
+        dispatch(["-i", str(tmp_path / "v2")], ws)
+
+
+def test_output_inside_the_input_is_refused(ws):
+    root = ws / "tf" / "tf_debug"
+    write_tfdbg_v1_tensor(run_dir(root / "c", US), "x", 0, np.ones(1, np.float32), US)
+    with pytest.raises(WorkspaceError, match="output folder would be inside the input"):
+        dispatch(["-o", str(root / "c" / "out")], ws)
+
+
+def test_converts_tensor_by_tensor(ws):
+    """24 MiB of tensors go through with a peak far below their sum: one tensor at a time."""
+    run = run_dir(ws / "tf" / "tf_debug" / "big", US)
+    for i in range(12):
+        write_tfdbg_v1_tensor(run, f"layer{i}/out", 0, np.full((512, 1024), i, np.float32), US + i)
+    tracemalloc.start()
+    try:
+        report = dispatch([], ws)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert report.data["written"] == 12 and report.data["bytes"] == 12 * 2 ** 21
+    assert peak < 3 * 2 ** 21, f"peak {peak / 2**20:.1f} MiB"
+    assert np.load(ws / "tf" / "dump" / f"layer7_out.0.{US + 7:016d}.npy").mean() == 7
+
+
+def test_cli_and_json_without_importing_tensorflow(ws):
+    write_tfdbg_v1_tensor(run_dir(ws / "tf" / "tf_debug" / "c", US), "x", 0, np.ones(1, np.float32), US)
+    code = ("import sys, json\nfrom precision_tool.cli import main\n"
+            f"code = main(['-d', {str(ws)!r}, '--json', 'tf_dump'])\n"
+            "print(json.dumps([code, 'tensorflow' in sys.modules]), file=sys.stderr)")
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert json.loads(result.stderr.splitlines()[-1]) == [0, False]
+    assert json.loads(result.stdout)["data"]["written"] == 1
+
+
+def test_help_through_the_batch_cli(capsys):
+    assert main(["tf_dump", "-h"]) == 0
+    assert "--run N" in capsys.readouterr().out
