@@ -4,6 +4,18 @@
 matmul outputs in FRACTAL_NZ, weights in FRACTAL_Z, a bf16 tensor, a fused op whose output names its
 TensorFlow op, and one Opdebug overflow record -- written with precision_tool's own writer, fixed seeds
 and fixed timestamps. ``make demo`` decodes it with ``dc``.
+
+``cnn_workspace/`` and ``mobilenet_workspace/``: complete emulated workspaces (``precision_tool
+emulate``) of the model scripts in ``models/`` -- NPU dumps, Build graphs, fusion results, overflow
+records and the float32 reference -- each with a ``manifest.json`` listing what was planted:
+
+* ``cnn_workspace``: ``models/cnn.py`` with noise planted on ``res_conv``'s Conv2D (an imprecise
+  kernel in the middle), one float16 overflow (``conv3``, clamped by ReLU6 so only the overflow run
+  sees it) and a fusion-off second run in ``npu/debug_1``;
+* ``mobilenet_workspace``: ``models/mobilenet.py`` (MobileNetV2, 32x32, width 0.35, random weights),
+  clean.
+
+Everything is deterministic: running this again rewrites the same bytes (TensorFlow needed).
 """
 from __future__ import annotations
 
@@ -62,12 +74,57 @@ def build_single_ops(root: str) -> None:
     write_overflow_record(folder, record, timestamp=BASE_TS + 41, task_id=14, stream_id=2)
 
 
-def main() -> int:
-    target = os.path.join(HERE, "single_ops")
-    if os.path.exists(target):
-        shutil.rmtree(target)
-    build_single_ops(HERE)
-    print(f"wrote {target}")
+CNN_PERTURBED_OP = "small_cnn_1/res_conv_1/convolution"
+WORKSPACES = {
+    # folder: (model script relative to the repository, options)
+    "cnn_workspace": ("sample_dumps/models/cnn.py",
+                      dict(fusion="both", perturb={CNN_PERTURBED_OP: 0.5}, seed=0)),
+    "mobilenet_workspace": ("sample_dumps/models/mobilenet.py", dict(fusion="on", seed=0)),
+}
+SIZE_BUDGET = 20 * 2**20
+
+
+def build_workspaces(names) -> None:
+    """Emulate each model of :data:`WORKSPACES` into ``sample_dumps/<folder>`` (paths relative to the
+    repository, so manifests do not depend on where the checkout lives)."""
+    from precision_tool.capture.emulate import EmulationOptions, emulate
+
+    repo = os.path.dirname(HERE)
+    os.chdir(repo)
+    for folder, (script, options) in WORKSPACES.items():
+        if folder not in names:
+            continue
+        target = os.path.join("sample_dumps", folder)
+        if os.path.exists(target):
+            shutil.rmtree(target)
+        result = emulate(script, target, EmulationOptions(**options))
+        print(f"wrote {target}: {len(result.manifest['files'])} files, {_size(target) / 2**20:.1f} MiB")
+
+
+def _size(folder: str) -> int:
+    return sum(os.path.getsize(os.path.join(root, name)) for root, _, files in os.walk(folder) for name in files)
+
+
+def main(argv=None) -> int:
+    """``generate.py [single_ops] [cnn_workspace] [mobilenet_workspace]``: rebuild those (default: all)."""
+    known = ["single_ops", *WORKSPACES]
+    wanted = list(sys.argv[1:] if argv is None else argv) or known
+    unknown = [name for name in wanted if name not in known]
+    if unknown:
+        print(f"unknown sample {unknown[0]!r}; choose from {', '.join(known)}", file=sys.stderr)
+        return 2
+    if "single_ops" in wanted:
+        target = os.path.join(HERE, "single_ops")
+        if os.path.exists(target):
+            shutil.rmtree(target)
+        build_single_ops(HERE)
+        print(f"wrote {target}")
+    build_workspaces([name for name in WORKSPACES if name in wanted])
+    total = _size(HERE)
+    print(f"sample_dumps/ is {total / 2**20:.1f} MiB")
+    if total > SIZE_BUDGET:
+        print(f"warning: sample_dumps/ is over its {SIZE_BUDGET // 2**20} MiB budget", file=sys.stderr)
+        return 1
     return 0
 
 

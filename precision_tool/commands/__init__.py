@@ -8,6 +8,7 @@ from precision_tool.commands.registry import CommandRegistry
 # Each module defines COMMAND = Command(...). Order does not matter; help sorts by name.
 COMMAND_MODULES = (
     "dump_convert",
+    "emulate",
     "ge2json",
     "tf_dump",
 )

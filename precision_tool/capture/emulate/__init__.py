@@ -1,0 +1,32 @@
+"""NPU emulation: run a TensorFlow model on the CPU under Ascend numerics and write what a real Ascend
+run with ``action='dump'`` (and ``'overflow'``, ``'fusion_off'``) would write, in the real formats,
+folder layout and names, next to the float32 reference.
+
+Python API::
+
+    from precision_tool.capture.emulate import EmulationOptions, emulate
+    result = emulate("models/cnn.py", "ws", EmulationOptions(perturb={"res/conv/Conv2D": 0.5}, fusion="both"))
+    result.manifest["overflow"]["first_op"]
+
+Modules: :mod:`.model_script` (MODEL_SCRIPT forms), :mod:`.op_tables` (float32-kept ops, layouts),
+:mod:`.fusion` (passes), :mod:`.plan` (Build graph with Cast/TransData), :mod:`.numerics` (float16
+arithmetic), :mod:`.npu_values` (Opdebug status words), :mod:`.artifacts` (files), :mod:`.reference`.
+
+TensorFlow is imported lazily, only by this package (and :mod:`precision_tool.capture`). Importing
+it switches oneDNN off for TensorFlow imported afterwards, so that op names match the Python names.
+"""
+import os as _os
+import sys as _sys
+
+from precision_tool.capture.environment import disable_onednn_before_tensorflow as _no_onednn
+
+_no_onednn()
+if "tensorflow" not in _sys.modules:
+    _os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # keep TensorFlow's start-up chatter out of reports
+
+from precision_tool.capture.emulate.errors import EmulationError, ModelScriptError  # noqa: E402
+from precision_tool.capture.emulate.run import (EmulationOptions, EmulationResult, emulate,  # noqa: E402
+                                                emulate_model, seed_everything)
+
+__all__ = ["EmulationError", "EmulationOptions", "EmulationResult", "ModelScriptError", "emulate",
+           "emulate_model", "seed_everything"]

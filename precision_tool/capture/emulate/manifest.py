@@ -1,0 +1,93 @@
+"""``manifest.json``: what an emulated workspace holds and what was planted in it.
+
+Keys: ``model_script``, ``model_name`` (root graph = dump ``model_name`` folder), ``seed``, ``scale``,
+``fusion``, ``inputs`` (name, dtype, shape), ``reference`` (folder, file count), ``runs`` (per NPU run:
+folder, fusion, dump folder, graph file, executed ops, files), ``fusion_groups`` (first run's fused ops:
+NPU op, TF ops, passes), ``perturbations`` (TF op, relative noise, NPU op per run), ``overflow``
+(first overflowing op, the ops where overflows start, every reporting op, the records) and ``files``
+(every file written, relative to the workspace, sorted). Paths use ``/``.
+"""
+from __future__ import annotations
+
+import json
+import os
+from typing import List, Optional
+
+from precision_tool.fileio import atomic_write
+
+
+def _rel(root: str, path: Optional[str]) -> Optional[str]:
+    return None if path is None else os.path.relpath(path, root).replace(os.sep, "/")
+
+
+def _all_files(root: str) -> List[str]:
+    found = []
+    for folder, _, files in os.walk(root):
+        for name in files:
+            found.append(_rel(root, os.path.join(folder, name)))
+    return sorted(found)
+
+
+def _perturbations(options, runs) -> list:
+    planted = []
+    for tf_op, rel in sorted(options.perturb.items()):
+        npu_ops = {}
+        for run in runs:
+            op = run["plan"].op_for_tf(tf_op)
+            npu_ops[run["name"]] = op.name if op is not None else None
+        planted.append({"tf_op": tf_op, "rel": rel, "npu_op": npu_ops})
+    return planted
+
+
+def _overflow(root: str, runs, overflow) -> dict:
+    if not overflow or not overflow["events"]:
+        return {"dir": None, "first_op": None, "origin_ops": [], "ops": [], "records": []}
+    plan = runs[0]["plan"]
+    events = overflow["events"]
+    origins = [e.op_name for e in events if e.origin]
+    return {
+        "dir": _rel(root, overflow["dump_dir"]),
+        "first_op": events[0].op_name,
+        "origin_ops": origins,
+        "origin_tf_ops": [list(plan.op(name).tf_ops) for name in origins],
+        "ops": [{"npu_op": e.op_name, "status": f"0x{e.status:x}", "origin": e.origin} for e in events],
+        "records": sorted(_rel(root, p) for p in overflow["files"] if os.path.basename(p).startswith("Opdebug.")),
+    }
+
+
+def build_manifest(root: str, script: str, model_name: str, options, batch, frozen, reference, runs,
+                   overflow) -> dict:
+    first = runs[0]["plan"]
+    groups = [{"npu_op": op.name, "type": op.type, "tf_ops": list(op.tf_ops), "passes": list(op.group.graph_passes),
+               "ub_pass": op.group.ub_pass}
+              for op in first.ops if op.kind == "compute" and op.group.is_fused]
+    return {
+        "generator": "precision_tool emulate",
+        "model_script": script.replace(os.sep, "/"),
+        "model_name": model_name,
+        "seed": options.seed,
+        "scale": options.scale,
+        "fusion": options.fusion,
+        "inputs": [{"name": name.split(":")[0], "dtype": str(a.dtype), "shape": list(a.shape)}
+                   for name, a in zip(frozen.inputs, batch)],
+        "outputs": list(frozen.outputs),
+        "reference": {"dir": _rel(root, reference.dump_dir), "files": len(reference.files)},
+        "runs": [{"dir": f"npu/{run['name']}", "fusion": run["fusion"], "dump_dir": _rel(root, run["dump_dir"]),
+                  "graph": _rel(root, run["graph"]), "executed_ops": len(run["plan"].tasks),
+                  "files": len(run["dumps"])} for run in runs],
+        "fusion_groups": groups,
+        "perturbations": _perturbations(options, runs),
+        "overflow": _overflow(root, runs, overflow),
+        "files": _all_files(root),
+    }
+
+
+def write_manifest(manifest: dict, path: str) -> str:
+    with atomic_write(path, "w") as handle:
+        handle.write(json.dumps(manifest, indent=2, sort_keys=False) + "\n")
+    return path
+
+
+def read_manifest(workspace: str) -> dict:
+    with open(os.path.join(workspace, "manifest.json"), encoding="utf-8") as handle:
+        return json.load(handle)

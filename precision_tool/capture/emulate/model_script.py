@@ -1,0 +1,103 @@
+"""Load a MODEL_SCRIPT: a Python file defining ``model()`` and ``inputs()``.
+
+``model()`` returns either
+
+* a Keras model (or layer) -- called with ``training=False``; Keras 3 with the TensorFlow backend, or
+* a plain Python function of TensorFlow ops taking one ``tf.Tensor`` per input array and returning
+  the output tensor (weights as ``tf.constant`` or variables created on the first call); give ops
+  ``name=`` arguments and those are the names the dumps will carry.
+
+``inputs()`` returns the batch: one numpy array, or a tuple/list of arrays for several inputs. Its
+shapes fix every shape of the emulated graph. Both are called after the random seeds are set, so
+Keras initialisers and numpy draws are reproducible.
+
+Every problem is a :class:`ModelScriptError` naming the script: missing file, no ``model``/``inputs``,
+an exception while importing or calling them, or a batch that is not numeric arrays.
+"""
+from __future__ import annotations
+
+import importlib.util
+import os
+import sys
+from dataclasses import dataclass
+from typing import Any, Callable, Tuple
+
+import numpy as np
+
+from precision_tool.capture.emulate.errors import ModelScriptError
+
+
+@dataclass(frozen=True)
+class ModelScript:
+    path: str
+    model_fn: Callable[[], Any]
+    inputs_fn: Callable[[], Any]
+
+    @property
+    def label(self) -> str:
+        return os.path.basename(self.path)
+
+    def build_model(self):
+        return _call(self, self.model_fn, "model()")
+
+    def batch(self) -> Tuple[np.ndarray, ...]:
+        """``inputs()`` as a tuple of arrays."""
+        value = _call(self, self.inputs_fn, "inputs()")
+        arrays = value if isinstance(value, (tuple, list)) else (value,)
+        checked = []
+        for k, item in enumerate(arrays):
+            if hasattr(item, "numpy") and not isinstance(item, np.ndarray):
+                item = item.numpy()
+            array = np.asarray(item)
+            if array.dtype.kind not in "fiub" or array.dtype == object:
+                raise ModelScriptError(f"{self.path}: inputs() item {k} is {type(item).__name__} of dtype "
+                                       f"{array.dtype}; expected numeric numpy arrays")
+            checked.append(np.ascontiguousarray(array))
+        if not checked:
+            raise ModelScriptError(f"{self.path}: inputs() returned no array")
+        return tuple(checked)
+
+
+def _one_line(error: BaseException) -> str:
+    text = str(error).strip().splitlines()
+    return f"{type(error).__name__}: {text[0]}" if text else type(error).__name__
+
+
+def _call(script: ModelScript, function, label: str):
+    try:
+        return function()
+    except ModelScriptError:
+        raise
+    except Exception as error:  # anything the user's code raises is a user error, shown in one line
+        raise ModelScriptError(f"{script.path}: {label} raised {_one_line(error)}") from error
+
+
+def load_model_script(path: str) -> ModelScript:
+    """Import the script at ``path`` (as a fresh module) and find ``model`` and ``inputs``."""
+    path = os.fspath(path)
+    if not os.path.isfile(path):
+        raise ModelScriptError(f"{path}: no such model script",
+                               "give a Python file defining model() and inputs()")
+    module_name = f"_precision_tool_model_{abs(hash(os.path.realpath(path)))}"
+    spec = importlib.util.spec_from_file_location(module_name, path)
+    if spec is None or spec.loader is None:
+        raise ModelScriptError(f"{path}: cannot be imported as Python", "give a .py file")
+    module = importlib.util.module_from_spec(spec)
+    script_dir = os.path.dirname(os.path.abspath(path))
+    added = script_dir not in sys.path
+    if added:
+        sys.path.insert(0, script_dir)
+    try:
+        spec.loader.exec_module(module)
+    except Exception as error:
+        raise ModelScriptError(f"{path}: importing it raised {_one_line(error)}") from error
+    except SystemExit as error:
+        raise ModelScriptError(f"{path}: importing it called sys.exit({error.code})") from None
+    finally:
+        if added:
+            sys.path.remove(script_dir)
+    missing = [name for name in ("model", "inputs") if not callable(getattr(module, name, None))]
+    if missing:
+        raise ModelScriptError(f"{path}: defines no {' and no '.join(f'{m}()' for m in missing)} function",
+                               "a model script defines model() (a Keras model or a TF function) and inputs()")
+    return ModelScript(path, module.model, module.inputs)

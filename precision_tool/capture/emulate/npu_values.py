@@ -1,0 +1,107 @@
+"""The arrays an NPU run would dump, per NPU op, and which ops would report an overflow.
+
+Values are derived from :class:`~precision_tool.capture.emulate.numerics.NumericsResult`: a compute
+op's outputs are the emulated values, a ``Cast`` converts its input with numpy (round to nearest
+even, overflow to inf, like the device), a ``TransData`` passes values on (only the stored layout
+changes, when the file is written), a ``Const`` is the folded constant in its device dtype.
+
+Overflow (what ``op_debug_level``/``action='overflow'`` reports): an executed op overflows when one of
+its outputs, or a value it rounds internally, is not finite. It is the *origin* of an overflow when
+all its inputs are finite; ops that merely pass on an inf or NaN they were given report too, later.
+Status words (AI Core, old Opdebug layout):
+
+* ``0x100`` -- overflow converting float32 to float16: a ``Cast``, or a Cube op (Conv2D, MatMul,
+  ...) whose float32 accumulator does not fit its float16 output;
+* ``0x20`` -- floating-point overflow: any other op, and every op passing on a non-finite input.
+
+``TransData`` (data movement) and widening ``Cast`` ops (float16 to float32 is exact) never report.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Dict, List
+
+import numpy as np
+
+from precision_tool.capture.emulate import op_tables as T
+from precision_tool.capture.emulate.numerics import NumericsResult
+from precision_tool.capture.emulate.plan import NpuOp, NpuPlan, Ref
+
+STATUS_FP_OVERFLOW = 0x20
+STATUS_FP16_CONVERSION = 0x100
+
+
+class NpuValues:
+    """Arrays (origin layout, device dtype) of every NPU op output, computed on demand and cached."""
+
+    def __init__(self, plan: NpuPlan, numerics: NumericsResult):
+        self.plan = plan
+        self.numerics = numerics
+        self._cache: Dict[Ref, np.ndarray] = {}
+
+    def tensor(self, ref: Ref) -> np.ndarray:
+        if ref not in self._cache:
+            self._cache[ref] = self._compute(ref)
+        return self._cache[ref]
+
+    def _compute(self, ref: Ref) -> np.ndarray:
+        op = self.plan.op(ref[0])
+        out = op.outputs[ref[1]]
+        if op.kind == "cast":
+            with np.errstate(over="ignore", invalid="ignore"):
+                return self.tensor(op.inputs[0]).astype(out.dtype)
+        if op.kind == "transdata":
+            return self.tensor(op.inputs[0])
+        if op.kind == "const":
+            source = self.numerics.constants[out.tf_tensor]
+        else:
+            source = self.numerics.values[out.tf_tensor]
+        with np.errstate(over="ignore", invalid="ignore"):
+            return np.asarray(source).astype(out.dtype, copy=False)
+
+    def inputs(self, op: NpuOp) -> List[np.ndarray]:
+        return [self.tensor(ref) for ref in op.inputs]
+
+    def outputs(self, op: NpuOp) -> List[np.ndarray]:
+        return [self.tensor((op.name, k)) for k in range(len(op.outputs))]
+
+
+def _all_finite(arrays) -> bool:
+    return all(not np.issubdtype(a.dtype, np.floating) or bool(np.isfinite(a).all()) for a in arrays)
+
+
+def _does_arithmetic(plan: NpuPlan, op: NpuOp) -> bool:
+    """TransData only moves data and a widening Cast is exact: neither can raise an overflow."""
+    if op.kind == "transdata":
+        return False
+    if op.kind == "cast":
+        source = plan.tensor(op.inputs[0]).dtype
+        return np.dtype(op.outputs[0].dtype).itemsize < np.dtype(source).itemsize
+    return True
+
+
+@dataclass(frozen=True)
+class OverflowEvent:
+    """An executed op that would write an Opdebug record. ``origin``: its inputs were all finite."""
+
+    op_name: str
+    status: int
+    origin: bool
+
+
+def find_overflows(plan: NpuPlan, values: NpuValues) -> List[OverflowEvent]:
+    """Every executed op whose outputs (or internally rounded values) are not all finite, in
+    execution order; see the module docstring for origins and status words."""
+    events = []
+    for op in plan.tasks:
+        if not _does_arithmetic(plan, op):
+            continue
+        produced = values.outputs(op) + [np.asarray(a) for a in values.numerics.rounding.get(op.name, [])]
+        if _all_finite(produced):
+            continue
+        origin = _all_finite(values.inputs(op))
+        lead_type = plan.graph.op(op.group.lead).type if op.group is not None else ""
+        converts = op.kind == "cast" or lead_type in T.CUBE_TYPES
+        status = STATUS_FP16_CONVERSION if origin and converts else STATUS_FP_OVERFLOW
+        events.append(OverflowEvent(op.name, status, origin))
+    return events

@@ -1,0 +1,82 @@
+"""What the emulated NPU does with each TensorFlow op type: precision, layout, fusion, NPU op type.
+
+Precision (Ascend's ``allow_mix_precision``, as emulated)
+    * :data:`CUBE_TYPES` run on the Cube unit: float16 inputs, float32 accumulation, float16 output.
+    * :data:`FP32_KEPT_TYPES` stay float32 (their float16 inputs are cast up first):
+      ``Softmax, LogSoftmax, Exp, Log, Log1p, Pow, Sqrt, Rsqrt, Erf, Mean, Sum, Prod, L2Loss,
+      SoftmaxCrossEntropyWithLogits, SparseSoftmaxCrossEntropyWithLogits``.
+    * every other float op follows its inputs: float16 as soon as one non-constant float input is
+      float16, else float32 (ops fed straight from a float32 ``Data`` stay float32).
+
+Layout
+    * :data:`CONV_TYPES` and :data:`VECTOR_5HD_TYPES` read and write 4-D activations as NC1HWC0;
+      convolution filters are FRACTAL_Z (origin HWCN).
+    * :data:`MATMUL_TYPES` read and write FRACTAL_NZ (origin ND); constant matrices are FRACTAL_NZ too.
+    * :data:`ELEMENTWISE_TYPES` take the device layout of their input when every non-constant input
+      has the output's shape and constants broadcast per channel (last axis) or are scalars.
+    * everything else works on plain layouts: NHWC for 4-D tensors, ND otherwise.
+
+Fusion (see :mod:`precision_tool.capture.emulate.fusion`)
+    a Cube op absorbs the per-channel constant ops after it (:data:`AFFINE_TYPES`) and one
+    activation (:data:`ACTIVATION_TYPES`).
+"""
+from __future__ import annotations
+
+CONV_TYPES = frozenset({"Conv2D", "DepthwiseConv2dNative"})
+MATMUL_TYPES = frozenset({"MatMul", "BatchMatMul", "BatchMatMulV2", "BatchMatMulV3"})
+CUBE_TYPES = CONV_TYPES | MATMUL_TYPES
+
+FP32_KEPT_TYPES = frozenset({
+    "Softmax", "LogSoftmax", "Exp", "Log", "Log1p", "Pow", "Sqrt", "Rsqrt", "Erf", "Mean", "Sum", "Prod",
+    "L2Loss", "SoftmaxCrossEntropyWithLogits", "SparseSoftmaxCrossEntropyWithLogits",
+})
+
+VECTOR_5HD_TYPES = frozenset({"MaxPool", "AvgPool", "FusedBatchNorm", "FusedBatchNormV2", "FusedBatchNormV3"})
+
+ACTIVATION_TYPES = frozenset({"Relu", "Relu6", "LeakyRelu", "Elu", "Selu", "Sigmoid", "Tanh", "Softplus"})
+AFFINE_TYPES = frozenset({"BiasAdd", "Add", "AddV2", "Sub", "Mul"})
+ELEMENTWISE_TYPES = ACTIVATION_TYPES | AFFINE_TYPES | frozenset({
+    "Softsign", "Neg", "Abs", "Square", "Floor", "Round", "Sign", "RealDiv", "Div", "Maximum", "Minimum",
+    "SquaredDifference", "AddN", "Exp", "Log", "Sqrt", "Rsqrt", "Reciprocal", "ClipByValue",
+})
+
+# TensorFlow op type -> the NPU (CANN) op type written in graphs and dump file names.
+NPU_OP_TYPES = {
+    "DepthwiseConv2dNative": "DepthwiseConv2D",
+    "MatMul": "MatMulV2",
+    "BatchMatMul": "BatchMatMulV2",
+    "BatchMatMulV3": "BatchMatMulV2",
+    "AddV2": "Add",
+    "Mean": "ReduceMeanD",
+    "Sum": "ReduceSumD",
+    "Prod": "ReduceProdD",
+    "Softmax": "SoftmaxV2",
+    "LogSoftmax": "LogSoftmaxV2",
+    "Pad": "PadD",
+    "ConcatV2": "ConcatV2D",
+    "FusedBatchNormV3": "BNInfer",
+    "FusedBatchNorm": "BNInfer",
+    "RealDiv": "RealDiv",
+    "Squeeze": "Squeeze",
+}
+
+# Graph-fusion and UB-fusion pass names recorded on fused ops (modelled on CANN's catalogue).
+PASS_CONV_BIAS = "ConvBiasaddFusionPass"
+PASS_CONV_BATCHNORM = "ConvBatchnormFusionPass"
+PASS_MATMUL_BIAS = "MatMulBiasAddFusionPass"
+PASS_UB_CONV_ELEMWISE = "TbeConvElemwiseFusionPass"
+PASS_UB_MATMUL_ELEMWISE = "TbeMatmulElemwiseFusionPass"
+GRAPH_PASSES = (PASS_CONV_BIAS, PASS_CONV_BATCHNORM, PASS_MATMUL_BIAS)
+UB_PASSES = (PASS_UB_CONV_ELEMWISE, PASS_UB_MATMUL_ELEMWISE)
+
+DEVICE_FORMATS = frozenset({"NC1HWC0", "FRACTAL_NZ", "FRACTAL_Z"})
+
+
+def npu_op_type(tf_type: str) -> str:
+    """The CANN op type for a TensorFlow op type (the TF name when CANN uses the same)."""
+    return NPU_OP_TYPES.get(tf_type, tf_type)
+
+
+def plain_format(rank: int) -> str:
+    """The plain layout label GE gives a tensor of this rank from a TF model: NHWC for 4-D, else ND."""
+    return "NHWC" if rank == 4 else "ND"

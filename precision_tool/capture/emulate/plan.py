@@ -1,0 +1,243 @@
+"""Turn a frozen TF graph into the NPU ops a GE Build graph would hold, in execution order.
+
+Each NPU op gets its inputs as ``(producer, output index)``, and each output a :class:`NpuTensor`:
+the TF tensor whose value it carries, its dtype on the device, its stored layout and its origin
+layout and shape. Precision and layout rules are in :mod:`precision_tool.capture.emulate.op_tables`;
+where a producer's dtype or layout differs from what a consumer needs, ``Cast`` and ``TransData`` ops
+are inserted (``trans_Cast_N`` / ``trans_TransData_N``, shared by every consumer needing the same
+conversion): leaving a device layout, ``TransData`` comes first, then ``Cast``; entering one, ``Cast``
+first. Weights are folded by GE, so constants arrive as ``Const`` ops already in the dtype and layout
+their consumer wants (FRACTAL_Z filters, FRACTAL_NZ matrices, float16 for float16 ops).
+Order: ``Data`` ops, ``Const`` ops, then everything executed, then ``NetOutput`` (inputs cast back to
+the model's output dtype in a plain layout).
+"""
+from __future__ import annotations
+
+from typing import Dict, List, Sequence
+
+from precision_tool.capture.emulate import op_tables as T
+from precision_tool.capture.emulate.fusion import FusionGroup, group_ops
+from precision_tool.capture.emulate.graph_info import (TfGraph, TfOp, compute_ops, constant_ops, consumers,
+                                                       split_tensor_name, tensor_aliases, tensor_name)
+from precision_tool.capture.emulate.npu_graph import FLOAT16, FLOAT32, NpuOp, NpuPlan, NpuTensor, Ref
+
+__all__ = ["FLOAT16", "FLOAT32", "NpuOp", "NpuPlan", "NpuTensor", "Ref", "plan_npu_graph"]
+
+def _origin_format(fmt: str, rank: int) -> str:
+    if fmt == "FRACTAL_NZ":
+        return "ND"
+    if fmt == "FRACTAL_Z":
+        return "HWCN"
+    return T.plain_format(rank)
+
+
+def _per_channel_or_scalar(shape: Sequence[int], channels: int) -> bool:
+    return not shape or (all(d == 1 for d in shape[:-1]) and shape[-1] in (1, channels))
+
+
+class _Planner:
+    def __init__(self, graph: TfGraph, fusion: bool):
+        self.graph = graph
+        self.fusion = fusion
+        self.aliases = tensor_aliases(graph)
+        self.constants = constant_ops(graph)
+        self.consumers = consumers(graph, self.aliases)
+        compute = compute_ops(graph, self.constants)
+        self.groups = group_ops(graph, compute, self.constants, self.aliases, self.consumers, fusion)
+        self.data_ops: List[NpuOp] = []
+        self.const_ops: List[NpuOp] = []
+        self.exec_ops: List[NpuOp] = []
+        self.by_name: Dict[str, NpuOp] = {}
+        self.produced: Dict[str, Ref] = {}
+        self.converted: Dict[tuple, Ref] = {}
+        self.inserted = 0
+
+    # -- helpers
+    def resolve(self, tensor: str) -> str:
+        return self.aliases.get(tensor, tensor)
+
+    def is_const(self, tensor: str) -> bool:
+        return split_tensor_name(tensor)[0] in self.constants
+
+    def tensor_of(self, ref: Ref) -> NpuTensor:
+        return self.by_name[ref[0]].outputs[ref[1]]
+
+    def add(self, op: NpuOp, bucket: List[NpuOp]) -> NpuOp:
+        if op.name in self.by_name:
+            raise ValueError(f"two NPU ops named {op.name!r}")
+        self.by_name[op.name] = op
+        bucket.append(op)
+        return op
+
+    # -- inserted ops and constants
+    def insert(self, source: Ref, kind: str, dtype: str, fmt: str) -> Ref:
+        key = (source, kind, dtype, fmt)
+        if key in self.converted:
+            return self.converted[key]
+        tensor = self.tensor_of(source)
+        origin_format = tensor.origin_format if fmt in T.DEVICE_FORMATS else T.plain_format(len(tensor.shape))
+        out = NpuTensor(tensor.tf_tensor, dtype, fmt, origin_format, tensor.shape, is_origin=False)
+        op_type = "Cast" if kind == "cast" else "TransData"
+        op = self.add(NpuOp(f"trans_{op_type}_{self.inserted}", op_type, kind, (source,), (out,)), self.exec_ops)
+        self.inserted += 1
+        self.converted[key] = (op.name, 0)
+        return (op.name, 0)
+
+    def convert(self, source: Ref, dtype: str, fmt: str) -> Ref:
+        """``source`` as ``dtype`` in layout ``fmt``, through TransData/Cast ops as needed."""
+        current = source
+        tensor = self.tensor_of(current)
+        if tensor.format != fmt and tensor.format in T.DEVICE_FORMATS:
+            current = self.insert(current, "transdata", tensor.dtype, T.plain_format(len(tensor.shape)))
+        if self.tensor_of(current).dtype != dtype:
+            current = self.insert(current, "cast", dtype, self.tensor_of(current).format)
+        if self.tensor_of(current).format != fmt:
+            current = self.insert(current, "transdata", dtype, fmt)
+        return current
+
+    def constant(self, tensor: str, dtype: str, fmt: str) -> Ref:
+        key = ("const", tensor, dtype, fmt)
+        if key in self.converted:
+            return self.converted[key]
+        info = self.graph.tensor(tensor)
+        op_name, index = split_tensor_name(tensor)
+        name = op_name if index == 0 else f"{op_name}_{index}"
+        suffix = 1
+        while name in self.by_name:
+            name, suffix = f"{op_name}_{suffix}", suffix + 1
+        out = NpuTensor(tensor, dtype, fmt, _origin_format(fmt, len(info.shape)), info.shape)
+        self.add(NpuOp(name, "Const", "const", (), (out,)), self.const_ops)
+        self.converted[key] = (name, 0)
+        return (name, 0)
+
+    # -- planning
+    def compute_dtype(self, lead: TfOp, external: List[str]) -> str:
+        if lead.type in T.CUBE_TYPES:
+            return FLOAT16
+        if lead.type in T.FP32_KEPT_TYPES:
+            return FLOAT32
+        for tensor in external:
+            if not self.is_const(tensor) and self.tensor_of(self.produced[tensor]).dtype == FLOAT16:
+                return FLOAT16
+        return FLOAT32
+
+    def elementwise_format(self, lead: TfOp, external: List[str]) -> str:
+        """The device layout an elementwise op keeps, or its plain layout."""
+        out = lead.outputs[0]
+        plain = T.plain_format(len(out.shape))
+        if lead.type not in T.ELEMENTWISE_TYPES or not out.is_float:
+            return plain
+        non_const = [t for t in external if not self.is_const(t)]
+        if not non_const or any(self.graph.tensor(t).shape != out.shape for t in non_const):
+            return plain
+        channels = out.shape[-1] if out.shape else 1
+        for tensor in external:
+            if self.is_const(tensor):
+                shape = self.graph.tensor(tensor).shape
+                if shape != out.shape and not _per_channel_or_scalar(shape, channels):
+                    return plain
+        formats = [self.tensor_of(self.produced[t]).format for t in non_const]
+        device = [f for f in formats if f in ("NC1HWC0", "FRACTAL_NZ")]
+        if not device:
+            return plain
+        fmt = device[0]
+        if (fmt == "NC1HWC0" and len(out.shape) != 4) or (fmt == "FRACTAL_NZ" and len(out.shape) < 2):
+            return plain
+        return fmt
+
+    def output_format(self, lead: TfOp, group_format: str) -> str:
+        rank = len(lead.outputs[0].shape) if lead.outputs else 0
+        if lead.type in T.CONV_TYPES | T.VECTOR_5HD_TYPES and rank == 4:
+            return "NC1HWC0"
+        if lead.type in T.MATMUL_TYPES and rank >= 2:
+            return "FRACTAL_NZ"
+        return group_format
+
+    def input_format(self, member: TfOp, is_lead: bool, position: int, tensor: str, group_format: str) -> str:
+        info = self.graph.tensor(tensor)
+        rank = len(info.shape)
+        if is_lead and member.type in T.CONV_TYPES and rank == 4 and position in (0, 1):
+            return "NC1HWC0" if position == 0 else "FRACTAL_Z"
+        if is_lead and member.type in T.VECTOR_5HD_TYPES and position == 0 and rank == 4:
+            return "NC1HWC0"
+        if is_lead and member.type in T.MATMUL_TYPES and position in (0, 1) and rank >= 2:
+            return "FRACTAL_NZ"
+        if group_format in T.DEVICE_FORMATS and member.outputs and info.shape == member.outputs[0].shape:
+            return group_format
+        return T.plain_format(rank)
+
+    def plan_group(self, group: FusionGroup) -> None:
+        members = [self.graph.op(name) for name in group.members]
+        inside = {tensor_name(name, k) for name in group.members
+                  for k in range(len(self.graph.op(name).outputs))}
+        external = []  # (member, is_lead, position, tensor)
+        for k, member in enumerate(members):
+            for position, source in enumerate(member.inputs):
+                tensor = self.resolve(source)
+                if tensor not in inside:
+                    external.append((member, k == 0, position, tensor))
+        lead = members[0]
+        tensors = [e[3] for e in external]
+        dtype = self.compute_dtype(lead, tensors)
+        group_format = self.elementwise_format(lead, tensors) if not group.is_fused else T.plain_format(0)
+        inputs = []
+        for member, is_lead, position, tensor in external:
+            info = self.graph.tensor(tensor)
+            want_dtype = dtype if info.dtype == FLOAT32 else info.dtype
+            fmt = self.input_format(member, is_lead, position, tensor, group_format)
+            if self.is_const(tensor):
+                inputs.append(self.constant(tensor, want_dtype, fmt))
+            else:
+                inputs.append(self.convert(self.produced[tensor], want_dtype, fmt))
+        out_format = self.output_format(lead, group_format)
+        last = members[-1]
+        slots = [0] if group.is_fused else range(len(last.outputs))
+        outputs = []
+        for k in slots:
+            info = last.outputs[k]
+            fmt = out_format if info.is_float else T.plain_format(len(info.shape))
+            out_dtype = dtype if info.dtype == FLOAT32 else info.dtype
+            outputs.append(NpuTensor(tensor_name(last.name, k), out_dtype, fmt, _origin_format(fmt, len(info.shape)),
+                                     info.shape))
+        op = self.add(NpuOp(group.name, T.npu_op_type(lead.type), "compute", tuple(inputs), tuple(outputs),
+                            group=group, compute_dtype=dtype), self.exec_ops)
+        for k, out in enumerate(outputs):
+            self.produced[out.tf_tensor] = (op.name, k)
+
+    def plan(self) -> NpuPlan:
+        for tensor in self.graph.inputs:
+            op_name, _ = split_tensor_name(tensor)
+            info = self.graph.op(op_name).outputs[0]
+            out = NpuTensor(tensor_name(op_name), info.dtype, T.plain_format(len(info.shape)),
+                            T.plain_format(len(info.shape)), info.shape)
+            self.add(NpuOp(op_name, "Data", "data", (), (out,)), self.data_ops)
+            self.produced[tensor_name(op_name)] = (op_name, 0)
+        for group in self.groups:
+            self.plan_group(group)
+        net_inputs = []
+        for tensor in self.graph.outputs:
+            resolved = self.resolve(tensor)
+            if resolved in self.produced:
+                info = self.graph.tensor(resolved)
+                net_inputs.append(self.convert(self.produced[resolved], info.dtype, T.plain_format(len(info.shape))))
+        netoutput = NpuOp("Node_Output", "NetOutput", "netoutput", tuple(net_inputs), ())
+        ops = tuple(self.data_ops + self.const_ops + self.exec_ops + [netoutput])
+        dtypes = {tensor: self.tensor_of(ref).dtype for tensor, ref in self.produced.items()}
+        return NpuPlan(ops, self.graph, fusion=self.fusion, tensor_dtypes=dtypes, aliases=dict(self.aliases),
+                       constants=frozenset(self.constants))
+
+
+def plan_npu_graph(graph: TfGraph, fusion: bool = True) -> NpuPlan:
+    """The NPU ops GE would build for ``graph`` (see the module docstring).
+
+    Parameters
+    ----------
+    graph : the frozen TF graph (:class:`~.graph_info.TfGraph`, topological order).
+    fusion : ``False`` fuses nothing (every fusion pass switched off).
+
+    Returns
+    -------
+    NpuPlan
+        ops in execution order: ``Data``, ``Const``, executed ops (with Cast/TransData), ``NetOutput``.
+    """
+    return _Planner(graph, fusion).plan()

@@ -1,0 +1,114 @@
+"""The float32 reference run, captured with the project's own capture helpers.
+
+One ``Session.run`` of the frozen graph (configured by :func:`~.tf_graph.session_config`: Grappler
+off, classic optimizer at L0, so every op runs under its Python name) goes through
+:func:`precision_tool.capture.reference.sess_dump` into ``tf/tf_debug/<capture>``, and the
+``tf_dump`` command converts it into ``tf/dump/{op}.{output}.{timestamp}.npy``, as a user would.
+
+Two touches then make the folder reproducible and complete: the tfdbg wall-clock time stamps in the
+file names are replaced by fixed ones (``REFERENCE_BASE_US`` + 10 µs per tensor, in graph order), and
+a fed input, which tfdbg records as ``_arg_{name}_0_0``, is renamed to its placeholder's name (the
+name the NPU's ``Data`` op carries). ``tf/tf_debug`` holds wall-clock times too, so it is removed
+afterwards unless asked to keep it.
+"""
+from __future__ import annotations
+
+import os
+import shutil
+from dataclasses import dataclass
+from typing import List, Sequence
+
+import numpy as np
+
+from precision_tool.capture.emulate.errors import EmulationError
+from precision_tool.capture.emulate.tf_graph import FrozenModel, feed_dict, import_graph, session_config
+from precision_tool.config import Workspace
+from precision_tool.formats.npy_dir import reference_file_name
+from precision_tool.lazy import lazy_import
+
+tf = lazy_import("tensorflow")
+
+REFERENCE_BASE_US = 1731990000000000
+FEED_PREFIX, FEED_SUFFIX = "_arg_", "_0_0"
+
+
+@dataclass(frozen=True)
+class ReferenceResult:
+    dump_dir: str
+    files: List[str]
+
+
+def _reference_name(op_name: str, feeds: Sequence[str]) -> str:
+    if op_name.startswith(FEED_PREFIX) and op_name.endswith(FEED_SUFFIX):
+        fed = op_name[len(FEED_PREFIX):-len(FEED_SUFFIX)]
+        if fed in feeds:
+            return fed
+    return op_name
+
+
+def convert_capture(tf_debug: str, dump_dir: str, data_dir: str) -> List[dict]:
+    """Run ``precision_tool tf_dump -i tf_debug -o dump_dir``; returns its list of written tensors."""
+    from precision_tool.commands import build_registry
+    from precision_tool.commands.registry import Context
+
+    report = build_registry().dispatch(["tf_dump", "-i", tf_debug, "-o", dump_dir], Context(data_dir=data_dir))
+    if report.exit_code:
+        raise EmulationError(f"converting the reference capture {tf_debug} failed: {report.status}")
+    return report.data["tensors"]
+
+
+def normalise_names(dump_dir: str, tensors: List[dict], feeds: Sequence[str], op_order: Sequence[str]) -> List[str]:
+    """Give the converted files fixed time stamps and fed inputs their own names.
+
+    Time stamps follow ``op_order`` (the graph's topological order), not tfdbg's clock: TensorFlow
+    runs independent ops (constants) in any order, and file names must not depend on it.
+    """
+    position = {name: k for k, name in enumerate(op_order)}
+
+    def order(entry):
+        name = _reference_name(entry["op_name"], feeds)
+        return (position.get(name, len(position)), name, entry["output_slot"])
+
+    ordered = sorted(tensors, key=order)
+    temporary = []
+    for k, entry in enumerate(ordered):  # two passes: a new name may equal another file's old name
+        hidden = os.path.join(dump_dir, f".renaming.{k}.npy")
+        os.replace(os.path.join(dump_dir, entry["file"]), hidden)
+        temporary.append(hidden)
+    files = []
+    for k, (entry, hidden) in enumerate(zip(ordered, temporary)):
+        name = reference_file_name(_reference_name(entry["op_name"], feeds), entry["output_slot"],
+                                   REFERENCE_BASE_US + 10 * (k + 1))
+        target = os.path.join(dump_dir, name)
+        os.replace(hidden, target)
+        files.append(target)
+    return files
+
+
+def check_reference_names(dump_dir: str, expected_ops: Sequence[str]) -> None:
+    """Every TF op the NPU ops name must have a reference tensor, else the capture fused names."""
+    present = {name.rsplit(".", 3)[0] for name in os.listdir(dump_dir) if name.endswith(".npy")}
+    from precision_tool.formats.npy_dir import reference_op_name
+    missing = [op for op in expected_ops if reference_op_name(op) not in present]
+    if missing:
+        raise EmulationError(f"the reference capture has no tensor for {len(missing)} ops, e.g. {missing[0]}",
+                             "TensorFlow was probably imported before precision_tool with oneDNN on; "
+                             "set TF_ENABLE_ONEDNN_OPTS=0")
+
+
+def capture_reference(frozen: FrozenModel, batch: Sequence[np.ndarray], workspace: Workspace,
+                      op_order: Sequence[str], keep_tfdbg: bool = False) -> ReferenceResult:
+    """Run the float32 reference once under ``sess_dump`` and convert it (see the module docstring)."""
+    from precision_tool.capture.reference import new_capture_dir, sess_dump
+
+    capture_dir = new_capture_dir(workspace.tf_debug)
+    graph = import_graph(frozen)
+    with tf.compat.v1.Session(graph=graph, config=session_config()) as session:
+        dumping = sess_dump(session, capture_dir)
+        dumping.run(list(frozen.outputs), feed_dict=feed_dict(frozen, batch))
+    tensors = convert_capture(capture_dir, workspace.tf_dump, workspace.root)
+    feeds = [name.split(":")[0] for name in frozen.inputs]
+    files = normalise_names(workspace.tf_dump, tensors, feeds, op_order)
+    if not keep_tfdbg:
+        shutil.rmtree(workspace.tf_debug)
+    return ReferenceResult(workspace.tf_dump, sorted(files))

@@ -1,0 +1,209 @@
+"""``emulate()``: a complete NPU-side workspace from a TensorFlow model, on the CPU.
+
+Steps: seed everything, build the model and the batch (scaled by ``scale``), freeze the graph, run the
+float32 reference under tfdbg (``tf/dump``), then for each NPU run plan the Build graph, compute NPU
+numerics and write dumps, graph and (first run) ``fusion/fusion_result.json`` and the overflow run,
+and finally ``manifest.json`` saying what was planted and what was written.
+"""
+from __future__ import annotations
+
+import os
+import shutil
+from dataclasses import dataclass, field
+from typing import Dict, List, Mapping, Sequence, Tuple
+
+import numpy as np
+
+from precision_tool.capture.determinism import seed_everything
+from precision_tool.capture.emulate import artifacts
+from precision_tool.capture.emulate.errors import EmulationError, ModelScriptError
+from precision_tool.capture.emulate.graph_info import TfGraph, compute_ops, constant_ops
+from precision_tool.capture.emulate.manifest import build_manifest, write_manifest
+from precision_tool.capture.emulate.model_script import load_model_script
+from precision_tool.capture.emulate.npu_values import NpuValues, find_overflows
+from precision_tool.capture.emulate.numerics import run_numerics
+from precision_tool.capture.emulate.plan import NpuPlan, plan_npu_graph
+from precision_tool.capture.emulate.reference import capture_reference, check_reference_names
+from precision_tool.capture.emulate.tf_graph import describe_graph, freeze_model
+from precision_tool.config import Workspace
+from precision_tool.errors import WorkspaceError
+
+FUSION_CHOICES = ("on", "off", "both")
+MANIFEST_NAME = "manifest.json"
+
+
+@dataclass(frozen=True)
+class EmulationOptions:
+    """How to emulate.
+
+    Attributes
+    ----------
+    scale : every float input is multiplied by it (both sides): a way to provoke fp16 overflow.
+    fusion : ``"on"`` (``npu/debug_0`` fused), ``"off"`` (``npu/debug_0`` unfused) or ``"both"``
+        (``npu/debug_0`` fused and a fusion-off second run in ``npu/debug_1``).
+    perturb : TF op name -> relative noise planted on its output (an imprecise kernel).
+    seed : seeds Python, numpy, TensorFlow/Keras and the perturbation noise.
+    keep_tfdbg : keep the raw tfdbg dump in ``tf/tf_debug`` (not bit-reproducible: wall-clock times).
+    """
+
+    scale: float = 1.0
+    fusion: str = "on"
+    perturb: Mapping[str, float] = field(default_factory=dict)
+    seed: int = 0
+    keep_tfdbg: bool = False
+
+    def __post_init__(self):
+        if self.fusion not in FUSION_CHOICES:
+            raise EmulationError(f"--fusion must be one of {', '.join(FUSION_CHOICES)}, not {self.fusion!r}")
+        for op, rel in self.perturb.items():
+            if not (isinstance(rel, (int, float)) and np.isfinite(rel) and rel > 0):
+                raise EmulationError(f"--perturb {op}={rel}: the relative noise must be a number > 0")
+        if not (np.isfinite(self.scale) and self.scale != 0):
+            raise EmulationError(f"--scale {self.scale}: must be a finite number other than 0")
+
+    @property
+    def runs(self) -> List[Tuple[str, bool]]:
+        """``[(run folder, fusion on?)]``."""
+        if self.fusion == "both":
+            return [("debug_0", True), ("debug_1", False)]
+        return [("debug_0", self.fusion == "on")]
+
+
+@dataclass
+class EmulationResult:
+    workspace: str
+    manifest: dict
+    plans: Dict[str, NpuPlan]
+
+    @property
+    def manifest_path(self) -> str:
+        return os.path.join(self.workspace, MANIFEST_NAME)
+
+
+def check_workspace(path: str, force: bool = False) -> str:
+    """The workspace's absolute path, if it may be written: new, empty, or (with ``force``) an
+    earlier emulation -- a folder holding ``manifest.json`` -- never anything else a user has."""
+    path = os.path.abspath(path)
+    if os.path.exists(path) and not os.path.isdir(path):
+        raise WorkspaceError(f"{path}: exists and is not a folder")
+    if os.path.isdir(path) and os.listdir(path):
+        if not force:
+            raise WorkspaceError(f"{path}: folder exists and is not empty",
+                                 "choose a new folder, or pass --force to replace an earlier emulation")
+        if not os.path.isfile(os.path.join(path, MANIFEST_NAME)):
+            raise WorkspaceError(f"{path}: not replaced: it holds no {MANIFEST_NAME}, so it is not an "
+                                 "emulated workspace", "choose a new folder")
+    return path
+
+
+def prepare_workspace(path: str, force: bool = False) -> str:
+    """:func:`check_workspace`, then an empty folder there (an earlier emulation is removed)."""
+    path = check_workspace(path, force)
+    if os.path.isdir(path) and os.listdir(path):
+        shutil.rmtree(path)
+    os.makedirs(path, exist_ok=True)
+    return path
+
+
+def _check_perturb(graph: TfGraph, perturb: Mapping[str, float]) -> None:
+    executed = {op.name for op in compute_ops(graph, constant_ops(graph))}
+    for name in perturb:
+        if name in executed:
+            if not graph.op(name).outputs or not graph.op(name).outputs[0].is_float:
+                raise EmulationError(f"--perturb {name}: its output is not a float tensor", "choose a float op")
+            continue
+        if name in graph:
+            raise EmulationError(f"--perturb {name}: this op is {graph.op(name).type}, which the NPU does not "
+                                 "execute (constant, input or pass-through)", "choose a compute op")
+        close = sorted(op for op in executed if name.split("/")[-1] in op)[:3]
+        raise EmulationError(f"--perturb {name}: no such op in the model",
+                             f"ops look like: {', '.join(close or sorted(executed)[:3])}")
+
+
+def _scaled(batch: Sequence[np.ndarray], scale: float) -> Tuple[np.ndarray, ...]:
+    if scale == 1:
+        return tuple(batch)
+    return tuple((a * np.asarray(scale, dtype=a.dtype)).astype(a.dtype) if a.dtype.kind == "f" else a for a in batch)
+
+
+def _write_run(workspace: Workspace, plan: NpuPlan, values: NpuValues, run_name: str, model_name: str) -> dict:
+    index, base = int(run_name.split("_")[1]), artifacts.RUN_BASE_US[run_name]
+    dumps = artifacts.write_npu_dumps(plan, values, workspace.npu_dump(index), base, model_name)
+    graph_file = artifacts.write_build_graph(plan, workspace.npu_graph(index), model_name)
+    return {"name": run_name, "fusion": plan.fusion, "plan": plan, "dumps": dumps, "graph": graph_file,
+            "dump_dir": artifacts.dump_folder(workspace.npu_dump(index), base, model_name)}
+
+
+def _write_overflow_run(workspace: Workspace, plan: NpuPlan, values: NpuValues, model_name: str) -> dict:
+    """The ``action='overflow'`` run (same model and inputs as ``npu/debug_0``, its own time)."""
+    base = artifacts.RUN_BASE_US["overflow"]
+    events = find_overflows(plan, values)
+    files = artifacts.write_overflow_run(plan, values, events, workspace.overflow_dump, base, model_name)
+    return {"events": events, "files": files,
+            "dump_dir": artifacts.dump_folder(workspace.overflow_dump, base, model_name) if events else None}
+
+
+def emulate_model(model, batch: Sequence[np.ndarray], workspace_dir: str,
+                  options: EmulationOptions = EmulationOptions(), script: str = "<model>",
+                  force: bool = False) -> EmulationResult:
+    """Emulate an already built model on ``batch`` into ``workspace_dir``.
+
+    Parameters
+    ----------
+    model : a Keras model or a function of TF ops (see :mod:`~.model_script`); seed before building it.
+    batch : the input arrays (before ``options.scale``).
+    workspace_dir : folder to write; must be new or empty (or, with ``force``, an earlier emulation).
+    options : :class:`EmulationOptions`.
+    script : how messages and the manifest name the model.
+
+    Returns
+    -------
+    EmulationResult
+        the workspace path, the manifest (also in ``manifest.json``) and the plan of each NPU run.
+
+    Raises
+    ------
+    ModelScriptError, EmulationError, WorkspaceError
+        one line each; nothing is written before the model traced and the options were checked.
+    """
+    if not callable(model):
+        raise ModelScriptError(f"{script}: model() returned {type(model).__name__}; expected a Keras model "
+                               "or a function of tf.Tensors")
+    check_workspace(workspace_dir, force)
+    batch = _scaled(batch, options.scale)
+    frozen = freeze_model(model, batch, script)
+    graph = describe_graph(frozen, script)
+    _check_perturb(graph, options.perturb)
+    plans = {run_name: plan_npu_graph(graph, fusion) for run_name, fusion in options.runs}
+    workspace = Workspace(prepare_workspace(workspace_dir, force))
+    reference = capture_reference(frozen, batch, workspace, [op.name for op in graph.ops], options.keep_tfdbg)
+    check_reference_names(reference.dump_dir, [m for g in plans["debug_0"].groups for m in g.members])
+    model_name = artifacts.model_name_for()
+    runs, overflow = [], None
+    for run_name, plan in plans.items():
+        values = NpuValues(plan, run_numerics(frozen, plan, batch, options.perturb, options.seed))
+        runs.append(_write_run(workspace, plan, values, run_name, model_name))
+        if run_name == "debug_0":
+            if plan.fusion:
+                artifacts.write_fusion_result_file(plan, workspace.fusion_result)
+            overflow = _write_overflow_run(workspace, plan, values, model_name)
+    manifest = build_manifest(workspace.root, script, model_name, options, batch, frozen, reference, runs, overflow)
+    write_manifest(manifest, os.path.join(workspace.root, MANIFEST_NAME))
+    return EmulationResult(workspace.root, manifest, plans)
+
+
+def emulate(model_script: str, workspace_dir: str, options: EmulationOptions = EmulationOptions(),
+            force: bool = False) -> EmulationResult:
+    """Emulate the model of a MODEL_SCRIPT into ``workspace_dir``: seeds are set (``options.seed``),
+    then ``model()`` and ``inputs()`` are called and :func:`emulate_model` does the rest.
+
+    >>> result = emulate("sample_dumps/models/cnn.py", "ws", EmulationOptions(fusion="both"))  # doctest: +SKIP
+    >>> result.manifest["overflow"]["first_op"]  # doctest: +SKIP
+    'small_cnn_1/conv3_1/convolution'
+    """
+    check_workspace(workspace_dir, force)
+    script = load_model_script(model_script)
+    seed_everything(options.seed)
+    model = script.build_model()
+    batch = script.batch()
+    return emulate_model(model, batch, workspace_dir, options, script=script.path, force=force)

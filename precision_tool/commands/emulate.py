@@ -1,0 +1,92 @@
+"""``emulate MODEL_SCRIPT [-o WORKSPACE] [--scale S] [--fusion on|off|both] [--perturb OP=REL ...] [--seed N]``.
+
+Runs a TensorFlow model on the CPU under Ascend NPU numerics and writes what an Ascend run with
+``action='dump'`` (and ``'overflow'``, ``'fusion_off'`` with ``--fusion both``) would have written,
+next to the float32 reference: ``npu/debug_0`` (and ``npu/debug_1``), ``overflow/dump``,
+``fusion/fusion_result.json``, ``tf/dump`` and a ``manifest.json`` of what was planted. MODEL_SCRIPT
+defines ``model()`` (a Keras model, or a function of TF ops) and ``inputs()`` (the batch); see
+:mod:`precision_tool.capture.emulate.model_script`. TensorFlow is imported only when this runs.
+"""
+from __future__ import annotations
+
+import os
+
+from precision_tool.commands.registry import Command, Context
+from precision_tool.errors import UsageError
+from precision_tool.reports.report import Report
+
+
+def add_arguments(parser) -> None:
+    parser.add_argument("script", metavar="MODEL_SCRIPT", help="Python file defining model() and inputs()")
+    parser.add_argument("-o", "--output", default=None, metavar="WORKSPACE",
+                        help="workspace to write (default: the workspace, -d / $PRECISION_TOOL_DATA)")
+    parser.add_argument("--scale", type=float, default=1.0, metavar="S",
+                        help="multiply every float input by S on both sides (provokes fp16 overflow)")
+    parser.add_argument("--fusion", choices=("on", "off", "both"), default="on",
+                        help="npu/debug_0 fused (on) or not (off); both: fused debug_0 and a fusion-off "
+                             "second run in npu/debug_1 (default: on)")
+    parser.add_argument("--perturb", action="append", default=[], metavar="OP=REL",
+                        help="plant an imprecise kernel: relative noise REL on TF op OP's output, "
+                             "propagated downstream (repeatable)")
+    parser.add_argument("--seed", type=int, default=0, metavar="N", help="seed for weights, inputs and noise")
+    parser.add_argument("--keep-tfdbg", action="store_true",
+                        help="keep the raw tfdbg capture in tf/tf_debug (it holds wall-clock times)")
+    parser.add_argument("--force", action="store_true",
+                        help="replace WORKSPACE if it holds an earlier emulation (a manifest.json)")
+
+
+def parse_perturbations(items) -> dict:
+    """``["conv/Conv2D=0.3"]`` -> ``{"conv/Conv2D": 0.3}``; :class:`UsageError` for a malformed item."""
+    planted = {}
+    for item in items:
+        op, sep, value = item.rpartition("=")
+        try:
+            rel = float(value)
+        except ValueError:
+            rel = None
+        if not sep or not op or rel is None:
+            raise UsageError(f"--perturb {item!r}: expected OP=REL, e.g. model/conv2/Conv2D=0.3")
+        planted[op] = rel
+    return planted
+
+
+def handle(args, ctx: Context) -> Report:
+    from precision_tool.capture.emulate import EmulationOptions, emulate
+
+    if args.seed < 0:
+        raise UsageError(f"--seed {args.seed}: must be >= 0")
+    options = EmulationOptions(scale=args.scale, fusion=args.fusion, perturb=parse_perturbations(args.perturb),
+                               seed=args.seed, keep_tfdbg=args.keep_tfdbg)
+    result = emulate(args.script, args.output or ctx.data_dir, options, force=args.force)
+    manifest = result.manifest
+    report = Report(title=f"Emulated {args.script} -> {result.workspace}")
+    report.add_table(["run", "fusion", "executed ops", "dump files", "dump folder"],
+                     [[run["dir"], "on" if run["fusion"] else "off", run["executed_ops"], run["files"],
+                       run["dump_dir"]] for run in manifest["runs"]])
+    lines = [f"reference: {manifest['reference']['files']} tensors in {manifest['reference']['dir']}",
+             f"fused ops: {len(manifest['fusion_groups'])}"]
+    for planted in manifest["perturbations"]:
+        where = ", ".join(f"{run}: {op}" for run, op in planted["npu_op"].items())
+        lines.append(f"planted noise {planted['rel']} on {planted['tf_op']} (NPU op {where})")
+    overflow = manifest["overflow"]
+    if overflow["first_op"]:
+        lines.append(f"fp16 overflow: first at {overflow['first_op']}; {len(overflow['ops'])} op(s) report, "
+                     f"records in {overflow['dir']}")
+    else:
+        lines.append("fp16 overflow: none")
+    report.add_text(*lines)
+    report.status = f"wrote {len(manifest['files'])} files; manifest: {os.path.join(result.workspace, 'manifest.json')}"
+    report.data = {key: value for key, value in manifest.items() if key != "files"}
+    report.data["workspace"] = result.workspace
+    return report
+
+
+COMMAND = Command(
+    name="emulate",
+    summary="Run a TF model on the CPU under NPU numerics; write an Ascend-style dump workspace.",
+    add_arguments=add_arguments,
+    handler=handle,
+    epilog="Example: precision_tool emulate sample_dumps/models/cnn.py -o ws --fusion both "
+           "--perturb small_cnn_1/res_conv_1/convolution=0.5\nWrites npu/debug_N, overflow/dump, tf/dump, "
+           "fusion/fusion_result.json and manifest.json.",
+)
