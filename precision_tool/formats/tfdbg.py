@@ -306,10 +306,42 @@ def _v1_tensor_files(device_dir: str) -> List[Tuple[int, str]]:
     return found
 
 
+_FEED_KEYS_FILE = "_tfdbg_feed_keys_info_"
+_FED_TENSOR = re.compile(rb"'([^'<>]+):\d+'")  # <tf.Tensor 'scope/x:0' ...> or 'scope/x:0' (string keys)
+_ARG_NODE = re.compile(r"_arg_(?P<name>.+)_0_\d+")
+
+
+def _v1_fed_placeholders(run_dir: str) -> set:
+    """Names of the placeholders fed in this run, from ``_tfdbg_feed_keys_info_`` (the reprs of the feed
+    dict's keys: ``<tf.Tensor 'scope/x:0' ...>``, or ``'scope/x:0'`` when fed by name); empty when the file
+    is missing or says nothing."""
+    path = os.path.join(run_dir, _FEED_KEYS_FILE)
+    try:
+        with open(path, "rb") as handle:
+            content = handle.read(1 << 20)
+    except OSError:
+        return set()
+    return {name.decode("utf-8", "replace") for name in _FED_TENSOR.findall(content)}
+
+
+def _placeholder_name(op_name: str, fed: set) -> str:
+    """A fed placeholder runs as node ``_arg_{placeholder}_0_{arg index}``; give it its own name back.
+
+    Only names whose middle part is a placeholder this run fed are renamed, so an op that merely looks
+    like ``_arg_..._0_N`` keeps its name.
+    """
+    match = _ARG_NODE.fullmatch(op_name)
+    if match and match.group("name") in fed:
+        return match.group("name")
+    return op_name
+
+
 def iter_tfdbg_v1(run_dir, skip_resources: bool = True) -> Iterator[TfdbgTensor]:
     """Tensors of one tfdbg v1 run folder, in execution (timestamp) order, every device.
 
-    Only ``DebugIdentity`` files hold whole tensors; other debug ops' files are ignored.
+    Only ``DebugIdentity`` files hold whole tensors; other debug ops' files are ignored. Fed placeholders,
+    which TensorFlow executes as ``_arg_{name}_0_{i}`` nodes, are reported under the placeholder's own name
+    (what the NPU graph's Data op refers to), with op type ``Placeholder``.
     """
     run_dir = os.fspath(run_dir)
     if not os.path.isdir(run_dir) or not _is_v1_run(run_dir):
@@ -322,13 +354,16 @@ def iter_tfdbg_v1(run_dir, skip_resources: bool = True) -> Iterator[TfdbgTensor]
             op_types = _v1_op_types(device_dir)
             entries.extend((stamp, path, device, op_types) for stamp, path in _v1_tensor_files(device_dir))
     entries.sort(key=lambda entry: (entry[0], entry[1]))
+    fed = _v1_fed_placeholders(run_dir)
     for index, (stamp, path, device, op_types) in enumerate(entries):
         with _MappedFile(path) as mapped:
             node_name, location = _scan_v1_event(mapped.buffer, mapped.size, path)
-        op_name, slot = _split_debug_node_name(node_name, path)
+        executed_name, slot = _split_debug_node_name(node_name, path)
         if skip_resources and base_dtype_code(location.dtype_code) == DT_RESOURCE:
             continue
-        yield TfdbgTensor(op_name, slot, stamp, device, op_types.get(op_name), location.dtype_code,
+        op_name = _placeholder_name(executed_name, fed)
+        op_type = "Placeholder" if op_name != executed_name else op_types.get(op_name)
+        yield TfdbgTensor(op_name, slot, stamp, device, op_type, location.dtype_code,
                           location.shape, path, index, "tfdbg_v1",
                           _loader=lambda path=path: _load_v1_tensor(path))
 

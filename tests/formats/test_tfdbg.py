@@ -13,6 +13,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
+import re
 import subprocess
 import sys
 import textwrap
@@ -223,19 +224,27 @@ def test_v1_runs_are_listed_oldest_first_like_the_folders_tensorflow_wrote(tf_tr
 
 
 @pytest.mark.tf
+def _as_reported(node_name: str) -> str:
+    """DebugDumpDir names a fed placeholder by its executed node ``_arg_{name}_0_{i}``; we report ``name``."""
+    match = re.fullmatch(r"_arg_(.+)_0_\d+", node_name)
+    return match.group(1) if match else node_name
+
+
 def test_v1_tensors_equal_debug_dump_dir_bit_exactly(tf_truth):
     out, manifest, expected = tf_truth
     compared = 0
     for run_index, run in enumerate(manifest["v1"]):
         records = list(tfdbg.iter_tfdbg(out / "v1", run=run_index, skip_resources=False))
         ours = {(r.op_name, r.output_slot, r.timestamp_us): r for r in records}
-        theirs = {(t["node_name"], t["output_slot"], t["timestamp"]): t for t in run["tensors"]}
+        theirs = {(_as_reported(t["node_name"]), t["output_slot"], t["timestamp"]): t for t in run["tensors"]}
+        fed = {key[0] for key, t in theirs.items() if t["node_name"] != key[0]}
+        assert fed and all(ours[key].op_type == "Placeholder" for key in ours if key[0] in fed)
         assert sorted(ours) == sorted(theirs)  # same tensors: names, slots, timestamps
         assert [r.index for r in records] == list(range(len(records)))
         for key, truth in theirs.items():
             record = ours[key]
             assert record.device == truth["device"]
-            assert record.op_type == truth["op_type"]
+            assert record.op_type == ("Placeholder" if key[0] in fed else truth["op_type"])
             assert os.path.samefile(record.path, truth["path"])
             if truth["convertible"]:
                 assert_bit_exact(record.load(), expected[truth["key"]], record.tensor_name)
@@ -252,7 +261,7 @@ def test_v1_default_is_the_last_run_without_resource_handles(tf_truth):
     out, manifest, _ = tf_truth
     last = manifest["v1"][-1]["tensors"]
     names = sorted((r.op_name, r.output_slot) for r in tfdbg.iter_tfdbg(out / "v1"))
-    assert names == sorted((t["node_name"], t["output_slot"]) for t in last if t["convertible"])
+    assert names == sorted((_as_reported(t["node_name"]), t["output_slot"]) for t in last if t["convertible"])
     assert len(names) < len(last)  # the variable handles were left out
 
 
@@ -519,3 +528,21 @@ def test_listing_a_big_dump_reads_headers_only_and_loading_holds_one_tensor(tmp_
         assert len(records) == 12 and total == sum(range(12))
         assert listing_peak < 512 * 1024, folder  # 12 MiB of tensors listed in under 0.5 MiB
         assert loading_peak < 3 * megabyte.nbytes, folder  # one tensor at a time (plus a CRC temporary)
+
+
+def test_fed_placeholders_get_their_own_names_back(tmp_path):
+    """TF runs a fed placeholder as ``_arg_{name}_0_{i}``; only names the feed keys file lists are renamed."""
+    run = tmp_path / "run_1700000000000000_0"
+    values = np.arange(6, dtype=np.float32).reshape(2, 3)
+    tfdbg.write_tfdbg_v1_tensor(run, "_arg_scope/x_0_0", 0, values, 1700000000000001)
+    tfdbg.write_tfdbg_v1_tensor(run, "_arg_y_0_1", 0, values, 1700000000000002)
+    tfdbg.write_tfdbg_v1_tensor(run, "_arg_not_fed_0_2", 0, values, 1700000000000003)
+    # what tfdbg writes: the repr of the feed dict's keys (tensors, or names when fed by string)
+    (run / "_tfdbg_feed_keys_info_").write_bytes(
+        b"\x12omdict_keys([<tf.Tensor 'scope/x:0' shape=(2, 3) dtype=float32>, 'y:0'])")
+    records = {r.op_name: r for r in tfdbg.iter_tfdbg(run)}
+    assert sorted(records) == ["_arg_not_fed_0_2", "scope/x", "y"]
+    assert records["scope/x"].op_type == records["y"].op_type == "Placeholder"
+    assert np.array_equal(records["scope/x"].load(), values)
+    (run / "_tfdbg_feed_keys_info_").unlink()
+    assert sorted(r.op_name for r in tfdbg.iter_tfdbg(run)) == ["_arg_not_fed_0_2", "_arg_scope/x_0_0", "_arg_y_0_1"]

@@ -5,11 +5,10 @@ off, classic optimizer at L0, so every op runs under its Python name) goes throu
 :func:`precision_tool.capture.reference.sess_dump` into ``tf/tf_debug/<capture>``, and the
 ``tf_dump`` command converts it into ``tf/dump/{op}.{output}.{timestamp}.npy``, as a user would.
 
-Two touches then make the folder reproducible and complete: the tfdbg wall-clock time stamps in the
-file names are replaced by fixed ones (``REFERENCE_BASE_US`` + 10 µs per tensor, in graph order), and
-a fed input, which tfdbg records as ``_arg_{name}_0_0``, is renamed to its placeholder's name (the
-name the NPU's ``Data`` op carries). ``tf/tf_debug`` holds wall-clock times too, so it is removed
-afterwards unless asked to keep it.
+One touch then makes the folder reproducible: the tfdbg wall-clock time stamps in the file names are
+replaced by fixed ones (``REFERENCE_BASE_US`` + 10 µs per tensor, in graph order). (Fed inputs already
+carry their placeholder's name: the tfdbg reader maps ``_arg_{name}_0_0`` back.) ``tf/tf_debug`` holds
+wall-clock times too, so it is removed afterwards unless asked to keep it.
 """
 from __future__ import annotations
 
@@ -29,21 +28,12 @@ from precision_tool.lazy import lazy_import
 tf = lazy_import("tensorflow")
 
 REFERENCE_BASE_US = 1731990000000000
-FEED_PREFIX, FEED_SUFFIX = "_arg_", "_0_0"
 
 
 @dataclass(frozen=True)
 class ReferenceResult:
     dump_dir: str
     files: List[str]
-
-
-def _reference_name(op_name: str, feeds: Sequence[str]) -> str:
-    if op_name.startswith(FEED_PREFIX) and op_name.endswith(FEED_SUFFIX):
-        fed = op_name[len(FEED_PREFIX):-len(FEED_SUFFIX)]
-        if fed in feeds:
-            return fed
-    return op_name
 
 
 def convert_capture(tf_debug: str, dump_dir: str, data_dir: str) -> List[dict]:
@@ -57,8 +47,8 @@ def convert_capture(tf_debug: str, dump_dir: str, data_dir: str) -> List[dict]:
     return report.data["tensors"]
 
 
-def normalise_names(dump_dir: str, tensors: List[dict], feeds: Sequence[str], op_order: Sequence[str]) -> List[str]:
-    """Give the converted files fixed time stamps and fed inputs their own names.
+def normalise_names(dump_dir: str, tensors: List[dict], op_order: Sequence[str]) -> List[str]:
+    """Give the converted files fixed time stamps.
 
     Time stamps follow ``op_order`` (the graph's topological order), not tfdbg's clock: TensorFlow
     runs independent ops (constants) in any order, and file names must not depend on it.
@@ -66,7 +56,7 @@ def normalise_names(dump_dir: str, tensors: List[dict], feeds: Sequence[str], op
     position = {name: k for k, name in enumerate(op_order)}
 
     def order(entry):
-        name = _reference_name(entry["op_name"], feeds)
+        name = entry["op_name"]
         return (position.get(name, len(position)), name, entry["output_slot"])
 
     ordered = sorted(tensors, key=order)
@@ -77,8 +67,7 @@ def normalise_names(dump_dir: str, tensors: List[dict], feeds: Sequence[str], op
         temporary.append(hidden)
     files = []
     for k, (entry, hidden) in enumerate(zip(ordered, temporary)):
-        name = reference_file_name(_reference_name(entry["op_name"], feeds), entry["output_slot"],
-                                   REFERENCE_BASE_US + 10 * (k + 1))
+        name = reference_file_name(entry["op_name"], entry["output_slot"], REFERENCE_BASE_US + 10 * (k + 1))
         target = os.path.join(dump_dir, name)
         os.replace(hidden, target)
         files.append(target)
@@ -107,8 +96,7 @@ def capture_reference(frozen: FrozenModel, batch: Sequence[np.ndarray], workspac
         dumping = sess_dump(session, capture_dir)
         dumping.run(list(frozen.outputs), feed_dict=feed_dict(frozen, batch))
     tensors = convert_capture(capture_dir, workspace.tf_dump, workspace.root)
-    feeds = [name.split(":")[0] for name in frozen.inputs]
-    files = normalise_names(workspace.tf_dump, tensors, feeds, op_order)
+    files = normalise_names(workspace.tf_dump, tensors, op_order)
     if not keep_tfdbg:
         shutil.rmtree(workspace.tf_debug)
     return ReferenceResult(workspace.tf_dump, sorted(files))
