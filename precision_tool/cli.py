@@ -7,6 +7,7 @@ otherwise (0 ok, 1 a check failed). Bugs are not caught: they keep their traceba
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from typing import List, Optional, Sequence
 
@@ -55,7 +56,10 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         return 130
     text = report_to_json(report) if options.json else format_report(report)
     if text:
-        print(text)
+        try:
+            print(text, flush=True)
+        except BrokenPipeError:  # `precision_tool ... | head`: the reader left; not an error of ours
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
     return report.exit_code
 
 
