@@ -80,6 +80,12 @@ class ReferenceFormatError(FileFormatError):
     format_name = "reference"
 
 
+class ResultCsvError(FileFormatError):
+    """A compare result CSV (ours or msaccucmp's) that cannot be read, or whose header is not a result's."""
+
+    format_name = "result CSV"
+
+
 class WorkspaceError(PrecisionToolError):
     """A folder or file the command needs is missing, or an output would go into an input folder."""
 

@@ -7,10 +7,13 @@ from precision_tool.commands.registry import CommandRegistry
 
 # Each module defines COMMAND = Command(...). Order does not matter; help sorts by name.
 COMMAND_MODULES = (
+    "compare",
     "dump_convert",
     "emulate",
     "ge2json",
     "tf_dump",
+    "vector_compare",
+    "vector_summary",
 )
 
 

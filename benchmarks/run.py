@@ -1,0 +1,265 @@
+"""``make bench``: our ``compare`` against msaccucmp's on the same files -- wall time, peak memory, agreement.
+
+Builds the peer-style case (``make_case.py``: 300 ops, float16 outputs of 262,144 elements against float32
+npy references, chain graph) in its ND and NC1HWC0 variants once into ``/tmp/precision_tool_bench`` (reused
+when complete), then runs, each as a subprocess of a fresh measuring process::
+
+    python -m precision_tool compare -m CASE/npu -g CASE/ref -f CASE/graph.json -out OUT
+    bash ../shared/peers/msaccucmp/msaccucmp.sh compare -m CASE/npu -g CASE/ref -f CASE/graph.json -out OUT
+
+Measured per run: wall time; peak RSS of the largest process (``getrusage(RUSAGE_CHILDREN).ru_maxrss`` in the
+measuring process, which covers our worker processes as well); and the peak of the whole process tree's summed
+proportional set size (PSS: pages shared after fork counted once), sampled every 50 ms. For scale, the RSS of
+``precision_tool help`` (interpreter, numpy, every command module) is measured too: what a run needs above it
+is the comparison's own working set.
+Ours runs ``--repeat`` times (best wall time shown, all listed), the peer ``--peer-repeat`` times. Then both
+CSVs are read with our reader and every metric column compared: the largest absolute difference, and whether
+each agrees within 1e-6 (relative above 1; AccumulatedRelativeError per element). The peer is skipped, with a
+message, when its script or venv is missing.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import shutil
+import subprocess
+import sys
+import time
+from typing import Dict, List, Optional
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(HERE)
+sys.path.insert(0, REPO)
+
+DEFAULT_ROOT = "/tmp/precision_tool_bench"
+PEER_SCRIPT = os.path.join(REPO, os.pardir, "shared", "peers", "msaccucmp", "msaccucmp.sh")
+VARIANTS = ("nd", "nc1hwc0")
+SAMPLE_SECONDS = 0.05
+
+
+# --------------------------------------------------------------------------------------------- measuring
+def _children(pid: int) -> List[int]:
+    found = []
+    try:
+        for task in os.listdir(f"/proc/{pid}/task"):
+            with open(f"/proc/{pid}/task/{task}/children") as handle:
+                found += [int(child) for child in handle.read().split()]
+    except OSError:
+        pass
+    return found
+
+
+def _proportional_rss(pid: int) -> int:
+    """Bytes of ``pid``'s proportional set size (shared pages divided among their sharers); RSS if the kernel
+    has no ``smaps_rollup``."""
+    try:
+        with open(f"/proc/{pid}/smaps_rollup") as handle:
+            for line in handle:
+                if line.startswith("Pss:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    with open(f"/proc/{pid}/statm") as handle:
+        return int(handle.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+
+
+def _tree_pss(pid: int) -> int:
+    """Summed proportional set size of ``pid`` and all its descendants (0 for processes already gone)."""
+    total, stack = 0, [pid]
+    while stack:
+        current = stack.pop()
+        try:
+            total += _proportional_rss(current)
+        except (OSError, IndexError, ValueError):
+            continue
+        stack += _children(current)
+    return total
+
+
+def measure(command: List[str]) -> dict:
+    """Run ``command``; ``{"wall_s", "max_rss_mib", "tree_pss_mib", "returncode"}``. Meant for a fresh process."""
+    import tempfile
+
+    with tempfile.TemporaryFile() as log:  # a file, not a pipe: a chatty child never blocks on a full pipe
+        started = time.perf_counter()
+        child = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=log)
+        peak_tree = 0
+        while child.poll() is None:
+            peak_tree = max(peak_tree, _tree_pss(child.pid))
+            time.sleep(SAMPLE_SECONDS)
+        wall = time.perf_counter() - started
+        log.seek(0)
+        stderr = log.read().decode(errors="replace")
+    max_rss_kib = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    return {"wall_s": wall, "max_rss_mib": max_rss_kib / 1024, "tree_pss_mib": peak_tree / 2 ** 20,
+            "returncode": child.returncode, "stderr_tail": stderr[-2000:]}
+
+
+def measure_in_fresh_process(command: List[str]) -> dict:
+    """:func:`measure` in a new interpreter, so RUSAGE_CHILDREN holds this run's processes only."""
+    out = subprocess.run([sys.executable, os.path.abspath(__file__), "--measure", "--", *command],
+                         capture_output=True, text=True, check=True)
+    return json.loads(out.stdout.splitlines()[-1])
+
+
+# --------------------------------------------------------------------------------------------- comparing CSVs
+def _agrees(ours: float, theirs: float, name: str, n: int) -> bool:
+    if name == "AccumulatedRelativeError" and n > 1:
+        ours, theirs = ours / n, theirs / n
+    return abs(ours - theirs) <= 1e-6 * max(1.0, abs(theirs)) + 1e-6
+
+
+def csv_agreement(ours_csv: str, peer_csv: str, elements: int) -> dict:
+    """Per metric: the largest |ours - peer| over tensors both computed, and how many cells disagree."""
+    from precision_tool.metrics import ALL
+    from precision_tool.reports.result_csv import read_result_csv
+
+    ours = {row.tensor_id: row for row in read_result_csv(ours_csv).rows if row.tensor_id}
+    theirs = {row.tensor_id: row for row in read_result_csv(peer_csv).rows if row.tensor_id}
+    common = sorted(set(ours) & set(theirs))
+    report = {"tensors_both": len(common), "only_ours": len(set(ours) - set(theirs)),
+              "only_peer": len(set(theirs) - set(ours)), "metrics": {}}
+    for name in ALL:
+        worst, disagree = 0.0, 0
+        for tensor_id in common:
+            a, b = ours[tensor_id].metrics.get(name), theirs[tensor_id].metrics.get(name)
+            if name == "StandardDeviation":
+                disagree += a != b
+                continue
+            if a is None or b is None:
+                disagree += (a is None) != (b is None)
+                continue
+            worst = max(worst, abs(a - b))
+            disagree += not _agrees(a, b, name, elements)
+        report["metrics"][name] = {"max_abs_diff": worst, "disagreeing": disagree}
+    return report
+
+
+# --------------------------------------------------------------------------------------------- running
+def _load_make_case():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("make_case", os.path.join(HERE, "make_case.py"))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def peer_available() -> Optional[str]:
+    """``None`` when the peer can run, else why not."""
+    if not os.path.isfile(PEER_SCRIPT):
+        return f"no peer script at {os.path.normpath(PEER_SCRIPT)}"
+    venv = os.environ.get("PEER_VENV", "/tmp/peer-venv")
+    if not os.path.exists(os.path.join(venv, "bin", "python")):
+        return f"peer venv {venv} not set up (make peer)"
+    return None
+
+
+def _only_csv(folder: str) -> str:
+    found = [name for name in os.listdir(folder) if name.startswith("result_") and name.endswith(".csv")]
+    if len(found) != 1:
+        raise RuntimeError(f"{folder}: expected one result CSV, found {found}")
+    return os.path.join(folder, found[0])
+
+
+def _computed_rows(csv_path: str) -> int:
+    from precision_tool.reports.result_csv import read_result_csv
+
+    return sum(1 for row in read_result_csv(csv_path).rows if row.cosine is not None)
+
+
+def run_variant(root: str, variant: str, ops: int, repeat: int, peer_repeat: int, workers: Optional[int]) -> Dict:
+    case = _load_make_case().build_case(os.path.join(root, f"{variant}_{ops}"), variant=variant, ops=ops)
+    args = ["compare", "-m", os.path.join(case, "npu"), "-g", os.path.join(case, "ref"),
+            "-f", os.path.join(case, "graph.json")]
+    results: Dict[str, Dict] = {}
+    runs = {"ours": ([sys.executable, "-m", "precision_tool"] + args + (["--workers", str(workers)] if workers else []),
+                     repeat)}
+    skip = peer_available()
+    if skip is None:
+        runs["msaccucmp"] = (["bash", os.path.normpath(PEER_SCRIPT)] + args, peer_repeat)
+    for tool, (command, times) in runs.items():
+        measurements = []
+        for i in range(times):
+            out = os.path.join(root, "out", f"{variant}_{ops}", f"{tool}_{i}")
+            shutil.rmtree(out, ignore_errors=True)
+            os.makedirs(out)
+            measured = measure_in_fresh_process(command + ["-out", out])
+            measured["csv"] = _only_csv(out)
+            measurements.append(measured)
+        results[tool] = {"runs": measurements, "best": min(measurements, key=lambda m: m["wall_s"]),
+                         "tensors": _computed_rows(measurements[0]["csv"])}
+    if skip is not None:
+        results["skipped"] = skip
+    else:
+        results["agreement"] = csv_agreement(results["ours"]["runs"][0]["csv"], results["msaccucmp"]["runs"][0]["csv"],
+                                             262144)
+    return results
+
+
+def print_results(all_results: Dict[str, Dict]) -> None:
+    from tabulate import tabulate
+
+    rows = []
+    for variant, results in all_results.items():
+        peer_best = results.get("msaccucmp", {}).get("best")
+        for tool in ("ours", "msaccucmp"):
+            if tool not in results:
+                continue
+            best = results[tool]["best"]
+            walls = ", ".join(f"{m['wall_s']:.2f}" for m in results[tool]["runs"])
+            speedup = f"{peer_best['wall_s'] / best['wall_s']:.1f}x" if peer_best and tool == "ours" else ""
+            rows.append([variant, tool, f"{best['wall_s']:.2f}", walls, f"{best['max_rss_mib']:.0f}",
+                         f"{best['tree_pss_mib']:.0f}", results[tool]["tensors"], best["returncode"], speedup])
+    print(tabulate(rows, headers=["variant", "tool", "wall s (best)", "wall s (all runs)", "peak RSS MiB",
+                                  "tree PSS MiB", "tensors compared", "exit", "speed-up"], disable_numparse=True))
+    for variant, results in all_results.items():
+        if "skipped" in results:
+            print(f"\n{variant}: peer skipped: {results['skipped']}")
+            continue
+        agreement = results["agreement"]
+        print(f"\n{variant}: {agreement['tensors_both']} tensors in both CSVs "
+              f"(only ours {agreement['only_ours']}, only msaccucmp {agreement['only_peer']})")
+        print(tabulate([[name, f"{item['max_abs_diff']:.3g}", item["disagreeing"]]
+                        for name, item in agreement["metrics"].items()],
+                       headers=["metric", "max |ours - msaccucmp|", "cells beyond 1e-6"], disable_numparse=True))
+    print("\nLargest tensor pair: 262,144 float16 + 262,144 float32 = 1.5 MiB as stored, 4 MiB in float64.")
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--root", default=DEFAULT_ROOT, help=f"where cases and outputs go (default {DEFAULT_ROOT})")
+    parser.add_argument("--ops", type=int, default=300)
+    parser.add_argument("--variant", choices=VARIANTS, action="append", help="default: both")
+    parser.add_argument("--repeat", type=int, default=3, help="runs of ours per variant (best shown)")
+    parser.add_argument("--peer-repeat", type=int, default=1, help="runs of msaccucmp per variant")
+    parser.add_argument("--workers", type=int, default=None, help="pass --workers N to ours")
+    parser.add_argument("--json", default=None, metavar="FILE", help="also write every measurement as JSON")
+    parser.add_argument("--measure", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("command", nargs=argparse.REMAINDER, help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.measure:
+        command = args.command[1:] if args.command[:1] == ["--"] else args.command
+        print(json.dumps(measure(command)))
+        return 0
+    baseline = measure_in_fresh_process([sys.executable, "-m", "precision_tool", "help"])
+    print(f"baseline: 'precision_tool help' peaks at {baseline['max_rss_mib']:.0f} MiB RSS", flush=True)
+    all_results = {}
+    for variant in args.variant or VARIANTS:
+        all_results[variant] = run_variant(args.root, variant, args.ops, args.repeat, args.peer_repeat, args.workers)
+    print_results(all_results)
+    if args.json:
+        with open(args.json, "w") as handle:
+            json.dump(all_results, handle, indent=1)
+    failed = [f"{variant} {tool}" for variant, results in all_results.items() for tool in ("ours",)
+              if results[tool]["best"]["returncode"] != 0]
+    if failed:
+        print("\nour compare did not exit 0: " + ", ".join(failed), file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

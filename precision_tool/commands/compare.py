@@ -1,0 +1,101 @@
+"""``compare -m NPU_DIR -g REF_DIR [-f GRAPH] [-out OUT_DIR] [-c 0.99] [--junit FILE]``: msaccucmp's compare.
+
+The flags msaccucmp users know (``-m``, ``-g``, ``-f``, ``-out``) plus long forms. ``-f`` takes the GE Build
+graph as protobuf text or JSON, or a folder holding ``ge_proto_*_Build.txt``. Without flags the workspace is
+compared: ``npu/debug_0/dump`` with its graph against ``tf/dump``, into
+``temp/vector_compare/{timestamp}/result_{timestamp}.csv`` (where ``vcs`` looks). Outputs, verdicts and exit
+codes: :mod:`precision_tool.commands.compare_run`.
+"""
+from __future__ import annotations
+
+import os
+
+from precision_tool.commands.registry import Command, Context
+from precision_tool.config import Workspace
+from precision_tool.errors import WorkspaceError
+from precision_tool.metrics import DEFAULT_COSINE_THRESHOLD
+
+MODES = ("auto", "npu_vs_tf", "npu_vs_npu")
+
+
+def positive_int(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise ValueError(text)
+    return value
+
+
+def cosine_value(text: str) -> float:
+    value = float(text)
+    if not -1.0 <= value <= 1.0:
+        raise ValueError(text)
+    return value
+
+
+def add_shared_options(parser) -> None:
+    """``-c``, ``--junit`` and ``--workers``, shared with ``vc``."""
+    parser.add_argument("-c", "--cosine", "--cosine-threshold", dest="cosine", type=cosine_value,
+                        default=DEFAULT_COSINE_THRESHOLD, metavar="THRESHOLD",
+                        help=f"a tensor fails below this cosine similarity (default {DEFAULT_COSINE_THRESHOLD}); "
+                             "NaN/inf, shape or count mismatch and one-side-zero tensors fail whatever it is")
+    parser.add_argument("--junit", default=None, metavar="FILE",
+                        help="also write JUnit XML (one test case per tensor) for CI dashboards")
+    parser.add_argument("--workers", type=positive_int, default=None, metavar="N",
+                        help="processes comparing tensors (default: every usable CPU)")
+
+
+def add_arguments(parser):
+    parser.add_argument("-m", "--npu", "--my-dump-path", dest="npu", default=None, metavar="NPU_DIR",
+                        help="NPU dump folder (searched recursively; default WORKSPACE/npu/debug_0/dump)")
+    parser.add_argument("-g", "--golden", "--reference", dest="reference", default=None, metavar="REF_DIR",
+                        help="reference folder: TF .npy files, or another NPU run's dump (default "
+                             "WORKSPACE/tf/dump)")
+    parser.add_argument("-f", "--graph", dest="graph", default=None, metavar="GRAPH",
+                        help="GE Build graph of the NPU run: .txt or .json, or a folder holding ge_proto_*_Build.txt "
+                             "(default: WORKSPACE/npu/debug_0/graph when -m is not given; else none: names only)")
+    parser.add_argument("-out", "-o", "--output", dest="out_dir", default=None, metavar="OUT_DIR",
+                        help="folder for result_{timestamp}.csv and summary.json "
+                             "(default WORKSPACE/temp/vector_compare/{timestamp})")
+    add_shared_options(parser)
+    parser.add_argument("--mode", choices=MODES, default="auto",
+                        help="npu_vs_tf or npu_vs_npu (default: npu_vs_tf when REF_DIR holds .npy files)")
+    parser.add_argument("--reference-graph", "-rg", dest="reference_graph", default=None, metavar="GRAPH",
+                        help="npu_vs_npu: the other run's Build graph")
+    parser.add_argument("--html", default=None, metavar="FILE",
+                        help="also write the HTML report of this result (plot, failing tensors, table) to FILE")
+
+
+def handle(args, ctx: Context):
+    from precision_tool.commands.compare_run import CompareRequest, run_compare, workspace_result_folder
+
+    workspace = Workspace(ctx.data_dir)
+    if args.html:  # refuse a bad destination before the comparison, not after it
+        html_folder = os.path.dirname(os.path.abspath(args.html))
+        if not os.path.isdir(html_folder):
+            raise WorkspaceError(f"{args.html}: folder {html_folder} does not exist", "create it or choose another")
+    graph = args.graph
+    if graph is None and args.npu is None and os.path.isdir(workspace.npu_graph(0)):
+        graph = workspace.npu_graph(0)
+    request = CompareRequest(npu_dir=args.npu or workspace.npu_dump(0), reference=args.reference or workspace.tf_dump,
+                             graph=graph, mode=args.mode, reference_graph=args.reference_graph)
+    report = run_compare(request, args.out_dir, workspace_result_folder(ctx.data_dir), cosine=args.cosine,
+                         workers=args.workers, junit=args.junit)
+    if args.html:
+        from precision_tool.reports.html import write_run_report
+
+        html = write_run_report(report.data["result_csv_path"], args.html)
+        report.add_text(f"HTML report: {html}")
+        report.data["html"] = os.path.abspath(html)
+    return report
+
+
+COMMAND = Command(
+    name="compare",
+    summary="Compare NPU dump tensors with reference tensors (msaccucmp's compare, faster and honest).",
+    add_arguments=add_arguments,
+    handler=handle,
+    epilog=("Writes result_{timestamp}.csv (msaccucmp's columns) and summary.json; --junit adds JUnit XML.\n"
+            "Exit codes: 0 every compared tensor passes, 1 at least one fails, 2 unusable input (missing folder, "
+            "unreadable graph, nothing aligned).\nTensors without a reference and ops without a dump are "
+            "reported as coverage and do not fail the run."),
+)

@@ -1,0 +1,220 @@
+"""The comparator: :func:`compare_tensors` over every aligned pair, streamed over worker processes.
+
+:func:`compare_alignment` turns an :class:`~precision_tool.alignment.Alignment` into a
+:class:`~precision_tool.comparison.result.ComparisonResult`: one row per NPU tensor (compared or not, with
+the reason) and per graph op without a dump, in execution order, and the first divergence.
+
+Verdict per tensor
+------------------
+The user's cosine threshold (``-c``, default :data:`DEFAULT_COSINE_THRESHOLD` = 0.99, the gate msaccucmp
+users apply) plus the honest statuses of :func:`~precision_tool.metrics.compare_tensors`: NaN/inf, shape or
+element-count mismatch, one side all zero. The fp16 allclose gate is *off* (``min_allclose_ratio=0``): it
+comes from single-op acceptance tests and fails deep layers of a whole model that only inherit drift. The
+allclose ratio is still computed and reported per tensor (and listed in the summary when below the dtype's
+default).
+
+Streaming
+---------
+Pairs go to ``workers`` processes (fork) in chunks of consecutive pairs; each worker loads one pair at a
+time, compares it and sends back a :class:`TensorResult` -- no array crosses a process boundary. Chunks of
+consecutive pairs keep each worker's header and reference caches useful (:mod:`.worker`).
+
+Shared input results
+--------------------
+Input ``k`` of an op is normally the very bytes its producer dumped as output, compared with the very same
+reference tensor. When the graph says which output feeds the input, both are compared with the same
+reference file, and the stored bytes are identical (checked byte for byte, with dtype, layout and shapes), the
+input row takes the output's metric values instead of computing them again (``reused_from`` names the output;
+the summary counts them). On a chain this halves the work. Anything that differs -- a GE-inserted Cast between
+them, another dump step, a different reference -- is compared on its own.
+"""
+from __future__ import annotations
+
+import math
+import multiprocessing
+import os
+import time
+from typing import Callable, Dict, Iterable, List, Optional, Sequence, Tuple
+
+from precision_tool.alignment import Alignment
+from precision_tool.alignment.npu_side import graphs_of
+from precision_tool.comparison.result import NO_DUMP, NOT_COMPARED, ComparisonResult, TensorResult, Timing
+from precision_tool.comparison.worker import (Outcome, PairComparer, PairTask, init_pool_worker,
+                                              reference_identity, run_chunk)
+from precision_tool.metrics import DEFAULT_COSINE_THRESHOLD
+
+Progress = Callable[[int, int], None]
+_KIND_ORDER = {"": 0, "input": 1, "output": 2}
+_MAX_CHUNK = 16
+_CHUNKS_PER_WORKER = 8
+
+
+def default_workers() -> int:
+    """Usable CPUs (the process's affinity), at least 1."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # not Linux
+        return max(1, os.cpu_count() or 1)
+
+
+def compare_alignment(alignment: Alignment, *, graph=None,
+                      cosine_threshold: Optional[float] = DEFAULT_COSINE_THRESHOLD, workers: Optional[int] = None,
+                      progress: Optional[Progress] = None, share_inputs: bool = True) -> ComparisonResult:
+    """Compare every aligned pair and return every row, in execution order, with the first divergence.
+
+    Parameters
+    ----------
+    alignment : the result of :func:`precision_tool.alignment.align`.
+    graph : the loaded GE graph the alignment used (``GraphModel``/``Graph``), for the ``GroundTruth`` names
+        and op types of ops without a dump; ``None`` without a graph.
+    cosine_threshold : the cosine gate; ``None`` turns it off (only the honest statuses fail).
+    workers : worker processes (default :func:`default_workers`).
+    progress : called as ``progress(done, total)`` after each chunk of pairs.
+    share_inputs : reuse a producer output's result for an identical input (see the module docstring).
+    """
+    started = time.perf_counter()
+    workers = default_workers() if workers is None else max(1, int(workers))
+    positions = _positions(alignment)
+    names = _ground_truth_names(graph)
+    tasks = _tasks(alignment, positions, names, share_inputs)
+    outcomes, used_workers = _run(tasks, cosine_threshold, workers, progress)
+    computed = _resolve_shared(outcomes, tasks, cosine_threshold)
+    rows = computed + _uncompared_rows(alignment, positions, names)
+    rows.sort(key=lambda r: (r.index, _KIND_ORDER.get(r.kind, 3), r.tensor_index, r.tensor_id))
+    verdicts = {r.key: r.passed for r in rows if r.compared}
+    divergence = alignment.first_divergence(verdicts)
+    timing = Timing(compare_s=time.perf_counter() - started, workers=used_workers)
+    return ComparisonResult(tuple(rows), alignment, divergence, cosine_threshold, timing)
+
+
+# --------------------------------------------------------------------------------------------- planning
+def _positions(alignment: Alignment) -> Dict[str, int]:
+    positions = {name: p for p, name in enumerate(alignment.order)}
+    extra = [pair.npu.op_name for pair in alignment.pairs] + [item.npu.op_name for item in alignment.unaligned]
+    for name in extra:
+        positions.setdefault(name, len(positions))
+    return positions
+
+
+def _ground_truth_names(graph) -> Dict[str, Tuple[str, str]]:
+    """``{GE op name: (op type, "tf_a,tf_b")}`` from the graph's ``_datadump_original_op_names``."""
+    table: Dict[str, Tuple[str, str]] = {}
+    for g in graphs_of(graph):
+        for op in g.ops:
+            table.setdefault(op.name, (op.type, ",".join(op.original_op_names)))
+    return table
+
+
+def _ground_truth(names: Dict[str, Tuple[str, str]], op_name: str, fallback: str = "*") -> str:
+    known = names.get(op_name, ("", ""))[1]
+    return known or fallback or "*"
+
+
+def _tasks(alignment: Alignment, positions, names, share_inputs: bool) -> List[PairTask]:
+    outputs = {pair.npu.key: pair for pair in alignment.pairs if pair.npu.kind == "output"}
+    tasks = []
+    for pair in alignment.pairs:
+        npu = pair.npu
+        same_as = None
+        if share_inputs and npu.kind == "input":
+            edges = alignment.data_inputs.get(npu.op_name, ())
+            if npu.index < len(edges):
+                producer, index = edges[npu.index]
+                candidate = outputs.get((producer, "output", index))
+                if candidate is not None and _decode_alike(candidate, pair):
+                    same_as = candidate.npu
+        tasks.append(PairTask(pair, positions[npu.op_name], _ground_truth(names, npu.op_name, pair.ref.op_name),
+                              same_as))
+    return tasks
+
+
+def _decode_alike(output_pair, input_pair) -> bool:
+    a, b = output_pair.npu, input_pair.npu
+    return (reference_identity(output_pair.ref) == reference_identity(input_pair.ref)
+            and (a.dtype, a.shape, a.origin_format, a.origin_shape) == (b.dtype, b.shape, b.origin_format,
+                                                                         b.origin_shape))
+
+
+def _chunks(tasks: Sequence[PairTask], workers: int) -> List[Sequence[PairTask]]:
+    size = max(1, min(_MAX_CHUNK, math.ceil(len(tasks) / (workers * _CHUNKS_PER_WORKER))))
+    return [tasks[start:start + size] for start in range(0, len(tasks), size)]
+
+
+# --------------------------------------------------------------------------------------------- running
+def _run(tasks: List[PairTask], cosine_threshold, workers: int,
+         progress: Optional[Progress]) -> Tuple[List[Outcome], int]:
+    """Every task's outcome in task order, and the number of processes that compared.
+
+    Work is always done in worker processes -- even with ``workers=1`` -- so that their process-wide settings
+    (:func:`~precision_tool.comparison.worker.prepare_worker_process`) never touch the caller's process (a
+    long-lived shell, a test runner). Only a run too small to fill two chunks is compared in this process.
+    """
+    chunks = _chunks(tasks, workers)
+    outcomes: List[Outcome] = []
+    if progress:
+        progress(0, len(tasks))
+    if len(chunks) < 2:
+        comparer = PairComparer(cosine_threshold)
+        for chunk in chunks:
+            outcomes.extend(comparer.run_all(chunk))
+        if progress and tasks:
+            progress(len(outcomes), len(tasks))
+        return outcomes, 1
+    context = multiprocessing.get_context("fork" if "fork" in multiprocessing.get_all_start_methods() else None)
+    processes = min(workers, len(chunks))
+    with context.Pool(processes, initializer=init_pool_worker, initargs=(cosine_threshold,)) as pool:
+        for chunk_outcomes in pool.imap(run_chunk, chunks):
+            outcomes.extend(chunk_outcomes)
+            if progress:
+                progress(len(outcomes), len(tasks))
+    return outcomes, processes
+
+
+def _resolve_shared(outcomes: List[Outcome], tasks: List[PairTask], cosine_threshold) -> List[TensorResult]:
+    """Give each input that matched its producer's bytes the producer's result; compare the rare input whose
+    producer could not be compared after all."""
+    by_id = {row.tensor_id: row for row, shared in outcomes if not shared}
+    rows: List[TensorResult] = []
+    fallback: Optional[PairComparer] = None
+    for (row, shared), task in zip(outcomes, tasks):
+        if not shared:
+            rows.append(row)
+            continue
+        source = by_id.get(shared)
+        if source is not None and source.compared:
+            rows.append(row.sharing_outcome_of(source))
+            continue
+        fallback = fallback or PairComparer(cosine_threshold)
+        rows.append(fallback.run(PairTask(task.pair, task.index, task.ground_truth))[0])
+    return rows
+
+
+def _uncompared_rows(alignment: Alignment, positions, names) -> List[TensorResult]:
+    rows = []
+    for item in alignment.unaligned:
+        npu = item.npu
+        rows.append(TensorResult(index=positions[npu.op_name], tensor_id=npu.tensor_id, op_name=npu.op_name,
+                                 kind=npu.kind, tensor_index=npu.index, op_type=npu.op_type, status=NOT_COMPARED,
+                                 reason=item.reason, npu_dump=npu.path, npu_dtype=npu.dtype,
+                                 ground_truth=_ground_truth(names, npu.op_name),
+                                 shape=tuple(npu.origin_shape) if npu.origin_shape is not None else tuple(npu.shape)))
+    for op_name in alignment.coverage.graph_ops_without_dump:
+        position = positions.setdefault(op_name, len(positions))
+        rows.append(TensorResult(index=position, tensor_id="", op_name=op_name, kind="", tensor_index=-1,
+                                 op_type=names.get(op_name, ("", ""))[0], status=NO_DUMP,
+                                 reason="the graph runs this op but the dump folder has no file for it",
+                                 ground_truth=_ground_truth(names, op_name)))
+    for path, message in alignment.coverage.unreadable:
+        position = len(positions)
+        positions[path] = position
+        rows.append(TensorResult(index=position, tensor_id="", op_name=os.path.basename(path), kind="",
+                                 tensor_index=-1, op_type="", status=NOT_COMPARED,
+                                 reason=f"unreadable dump file: {message}", npu_dump=path))
+    return rows
+
+
+def iter_failing(result: ComparisonResult) -> Iterable[TensorResult]:
+    """Failing rows, the first divergence's first, then in execution order."""
+    first = result.divergence.first.op_name if result.divergence.first is not None else None
+    failing = list(result.failing)
+    return sorted(failing, key=lambda r: (r.op_name != first, r.index, _KIND_ORDER.get(r.kind, 3), r.tensor_index))

@@ -1,0 +1,150 @@
+"""``compare`` and ``vc``: exit codes for CI, outputs where users and ``vcs`` expect them, inputs never written."""
+import json
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), os.pardir, "comparison"))
+
+from cmp_builders import chain_case, tree_listing, workspace_case  # noqa: E402
+from precision_tool.cli import main  # noqa: E402
+from precision_tool.reports.result_csv import read_result_csv  # noqa: E402
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def compare(case, out, *extra):
+    return main(["compare", "-m", case.npu, "-g", case.ref, "-f", case.graph, "-out", str(out), *extra])
+
+
+def only_csv(folder):
+    found = [name for name in os.listdir(folder) if name.startswith("result_") and name.endswith(".csv")]
+    assert len(found) == 1, found
+    return os.path.join(folder, found[0])
+
+
+def test_clean_run_exits_0_and_writes_csv_summary_and_junit(tmp_path, capsys):
+    case = chain_case(tmp_path / "case", json_graph=True, graph_layout="file")
+    assert compare(case, tmp_path / "out", "--junit", str(tmp_path / "ci" / "junit.xml"), "--workers", "2") == 0
+    out = capsys.readouterr().out
+    assert "Compared 8 tensors (cosine >= 0.99): 8 passed, 0 failed" in out
+    table = read_result_csv(only_csv(tmp_path / "out"))
+    assert len(table.rows) == 8 and all(row.judge(0.99) == "pass" for row in table.rows)
+    summary = json.loads((tmp_path / "out" / "summary.json").read_text())
+    assert summary["exit_code"] == 0 and summary["result_csv"] == os.path.basename(only_csv(tmp_path / "out"))
+    assert (tmp_path / "ci" / "junit.xml").is_file()
+
+
+def test_a_failing_tensor_exits_1_and_names_the_first_divergence(tmp_path, capsys):
+    case = chain_case(tmp_path / "case", break_at="op1")
+    assert compare(case, tmp_path / "out", "-c", "0.99") == 1
+    out = capsys.readouterr().out
+    assert "First divergence: op1 (outputs [0] fail on good inputs)" in out
+    assert main(["--json", "compare", "-m", case.npu, "-g", case.ref, "-f", case.graph, "-out",
+                 str(tmp_path / "out2"), "--cosine", "-1"]) == 0  # the gate is the user's
+    data = json.loads(capsys.readouterr().out)
+    assert data["exit_code"] == 0 and data["data"]["cosine_threshold"] == -1.0
+
+
+def test_missing_dumps_and_references_are_coverage_not_failure(tmp_path, capsys):
+    case = chain_case(tmp_path / "case", names=["op0", "op1", "op2", "op3"], no_dump=["op2"], no_ref=["op0"])
+    assert compare(case, tmp_path / "out") == 0
+    summary = json.loads((tmp_path / "out" / "summary.json").read_text())
+    assert summary["coverage"]["graph_ops_without_dump"] == ["op2"]
+    assert [item[0] for item in summary["coverage"]["unaligned"]] == ["op0:output:0", "op1:input:0"]
+    rows = {row.tensor_id or row.npu_dump: row for row in read_result_csv(only_csv(tmp_path / "out")).rows}
+    assert rows["op2"].status == "NO_DUMP" and rows["op0:output:0"].status == "NOT_COMPARED"
+    assert "1 graph ops have no dump file" in capsys.readouterr().out
+
+
+def test_unusable_input_exits_2(tmp_path, capsys):
+    case = chain_case(tmp_path / "case")
+    assert main(["compare", "-m", str(tmp_path / "nope"), "-g", case.ref, "-out", str(tmp_path / "o")]) == 2
+    assert "nope: no such folder" in capsys.readouterr().err
+    bad_graph = tmp_path / "bad.txt"
+    bad_graph.write_text("graph { op { name: \n")
+    assert main(["compare", "-m", case.npu, "-g", case.ref, "-f", str(bad_graph), "-out", str(tmp_path / "o")]) == 2
+    assert capsys.readouterr().err.startswith(f"precision_tool: error: {bad_graph}")
+    unrelated = chain_case(tmp_path / "other", names=["a0", "a1"])
+    assert main(["compare", "-m", case.npu, "-g", unrelated.ref, "-out", str(tmp_path / "o3")]) == 2
+    assert "Nothing could be compared: 8 NPU tensors, none aligned" in capsys.readouterr().out
+    assert not (tmp_path / "o").exists()  # nothing written when the inputs are unusable
+
+
+def test_output_inside_an_input_is_refused_before_anything_is_written(tmp_path, capsys):
+    case = chain_case(tmp_path / "case")
+    before = tree_listing(tmp_path / "case")
+    assert compare(case, os.path.join(case.ref, "out")) == 2
+    assert "output folder would be inside the input" in capsys.readouterr().err
+    assert tree_listing(tmp_path / "case") == before
+
+
+def test_workspace_defaults_write_under_temp_vector_compare_and_leave_inputs_alone(tmp_path, capsys):
+    case = workspace_case(tmp_path / "ws", break_at="op2")
+    before = {folder: tree_listing(folder) for folder in (case.npu, case.ref, case.graph)}
+    assert main(["-d", case.root, "compare"]) == 1
+    results = tmp_path / "ws" / "temp" / "vector_compare"
+    (stamp,) = os.listdir(results)
+    assert sorted(os.listdir(results / stamp)) == [f"result_{stamp}.csv", "summary.json"]
+    assert {folder: tree_listing(folder) for folder in before} == before
+    # vc writes beside it, in its own timestamped folder, even within the same second
+    assert main(["-d", case.root, "vc", "-lt", case.npu, "-rt", case.ref, "-g", case.graph]) == 1
+    assert len(os.listdir(results)) == 2
+    capsys.readouterr()
+
+
+def test_formula_like_op_names_go_through_end_to_end(tmp_path, capsys):
+    case = chain_case(tmp_path / "case", names=["-neg/Add", "=1+1", "@at", "+plus"], break_at="=1+1")
+    assert compare(case, tmp_path / "out") == 1
+    table = read_result_csv(only_csv(tmp_path / "out"))
+    assert [row.npu_dump for row in table.rows][::2] == ["-neg/Add", "=1+1", "@at", "+plus"]
+    assert main(["vcs", "-f", str(tmp_path / "out")]) == 1
+    assert "=1+1:output:0" in capsys.readouterr().out
+
+
+def test_every_option_has_the_msaccucmp_and_long_spelling(tmp_path):
+    case = chain_case(tmp_path / "case", graph_layout="file")
+    assert main(["compare", "--npu", case.npu, "--golden", case.ref, "--graph", case.graph, "--output",
+                 str(tmp_path / "a"), "--cosine-threshold", "0.9"]) == 0
+    assert main(["compare", "-m", case.npu, "--reference", case.ref, "-f", case.graph, "-o", str(tmp_path / "b"),
+                 "--mode", "npu_vs_tf", "--workers", "1"]) == 0
+    assert main(["compare", "-m", case.npu, "-g", case.ref, "-out", str(tmp_path / "c"), "-c", "2"]) == 2  # bad -c
+
+
+def _sample_workspace(name):
+    root = REPO / "sample_dumps" / name
+    manifest = root / "manifest.json"
+    if not manifest.is_file():
+        pytest.skip(f"sample_dumps/{name} not generated (make sample-dumps)")
+    return root, json.loads(manifest.read_text())
+
+
+def test_planted_op_of_the_sample_workspace_is_the_first_divergence(tmp_path, capsys):
+    root, manifest = _sample_workspace("cnn_workspace")
+    planted = [item["npu_op"]["debug_0"] for item in manifest.get("perturbations", [])]
+    if not planted:
+        pytest.skip("the sample workspace plants nothing")
+    run = root / "npu" / "debug_0"
+    assert main(["compare", "-m", str(run / "dump"), "-g", str(root / "tf" / "dump"), "-f", str(run / "graph"),
+                 "-out", str(tmp_path / "out")]) == 1
+    summary = json.loads((tmp_path / "out" / "summary.json").read_text())
+    assert summary["first_divergence"]["op_name"] == planted[0]
+    assert summary["failing"][0]["tensor_id"].startswith(planted[0] + ":output:")
+    capsys.readouterr()
+
+
+def test_npu_vs_npu_writes_msaccucmps_second_address_column(tmp_path, capsys):
+    fused, unfused = chain_case(tmp_path / "a"), chain_case(tmp_path / "b", break_at="op2")
+    assert main(["compare", "-m", fused.npu, "-g", unfused.npu, "-f", fused.graph, "-rg", unfused.graph,
+                 "-out", str(tmp_path / "out")]) == 1
+    csv_path = only_csv(tmp_path / "out")
+    with open(csv_path, newline="") as handle:
+        assert handle.readline().startswith("Index,OpType,NPUDump,DataType,Address,GroundTruth,DataType,Address,"
+                                            "TensorIndex,Shape,")
+    table = read_result_csv(csv_path)
+    assert table.npu_vs_npu and table.rows[0].ref_address == "0" and table.rows[0].ref_dtype == "float16"
+    summary = json.loads((tmp_path / "out" / "summary.json").read_text())
+    assert summary["mode"] == "npu_vs_npu" and summary["first_divergence"]["op_name"] == "op2"
+    capsys.readouterr()
