@@ -14,6 +14,11 @@ COMMAND_MODULES = (
     "tf_dump",
     "vector_compare",
     "vector_summary",
+    "list_ops",
+    "node_info",
+    "print_tensor",
+    "compare_tensors",
+    "run_command",
 )
 
 

@@ -1,0 +1,127 @@
+"""``cp LEFT RIGHT [-p N] [-al ATOL] [-rl RTOL]``: compare two tensors.
+
+LEFT is read as the NPU side and RIGHT as the reference (this only matters for relative errors, which divide
+by RIGHT). Both take every form of :mod:`.tensor_spec`; a whole dump file or op means its output 0. The
+report gives the verdict of :func:`~precision_tool.metrics.compare_tensors` (cosine gate and allclose with
+dtype-aware tolerances, or ``-al``/``-rl``), msaccucmp's metrics, the N largest errors and the first N
+values side by side. Everything is computed with whole-array numpy operations. Exit code 1 when the pair
+fails, as in CI.
+"""
+from __future__ import annotations
+
+from typing import List
+
+import numpy as np
+
+from precision_tool.commands.arg_hints import TENSOR, completes
+from precision_tool.commands.registry import Command, Context
+from precision_tool.commands.tensor_source import LoadedTensor, load_one_tensor
+from precision_tool.commands.tensor_stats import STATS_HEADERS, tensor_stats
+from precision_tool.commands.workspace_lookup import lookup_for
+from precision_tool.errors import EXIT_FAILED_CHECK, EXIT_OK, UsageError
+from precision_tool.formats.layouts import shape_text
+from precision_tool.reports.report import Report
+
+DEFAULT_COUNT = 10
+
+
+def add_arguments(parser):
+    completes(parser.add_argument("left", help="NPU side: dump file, .npy, OP:output:K, OP or TF_OP:K"), TENSOR)
+    completes(parser.add_argument("right", help="reference side, same forms"), TENSOR)
+    parser.add_argument("-p", "--print", dest="count", type=int, default=DEFAULT_COUNT, metavar="N",
+                        help=f"rows of the top-error and first-values tables (default {DEFAULT_COUNT})")
+    parser.add_argument("-al", "--atol", type=float, default=None, help="absolute tolerance (default: by dtype)")
+    parser.add_argument("-rl", "--rtol", type=float, default=None, help="relative tolerance (default: by dtype)")
+    parser.add_argument("-c", "--cosine", type=float, default=None, metavar="THRESHOLD",
+                        help="cosine gate (default 0.99)")
+    parser.add_argument("-r", "--run", type=int, default=0, help="NPU run for op names on both sides (default 0)")
+    parser.add_argument("--right-run", type=int, default=None, help="NPU run for op names on the right side")
+
+
+def _number(value) -> str:
+    return "-" if value is None else f"{value:.6g}"
+
+
+def handle(args, ctx: Context) -> Report:
+    from precision_tool.metrics import DEFAULT_COSINE_THRESHOLD, compare_tensors
+
+    if args.count < 0:
+        raise UsageError(f"-p N must be >= 0, not {args.count}")
+    for flag, value in (("-al", args.atol), ("-rl", args.rtol)):
+        if value is not None and not value >= 0:
+            raise UsageError(f"{flag} must be a number >= 0, not {value}")
+    _, left, left_note = load_one_tensor(args.left, lookup_for(ctx, args.run))
+    right_run = args.run if args.right_run is None else args.right_run
+    _, right, right_note = load_one_tensor(args.right, lookup_for(ctx, right_run))
+    threshold = DEFAULT_COSINE_THRESHOLD if args.cosine is None else args.cosine
+    result = compare_tensors(left.array, right.array, cosine_threshold=threshold, rtol=args.rtol, atol=args.atol)
+    report = Report(title=f"{left.label}  vs  {right.label}")
+    report.add_table(["side", "tensor", "stored", "dtype", "shape", *STATS_HEADERS],
+                     [_side_row("left", left), _side_row("right", right)])
+    tol = result.tolerance
+    summary = [["verdict", f"{result.status.value}: {result.reason}"],
+               ["cosine", _number(result.cosine)],
+               ["allclose", "-" if result.allclose_ratio is None else
+                f"{result.allclose_ratio:.4%} within rtol {tol.rtol:g}, atol {tol.atol:g} "
+                f"({result.mismatch_count} of {result.element_count} outside)"],
+               *([metric.name, metric.formatted if metric.reason is None else f"NaN ({metric.reason})"]
+                 for metric in result.metrics if metric.name != "CosineSimilarity")]
+    report.add_table(["metric", "value"], summary)
+    notes = [note for note in (left_note, right_note, left.note, right.note, *result.notes) if note]
+    if notes:
+        report.add_text(*(f"note: {note}" for note in notes))
+    worst: List = []
+    if args.count and left.array.size == right.array.size and result.compared_count:
+        worst = _worst_table(report, left, right, args.count)
+    first = _first_values_table(report, left, right, args.count) if args.count else []
+    verdict = "passed" if result else "failed"
+    report.status = verdict if result.status.value in ("PASS", "FAIL") else f"{verdict} ({result.status.value})"
+    report.exit_code = EXIT_OK if result else EXIT_FAILED_CHECK
+    report.data = {"left": left.label, "right": right.label, "status": result.status.value,
+                   "passed": bool(result), "reason": result.reason, "cosine": result.cosine,
+                   "allclose_ratio": result.allclose_ratio, "mismatch_count": result.mismatch_count,
+                   "rtol": tol.rtol, "atol": tol.atol,
+                   "metrics": {metric.name: metric.formatted for metric in result.metrics},
+                   "worst": worst, "first_values": first, "notes": notes}
+    return report
+
+
+def _side_row(side: str, tensor: LoadedTensor) -> list:
+    return [side, tensor.label, tensor.stored, str(tensor.array.dtype), shape_text(tensor.array.shape),
+            *tensor_stats(tensor.array).cells()]
+
+
+def _worst_table(report: Report, left: LoadedTensor, right: LoadedTensor, count: int) -> List[dict]:
+    from precision_tool.metrics.errors_detail import worst_elements
+
+    worst = worst_elements(left.array, right.array, count, "abs")
+    rows = [[str(list(e.index)), f"{e.npu:.6g}", f"{e.reference:.6g}", f"{e.abs_error:.6g}",
+             "-" if e.rel_error is None else f"{e.rel_error:.6g}"] for e in worst]
+    report.add_table(["index", "left", "right", "abs error", "rel error"], rows,
+                     title=f"Largest {len(rows)} absolute errors")
+    return [{"index": list(e.index), "left": e.npu, "right": e.reference, "abs_error": e.abs_error,
+             "rel_error": e.rel_error} for e in worst]
+
+
+def _first_values_table(report: Report, left: LoadedTensor, right: LoadedTensor, count: int) -> List[dict]:
+    n = min(count, left.array.size, right.array.size)
+    x = left.array.reshape(-1)[:n].astype(np.float64)
+    y = right.array.reshape(-1)[:n].astype(np.float64)
+    with np.errstate(invalid="ignore", over="ignore"):
+        diff = np.abs(x - y)
+    index = np.stack(np.unravel_index(np.arange(n), left.array.shape), axis=1) if left.array.ndim else np.zeros((n, 0))
+    rows = [[str(list(map(int, idx))), f"{a:.6g}", f"{b:.6g}", f"{d:.6g}"]
+            for idx, a, b, d in zip(index.tolist(), x.tolist(), y.tolist(), diff.tolist())]
+    report.add_table(["index", "left", "right", "|left - right|"], rows, title=f"First {n} values (C order)")
+    return [{"index": list(map(int, idx)), "left": a, "right": b} for idx, a, b in zip(index.tolist(), x.tolist(),
+                                                                                       y.tolist())]
+
+
+COMMAND = Command(
+    name="cp",
+    summary="Compare two tensors: verdict, cosine, allclose, msaccucmp metrics, top errors, values side by side.",
+    add_arguments=add_arguments,
+    handler=handle,
+    aliases=("compare_tensors",),
+    epilog="Examples:\n  cp conv1/Conv2D:output:0 conv1/Relu:0\n  cp a.npy b.npy -p 20 -al 1e-3 -rl 1e-3",
+)

@@ -1,0 +1,161 @@
+"""The sections of ``ni``'s report, one function each; every function adds its blocks and its JSON data.
+
+A section whose files are missing says so in one line instead of failing the whole command: ``ni`` is
+most useful exactly when a workspace is incomplete.
+"""
+from __future__ import annotations
+
+import os
+from typing import List, Optional
+
+from precision_tool.commands.tensor_stats import STATS_HEADERS, tensor_stats
+from precision_tool.errors import PrecisionToolError
+from precision_tool.formats.layouts import shape_text
+from precision_tool.reports.report import Report
+
+MAX_CONSUMERS_SHOWN = 3
+MAX_ATTR_TEXT = 100
+
+
+def _desc_cells(desc) -> List[str]:
+    if desc is None:
+        return ["-", "-", "-", "-"]
+    origin_shape = "-" if desc.origin_shape is None else shape_text(desc.origin_shape)
+    return [desc.dtype.replace("DT_", "").lower(), desc.layout or "-", shape_text(desc.shape),
+            f"{desc.origin_format or '-'} {origin_shape}"]
+
+
+def add_graph_sections(report: Report, data: dict, op, graph) -> None:
+    """Inputs, outputs, TF origins, fusion passes and kernel, from the graph alone."""
+    from precision_tool.alignment.npu_side import input_desc
+
+    input_rows = [[k, str(ref), *_desc_cells(input_desc(op, k))] for k, ref in enumerate(op.data_inputs)]
+    report.add_table(["in", "from", "dtype", "layout", "shape", "origin"], input_rows, title="Inputs")
+    readers = {}
+    for consumer in graph.consumers(op.name):
+        ref = consumer.op.inputs[consumer.input_position]
+        if not ref.is_control:
+            readers.setdefault(ref.index, []).append(consumer.op.name)
+    output_rows = []
+    for k, desc in enumerate(op.output_descs):
+        tf_tensor = f"{desc.origin_name}:{desc.origin_output_index}" if desc.origin_name else "-"
+        names = readers.get(k, [])
+        shown = ", ".join(names[:MAX_CONSUMERS_SHOWN])
+        if len(names) > MAX_CONSUMERS_SHOWN:
+            shown += f" (+{len(names) - MAX_CONSUMERS_SHOWN} more)"
+        output_rows.append([k, *_desc_cells(desc), tf_tensor, shown or "-"])
+    report.add_table(["out", "dtype", "layout", "shape", "origin", "TF tensor", "consumers"], output_rows,
+                     title="Outputs")
+    control = [ref.producer for ref in op.inputs if ref.is_control]
+    lines = [f"Original TF ops: {', '.join(op.original_op_names) or '-'}",
+             f"Fusion passes:   {', '.join(op.pass_names) or '-'}",
+             f"Kernel:          {op.kernel_name or '-'}" + (f" ({op.kernel_lib})" if op.kernel_lib else "")]
+    if op.l1_fusion_group:
+        lines.append(f"L1 fusion group: {op.l1_fusion_group}")
+    if control:
+        lines.append(f"Control inputs:  {', '.join(control)}")
+    report.add_text(*lines)
+    data.update(inputs=[{"from": str(ref)} for ref in op.data_inputs], outputs=len(op.output_descs),
+                original_op_names=list(op.original_op_names), pass_names=list(op.pass_names),
+                kernel=op.kernel_name, kernel_lib=op.kernel_lib, control_inputs=control)
+
+
+def add_dump_section(report: Report, data: dict, dumped, op) -> None:
+    """The op's latest dump file and per-tensor statistics (origin layout), or why there is none."""
+    from precision_tool.commands.tensor_source import npu_tensor_ref
+    from precision_tool.formats.dump_file import read_dump_header
+
+    if dumped is None:
+        report.add_text("NPU dump: none (ops GE does not run as tasks, e.g. Data and Const, are never dumped)")
+        data["dump"] = None
+        return
+    older = f"; {len(dumped.superseded)} older executions" if dumped.superseded else ""
+    title = f"NPU dump {os.path.basename(dumped.latest.path)}{older}"
+    try:
+        dump = read_dump_header(dumped.latest.path)
+    except PrecisionToolError as error:
+        report.add_text(f"{title}: unreadable: {error}")
+        data["dump"] = {"path": dumped.latest.path, "error": str(error)}
+        return
+    rows, tensors = [], []
+    for entry in dump.tensors:
+        ref = npu_tensor_ref(dumped.latest.path, dump, entry, op)
+        try:
+            decoded = ref.load()
+            stats = tensor_stats(decoded.array)
+            cells = [f"{decoded.origin_format} {shape_text(decoded.array.shape)}", *stats.cells()]
+            tensors.append({"tensor": ref.tensor_id, **stats.to_dict()})
+        except PrecisionToolError as error:
+            cells = [f"unreadable: {error}", "", "", "", "", ""]
+            tensors.append({"tensor": ref.tensor_id, "error": str(error)})
+        rows.append([f"{entry.kind}:{entry.index}", ref.dtype, f"{entry.format_name} {shape_text(entry.shape)}",
+                     *cells])
+    report.add_table(["tensor", "dtype", "stored", "origin", *STATS_HEADERS], rows, title=title)
+    data["dump"] = {"path": dumped.latest.path, "op_name": dump.op_name,
+                    "older": [ref.path for ref in dumped.superseded], "tensors": tensors}
+
+
+def add_reference_section(report: Report, data: dict, op_name: str, lookup) -> None:
+    """The reference tensors the alignment pairs with this op's tensors, and why others have none."""
+    try:
+        alignment = lookup.alignment()
+    except PrecisionToolError as error:
+        report.add_text(f"Reference: alignment failed: {error}")
+        data["references"] = {"error": str(error)}
+        return
+    if alignment is None:
+        report.add_text(f"Reference: none ({lookup.reference_dir} or the NPU dump folder is missing)")
+        data["references"] = None
+        return
+    pairs = [pair for pair in alignment.pairs if pair.npu.op_name == op_name]
+    rows, found = [], []
+    for pair in pairs:
+        try:
+            stats = tensor_stats(pair.ref.load()).cells()
+        except PrecisionToolError as error:
+            stats = [f"unreadable: {error}", "", "", "", ""]
+        rows.append([f"{pair.npu.kind}:{pair.npu.index}", pair.ref.tensor_id, shape_text(pair.ref.shape), *stats])
+        found.append({"tensor": pair.npu.tensor_id, "reference": pair.ref.tensor_id, "path": pair.ref.path,
+                      "rule": pair.rule})
+    missing = [(item.npu.tensor_id, item.reason) for item in alignment.unaligned if item.npu.op_name == op_name]
+    if rows:
+        report.add_table(["tensor", "reference", "shape", *STATS_HEADERS], rows,
+                         title=f"Reference tensors ({lookup.reference_dir})")
+    if missing:
+        report.add_text("Not compared:", *(f"  {tensor}: {reason}" for tensor, reason in missing))
+    if not rows and not missing:
+        report.add_text("Reference: this op has no dumped tensor to pair")
+    data["references"] = {"pairs": found, "not_compared": [list(item) for item in missing]}
+
+
+def add_compare_section(report: Report, data: dict, op_name: str, lookup) -> None:
+    """This op's rows of the newest comparison result, when one exists."""
+    from precision_tool.commands.compare_rows import compare_rows_for_op, latest_result_csv
+
+    path: Optional[str] = latest_result_csv(lookup.workspace.temp)
+    if path is None:
+        data["compare"] = None
+        return
+    try:
+        headers, rows = compare_rows_for_op(path, op_name)
+    except PrecisionToolError as error:
+        report.add_text(f"Comparison result: {error}")
+        data["compare"] = {"path": path, "error": str(error)}
+        return
+    if rows:
+        report.add_table(headers, rows, title=f"Comparison result {path}")
+    else:
+        report.add_text(f"Comparison result {path}: no row for this op")
+    data["compare"] = {"path": path, "headers": headers, "rows": rows}
+
+
+def add_attribute_section(report: Report, data: dict, op) -> None:
+    """Every op attribute, values shortened to one line."""
+    rows = []
+    for key in sorted(op.attrs):
+        text = " ".join(repr(op.attrs[key]).split())
+        if len(text) > MAX_ATTR_TEXT:
+            text = text[: MAX_ATTR_TEXT - 3] + "..."
+        rows.append([key, text])
+    report.add_table(["attribute", "value"], rows, title="Attributes")
+    data["attrs"] = {key: repr(value) for key, value in op.attrs.items()}

@@ -1,0 +1,137 @@
+"""``pt [-n] TENSOR [SLICE] [-s] [--keep-layout]``: print a dump tensor or a ``.npy`` file.
+
+For each tensor: dtype, layout and shape as stored and as shown, min/max/mean over the finite values and
+inf/NaN counts (of the whole tensor), then the values -- of the slice when one is given -- printed to fit
+the terminal. TENSOR takes every form of :mod:`.tensor_spec` (``OP:output:0``, ``TF_OP:0``, a file, ...);
+the slice may follow it directly (``pt X[0, :4]``) or as a second argument.
+
+``-s`` saves what is shown as ``WORKSPACE/temp/print_tensor/{name}.npy`` (the decoded copy) and
+``{name}.txt`` beside it: never next to the input.
+"""
+from __future__ import annotations
+
+import os
+from typing import List
+
+import numpy as np
+
+from precision_tool.commands.arg_hints import NOTHING, TENSOR, completes
+from precision_tool.commands.registry import Command, Context
+from precision_tool.commands.tensor_source import LoadedTensor, load_tensors
+from precision_tool.commands.tensor_spec import FORMS_HINT, parse_slice
+from precision_tool.commands.tensor_stats import STATS_HEADERS, array_text, tensor_stats, terminal_size
+from precision_tool.commands.workspace_lookup import lookup_for
+from precision_tool.errors import UsageError, WorkspaceError
+from precision_tool.formats.layouts import shape_text
+from precision_tool.reports.report import Report
+
+
+def add_arguments(parser):
+    completes(parser.add_argument("tensor", nargs="?", help="dump file, .npy file, OP:output:K, OP or TF_OP:K"),
+              TENSOR)
+    completes(parser.add_argument("slice", nargs="?", default="",
+                                  help="numpy slice, e.g. [0, :4] (or glued: X[0, :4])"), NOTHING)
+    completes(parser.add_argument("-n", "--name", dest="name_flag", metavar="TENSOR",
+                                  help="the tensor, as a flag (the original tool's form)"), TENSOR)
+    parser.add_argument("-s", "--save", action="store_true",
+                        help="save the shown values as .npy and .txt in WORKSPACE/temp/print_tensor/")
+    parser.add_argument("--keep-layout", action="store_true",
+                        help="show dump tensors as stored (device layout such as NC1HWC0), not in origin layout")
+    parser.add_argument("-r", "--run", type=int, default=0, help="NPU run for op names: 0 = npu/debug_0 (default)")
+
+
+def tensor_argument(args) -> str:
+    """``TENSOR`` or ``-n TENSOR``, with a separate ``SLICE`` glued back on."""
+    if args.tensor and args.name_flag:
+        if args.slice:
+            raise UsageError("give the tensor once: pt TENSOR [SLICE] or pt -n TENSOR [SLICE]")
+        args.slice, args.tensor = args.tensor, None  # "pt -n X [0]": the positional was the slice
+    text = args.tensor or args.name_flag
+    if not text:
+        raise UsageError("which tensor? pt TENSOR [SLICE]", FORMS_HINT)
+    if args.slice:
+        if not args.slice.strip().startswith("["):
+            raise UsageError(f"{args.slice!r} is not a slice like [0, :4]")
+        text = text + args.slice.strip()
+    return text
+
+
+def handle(args, ctx: Context) -> Report:
+    text = tensor_argument(args)
+    lookup = lookup_for(ctx, args.run)
+    spec, tensors = load_tensors(text, lookup, keep_layout=args.keep_layout)
+    index = parse_slice(spec.slice_text) if spec.slice_text else None
+    columns, lines = terminal_size(ctx)
+    report = Report(title=text)
+    rows, data, saved = [], [], []
+    value_lines: List[str] = []
+    for tensor in tensors:
+        shown = _apply_slice(tensor, index, spec.slice_text)
+        stats = tensor_stats(tensor.array)
+        rows.append([tensor.label, tensor.stored, f"{tensor.layout} {shape_text(tensor.array.shape)}".strip(),
+                     *stats.cells()])
+        heading = f"{tensor.label}{spec.slice_text}: {shown.dtype} {shape_text(shown.shape)}"
+        value_lines += [heading, array_text(shown, columns, max(8, lines // max(1, len(tensors)))), ""]
+        if tensor.note:
+            value_lines.insert(len(value_lines) - 1, f"note: {tensor.note}")
+        item = {"tensor": tensor.label, "path": tensor.path, "stored": tensor.stored, "layout": tensor.layout,
+                "shape": list(tensor.array.shape), "dtype": str(tensor.array.dtype), **stats.to_dict(),
+                "shown_shape": list(shown.shape), "values": shown.tolist() if shown.size <= 10000 else None}
+        if args.save:
+            item["saved"] = _save(tensor, shown, spec.slice_text, lookup)
+            saved += item["saved"]
+        data.append(item)
+    report.add_table(["tensor", "stored", "shown as", *STATS_HEADERS], rows)
+    report.add_text(*value_lines[:-1])
+    if saved:
+        report.status = "saved " + ", ".join(saved)
+    report.data = {"spec": text, "slice": spec.slice_text, "tensors": data}
+    return report
+
+
+def _apply_slice(tensor: LoadedTensor, index, slice_text: str) -> np.ndarray:
+    if index is None:
+        return tensor.array
+    try:
+        return np.asarray(tensor.array[index])
+    except (IndexError, ValueError, TypeError) as error:
+        raise UsageError(f"slice {slice_text} does not fit {tensor.label} of shape "
+                         f"{shape_text(tensor.array.shape)}: {error}") from None
+
+
+def safe_file_stem(label: str) -> str:
+    """A file name from a tensor label: ``a/b:output:0`` -> ``a_b.output.0``."""
+    stem = label[:-4] if label.endswith(".npy") else label
+    return "".join("_" if c in '/\\ *?"<>|' else c for c in stem).replace(":", ".")
+
+
+def _save(tensor: LoadedTensor, shown: np.ndarray, slice_text: str, lookup) -> List[str]:
+    from precision_tool.config import ensure_output_dir
+    from precision_tool.fileio import atomic_write, save_npy_atomic
+
+    folder = ensure_output_dir(os.path.join(lookup.workspace.temp, "print_tensor"), tensor.path)
+    stem = safe_file_stem(tensor.label) + (".slice" if slice_text else "")
+    npy_path, txt_path = os.path.join(folder, stem + ".npy"), os.path.join(folder, stem + ".txt")
+    values = np.asarray(shown)
+    table = values.reshape(1, 1) if values.ndim == 0 else values.reshape(-1, values.shape[-1] if values.shape[-1] else 1)
+    fmt = "%.9g" if values.dtype.kind in "fc" else "%d"
+    try:
+        save_npy_atomic(npy_path, values)
+        with atomic_write(txt_path, "w") as out:
+            out.write(f"# {tensor.label}{slice_text} dtype {values.dtype} shape {list(values.shape)}\n")
+            np.savetxt(out, table.astype(np.float64) if values.dtype.kind == "f" and values.itemsize < 4 else table,
+                       fmt=fmt)
+    except OSError as error:
+        raise WorkspaceError(f"{folder}: cannot write ({error.strerror or error})") from None
+    return [npy_path, txt_path]
+
+
+COMMAND = Command(
+    name="pt",
+    summary="Print a tensor (dump file, npy, OP:output:K, TF_OP:K): stats and values, optionally a numpy slice.",
+    add_arguments=add_arguments,
+    handler=handle,
+    aliases=("print_tensor",),
+    epilog="Examples:\n  pt conv1/Conv2D:output:0[0, :4]\n  pt conv1/Relu:0 [..., :8] -s\n"
+           "  pt npu/debug_0/dump/.../Conv2D.conv1_Conv2D.3.2.1700000000000001",
+)

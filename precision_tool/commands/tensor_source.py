@@ -1,0 +1,116 @@
+"""Load the tensors a ``pt``/``cp`` argument names (see :mod:`.tensor_spec` for the forms).
+
+Dump tensors come back in their origin layout and shape, as ``dc`` writes them: the layout is taken from the
+GE graph's desc when the dump file belongs to the run's dump folder and its op is in the graph, else from the
+dump header (the rules of :class:`~precision_tool.alignment.NpuTensorRef`). ``keep_layout=True`` returns the
+stored (device-layout) array instead.
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import List, Tuple
+
+import numpy as np
+
+from precision_tool.commands.tensor_spec import ParsedSpec, TensorChoice, choose_tensor_file, parse_tensor_spec
+from precision_tool.errors import UsageError
+
+
+@dataclass(frozen=True)
+class LoadedTensor:
+    """One tensor read from disk.
+
+    ``label`` names it (``conv1/Conv2D:output:0`` or the ``.npy`` file name); ``stored`` describes it as
+    stored (``float16 NC1HWC0 [1, 1, 4, 4, 16]``); ``layout`` is the layout of ``array`` (``""`` for npy);
+    ``note`` says what was assumed.
+    """
+
+    label: str
+    path: str
+    array: np.ndarray
+    stored: str
+    layout: str = ""
+    note: str = ""
+
+
+def load_tensors(text: str, lookup, keep_layout: bool = False) -> Tuple[ParsedSpec, List[LoadedTensor]]:
+    """Every tensor ``text`` names (a bare dump file or op gives all its inputs and outputs)."""
+    spec = parse_tensor_spec(text)
+    choice = choose_tensor_file(spec, lookup)
+    if choice.kind == "npy":
+        return spec, [_load_npy(choice.path)]
+    return spec, _load_dump(choice, lookup, keep_layout)
+
+
+def load_one_tensor(text: str, lookup, keep_layout: bool = False) -> Tuple[ParsedSpec, LoadedTensor, str]:
+    """The single tensor ``text`` names: a whole dump file or op means its output 0 (said in the note)."""
+    spec = parse_tensor_spec(text)
+    choice = choose_tensor_file(spec, lookup)
+    if choice.kind == "npy":
+        return spec, _load_npy(choice.path), ""
+    note = ""
+    if choice.index is None:
+        choice = TensorChoice(choice.path, "output", 0, choice.op)
+        note = f"{spec.base}: compared its output 0 (name another with :output:K or :input:K)"
+    return spec, _load_dump(choice, lookup, keep_layout)[0], note
+
+
+def _load_npy(path: str) -> LoadedTensor:
+    from precision_tool.formats.npy_dir import NpyReference, read_npy_header
+
+    dtype, shape = read_npy_header(path)
+    array = NpyReference(os.path.basename(path), 0, 0, dtype, shape, path, "").load()
+    return LoadedTensor(os.path.basename(path), path, array, f"npy {array.dtype} {list(array.shape)}")
+
+
+def _load_dump(choice: TensorChoice, lookup, keep_layout: bool) -> List[LoadedTensor]:
+    from precision_tool.formats.dump_file import read_dump_header
+    from precision_tool.formats.layouts import shape_text
+
+    dump = read_dump_header(choice.path)
+    if choice.kind in ("input", "output"):
+        entries = [dump.tensor(choice.kind, choice.index)]
+    else:
+        entries = list(dump.tensors)
+    if not entries:
+        raise UsageError(f"{choice.path}: the dump file holds no input or output tensor")
+    node = choice.op if choice.op is not None else _graph_node(dump, choice.path, lookup)
+    loaded = []
+    for entry in entries:
+        ref = npu_tensor_ref(choice.path, dump, entry, node)
+        decoded = ref.load(keep_layout=keep_layout)
+        stored = f"{ref.dtype} {entry.format_name} {shape_text(entry.shape)}"
+        loaded.append(LoadedTensor(ref.tensor_id, choice.path, decoded.array, stored, decoded.origin_format,
+                                   decoded.note))
+    return loaded
+
+
+def _graph_node(dump, path: str, lookup):
+    """The graph op of a dump file that lies in the run's dump folder (another run's graph could differ)."""
+    inside = os.path.realpath(path).startswith(os.path.realpath(lookup.dump_dir) + os.sep)
+    if not inside or not dump.op_name:
+        return None
+    model = lookup.graph_model(required=False)
+    return model.find_op(dump.op_name) if model is not None else None
+
+
+def npu_tensor_ref(path: str, dump, entry, node):
+    """The :class:`~precision_tool.alignment.NpuTensorRef` of one entry of a dump file, with the origin
+    layout and shape from ``node``'s desc when there is a node (the alignment's own rule)."""
+    from precision_tool.alignment import NpuTensorRef
+    from precision_tool.alignment.npu_side import input_desc, origin_of
+    from precision_tool.formats.dump_file import dtype_label
+    from precision_tool.formats.dump_names import parse_dump_name
+
+    desc = None
+    if node is not None:
+        desc = input_desc(node, entry.index) if entry.kind == "input" else (
+            node.output_descs[entry.index] if entry.index < len(node.output_descs) else None)
+    fmt, shape, fmt_from, shape_from = origin_of(desc, entry)
+    name = parse_dump_name(os.path.basename(path))
+    op_name = node.name if node is not None else (dump.op_name or (name.op_name if name else os.path.basename(path)))
+    op_type = node.type if node is not None else (name.op_type if name else "")
+    return NpuTensorRef(path, op_name, op_type, entry.kind, entry.index, name.timestamp if name else 0,
+                        dtype_label(entry.dtype_code), entry.shape, fmt, shape, fmt_from, shape_from)
+

@@ -1,0 +1,199 @@
+"""What ``pt`` and ``cp`` accept as a tensor, and the numpy slice after it.
+
+Forms, tried in this order (the slice ``[...]`` at the end is split off first):
+
+===============================  ====================================================================
+``path/to/file.npy``             a ``.npy`` file (read with ``allow_pickle=False``)
+``path/to/dump_file``            every input and output of an Ascend dump file
+``DUMP:output:0``                one tensor of a dump file: a path, or a dump file name found under the
+                                 run's dump folder (``input`` works the same way)
+``OP:output:0``                  one tensor of the latest dump of graph op ``OP`` (``input`` likewise)
+``OP``                           every tensor of the latest dump of ``OP``
+``TF_OP:0``                      reference tensor: output 0 of TensorFlow op ``TF_OP`` in ``tf/dump``
+``name.0.1700000000000000.npy``  a file of ``tf/dump`` by its name alone
+===============================  ====================================================================
+
+Paths are taken relative to the current folder, then to the workspace. A slice holds only integers, ``:``
+slices, ``...`` and ``None``/``newaxis``, separated by commas (``[0, :4]``, ``[..., ::2]``, ``[-1]``); it is
+parsed, never evaluated.
+"""
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass
+from typing import List, Optional, Tuple
+
+from precision_tool.errors import UsageError, WorkspaceError
+
+_SELECTOR = re.compile(r"(?P<target>.+?):(?:(?P<kind>input|output):)?(?P<index>[0-9]+)\Z")
+_INT = r"[+-]?[0-9]+"
+_SLICE_PART = re.compile(rf"\s*(?P<start>{_INT})?\s*:\s*(?P<stop>{_INT})?\s*(?::\s*(?P<step>{_INT})?\s*)?\Z")
+
+FORMS_HINT = "give a .npy or dump file, DUMP_OR_OP:output:K, OP, or TF_OP:K (a reference tensor)"
+
+
+@dataclass(frozen=True)
+class ParsedSpec:
+    """A tensor argument taken apart: ``base`` is the text without its slice, ``target`` the part before
+    the selector; ``kind``/``index`` and the slice text when given.
+
+    ``kind`` is ``"input"``/``"output"`` for NPU tensors, ``"reference"`` for ``TF_OP:K``, ``""`` when no
+    selector was given.
+    """
+
+    text: str
+    base: str
+    target: str
+    kind: str = ""
+    index: Optional[int] = None
+    slice_text: str = ""
+
+
+def split_slice(text: str) -> Tuple[str, str]:
+    """``"x[0, :4]"`` -> ``("x", "[0, :4]")``; text without a trailing bracket group -> ``(text, "")``."""
+    text = text.strip()
+    if not text.endswith("]"):
+        return text, ""
+    depth = 0
+    for position in range(len(text) - 1, -1, -1):
+        depth += {"]": 1, "[": -1}.get(text[position], 0)
+        if depth == 0:
+            if position == 0:
+                raise UsageError(f"{text!r}: a slice needs a tensor before it", FORMS_HINT)
+            return text[:position].rstrip(), text[position:]
+    raise UsageError(f"{text!r}: unbalanced brackets in the slice")
+
+
+def parse_slice(slice_text: str) -> tuple:
+    """The index tuple of ``"[0, :4]"``: ints, ``slice`` objects, ``Ellipsis`` and ``None``.
+
+    >>> parse_slice("[0, 1:-1:2, ..., None]")
+    (0, slice(1, -1, 2), Ellipsis, None)
+    >>> parse_slice("[]")
+    ()
+    """
+    if not (slice_text.startswith("[") and slice_text.endswith("]")):
+        raise UsageError(f"{slice_text!r} is not a slice like [0, :4]")
+    body = slice_text[1:-1].strip()
+    if not body:
+        return ()
+    items = []
+    for part in body.split(","):
+        items.append(_slice_item(part.strip(), slice_text))
+    return tuple(items)
+
+
+def _slice_item(part: str, whole: str):
+    if re.fullmatch(_INT, part):
+        return int(part)
+    if part == "...":
+        return Ellipsis
+    if part in ("None", "newaxis", "np.newaxis"):
+        return None
+    match = _SLICE_PART.match(part)
+    if match and part:
+        start, stop, step = (None if match.group(g) is None else int(match.group(g)) for g in ("start", "stop", "step"))
+        if step == 0:
+            raise UsageError(f"slice {whole}: step cannot be 0")
+        return slice(start, stop, step)
+    raise UsageError(f"slice {whole}: {part!r} is not an integer, a:b:c, ... or None",
+                     "slices are parsed, not evaluated: no expressions")
+
+
+def parse_tensor_spec(text: str) -> ParsedSpec:
+    """Split ``text`` into target, selector and slice (no file system access)."""
+    target, slice_text = split_slice(text)
+    if not target:
+        raise UsageError("empty tensor argument", FORMS_HINT)
+    match = _SELECTOR.match(target)
+    if match is None:
+        return ParsedSpec(text, target, target, slice_text=slice_text)
+    kind = match.group("kind") or "reference"
+    return ParsedSpec(text, target, match.group("target"), kind, int(match.group("index")), slice_text)
+
+
+def existing_path(text: str, workspace_root: str) -> Optional[str]:
+    """``text`` as an existing file: relative to the current folder, then to the workspace."""
+    expanded = os.path.expanduser(text)
+    for candidate in (expanded, os.path.join(workspace_root, expanded)):
+        if os.path.isfile(candidate):
+            return candidate
+    return None
+
+
+@dataclass(frozen=True)
+class TensorChoice:
+    """A resolved tensor file: a dump file (``kind``/``index`` select inputs or outputs; ``None`` = all) or
+    a ``.npy`` file (``kind == "npy"``). ``op`` is the graph op of a dump, when known."""
+
+    path: str
+    kind: str
+    index: Optional[int] = None
+    op: object = None
+
+
+def choose_tensor_file(spec: ParsedSpec, lookup) -> TensorChoice:
+    """Which file (and which tensor in it) ``spec`` means, by the rules of the module docstring."""
+    root = lookup.workspace.root
+    whole = existing_path(spec.base, root)
+    if whole is not None:
+        return _file_choice(whole, None, None)
+    if spec.kind in ("input", "output"):
+        path = existing_path(spec.target, root) or lookup.find_dump_file(spec.target)
+        if path is not None:
+            return _file_choice(path, spec.kind, spec.index)
+        op = _graph_op(spec.target, lookup)
+        return TensorChoice(_latest_dump(spec.target, op, lookup), spec.kind, spec.index, op)
+    if spec.kind == "reference":
+        return TensorChoice(_reference_file(spec.target, spec.index, lookup), "npy")
+    path = lookup.find_dump_file(spec.target)
+    if path is not None:
+        return TensorChoice(path, "dump")
+    path = lookup.find_reference_file(spec.target)
+    if path is not None:
+        return TensorChoice(path, "npy")
+    op = _graph_op(spec.target, lookup)
+    if op is None and lookup.dumped_op(spec.target) is None:
+        raise WorkspaceError(f"{spec.target!r} is not a file, a dump file name or an op of {lookup.run_label}",
+                             FORMS_HINT)
+    return TensorChoice(_latest_dump(spec.target, op, lookup), "dump", None, op)
+
+
+def _file_choice(path: str, kind: Optional[str], index: Optional[int]) -> TensorChoice:
+    if path.lower().endswith(".npy"):
+        if kind is not None:
+            raise UsageError(f"{path}: a .npy file holds one tensor; drop ':{kind}:{index}'")
+        return TensorChoice(path, "npy")
+    return TensorChoice(path, kind or "dump", index)
+
+
+def _graph_op(name: str, lookup):
+    model = lookup.graph_model(required=False)
+    if model is None:
+        return None
+    try:
+        return lookup.find_op(name)
+    except WorkspaceError:
+        return None
+
+
+def _latest_dump(name: str, op, lookup) -> str:
+    dumped = lookup.dumped_op(op.name if op is not None else name)
+    if dumped is None:
+        where = f"graph op {op.name!r} ({op.type})" if op is not None else repr(name)
+        raise WorkspaceError(f"{where} has no dump file under {lookup.dump_dir}",
+                             "ops GE does not run as tasks (Data, Const, ...) are never dumped")
+    return dumped.latest.path
+
+
+def _reference_file(tf_name: str, index: int, lookup) -> str:
+    from precision_tool.formats.npy_dir import reference_op_name
+
+    wanted = reference_op_name(tf_name)
+    found: List = [ref for ref in lookup.reference_files()
+                   if ref.file_op_name == wanted and ref.output_index == index]
+    if not found:
+        raise WorkspaceError(f"no reference tensor {tf_name}:{index} ({wanted}.{index}.*.npy) in "
+                             f"{lookup.reference_dir}", "NPU tensors are written OP:output:K")
+    return found[0].path

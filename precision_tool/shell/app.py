@@ -1,0 +1,195 @@
+"""The interactive shell: ``precision_tool`` with no command opens ``PrecisionTool >`` over the workspace.
+
+The loop follows pgcli's ``run_cli``: read a line (prompt_toolkit, set up once in :meth:`Shell._build_session`),
+split it (:mod:`.command_line`), dispatch it through the same registry as the batch CLI, format the report
+for the terminal and print it. Long tables are cut to the terminal's height with a note; ``CMD > FILE``
+writes the whole output to a file instead. A user error prints one line ``error: ...``; a bug prints its
+traceback; either way the shell stays. Ctrl-C cancels the running command (or clears the line), Ctrl-D,
+``exit`` or ``quit`` leave. History is kept in ``$XDG_STATE_HOME/precision_tool/history`` (default
+``~/.local/state/...``) and suggested as you type.
+
+Nothing of the workspace is read at start-up: the completion index and the commands read it when first
+needed. When standard input is not a terminal, lines are read from it and run one after the other
+(``precision_tool -d WS < session.txt``).
+"""
+from __future__ import annotations
+
+import dataclasses
+import os
+import shutil
+import sys
+import traceback
+from dataclasses import dataclass
+from typing import Optional, Tuple
+
+from precision_tool import __version__
+from precision_tool.commands import build_registry
+from precision_tool.commands.registry import Context
+from precision_tool.commands.workspace_lookup import lookup_for
+from precision_tool.errors import EXIT_OK, PrecisionToolError, UsageError
+from precision_tool.reports.format import OutputSettings, format_report
+from precision_tool.reports.report import Table
+from precision_tool.shell.command_line import parse_command_line
+from precision_tool.shell.completer import PrecisionToolCompleter
+from precision_tool.shell.keys import ShellState, shell_key_bindings
+from precision_tool.shell.workspace_index import WorkspaceIndex
+
+PROMPT = "PrecisionTool > "
+LEAVE_WORDS = ("exit", "quit")
+MIN_TABLE_ROWS = 10
+RESERVED_LINES = 12  # title, headers, notes and the next prompt around a table
+
+
+def history_path(environ=None) -> str:
+    """``$XDG_STATE_HOME/precision_tool/history``, with XDG's default ``~/.local/state``."""
+    environ = os.environ if environ is None else environ
+    state_home = environ.get("XDG_STATE_HOME") or os.path.join(os.path.expanduser("~"), ".local", "state")
+    return os.path.join(state_home, "precision_tool", "history")
+
+
+@dataclass(frozen=True)
+class ShellResult:
+    """What one line produced: text to print, whether to leave, and the command's exit code."""
+
+    text: str = ""
+    leave: bool = False
+    exit_code: int = EXIT_OK
+
+
+class Shell:
+    """One session over the workspace of ``ctx``; :meth:`execute` runs a line without any terminal."""
+
+    def __init__(self, ctx: Context, registry=None):
+        self.ctx = dataclasses.replace(ctx, interactive=True)
+        self.registry = registry if registry is not None else build_registry()
+        self.index = WorkspaceIndex(lambda: lookup_for(self.ctx, 0))
+        self.completer = PrecisionToolCompleter(self.registry, self.index)
+        self.state = ShellState()
+        self.session = None
+
+    # ------------------------------------------------------------------ one line
+    def execute(self, line: str, size: Optional[Tuple[int, int]] = None) -> ShellResult:
+        """Run one line; ``size`` is the terminal's ``(columns, lines)`` (default: the real one)."""
+        stripped = line.strip()
+        if not stripped or stripped.startswith("#"):
+            return ShellResult()
+        if stripped in LEAVE_WORDS:
+            return ShellResult(leave=True)
+        columns, lines = size or self._terminal_size()
+        self.ctx.extras["terminal_size"] = (columns, lines)
+        try:
+            parsed = parse_command_line(stripped)
+            report = self.registry.dispatch(parsed.argv, self.ctx)
+            if parsed.redirect:
+                return ShellResult(self._write(report, parsed.redirect), exit_code=report.exit_code)
+            max_rows = max(MIN_TABLE_ROWS, lines - RESERVED_LINES)
+            text = format_report(report, OutputSettings(max_rows=max_rows))
+            if any(isinstance(b, Table) and len(b.rows) > max_rows for b in report.blocks):
+                text += f"\n(tables cut to {max_rows} rows to fit the terminal; add '> FILE' to save everything)"
+            return ShellResult(text, exit_code=report.exit_code)
+        except PrecisionToolError as error:
+            return ShellResult(f"error: {error}", exit_code=error.exit_code)
+        except Exception:  # a bug: show it, keep the session
+            return ShellResult("internal error (a bug in precision_tool; please report it):\n"
+                               + traceback.format_exc().rstrip(), exit_code=70)
+
+    def _write(self, report, target: str) -> str:
+        from precision_tool.fileio import atomic_write
+
+        path = os.path.expanduser(target)
+        text = format_report(report)
+        try:
+            with atomic_write(path, "w") as out:
+                out.write(text + "\n")
+        except OSError as error:
+            raise UsageError(f"{target}: cannot write ({error.strerror or error})") from None
+        return f"wrote {text.count(chr(10)) + 1} lines to {path}"
+
+    def _terminal_size(self) -> Tuple[int, int]:
+        if self.session is not None:
+            size = self.session.output.get_size()
+            return size.columns, size.rows
+        size = shutil.get_terminal_size((100, 40))
+        return size.columns, size.lines
+
+    # ------------------------------------------------------------------ the session
+    def _build_session(self, history, input=None, output=None):
+        """The prompt_toolkit session, set up in one place (pgcli's ``_build_cli``); ``input``/``output``
+        are for tests (default: the terminal)."""
+        from prompt_toolkit import PromptSession
+        from prompt_toolkit.auto_suggest import AutoSuggestFromHistory
+        from prompt_toolkit.completion import DynamicCompleter, ThreadedCompleter
+        from prompt_toolkit.filters import Condition
+
+        return PromptSession(
+            message=PROMPT,
+            completer=ThreadedCompleter(DynamicCompleter(lambda: self.completer)),
+            complete_while_typing=Condition(lambda: self.state.complete_while_typing),
+            history=history,
+            auto_suggest=AutoSuggestFromHistory(),
+            key_bindings=shell_key_bindings(self.state),
+            input=input,
+            output=output,
+        )
+
+    def banner(self) -> str:
+        root = os.path.abspath(self.ctx.data_dir)
+        where = f"workspace {root}" + ("" if os.path.isdir(root) else " (missing: pass -d DATA_DIR)")
+        return (f"precision_tool {__version__}: {where}\n"
+                "Type 'help' for the commands, Tab to complete, 'exit' or Ctrl-D to leave.")
+
+    def run(self) -> int:
+        """The interactive loop; returns the exit status of the shell (0)."""
+        self.session = self._build_session(_open_history())
+        print(self.banner())
+        while True:
+            try:
+                line = self.session.prompt()
+            except KeyboardInterrupt:
+                continue  # Ctrl-C at the prompt clears the line
+            except EOFError:
+                break
+            try:
+                result = self.execute(line)
+            except KeyboardInterrupt:
+                print("cancelled")
+                continue
+            if result.text:
+                print(result.text)
+            if result.leave:
+                break
+        return EXIT_OK
+
+    def run_script(self, stream) -> int:
+        """Run the lines of ``stream`` (stdin that is not a terminal); returns the last command's exit code."""
+        code = EXIT_OK
+        for line in stream:
+            result = self.execute(line)
+            if result.text:
+                print(result.text, flush=True)
+            code = result.exit_code
+            if result.leave:
+                break
+        return code
+
+
+def _open_history():
+    from prompt_toolkit.history import FileHistory, InMemoryHistory
+
+    path = history_path()
+    try:
+        os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
+        with open(path, "a", encoding="utf-8"):
+            pass
+    except OSError as error:
+        print(f"note: history not saved ({path}: {error.strerror or error})", file=sys.stderr)
+        return InMemoryHistory()
+    return FileHistory(path)
+
+
+def run_shell(ctx: Context) -> int:
+    """Entry point used by ``precision_tool`` without a command."""
+    shell = Shell(ctx)
+    if not sys.stdin.isatty():
+        return shell.run_script(sys.stdin)
+    return shell.run()
