@@ -19,6 +19,9 @@ COMMAND_MODULES = (
     "print_tensor",
     "compare_tensors",
     "run_command",
+    "autocheck",
+    "overflow",
+    "fusion",
 )
 
 

@@ -1,0 +1,239 @@
+"""``ac``'s work as plain data: overflow, then fusion, then (optionally) the comparison with the reference.
+
+:func:`run_autocheck` reads a workspace (``ascend-formats.md`` §8) and returns an :class:`AutocheckResult`:
+
+* :class:`OverflowSection` -- the overflow run's Opdebug records (:mod:`.overflow`; ``overflow/dump``), and
+  the normal run's dumps (``npu/debug_0/dump``) scanned for inf/NaN/fp16 saturation (:mod:`.nonfinite`) and
+  for casts that lose information (:mod:`.casts`). Without an overflow run the scan is what there is, and
+  the section says so;
+* :class:`FusionSection` -- the passes that fired and the fused ops (:mod:`.fusion`), and with a second run
+  in ``npu/debug_1`` the fusion-on vs fusion-off comparison naming culprit fused ops (:mod:`.fusion_compare`);
+* :class:`CompareSection` (``compare=True``) -- ``npu/debug_0`` against ``tf/dump`` through the comparator
+  (:func:`precision_tool.comparison.compare_alignment`), with its first divergence. Writing the result CSV is
+  left to the caller, as is any progress display;
+* the :class:`~precision_tool.checks.verdict.Verdict` (:func:`~precision_tool.checks.verdict.decide_verdict`).
+
+A section whose inputs are missing or unreadable is not an error: it carries a note and the others go on.
+Only a folder that holds none of ``npu/debug_0`` and ``overflow`` raises :class:`WorkspaceError`.
+"""
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable, Dict, Optional, Tuple
+
+from precision_tool.checks.casts import CastCheck, check_casts
+from precision_tool.checks.fusion import FusionOverview, summarize_fusion
+from precision_tool.checks.fusion_compare import (DEFAULT_FLOOR, DEFAULT_GROWTH, FusionComparison,
+                                                  compare_fusion_runs)
+from precision_tool.checks.nonfinite import DumpScanCheck, scan_dumps_for_overflow
+from precision_tool.checks.overflow import OverflowCheck, check_overflow_records
+from precision_tool.config import Workspace
+from precision_tool.errors import PrecisionToolError, WorkspaceError
+from precision_tool.formats.dump_names import scan_dump_folder
+
+DEFAULT_LIMIT = 5
+
+
+@dataclass(frozen=True)
+class AutocheckOptions:
+    """What to run. ``limit``: overflow records (and scan findings) given in detail; 0 = all."""
+
+    compare: bool = False
+    limit: int = DEFAULT_LIMIT
+    cosine: Optional[float] = 0.99
+    workers: Optional[int] = None
+    fusion_floor: float = DEFAULT_FLOOR
+    fusion_growth: float = DEFAULT_GROWTH
+
+
+@dataclass(frozen=True)
+class OverflowSection:
+    """``records`` from the overflow run; ``scan``/``casts`` over the normal run (``None`` without one)."""
+
+    records: OverflowCheck
+    scan: Optional[DumpScanCheck] = None
+    casts: Optional[CastCheck] = None
+    scanned_folder: str = ""
+    notes: Tuple[str, ...] = ()
+
+    @property
+    def found(self) -> bool:
+        """True when a record reports an overflow or the scan found inf/NaN/saturation."""
+        return self.records.overflowed or bool(self.scan and self.scan.ops)
+
+    def to_dict(self) -> dict:
+        return {"records": self.records.to_dict(), "scan": None if self.scan is None else self.scan.to_dict(),
+                "casts": None if self.casts is None else self.casts.to_dict(), "scanned_folder": self.scanned_folder,
+                "notes": list(self.notes)}
+
+
+@dataclass(frozen=True)
+class FusionSection:
+    """What fusion did; ``comparison`` is ``None`` without a second run (``notes`` says why)."""
+
+    overview: FusionOverview
+    comparison: Optional[FusionComparison] = None
+    graph_path: str = ""
+    notes: Tuple[str, ...] = ()
+
+    def to_dict(self) -> dict:
+        return {"overview": self.overview.to_dict(), "graph": self.graph_path or None,
+                "comparison": None if self.comparison is None else self.comparison.to_dict(),
+                "notes": list(self.notes)}
+
+
+@dataclass(frozen=True)
+class CompareSection:
+    """The comparison with the reference: ``result`` (a ``ComparisonResult``) or the ``error`` that stopped it.
+
+    ``graph`` is the loaded Build graph used (for the caller's CSV), ``inputs`` the folders compared.
+    """
+
+    result: Any = None
+    error: str = ""
+    inputs: Dict[str, Optional[str]] = field(default_factory=dict)
+    align_s: float = 0.0
+    graph: Any = field(default=None, repr=False, compare=False)
+
+    @property
+    def failing_ops(self) -> Tuple[str, ...]:
+        if self.result is None:
+            return ()
+        return tuple(dict.fromkeys(row.op_name for row in self.result.failing))
+
+
+@dataclass(frozen=True)
+class AutocheckResult:
+    workspace: str
+    overflow: OverflowSection
+    fusion: FusionSection
+    compare: Optional[CompareSection]
+    verdict: Any
+    timing: Dict[str, float] = field(default_factory=dict)
+
+
+def _require_workspace(workspace: Workspace) -> None:
+    if not os.path.isdir(workspace.root):
+        raise WorkspaceError(f"{workspace.root}: no such workspace folder",
+                             "give it with -d DIR or $PRECISION_TOOL_DATA")
+    if not (os.path.isdir(workspace.npu_dump(0)) or os.path.isdir(workspace.overflow_dump)):
+        raise WorkspaceError(f"{workspace.root}: neither npu/debug_0/dump nor overflow/dump is here",
+                             "point -d at a precision_data folder, or capture a dump run first")
+
+
+def check_overflow(workspace: Workspace, limit: int = DEFAULT_LIMIT) -> OverflowSection:
+    """The overflow section: records of ``overflow/dump``, then a scan of ``npu/debug_0/dump``."""
+    records = check_overflow_records(workspace.overflow_dump, limit)
+    notes = []
+    if not records.folder_exists:
+        notes.append(f"no overflow run ({workspace.overflow_dump} is missing): scanned the dumps of "
+                     f"{workspace.npu_dump(0)} instead; capture one with action='overflow' for Opdebug records")
+    elif records.records == 0:
+        notes.append(f"the overflow run ({workspace.overflow_dump}) holds no Opdebug records: nothing overflowed "
+                     "there")
+    folder = workspace.npu_dump(0)
+    if not os.path.isdir(folder):
+        notes.append(f"no normal dump run ({folder} is missing): no dump scan, no cast check")
+        return OverflowSection(records, notes=tuple(notes))
+    scan = scan_dump_folder(folder)
+    return OverflowSection(records, scan_dumps_for_overflow(folder, scan), check_casts(scan), folder, tuple(notes))
+
+
+def _load_build_graph(folder: str, notes: list):
+    from precision_tool.formats.ge_io import find_build_graph, read_ge_graph
+
+    if not os.path.isdir(folder):
+        notes.append(f"no Build graph folder {folder}: fused ops unknown")
+        return None, ""
+    try:
+        path = find_build_graph(folder)
+        return read_ge_graph(path), os.fspath(path)
+    except PrecisionToolError as error:
+        notes.append(f"Build graph not read: {error}")
+        return None, ""
+
+
+def check_fusion(workspace: Workspace, floor: float = DEFAULT_FLOOR, growth: float = DEFAULT_GROWTH,
+                 compare: bool = True) -> FusionSection:
+    """The fusion section: fusion_result.json + Build graph of ``npu/debug_0``; with ``compare``, vs
+    ``npu/debug_1`` when that run is there."""
+    from precision_tool.formats.fusion_result import read_fusion_result
+
+    notes: list = []
+    model, graph_path = _load_build_graph(workspace.npu_graph(0), notes)
+    result = None
+    if os.path.isfile(workspace.fusion_result):
+        try:
+            result = read_fusion_result(workspace.fusion_result)
+        except PrecisionToolError as error:
+            notes.append(f"fusion result not read: {error}")
+    else:
+        notes.append(f"no {workspace.fusion_result}: pass counts unknown")
+    overview = summarize_fusion(model, result)
+    comparison = None
+    fused_dump, unfused_dump = workspace.npu_dump(0), workspace.npu_dump(1)
+    if not compare:
+        pass
+    elif not os.path.isdir(unfused_dump):
+        notes.append(f"no fusion-off run ({unfused_dump} is missing): fused ops not checked against their TF ops; "
+                     "capture one with action='fusion_off' into npu/debug_1")
+    elif os.path.isdir(fused_dump):
+        unfused_model, _ = _load_build_graph(workspace.npu_graph(1), [])
+        if unfused_model is not None and summarize_fusion(unfused_model, None).fused_ops:
+            notes.append("npu/debug_1 has fused ops too: it is not a fusion-off run, so differences may have "
+                         "other causes")
+        try:
+            comparison = compare_fusion_runs(fused_dump, unfused_dump, model, unfused_model, floor=floor,
+                                             growth=growth)
+        except PrecisionToolError as error:
+            notes.append(f"fusion-on vs fusion-off comparison failed: {error}")
+    return FusionSection(overview, comparison, graph_path, tuple(notes))
+
+
+def run_comparison(workspace: Workspace, cosine: Optional[float], workers: Optional[int] = None,
+                   progress: Optional[Callable[[int, int], None]] = None) -> CompareSection:
+    """``npu/debug_0`` (with its graph) against ``tf/dump`` through the comparator engine; errors are kept."""
+    from precision_tool.alignment import align, load_graph
+    from precision_tool.comparison import compare_alignment
+
+    npu, reference = workspace.npu_dump(0), workspace.tf_dump
+    graph_folder = workspace.npu_graph(0) if os.path.isdir(workspace.npu_graph(0)) else None
+    inputs = {"npu": npu, "reference": reference, "graph": graph_folder}
+    for label, path, hint in (("NPU dump", npu, "capture a dump run (action='dump')"),
+                              ("reference", reference, "run precision_tool tf_dump after the CPU/GPU run")):
+        if not os.path.isdir(path):
+            return CompareSection(error=f"no {label} folder {path}: {hint}", inputs=inputs)
+    started = time.perf_counter()
+    try:
+        graph = load_graph(graph_folder)
+        alignment = align(npu, reference, graph, mode="auto")
+    except PrecisionToolError as error:
+        return CompareSection(error=str(error), inputs=inputs)
+    align_s = time.perf_counter() - started
+    result = compare_alignment(alignment, graph=graph, cosine_threshold=cosine, workers=workers, progress=progress)
+    return CompareSection(result, "", inputs, align_s, graph)
+
+
+def run_autocheck(root: str, options: AutocheckOptions = AutocheckOptions(),
+                  progress: Optional[Callable[[int, int], None]] = None) -> AutocheckResult:
+    """Run every section on the workspace at ``root`` and decide the verdict (see the module docstring)."""
+    from precision_tool.checks.verdict import decide_verdict
+
+    workspace = Workspace(root)
+    _require_workspace(workspace)
+    timing = {}
+    started = time.perf_counter()
+    overflow = check_overflow(workspace, options.limit)
+    timing["overflow_s"] = time.perf_counter() - started
+    started = time.perf_counter()
+    fusion = check_fusion(workspace, options.fusion_floor, options.fusion_growth)
+    timing["fusion_s"] = time.perf_counter() - started
+    compare = None
+    if options.compare:
+        started = time.perf_counter()
+        compare = run_comparison(workspace, options.cosine, options.workers, progress)
+        timing["compare_s"] = time.perf_counter() - started
+    verdict = decide_verdict(overflow, fusion, compare)
+    return AutocheckResult(root, overflow, fusion, compare, verdict, timing)

@@ -1,0 +1,237 @@
+r"""Fusion on vs fusion off: which fused ops compute something their unfused TF ops do not.
+
+The workspace's ``npu/debug_0`` (fusion on) is aligned with ``npu/debug_1`` (fusion off) by
+:func:`precision_tool.alignment.align` in ``npu_vs_npu`` mode: a fused op's output is paired with the output of
+the last TF op it absorbed, through the original names (``conv1/convolution`` fused with ``BiasAdd`` and
+``Relu`` is compared with the unfused run's ``conv1/Relu``). Every pair is compared with
+:func:`precision_tool.metrics.compare_tensors` (one pair in memory at a time) and summarised by its relative
+Euclidean distance
+
+.. math::
+
+    d = \lVert x - y \rVert_2 / \lVert y \rVert_2   \qquad (x: \text{fusion on}, \; y: \text{fusion off})
+
+Both runs compute in float16, so they never agree exactly: the fused op rounds once where the unfused ops round
+at every boundary (fp16's unit roundoff is :math:`2^{-11} \approx 4.9 \cdot 10^{-4}`), and the difference
+carried by an op's inputs flows through it. Measured on the emulated workspaces, an op's output differs by
+:math:`d \le 0.0011` on the 19-op CNN and grows steadily with depth to :math:`d \approx 0.14` at the end of
+MobileNetV2 -- so no fixed threshold on :math:`d` can tell a faulty op from a deep one. What an op *adds* can:
+
+.. math::
+
+    \text{excess} = d_{\text{out}} - g \cdot d_{\text{in}}, \qquad
+    d_{\text{out}} = \max_k d(\text{output}_k), \quad d_{\text{in}} = \max_k d(\text{input}_k)
+
+An op **differs** when ``excess > floor``, with ``floor`` = :data:`DEFAULT_FLOOR` = 0.01 (about twenty fp16
+roundings; the largest excess measured on clean runs is 0.0004) and ``g`` = :data:`DEFAULT_GROWTH` = 2 (an op
+may at most double the relative difference it receives -- the largest growth measured on clean runs was 1.5,
+at a Softmax). A planted relative noise of 0.3 on one fused op gives an excess of 0.31. An input that was not
+compared takes the difference of the producer output feeding it (graph edges), else counts as 0. A compared
+tensor whose verdict is not a value difference but an honest failure (NaN/inf positions differ, shapes or
+counts differ, one side all zero) counts as :math:`d = \infty`: it differs unless an input fails the same way.
+
+A differing op that fusion made (``_datadump_original_op_names`` lists several TF ops, or a pass marked it) is a
+**fusion culprit**, named with its passes; a differing op that fusion did not make is listed apart -- the two
+runs differ there for another reason (a kernel chosen differently, nondeterminism, ...).
+"""
+from __future__ import annotations
+
+import math
+import os
+from dataclasses import dataclass
+from typing import Dict, List, Optional, Tuple
+
+from precision_tool.checks.fusion import FusedOp, fused_op_of
+from precision_tool.errors import PrecisionToolError
+
+DEFAULT_FLOOR = 0.01
+DEFAULT_GROWTH = 2.0
+_METRICS = ("CosineSimilarity", "RelativeEuclideanDistance", "MaxAbsoluteError")
+
+
+@dataclass(frozen=True)
+class TensorDiff:
+    """One fusion-on tensor against its fusion-off counterpart.
+
+    ``distance`` is the relative Euclidean distance (``inf`` for an honest failure, see the module docstring;
+    ``None`` when it could not be computed); ``status``/``reason`` are :func:`compare_tensors`'s.
+    """
+
+    tensor_id: str
+    other: str
+    rule: str
+    status: str
+    distance: Optional[float]
+    cosine: Optional[float] = None
+    max_abs_error: Optional[float] = None
+    reason: str = ""
+
+    def to_dict(self) -> dict:
+        return {"tensor_id": self.tensor_id, "other": self.other, "rule": self.rule, "status": self.status,
+                "distance": self.distance, "cosine": self.cosine, "max_abs_error": self.max_abs_error,
+                "reason": self.reason}
+
+
+@dataclass(frozen=True)
+class OpDiff:
+    """One fusion-on op: how far its outputs are from the fusion-off run, and how far its inputs already were.
+
+    ``fused`` is set when fusion made the op. ``differs`` applies the rule of the module docstring.
+    """
+
+    op_name: str
+    op_type: str
+    position: int
+    output_distance: float
+    input_distance: float
+    excess: float
+    differs: bool
+    worst_output: str
+    other: str
+    fused: Optional[FusedOp] = None
+
+    def to_dict(self) -> dict:
+        return {"op_name": self.op_name, "op_type": self.op_type, "position": self.position,
+                "output_distance": self.output_distance, "input_distance": self.input_distance,
+                "excess": self.excess, "differs": self.differs, "worst_output": self.worst_output,
+                "other": self.other, "fused": None if self.fused is None else self.fused.to_dict()}
+
+
+@dataclass(frozen=True)
+class FusionComparison:
+    """Result of :func:`compare_fusion_runs`.
+
+    ``ops`` holds every fusion-on op with a compared output, in execution order; ``culprits`` the differing
+    ops that fusion made, ``other_differences`` the differing ops it did not. ``tensors`` holds every
+    compared pair; ``not_compared`` counts the fusion-on tensors without a counterpart; ``unreadable`` has one
+    line per tensor that could not be read.
+    """
+
+    fused_dir: str
+    unfused_dir: str
+    floor: float
+    growth: float
+    ops: Tuple[OpDiff, ...] = ()
+    tensors: Tuple[TensorDiff, ...] = ()
+    not_compared: int = 0
+    unreadable: Tuple[str, ...] = ()
+
+    @property
+    def culprits(self) -> Tuple[OpDiff, ...]:
+        return tuple(op for op in self.ops if op.differs and op.fused is not None)
+
+    @property
+    def other_differences(self) -> Tuple[OpDiff, ...]:
+        return tuple(op for op in self.ops if op.differs and op.fused is None)
+
+    def op(self, name: str) -> Optional[OpDiff]:
+        return next((op for op in self.ops if op.op_name == name), None)
+
+    def to_dict(self) -> dict:
+        return {"fused_dir": self.fused_dir, "unfused_dir": self.unfused_dir, "floor": self.floor,
+                "growth": self.growth, "culprits": [op.op_name for op in self.culprits],
+                "other_differences": [op.op_name for op in self.other_differences],
+                "ops": [op.to_dict() for op in self.ops], "not_compared": self.not_compared,
+                "unreadable": list(self.unreadable)}
+
+
+def _diff(pair) -> TensorDiff:
+    from precision_tool.metrics import compare_tensors
+
+    result = compare_tensors(pair.npu.load().array, pair.ref.load().array, metrics=_METRICS, cosine_threshold=None,
+                             min_allclose_ratio=0.0)
+    distance = result.value("RelativeEuclideanDistance")
+    if not result.passed:
+        distance = math.inf  # an honest failure (NaN/inf, shape, count, one side zero), never a small number
+    return TensorDiff(pair.npu.tensor_id, pair.ref.tensor_id, pair.rule, result.status.value, distance,
+                      result.value("CosineSimilarity"), result.value("MaxAbsoluteError"), result.reason)
+
+
+def op_excess(output_distance: float, input_distance: float, growth: float = DEFAULT_GROWTH) -> float:
+    """``d_out - growth * d_in``; an infinite ``d_out`` on inputs that are finite is ``inf``, on inputs that
+    are infinite too ``0`` (the failure came in).
+
+    >>> round(op_excess(0.31, 0.0003), 4), round(op_excess(0.14, 0.097), 4), op_excess(math.inf, math.inf)
+    (0.3094, -0.054, 0.0)
+    """
+    if math.isinf(output_distance):
+        return 0.0 if math.isinf(input_distance) else math.inf
+    return output_distance - growth * input_distance
+
+
+def compare_fusion_runs(fused_dump: str, unfused_dump: str, fused_graph=None, unfused_graph=None, *,
+                        floor: float = DEFAULT_FLOOR, growth: float = DEFAULT_GROWTH) -> FusionComparison:
+    """Compare the fusion-on run with the fusion-off run op by op (see the module docstring).
+
+    Parameters
+    ----------
+    fused_dump, unfused_dump : the two runs' dump folders (``npu/debug_0/dump``, ``npu/debug_1/dump``).
+    fused_graph, unfused_graph : their Build graphs (file, folder, loaded model or ``None``); without the
+        fusion-on graph no op can be recognised as fused and inputs fall back to 0.
+    floor, growth : the rule's constants.
+
+    Raises
+    ------
+    WorkspaceError : a dump folder or graph file is missing.
+    """
+    from precision_tool.alignment import align, load_graph
+    from precision_tool.alignment.npu_side import graphs_of
+
+    fused_model, unfused_model = load_graph(fused_graph), load_graph(unfused_graph)
+    alignment = align(fused_dump, unfused_dump, fused_model, mode="npu_vs_npu", reference_graph=unfused_model)
+    graph_ops = {op.name: op for graph in graphs_of(fused_model) for op in graph.ops}
+    tensors: List[TensorDiff] = []
+    unreadable: List[str] = []
+    by_key: Dict[Tuple[str, str, int], TensorDiff] = {}
+    op_types: Dict[str, str] = {}
+    for pair in alignment.pairs:
+        op_types.setdefault(pair.npu.op_name, pair.npu.op_type)
+        try:
+            diff = _diff(pair)
+        except PrecisionToolError as error:
+            unreadable.append(f"{pair.npu.tensor_id}: {error}")
+            continue
+        tensors.append(diff)
+        by_key[pair.npu.key] = diff
+    ops = _op_diffs(alignment, by_key, op_types, graph_ops, floor, growth)
+    return FusionComparison(os.fspath(fused_dump), os.fspath(unfused_dump), floor, growth, tuple(ops),
+                            tuple(tensors), len(alignment.unaligned), tuple(unreadable))
+
+
+def _op_diffs(alignment, by_key, op_types, graph_ops, floor: float, growth: float) -> List[OpDiff]:
+    outputs: Dict[str, List[Tuple[int, TensorDiff]]] = {}
+    inputs: Dict[str, Dict[int, TensorDiff]] = {}
+    for (op_name, kind, index), diff in by_key.items():
+        if kind == "output":
+            outputs.setdefault(op_name, []).append((index, diff))
+        else:
+            inputs.setdefault(op_name, {})[index] = diff
+    order = list(dict.fromkeys(list(alignment.order) + list(outputs)))
+    found = []
+    for position, op_name in enumerate(order):
+        if op_name not in outputs:
+            continue
+        worst_index, worst = max(outputs[op_name], key=lambda item: item[1].distance or 0.0)
+        output_distance = worst.distance or 0.0
+        input_distance = _input_distance(op_name, inputs.get(op_name, {}), alignment.data_inputs, by_key)
+        excess = op_excess(output_distance, input_distance, growth)
+        graph_op = graph_ops.get(op_name)
+        fused = fused_op_of(graph_op) if graph_op is not None else None
+        found.append(OpDiff(op_name, graph_op.type if graph_op is not None else op_types.get(op_name, ""),
+                            position, output_distance, input_distance, excess, excess > floor, worst.tensor_id,
+                            worst.other, fused))
+    return found
+
+
+def _input_distance(op_name: str, compared: Dict[int, TensorDiff], data_inputs, by_key) -> float:
+    edges = data_inputs.get(op_name, ())
+    count = max([len(edges)] + [k + 1 for k in compared])
+    distances = []
+    for k in range(count):
+        if k in compared:
+            distances.append(compared[k].distance or 0.0)
+        elif k < len(edges):
+            producer = by_key.get((edges[k][0], "output", edges[k][1]))
+            if producer is not None:
+                distances.append(producer.distance or 0.0)
+    return max(distances, default=0.0)

@@ -1,0 +1,172 @@
+"""Per-tensor statistics for the checks: max, min, mean, inf/NaN and fp16-saturation counts, streamed.
+
+A tensor is read on its own (never two at once) and reduced in flat chunks of :data:`CHUNK_ELEMENTS`, so the
+only full-size buffers are the tensor itself (and its origin-layout copy); no float64 copy of the whole
+tensor is ever made. ``max``/``min``/``mean`` are over the finite values; ``None`` when there are none.
+
+Saturation: an fp16 element whose magnitude is exactly 65504 (``FP16_MAX``) -- what the NPU writes when it
+clamps an overflowing result instead of writing inf (saturation mode). Only counted for float16 tensors.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Optional, Tuple
+
+import numpy as np
+
+from precision_tool.errors import LayoutError
+from precision_tool.formats.dump_file import DumpFile, TensorEntry, read_tensor
+from precision_tool.formats.origin_tensor import read_origin_tensor
+
+FP16_MAX = 65504.0
+CHUNK_ELEMENTS = 1 << 20
+
+
+@dataclass(frozen=True)
+class TensorSummary:
+    """Statistics of one input or output of a dump file.
+
+    Attributes
+    ----------
+    kind, index : ``"input"``/``"output"`` and the position among them.
+    dtype : numpy name (``"float16"``) or CANN's (``"DT_STRING"``) when numpy cannot hold it.
+    layout, shape : the layout and shape the statistics were taken in: the origin layout (``"NHWC"``) when
+        the tensor could be converted back, else as stored (``note`` says why).
+    size : element count.
+    max, min, mean : over the finite values; ``None`` when there are none (or the tensor is not numeric).
+    inf, nan, saturated : counts; ``saturated`` is fp16 only (``|x| == 65504``).
+    first_non_finite : index (in ``shape``) of the first inf/NaN element, ``None`` when there is none.
+    note : one line: why the tensor was kept as stored, or why it could not be read.
+    """
+
+    kind: str
+    index: int
+    dtype: str
+    layout: str
+    shape: Tuple[int, ...]
+    size: int = 0
+    max: Optional[float] = None
+    min: Optional[float] = None
+    mean: Optional[float] = None
+    inf: int = 0
+    nan: int = 0
+    saturated: int = 0
+    first_non_finite: Optional[Tuple[int, ...]] = None
+    note: str = ""
+
+    @property
+    def label(self) -> str:
+        """``"output 0"``."""
+        return f"{self.kind} {self.index}"
+
+    @property
+    def non_finite(self) -> int:
+        return self.inf + self.nan
+
+    @property
+    def readable(self) -> bool:
+        """False when the payload could not be read or decoded (``note`` says why)."""
+        return not self.note.startswith("unreadable")
+
+    def to_dict(self) -> dict:
+        return {"kind": self.kind, "index": self.index, "dtype": self.dtype, "layout": self.layout,
+                "shape": list(self.shape), "size": self.size, "max": self.max, "min": self.min,
+                "mean": self.mean, "inf": self.inf, "nan": self.nan, "saturated": self.saturated,
+                "first_non_finite": None if self.first_non_finite is None else list(self.first_non_finite),
+                "note": self.note}
+
+
+@dataclass(frozen=True)
+class ArrayStats:
+    """What :func:`array_stats` computes over one array."""
+
+    size: int
+    max: Optional[float]
+    min: Optional[float]
+    mean: Optional[float]
+    inf: int
+    nan: int
+    saturated: int
+    first_non_finite_flat: Optional[int]
+
+
+def array_stats(array: np.ndarray) -> ArrayStats:
+    """Max/min/mean over the finite values, inf/NaN/fp16-saturation counts, first non-finite flat index.
+
+    The array is reduced in chunks of :data:`CHUNK_ELEMENTS`; the mean accumulates in float64. Integer and
+    bool arrays have no inf/NaN; non-numeric arrays give ``None`` statistics.
+
+    >>> s = array_stats(np.array([1.0, np.nan, 65504.0, -np.inf], dtype=np.float16))
+    >>> (s.max, s.min, s.mean, s.inf, s.nan, s.saturated, s.first_non_finite_flat)
+    (65504.0, 1.0, 32752.5, 1, 1, 1, 1)
+    """
+    flat = np.asarray(array).reshape(-1)
+    size = int(flat.size)
+    if flat.dtype.kind not in "fiub" or size == 0:
+        return ArrayStats(size, None, None, None, 0, 0, 0, None)
+    is_float = flat.dtype.kind == "f"
+    is_fp16 = flat.dtype == np.float16
+    high = low = None
+    total, finite_count, inf, nan, saturated, first = 0.0, 0, 0, 0, 0, None
+    for start in range(0, size, CHUNK_ELEMENTS):
+        chunk = flat[start:start + CHUNK_ELEMENTS]
+        if is_float:
+            finite_mask = np.isfinite(chunk)
+            n_finite = int(finite_mask.sum())
+            if n_finite < chunk.size:
+                nan_here = int(np.isnan(chunk).sum())
+                nan += nan_here
+                inf += chunk.size - n_finite - nan_here
+                if first is None:
+                    first = start + int(np.argmin(finite_mask))
+                chunk = chunk[finite_mask]
+            if is_fp16:
+                saturated += int(np.count_nonzero(np.abs(chunk) == FP16_MAX))
+        if chunk.size == 0:
+            continue
+        chunk_max, chunk_min = chunk.max(), chunk.min()
+        high = chunk_max if high is None else max(high, chunk_max)
+        low = chunk_min if low is None else min(low, chunk_min)
+        total += float(np.sum(chunk, dtype=np.float64))
+        finite_count += int(chunk.size)
+    if finite_count == 0:
+        return ArrayStats(size, None, None, None, inf, nan, saturated, first)
+    return ArrayStats(size, float(high), float(low), total / finite_count, inf, nan, saturated, first)
+
+
+def summarize_entry(dump: DumpFile, entry: TensorEntry, *, origin_layout: bool = True) -> TensorSummary:
+    """Read one tensor of ``dump`` and summarise it (see :class:`TensorSummary`); never raises for bad data.
+
+    With ``origin_layout`` the tensor is converted to its origin layout first, so device padding does not
+    count; when that fails the stored tensor is summarised and ``note`` says so. A payload that cannot be
+    read at all gives a summary with ``note = "unreadable: ..."`` and no statistics.
+    """
+    from precision_tool.errors import PrecisionToolError
+
+    dtype = entry.numpy_dtype.name if entry.numpy_dtype is not None else entry.dtype_name
+    note = ""
+    try:
+        if origin_layout:
+            try:
+                decoded = read_origin_tensor(dump, entry)
+                array, layout = decoded.array, decoded.origin_format
+                note = decoded.note if decoded.note.startswith("kept") else ""
+            except LayoutError as error:
+                array, layout = read_tensor(dump, entry), entry.format_name
+                note = f"kept {entry.format_name}: {error}"
+        else:
+            array, layout = read_tensor(dump, entry), entry.format_name
+    except PrecisionToolError as error:
+        return TensorSummary(entry.kind, entry.index, dtype, entry.format_name, tuple(entry.shape),
+                             note=f"unreadable: {error}")
+    stats = array_stats(array)
+    first = None
+    if stats.first_non_finite_flat is not None:
+        first = tuple(int(i) for i in np.unravel_index(stats.first_non_finite_flat, array.shape))
+    return TensorSummary(entry.kind, entry.index, dtype, layout, tuple(array.shape), stats.size, stats.max,
+                         stats.min, stats.mean, stats.inf, stats.nan, stats.saturated, first, note)
+
+
+def summarize_dump(dump: DumpFile, *, origin_layout: bool = True) -> Tuple[TensorSummary, ...]:
+    """:func:`summarize_entry` for every input, then every output, one tensor in memory at a time."""
+    return tuple(summarize_entry(dump, entry, origin_layout=origin_layout) for entry in dump.tensors)

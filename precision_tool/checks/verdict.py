@@ -1,0 +1,240 @@
+"""``ac``'s verdict: the most likely culprit op, why, and the next commands to run.
+
+Rules, first match wins (:func:`decide_verdict`):
+
+1. **first divergence** (``"first divergence and fusion"`` when rule 2 names the same op) -- with a
+   comparison, the first op whose output fails on inputs that still match the reference. Its reasons say
+   whether it overflowed (an Opdebug record names it, or its output holds inf/NaN), whether fusion is to
+   blame (it is a fusion culprit of the fusion-off comparison), whether fusion is cleared (it is fused but the
+   fusion-off run computes the same), or else that its kernel is imprecise;
+2. **fusion** -- else the first fused op that differs from its unfused TF ops (fusion-off run), with its passes;
+3. **overflow** -- else the op of the first overflow record, or the first op whose output introduces
+   inf/NaN/fp16 saturation in the normal run;
+4. none -- and the next step that could find one.
+
+Whatever does not make the culprit is listed in :attr:`Verdict.also` (the first overflow when it is not the
+culprit, other fusion culprits, other independent divergences, lossy casts). Commands are given as typed in
+the shell (``ni OP``); prefix ``precision_tool -d WORKSPACE`` in a terminal.
+"""
+from __future__ import annotations
+
+import shlex
+from dataclasses import dataclass
+from typing import List, Optional, Tuple
+
+from precision_tool.formats.dump_names import sanitize_op_name
+
+FIRST_DIVERGENCE, FUSION, OVERFLOW_RECORD, DUMP_SCAN = "first divergence", "fusion", "overflow record", "dump scan"
+
+
+@dataclass(frozen=True)
+class Culprit:
+    """The op to look at first. ``evidence`` is one of the four rule names above; ``reasons`` are one-liners."""
+
+    op_name: str
+    op_type: str
+    evidence: str
+    reasons: Tuple[str, ...]
+    next_commands: Tuple[str, ...]
+    passes: Tuple[str, ...] = ()
+
+    def to_dict(self) -> dict:
+        return {"op_name": self.op_name, "op_type": self.op_type, "evidence": self.evidence,
+                "reasons": list(self.reasons), "next_commands": list(self.next_commands), "passes": list(self.passes)}
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """``culprit`` (``None`` when nothing points at an op), further findings, and what to run next."""
+
+    culprit: Optional[Culprit]
+    also: Tuple[str, ...] = ()
+    next_commands: Tuple[str, ...] = ()
+
+    @property
+    def headline(self) -> str:
+        """One line: ``Most likely culprit: OP (TYPE), found by EVIDENCE`` or why there is none."""
+        if self.culprit is None:
+            return "No culprit found."
+        c = self.culprit
+        return f"Most likely culprit: {c.op_name} ({c.op_type or 'unknown type'}), by {c.evidence}."
+
+    def to_dict(self) -> dict:
+        return {"culprit": None if self.culprit is None else self.culprit.to_dict(), "also": list(self.also),
+                "next_commands": list(self.next_commands), "headline": self.headline}
+
+
+def _q(text: str) -> str:
+    return shlex.quote(text)
+
+
+def _same_op(a: str, b: str) -> bool:
+    return a == b or sanitize_op_name(a) == sanitize_op_name(b)
+
+
+def _overflow_finding(overflow, op_name: str):
+    return next((f for f in overflow.records.findings if f.status_lines and _same_op(f.op_name, op_name)), None)
+
+
+def _scan_op(overflow, op_name: str):
+    if overflow.scan is None:
+        return None
+    return next((op for op in overflow.scan.ops if _same_op(op.op_name, op_name)), None)
+
+
+def _rows_of(compare, op_name: str):
+    if compare is None or compare.result is None:
+        return []
+    return [row for row in compare.result.results if row.op_name == op_name]
+
+
+def _non_finite_text(scan_op) -> str:
+    worst = scan_op.worst
+    parts = [f"{worst.inf} inf" if worst.inf else "", f"{worst.nan} NaN" if worst.nan else "",
+             f"{worst.saturated} saturated at +/-65504" if worst.saturated else ""]
+    where = f", first at {list(worst.first_non_finite)}" if worst.first_non_finite is not None else ""
+    return f"{worst.label} holds {', '.join(p for p in parts if p)}{where}"
+
+
+def _fusion_reason(fusion, op_name: str) -> Tuple[List[str], Tuple[str, ...], bool]:
+    """Reasons about fusion for ``op_name``, its passes, and whether fusion is blamed."""
+    view = fusion.overview.fused_op(op_name)
+    comparison = fusion.comparison
+    diff = comparison.op(op_name) if comparison is not None else None
+    passes = view.passes if view is not None else ()
+    if diff is not None and diff.differs and diff.fused is not None:
+        return ([f"fusion: it differs from its unfused TF ops in the fusion-off run "
+                 f"(relative distance {diff.output_distance:.3g} vs {diff.input_distance:.3g} on its inputs); "
+                 f"made by {diff.fused.passes_text}"], diff.fused.passes, True)
+    if view is not None and diff is not None:
+        return ([f"not fusion: fused by {view.passes_text}, but the fusion-off run computes the same (relative "
+                 f"distance {diff.output_distance:.3g})"], passes, False)
+    if view is not None:
+        return ([f"fused from {len(view.tf_ops)} TF ops by {view.passes_text}; a fusion-off run "
+                 "(action='fusion_off') would tell whether fusion is to blame"], passes, False)
+    return [], passes, False
+
+
+def _divergence_culprit(divergence, overflow, fusion, compare, compare_out: str) -> Culprit:
+    op_name = divergence.op_name
+    rows = _rows_of(compare, op_name)
+    op_type = rows[0].op_type if rows else ""
+    failing = [row for row in rows if row.kind == "output" and not row.passed]
+    reasons = []
+    if failing:
+        worst = min(failing, key=lambda row: row.cosine if row.cosine is not None else -2.0)
+        reasons.append(f"its output {worst.tensor_index} fails against the reference ({worst.status}: "
+                       f"{worst.reason}) while its inputs still match")
+    finding = _overflow_finding(overflow, op_name)
+    if finding is not None:
+        reasons.append(f"overflow: record {finding.position} of the overflow run names it: "
+                       f"{'; '.join(finding.status_lines)}")
+    scan_op = _scan_op(overflow, op_name)
+    if scan_op is not None:
+        reasons.append(f"overflow: in the normal run its {_non_finite_text(scan_op)}")
+    fusion_lines, passes, blamed = _fusion_reason(fusion, op_name)
+    reasons.extend(fusion_lines)
+    undecided = any(line.startswith("fused from") for line in fusion_lines)
+    if finding is None and scan_op is None and not blamed and not undecided:
+        reasons.append("no overflow and no fusion explain it: the kernel itself loses accuracy on good inputs")
+    index = divergence.failed_outputs[0] if divergence.failed_outputs else 0
+    commands = [f"ni {_q(op_name)}", f"pt {_q(f'{op_name}:output:{index}')}"]
+    if blamed:
+        commands.append(f"ls -f {_q(passes[0])}")
+    commands.append(f"vcs -f {_q(compare_out)}" if compare_out else "vcs")
+    evidence = f"{FIRST_DIVERGENCE} and {FUSION}" if blamed else FIRST_DIVERGENCE
+    return Culprit(op_name, op_type, evidence, tuple(reasons), tuple(commands), passes)
+
+
+def _fusion_culprit(diff) -> Culprit:
+    reasons = (f"fusion: its output differs from its unfused TF ops ({', '.join(diff.fused.tf_ops)}) in the "
+               f"fusion-off run by a relative distance of {diff.output_distance:.3g}, its inputs only by "
+               f"{diff.input_distance:.3g}",
+               f"made by {diff.fused.passes_text}: switch them off one at a time (fusion switch file) to tell which")
+    commands = (f"ni {_q(diff.op_name)}", f"pt {_q(diff.worst_output)}", f"ls -f {_q(diff.fused.passes[0])}"
+                if diff.fused.passes else "ls")
+    return Culprit(diff.op_name, diff.op_type, FUSION, reasons, commands, diff.fused.passes)
+
+
+def _overflow_culprit(overflow) -> Optional[Culprit]:
+    first = overflow.records.first
+    if first is not None:
+        reasons = [f"record {first.position} of {overflow.records.records} in the overflow run, the earliest "
+                   f"(timestamp {first.timestamp}): " + "; ".join(first.status_lines)]
+        if not first.located:
+            reasons.append(first.problem)
+            return Culprit(f"task {first.task_id} stream {first.stream_id}", "", OVERFLOW_RECORD, tuple(reasons),
+                           ("ov",))
+        return Culprit(first.op_name, first.op_type, OVERFLOW_RECORD, tuple(reasons),
+                       (f"ni {_q(first.op_name)}", f"pt {_q(first.dump_path)}", "ov"))
+    scan_op = overflow.scan.first_introduced if overflow.scan is not None else None
+    if scan_op is None:
+        return None
+    return Culprit(scan_op.op_name, scan_op.op_type, DUMP_SCAN,
+                   (f"the first op of the normal run whose {_non_finite_text(scan_op)} "
+                    f"({scan_op.origin} here)",),
+                   (f"ni {_q(scan_op.op_name)}", f"pt {_q(f'{scan_op.op_name}:output:{scan_op.worst.index}')}"))
+
+
+def _also(culprit: Optional[Culprit], overflow, fusion, compare) -> List[str]:
+    lines = []
+    named = culprit.op_name if culprit is not None else None
+    first = overflow.records.first
+    if first is not None and not (named and _same_op(first.op_name, named)):
+        text = (f"overflow run: first overflow at {first.op_name or f'task {first.task_id}'} "
+                f"({first.op_type or '?'}): {'; '.join(first.status_lines)}")
+        rows = [row for row in _rows_of(compare, first.op_name) if row.kind == "output" and row.compared]
+        if rows and all(row.passed for row in rows):
+            text += "; its outputs match the reference in the dump run, so it cost no accuracy there"
+        lines.append(text)
+    scan_op = overflow.scan.first_introduced if overflow.scan is not None else None
+    if scan_op is not None and not (named and _same_op(scan_op.op_name, named)):
+        lines.append(f"normal run: {scan_op.op_name} {_non_finite_text(scan_op)}")
+    if overflow.casts is not None and overflow.casts.lossy:
+        cast = overflow.casts.lossy[0]
+        lines.append(f"{len(overflow.casts.lossy)} cast(s) lose information, first {cast.op_name} "
+                     f"({cast.from_dtype} -> {cast.to_dtype}: {cast.losses[0]})")
+    comparison = fusion.comparison
+    if comparison is not None:
+        others = [op for op in comparison.culprits if op.op_name != named]
+        if others:
+            lines.append(f"fusion: {len(others)} more fused op(s) differ from their unfused TF ops: "
+                         + ", ".join(f"{op.op_name} ({', '.join(op.fused.passes) or '?'})" for op in others[:5]))
+        if comparison.other_differences:
+            lines.append("fusion-on and fusion-off runs also differ at unfused op(s): "
+                         + ", ".join(op.op_name for op in comparison.other_differences[:5]))
+    if compare is not None and compare.result is not None:
+        roots = [op.op_name for op in compare.result.divergence.roots if op.op_name != named]
+        if roots:
+            lines.append(f"{len(roots)} more op(s) fail on good inputs (independent errors): " + ", ".join(roots[:5]))
+    if compare is not None and compare.result is not None and compare.result.failing \
+            and compare.result.divergence.first is None:
+        failing = compare.result.failing
+        lines.append(f"{len(failing)} tensor(s) fail against the reference but no op output fails on matching "
+                     f"inputs (first: {failing[0].tensor_id or failing[0].op_name}): look at them with vcs")
+    if compare is not None and compare.error:
+        lines.append(f"comparison not run: {compare.error}")
+    return lines
+
+
+def decide_verdict(overflow, fusion, compare=None, compare_out: str = "") -> "Verdict":
+    """Apply the rules of the module docstring to the three sections (``compare`` may be ``None``).
+
+    ``compare_out`` is the folder holding the comparison's result CSV, for the ``vcs`` hint.
+    """
+    culprit = None
+    divergence = None
+    if compare is not None and compare.result is not None:
+        divergence = compare.result.divergence.first
+    if divergence is not None:
+        culprit = _divergence_culprit(divergence, overflow, fusion, compare, compare_out)
+    elif fusion.comparison is not None and fusion.comparison.culprits:
+        culprit = _fusion_culprit(fusion.comparison.culprits[0])
+    else:
+        culprit = _overflow_culprit(overflow)
+    next_commands: Tuple[str, ...] = culprit.next_commands if culprit is not None else ()
+    if compare is None:
+        next_commands += ("ac -c",)
+    elif culprit is None and compare.result is not None:
+        next_commands += (f"vcs -f {_q(compare_out)}" if compare_out else "vcs",)
+    return Verdict(culprit, tuple(_also(culprit, overflow, fusion, compare)), next_commands)

@@ -1,0 +1,158 @@
+"""``ac [-c] [-l N] [--cosine C] [-o OUT_DIR]``: overflow, fusion and (with ``-c``) the comparison, then a verdict.
+
+The command users type first. It reads the workspace (:mod:`precision_tool.checks.autocheck`): the overflow
+run's Opdebug records (else, and also, a scan of ``npu/debug_0`` for inf/NaN and lossy casts), what fusion did
+and -- with a fusion-off run in ``npu/debug_1`` -- which fused ops compute differently from their TF ops; with
+``-c`` it compares ``npu/debug_0`` with ``tf/dump`` like ``compare`` and finds the first divergence. It ends
+with the most likely culprit and the next commands (:mod:`precision_tool.checks.verdict`): as typed in the
+shell, or as whole ``precision_tool -d WORKSPACE ...`` lines when run from a terminal.
+
+With ``-c`` the result CSV and ``summary.json`` go where ``compare`` writes them: a new
+``WORKSPACE/temp/vector_compare/{timestamp}/`` (where ``vcs`` looks), or ``OUT_DIR`` with ``-o``.
+
+Exit codes: with ``-c`` as ``compare`` -- 0 every compared tensor passes, 1 one fails, 2 nothing could be
+compared (no reference, nothing aligned). Without ``-c``: 1 when an overflow (Opdebug record, or inf/NaN/fp16
+saturation in the dumps) or a fusion culprit was found, else 0. A folder that is not a workspace: 2.
+"""
+from __future__ import annotations
+
+import dataclasses
+import os
+import shlex
+import time
+
+from precision_tool.commands.registry import Command, Context
+from precision_tool.errors import EXIT_FAILED_CHECK, EXIT_OK, EXIT_UNUSABLE_INPUT, UsageError, WorkspaceError
+
+
+def non_negative_float(text: str) -> float:
+    value = float(text)
+    if not value >= 0:
+        raise ValueError(text)
+    return value
+
+
+def add_fusion_rule_options(parser) -> None:
+    """``--fusion-floor`` and ``--fusion-growth``, shared with ``fusion``."""
+    from precision_tool.checks.fusion_compare import DEFAULT_FLOOR, DEFAULT_GROWTH
+
+    parser.add_argument("--fusion-floor", type=non_negative_float, default=DEFAULT_FLOOR, metavar="D",
+                        help=f"fusion on vs off: an op differs when its output's relative distance exceeds "
+                             f"GROWTH x its inputs' by more than D (default {DEFAULT_FLOOR})")
+    parser.add_argument("--fusion-growth", type=non_negative_float, default=DEFAULT_GROWTH, metavar="G",
+                        help=f"fusion on vs off: how much an op may amplify the difference it receives "
+                             f"(default {DEFAULT_GROWTH:g})")
+
+
+def non_negative_int(text: str) -> int:
+    value = int(text)
+    if value < 0:
+        raise ValueError(text)
+    return value
+
+
+def add_arguments(parser):
+    from precision_tool.checks.autocheck import DEFAULT_LIMIT
+    from precision_tool.commands.compare import cosine_value, positive_int
+    from precision_tool.metrics import DEFAULT_COSINE_THRESHOLD
+
+    parser.add_argument("-c", "--compare", action="store_true",
+                        help="also compare npu/debug_0 with tf/dump and find the first divergence")
+    parser.add_argument("-l", "--limit", type=non_negative_int, default=DEFAULT_LIMIT, metavar="N",
+                        help=f"detail the first N overflow records and list at most N rows per table "
+                             f"(default {DEFAULT_LIMIT}; 0 = all)")
+    parser.add_argument("--cosine", type=cosine_value, default=DEFAULT_COSINE_THRESHOLD, metavar="C",
+                        help=f"with -c: a tensor fails below this cosine similarity (default "
+                             f"{DEFAULT_COSINE_THRESHOLD})")
+    parser.add_argument("-o", "-out", "--output", dest="out_dir", default=None, metavar="OUT_DIR",
+                        help="with -c: folder for result_{timestamp}.csv and summary.json "
+                             "(default WORKSPACE/temp/vector_compare/{timestamp})")
+    parser.add_argument("--workers", type=positive_int, default=None, metavar="N",
+                        help="with -c: processes comparing tensors (default: every usable CPU)")
+    parser.add_argument("--html", default=None, metavar="FILE",
+                        help="with -c: also write the HTML report (verdict, plot, failing tensors, table) to FILE")
+    add_fusion_rule_options(parser)
+
+
+def write_compare_outputs(section, out_dir, data_dir: str, exit_code: int, total_s: float):
+    """Write ``summary.json`` then the result CSV, as ``compare`` does; returns the output paths."""
+    from precision_tool.commands.compare_run import plan_outputs, workspace_result_folder
+    from precision_tool.reports.result_csv import write_result_csv
+    from precision_tool.reports.summary import build_summary, write_summary
+
+    inputs = [path for path in section.inputs.values() if path]
+    paths = plan_outputs(out_dir, workspace_result_folder(data_dir), inputs, None)
+    result = section.result
+    result = dataclasses.replace(result, timing=dataclasses.replace(result.timing, align_s=section.align_s))
+    recorded = {key: os.path.abspath(value) if value else None for key, value in section.inputs.items()}
+    recorded["mode"] = result.alignment.mode
+    summary = build_summary(result, result_csv=paths.csv, exit_code=exit_code, total_s=total_s, inputs=recorded)
+    try:
+        write_summary(paths.summary, summary)
+        write_result_csv(paths.csv, result.results, npu_vs_npu=result.alignment.mode == "npu_vs_npu")
+    except OSError as error:
+        raise WorkspaceError(f"{paths.folder}: cannot write results ({error.strerror or error})") from None
+    return paths
+
+
+def exit_code_of(result) -> int:
+    """See the module docstring."""
+    if result.compare is not None:
+        outcome = result.compare.result
+        if outcome is None or outcome.counts()["compared"] == 0:
+            return EXIT_UNUSABLE_INPUT
+        return EXIT_FAILED_CHECK if outcome.failing else EXIT_OK
+    comparison = result.fusion.comparison
+    found = result.overflow.found or (comparison is not None and bool(comparison.culprits))
+    return EXIT_FAILED_CHECK if found else EXIT_OK
+
+
+def handle(args, ctx: Context):
+    from precision_tool.checks.autocheck import AutocheckOptions, run_autocheck
+    from precision_tool.checks.verdict import decide_verdict
+    from precision_tool.comparison import terminal_progress
+    from precision_tool.reports.autocheck_report import autocheck_report
+
+    if args.html and not args.compare:
+        raise UsageError("ac: --html needs -c (the page shows the comparison)", "run 'ac -c --html FILE'")
+    started = time.perf_counter()
+    options = AutocheckOptions(compare=args.compare, limit=args.limit, cosine=args.cosine, workers=args.workers,
+                               fusion_floor=args.fusion_floor, fusion_growth=args.fusion_growth)
+    progress = terminal_progress("ac: compare") if args.compare else None
+    try:
+        result = run_autocheck(ctx.data_dir, options, progress)
+    finally:
+        if progress is not None:
+            progress.close()
+    exit_code = exit_code_of(result)
+    paths = None
+    if result.compare is not None and result.compare.result is not None:
+        paths = write_compare_outputs(result.compare, args.out_dir, ctx.data_dir, exit_code,
+                                      time.perf_counter() - started)
+        verdict = decide_verdict(result.overflow, result.fusion, result.compare,
+                                 compare_out=paths.folder if args.out_dir else "")
+        result = dataclasses.replace(result, verdict=verdict)
+    html = None
+    if args.html and paths is not None:
+        from precision_tool.reports.html import findings_from_autocheck, write_run_report
+
+        html = write_run_report(paths.csv, args.html, findings=findings_from_autocheck(result, args.limit))
+    prefix = "" if ctx.interactive else f"precision_tool -d {shlex.quote(ctx.data_dir)}"
+    report = autocheck_report(result, limit=args.limit, paths=paths, exit_code=exit_code,
+                              elapsed_s=time.perf_counter() - started, command_prefix=prefix)
+    if html:
+        report.add_text(f"HTML report: {html}")
+        report.data["html"] = os.path.abspath(html)
+    return report
+
+
+COMMAND = Command(
+    name="ac",
+    summary="Auto-check: overflow, fusion and (-c) the comparison with the reference, then the likely culprit.",
+    add_arguments=add_arguments,
+    handler=handle,
+    aliases=("auto_check",),
+    epilog=("Exit codes: with -c as compare (0 all tensors pass, 1 one fails, 2 nothing compared); without -c, 1 "
+            "when an overflow or a fusion culprit is found, else 0.\n"
+            "Example: precision_tool -d precision_data ac -c -l 10"),
+)

@@ -1,0 +1,68 @@
+"""``fusion [-f PASS] [-a] [--no-compare]``: what fusion did, and which fused ops it got wrong.
+
+Lists the passes that fired (``fusion/fusion_result.json``: match and effect counts) and every fused op of
+``npu/debug_0``'s Build graph with the TF ops it replaced and the passes that made it (``-f PASS`` keeps the
+ops of matching passes, a case-insensitive regular expression). With a second run in ``npu/debug_1`` (fusion
+off), compares the two runs op by op and names the fused ops whose output differs from their unfused TF ops
+(:mod:`precision_tool.checks.fusion_compare` gives the rule and its thresholds); ``-a`` shows every compared
+op with its distances.
+
+Exit code 1 when a fused op differs from its unfused TF ops, else 0.
+"""
+from __future__ import annotations
+
+from precision_tool.commands.registry import Command, Context
+from precision_tool.errors import EXIT_FAILED_CHECK, EXIT_OK
+
+
+def add_arguments(parser):
+    from precision_tool.commands.autocheck import add_fusion_rule_options
+
+    parser.add_argument("-f", "--pass", dest="pass_pattern", default=None, metavar="PASS",
+                        help="list only the fused ops made by passes matching PASS (regular expression)")
+    parser.add_argument("-a", "--all", action="store_true",
+                        help="show every op of the fusion-on vs fusion-off comparison, not only those that differ")
+    parser.add_argument("--no-compare", action="store_true",
+                        help="skip the comparison with the fusion-off run (npu/debug_1)")
+    add_fusion_rule_options(parser)
+
+
+def handle(args, ctx: Context):
+    from precision_tool.checks.autocheck import check_fusion
+    from precision_tool.config import Workspace
+    from precision_tool.reports.fusion_report import add_fused_ops, add_fusion_comparison, add_passes
+    from precision_tool.reports.report import Report
+
+    workspace = Workspace(ctx.data_dir)
+    section = check_fusion(workspace, args.fusion_floor, args.fusion_growth, compare=not args.no_compare)
+    overview = section.overview
+    report = Report(title=f"Fusion in {workspace.npu_run(0)}")
+    add_passes(report, overview)
+    ops = overview.ops_made_by(args.pass_pattern) if args.pass_pattern else overview.fused_ops
+    title = (f"{len(ops)} fused op(s) made by a pass matching {args.pass_pattern!r}:" if args.pass_pattern
+             else "")
+    add_fused_ops(report, ops, title)
+    add_fusion_comparison(report, section.comparison, all_ops=args.all)
+    if section.notes:
+        report.add_text(*section.notes)
+    culprits = section.comparison.culprits if section.comparison is not None else ()
+    if culprits:
+        report.status = "fusion culprit(s): " + "; ".join(f"{op.op_name} ({op.fused.passes_text})" for op in culprits)
+    elif section.comparison is not None:
+        report.status = "every fused op computes what its unfused TF ops compute"
+    else:
+        report.status = "no fusion-off comparison"
+    report.exit_code = EXIT_FAILED_CHECK if culprits else EXIT_OK
+    report.data = section.to_dict()
+    report.data["listed_ops"] = [op.name for op in ops]
+    return report
+
+
+COMMAND = Command(
+    name="fusion",
+    summary="Fusion: passes that fired, fused ops and the TF ops they replaced; vs a fusion-off run, the culprits.",
+    add_arguments=add_arguments,
+    handler=handle,
+    aliases=("fu",),
+    epilog="Example: fusion -f ConvBiasadd    (the -f filter is the same as ls -f)",
+)

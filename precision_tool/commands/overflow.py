@@ -1,0 +1,83 @@
+"""``ov [FOLDER] [-l N] [--scan]``: the overflow records of a run, decoded and located, and the dump scan.
+
+FOLDER (default ``WORKSPACE/overflow/dump``) is searched for Opdebug records; each is decoded (old and new
+layouts), ordered by timestamp and matched to its op's dump by task and stream id, and the first ``-l N``
+are detailed with every input and output's statistics (:mod:`precision_tool.checks.overflow`). Without
+records -- or with ``--scan`` -- the dumps themselves are scanned for inf/NaN and fp16 saturation, and the
+Cast ops checked for lost information: FOLDER's dumps when it holds any, else ``WORKSPACE/npu/debug_0/dump``.
+
+Exit code 1 when something overflowed, 0 when nothing did, 2 when FOLDER does not exist.
+"""
+from __future__ import annotations
+
+import os
+
+from precision_tool.commands.registry import Command, Context
+from precision_tool.errors import EXIT_FAILED_CHECK, EXIT_OK, WorkspaceError
+
+
+def add_arguments(parser):
+    from precision_tool.checks.autocheck import DEFAULT_LIMIT
+    from precision_tool.commands.autocheck import non_negative_int
+
+    parser.add_argument("folder", nargs="?", default=None,
+                        help="folder holding Opdebug records beside the op dumps (default WORKSPACE/overflow/dump)")
+    parser.add_argument("-l", "--limit", type=non_negative_int, default=DEFAULT_LIMIT, metavar="N",
+                        help=f"detail the first N records (default {DEFAULT_LIMIT}; 0 = all)")
+    parser.add_argument("--scan", action="store_true",
+                        help="also scan the dumps for inf/NaN, fp16 saturation and lossy casts")
+
+
+def handle(args, ctx: Context):
+    from precision_tool.checks.casts import check_casts
+    from precision_tool.checks.nonfinite import scan_dumps_for_overflow
+    from precision_tool.checks.overflow import check_overflow_records
+    from precision_tool.config import Workspace
+    from precision_tool.formats.dump_names import scan_dump_folder
+    from precision_tool.reports.overflow_report import add_casts, add_dump_scan, add_overflow_records
+    from precision_tool.reports.report import Report
+
+    workspace = Workspace(ctx.data_dir)
+    folder = args.folder or workspace.overflow_dump
+    if args.folder is not None and not os.path.isdir(folder):
+        raise WorkspaceError(f"{folder}: no such folder", "give the folder holding the Opdebug records")
+    scan = scan_dump_folder(folder) if os.path.isdir(folder) else None
+    records = check_overflow_records(folder, args.limit, scan=scan)
+    report = Report(title=f"Overflow check of {folder}")
+    add_overflow_records(report, records)
+    scanned = None
+    if args.scan or records.records == 0:
+        target = folder if scan is not None and scan.ops else workspace.npu_dump(0)
+        if not records.folder_exists:
+            report.add_text(f"No overflow run ({folder} is missing): scanning {target} instead.")
+        elif records.records == 0 and not args.scan:
+            report.add_text(f"No Opdebug records: scanning {target} instead.")
+        if os.path.isdir(target):
+            target_scan = scan if target == folder else scan_dump_folder(target)
+            scanned = scan_dumps_for_overflow(target, target_scan)
+            add_dump_scan(report, scanned, args.limit)
+            add_casts(report, check_casts(target_scan), args.limit)
+        else:
+            report.add_text(f"{target}: no such folder either: nothing to scan.")
+    found = records.overflowed or bool(scanned and scanned.ops)
+    first = records.first
+    if first is not None:
+        report.status = (f"first overflow: {first.op_name or f'task {first.task_id} stream {first.stream_id}'} "
+                         f"({'; '.join(first.status_lines)})")
+    elif scanned is not None and scanned.ops:
+        report.status = f"inf/NaN or saturation first appears at {scanned.first_introduced.op_name}"
+    else:
+        report.status = "no overflow found"
+    report.exit_code = EXIT_FAILED_CHECK if found else EXIT_OK
+    report.data = {"records": records.to_dict(), "scan": None if scanned is None else scanned.to_dict()}
+    return report
+
+
+COMMAND = Command(
+    name="ov",
+    summary="Overflow: decode the Opdebug records, locate each overflowing op, show its tensors; or scan dumps.",
+    add_arguments=add_arguments,
+    handler=handle,
+    aliases=("overflow",),
+    epilog="Exit codes: 0 no overflow, 1 an overflow was found, 2 unusable input.",
+)

@@ -1,0 +1,100 @@
+"""The ``ac`` report: overflow, fusion, comparison, then the verdict -- one screen, plus ``data`` for ``--json``."""
+from __future__ import annotations
+
+from typing import Optional
+
+from precision_tool.reports.fusion_report import add_fusion_comparison, add_passes
+from precision_tool.reports.overflow_report import add_casts, add_dump_scan, add_overflow_records
+from precision_tool.reports.report import Report
+
+
+def add_overflow_section(report: Report, section, limit: int) -> None:
+    add_overflow_records(report, section.records)
+    if section.notes:
+        report.add_text(*section.notes)
+    add_dump_scan(report, section.scan, limit)
+    add_casts(report, section.casts, limit)
+
+
+def add_fusion_section(report: Report, section, limit: int) -> None:
+    add_passes(report, section.overview)
+    add_fusion_comparison(report, section.comparison, limit)
+    if section.notes:
+        report.add_text(*section.notes)
+
+
+def add_compare_section(report: Report, section, paths, limit: int) -> None:
+    """Counts, the failing tensors (first divergence first) and where the result files are."""
+    if section is None:
+        return
+    if section.error:
+        report.add_text(f"Comparison with the reference not run: {section.error}")
+        return
+    from precision_tool.comparison import iter_failing
+
+    result = section.result
+    counts = result.counts()
+    gate = f"cosine >= {result.cosine_threshold:g}" if result.cosine_threshold is not None else "cosine gate off"
+    title = (f"Compared {counts['compared']} tensors with {section.inputs.get('reference')} ({gate}): "
+             f"{counts['passed']} passed, {counts['failed']} failed")
+    failing = list(iter_failing(result))
+    if failing:
+        shown = failing if not limit else failing[:limit]
+        rows = [[r.tensor_id or r.op_name, r.op_type, r.status,
+                 "NaN" if r.cosine is None else f"{r.cosine:.6f}", r.reason] for r in shown]
+        more = f" (first {len(shown)} of {len(failing)})" if len(shown) < len(failing) else ""
+        report.add_table(["tensor", "op type", "status", "cosine", "reason"], rows,
+                         title=f"{title}; failing tensors, first divergence first{more}:")
+    else:
+        report.add_text(title + ".")
+    if paths is not None:
+        report.add_text(f"Result: {paths.csv}", f"Summary: {paths.summary}")
+
+
+def add_verdict(report: Report, verdict, command_prefix: str = "") -> None:
+    """The headline, the culprit's reasons, what else was found, and the next commands: on one line as typed in
+    the shell, or one per line behind ``command_prefix`` (``precision_tool -d WORKSPACE``) for a terminal."""
+    lines = [f"Verdict: {verdict.headline}"]
+    if verdict.culprit is not None:
+        lines += [f"  - {reason}" for reason in verdict.culprit.reasons]
+    if verdict.also:
+        lines.append("Also:")
+        lines += [f"  - {line}" for line in verdict.also]
+    if verdict.next_commands and command_prefix:
+        lines.append("Next:")
+        lines += [f"  {command_prefix} {command}" for command in verdict.next_commands]
+    elif verdict.next_commands:
+        lines.append("Next: " + "   ".join(verdict.next_commands))
+    report.add_text(*lines)
+
+
+def autocheck_report(result, *, limit: int, paths=None, exit_code: int = 0, elapsed_s: Optional[float] = None,
+                     command_prefix: str = "") -> Report:
+    """The whole ``ac`` report from an :class:`~precision_tool.checks.autocheck.AutocheckResult`;
+    ``command_prefix`` as in :func:`add_verdict`."""
+    report = Report(title=f"Auto-check of {result.workspace}")
+    add_overflow_section(report, result.overflow, limit)
+    add_fusion_section(report, result.fusion, limit)
+    add_compare_section(report, result.compare, paths, limit)
+    add_verdict(report, result.verdict, command_prefix)
+    timing = ", ".join(f"{name[:-2]} {seconds:.2f} s" for name, seconds in result.timing.items())
+    total = f"{elapsed_s:.2f} s" if elapsed_s is not None else ""
+    report.status = f"exit {exit_code}" + (f"; {total} ({timing})" if total else "")
+    report.exit_code = exit_code
+    report.data = autocheck_data(result, paths)
+    return report
+
+
+def autocheck_data(result, paths=None) -> dict:
+    compare = None
+    if result.compare is not None:
+        compare = {"error": result.compare.error or None, "inputs": result.compare.inputs}
+        if result.compare.result is not None:
+            outcome = result.compare.result
+            compare.update(counts=outcome.counts(), divergence=outcome.divergence.to_dict(),
+                           failing=[r.tensor_id or r.op_name for r in outcome.failing],
+                           result_csv=paths.csv if paths is not None else None,
+                           summary=paths.summary if paths is not None else None)
+    return {"workspace": result.workspace, "overflow": result.overflow.to_dict(),
+            "fusion": result.fusion.to_dict(), "compare": compare, "verdict": result.verdict.to_dict(),
+            "timing": {name: round(seconds, 4) for name, seconds in result.timing.items()}}

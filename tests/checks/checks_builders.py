@@ -1,0 +1,73 @@
+"""Fixtures for the checks, written with precision_tool's own writers, and the sample workspace copied to tmp.
+
+* :func:`copy_cnn_workspace` -- ``sample_dumps/cnn_workspace`` copied (never written in place);
+* :func:`perturb_output` -- multiply a dump file's output payload by ``1 + rel * z`` in place (a copy only),
+  the emulator's "imprecise kernel" after the fact, without TensorFlow;
+* :func:`write_op_dump` / :func:`write_record` -- a dump file or an Opdebug record in a flat folder.
+"""
+from __future__ import annotations
+
+import glob
+import os
+import shutil
+from pathlib import Path
+
+import numpy as np
+
+from precision_tool.formats.dump_file import read_dump_header, read_tensor, write_dump
+from precision_tool.formats.dump_names import build_dump_name
+from precision_tool.formats.overflow import write_overflow_record
+
+REPO = Path(__file__).resolve().parents[2]
+CNN = REPO / "sample_dumps" / "cnn_workspace"
+SINGLE_OPS = REPO / "sample_dumps" / "single_ops"
+CONV2 = "small_cnn_1/conv2_1/convolution"
+POOL1 = "small_cnn_1/pool1_1/MaxPool2d"
+RES_CONV = "small_cnn_1/res_conv_1/convolution"
+CONV3 = "small_cnn_1/conv3_1/convolution"
+
+
+def copy_cnn_workspace(tmp_path) -> Path:
+    target = Path(tmp_path) / "cnn_workspace"
+    shutil.copytree(CNN, target)
+    return target
+
+
+def dump_file_of(workspace, run: int, sanitized_op: str) -> str:
+    (path,) = glob.glob(os.path.join(workspace, "npu", f"debug_{run}", "dump", "**", f"*.{sanitized_op}.*"),
+                        recursive=True)
+    return path
+
+
+def perturb_output(path: str, rel: float = 0.3, seed: int = 1, index: int = 0) -> None:
+    """Rewrite output ``index``'s payload of the dump at ``path`` as ``x * (1 + rel * z)`` (padding stays 0)."""
+    dump = read_dump_header(path)
+    entry = dump.outputs[index]
+    values = read_tensor(dump, entry)
+    noise = 1.0 + rel * np.random.default_rng(seed).standard_normal(values.shape)
+    changed = (values.astype(np.float32) * noise).astype(values.dtype)
+    with open(path, "r+b") as handle:
+        handle.seek(entry.offset)
+        handle.write(changed.tobytes())
+
+
+def write_op_dump(folder, op_type: str, op_name: str, task: int, stream: int, timestamp: int, inputs=(),
+                  outputs=()) -> str:
+    path = os.path.join(os.fspath(folder), build_dump_name(op_type, op_name, task, stream, timestamp).file_name)
+    os.makedirs(os.fspath(folder), exist_ok=True)
+    return write_dump(path, op_name, inputs=list(inputs), outputs=list(outputs), dump_time=timestamp)
+
+
+def write_record(folder, record, timestamp: int, **ids) -> str:
+    os.makedirs(os.fspath(folder), exist_ok=True)
+    return write_overflow_record(folder, record, timestamp=timestamp, **ids)
+
+
+def tree_listing(root) -> list:
+    """Every file under ``root`` with its size and modification time (to prove nothing was written)."""
+    found = []
+    for folder, _, files in os.walk(root):
+        for name in files:
+            info = os.stat(os.path.join(folder, name))
+            found.append((os.path.relpath(os.path.join(folder, name), root), info.st_size, info.st_mtime_ns))
+    return sorted(found)

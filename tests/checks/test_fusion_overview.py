@@ -1,0 +1,50 @@
+"""What fusion did: passes from fusion_result.json and the Build graph, fused ops with their TF ops."""
+from checks_builders import CNN
+from precision_tool.checks.fusion import summarize_fusion
+from precision_tool.formats.fusion_result import FusionResult, GraphFusion, PassRecord
+from precision_tool.formats.ge_graph import Graph, GraphModel, OpNode
+from precision_tool.formats.ge_io import find_build_graph, read_ge_graph
+from precision_tool.formats.fusion_result import read_fusion_result
+
+
+def cnn_overview():
+    model = read_ge_graph(find_build_graph(CNN / "npu" / "debug_0" / "graph"))
+    return summarize_fusion(model, read_fusion_result(CNN / "fusion" / "fusion_result.json"))
+
+
+def test_passes_carry_counts_and_the_ops_they_mark():
+    overview = cnn_overview()
+    assert [(p.name, p.family, p.match_times, p.effect_times, len(p.ops)) for p in overview.passes] == [
+        ("ConvBiasaddFusionPass", "graph_fusion", 4, 4, 4), ("MatMulBiasAddFusionPass", "graph_fusion", 2, 2, 2),
+        ("TbeConvElemwiseFusionPass", "ub_fusion", 3, 3, 3), ("TbeMatmulElemwiseFusionPass", "ub_fusion", 1, 1, 1)]
+    assert overview.graph_ops == 34 and len(overview.fused_ops) == 6
+
+
+def test_fused_op_lists_the_tf_ops_it_replaced_and_its_passes():
+    conv3 = cnn_overview().fused_op("small_cnn_1/conv3_1/convolution")
+    assert conv3.tf_ops == ("small_cnn_1/conv3_1/convolution", "small_cnn_1/conv3_1/BiasAdd",
+                            "small_cnn_1/conv3_1/Relu6")
+    assert conv3.graph_passes == ("ConvBiasaddFusionPass",) and conv3.ub_pass == "TbeConvElemwiseFusionPass"
+    assert conv3.passes_text == "ConvBiasaddFusionPass (graph), TbeConvElemwiseFusionPass (UB)"
+
+
+def test_ops_made_by_a_pass_pattern():
+    overview = cnn_overview()
+    assert [op.name for op in overview.ops_made_by("matmul.*elemwise")] == ["small_cnn_1/fc1_1/MatMul"]
+    assert len(overview.ops_made_by("convbiasadd")) == 4
+    assert overview.ops_made_by("Tbe[") == ()  # not a regex: taken literally, matches nothing
+
+
+def test_passes_that_did_nothing_sort_last_and_unlisted_passes_still_show():
+    result = FusionResult((GraphFusion("session_and_graph_id_0_1", (
+        PassRecord("IdlePass", "graph_fusion", 3, 0), PassRecord("BusyPass", "ub_fusion", 1, 1))),))
+    op = OpNode("fused", "Conv2D", attrs={"_datadump_original_op_names": ["a", "b"], "pass_name": ["SecretPass"]})
+    overview = summarize_fusion(GraphModel((Graph("g", (op, OpNode("plain", "Relu"))),)), result)
+    assert [(p.name, p.took_effect, p.ops) for p in overview.passes] == [
+        ("BusyPass", True, ()), ("IdlePass", False, ()), ("SecretPass", False, ("fused",))]
+    assert [p.name for p in overview.effective_passes] == ["BusyPass"]
+
+
+def test_without_graph_or_result_there_is_nothing_to_list():
+    overview = summarize_fusion(None, None, notes=["no graph"])
+    assert overview.passes == () and overview.fused_ops == () and overview.notes == ("no graph",)

@@ -1,0 +1,79 @@
+"""``ac``'s orchestration and verdict on copies of the sample workspace with planted faults."""
+import shutil
+
+import numpy as np
+import pytest
+
+from checks_builders import CNN, CONV2, CONV3, RES_CONV, copy_cnn_workspace, dump_file_of, perturb_output
+from precision_tool.checks.autocheck import AutocheckOptions, run_autocheck
+from precision_tool.checks.verdict import DUMP_SCAN, FIRST_DIVERGENCE, FUSION, OVERFLOW_RECORD
+from precision_tool.errors import WorkspaceError
+from precision_tool.formats.dump_file import read_dump_header, read_tensor
+
+WITH_COMPARE = AutocheckOptions(compare=True, workers=1)
+
+
+def test_without_compare_the_planted_overflow_is_the_culprit():
+    result = run_autocheck(str(CNN))
+    culprit = result.verdict.culprit
+    assert (culprit.op_name, culprit.evidence) == (CONV3, OVERFLOW_RECORD)
+    assert "overflow converting fp32→fp16" in culprit.reasons[0]
+    assert culprit.next_commands[0] == f"ni {CONV3}" and culprit.next_commands[1].startswith("pt ")
+    assert result.verdict.next_commands[-1] == "ac -c" and result.compare is None
+
+
+def test_with_compare_the_planted_imprecise_op_is_the_culprit_and_fusion_is_cleared():
+    result = run_autocheck(str(CNN), WITH_COMPARE)
+    verdict = result.verdict
+    assert (verdict.culprit.op_name, verdict.culprit.evidence) == (RES_CONV, FIRST_DIVERGENCE)
+    reasons = " | ".join(verdict.culprit.reasons)
+    assert "not fusion: fused by ConvBiasaddFusionPass (graph), but the fusion-off run computes the same" in reasons
+    assert "the kernel itself loses accuracy" in reasons
+    assert verdict.culprit.next_commands[:2] == (f"ni {RES_CONV}", f"pt {RES_CONV}:output:0")
+    (overflow_line,) = [line for line in verdict.also if line.startswith("overflow run")]
+    assert CONV3 in overflow_line and "cost no accuracy" in overflow_line
+
+
+def test_a_fault_on_a_fused_op_is_blamed_on_its_passes(tmp_path):
+    workspace = copy_cnn_workspace(tmp_path)
+    perturb_output(dump_file_of(workspace, 0, "small_cnn_1_conv2_1_convolution"), rel=0.3)
+    alone = run_autocheck(str(workspace)).verdict.culprit
+    assert (alone.op_name, alone.evidence) == (CONV2, FUSION)
+    assert alone.passes == ("ConvBiasaddFusionPass", "TbeConvElemwiseFusionPass")
+    assert "ls -f ConvBiasaddFusionPass" in alone.next_commands
+    compared = run_autocheck(str(workspace), WITH_COMPARE).verdict.culprit
+    assert (compared.op_name, compared.evidence) == (CONV2, f"{FIRST_DIVERGENCE} and {FUSION}")
+    assert any(reason.startswith("fusion: it differs from its unfused TF ops") for reason in compared.reasons)
+
+
+def test_without_an_overflow_run_the_dumps_are_scanned(tmp_path):
+    workspace = copy_cnn_workspace(tmp_path)
+    shutil.rmtree(workspace / "overflow")
+    path = dump_file_of(workspace, 0, "small_cnn_1_pool1_1_MaxPool2d")
+    dump = read_dump_header(path)
+    values = read_tensor(dump, dump.outputs[0]).copy()
+    values.reshape(-1)[0] = np.inf
+    with open(path, "r+b") as handle:
+        handle.seek(dump.outputs[0].offset)
+        handle.write(values.tobytes())
+    result = run_autocheck(str(workspace))
+    assert any(note.startswith("no overflow run") for note in result.overflow.notes)
+    culprit = result.verdict.culprit
+    assert (culprit.op_name, culprit.evidence) == ("small_cnn_1/pool1_1/MaxPool2d", DUMP_SCAN)
+    assert "output 0 holds 1 inf" in culprit.reasons[0]
+
+
+def test_missing_reference_keeps_the_other_sections(tmp_path):
+    workspace = copy_cnn_workspace(tmp_path)
+    shutil.rmtree(workspace / "tf")
+    result = run_autocheck(str(workspace), WITH_COMPARE)
+    assert result.compare.result is None and "no reference folder" in result.compare.error
+    assert result.verdict.culprit.op_name == CONV3  # the overflow still names it
+    assert any(line.startswith("comparison not run") for line in result.verdict.also)
+
+
+def test_a_folder_that_is_not_a_workspace_is_a_one_line_error(tmp_path):
+    with pytest.raises(WorkspaceError, match="neither npu/debug_0/dump nor overflow/dump"):
+        run_autocheck(str(tmp_path))
+    with pytest.raises(WorkspaceError, match="no such workspace folder"):
+        run_autocheck(str(tmp_path / "missing"))
