@@ -7,9 +7,10 @@ PY     := $(VENV)/bin/python
 PEER_DIR ?= ../shared/peers/msaccucmp
 export PEER_VENV ?= /tmp/peer-venv
 STAMP  := $(VENV)/.installed
-DEMO_DUMP := sample_dumps/single_ops
+DEMO_WORKSPACE := sample_dumps/cnn_workspace
+DEMO_OUT := /tmp/precision_tool_demo
 
-.PHONY: venv test test-fast demo check-peer peer bench sample-dumps clean
+.PHONY: venv test test-fast demo check-peer peer browser check-report bench sample-dumps clean
 
 venv: $(STAMP)
 
@@ -24,7 +25,14 @@ peer:
 	@if [ -x $(PEER_DIR)/setup_peer.sh ]; then bash $(PEER_DIR)/setup_peer.sh >/dev/null && echo "peer ready"; \
 	 else echo "no peer at $(PEER_DIR): peer tests will be skipped"; fi
 
-test: venv peer
+# Headless Chromium for the HTML report's browser test (Debian's package; about 30 s and 113 MB to fetch).
+# Tolerant: without root or a package mirror, the browser tests skip and say why.
+browser:
+	@command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1 || \
+	 (apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium) >/dev/null 2>&1 || \
+	 echo "chromium not installed: browser tests will be skipped"
+
+test: venv peer browser
 	$(PY) -m pytest -q
 
 test-fast: venv
@@ -33,14 +41,23 @@ test-fast: venv
 check-peer: venv peer
 	$(PY) -m pytest -q -m peer -rs
 
+# ac -c exits 1 when it finds the planted culprit (as compare does): that is the demo working, not failing.
+# Compare results go to $(DEMO_OUT), never into the committed sample workspace.
 demo: venv
-	$(VENV)/bin/precision_tool dc $(DEMO_DUMP) -o /tmp/precision_tool_demo_dc
+	$(VENV)/bin/precision_tool -d $(DEMO_WORKSPACE) ac -c -o $(DEMO_OUT) || [ $$? -eq 1 ]
+
+# The HTML report of the sample CNN rendered in headless Chromium (also part of make test).
+check-report: demo browser
+	$(PY) -m pytest -q -rs -m browser tests/reports/test_html_browser.py
+	$(VENV)/bin/precision_tool -d $(DEMO_WORKSPACE) report -f $(DEMO_OUT) -o $(DEMO_OUT)/report.html --plots $(DEMO_OUT)/plots \
+	 || [ $$? -eq 1 ]
 
 sample-dumps: venv
 	$(PY) sample_dumps/generate.py
 
 bench: venv peer
 	$(PY) benchmarks/run.py
+	$(PY) benchmarks/alignment_scale.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache build *.egg-info

@@ -12,16 +12,17 @@ COMMAND_MODULES = (
     "emulate",
     "ge2json",
     "tf_dump",
-    "vector_compare",
-    "vector_summary",
     "list_ops",
     "node_info",
     "print_tensor",
     "compare_tensors",
     "run_command",
+    "vector_compare",
+    "vector_summary",
     "autocheck",
     "overflow",
     "fusion",
+    "report",
 )
 
 

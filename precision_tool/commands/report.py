@@ -1,0 +1,102 @@
+"""``report [-f RESULT] [-o FILE.html] [--plots DIR]``: one self-contained HTML page of a compare result.
+
+Reads the latest result under ``WORKSPACE/temp/vector_compare`` (where ``ac -c`` and ``compare`` write), or
+``-f`` a result CSV or a folder holding one, with the ``summary.json`` beside it. On the page
+(:mod:`precision_tool.reports.html`): ``ac``'s verdict (the overflow and fusion checks run again on the
+workspace unless ``--no-checks``), a plot of cosine similarity and max relative error per tensor in execution
+order with the threshold, the first divergence and the overflow ops marked, the failing tensors' error
+histograms and worst elements, every CSV row in a sortable, filterable table, and the coverage report.
+
+The page goes beside the CSV as ``report_{timestamp}.html`` unless ``-o`` says where; ``--plots DIR`` also
+writes the plots as SVG files, and as PNG when Chromium is installed.
+
+Exit codes, as ``vcs``: 0 every compared tensor passes, 1 some fail (the page is written either way), 2 no
+result to read or nowhere to write.
+"""
+from __future__ import annotations
+
+import os
+
+from precision_tool.commands.registry import Command, Context
+from precision_tool.errors import EXIT_FAILED_CHECK, EXIT_OK, WorkspaceError
+
+
+def add_arguments(parser):
+    from precision_tool.commands.autocheck import non_negative_int
+    from precision_tool.commands.compare import cosine_value
+    from precision_tool.reports.html import DEFAULT_DETAILS, DEFAULT_WORST
+
+    parser.add_argument("-f", "--file", dest="file", default=None, metavar="RESULT",
+                        help="a result CSV, or a folder searched for the latest result_*.csv "
+                             "(default: the latest under WORKSPACE/temp/vector_compare)")
+    parser.add_argument("-o", "--output", dest="output", default=None, metavar="FILE.html",
+                        help="where to write the page (default: report_{timestamp}.html beside the CSV)")
+    parser.add_argument("--plots", default=None, metavar="DIR",
+                        help="also write the plots into DIR as SVG, and as PNG when Chromium is installed")
+    parser.add_argument("-c", "--cosine", dest="cosine", type=cosine_value, default=None, metavar="THRESHOLD",
+                        help="judge tensors at this cosine (default: the run's, from summary.json, else 0.99)")
+    parser.add_argument("--details", type=non_negative_int, default=DEFAULT_DETAILS, metavar="N",
+                        help=f"element error histograms for the first N failing tensors (default {DEFAULT_DETAILS}; "
+                             "0 = all)")
+    parser.add_argument("--worst", type=non_negative_int, default=DEFAULT_WORST, metavar="N",
+                        help=f"worst elements listed per failing tensor (default {DEFAULT_WORST})")
+    parser.add_argument("--no-checks", dest="checks", action="store_false",
+                        help="leave out ac's overflow and fusion checks (the verdict is then the first divergence)")
+
+
+def handle(args, ctx: Context):
+    from precision_tool.commands.compare_run import workspace_result_folder
+    from precision_tool.reports.html import build_report, default_report_path, ensure_report_folder, write_report
+    from precision_tool.reports.report import Report
+
+    target = args.file or workspace_result_folder(ctx.data_dir)
+    if not args.file and not os.path.isdir(target):
+        raise WorkspaceError(f"no compare result in {ctx.data_dir} yet ({target} is missing)",
+                             f"run 'precision_tool -d {ctx.data_dir} ac -c' or 'compare' first, or give -f RESULT")
+    data = build_report(target, threshold=args.cosine, data_dir=ctx.data_dir, run_checks=args.checks,
+                        details=args.details, worst=args.worst)
+    inputs = (data.summary or {}).get("inputs") or {}
+    html_path = ensure_report_folder(args.output or default_report_path(data.csv_path), inputs)
+    try:
+        write_report(data, html_path)
+    except OSError as error:
+        raise WorkspaceError(f"{html_path}: cannot write the report ({error.strerror or error})") from None
+    lines = [f"Report: {html_path} ({os.path.getsize(html_path) / 1024:.0f} KB, self-contained; open it in any "
+             "browser)"]
+    plots = None
+    if args.plots:
+        from precision_tool.reports.html.export import write_plots
+
+        ensure_report_folder(os.path.join(args.plots, "plot.svg"), inputs)
+        try:
+            plots = write_plots(data, args.plots)
+        except OSError as error:
+            raise WorkspaceError(f"{args.plots}: cannot write the plots ({error.strerror or error})") from None
+        lines.append(f"Plots: {len(plots.files)} file(s) in {args.plots}" + (f" ({plots.png_note})"
+                                                                            if plots.png_note else ""))
+    failing = len(data.failing_rows)
+    headline = data.findings.verdict.headline if data.findings is not None else (
+        f"First divergence: {data.first_divergence}." if data.first_divergence else "No first divergence.")
+    report = Report(title=f"{data.csv_path}: {data.counts['compared']} tensors compared, {failing} failing at cosine "
+                          f"{data.threshold:g}")
+    report.add_text(headline, *lines)
+    report.exit_code = EXIT_FAILED_CHECK if failing else EXIT_OK
+    report.status = "all compared tensors pass" if not failing else f"{failing} failing"
+    report.data = {"html": os.path.abspath(html_path), "csv": data.csv_path, "compared": data.counts["compared"],
+                   "failing": failing, "first_divergence": data.first_divergence,
+                   "verdict": data.findings.verdict.to_dict() if data.findings is not None else None,
+                   "plots": list(plots.files) if plots is not None else [],
+                   "png_note": plots.png_note if plots is not None else None}
+    return report
+
+
+COMMAND = Command(
+    name="report",
+    summary="Write one self-contained HTML page of a compare result: verdict, plot, failing tensors, table.",
+    add_arguments=add_arguments,
+    handler=handle,
+    aliases=("html",),
+    epilog=("Example: precision_tool -d precision_data report -o accuracy.html --plots plots/\n"
+            "Exit codes: 0 every compared tensor passes, 1 some fail (the page is written either way), 2 no result "
+            "to read (run ac -c or compare first) or nowhere to write."),
+)

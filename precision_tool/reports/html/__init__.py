@@ -1,0 +1,96 @@
+"""The HTML report: one self-contained file a user attaches to a bug or a CI run.
+
+Data flow, one module each::
+
+    result_source  CSV + summary.json  -> ResultSource (a ComparisonResult read back, judged at a threshold)
+    findings       ac's overflow/fusion sections and verdict      -> CheckFindings
+    details        failing tensors loaded again                   -> histograms + worst elements
+    data           all of it as plain page data                   -> ReportData
+    plot, histogram  SVG text (no plotting library)
+    page           the HTML page, CSS and JS inline                -> str
+    export         --plots DIR: SVG files, PNG through Chromium (browser)
+
+:func:`build_report` and :func:`write_report` are what the commands call. Nothing here imports TensorFlow or
+a plotting library; Chromium is only run for PNG files and the browser test.
+"""
+from __future__ import annotations
+
+import os
+import re
+from typing import Optional
+
+from precision_tool.reports.html.data import ReportData, build_report_data
+from precision_tool.reports.html.details import DEFAULT_DETAILS, DEFAULT_WORST, failing_details
+from precision_tool.reports.html.findings import (CheckFindings, findings_from_autocheck, findings_from_workspace,
+                                                  workspace_of_result)
+from precision_tool.reports.html.page import render_page
+from precision_tool.reports.html.result_source import ResultSource, load_result
+
+__all__ = ["build_report", "write_report", "write_run_report", "ensure_report_folder", "default_report_path",
+           "ReportData", "CheckFindings", "ResultSource", "load_result", "findings_from_autocheck",
+           "findings_from_workspace", "render_page", "DEFAULT_DETAILS", "DEFAULT_WORST"]
+
+
+def build_report(target: str, *, threshold: Optional[float] = None, data_dir: str = "", findings=None,
+                 run_checks: bool = True, details: int = DEFAULT_DETAILS, worst: int = DEFAULT_WORST,
+                 limit: int = 5) -> ReportData:
+    """The page's data for the result at ``target`` (a CSV, or a folder searched for the latest one).
+
+    ``findings`` are ``ac``'s when the caller has them; otherwise, with ``run_checks``, the overflow and fusion
+    checks run on the workspace (``data_dir``, else the one the result's NPU dump lies in). ``details``
+    failing tensors get element errors (0 = all), each with its ``worst`` largest errors; ``limit`` caps the
+    rows of ``ac``'s tables, as ``ac -l`` does.
+    """
+    source = load_result(target, threshold)
+    if findings is None and run_checks:
+        workspace = workspace_of_result(data_dir, source.inputs)
+        if workspace is not None:
+            findings = findings_from_workspace(workspace, source, limit)
+    return build_report_data(source, findings, failing_details(source, details, worst))
+
+
+def default_report_path(csv_path: str) -> str:
+    """``report_{timestamp}.html`` beside ``result_{timestamp}.csv`` (``NAME.html`` for other CSV names)."""
+    folder, name = os.path.split(os.path.abspath(csv_path))
+    stem = re.sub(r"\.csv$", "", name, flags=re.IGNORECASE)
+    return os.path.join(folder, (stem.replace("result_", "report_", 1) if stem.startswith("result_") else stem)
+                        + ".html")
+
+
+def write_report(data: ReportData, path: str) -> str:
+    """Write the page atomically; returns the path. ``OSError`` propagates (callers name the file)."""
+    from precision_tool.fileio import atomic_write
+
+    folder = os.path.dirname(os.path.abspath(path))
+    os.makedirs(folder, exist_ok=True)
+    with atomic_write(path, "w") as handle:
+        handle.write(render_page(data))
+    return os.fspath(path)
+
+
+def ensure_report_folder(path: str, inputs: dict) -> str:
+    """Create the folder ``path`` will go in, refusing one inside the run's input folders (``summary.json``'s
+    ``inputs``: NPU dump, reference, graphs) with :class:`~precision_tool.errors.WorkspaceError`; returns
+    ``path``."""
+    from precision_tool.config import ensure_output_dir
+
+    folders = [inputs.get(key) for key in ("npu", "reference", "graph", "reference_graph")]
+    ensure_output_dir(os.path.dirname(os.path.abspath(path)), *[p for p in folders if p and os.path.exists(p)])
+    return path
+
+
+def write_run_report(csv_path: str, html_path: str, findings=None, details: int = DEFAULT_DETAILS,
+                     worst: int = DEFAULT_WORST) -> str:
+    """The page of a run that was just written (``ac -c --html``, ``compare --html``): ``findings`` are ``ac``'s
+    (:func:`findings_from_autocheck`) or ``None`` (no overflow/fusion checks). Returns ``html_path``.
+
+    Raises :class:`~precision_tool.errors.WorkspaceError` when the page cannot be written there.
+    """
+    from precision_tool.errors import WorkspaceError
+
+    data = build_report(csv_path, findings=findings, run_checks=False, details=details, worst=worst)
+    ensure_report_folder(html_path, (data.summary or {}).get("inputs") or {})
+    try:
+        return write_report(data, html_path)
+    except OSError as error:
+        raise WorkspaceError(f"{html_path}: cannot write the report ({error.strerror or error})") from None

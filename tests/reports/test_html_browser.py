@@ -1,0 +1,89 @@
+"""The sample report in a real browser: headless Chromium runs the page's script, renders it, and finds no error.
+
+Skipped, with the reason, when no Chromium is installed (``make browser`` installs Debian's ``chromium``).
+"""
+import re
+import struct
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from html_builders import CNN, EVIL, RES_CONV, sample_result, tensor, write_synthetic_result  # noqa: E402
+from precision_tool.reports.html import build_report, write_report  # noqa: E402
+from precision_tool.reports.html.browser import dump_dom, file_url, find_chromium, screenshot  # noqa: E402
+
+pytestmark = [pytest.mark.browser,
+              pytest.mark.skipif(find_chromium() is None,
+                                 reason="no Chromium found (make browser, or apt-get install chromium)")]
+
+
+@pytest.fixture(scope="module")
+def sample_page(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("browser")
+    csv = sample_result(folder / "out")
+    return Path(write_report(build_report(str(csv), data_dir=str(CNN)), str(folder / "report.html")))
+
+
+def body_attrs(dom: str) -> str:
+    return re.search(r"<body([^>]*)>", dom).group(1)
+
+
+def rows_in_order(dom: str):
+    tbody = dom[dom.index('<table id="tensor-table"'):]
+    return re.findall(r'<tr id="row-\d+" class="([^"]*)" data-op="([^"]*)"', tbody)
+
+
+def test_script_runs_without_error_and_fills_the_table_controls(sample_page):
+    run = dump_dom(file_url(sample_page))
+    assert 'data-status="ok"' in body_attrs(run.stdout), body_attrs(run.stdout)
+    assert '<span id="table-count">52 of 52 tensors shown</span>' in run.stdout
+    assert '<input type="search" id="table-filter"' in run.stdout
+    assert "Uncaught" not in run.stderr  # nothing thrown, not even after init
+
+
+def test_divergence_marker_carries_the_planted_op(sample_page):
+    dom = dump_dom(file_url(sample_page)).stdout
+    assert re.search(rf'<g id="first-divergence" data-op="{re.escape(RES_CONV)}">', dom)
+    assert f">first divergence: {RES_CONV}</text>" in dom
+
+
+def test_query_filters_and_sorts_the_table(sample_page):
+    dom = dump_dom(file_url(sample_page, "failing=1")).stdout
+    assert 'data-rows-shown="2"' in body_attrs(dom) and "2 of 52 tensors shown" in dom
+    dom = dump_dom(file_url(sample_page, "sort=CosineSimilarity")).stdout
+    first_class, first_op = rows_in_order(dom)[0]
+    assert first_op == RES_CONV and "first" in first_class.split()  # lowest cosine first
+    assert 'aria-sort="ascending"' in dom
+    dom = dump_dom(file_url(sample_page, "filter=RES_RELU")).stdout  # case-insensitive, any cell
+    (csv,) = (sample_page.parent / "out").glob("result_*.csv")
+    expected = sum("res_relu" in line for line in csv.read_text().splitlines())
+    assert expected == 2 and f"{expected} of 52 tensors shown" in dom
+
+
+def test_a_broken_page_is_reported_as_an_error(sample_page, tmp_path):
+    broken = tmp_path / "broken.html"
+    broken.write_text(sample_page.read_text(encoding="utf-8").replace('<div id="table-controls"></div>', ""),
+                      encoding="utf-8")
+    attrs = body_attrs(dump_dom(file_url(broken)).stdout)
+    assert 'data-status="error"' in attrs and "data-error=" in attrs
+
+
+def test_names_with_markup_stay_text_in_the_browser(tmp_path):
+    rows = [tensor(0, "input_op"), tensor(1, EVIL, cosine=0.5, status="FAIL")]
+    csv = write_synthetic_result(tmp_path / "out", rows, edges={EVIL: [["input_op", 0]]})
+    page = write_report(build_report(str(csv), run_checks=False), str(tmp_path / "evil.html"))
+    dom = dump_dom(file_url(page)).stdout
+    assert 'data-status="ok"' in body_attrs(dom)
+    assert dom.count("<script") == 1 and "<script>alert" not in dom
+
+
+def test_screenshot_of_the_report(sample_page, tmp_path):
+    png = screenshot(file_url(sample_page), tmp_path / "report.png", 1400, 2000)
+    data = Path(png).read_bytes()
+    assert data[:8] == b"\x89PNG\r\n\x1a\n"
+    width, height = struct.unpack(">II", data[16:24])
+    assert (width, height) == (1400, 2000)
+    assert len(data) > 50_000  # a rendered page, not a blank one (a blank 1400x2000 PNG is a few kB)

@@ -1,0 +1,102 @@
+"""The SVG plot and histogram: points, axes, markers, undefined values -- from small made-up inputs."""
+import doctest
+import importlib
+import re
+import xml.etree.ElementTree as ET
+
+import pytest
+
+from precision_tool.metrics.errors_detail import error_histogram
+from precision_tool.reports.html.details import histogram_labels
+from precision_tool.reports.html.findings import OverflowMark
+from precision_tool.reports.html.histogram import histogram_svg
+from precision_tool.reports.html.plot import (COSINE_HEIGHT, MARKER_BAND, PlotPoint, accuracy_plot_svg,
+                                              cosine_domain, cosine_ticks, log_domain, x_of)
+
+NS = "{http://www.w3.org/2000/svg}"
+
+
+def points(*cosines, rel=1e-3):
+    return [PlotPoint(k, k, f"op{k}:output:0", f"op{k}", c, rel if c is not None else None,
+                      c is None or c < 0.99) for k, c in enumerate(cosines)]
+
+
+def svg_tree(svg: str):
+    return ET.fromstring(svg)
+
+
+def group(root, group_id):
+    return next(node for node in root.iter(f"{NS}g") if node.get("id") == group_id)
+
+
+@pytest.mark.parametrize("name", ["precision_tool.reports.html.plot", "precision_tool.reports.html.markup",
+                                  "precision_tool.reports.html.details", "precision_tool.reports.html.histogram",
+                                  "precision_tool.reports.html.export"])
+def test_docstring_examples(name):
+    result = doctest.testmod(importlib.import_module(name))
+    assert result.attempted > 0 and result.failed == 0
+
+
+def test_one_point_per_tensor_in_each_panel_and_undefined_cosines_on_their_strip():
+    root = svg_tree(accuracy_plot_svg(points(1.0, 0.999, None, 0.5), 0.99, standalone=True))
+    assert root.get("data-points") == "4"
+    cosine = list(group(root, "points-cosine"))
+    assert len(cosine) == 4 and len(list(group(root, "points-max-rel-error"))) == 4
+    circles = [node.find(f"{NS}circle") for node in cosine]
+    assert circles[2] is None and cosine[2].find(f"{NS}path") is not None  # NaN: a cross, not a circle
+    top = MARKER_BAND
+    ys = [float(c.get("cy")) for c in circles if c is not None]
+    assert ys[0] == pytest.approx(top)  # cosine 1 on the top edge
+    assert top < ys[1] < ys[2] <= top + COSINE_HEIGHT  # 0.999 below it, 0.5 lowest
+    xs = [float(c.get("cx")) for c in circles if c is not None]
+    assert xs == sorted(xs) and xs[0] == pytest.approx(x_of(0, 4))
+
+
+def test_threshold_line_sits_at_the_threshold():
+    root = svg_tree(accuracy_plot_svg(points(1.0, 0.9), 0.95, standalone=True))
+    line = group(root, "threshold-line").find(f"{NS}line")
+    low, high = cosine_domain([1.0, 0.9], 0.95)
+    expected = MARKER_BAND + (high - 0.95) / (high - low) * COSINE_HEIGHT
+    assert float(line.get("y1")) == pytest.approx(expected, abs=0.01)
+    assert 'id="threshold-line"' not in accuracy_plot_svg(points(1.0), None)
+
+
+def test_divergence_marker_is_on_the_first_failing_tensor_of_its_op():
+    data = points(1.0, 1.0, 0.5, 0.4)
+    data[1] = PlotPoint(1, 1, "op2:input:0", "op2", 1.0, 1e-3, False)  # op2's passing input comes first
+    root = svg_tree(accuracy_plot_svg(data, 0.99, "op2", standalone=True))
+    marker = group(root, "first-divergence")
+    assert marker.get("data-op") == "op2"
+    assert float(marker.find(f"{NS}line").get("x1")) == pytest.approx(x_of(2, 4))
+    assert "first divergence: op2" in "".join(marker.itertext())
+    assert 'id="first-divergence"' not in accuracy_plot_svg(data, 0.99, "not_in_the_plot")
+
+
+def test_overflow_ops_missing_from_the_comparison_are_counted_in_the_legend():
+    marks = [OverflowMark("op1", "overflow record 1: AI Core"), OverflowMark("elsewhere", "record 2")]
+    svg = accuracy_plot_svg(points(1.0, 1.0), 0.99, None, marks)
+    assert len(re.findall(r'class="overflow-marker" data-op="op1"', svg)) == 1
+    assert "1 overflow op(s) not in the comparison" in svg
+
+
+def test_axes_adapt_to_the_data():
+    assert cosine_domain([1.0], 0.99)[0] < 0.99 < 1.0
+    assert cosine_domain([-1.0], 0.99) == (-1.0, 1.0)
+    assert cosine_ticks(0.88, 1.0) == [0.88, 0.9, 0.92, 0.94, 0.96, 0.98, 1.0]
+    assert log_domain([0.0, 1e-3, float("inf"), None]) == (-3, -1)
+    assert log_domain([1e-12, 1.0]) == (-8, 0)  # floor at 1e-8
+
+
+def test_empty_plot_says_so():
+    svg = accuracy_plot_svg([], 0.99)
+    assert "no compared tensor" in svg and 'data-points="0"' in svg
+
+
+def test_histogram_bars_match_the_counts():
+    histogram = error_histogram([1.0, 2.0, 3.0, 1.0], [1.0, 2.2, 0.0, 1.0005])
+    root = svg_tree(histogram_svg(histogram, histogram_labels(histogram.edges), title="t", standalone=True))
+    bins = [node for node in root.iter(f"{NS}g") if node.get("class") == "bin"]
+    assert [int(node.get("data-count")) for node in bins] == list(histogram.counts)
+    heights = [float(node.find(f"{NS}rect").get("height")) for node in bins]
+    assert heights[0] == heights[3] == heights[5] > 0 and heights[1] == 0
+    assert "1 element(s) with a zero reference not binned" in "".join(root.itertext())
