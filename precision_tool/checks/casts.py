@@ -22,7 +22,7 @@ from typing import List, Optional, Tuple
 
 import numpy as np
 
-from precision_tool.checks.tensor_summary import CHUNK_ELEMENTS, FP16_MAX
+from precision_tool.metrics.array_stats import CHUNK_ELEMENTS, FP16_MAX
 from precision_tool.errors import PrecisionToolError
 from precision_tool.formats.dump_file import read_dump_header, read_tensor
 from precision_tool.formats.dump_names import DumpScan

@@ -1,11 +1,8 @@
-"""Per-tensor statistics for the checks: max, min, mean, inf/NaN and fp16-saturation counts, streamed.
+"""Per-tensor statistics of dump files for the checks: one tensor read at a time, in its origin layout.
 
-A tensor is read on its own (never two at once) and reduced in flat chunks of :data:`CHUNK_ELEMENTS`, so the
-only full-size buffers are the tensor itself (and its origin-layout copy); no float64 copy of the whole
-tensor is ever made. ``max``/``min``/``mean`` are over the finite values; ``None`` when there are none.
-
-Saturation: an fp16 element whose magnitude is exactly 65504 (``FP16_MAX``) -- what the NPU writes when it
-clamps an overflowing result instead of writing inf (saturation mode). Only counted for float16 tensors.
+The numbers themselves (max, min, mean over the finite values, inf/NaN and fp16-saturation counts, streamed
+in chunks) come from :func:`precision_tool.metrics.array_stats.array_stats`; this module decides which
+array to summarise (origin layout, so device padding does not count) and records how.
 """
 from __future__ import annotations
 
@@ -17,9 +14,7 @@ import numpy as np
 from precision_tool.errors import LayoutError
 from precision_tool.formats.dump_file import DumpFile, TensorEntry, read_tensor
 from precision_tool.formats.origin_tensor import read_origin_tensor
-
-FP16_MAX = 65504.0
-CHUNK_ELEMENTS = 1 << 20
+from precision_tool.metrics.array_stats import array_stats
 
 
 @dataclass(frozen=True)
@@ -74,64 +69,6 @@ class TensorSummary:
                 "mean": self.mean, "inf": self.inf, "nan": self.nan, "saturated": self.saturated,
                 "first_non_finite": None if self.first_non_finite is None else list(self.first_non_finite),
                 "note": self.note}
-
-
-@dataclass(frozen=True)
-class ArrayStats:
-    """What :func:`array_stats` computes over one array."""
-
-    size: int
-    max: Optional[float]
-    min: Optional[float]
-    mean: Optional[float]
-    inf: int
-    nan: int
-    saturated: int
-    first_non_finite_flat: Optional[int]
-
-
-def array_stats(array: np.ndarray) -> ArrayStats:
-    """Max/min/mean over the finite values, inf/NaN/fp16-saturation counts, first non-finite flat index.
-
-    The array is reduced in chunks of :data:`CHUNK_ELEMENTS`; the mean accumulates in float64. Integer and
-    bool arrays have no inf/NaN; non-numeric arrays give ``None`` statistics.
-
-    >>> s = array_stats(np.array([1.0, np.nan, 65504.0, -np.inf], dtype=np.float16))
-    >>> (s.max, s.min, s.mean, s.inf, s.nan, s.saturated, s.first_non_finite_flat)
-    (65504.0, 1.0, 32752.5, 1, 1, 1, 1)
-    """
-    flat = np.asarray(array).reshape(-1)
-    size = int(flat.size)
-    if flat.dtype.kind not in "fiub" or size == 0:
-        return ArrayStats(size, None, None, None, 0, 0, 0, None)
-    is_float = flat.dtype.kind == "f"
-    is_fp16 = flat.dtype == np.float16
-    high = low = None
-    total, finite_count, inf, nan, saturated, first = 0.0, 0, 0, 0, 0, None
-    for start in range(0, size, CHUNK_ELEMENTS):
-        chunk = flat[start:start + CHUNK_ELEMENTS]
-        if is_float:
-            finite_mask = np.isfinite(chunk)
-            n_finite = int(finite_mask.sum())
-            if n_finite < chunk.size:
-                nan_here = int(np.isnan(chunk).sum())
-                nan += nan_here
-                inf += chunk.size - n_finite - nan_here
-                if first is None:
-                    first = start + int(np.argmin(finite_mask))
-                chunk = chunk[finite_mask]
-            if is_fp16:
-                saturated += int(np.count_nonzero(np.abs(chunk) == FP16_MAX))
-        if chunk.size == 0:
-            continue
-        chunk_max, chunk_min = chunk.max(), chunk.min()
-        high = chunk_max if high is None else max(high, chunk_max)
-        low = chunk_min if low is None else min(low, chunk_min)
-        total += float(np.sum(chunk, dtype=np.float64))
-        finite_count += int(chunk.size)
-    if finite_count == 0:
-        return ArrayStats(size, None, None, None, inf, nan, saturated, first)
-    return ArrayStats(size, float(high), float(low), total / finite_count, inf, nan, saturated, first)
 
 
 def summarize_entry(dump: DumpFile, entry: TensorEntry, *, origin_layout: bool = True) -> TensorSummary:

@@ -16,7 +16,7 @@ import numpy as np
 from precision_tool.commands.arg_hints import TENSOR, completes
 from precision_tool.commands.registry import Command, Context
 from precision_tool.commands.tensor_source import LoadedTensor, load_one_tensor
-from precision_tool.commands.tensor_stats import STATS_HEADERS, tensor_stats
+from precision_tool.metrics.array_stats import STATS_HEADERS, array_stats
 from precision_tool.commands.workspace_lookup import lookup_for
 from precision_tool.errors import EXIT_FAILED_CHECK, EXIT_OK, UsageError
 from precision_tool.formats.layouts import shape_text
@@ -88,7 +88,7 @@ def handle(args, ctx: Context) -> Report:
 
 def _side_row(side: str, tensor: LoadedTensor) -> list:
     return [side, tensor.label, tensor.stored, str(tensor.array.dtype), shape_text(tensor.array.shape),
-            *tensor_stats(tensor.array).cells()]
+            *array_stats(tensor.array).cells()]
 
 
 def _worst_table(report: Report, left: LoadedTensor, right: LoadedTensor, count: int) -> List[dict]:

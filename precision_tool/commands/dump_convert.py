@@ -19,6 +19,7 @@ from precision_tool.formats import layouts
 from precision_tool.formats.dump_file import read_dump_header
 from precision_tool.formats.dump_names import dump_name_of_file, scan_dump_folder
 from precision_tool.formats.origin_tensor import read_origin_tensor
+from precision_tool.metrics.array_stats import STATS_HEADERS, array_stats
 
 
 def add_arguments(parser):
@@ -44,23 +45,6 @@ def _dump_files(path: str) -> List[str]:
         raise WorkspaceError(f"{path}: no Ascend dump files in this folder",
                              "dump files are named {op_type}.{op_name}.{task_id}.{stream_id}.{timestamp}")
     return sorted(files)
-
-
-def _summary(array) -> List[str]:
-    """``[min, max, mean, "inf/nan counts"]`` over the finite values, as short text (``-`` when none)."""
-    import numpy as np
-
-    values = np.asarray(array)
-    if values.dtype.kind == "c":
-        values = np.abs(values)
-    if values.dtype.kind not in "fiub" or values.size == 0:
-        return ["-", "-", "-", "-"]
-    values = values.astype(np.float64)
-    finite = values[np.isfinite(values)]
-    non_finite = f"{int(np.isinf(values).sum())}/{int(np.isnan(values).sum())}"
-    if finite.size == 0:
-        return ["-", "-", "-", non_finite]
-    return [f"{finite.min():.4g}", f"{finite.max():.4g}", f"{finite.mean():.4g}", non_finite]
 
 
 def handle(args, ctx: Context):
@@ -95,10 +79,9 @@ def handle(args, ctx: Context):
             rows.append([dump.op_name, entry.label, entry.dtype_name,
                          f"{entry.format_name} {layouts.shape_text(entry.shape)}",
                          f"{decoded.origin_format} {layouts.shape_text(decoded.array.shape)}",
-                         *_summary(decoded.array), os.path.basename(target)])
+                         *array_stats(decoded.array).cells(".4g"), os.path.basename(target)])
     report = Report(title=f"Converted {written} tensors from {len(files)} dump files to {out_dir}")
-    report.add_table(["op", "tensor", "dtype", "stored", "saved as", "min", "max", "mean", "inf/nan", "file"],
-                     rows)
+    report.add_table(["op", "tensor", "dtype", "stored", "saved as", *STATS_HEADERS, "file"], rows)
     if notes:
         report.add_text("Notes:", *notes)
     if failures:

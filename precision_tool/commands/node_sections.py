@@ -8,7 +8,7 @@ from __future__ import annotations
 import os
 from typing import List, Optional
 
-from precision_tool.commands.tensor_stats import STATS_HEADERS, tensor_stats
+from precision_tool.metrics.array_stats import STATS_HEADERS, array_stats
 from precision_tool.errors import PrecisionToolError
 from precision_tool.formats.layouts import shape_text
 from precision_tool.reports.report import Report
@@ -82,7 +82,7 @@ def add_dump_section(report: Report, data: dict, dumped, op) -> None:
         ref = npu_tensor_ref(dumped.latest.path, dump, entry, op)
         try:
             decoded = ref.load()
-            stats = tensor_stats(decoded.array)
+            stats = array_stats(decoded.array)
             cells = [f"{decoded.origin_format} {shape_text(decoded.array.shape)}", *stats.cells()]
             tensors.append({"tensor": ref.tensor_id, **stats.to_dict()})
         except PrecisionToolError as error:
@@ -111,7 +111,7 @@ def add_reference_section(report: Report, data: dict, op_name: str, lookup) -> N
     rows, found = [], []
     for pair in pairs:
         try:
-            stats = tensor_stats(pair.ref.load()).cells()
+            stats = array_stats(pair.ref.load()).cells()
         except PrecisionToolError as error:
             stats = [f"unreadable: {error}", "", "", "", ""]
         rows.append([f"{pair.npu.kind}:{pair.npu.index}", pair.ref.tensor_id, shape_text(pair.ref.shape), *stats])

@@ -19,7 +19,8 @@ from precision_tool.commands.arg_hints import NOTHING, TENSOR, completes
 from precision_tool.commands.registry import Command, Context
 from precision_tool.commands.tensor_source import LoadedTensor, load_tensors
 from precision_tool.commands.tensor_spec import FORMS_HINT, parse_slice
-from precision_tool.commands.tensor_stats import STATS_HEADERS, array_text, tensor_stats, terminal_size
+from precision_tool.commands.terminal_text import array_text, terminal_size
+from precision_tool.metrics.array_stats import STATS_HEADERS, array_stats
 from precision_tool.commands.workspace_lookup import lookup_for
 from precision_tool.errors import UsageError, WorkspaceError
 from precision_tool.formats.layouts import shape_text
@@ -67,7 +68,7 @@ def handle(args, ctx: Context) -> Report:
     value_lines: List[str] = []
     for tensor in tensors:
         shown = _apply_slice(tensor, index, spec.slice_text)
-        stats = tensor_stats(tensor.array)
+        stats = array_stats(tensor.array)
         rows.append([tensor.label, tensor.stored, f"{tensor.layout} {shape_text(tensor.array.shape)}".strip(),
                      *stats.cells()])
         heading = f"{tensor.label}{spec.slice_text}: {shown.dtype} {shape_text(shown.shape)}"

@@ -4,7 +4,7 @@ import importlib
 
 import pytest
 
-MODULES = ["precision_tool.checks.tensor_summary", "precision_tool.checks.casts",
+MODULES = ["precision_tool.checks.casts",
            "precision_tool.checks.fusion_compare"]
 
 

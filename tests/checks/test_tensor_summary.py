@@ -4,7 +4,9 @@ import pytest
 
 from checks_builders import write_op_dump
 from precision_tool.checks import tensor_summary
-from precision_tool.checks.tensor_summary import array_stats, summarize_dump, summarize_entry
+from precision_tool.checks.tensor_summary import summarize_dump, summarize_entry
+from precision_tool.metrics import array_stats as array_stats_module
+from precision_tool.metrics.array_stats import array_stats
 from precision_tool.formats.dump_file import TensorSpec, read_dump_header
 from precision_tool.formats.layouts import to_device
 
@@ -18,7 +20,7 @@ def test_stats_skip_non_finite_and_count_fp16_saturation():
 
 
 def test_chunked_reduction_equals_whole_array_reduction(monkeypatch):
-    monkeypatch.setattr(tensor_summary, "CHUNK_ELEMENTS", 7)
+    monkeypatch.setattr(array_stats_module, "CHUNK_ELEMENTS", 7)
     rng = np.random.default_rng(0)
     values = rng.standard_normal(100).astype(np.float32) * 10
     values[53] = -np.inf

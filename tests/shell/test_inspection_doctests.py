@@ -5,7 +5,7 @@ import importlib
 import pytest
 
 MODULES = ["precision_tool.shell.command_line", "precision_tool.shell.completer", "precision_tool.commands.arg_hints",
-           "precision_tool.commands.tensor_spec", "precision_tool.commands.tensor_stats",
+           "precision_tool.commands.tensor_spec", "precision_tool.commands.terminal_text",
            "precision_tool.commands.subgraph_dot", "precision_tool.commands.list_ops"]
 
 
