@@ -180,7 +180,9 @@ def check_fusion(workspace: Workspace, floor: float = DEFAULT_FLOOR, growth: flo
         notes.append(f"no fusion-off run ({unfused_dump} is missing): fused ops not checked against their TF ops; "
                      "capture one with action='fusion_off' into npu/debug_1")
     elif os.path.isdir(fused_dump):
-        unfused_model, _ = _load_build_graph(workspace.npu_graph(1), [])
+        unfused_notes: list = []
+        unfused_model, _ = _load_build_graph(workspace.npu_graph(1), unfused_notes)
+        notes.extend(f"npu/debug_1: {note}; its ops are matched by name only" for note in unfused_notes)
         if unfused_model is not None and summarize_fusion(unfused_model, None).fused_ops:
             notes.append("npu/debug_1 has fused ops too: it is not a fusion-off run, so differences may have "
                          "other causes")

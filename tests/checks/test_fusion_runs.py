@@ -62,3 +62,16 @@ def test_excess_rule():
     assert op_excess(0.3, 0.001) > DEFAULT_FLOOR
     assert op_excess(0.145, 0.097) < 0  # a Softmax amplifying inherited drift is not a culprit
     assert op_excess(math.inf, 0.0) == math.inf and op_excess(math.inf, math.inf) == 0.0
+
+
+def test_an_unreadable_fusion_off_graph_is_said_not_skipped(tmp_path):
+    from precision_tool.checks.autocheck import check_fusion
+    from precision_tool.config import Workspace
+
+    workspace = copy_cnn_workspace(tmp_path)
+    graph = next((workspace / "npu" / "debug_1" / "graph").glob("ge_proto_*_Build.txt"))
+    graph.write_text("garbage {{{")
+    section = check_fusion(Workspace(str(workspace)))
+    assert section.comparison is not None  # still compared, by op names
+    [note] = [n for n in section.notes if n.startswith("npu/debug_1:")]
+    assert "Build graph not read" in note and graph.name in note and note.endswith("matched by name only")
