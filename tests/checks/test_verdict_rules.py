@@ -34,6 +34,16 @@ def test_with_compare_the_planted_imprecise_op_is_the_culprit_and_fusion_is_clea
     assert CONV3 in overflow_line and "cost no accuracy" in overflow_line
 
 
+def test_the_clean_mobilenet_sample_passes_every_tensor_batch_norm_parameters_included():
+    result = run_autocheck(str(CNN.parent / "mobilenet_workspace"), WITH_COMPARE)
+    compared = result.compare.result
+    assert compared.counts()["compared"] == 357 and not compared.failing and result.verdict.culprit is None
+    # the fused conv+BN op's scale and offset inputs are float32 (Ascend's BN family), not fp16 subnormals
+    bn = [r for r in compared.compared if r.op_name.endswith("expand_1/convolution") and r.tensor_index in (2, 3)
+          and r.kind == "input"]
+    assert len(bn) == 32 and {r.npu_dtype for r in bn} == {"float32"}
+
+
 def test_a_fault_on_a_fused_op_is_blamed_on_its_passes(tmp_path):
     workspace = copy_cnn_workspace(tmp_path)
     perturb_output(dump_file_of(workspace, 0, "small_cnn_1_conv2_1_convolution"), rel=0.3)

@@ -94,6 +94,53 @@ def test_keras_batch_norm_after_conv_is_fused_as_batchnorm():
     assert group.graph_passes == (T.PASS_CONV_BATCHNORM,) and group.activation == "relu6"
 
 
+def bn_graph():
+    """x -> conv + bias -> Keras 3 inference batch norm (mul_1 by a per-channel scale, add_1 of the
+    offset) -> relu6, then a scalar Mul (not a batch norm) after a second conv."""
+    ops = [op("x", "Placeholder", shape=(1, 4, 4, 8)), op("w", "Const", shape=(1, 1, 8, 16)),
+           op("bias", "Const", shape=(16,)), op("scale", "Const", shape=(16,)), op("shift", "Const", shape=(16,)),
+           op("conv", "Conv2D", ["x", "w"], (1, 4, 4, 16)),
+           op("conv/BiasAdd", "BiasAdd", ["conv", "bias"], (1, 4, 4, 16)),
+           op("bn/mul_1", "Mul", ["conv/BiasAdd", "scale"], (1, 4, 4, 16)),
+           op("bn/add_1", "AddV2", ["shift", "bn/mul_1"], (1, 4, 4, 16)),
+           op("relu6", "Relu6", ["bn/add_1"], (1, 4, 4, 16)),
+           op("w2", "Const", shape=(1, 1, 16, 16)), op("half", "Const", shape=()),
+           op("conv2", "Conv2D", ["relu6", "w2"], (1, 4, 4, 16)),
+           op("scaled", "Mul", ["conv2", "half"], (1, 4, 4, 16))]
+    return TfGraph(tuple(ops), ("x:0",), ("scaled:0",))
+
+
+@pytest.mark.parametrize("fusion", [True, False])
+def test_batch_norm_parameters_stay_float32_bias_follows_the_op(fusion):
+    plan = plan_npu_graph(bn_graph(), fusion=fusion)
+    assert plan.fp32_inputs == {("bn/mul_1", 1), ("bn/add_1", 0)}
+    const_dtypes = {o.outputs[0].tf_tensor: o.outputs[0].dtype for o in plan.ops if o.kind == "const"}
+    assert const_dtypes == {"w:0": "float16", "bias:0": "float16", "scale:0": "float32", "shift:0": "float32",
+                            "w2:0": "float16", "half:0": "float16"}
+    assert not any(o.type == "Cast" and o.outputs[0].tf_tensor in ("scale:0", "shift:0") for o in plan.ops)
+    for name in ("bn/mul_1", "bn/add_1"):  # float16 activation in and out, float32 parameters
+        npu_op = plan.op_for_tf(name)
+        assert npu_op.compute_dtype == "float16" and npu_op.outputs[0].dtype == "float16"
+    graph = build_ge_graph(plan, "ge_default_x_1").root
+    readers = {plan.op_for_tf(n).name for n in ("conv/BiasAdd", "bn/mul_1", "bn/add_1")}
+    descs = {src.producer: d.dtype for name in readers
+             for src, d in zip(graph.op(name).inputs, graph.op(name).input_descs)}
+    assert descs["scale"] == descs["shift"] == "DT_FLOAT" and descs["bias"] == "DT_FLOAT16"
+
+
+def test_fused_batch_norm_reads_parameters_and_writes_statistics_in_float32():
+    ops = [op("x", "Placeholder", shape=(1, 4, 4, 8)), op("w", "Const", shape=(1, 1, 8, 16))]
+    ops += [op(name, "Const", shape=(16,)) for name in ("gamma", "beta", "mean", "var")]
+    ops += [op("conv", "Conv2D", ["x", "w"], (1, 4, 4, 16)),
+            TfOp("bn", "FusedBatchNormV3", ("conv:0", "gamma:0", "beta:0", "mean:0", "var:0"),
+                 (TfTensor(F32, (1, 4, 4, 16)),) + (TfTensor(F32, (16,)),) * 5)]
+    plan = plan_npu_graph(TfGraph(tuple(ops), ("x:0",), ("bn:0",)))
+    bn = plan.op("bn")
+    assert (bn.type, bn.compute_dtype) == ("BNInfer", "float16")
+    assert [t.dtype for t in plan.input_tensors(bn)] == ["float16"] + ["float32"] * 4
+    assert [t.dtype for t in bn.outputs] == ["float16"] + ["float32"] * 5
+
+
 def test_precision_cube_ops_fp16_listed_ops_fp32_others_follow(fused):
     dtypes = {op.name: op.compute_dtype for op in fused.ops if op.kind == "compute"}
     assert dtypes == {"conv1/Conv2D": "float16", "pool": "float16", "conv2/Conv2D": "float16", "add": "float16",

@@ -18,6 +18,13 @@ any of the above             one activation (Relu, Relu6, LeakyRelu,     UB fusi
 Constants must broadcast per output channel (shape all ones but the last axis, which is the
 channel count or 1). The fused op is named after the Cube op and stands for the last absorbed op's
 output. With fusion off every compute op is a group of its own.
+
+Batch-norm links (:func:`batchnorm_links`): in a chain ``ConvBatchnormFusionPass`` matches, the first
+``Mul`` by a channel vector (a constant whose last axis is the channel count, not a scalar) and every
+affine op after it, up to the activation, apply an inference batch norm's scale and offset. They are
+found whether or not fusion is on, so that both runs agree on which constants are batch-norm
+parameters (kept in float32, see :mod:`~precision_tool.capture.emulate.op_tables`). A bias added
+before the ``Mul`` is not one of them.
 """
 from __future__ import annotations
 
@@ -157,6 +164,33 @@ def group_ops(graph: TfGraph, compute: Sequence[TfOp], constants: Set[str], alia
         taken.update(group.members)
         groups.append(group)
     return groups
+
+
+def batchnorm_links(graph: TfGraph, compute: Sequence[TfOp], constants: Set[str], aliases: Mapping[str, str],
+                    consumers: Mapping[str, List[Tuple[str, int]]]) -> Set[str]:
+    """Names of the TF ops that apply a batch norm's scale or offset after a convolution (see the
+    module docstring): the same chains with fusion on or off."""
+    grouper = _Grouper(graph, constants, aliases, consumers)
+    links: Set[str] = set()
+    for op in compute:
+        if op.type not in T.CONV_TYPES:
+            continue
+        group = grouper.group(op)
+        channels = op.outputs[0].shape[-1]
+        previous, started = op.name, False
+        for name in group.members[1:]:
+            if name == group.activation:
+                break
+            link = graph.op(name)
+            if not started and link.type == "Mul":
+                sources = [aliases.get(t, t) for t in link.inputs]
+                other = sources[1 - sources.index(tensor_name(previous))]
+                shape = graph.tensor(other).shape
+                started = bool(shape) and shape[-1] == channels
+            if started:
+                links.add(name)
+            previous = name
+    return links
 
 
 def pass_counts(groups: Sequence[FusionGroup]) -> Dict[str, Dict[str, int]]:

@@ -66,7 +66,8 @@ class NpuOp:
 @dataclass
 class NpuPlan:
     """The planned Build graph. ``tensor_dtypes`` maps every non-constant TF tensor the NPU produces
-    (Data and compute outputs) to its device dtype."""
+    (Data and compute outputs) to its device dtype. ``fp32_inputs`` holds ``(TF op, input position)``
+    of every batch-norm parameter: read in float32 whatever the op's precision (``op_tables``)."""
 
     ops: Tuple[NpuOp, ...]
     graph: TfGraph
@@ -74,6 +75,7 @@ class NpuPlan:
     tensor_dtypes: Dict[str, str] = field(default_factory=dict)
     aliases: Dict[str, str] = field(default_factory=dict)
     constants: frozenset = frozenset()
+    fp32_inputs: frozenset = frozenset()
 
     def __post_init__(self):
         self._by_name = {op.name: op for op in self.ops}

@@ -4,7 +4,8 @@ The frozen graph is extended with a copy of every compute op (``npu_emu/<tf name
 kernels but fed with the values the NPU would feed them:
 
 * an op computing in float16 (see :mod:`~precision_tool.capture.emulate.op_tables`) reads every float
-  input rounded to float16 (``Cast`` to ``DT_HALF`` and back: weights, ``Data`` and float32 tensors);
+  input rounded to float16 (``Cast`` to ``DT_HALF`` and back: weights, ``Data`` and float32 tensors),
+  except batch-norm parameters (``NpuPlan.fp32_inputs``), which it reads in float32 as they are;
   products of float16 values are exact in float32, so a float32 Conv2D/MatMul on rounded inputs *is*
   "float16 in, float32 accumulation" -- what TensorFlow's own float16 kernels do on the CPU;
 * a fused op keeps its internal values in float32 and rounds once, at its output, and once before
@@ -108,9 +109,11 @@ class _Builder:
             node.CopyFrom(self.nodes[member])
             node.name = f"{SCOPE}/{member}"
             inputs = []
+            position = -1  # data inputs come before control inputs
             for source in self.nodes[member].input:
                 if source.startswith("^"):
                     continue
+                position += 1
                 tensor = self.plan.aliases.get(_normalised(source), _normalised(source))
                 if tensor in internal:
                     emulated = internal[tensor]
@@ -119,7 +122,8 @@ class _Builder:
                         points.append(emulated)
                     inputs.append(emulated)
                 else:
-                    inputs.append(self.external(tensor, mode))
+                    kept = (member, position) in self.plan.fp32_inputs
+                    inputs.append(self.external(tensor, FLOAT32 if kept else mode))
             del node.input[:]
             node.input.extend(inputs)
             self.graph_def.node.append(node)

@@ -7,6 +7,15 @@ Precision (Ascend's ``allow_mix_precision``, as emulated)
       SoftmaxCrossEntropyWithLogits, SparseSoftmaxCrossEntropyWithLogits``.
     * every other float op follows its inputs: float16 as soon as one non-constant float input is
       float16, else float32 (ops fed straight from a float32 ``Data`` stay float32).
+    * batch-norm parameters are read in float32 whatever the op's precision, as Ascend's batch-norm
+      family (``BNInference``, ``BatchNorm``, ``BNTrainingUpdate`` ...) takes scale, offset, mean
+      and variance in float32 under mixed precision; only the activation path is float16. They are
+      inputs 1-4 (scale, offset, mean, variance) of :data:`BATCHNORM_TYPES`, whose outputs past
+      ``y`` are float32 too, and the constant operands of the batch-norm links after a convolution
+      (:func:`~precision_tool.capture.emulate.fusion.batchnorm_links`: the ``Mul`` by a per-channel
+      constant Keras 3 writes for inference batch norm, and the adds after it), fused by
+      ``ConvBatchnormFusionPass`` or not. Such an op computes in float32 on its float16 activation
+      and writes float16. Parameters do not decide an op's precision. Biases follow the ordinary rule.
 
 Layout
     * :data:`CONV_TYPES` and :data:`VECTOR_5HD_TYPES` read and write 4-D activations as NC1HWC0;
@@ -31,7 +40,10 @@ FP32_KEPT_TYPES = frozenset({
     "L2Loss", "SoftmaxCrossEntropyWithLogits", "SparseSoftmaxCrossEntropyWithLogits",
 })
 
-VECTOR_5HD_TYPES = frozenset({"MaxPool", "AvgPool", "FusedBatchNorm", "FusedBatchNormV2", "FusedBatchNormV3"})
+BATCHNORM_TYPES = frozenset({"FusedBatchNorm", "FusedBatchNormV2", "FusedBatchNormV3"})
+BATCHNORM_PARAMETER_POSITIONS = (1, 2, 3, 4)  # scale, offset, mean, variance: read in float32
+
+VECTOR_5HD_TYPES = frozenset({"MaxPool", "AvgPool"}) | BATCHNORM_TYPES
 
 ACTIVATION_TYPES = frozenset({"Relu", "Relu6", "LeakyRelu", "Elu", "Selu", "Sigmoid", "Tanh", "Softplus"})
 AFFINE_TYPES = frozenset({"BiasAdd", "Add", "AddV2", "Sub", "Mul"})
@@ -55,6 +67,7 @@ NPU_OP_TYPES = {
     "Pad": "PadD",
     "ConcatV2": "ConcatV2D",
     "FusedBatchNormV3": "BNInfer",
+    "FusedBatchNormV2": "BNInfer",
     "FusedBatchNorm": "BNInfer",
     "RealDiv": "RealDiv",
     "Squeeze": "Squeeze",

@@ -7,7 +7,8 @@ where a producer's dtype or layout differs from what a consumer needs, ``Cast`` 
 are inserted (``trans_Cast_N`` / ``trans_TransData_N``, shared by every consumer needing the same
 conversion): leaving a device layout, ``TransData`` comes first, then ``Cast``; entering one, ``Cast``
 first. Weights are folded by GE, so constants arrive as ``Const`` ops already in the dtype and layout
-their consumer wants (FRACTAL_Z filters, FRACTAL_NZ matrices, float16 for float16 ops).
+their consumer wants (FRACTAL_Z filters, FRACTAL_NZ matrices, float16 for float16 ops -- but float32
+for batch-norm parameters, which every op reads in float32: :attr:`NpuPlan.fp32_inputs`).
 Order: ``Data`` ops, ``Const`` ops, then everything executed, then ``NetOutput`` (inputs cast back to
 the model's output dtype in a plain layout).
 """
@@ -16,7 +17,7 @@ from __future__ import annotations
 from typing import Dict, List, Sequence
 
 from precision_tool.capture.emulate import op_tables as T
-from precision_tool.capture.emulate.fusion import FusionGroup, group_ops
+from precision_tool.capture.emulate.fusion import FusionGroup, batchnorm_links, group_ops
 from precision_tool.capture.emulate.graph_info import (TfGraph, TfOp, compute_ops, constant_ops, consumers,
                                                        split_tensor_name, tensor_aliases, tensor_name)
 from precision_tool.capture.emulate.npu_graph import FLOAT16, FLOAT32, NpuOp, NpuPlan, NpuTensor, Ref
@@ -44,6 +45,7 @@ class _Planner:
         self.consumers = consumers(graph, self.aliases)
         compute = compute_ops(graph, self.constants)
         self.groups = group_ops(graph, compute, self.constants, self.aliases, self.consumers, fusion)
+        self.fp32_inputs = self.batchnorm_parameters(compute)
         self.data_ops: List[NpuOp] = []
         self.const_ops: List[NpuOp] = []
         self.exec_ops: List[NpuOp] = []
@@ -111,7 +113,19 @@ class _Planner:
         return (name, 0)
 
     # -- planning
+    def batchnorm_parameters(self, compute: Sequence[TfOp]) -> frozenset:
+        """``(TF op, input position)`` of every batch-norm parameter: read in float32 (op_tables)."""
+        found = set()
+        for op in compute:
+            if op.type in T.BATCHNORM_TYPES:
+                found.update((op.name, k) for k in T.BATCHNORM_PARAMETER_POSITIONS if k < len(op.inputs))
+        for name in batchnorm_links(self.graph, compute, self.constants, self.aliases, self.consumers):
+            found.update((name, k) for k, source in enumerate(self.graph.op(name).inputs)
+                         if self.is_const(self.resolve(source)))
+        return frozenset(found)
+
     def compute_dtype(self, lead: TfOp, external: List[str]) -> str:
+        """``external``: the tensors that decide (batch-norm parameters do not)."""
         if lead.type in T.CUBE_TYPES:
             return FLOAT16
         if lead.type in T.FP32_KEPT_TYPES:
@@ -178,12 +192,14 @@ class _Planner:
                     external.append((member, k == 0, position, tensor))
         lead = members[0]
         tensors = [e[3] for e in external]
-        dtype = self.compute_dtype(lead, tensors)
+        dtype = self.compute_dtype(lead, [e[3] for e in external if (e[0].name, e[2]) not in self.fp32_inputs])
         group_format = self.elementwise_format(lead, tensors) if not group.is_fused else T.plain_format(0)
         inputs = []
         for member, is_lead, position, tensor in external:
             info = self.graph.tensor(tensor)
             want_dtype = dtype if info.dtype == FLOAT32 else info.dtype
+            if info.dtype == FLOAT32 and (member.name, position) in self.fp32_inputs:
+                want_dtype = FLOAT32
             fmt = self.input_format(member, is_lead, position, tensor, group_format)
             if self.is_const(tensor):
                 inputs.append(self.constant(tensor, want_dtype, fmt))
@@ -195,8 +211,11 @@ class _Planner:
         outputs = []
         for k in slots:
             info = last.outputs[k]
-            fmt = out_format if info.is_float else T.plain_format(len(info.shape))
+            same_rank = len(info.shape) == len(last.outputs[0].shape)  # FusedBatchNorm's statistics are 1-D
+            fmt = out_format if info.is_float and same_rank else T.plain_format(len(info.shape))
             out_dtype = dtype if info.dtype == FLOAT32 else info.dtype
+            if info.dtype == FLOAT32 and last.type in T.BATCHNORM_TYPES and k > 0:
+                out_dtype = FLOAT32  # batch mean, variance and reserve spaces: parameters, float32
             outputs.append(NpuTensor(tensor_name(last.name, k), out_dtype, fmt, _origin_format(fmt, len(info.shape)),
                                      info.shape))
         op = self.add(NpuOp(group.name, T.npu_op_type(lead.type), "compute", tuple(inputs), tuple(outputs),
@@ -224,7 +243,7 @@ class _Planner:
         ops = tuple(self.data_ops + self.const_ops + self.exec_ops + [netoutput])
         dtypes = {tensor: self.tensor_of(ref).dtype for tensor, ref in self.produced.items()}
         return NpuPlan(ops, self.graph, fusion=self.fusion, tensor_dtypes=dtypes, aliases=dict(self.aliases),
-                       constants=frozenset(self.constants))
+                       constants=frozenset(self.constants), fp32_inputs=self.fp32_inputs)
 
 
 def plan_npu_graph(graph: TfGraph, fusion: bool = True) -> NpuPlan:
