@@ -45,7 +45,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             _global_parser().print_help()
             return EXIT_OK
         return run_shell(ctx)
-    registry = build_registry()
+    registry = build_registry(only=options.command)
     try:
         report = registry.dispatch([options.command, *options.args], ctx)
     except PrecisionToolError as error:

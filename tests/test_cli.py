@@ -59,3 +59,21 @@ def test_analysis_path_does_not_import_tensorflow():
 def test_python_dash_m_entry_point():
     result = subprocess.run([sys.executable, "-m", "precision_tool", "--version"], capture_output=True, text=True)
     assert result.returncode == 0 and result.stdout.startswith("precision_tool ")
+
+
+def test_command_table_matches_what_each_module_declares():
+    import importlib
+
+    from precision_tool.commands import COMMAND_TABLE
+
+    for name, (module, aliases) in COMMAND_TABLE.items():
+        command = importlib.import_module(f"precision_tool.commands.{module}").COMMAND
+        assert (command.name, tuple(command.aliases)) == (name, aliases), module
+
+
+def test_a_batch_command_loads_only_its_own_module():
+    modules = _modules_after("from precision_tool.commands import build_registry\n"
+                             "registry = build_registry(only='dump_convert')\n"
+                             "assert [c.name for c in registry.commands] == ['dc']\n")
+    assert "precision_tool.commands.dump_convert" in modules
+    assert "precision_tool.commands.autocheck" not in modules and "precision_tool.reports.html" not in modules

@@ -1,34 +1,54 @@
-"""The commands shared by the batch CLI and the shell; :func:`build_registry` lists them all."""
+"""The commands shared by the batch CLI and the shell.
+
+:data:`COMMAND_TABLE` names each command, its aliases and the module that defines it (``COMMAND =
+Command(...)``). The shell and ``help`` load every module (:func:`build_registry`); a batch run of one
+command loads only that command's module (``build_registry(only=NAME)``), so ``precision_tool compare`` does
+not pay for importing the HTML report, the checks and the shell. A test keeps the table equal to what the
+modules declare.
+"""
 from __future__ import annotations
 
 import importlib
+from typing import Dict, Optional, Tuple
 
 from precision_tool.commands.registry import CommandRegistry
 
-# Each module defines COMMAND = Command(...). Order does not matter; help sorts by name.
-COMMAND_MODULES = (
-    "compare",
-    "dump_convert",
-    "emulate",
-    "ge2json",
-    "tf_dump",
-    "list_ops",
-    "node_info",
-    "print_tensor",
-    "compare_tensors",
-    "run_command",
-    "vector_compare",
-    "vector_summary",
-    "autocheck",
-    "overflow",
-    "fusion",
-    "report",
-)
+# command name -> (module under precision_tool.commands, aliases). Order does not matter; help sorts by name.
+COMMAND_TABLE: Dict[str, Tuple[str, Tuple[str, ...]]] = {
+    "ac": ("autocheck", ("auto_check",)),
+    "compare": ("compare", ()),
+    "cp": ("compare_tensors", ("compare_tensors",)),
+    "dc": ("dump_convert", ("dump_convert",)),
+    "emulate": ("emulate", ()),
+    "fusion": ("fusion", ("fu",)),
+    "ge2json": ("ge2json", ()),
+    "ls": ("list_ops", ("list_ops",)),
+    "ni": ("node_info", ("node_info",)),
+    "ov": ("overflow", ("overflow",)),
+    "pt": ("print_tensor", ("print_tensor",)),
+    "report": ("report", ("html",)),
+    "run": ("run_command", ()),
+    "tf_dump": ("tf_dump", ()),
+    "vc": ("vector_compare", ("vector_compare",)),
+    "vcs": ("vector_summary", ("vector_summary",)),
+}
+COMMAND_MODULES = tuple(module for module, _ in COMMAND_TABLE.values())
 
 
-def build_registry() -> CommandRegistry:
-    """Every command, registered once (importing a command module is cheap: no TensorFlow)."""
+def module_of(name: str) -> Optional[str]:
+    """The module defining the command called ``name`` (a name or an alias), or ``None``."""
+    for command, (module, aliases) in COMMAND_TABLE.items():
+        if name == command or name in aliases:
+            return module
+    return None
+
+
+def build_registry(only: Optional[str] = None) -> CommandRegistry:
+    """The registry: every command, or with ``only`` just the command of that name or alias (every command
+    when ``only`` is unknown or ``help``, so the error or the listing is complete)."""
+    module = module_of(only) if only else None
+    modules = (module,) if module else COMMAND_MODULES
     registry = CommandRegistry()
-    for name in COMMAND_MODULES:
+    for name in modules:
         registry.register(importlib.import_module(f"precision_tool.commands.{name}").COMMAND)
     return registry
