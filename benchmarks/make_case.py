@@ -18,8 +18,8 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from precision_tool.formats.dump_file import TensorSpec, write_dump  # noqa: E402
 from precision_tool.formats.dump_names import build_dump_name  # noqa: E402
+from precision_tool.formats.dump_writer import TensorSpec, write_dump  # noqa: E402
 from precision_tool.formats.ge_graph import Graph, GraphModel, InputRef, OpNode, tensor_desc  # noqa: E402
 from precision_tool.formats.ge_io import write_ge_graph_json, write_ge_graph_text  # noqa: E402
 from precision_tool.formats.layouts import to_device  # noqa: E402

@@ -29,8 +29,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))
 
 from precision_tool.formats.dtypes import float32_to_bf16_bits  # noqa: E402
-from precision_tool.formats.dump_file import TensorSpec, write_dump  # noqa: E402
 from precision_tool.formats.dump_names import build_dump_name  # noqa: E402
+from precision_tool.formats.dump_writer import TensorSpec, write_dump  # noqa: E402
 from precision_tool.formats.layouts import to_device  # noqa: E402
 from precision_tool.formats.overflow import OverflowUnit, old_layout_record, write_overflow_record  # noqa: E402
 

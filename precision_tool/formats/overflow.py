@@ -27,8 +27,9 @@ from typing import Dict, List, Optional, Tuple, Union
 import numpy as np
 
 from precision_tool.errors import OverflowRecordError
-from precision_tool.formats.dump_file import read_blob, read_dump_header, write_dump
+from precision_tool.formats.dump_file import read_blob, read_dump_header
 from precision_tool.formats.dump_names import OPDEBUG_OP_NAME, OPDEBUG_OP_TYPE, build_dump_name
+from precision_tool.formats.dump_writer import write_dump
 
 MAGIC = 0x5A5A5A5A
 OLD_LAYOUT_BYTES = 2048

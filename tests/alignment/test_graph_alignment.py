@@ -9,8 +9,8 @@ from precision_tool.alignment import align
 from precision_tool.alignment.graph_alignment import GraphResolver
 from precision_tool.alignment.npu_side import GraphIndex
 from precision_tool.alignment.targets import NoTarget, Target
-from precision_tool.formats.dump_file import TensorSpec, write_dump
 from precision_tool.formats.dump_names import build_dump_name
+from precision_tool.formats.dump_writer import TensorSpec, write_dump
 from precision_tool.formats.ge_graph import tensor_desc
 from precision_tool.formats.layouts import to_device
 

@@ -14,7 +14,9 @@ from precision_tool.commands.tf_dump import COMMAND, find_runs
 from precision_tool.errors import WorkspaceError
 from precision_tool.formats import tf_schema, tf_tensor
 from precision_tool.formats.npy_dir import read_npy_dir
-from precision_tool.formats.tfdbg import DEFAULT_DEVICE, device_folder_name, write_tfdbg_v1_tensor, write_tfdbg_v2_dump
+from precision_tool.formats.tfdbg import DEFAULT_DEVICE, device_folder_name
+from precision_tool.formats.tfdbg_v1 import write_tfdbg_v1_tensor
+from precision_tool.formats.tfdbg_v2 import write_tfdbg_v2_dump
 
 US = 1_700_000_000_000_000
 

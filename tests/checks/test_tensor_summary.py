@@ -7,7 +7,8 @@ from precision_tool.checks import tensor_summary
 from precision_tool.checks.tensor_summary import summarize_dump, summarize_entry
 from precision_tool.metrics import array_stats as array_stats_module
 from precision_tool.metrics.array_stats import array_stats
-from precision_tool.formats.dump_file import TensorSpec, read_dump_header
+from precision_tool.formats.dump_file import read_dump_header
+from precision_tool.formats.dump_writer import TensorSpec
 from precision_tool.formats.layouts import to_device
 
 

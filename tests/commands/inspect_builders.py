@@ -14,8 +14,8 @@ from typing import Dict
 
 import numpy as np
 
-from precision_tool.formats.dump_file import TensorSpec, write_dump
 from precision_tool.formats.dump_names import build_dump_name
+from precision_tool.formats.dump_writer import TensorSpec, write_dump
 from precision_tool.formats.ge_graph import Graph, GraphModel, OpNode, tensor_desc
 from precision_tool.formats.ge_io import write_ge_graph_text
 from precision_tool.formats.layouts import to_device

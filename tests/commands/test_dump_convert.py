@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from precision_tool.cli import main
-from precision_tool.formats.dump_file import TensorSpec, write_dump
+from precision_tool.formats.dump_writer import TensorSpec, write_dump
 from precision_tool.formats.layouts import to_device
 
 TS = 1700000000000000

@@ -118,8 +118,8 @@ def _nc1hwc0_from_nhwc(nhwc):
 
 @pytest.mark.peer
 def test_msaccucmp_compares_with_the_json_we_write(peer, tmp_path):
-    from precision_tool.formats.dump_file import TensorSpec, write_dump
     from precision_tool.formats.dump_names import build_dump_name
+    from precision_tool.formats.dump_writer import TensorSpec, write_dump
 
     npu, ref, out = tmp_path / "npu", tmp_path / "ref", tmp_path / "out"
     for folder in (npu, ref, out):

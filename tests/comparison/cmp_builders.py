@@ -15,8 +15,8 @@ from typing import Iterable, Optional, Sequence
 
 import numpy as np
 
-from precision_tool.formats.dump_file import TensorSpec, write_dump
 from precision_tool.formats.dump_names import build_dump_name
+from precision_tool.formats.dump_writer import TensorSpec, write_dump
 from precision_tool.formats.ge_graph import Graph, GraphModel, OpNode, tensor_desc
 from precision_tool.formats.ge_io import write_ge_graph_json, write_ge_graph_text
 from precision_tool.formats.npy_dir import write_reference_npy

@@ -9,11 +9,9 @@ import pytest
 
 from precision_tool.errors import DumpFormatError, NanoDumpError, PrecisionToolError
 from precision_tool.formats import dtypes
-from precision_tool.formats.dump_file import (
-    TensorSpec, build_dump_bytes, element_count, format_shape, read_blob, read_dump_header, read_tensor,
-    write_dump,
-)
+from precision_tool.formats.dump_file import element_count, format_shape, read_blob, read_dump_header, read_tensor
 from precision_tool.formats.dump_schema import DumpData
+from precision_tool.formats.dump_writer import TensorSpec, build_dump_bytes, write_dump
 
 NUMPY_CODES = sorted(code for code in dtypes.NUMPY_DTYPES if code != dtypes.DT_BF16)
 

@@ -15,11 +15,10 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 
 from precision_tool.errors import OverflowRecordError, PrecisionToolError
 from precision_tool.formats import dtypes
-from precision_tool.formats.dump_file import (
-    TensorSpec, build_dump_bytes, read_blob, read_dump_header, read_tensor,
-)
+from precision_tool.formats.dump_file import read_blob, read_dump_header, read_tensor
 from precision_tool.formats.dump_names import build_dump_name, parse_dump_name
 from precision_tool.formats.dump_schema import DumpData
+from precision_tool.formats.dump_writer import TensorSpec, build_dump_bytes
 from precision_tool.formats.overflow import MAGIC, decode_status
 
 FUZZ = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])

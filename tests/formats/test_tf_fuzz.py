@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
 from precision_tool.errors import PrecisionToolError, ReferenceFormatError
-from precision_tool.formats import npy_dir, tf_schema, tf_tensor, tfdbg, tfrecord
+from precision_tool.formats import npy_dir, tf_schema, tf_tensor, tfdbg, tfdbg_v1, tfdbg_v2, tfrecord
 
 FUZZ = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 
@@ -82,7 +82,7 @@ def v1_event_bytes():
 
 
 def fuzz_v1_file(tmp_path, content):
-    path = tfdbg.write_tfdbg_v1_tensor(tmp_path, "scope/op", 0, np.zeros(1, np.float32), 7)
+    path = tfdbg_v1.write_tfdbg_v1_tensor(tmp_path, "scope/op", 0, np.zeros(1, np.float32), 7)
     with open(path, "wb") as handle:
         handle.write(content)
     try:
@@ -114,7 +114,7 @@ def test_damaged_v1_event_files(tmp_path, edits, cut):
        verify=st.booleans())
 def test_damaged_v2_trace_files(tmp_path, edits, verify):
     folder = tmp_path / "v2"
-    tfdbg.write_tfdbg_v2_dump(folder, [("a", "Relu", 0, np.arange(4, dtype=np.float32), 1.0),
+    tfdbg_v2.write_tfdbg_v2_dump(folder, [("a", "Relu", 0, np.arange(4, dtype=np.float32), 1.0),
                                        ("b", "Cast", 1, np.ones((2, 2), np.float16), 2.0)])
     (path,) = folder.glob("*.graph_execution_traces")
     content = bytearray(path.read_bytes())

@@ -23,7 +23,7 @@ import numpy as np
 import pytest
 
 from precision_tool.errors import ReferenceFormatError, WorkspaceError
-from precision_tool.formats import npy_dir, tf_schema, tf_tensor, tfdbg, tfrecord
+from precision_tool.formats import npy_dir, tf_schema, tf_tensor, tfdbg, tfdbg_v1, tfdbg_v2, tfrecord
 
 HAVE_TENSORFLOW = importlib.util.find_spec("tensorflow") is not None
 
@@ -362,7 +362,7 @@ ARRAYS = {
 
 def write_v1_run(run_dir, stamp0=1_700_000_000_000_000):
     for offset, (name, array) in enumerate(ARRAYS.items()):
-        tfdbg.write_tfdbg_v1_tensor(run_dir, name, 0, array, stamp0 + offset)
+        tfdbg_v1.write_tfdbg_v1_tensor(run_dir, name, 0, array, stamp0 + offset)
     return run_dir
 
 
@@ -401,7 +401,7 @@ def test_v1_ignores_metadata_graph_and_summary_files(tmp_path):
 
 def test_runs_sort_by_timestamp_then_counter_and_default_to_the_last(tmp_path):
     for name in ["run_20_1", "run_20_0", "run_3_7"]:
-        tfdbg.write_tfdbg_v1_tensor(tmp_path / name, f"op_{name}", 0, np.zeros(1, np.float32), 1)
+        tfdbg_v1.write_tfdbg_v1_tensor(tmp_path / name, f"op_{name}", 0, np.zeros(1, np.float32), 1)
     (tmp_path / "run_99_0").mkdir()  # no device folder: not a run
     runs = tfdbg.list_tfdbg_runs(tmp_path)
     assert [os.path.basename(r.path) for r in runs] == ["run_3_7", "run_20_0", "run_20_1"]
@@ -420,8 +420,8 @@ def test_a_folder_without_dumps_is_a_workspace_error(tmp_path):
 
 def test_resource_handles_are_skipped_unless_asked_for(tmp_path):
     resource = tf_schema.TensorProto(dtype=tf_tensor.DT_RESOURCE, resource_handle_val=[b"\x0a\x03dev"])
-    tfdbg.write_tfdbg_v1_tensor(tmp_path, "var", 0, resource, 1)
-    tfdbg.write_tfdbg_v1_tensor(tmp_path, "read", 0, np.ones(2, np.float32), 2)
+    tfdbg_v1.write_tfdbg_v1_tensor(tmp_path, "var", 0, resource, 1)
+    tfdbg_v1.write_tfdbg_v1_tensor(tmp_path, "read", 0, np.ones(2, np.float32), 2)
     assert [r.op_name for r in tfdbg.iter_tfdbg(tmp_path)] == ["read"]
     records = list(tfdbg.iter_tfdbg(tmp_path, skip_resources=False))
     assert [r.op_name for r in records] == ["var", "read"] and [r.index for r in records] == [0, 1]
@@ -431,7 +431,7 @@ def test_resource_handles_are_skipped_unless_asked_for(tmp_path):
 def test_string_tensors_are_listed_but_refuse_to_load(tmp_path):
     strings = tf_schema.TensorProto(dtype=7, string_val=[b"a"])
     strings.tensor_shape.dim.add(size=1)
-    tfdbg.write_tfdbg_v1_tensor(tmp_path, "names", 0, strings, 1)
+    tfdbg_v1.write_tfdbg_v1_tensor(tmp_path, "names", 0, strings, 1)
     (record,) = tfdbg.iter_tfdbg(tmp_path)
     assert record.dtype_name == "DT_STRING" and not record.loadable
     with pytest.raises(ReferenceFormatError, match="names_0_DebugIdentity_1: DT_STRING tensors hold strings"):
@@ -439,7 +439,7 @@ def test_string_tensors_are_listed_but_refuse_to_load(tmp_path):
 
 
 def test_truncated_event_file_names_the_file_in_one_line(tmp_path):
-    path = tfdbg.write_tfdbg_v1_tensor(tmp_path, "a/b", 0, np.arange(100, dtype=np.float32), 1)
+    path = tfdbg_v1.write_tfdbg_v1_tensor(tmp_path, "a/b", 0, np.arange(100, dtype=np.float32), 1)
     data = open(path, "rb").read()
     open(path, "wb").write(data[: len(data) - 10])
     with pytest.raises(ReferenceFormatError) as caught:
@@ -455,14 +455,14 @@ def test_truncated_event_file_names_the_file_in_one_line(tmp_path):
     (b"\xff" * 12, "varint"),
 ])
 def test_event_files_that_are_not_tensor_dumps_are_refused(tmp_path, content, cause):
-    path = tfdbg.write_tfdbg_v1_tensor(tmp_path, "x", 0, np.zeros(1, np.float32), 1)
+    path = tfdbg_v1.write_tfdbg_v1_tensor(tmp_path, "x", 0, np.zeros(1, np.float32), 1)
     open(path, "wb").write(content)
     with pytest.raises(ReferenceFormatError, match=cause):
         list(tfdbg.iter_tfdbg(tmp_path))
 
 
 def test_a_dump_changed_after_listing_is_detected_on_load(tmp_path):
-    path = tfdbg.write_tfdbg_v1_tensor(tmp_path, "x", 0, np.zeros(8, np.float32), 1)
+    path = tfdbg_v1.write_tfdbg_v1_tensor(tmp_path, "x", 0, np.zeros(8, np.float32), 1)
     (record,) = tfdbg.iter_tfdbg(tmp_path)
     open(path, "wb").write(b"\x0a\x05")
     with pytest.raises(ReferenceFormatError, match="x_0_DebugIdentity_1"):
@@ -474,7 +474,7 @@ def v2_traces():
 
 
 def test_v2_synthetic_dump_reads_back_with_op_types(tmp_path):
-    tfdbg.write_tfdbg_v2_dump(tmp_path, v2_traces())
+    tfdbg_v2.write_tfdbg_v2_dump(tmp_path, v2_traces())
     records = list(tfdbg.iter_tfdbg(tmp_path))
     assert [(r.op_name, r.op_type, r.index) for r in records] == [
         (name, "Op" + str(i), i) for i, name in enumerate(ARRAYS)]
@@ -486,7 +486,7 @@ def test_v2_synthetic_dump_reads_back_with_op_types(tmp_path):
 
 
 def test_v2_corrupt_tensor_bytes_fail_the_crc_on_load_unless_unchecked(tmp_path):
-    tfdbg.write_tfdbg_v2_dump(tmp_path, v2_traces())
+    tfdbg_v2.write_tfdbg_v2_dump(tmp_path, v2_traces())
     (path,) = tmp_path.glob("*.graph_execution_traces")
     data = bytearray(path.read_bytes())
     position = data.find(ARRAYS["conv1/Conv2D"].tobytes()) + 5
@@ -501,7 +501,7 @@ def test_v2_corrupt_tensor_bytes_fail_the_crc_on_load_unless_unchecked(tmp_path)
 
 def test_v2_dump_without_tensor_values_says_how_to_recapture(tmp_path):
     proto = tf_tensor.numpy_to_tensor_proto(np.array([0.0, 1.0], np.float32))
-    tfdbg.write_tfdbg_v2_dump(tmp_path, [("a", "Relu", 0, proto, 1.0)])
+    tfdbg_v2.write_tfdbg_v2_dump(tmp_path, [("a", "Relu", 0, proto, 1.0)])
     (path,) = tmp_path.glob("*.graph_execution_traces")
     event = tf_schema.DebugEvent.FromString(bytes(next(tfrecord.read_records(path))))
     event.graph_execution_trace.tensor_debug_mode = 2  # CURT_HEALTH
@@ -513,8 +513,8 @@ def test_v2_dump_without_tensor_values_says_how_to_recapture(tmp_path):
 def test_listing_a_big_dump_reads_headers_only_and_loading_holds_one_tensor(tmp_path):
     megabyte = np.arange(1 << 18, dtype=np.float32)  # 1 MiB each
     for i in range(12):
-        tfdbg.write_tfdbg_v1_tensor(tmp_path / "v1", f"layer{i}/out", 0, megabyte + i, 100 + i)
-    tfdbg.write_tfdbg_v2_dump(tmp_path / "v2", [(f"layer{i}", "Relu", 0, megabyte + i, 1.0 + i) for i in range(12)])
+        tfdbg_v1.write_tfdbg_v1_tensor(tmp_path / "v1", f"layer{i}/out", 0, megabyte + i, 100 + i)
+    tfdbg_v2.write_tfdbg_v2_dump(tmp_path / "v2", [(f"layer{i}", "Relu", 0, megabyte + i, 1.0 + i) for i in range(12)])
     for folder in ("v1", "v2"):
         tracemalloc.start()
         records = list(tfdbg.iter_tfdbg(tmp_path / folder))
@@ -534,9 +534,9 @@ def test_fed_placeholders_get_their_own_names_back(tmp_path):
     """TF runs a fed placeholder as ``_arg_{name}_0_{i}``; only names the feed keys file lists are renamed."""
     run = tmp_path / "run_1700000000000000_0"
     values = np.arange(6, dtype=np.float32).reshape(2, 3)
-    tfdbg.write_tfdbg_v1_tensor(run, "_arg_scope/x_0_0", 0, values, 1700000000000001)
-    tfdbg.write_tfdbg_v1_tensor(run, "_arg_y_0_1", 0, values, 1700000000000002)
-    tfdbg.write_tfdbg_v1_tensor(run, "_arg_not_fed_0_2", 0, values, 1700000000000003)
+    tfdbg_v1.write_tfdbg_v1_tensor(run, "_arg_scope/x_0_0", 0, values, 1700000000000001)
+    tfdbg_v1.write_tfdbg_v1_tensor(run, "_arg_y_0_1", 0, values, 1700000000000002)
+    tfdbg_v1.write_tfdbg_v1_tensor(run, "_arg_not_fed_0_2", 0, values, 1700000000000003)
     # what tfdbg writes: the repr of the feed dict's keys (tensors, or names when fed by string)
     (run / "_tfdbg_feed_keys_info_").write_bytes(
         b"\x12omdict_keys([<tf.Tensor 'scope/x:0' shape=(2, 3) dtype=float32>, 'y:0'])")

@@ -11,7 +11,7 @@ import pytest
 
 from precision_tool.cli import main
 from precision_tool.formats.dtypes import float32_to_bf16_bits
-from precision_tool.formats.dump_file import TensorSpec, write_dump
+from precision_tool.formats.dump_writer import TensorSpec, write_dump
 from precision_tool.formats.layouts import to_device
 
 pytestmark = pytest.mark.peer

@@ -27,8 +27,8 @@ from precision_tool.capture.emulate.graph_info import split_tensor_name
 from precision_tool.capture.emulate.npu_values import NpuValues, OverflowEvent
 from precision_tool.capture.emulate.plan import NpuOp, NpuPlan, NpuTensor
 from precision_tool.formats import dtypes, ge_graph as G
-from precision_tool.formats.dump_file import TensorSpec, write_dump
 from precision_tool.formats.dump_names import build_dump_name
+from precision_tool.formats.dump_writer import TensorSpec, write_dump
 from precision_tool.formats.fusion_result import (GRAPH_FUSION, UB_FUSION, FusionResult, GraphFusion,
                                                   PassRecord, write_fusion_result)
 from precision_tool.formats.ge_io import write_ge_graph_text
