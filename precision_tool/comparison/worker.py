@@ -31,6 +31,7 @@ from precision_tool.errors import PrecisionToolError
 from precision_tool.formats.dump_file import DumpFile, read_blob, read_dump_header
 from precision_tool.formats.origin_tensor import read_origin_tensor
 from precision_tool.metrics import DEFAULT_TOLERANCES, compare_tensors
+from precision_tool.metrics.closeness import canonical_dtype, lower_precision
 
 THREAD_VARIABLES = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
 _HEADER_CACHE_SIZE = 8
@@ -104,13 +105,18 @@ class PairComparer:
             self._headers.popitem(last=False)
         return dump
 
-    def load_npu(self, ref: NpuTensorRef):
-        """``(OriginTensor, TensorEntry)``: as :meth:`NpuTensorRef.load`, with the header from the cache."""
+    def load_npu(self, ref: NpuTensorRef, widen: bool = False):
+        """``(OriginTensor, TensorEntry)``: as :meth:`NpuTensorRef.load`, with the header from the cache.
+
+        ``widen=True`` (the compared NPU side): a float tensor whose layout is converted comes back as
+        float64, made in the same pass as the layout copy; :func:`compare_tensors` would widen it anyway.
+        """
         dump = self.header(ref.path)
         entry = dump.tensor(ref.kind, ref.index)
         if entry.original_shape is None and ref.origin_shape is not None:
             entry = dataclasses.replace(entry, original_shape=tuple(ref.origin_shape))
-        return read_origin_tensor(dump, entry, ref.origin_format or None), entry
+        dtype = np.float64 if widen and _is_float(entry.storage_dtype) else None
+        return read_origin_tensor(dump, entry, ref.origin_format or None, dtype=dtype), entry
 
     def load_reference(self, ref) -> np.ndarray:
         """The reference array; the last one is kept, since a consumer's input shares its producer's."""
@@ -158,9 +164,9 @@ class PairComparer:
         if task.same_as is not None and self.same_stored_tensor(npu, task.same_as):
             return dataclasses.replace(base, address=self._address(npu)), task.same_as.tensor_id
         try:
-            decoded, entry = self.load_npu(npu)
+            decoded, entry = self.load_npu(npu, widen=True)
             reference = self.load_reference(pair.ref)
-            dtype = "bfloat16" if "bfloat16" in (npu.dtype, pair.ref.dtype) else None
+            dtype = _tolerance_dtype(npu, pair.ref, entry, decoded.array, reference)
             comparison = compare_tensors(decoded.array, reference, dtype=dtype,
                                          cosine_threshold=self.cosine_threshold, min_allclose_ratio=0.0)
         except PrecisionToolError as error:
@@ -191,6 +197,24 @@ def reference_identity(ref) -> tuple:
     if isinstance(ref, NpyTensorRef):
         return ("npy", ref.path)
     return ("npu", ref.path, ref.kind, ref.index)
+
+
+def _is_float(dtype) -> bool:
+    return dtype is not None and np.dtype(dtype).kind == "f"
+
+
+def _tolerance_dtype(npu: NpuTensorRef, ref, entry, array: np.ndarray, reference: np.ndarray) -> Optional[str]:
+    """The dtype for the tolerances, or None to let :func:`compare_tensors` infer it from the arrays.
+
+    ``"bfloat16"`` when either side is bf16 (it arrives as float32). When the NPU array arrives widened to
+    float64 (:meth:`PairComparer.load_npu`) it is named explicitly: the less precise of the NPU dtype as read
+    and the reference's -- what :func:`compare_tensors` infers from the unwidened array.
+    """
+    if "bfloat16" in (npu.dtype, ref.dtype):
+        return "bfloat16"
+    if array.dtype == entry.numpy_dtype or reference.dtype.kind not in "fiub":
+        return None
+    return lower_precision(canonical_dtype(entry.numpy_dtype), canonical_dtype(reference.dtype))
 
 
 def _dtype_name(dtype) -> str:

@@ -86,7 +86,7 @@ def shape_text(shape: Sequence[int]) -> str:
 
 
 def to_origin(array, stored_format: FormatLike, origin_format: FormatLike, origin_shape: Sequence[int],
-              c0: Optional[int] = None) -> np.ndarray:
+              c0: Optional[int] = None, dtype=None) -> np.ndarray:
     """The stored (device) tensor ``array`` as its origin format and shape.
 
     Parameters
@@ -100,12 +100,15 @@ def to_origin(array, stored_format: FormatLike, origin_format: FormatLike, origi
     c0 : int, optional
         The C0 the caller expects; when given, a stored array whose last axis differs is an error.
         By default C0 is read from the stored array.
+    dtype : dtype, optional
+        Build the result in this dtype, in the same pass as the layout copy (one pass instead of a copy
+        and then an ``astype``: the comparison widens float16 to float64 this way). Default: ``array``'s.
 
     Returns
     -------
     ndarray
-        Shape ``origin_shape``, dtype of ``array``, C-contiguous; padding stripped. It is a view of ``array``
-        (read-only if ``array`` is) when no copy is needed, e.g. for identities and reshapes.
+        Shape ``origin_shape``, dtype of ``array`` (or ``dtype``), C-contiguous; padding stripped. It is a view
+        of ``array`` (read-only if ``array`` is) when no copy is needed, e.g. for identities and reshapes.
 
     Raises
     ------
@@ -132,16 +135,16 @@ def to_origin(array, stored_format: FormatLike, origin_format: FormatLike, origi
     if src == dst or _is_reshape_pair(src, dst):
         if array.size != prod(target):
             fail(f"{array.size} stored elements, the origin shape has {prod(target)}")
-        return _c_contiguous(array).reshape(target)
+        return _c_contiguous(array, dtype).reshape(target)
     if src in PLAIN_FORMATS and dst in PLAIN_FORMATS and sorted(src) == sorted(dst):
         if array.ndim != len(src) or len(target) != len(dst):
             if array.shape == target:  # formats are only labels at this rank
-                return _c_contiguous(array)
+                return _c_contiguous(array, dtype)
             fail(f"{src} and {dst} are {len(src)}-D")
         reordered = array.transpose([src.index(axis) for axis in dst])
         if reordered.shape != target:
             fail(f"as {dst} it is {shape_text(reordered.shape)}")
-        return _c_contiguous(reordered)
+        return _c_contiguous(reordered, dtype)
     if dst not in ORIGINS_OF_DEVICE.get(src, ()):
         fail(f"no conversion from {src} to {dst}; {SUPPORTED_TEXT}")
 
@@ -166,7 +169,7 @@ def to_origin(array, stored_format: FormatLike, origin_format: FormatLike, origi
         padded = padded.transpose([layout.logical.index(axis) for axis in dst])
         kept = target
     unpadded = padded[tuple(slice(0, size) for size in kept)]
-    return _c_contiguous(unpadded).reshape(target)
+    return _c_contiguous(unpadded, dtype).reshape(target)
 
 
 def to_device(array, src_format: FormatLike, dst_format: FormatLike, c0: int = C0_DEFAULT) -> np.ndarray:
@@ -251,8 +254,14 @@ def _plan_to_device(shape: Tuple[int, ...], src_format: FormatLike, dst_format: 
     return layout, [src.index(axis) for axis in layout.logical]
 
 
-def _c_contiguous(array: np.ndarray) -> np.ndarray:
-    """``array`` itself if C-contiguous, else a C-ordered copy (0-d stays 0-d, unlike ``np.ascontiguousarray``)."""
+def _c_contiguous(array: np.ndarray, dtype=None) -> np.ndarray:
+    """``array`` itself if C-contiguous, else a C-ordered copy (0-d stays 0-d, unlike ``np.ascontiguousarray``).
+
+    With ``dtype`` (other than ``array``'s) the copy is made in that dtype: one pass reads the strided
+    source and writes the converted values, instead of a copy followed by ``astype``.
+    """
+    if dtype is not None and np.dtype(dtype) != array.dtype:
+        return array.astype(dtype, order="C")
     return array if array.flags.c_contiguous else array.copy(order="C")
 
 

@@ -148,40 +148,61 @@ def read_npy_header(path) -> Tuple[np.dtype, Tuple[int, ...]]:
     path = os.fspath(path)
     try:
         with open(path, "rb") as handle:
-            version = np.lib.format.read_magic(handle)
-            if version == (1, 0):
-                shape, fortran_order, dtype = np.lib.format.read_array_header_1_0(handle)
-            elif version == (2, 0):
-                shape, fortran_order, dtype = np.lib.format.read_array_header_2_0(handle)
-            else:
-                raise ValueError(f"npy format version {version[0]}.{version[1]} is not supported")
-            data_offset = handle.tell()
-            file_size = os.fstat(handle.fileno()).st_size
+            dtype, shape, _ = _checked_header(handle, path)
     except (ValueError, TypeError, OSError, EOFError) as error:
         raise ReferenceFormatError(path, f"not a readable .npy file ({error})") from None
+    return dtype, shape
+
+
+def _checked_header(handle, path: str) -> Tuple[np.dtype, Tuple[int, ...], bool]:
+    """``(dtype, shape, fortran_order)`` from an open ``.npy`` file, left at the start of the data.
+
+    Raises :class:`ReferenceFormatError` for an object dtype, a negative dimension or truncated data, and
+    numpy's ``ValueError`` for a bad magic or header (the callers name the file).
+    """
+    version = np.lib.format.read_magic(handle)
+    if version == (1, 0):
+        shape, fortran_order, dtype = np.lib.format.read_array_header_1_0(handle)
+    elif version == (2, 0):
+        shape, fortran_order, dtype = np.lib.format.read_array_header_2_0(handle)
+    else:
+        raise ValueError(f"npy format version {version[0]}.{version[1]} is not supported")
+    data_offset = handle.tell()
+    file_size = os.fstat(handle.fileno()).st_size
     if dtype.hasobject:
         raise ReferenceFormatError(path, "holds Python objects (pickled); refused, only numeric arrays are read")
     if any(dim < 0 for dim in shape):
         raise ReferenceFormatError(path, f"header has a negative dimension {list(shape)}")
-    count = 1
-    for dim in shape:
-        count *= dim
-    needed = count * dtype.itemsize
+    needed = _element_count(shape) * dtype.itemsize
     if needed > file_size - data_offset:
         raise ReferenceFormatError(path, f"truncated: the header promises {needed} bytes of data, the file holds "
                                          f"{file_size - data_offset}")
-    return dtype, tuple(shape)
+    return dtype, tuple(shape), bool(fortran_order)
+
+
+def _element_count(shape) -> int:
+    count = 1
+    for dim in shape:
+        count *= dim
+    return count
 
 
 def _load_npy(path: str) -> np.ndarray:
-    read_npy_header(path)  # size checks first: a lying header must not trigger a huge allocation
+    """The array, read with one open and one header parse.
+
+    The header is checked first (a lying header must not trigger a huge allocation), then the data is read
+    from where the header ends, as ``np.load`` does for a real file; before, ``np.load`` parsed the header a
+    second time (a third of the cost of loading a 1 MB reference).
+    """
     try:
-        array = np.load(path, allow_pickle=False)
+        with open(path, "rb") as handle:
+            dtype, shape, fortran_order = _checked_header(handle, path)
+            array = np.fromfile(handle, dtype=dtype, count=_element_count(shape))
     except (ValueError, TypeError, OSError, EOFError) as error:
         raise ReferenceFormatError(path, f"not a readable .npy file ({error})") from None
-    if not isinstance(array, np.ndarray):
-        raise ReferenceFormatError(path, "not a single array (.npz archive?)")
-    return array
+    if fortran_order:
+        return array.reshape(shape[::-1]).transpose()
+    return array.reshape(shape)
 
 
 MappingValue = Union[str, Iterable[str]]

@@ -80,11 +80,14 @@ def _fits(entry: TensorEntry, origin: str, stored: str, c0: int) -> bool:
 
 
 def read_origin_tensor(dump_file: DumpFile, entry: TensorEntry, origin_format: Optional[str] = None,
-                       keep_layout: bool = False) -> OriginTensor:
+                       keep_layout: bool = False, dtype=None) -> OriginTensor:
     """Read ``entry``'s payload and convert it to its origin format and original shape.
 
-    ``keep_layout=True`` returns the stored array untouched. Raises :class:`LayoutError` when the shapes
-    contradict each other, and the dump reader's errors for unreadable payloads.
+    ``keep_layout=True`` returns the stored array untouched. ``dtype`` is only for a device layout that is
+    converted: the converted array is built in that dtype in the same pass as the layout copy (the
+    comparison asks for float64, which it would otherwise make with a second pass); every other array keeps
+    the stored dtype. Raises :class:`LayoutError` when the shapes contradict each other, and the dump
+    reader's errors for unreadable payloads.
     """
     stored_format = layouts.format_of(entry.format_code)
     array = read_tensor(dump_file, entry)
@@ -98,7 +101,8 @@ def read_origin_tensor(dump_file: DumpFile, entry: TensorEntry, origin_format: O
     fmt, ambiguous, how = choose_origin_format(entry, origin_format)
     if fmt is None:
         raise LayoutError(f"{entry.label}: {how}")
-    converted = layouts.to_origin(array, stored_format, fmt, entry.original_shape)
+    widen = dtype if fmt != stored_format else None
+    converted = layouts.to_origin(array, stored_format, fmt, entry.original_shape, dtype=widen)
     note = f"assumed {fmt} ({how}; another layout fits too)" if ambiguous else ""
     return OriginTensor(np.ascontiguousarray(converted), fmt, converted=fmt != stored_format or
                         converted.shape != array.shape, ambiguous=ambiguous, note=note)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import math
 from functools import cached_property
+from typing import Optional, Tuple
 
 import numpy as np
 
@@ -81,9 +82,16 @@ class PairData:
     :func:`precision_tool.metrics.registry.compute_metrics` builds one for all the metrics it computes.
     """
 
-    def __init__(self, x, y):
+    def __init__(self, x, y, sums: Optional[Tuple[float, float]] = None):
         self.x, self.y = validate_pair(x, y)
         self.n = self.x.size
+        if sums is not None:  # already computed by the caller (compare_tensors): not summed again
+            self.__dict__["sums"] = sums
+
+    @cached_property
+    def sums(self) -> Tuple[float, float]:
+        """``(sum(x), sum(y))``; the means are ``sum / n`` (what ``np.mean`` computes, bit for bit)."""
+        return float(np.sum(self.x)), float(np.sum(self.y))
 
     @cached_property
     def abs_diff(self) -> np.ndarray:
@@ -92,28 +100,41 @@ class PairData:
         return np.abs(diff, out=diff)
 
     @cached_property
-    def _relative(self):
-        # One new array: |y| first, then the quotient in place; the mask zeroes the zero references.
-        rel = np.abs(self.y)
+    def _relative(self) -> Tuple[float, float, int]:
+        """``(sum, max, count)`` of msaccucmp's r_i over the ``count`` non-zero references.
+
+        The r_i are computed in scratch slot 1 and reduced at once, so no array is kept (the three relative
+        metrics need only these numbers): |y| first, then the quotient in place; the mask zeroes the zero
+        references. When no reference is zero (the usual case) a plain divide gives the same values: the
+        masked divide and the zeroing pass are skipped.
+        """
+        rel = np.abs(self.y, out=self.scratch(1))
         mask = rel > ZERO_REFERENCE_EPS
+        count = int(np.count_nonzero(mask))
+        if not count:
+            return 0.0, 0.0, 0
         with np.errstate(over="ignore"):
-            np.divide(self.abs_diff, rel, out=rel, where=mask)
-        rel *= mask
-        return rel, mask
+            if count == self.n:
+                np.divide(self.abs_diff, rel, out=rel)
+            else:
+                np.divide(self.abs_diff, rel, out=rel, where=mask)
+                rel *= mask
+        return float(np.sum(rel)), float(rel.max()), count
 
     @property
-    def relative_error(self) -> np.ndarray:
-        """``|x - y| / |y|`` where the reference is non-zero, else 0 (msaccucmp's r_i)."""
+    def relative_error_sum(self) -> float:
+        """``sum(r_i)``: shared by the accumulated and the mean relative error (one pass, not two)."""
         return self._relative[0]
 
     @property
-    def nonzero_reference(self) -> np.ndarray:
-        """Mask of ``|y| > ZERO_REFERENCE_EPS``: the elements relative errors are defined for."""
+    def relative_error_max(self) -> float:
+        """``max(r_i)`` (0 when every reference is zero)."""
         return self._relative[1]
 
-    @cached_property
+    @property
     def nonzero_reference_count(self) -> int:
-        return int(np.count_nonzero(self.nonzero_reference))
+        """Number of ``|y| > ZERO_REFERENCE_EPS``: the elements relative errors are defined for."""
+        return self._relative[2]
 
     def scratch(self, slot: int = 0) -> np.ndarray:
         """A float64 work array of length N that a kernel may overwrite (``slot`` 0 or 1).

@@ -71,16 +71,21 @@ def format_mean_std(value: MeanStd) -> str:
     return "(%.3f;%.3f),(%.3f;%.3f)" % tuple(shown)
 
 
-def _mean_std(values: np.ndarray, work: np.ndarray):
-    """Two-pass mean and population standard deviation, the deviations written into ``work``."""
+def _mean_std(values: np.ndarray, total: float, work: np.ndarray):
+    """Two-pass mean and population standard deviation, the deviations written into ``work``.
+
+    The mean is ``total / N`` with ``total`` the sum :class:`PairData` shares (``np.mean``'s own arithmetic,
+    without a pass of its own).
+    """
     if values.size == 0:
         return math.nan, math.nan
-    mean = float(np.mean(values))
+    mean = total / values.size
     deviation = np.subtract(values, mean, out=work)
     return mean, math.sqrt(dot(deviation, deviation) / values.size)
 
 
 def _standard_deviation(pair: PairData) -> MeanStd:
-    mean_x, std_x = _mean_std(pair.x, pair.scratch(0))
-    mean_y, std_y = _mean_std(pair.y, pair.scratch(0))
+    sum_x, sum_y = pair.sums
+    mean_x, std_x = _mean_std(pair.x, sum_x, pair.scratch(0))
+    mean_y, std_y = _mean_std(pair.y, sum_y, pair.scratch(0))
     return MeanStd(mean_x, std_x, mean_y, std_y)

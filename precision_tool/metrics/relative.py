@@ -178,19 +178,19 @@ def relative_euclidean_distance(x, y) -> float:
 def _accumulated_relative_error(pair: PairData) -> float:
     if not pair.nonzero_reference_count:
         return math.nan
-    return float(np.sum(pair.relative_error))
+    return pair.relative_error_sum
 
 
 def _max_relative_error(pair: PairData) -> float:
     if not pair.nonzero_reference_count:
         return math.nan
-    return float(pair.relative_error.max())
+    return pair.relative_error_max
 
 
 def _mean_relative_error(pair: PairData) -> float:
     if not pair.nonzero_reference_count:
         return math.nan
-    return float(np.sum(pair.relative_error) / pair.n)
+    return pair.relative_error_sum / pair.n
 
 
 def _relative_euclidean_distance(pair: PairData) -> float:

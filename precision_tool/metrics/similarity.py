@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import math
+from typing import Tuple
 
 import numpy as np
 
@@ -11,6 +12,9 @@ from precision_tool.metrics._docs import fill_doc
 __all__ = ["cosine_similarity", "kullback_leibler_divergence"]
 
 _SAFE_PRODUCT_LOW, _SAFE_PRODUCT_HIGH = 1e-280, 1e280
+# KL profiles with a span in this range are left unnormalised: no profile value, sum or ratio of them can
+# overflow or underflow (see _profile).
+_FAST_SPAN_LOW, _FAST_SPAN_HIGH = 1e-100, 1e100
 
 
 @fill_doc
@@ -114,10 +118,23 @@ def _cosine_similarity(pair: PairData) -> float:
     return min(max(cosine, -1.0), 1.0)
 
 
-def _profile(values: np.ndarray, out: np.ndarray) -> np.ndarray:
-    """Min-max scale to [0, 1] (constant: as is), clamp below at eps32, normalise to sum 1, into ``out``."""
+def _profile(values: np.ndarray, out: np.ndarray) -> Tuple[np.ndarray, float]:
+    """The min-max profile of ``values`` in ``out``, as ``(out, total)``: the probabilities are ``out / total``.
+
+    Min-max scale to [0, 1] (constant: as is), clamp below at eps32, normalise to sum 1. For a span of
+    moderate size (the usual case) two passes fewer: ``max(v - low, eps32 * span)`` is the scaled profile
+    times ``span``, the span cancels in the normalisation, and the caller divides by ``total`` once
+    (:func:`_kullback_leibler_divergence`) instead of normalising every element. The clamp is a masked copy
+    (a compare and a copy), cheaper than ``np.maximum``'s NaN-aware loop. Other spans: scaled and normalised
+    in place as before, ``total`` 1.0.
+    """
     low, high = float(values.min()), float(values.max())
     span = high - low
+    if _FAST_SPAN_LOW < span < _FAST_SPAN_HIGH:
+        np.subtract(values, low, out=out)
+        floor = KL_FLOOR * span
+        np.copyto(out, floor, where=out < floor)
+        return out, float(np.sum(out))
     if math.isinf(span):  # only float64 inputs beyond 8.9e307 get here; halving cannot overflow
         np.multiply(values, 0.5, out=out)
         values, low, span = out, low * 0.5, high * 0.5 - low * 0.5
@@ -128,15 +145,18 @@ def _profile(values: np.ndarray, out: np.ndarray) -> np.ndarray:
         np.copyto(out, values)
     np.maximum(out, KL_FLOOR, out=out)
     out /= np.sum(out)
-    return out
+    return out, 1.0
 
 
 def _kullback_leibler_divergence(pair: PairData) -> float:
+    """``sum P ln(P/Q)`` from unnormalised profiles: ``P/Q = (p/q) * (total_q/total_p)``, then one division."""
     if pair.n == 0:
         return math.nan
-    p = _profile(pair.x, pair.scratch(0))
-    q = _profile(pair.y, pair.scratch(1))
+    p, total_p = _profile(pair.x, pair.scratch(0))
+    q, total_q = _profile(pair.y, pair.scratch(1))
     log_ratio = np.divide(p, q, out=q)
+    if total_q != total_p:
+        log_ratio *= total_q / total_p
     np.log(log_ratio, out=log_ratio)
-    divergence = dot(p, log_ratio)
+    divergence = dot(p, log_ratio) / total_p
     return 0.0 if abs(divergence) < ZERO_REFERENCE_EPS else divergence

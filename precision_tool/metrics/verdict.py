@@ -290,13 +290,12 @@ def compare_tensors(npu, ref, *, dtype=None, metrics: Sequence = ALL,
                                 allclose_ratio=None, mismatch_count=None, cosine=None, zero_reference_count=0,
                                 non_finite=NonFiniteSummary(), worst=None, notes=tuple(notes), **common)
 
-    finite, x_finite, y_finite = split_finite(x, y)
+    finite, x_finite, y_finite, sums = _split_finite(x, y)
     all_finite = x_finite is x
     non_finite = NonFiniteSummary() if all_finite else _classify_non_finite(x, y)
-    pair = PairData(x_finite, y_finite)
+    pair = PairData(x_finite, y_finite, sums)
     m = pair.n
-    npu_zero = not x_finite.any()
-    ref_zero = not y_finite.any()
+    npu_zero, ref_zero = _all_zero(pair)
 
     values = {info.name: (info.kernel(pair) if m else math.nan) for info in infos}
     cosine_info = get_metric("CosineSimilarity")
@@ -318,7 +317,8 @@ def compare_tensors(npu, ref, *, dtype=None, metrics: Sequence = ALL,
         notes.append(f"{zero_refs} of {m} reference elements are zero (|y| <= 2.2e-16): left out of relative "
                      f"errors")
 
-    status, reason = _judge(cosine, cosine_threshold, mismatch, n, tolerance, non_finite, m, x_finite, y_finite)
+    status, reason = _judge(cosine, cosine_threshold, mismatch, n, tolerance, non_finite, m, x_finite, y_finite,
+                            npu_zero, ref_zero)
     if shape_mismatch:
         notes.insert(0, f"also {status.value}: {reason}")
         status, reason = Status.SHAPE_MISMATCH, _shape_reason(npu_shape, ref_shape, n)
@@ -329,17 +329,43 @@ def compare_tensors(npu, ref, *, dtype=None, metrics: Sequence = ALL,
                             notes=tuple(notes), **common)
 
 
-def _judge(cosine, threshold, mismatch, n, tolerance, non_finite, compared, x_finite, y_finite):
+def _judge(cosine, threshold, mismatch, n, tolerance, non_finite, compared, x_finite, y_finite, npu_zero,
+           ref_zero):
     """Steps 4-6 of the module docstring: non-finite values, then zero tensors, then the two gates."""
     if non_finite.any:
         return Status.NAN_INF, _non_finite_reason(non_finite, compared)
-    npu_zero, ref_zero = not x_finite.any(), not y_finite.any()
     if npu_zero and ref_zero:
         return Status.BOTH_ZERO, (f"both tensors are all zero ({n} elements): identical; cosine and relative errors "
                                   f"are undefined")
     if npu_zero or ref_zero:
         return Status.ONE_SIDE_ZERO, _one_side_zero_reason(x_finite, y_finite, npu_zero, tolerance)
     return _gates(cosine, threshold, mismatch, n, tolerance)
+
+
+def _split_finite(x: np.ndarray, y: np.ndarray):
+    """``(finite mask or None, x_finite, y_finite, sums or None)``: :func:`split_finite`, mostly without its passes.
+
+    A NaN or an infinity makes a sum NaN or infinite, so two finite sums mean every value is finite: the
+    mask is then not needed (None) and the sums go on to the means (:attr:`PairData.sums`). Only when a sum
+    is not finite are the values tested one by one.
+    """
+    with np.errstate(invalid="ignore", over="ignore"):  # inf - inf, or a sum beyond 1.8e308
+        sums = float(np.sum(x)), float(np.sum(y))
+    if math.isfinite(sums[0]) and math.isfinite(sums[1]):
+        return None, x, y, sums
+    finite, x_finite, y_finite = split_finite(x, y)
+    return finite, x_finite, y_finite, (sums if x_finite is x else None)
+
+
+def _all_zero(pair: PairData) -> Tuple[bool, bool]:
+    """``(npu all zero, reference all zero)`` over the finite pairs, from the norms the cosine needs anyway.
+
+    On finite values :func:`~precision_tool.metrics._common.safe_norm` is 0 exactly when every value is
+    zero (tiny values are rescaled, not lost), so this replaces two passes of ``any()`` per side.
+    """
+    if pair.n == 0:
+        return True, True
+    return pair.norm_x == 0.0, pair.norm_y == 0.0
 
 
 def _as_real_array(values, label) -> np.ndarray:
