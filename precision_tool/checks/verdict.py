@@ -18,6 +18,8 @@ the shell (``ni OP``); prefix ``precision_tool -d WORKSPACE`` in a terminal.
 """
 from __future__ import annotations
 
+import os
+
 import shlex
 from dataclasses import dataclass
 from typing import List, Optional, Tuple
@@ -214,7 +216,21 @@ def _also(culprit: Optional[Culprit], overflow, fusion, compare) -> List[str]:
                      f"inputs (first: {failing[0].tensor_id or failing[0].op_name}): look at them with vcs")
     if compare is not None and compare.error:
         lines.append(f"comparison not run: {compare.error}")
+    alignment = getattr(compare.result, "alignment", None) if compare is not None else None
+    unreadable = alignment.coverage.unreadable if alignment is not None else ()  # None: rebuilt from a CSV
+    if unreadable:  # first: an op that could not be compared may be the real culprit
+        lines.insert(0, f"{len(unreadable)} NPU dump file(s) could not be read and were not compared (first: "
+                        f"{_dump_op_label(unreadable[0][0])}): a culprit among them stays hidden; re-dump them")
     return lines
+
+
+def _dump_op_label(path: str) -> str:
+    """The op a dump file is of (its sanitised name from the file name), else the file name."""
+    from precision_tool.formats.dump_names import parse_dump_name
+
+    name = os.path.basename(path)
+    parsed = parse_dump_name(name)
+    return parsed.op_name if parsed is not None else name
 
 
 def decide_verdict(overflow, fusion, compare=None, compare_out: str = "") -> "Verdict":

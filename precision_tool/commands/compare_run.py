@@ -29,6 +29,8 @@ from precision_tool.reports.report import Report
 RESULT_FOLDER = "vector_compare"
 _REPORT_ROWS = 20
 
+UNREADABLE_SHOWN = 10  # unreadable dump files named one per line in the report; all are in summary.json
+
 
 @dataclass(frozen=True)
 class CompareRequest:
@@ -177,7 +179,10 @@ def _report(result, summary: dict, paths: OutputPaths, exit_code: int) -> Report
             line += f"; inputs {list(first.unknown_inputs)} were not compared"
         report.add_text(line + f"; {inherited} later ops only inherit errors, {other_roots} other roots.")
     coverage = result.alignment.coverage
-    notes = []
+    notes = [f"unreadable, not compared: {message}" for _, message in coverage.unreadable[:UNREADABLE_SHOWN]]
+    if len(coverage.unreadable) > UNREADABLE_SHOWN:
+        notes.append(f"... {len(coverage.unreadable) - UNREADABLE_SHOWN} more unreadable dump files "
+                     f"(listed in the summary)")
     if counts["not_compared"]:
         notes.append(f"{counts['not_compared']} NPU tensors have no reference (listed in the CSV and summary).")
     if coverage.graph_ops_without_dump:
