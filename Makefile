@@ -10,7 +10,7 @@ STAMP  := $(VENV)/.installed
 DEMO_WORKSPACE := sample_dumps/cnn_workspace
 DEMO_OUT := /tmp/precision_tool_demo
 
-.PHONY: venv test test-fast demo check-peer peer browser check-report bench sample-dumps clean
+.PHONY: venv lint test test-fast demo check-peer peer browser check-report bench sample-dumps clean
 
 venv: $(STAMP)
 
@@ -32,7 +32,12 @@ browser:
 	 (apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium) >/dev/null 2>&1 || \
 	 echo "chromium not installed: browser tests will be skipped"
 
-test: venv peer browser
+# ruff (settings in pyproject.toml) on all Python in the tree, mypy on the package (its files: [tool.mypy]).
+lint: venv
+	$(PY) -m ruff check precision_tool tests benchmarks sample_dumps
+	$(PY) -m mypy
+
+test: venv lint peer browser
 	$(PY) -m pytest -q
 
 test-fast: venv
