@@ -1,0 +1,144 @@
+"""The options several commands share, each defined once: same letters, same validation, same help.
+
+A command's ``add_arguments`` calls ``add_<option>_option(parser, ...)`` instead of spelling the option
+itself, so ``-l`` is a non-negative count and a cosine threshold is a number from -1 to 1 in every command.
+Parameters only say what really differs between commands (the default, a note about when the option
+applies); the flags, ``dest``, validation and the main help sentence do not vary.
+
+Letters kept for users' scripts:
+
+==================  =============================================  =============================================
+option              flags                                          commands
+==================  =============================================  =============================================
+cosine threshold    ``-c``, ``--cosine``, ``--cosine-threshold``   compare, vc, vcs, report, cp; ``ac`` only the
+                                                                   long forms (``ac -c`` is ``--compare``)
+limit               ``-l``, ``--limit``                            ac, ov, vcs
+workers             ``--workers``                                  compare, vc, ac
+output folder       ``-o``, ``-out``, ``--output``                 compare, ac, dc
+JUnit XML           ``--junit``                                    compare, vc
+result file         ``-f``, ``--file``                             vcs, report
+NPU run             ``-r``, ``--run``                              ls, pt, cp, ni
+fusion rule         ``--fusion-floor``, ``--fusion-growth``        ac, fusion
+==================  =============================================  =============================================
+
+Validators (``type=`` callables) raise :class:`argparse.ArgumentTypeError`, whose message argparse shows
+as is after the option's name -- never a Python type name:
+
+>>> cosine_value("5")
+Traceback (most recent call last):
+...
+argparse.ArgumentTypeError: invalid cosine threshold: '5' (give a number from -1 to 1)
+>>> positive_int("3"), non_negative_int("0"), cosine_value("-1"), non_negative_float("2.5")
+(3, 0, -1.0, 2.5)
+"""
+from __future__ import annotations
+
+import argparse
+from typing import Callable, Optional, TypeVar
+
+_N = TypeVar("_N", int, float)
+
+
+def _validator(convert: Callable[[str], _N], accept: Callable[[_N], bool], what: str, hint: str,
+               name: str) -> Callable[[str], _N]:
+    """A ``type=`` callable: ``convert`` the text, check it with ``accept``, else say ``what`` and ``hint``."""
+
+    def validate(text: str) -> _N:
+        error = argparse.ArgumentTypeError(f"invalid {what}: {text!r} ({hint})")
+        try:
+            value = convert(text)
+        except (TypeError, ValueError):
+            raise error from None
+        if not accept(value):
+            raise error
+        return value
+
+    validate.__name__ = validate.__qualname__ = name
+    validate.__doc__ = f"``{what}``: {hint}; :class:`argparse.ArgumentTypeError` otherwise."
+    return validate
+
+
+positive_int = _validator(int, lambda v: v >= 1, "count", "give a whole number of 1 or more", "positive_int")
+non_negative_int = _validator(int, lambda v: v >= 0, "count", "give a whole number of 0 or more",
+                              "non_negative_int")
+cosine_value = _validator(float, lambda v: -1.0 <= v <= 1.0, "cosine threshold", "give a number from -1 to 1",
+                          "cosine_value")  # NaN fails the comparison, so it is refused too
+non_negative_float = _validator(float, lambda v: v >= 0, "number", "give a number of 0 or more",
+                                "non_negative_float")  # NaN refused; inf accepted (no limit)
+
+
+def add_cosine_option(parser: argparse.ArgumentParser, default: Optional[float], *, default_text: str = "",
+                      short: bool = True, help_tail: str = "") -> argparse.Action:
+    """``[-c] --cosine --cosine-threshold THRESHOLD`` into ``args.cosine``, validated by :func:`cosine_value`.
+
+    ``default`` is stored when the option is absent (callers pass
+    :data:`~precision_tool.metrics.DEFAULT_COSINE_THRESHOLD`, or ``None`` when the handler settles it);
+    ``default_text`` describes it in the help when it is not the number itself. ``short=False`` leaves out
+    ``-c`` (``ac``, where ``-c`` is ``--compare``). ``help_tail`` is appended to the shared help sentence.
+    """
+    flags = ("-c", "--cosine", "--cosine-threshold") if short else ("--cosine", "--cosine-threshold")
+    shown = default_text or (f"{default:g}" if default is not None else "none")
+    return parser.add_argument(*flags, dest="cosine", type=cosine_value, default=default, metavar="THRESHOLD",
+                               help=f"a tensor fails below this cosine similarity, a number from -1 to 1 "
+                                    f"(default {shown}){help_tail}")
+
+
+def add_limit_option(parser: argparse.ArgumentParser, default: int, what: str) -> argparse.Action:
+    """``-l --limit N`` into ``args.limit``, validated by :func:`non_negative_int`; 0 means no limit.
+
+    ``what`` says what is limited, phrased with N (``"detail the first N records"``).
+    """
+    return parser.add_argument("-l", "--limit", dest="limit", type=non_negative_int, default=default, metavar="N",
+                               help=f"{what} (default {default}; 0 = all)")
+
+
+def add_workers_option(parser: argparse.ArgumentParser, help_prefix: str = "") -> argparse.Action:
+    """``--workers N`` into ``args.workers`` (``None``: every usable CPU), validated by :func:`positive_int`.
+
+    ``help_prefix`` says when it applies (``"with -c: "``).
+    """
+    return parser.add_argument("--workers", dest="workers", type=positive_int, default=None, metavar="N",
+                               help=f"{help_prefix}processes comparing tensors (default: every usable CPU)")
+
+
+def add_output_dir_option(parser: argparse.ArgumentParser, what: str, default_text: str) -> argparse.Action:
+    """``-o -out --output OUT_DIR`` into ``args.out_dir`` (``None`` when absent: the handler picks a folder).
+
+    The folder is created when missing; ``what`` says what goes in it, ``default_text`` where it goes by
+    default. (Options naming one output *file*, such as ``report -o FILE.html``, are not this option.)
+    """
+    return parser.add_argument("-o", "-out", "--output", dest="out_dir", default=None, metavar="OUT_DIR",
+                               help=f"folder for {what} (default {default_text})")
+
+
+def add_junit_option(parser: argparse.ArgumentParser) -> argparse.Action:
+    """``--junit FILE`` into ``args.junit``: JUnit XML beside the result, one test case per tensor."""
+    return parser.add_argument("--junit", dest="junit", default=None, metavar="FILE",
+                               help="also write JUnit XML (one test case per tensor) for CI dashboards")
+
+
+def add_result_file_option(parser: argparse.ArgumentParser) -> argparse.Action:
+    """``-f --file RESULT`` into ``args.file``: a result CSV, or a folder searched for the latest one."""
+    return parser.add_argument("-f", "--file", dest="file", default=None, metavar="RESULT",
+                               help="a result CSV, or a folder searched for the latest result_*.csv "
+                                    "(default: the latest under WORKSPACE/temp/vector_compare)")
+
+
+def add_run_option(parser: argparse.ArgumentParser, help_tail: str = "") -> argparse.Action:
+    """``-r --run N`` into ``args.run`` (default 0), validated by :func:`non_negative_int`: which NPU run's
+    ``npu/debug_N`` names ops and tensors."""
+    return parser.add_argument("-r", "--run", dest="run", type=non_negative_int, default=0, metavar="N",
+                               help=f"NPU run: 0 = npu/debug_0 (default), 1 = npu/debug_1{help_tail}")
+
+
+def add_fusion_rule_options(parser: argparse.ArgumentParser) -> None:
+    """``--fusion-floor D`` and ``--fusion-growth G`` (:mod:`precision_tool.checks.fusion_compare`'s rule),
+    validated by :func:`non_negative_float`."""
+    from precision_tool.checks.fusion_compare import DEFAULT_FLOOR, DEFAULT_GROWTH
+
+    parser.add_argument("--fusion-floor", dest="fusion_floor", type=non_negative_float, default=DEFAULT_FLOOR,
+                        metavar="D", help=f"fusion on vs off: an op differs when its output's relative distance "
+                                          f"exceeds GROWTH x its inputs' by more than D (default {DEFAULT_FLOOR})")
+    parser.add_argument("--fusion-growth", dest="fusion_growth", type=non_negative_float, default=DEFAULT_GROWTH,
+                        metavar="G", help=f"fusion on vs off: how much an op may amplify the difference it "
+                                          f"receives (default {DEFAULT_GROWTH:g})")
