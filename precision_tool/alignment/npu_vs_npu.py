@@ -122,7 +122,7 @@ def align_npu_vs_npu(npu_dump_dir, other_dump_dir, graph=None, other_graph=None)
                 unaligned.append(Unaligned(npu, f"stands for {target.name}:{target.index}, which several outputs "
                                                 f"of the other run stand for: {names}"))
             else:
-                because = (f"its same-named op there stands for another tensor" if same_ok
+                because = ("its same-named op there stands for another tensor" if same_ok
                            else f"and no op called {name} is there" if same is None else "")
                 unaligned.append(Unaligned(npu, f"stands for {target.name}:{target.index}; no output of the other "
                                                 f"run stands for it" + (f" ({because})" if because else "")))

@@ -84,7 +84,7 @@ class ReferenceIndex:
         """``name:output:k`` of every reference tensor no lookup found; the name is the real TF name when
         exactly one known name maps to the file, else the file's spelling."""
         names = []
-        for (file_key, index), record in self._by_key.items():
+        for file_key, index in self._by_key:
             if (file_key, index) in self._used:
                 continue
             candidates = self._names.get(file_key, ())

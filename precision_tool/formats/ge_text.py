@@ -3,10 +3,11 @@
 protobuf's own text parser is pure Python and slow: 5-7 s for a synthetic 3,000-op Build graph (13 MB) on
 the 2-core machine this was written on. GE prints one field per line (``name: value``, ``name {``, ``}``),
 so :func:`parse_ge_text` first tries a line parser for exactly that layout, which fills the same message
-through the same descriptors (about 1.3 s for that graph; 1.6 s with the conversion to the model). On anything it does not handle -- comments, ``[1, 2]`` lists, several
-fields on a line, a field given twice, an unknown enum name, a bad escape -- it gives up and the full
-parser (``text_format.Parse`` with unknown fields allowed) reads the file from the start, so every result
-and every error message is the full parser's. A differential fuzz test checks that the two agree.
+through the same descriptors (about 1.3 s for that graph; 1.6 s with the conversion to the model). On
+anything it does not handle -- comments, ``[1, 2]`` lists, several fields on a line, a field given twice, an
+unknown enum name, a bad escape -- it gives up and the full parser (``text_format.Parse`` with unknown fields
+allowed) reads the file from the start, so every result and every error message is the full parser's. A
+differential fuzz test checks that the two agree.
 """
 from __future__ import annotations
 
@@ -139,7 +140,7 @@ def _close(stack) -> None:
         key = "" if frame[2] is None else frame[2]
         if key in frame[1]:
             raise _NotCanonical
-        frame[1][key]  # noqa: B018 -- an entry without 'value' still exists, empty
+        frame[1][key]  # reading a map key adds it: an entry without 'value' still exists, empty
     stack.pop()
 
 

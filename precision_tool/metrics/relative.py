@@ -18,8 +18,6 @@ from __future__ import annotations
 
 import math
 
-import numpy as np
-
 from precision_tool.metrics._common import PairData
 from precision_tool.metrics._docs import fill_doc
 

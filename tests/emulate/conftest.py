@@ -34,5 +34,6 @@ def emulated(tmp_path_factory) -> Emulated:
     result = subprocess.run([sys.executable, str(SCRIPT), str(out)], cwd=REPO, env=env, capture_output=True,
                             text=True, timeout=600)
     if result.returncode != 0:
-        raise AssertionError(f"emulation failed ({result.returncode}):\n{result.stdout[-3000:]}\n{result.stderr[-5000:]}")
+        raise AssertionError(f"emulation failed ({result.returncode}):\n{result.stdout[-3000:]}\n"
+                             f"{result.stderr[-5000:]}")
     return Emulated(out)

@@ -521,7 +521,7 @@ def test_listing_a_big_dump_reads_headers_only_and_loading_holds_one_tensor(tmp_
         _, listing_peak = tracemalloc.get_traced_memory()
         tracemalloc.reset_peak()
         total = 0.0
-        for i, record in enumerate(records):
+        for record in records:
             total += float(record.load()[0])
         _, loading_peak = tracemalloc.get_traced_memory()
         tracemalloc.stop()

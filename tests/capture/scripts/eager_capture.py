@@ -12,10 +12,10 @@ import sys
 import precision_tool.tf_config as npu_tf_config  # first: sets TF_ENABLE_ONEDNN_OPTS=0
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-import keras  # noqa: E402
-import numpy as np  # noqa: E402
-import tensorflow as tf  # noqa: E402
-from tensorflow.python.framework import config as tf_framework_config  # noqa: E402
+import keras
+import numpy as np
+import tensorflow as tf
+from tensorflow.python.framework import config as tf_framework_config
 
 OUT = sys.argv[1]
 os.environ["PRECISION_TOOL_DATA"] = os.path.join(OUT, "ws_keras")

@@ -11,9 +11,9 @@ import warnings
 import precision_tool.tf_config as npu_tf_config  # first: sets TF_ENABLE_ONEDNN_OPTS=0
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-import numpy as np  # noqa: E402
-import tensorflow as tf  # noqa: E402
-from tensorflow.python import debug as tf_debug  # noqa: E402
+import numpy as np
+import tensorflow as tf
+from tensorflow.python import debug as tf_debug
 
 tf.compat.v1.disable_eager_execution()
 OUT = sys.argv[1]
