@@ -14,11 +14,12 @@ from typing import List
 import numpy as np
 
 from precision_tool.commands.arg_hints import TENSOR, completes
+from precision_tool.commands.options import add_cosine_option, add_run_option, non_negative_float, non_negative_int
 from precision_tool.commands.registry import Command, Context
 from precision_tool.commands.tensor_source import LoadedTensor, load_one_tensor
 from precision_tool.metrics.array_stats import STATS_HEADERS, array_stats
 from precision_tool.commands.workspace_lookup import lookup_for
-from precision_tool.errors import EXIT_FAILED_CHECK, EXIT_OK, UsageError
+from precision_tool.errors import EXIT_FAILED_CHECK, EXIT_OK
 from precision_tool.formats.layouts import shape_text
 from precision_tool.reports.report import Report
 
@@ -26,16 +27,21 @@ DEFAULT_COUNT = 10
 
 
 def add_arguments(parser):
+    from precision_tool.metrics import DEFAULT_COSINE_THRESHOLD
+
     completes(parser.add_argument("left", help="NPU side: dump file, .npy, OP:output:K, OP or TF_OP:K"), TENSOR)
     completes(parser.add_argument("right", help="reference side, same forms"), TENSOR)
-    parser.add_argument("-p", "--print", dest="count", type=int, default=DEFAULT_COUNT, metavar="N",
+    parser.add_argument("-p", "--print", dest="count", type=non_negative_int, default=DEFAULT_COUNT, metavar="N",
                         help=f"rows of the top-error and first-values tables (default {DEFAULT_COUNT})")
-    parser.add_argument("-al", "--atol", type=float, default=None, help="absolute tolerance (default: by dtype)")
-    parser.add_argument("-rl", "--rtol", type=float, default=None, help="relative tolerance (default: by dtype)")
-    parser.add_argument("-c", "--cosine", type=float, default=None, metavar="THRESHOLD",
-                        help="cosine gate (default 0.99)")
-    parser.add_argument("-r", "--run", type=int, default=0, help="NPU run for op names on both sides (default 0)")
-    parser.add_argument("--right-run", type=int, default=None, help="NPU run for op names on the right side")
+    parser.add_argument("-al", "--atol", type=non_negative_float, default=None,
+                        help="absolute tolerance (default: by dtype)")
+    parser.add_argument("-rl", "--rtol", type=non_negative_float, default=None,
+                        help="relative tolerance (default: by dtype)")
+    add_cosine_option(parser, DEFAULT_COSINE_THRESHOLD,
+                      help_tail="; a passing pair must also be allclose (-al, -rl)")
+    add_run_option(parser, " (for op names on both sides)")
+    parser.add_argument("--right-run", type=non_negative_int, default=None, metavar="N",
+                        help="NPU run for op names on the right side (default: --run)")
 
 
 def _number(value) -> str:
@@ -43,18 +49,12 @@ def _number(value) -> str:
 
 
 def handle(args, ctx: Context) -> Report:
-    from precision_tool.metrics import DEFAULT_COSINE_THRESHOLD, compare_tensors
+    from precision_tool.metrics import compare_tensors
 
-    if args.count < 0:
-        raise UsageError(f"-p N must be >= 0, not {args.count}")
-    for flag, value in (("-al", args.atol), ("-rl", args.rtol)):
-        if value is not None and not value >= 0:
-            raise UsageError(f"{flag} must be a number >= 0, not {value}")
     _, left, left_note = load_one_tensor(args.left, lookup_for(ctx, args.run))
     right_run = args.run if args.right_run is None else args.right_run
     _, right, right_note = load_one_tensor(args.right, lookup_for(ctx, right_run))
-    threshold = DEFAULT_COSINE_THRESHOLD if args.cosine is None else args.cosine
-    result = compare_tensors(left.array, right.array, cosine_threshold=threshold, rtol=args.rtol, atol=args.atol)
+    result = compare_tensors(left.array, right.array, cosine_threshold=args.cosine, rtol=args.rtol, atol=args.atol)
     report = Report(title=f"{left.label}  vs  {right.label}")
     report.add_table(["side", "tensor", "stored", "dtype", "shape", *STATS_HEADERS],
                      [_side_row("left", left), _side_row("right", right)])

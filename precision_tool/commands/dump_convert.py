@@ -11,6 +11,7 @@ import os
 import time
 from typing import List
 
+from precision_tool.commands.options import add_output_dir_option
 from precision_tool.commands.registry import Command, Context
 from precision_tool.config import Workspace, ensure_output_dir
 from precision_tool.errors import EXIT_OK, EXIT_UNUSABLE_INPUT, PrecisionToolError, WorkspaceError
@@ -24,8 +25,7 @@ from precision_tool.metrics.array_stats import STATS_HEADERS, array_stats
 
 def add_arguments(parser):
     parser.add_argument("path", help="a dump file, or a folder searched recursively for dump files")
-    parser.add_argument("-o", "-out", "--output", dest="out_dir", default=None,
-                        help="folder for the .npy files (default: WORKSPACE/temp/dump_convert/<time>)")
+    add_output_dir_option(parser, "the .npy files", "WORKSPACE/temp/dump_convert/{timestamp}")
     parser.add_argument("--keep-layout", action="store_true",
                         help="save tensors as stored (device layout, e.g. NC1HWC0) instead of the origin layout")
     parser.add_argument("--origin-format", default=None, metavar="FORMAT",

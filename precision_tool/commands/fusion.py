@@ -16,7 +16,7 @@ from precision_tool.errors import EXIT_FAILED_CHECK, EXIT_OK
 
 
 def add_arguments(parser):
-    from precision_tool.commands.autocheck import add_fusion_rule_options
+    from precision_tool.commands.options import add_fusion_rule_options
 
     parser.add_argument("-f", "--pass", dest="pass_pattern", default=None, metavar="PASS",
                         help="list only the fused ops made by passes matching PASS (regular expression)")

@@ -12,6 +12,7 @@ from collections import Counter
 from typing import Callable, List, Optional
 
 from precision_tool.commands.arg_hints import GRAPH_NAME, KERNEL_NAME, OP_NAME, OP_TYPE, PASS_NAME, completes
+from precision_tool.commands.options import add_run_option
 from precision_tool.commands.registry import Command, Context
 from precision_tool.commands.workspace_lookup import lookup_for
 from precision_tool.formats.dump_names import sanitize_op_name
@@ -27,7 +28,7 @@ def add_arguments(parser):
     completes(parser.add_argument("-k", "--kernel", help="kernel name pattern"), KERNEL_NAME)
     completes(parser.add_argument("-g", "--graph", default=None,
                                   help="root graph name of the Build file to read (default: the newest)"), GRAPH_NAME)
-    parser.add_argument("-r", "--run", type=int, default=0, help="NPU run: 0 = npu/debug_0 (default), 1 = debug_1")
+    add_run_option(parser)
 
 
 def pattern_matcher(pattern: Optional[str]) -> Optional[Callable[[str], bool]]:

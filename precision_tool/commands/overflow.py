@@ -18,12 +18,11 @@ from precision_tool.errors import EXIT_FAILED_CHECK, EXIT_OK, WorkspaceError
 
 def add_arguments(parser):
     from precision_tool.checks.autocheck import DEFAULT_LIMIT
-    from precision_tool.commands.autocheck import non_negative_int
+    from precision_tool.commands.options import add_limit_option
 
     parser.add_argument("folder", nargs="?", default=None,
                         help="folder holding Opdebug records beside the op dumps (default WORKSPACE/overflow/dump)")
-    parser.add_argument("-l", "--limit", type=non_negative_int, default=DEFAULT_LIMIT, metavar="N",
-                        help=f"detail the first N records (default {DEFAULT_LIMIT}; 0 = all)")
+    add_limit_option(parser, DEFAULT_LIMIT, "detail the first N records and list at most N rows per table")
     parser.add_argument("--scan", action="store_true",
                         help="also scan the dumps for inf/NaN, fp16 saturation and lossy casts")
 

@@ -16,6 +16,7 @@ from typing import List
 import numpy as np
 
 from precision_tool.commands.arg_hints import NOTHING, TENSOR, completes
+from precision_tool.commands.options import add_run_option
 from precision_tool.commands.registry import Command, Context
 from precision_tool.commands.tensor_source import LoadedTensor, load_tensors
 from precision_tool.commands.tensor_spec import FORMS_HINT, parse_slice
@@ -38,7 +39,7 @@ def add_arguments(parser):
                         help="save the shown values as .npy and .txt in WORKSPACE/temp/print_tensor/")
     parser.add_argument("--keep-layout", action="store_true",
                         help="show dump tensors as stored (device layout such as NC1HWC0), not in origin layout")
-    parser.add_argument("-r", "--run", type=int, default=0, help="NPU run for op names: 0 = npu/debug_0 (default)")
+    add_run_option(parser, " (for op names)")
 
 
 def tensor_argument(args) -> str:

@@ -56,7 +56,11 @@ def test_count_mismatch_is_reported_not_compared(tmp_path, workspace):
 
 
 def test_bad_flags_are_usage_errors(workspace, capsys):
-    with pytest.raises(UsageError, match="-p N must be >= 0"):
+    with pytest.raises(UsageError, match=r"argument -p/--print: invalid count: '-1' \(give a whole number of 0"):
         run(workspace, "relu1/Relu", "relu1/Relu:0", "-p", "-1")
+    with pytest.raises(UsageError, match="argument -al/--atol: invalid number: 'nan'"):
+        run(workspace, "relu1/Relu", "relu1/Relu:0", "-al", "nan")
+    with pytest.raises(UsageError, match=r"argument -c/--cosine/--cosine-threshold: invalid cosine threshold: '5'"):
+        run(workspace, "relu1/Relu", "relu1/Relu:0", "-c", "5")  # was taken as a gate no tensor can pass
     assert main(["-d", workspace, "cp", "relu1/Relu"]) == 2
     assert "the following arguments are required: right" in capsys.readouterr().err
