@@ -31,6 +31,7 @@ from google.protobuf.message import DecodeError
 from precision_tool.errors import DumpFormatError, NanoDumpError
 from precision_tool.formats import dtypes
 from precision_tool.formats.dump_schema import DumpData
+from precision_tool.formats.tensor_kind import INPUT, OUTPUT, TensorKind
 
 LENGTH_FIELD_BYTES = 8
 NANO_MAGIC = 0x5A5A5A5A
@@ -81,7 +82,7 @@ class TensorEntry:
 
     Attributes
     ----------
-    kind : ``"input"`` or ``"output"``.
+    kind : :data:`~precision_tool.formats.tensor_kind.INPUT` or ``OUTPUT``.
     index : position among the inputs, or among the outputs.
     dtype_code, format_code : CANN numbers (``OutputDataType``, ``OutputFormat``).
     shape : stored (device-layout) shape, e.g. NC1HWC0 ``(N, C1, H, W, 16)``.
@@ -97,7 +98,7 @@ class TensorEntry:
     sub_format, address : as dumped; the address is the device address.
     """
 
-    kind: str
+    kind: TensorKind
     index: int
     dtype_code: int
     format_code: int
@@ -207,8 +208,7 @@ class DumpFile:
     @property
     def payload_bytes(self) -> int:
         """Sum of the sizes of every input, output, buffer and space."""
-        entries = (*self.inputs, *self.outputs, *self.buffers, *self.spaces)
-        return sum(entry.size for entry in entries)
+        return sum(entry.size for entry in self.tensors) + sum(entry.size for entry in self.buffers + self.spaces)
 
     @property
     def trailing_bytes(self) -> int:
@@ -221,10 +221,11 @@ class DumpFile:
         return self.inputs + self.outputs
 
     def tensor(self, kind: str, index: int) -> TensorEntry:
-        """The entry ``kind`` (``"input"``/``"output"``) number ``index``; ``DumpFormatError`` if absent."""
-        entries = {"input": self.inputs, "output": self.outputs}.get(kind)
-        if entries is None:
+        """The entry ``kind`` (a :class:`TensorKind` or its text) number ``index``; ``DumpFormatError`` if absent."""
+        parsed = TensorKind.parse(kind)
+        if parsed is None:
             raise ValueError(f"kind must be 'input' or 'output', not {kind!r}")
+        entries = self.inputs if parsed is INPUT else self.outputs
         if not 0 <= index < len(entries):
             raise DumpFormatError(self.path, f"has no {kind} {index} ({len(entries)} {kind}s)")
         return entries[index]
@@ -321,8 +322,8 @@ def _build_dump_file(path: str, message, header_length: int, file_size: int, mti
             path, f"payload sizes total {total} bytes ({counts}) but only {available} bytes follow the header",
             "truncated file, or a header that lies about sizes")
     offset = LENGTH_FIELD_BYTES + header_length
-    inputs, offset = _tensor_entries(path, "input", message.input, offset)
-    outputs, offset = _tensor_entries(path, "output", message.output, offset)
+    inputs, offset = _tensor_entries(path, INPUT, message.input, offset)
+    outputs, offset = _tensor_entries(path, OUTPUT, message.output, offset)
     buffers, offset = _blob_entries("buffer", message.buffer, "buffer_type", offset)
     spaces, offset = _blob_entries("space", message.space, "type", offset)
     return DumpFile(
@@ -335,11 +336,11 @@ def _build_dump_file(path: str, message, header_length: int, file_size: int, mti
 _GROUP_NAMES = ("inputs", "outputs", "buffers", "spaces")
 
 
-def _tensor_entries(path: str, kind: str, messages, offset: int) -> Tuple[Tuple[TensorEntry, ...], int]:
+def _tensor_entries(path: str, kind: TensorKind, messages, offset: int) -> Tuple[Tuple[TensorEntry, ...], int]:
     entries = []
     for index, item in enumerate(messages):
         original_name = original_index = original_format = None
-        if kind == "output" and item.HasField("original_op"):
+        if kind is OUTPUT and item.HasField("original_op"):
             original_name, original_index = item.original_op.name, item.original_op.output_index
             original_format = item.original_op.format
         entry = TensorEntry(
@@ -398,7 +399,9 @@ def read_tensor(dump_file: DumpFile, entry: TensorEntry) -> np.ndarray:
         raise DumpFormatError(
             dump_file.path, f"{entry.label}: data type {entry.dtype_name} is not supported (numpy cannot hold it)")
     _check_tensor_fits(dump_file.path, entry)
-    payload = _read_payload(dump_file, entry.offset, entry.nbytes)
+    nbytes = entry.nbytes
+    assert nbytes is not None  # the storage dtype is known and _check_tensor_fits refused a too-large shape
+    payload = _read_payload(dump_file, entry.offset, nbytes)
     array = np.frombuffer(payload, dtype=storage).reshape(entry.shape)
     if entry.dtype_code == dtypes.DT_BF16:
         return dtypes.bf16_bits_to_float32(array)

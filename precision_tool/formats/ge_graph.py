@@ -415,4 +415,4 @@ def tensor_desc(dtype: str, layout: str, shape: Sequence[int], *, origin_format:
         all_attrs[ORIGIN_NAME] = origin_name
     if origin_output_index is not None:
         all_attrs[ORIGIN_OUTPUT_INDEX] = int(origin_output_index)
-    return TensorDesc(dtype=dtype, layout=layout, shape=shape, attrs=all_attrs)
+    return TensorDesc(dtype=dtype, layout=layout, shape=tuple(shape), attrs=all_attrs)

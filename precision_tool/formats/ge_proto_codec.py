@@ -10,7 +10,7 @@ from __future__ import annotations
 import numbers
 import re
 import struct
-from typing import Any, Dict, Mapping, Optional
+from typing import Any, Callable, Dict, Mapping, Optional, Tuple
 
 import numpy as np
 
@@ -241,8 +241,9 @@ def _fill_named(message, value: NamedAttrs) -> None:
 
 
 # Python type -> (AttrDef member, ListValue member, filler) for values stored as sub-messages.
-_MESSAGE_KINDS = {TensorDesc: ("td", "td", _fill_desc), TensorValue: ("t", "t", _fill_tensor),
-                  Graph: ("g", "g", _fill_graph), NamedAttrs: ("func", "na", _fill_named)}
+_MESSAGE_KINDS: Dict[type, Tuple[str, str, Callable[[Any, Any], None]]] = {
+    TensorDesc: ("td", "td", _fill_desc), TensorValue: ("t", "t", _fill_tensor),
+    Graph: ("g", "g", _fill_graph), NamedAttrs: ("func", "na", _fill_named)}
 
 
 def _fill_message_value(message, value: Any) -> None:

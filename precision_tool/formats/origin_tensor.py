@@ -73,6 +73,8 @@ def choose_origin_format(entry: TensorEntry, origin_format: Optional[str] = None
 
 
 def _fits(entry: TensorEntry, origin: str, stored: str, c0: int) -> bool:
+    if entry.original_shape is None:
+        return False  # no shape to lay out (device_shape would raise LayoutError)
     try:
         return tuple(layouts.device_shape(entry.original_shape, origin, stored, c0=c0)) == tuple(entry.shape)
     except LayoutError:

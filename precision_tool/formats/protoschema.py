@@ -32,9 +32,10 @@ Example::
 """
 from __future__ import annotations
 
-from typing import Dict, Mapping, Sequence, Tuple
+from typing import Dict, Mapping, Sequence, Tuple, Type
 
 from google.protobuf import descriptor_pb2, descriptor_pool
+from google.protobuf.message import Message
 
 try:  # protobuf >= 4.21
     from google.protobuf.message_factory import GetMessageClass as _get_message_class
@@ -82,7 +83,7 @@ def build_messages(
     messages: Mapping[str, Sequence[FieldRow]],
     enums: Mapping[str, Mapping[int, str]] | None = None,
     oneofs: Mapping[str, Mapping[str, Sequence[str]]] | None = None,
-) -> Dict[str, type]:
+) -> Dict[str, Type[Message]]:
     """Build message classes for ``messages`` (name -> rows), ``enums`` (name -> {number: value name})
     and ``oneofs`` (message name -> {oneof name: member field names}).
 

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from typing import Callable, Dict, Optional, Tuple
 
 import numpy as np
-from google.protobuf.message import DecodeError
+from google.protobuf.message import DecodeError, Message
 
 from precision_tool.errors import ReferenceFormatError
 from precision_tool.formats import tf_schema
@@ -91,7 +91,8 @@ class _TypeInfo:
 
 
 def _fp8(code: int) -> _TypeInfo:
-    return _TypeInfo(np.dtype("u1"), "float8_val", lambda raw, table=_FP8_TABLES[code]: table[raw])
+    table = _FP8_TABLES[code]
+    return _TypeInfo(np.dtype("u1"), "float8_val", lambda raw: table[raw])
 
 
 _TYPES: Dict[int, _TypeInfo] = {
@@ -303,7 +304,8 @@ def scan_tensor_proto(buf, start: int, end: int, source=None) -> TensorLocation:
     dtype_number = tf_schema.field_number("TensorProto", "dtype")
     shape_number = tf_schema.field_number("TensorProto", "tensor_shape")
     content_number = tf_schema.field_number("TensorProto", "tensor_content")
-    code, shape, content = 0, (), None
+    code, content = 0, None
+    shape: Tuple[int, ...] = ()
     for field in iter_wire_fields(buf, start, end, source, "TensorProto"):
         if field.number == dtype_number and field.wire_type == WIRE_VARINT:
             code = signed64(field.value)
@@ -335,7 +337,7 @@ _CODE_BY_NUMPY: Dict[np.dtype, int] = {
 }
 
 
-def numpy_to_tensor_proto(array) -> "tf_schema.TensorProto":
+def numpy_to_tensor_proto(array) -> Message:
     """A TensorProto holding ``array`` in ``tensor_content`` (as tfdbg writes it), for tests and samples.
 
     Raises ``ValueError`` for dtypes TensorFlow has no number for here (objects, strings, records).

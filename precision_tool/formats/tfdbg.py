@@ -58,7 +58,7 @@ class TfdbgTensor:
     index: int
     source_format: str
     graph_id: Optional[str] = None
-    _loader: Callable[[], Optional[np.ndarray]] = field(default=None, repr=False, compare=False)
+    _loader: Optional[Callable[[], Optional[np.ndarray]]] = field(default=None, repr=False, compare=False)
 
     @property
     def tensor_name(self) -> str:
@@ -82,6 +82,8 @@ class TfdbgTensor:
 
     def load(self) -> Optional[np.ndarray]:
         """Read the values (``None`` for a resource handle; ``ReferenceFormatError`` for strings)."""
+        if self._loader is None:
+            raise TypeError(f"{self.tensor_name}: listed without a loader")
         return self._loader()
 
     def to_dict(self) -> dict:

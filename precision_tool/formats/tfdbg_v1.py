@@ -15,6 +15,7 @@ Each tensor file is ONE serialized ``Event`` (no framing) whose ``summary.value[
 """
 from __future__ import annotations
 
+import functools
 import mmap
 import os
 import re
@@ -176,7 +177,7 @@ def iter_tfdbg_v1(run_dir, skip_resources: bool = True) -> Iterator[TfdbgTensor]
     run_dir = os.fspath(run_dir)
     if not os.path.isdir(run_dir) or not is_v1_run(run_dir):
         raise WorkspaceError(f"{run_dir}: not a tfdbg v1 run folder (no _tfdbg_device_... folder inside)")
-    entries = []
+    entries: List[Tuple[int, str, str, Dict[str, str]]] = []
     for name in sorted(os.listdir(run_dir)):
         device_dir = os.path.join(run_dir, name)
         if name.startswith(DEVICE_DIR_PREFIX) and os.path.isdir(device_dir):
@@ -195,7 +196,7 @@ def iter_tfdbg_v1(run_dir, skip_resources: bool = True) -> Iterator[TfdbgTensor]
         op_type = "Placeholder" if op_name != executed_name else op_types.get(op_name)
         yield TfdbgTensor(op_name, slot, stamp, device, op_type, location.dtype_code,
                           location.shape, path, index, "tfdbg_v1",
-                          _loader=lambda path=path: _load_v1_tensor(path))
+                          _loader=functools.partial(_load_v1_tensor, path))
 
 
 # -- writer (tests, sample dumps) ------------------------------------------------------------------

@@ -27,7 +27,7 @@ import os
 import struct
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Iterator, List
+from typing import Iterator, List, Optional
 
 import numpy as np
 
@@ -110,13 +110,16 @@ def _zero_shift_operators(lane_bytes: int, levels: int) -> List[np.ndarray]:
     """Operators appending ``lane_bytes * 2**i`` zero bytes to a register, for i < levels."""
     one_zero_byte = _operator_from_images(
         (_BYTE_TABLE[(_BASIS & 0xFF).astype(np.int64)] ^ (_BASIS >> 8).astype(np.uint64)).astype(np.uint32))
-    result, power, remaining = None, one_zero_byte, lane_bytes
+    result: Optional[np.ndarray] = None
+    power, remaining = one_zero_byte, lane_bytes
     while remaining:
         if remaining & 1:
             result = power if result is None else _compose(power, result)
         remaining >>= 1
         if remaining:
             power = _compose(power, power)
+    if result is None:
+        raise ValueError(f"lane_bytes must be positive, not {lane_bytes}")
     operators = [result]
     for _ in range(levels - 1):
         operators.append(_compose(operators[-1], operators[-1]))

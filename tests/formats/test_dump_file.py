@@ -12,6 +12,7 @@ from precision_tool.formats import dtypes
 from precision_tool.formats.dump_file import element_count, format_shape, read_blob, read_dump_header, read_tensor
 from precision_tool.formats.dump_schema import DumpData
 from precision_tool.formats.dump_writer import TensorSpec, build_dump_bytes, write_dump
+from precision_tool.formats.tensor_kind import INPUT, OUTPUT
 
 NUMPY_CODES = sorted(code for code in dtypes.NUMPY_DTYPES if code != dtypes.DT_BF16)
 
@@ -331,9 +332,12 @@ def test_errors_are_precision_tool_errors_and_one_line(tmp_path):
 def test_tensor_lookup_by_kind_and_index(tmp_path):
     path = write_dump(tmp_path / "d", "op", inputs=[np.ones(1, np.int8)])
     dump = read_dump_header(path)
-    assert dump.tensor("input", 0) is dump.inputs[0]
+    assert dump.inputs[0].kind is INPUT and dump.inputs[0].label == "input 0"
+    assert dump.tensor(INPUT, 0) is dump.tensor("input", 0) is dump.inputs[0]  # the text spelling works too
     with pytest.raises(DumpFormatError, match=r"d: has no output 0 \(0 outputs\)$"):
-        dump.tensor("output", 0)
+        dump.tensor(OUTPUT, 0)
+    with pytest.raises(ValueError, match="kind must be 'input' or 'output', not 'reference'"):
+        dump.tensor("reference", 0)
 
 
 # --------------------------------------------------------------------------------------------- helpers
