@@ -7,6 +7,8 @@ Records and run listing: :mod:`precision_tool.formats.tfdbg`.
 """
 from __future__ import annotations
 
+import functools
+import math
 import os
 import struct
 from dataclasses import dataclass
@@ -24,6 +26,7 @@ from precision_tool.formats.tfdbg import DEFAULT_DEVICE, V2_TRACES_SUFFIX, Tfdbg
 from precision_tool.formats.tfrecord import FOOTER_BYTES, RecordSpan, TFRecordFile, encode_record, masked_crc32c
 
 _V2_GRAPHS_SUFFIX = ".graphs"
+_MAX_TIMESTAMP_US = 10 ** 16  # reference .npy names hold 16 timestamp digits (up to the year 2286)
 
 
 def _v2_op_types(folder: str) -> Dict[Tuple[str, str], str]:
@@ -82,6 +85,20 @@ def _scan_trace(buf, start: int, end: int, path: str) -> Optional[_Trace]:
     return _Trace(wall_time, texts["op_name"], slot, texts["tfdbg_context_id"], texts["device_name"], mode, tensor)
 
 
+def _timestamp_us(wall_time: float, path: str, span: RecordSpan) -> int:
+    """``wall_time`` (epoch seconds) in whole microseconds; a value no clock gives is a corrupt record.
+
+    TensorFlow writes ``time.time()``. NaN, infinity, a negative time or one past 16 digits of
+    microseconds (the reference ``.npy`` name) can only come from damaged bytes, and would break
+    every later step (sorting, file names), so the record is refused here, naming it.
+    """
+    timestamp = wall_time * 1e6
+    if not (math.isfinite(timestamp) and 0 <= timestamp < _MAX_TIMESTAMP_US):
+        raise ReferenceFormatError(path, f"record {span.index}: wall_time {wall_time!r} is not a time in seconds "
+                                         "since 1970 (corrupt record)")
+    return int(round(timestamp))
+
+
 def _load_v2_tensor(path: str, span: RecordSpan, verify: bool) -> Optional[np.ndarray]:
     data = bytearray(span.length)
     with open(path, "rb") as handle:
@@ -127,10 +144,10 @@ def iter_tfdbg_v2(folder, skip_resources: bool = True, verify: bool = True) -> I
                         "re-capture with tensor_debug_mode='FULL_TENSOR'")
                 if skip_resources and base_dtype_code(trace.tensor.dtype_code) == DT_RESOURCE:
                     continue
-                yield TfdbgTensor(trace.op_name, trace.output_slot, int(round(trace.wall_time * 1e6)), trace.device,
-                                  op_types.get((trace.graph_id, trace.op_name)), trace.tensor.dtype_code,
+                yield TfdbgTensor(trace.op_name, trace.output_slot, _timestamp_us(trace.wall_time, path, span),
+                                  trace.device, op_types.get((trace.graph_id, trace.op_name)), trace.tensor.dtype_code,
                                   trace.tensor.shape, path, index - 1, "tfdbg_v2", trace.graph_id,
-                                  _loader=lambda path=path, span=span: _load_v2_tensor(path, span, verify))
+                                  _loader=functools.partial(_load_v2_tensor, path, span, verify))
 
 
 # -- writer (tests, sample dumps) ------------------------------------------------------------------

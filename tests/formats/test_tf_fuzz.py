@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
@@ -108,14 +108,27 @@ def test_damaged_v1_event_files(tmp_path, edits, cut):
     fuzz_v1_file(tmp_path, bytes(content[: max(1, len(content) - cut)]))
 
 
+# The first trace record's DebugEvent starts at byte 12 (after the TFRecord length and its CRC) with
+# wall_time: tag 0x09, then 8 little-endian bytes, 1.0 = 00 .. 00 f0 3f. Bytes 19-20 are its exponent.
+WALL_TIME_EXPONENT = 20
+
+
+def write_two_traces(folder, first_wall_time=1.0):
+    tfdbg_v2.write_tfdbg_v2_dump(folder, [("a", "Relu", 0, np.arange(4, dtype=np.float32), first_wall_time),
+                                       ("b", "Cast", 1, np.ones((2, 2), np.float16), 2.0)])
+
+
 @FUZZ
 @given(edits=st.lists(st.tuples(st.integers(min_value=0, max_value=10_000), st.integers(min_value=0, max_value=255)),
                       min_size=1, max_size=3),
        verify=st.booleans())
+# Found by hypothesis: a damaged wall_time of inf (then NaN) escaped as OverflowError (ValueError) from int().
+@example(edits=[(WALL_TIME_EXPONENT, 0x7F)], verify=False)
+@example(edits=[(WALL_TIME_EXPONENT - 1, 0xF8), (WALL_TIME_EXPONENT, 0x7F)], verify=True)
+@example(edits=[(WALL_TIME_EXPONENT, 0x7E)], verify=True)  # finite, but * 1e6 overflows to inf
 def test_damaged_v2_trace_files(tmp_path, edits, verify):
     folder = tmp_path / "v2"
-    tfdbg_v2.write_tfdbg_v2_dump(folder, [("a", "Relu", 0, np.arange(4, dtype=np.float32), 1.0),
-                                       ("b", "Cast", 1, np.ones((2, 2), np.float16), 2.0)])
+    write_two_traces(folder)
     (path,) = folder.glob("*.graph_execution_traces")
     content = bytearray(path.read_bytes())
     for position, byte in edits:
@@ -129,6 +142,23 @@ def test_damaged_v2_trace_files(tmp_path, edits, verify):
                 pass
     except PrecisionToolError as error:
         assert "\n" not in str(error)
+
+
+@pytest.mark.parametrize("wall_time", [float("nan"), float("inf"), -float("inf"), -1.0, 1e10, 1e300])
+def test_a_wall_time_no_clock_gives_is_a_one_line_error_naming_the_record(tmp_path, wall_time):
+    write_two_traces(tmp_path, first_wall_time=wall_time)
+    (path,) = tmp_path.glob("*.graph_execution_traces")
+    with pytest.raises(ReferenceFormatError) as caught:
+        list(tfdbg.iter_tfdbg(tmp_path))
+    assert str(caught.value) == (f"{path}: record 0: wall_time {wall_time!r} is not a time in seconds since 1970 "
+                                 "(corrupt record)")
+
+
+@pytest.mark.parametrize("wall_time, timestamp_us", [(0.0, 0), (1700000000.25, 1700000000250000),
+                                                     (9999999999.999998, 9999999999999998)])
+def test_wall_times_a_clock_gives_become_microseconds(tmp_path, wall_time, timestamp_us):
+    write_two_traces(tmp_path, first_wall_time=wall_time)
+    assert [record.timestamp_us for record in tfdbg.iter_tfdbg(tmp_path)] == [timestamp_us, 2000000]
 
 
 # ---- TensorProto decoding --------------------------------------------------------------------------
