@@ -3,6 +3,13 @@
 ``slow`` tests run only with ``--runslow``. ``peer`` tests drive CANN's own comparator (msaccucmp) through
 ``../shared/peers/msaccucmp/msaccucmp.sh``; they are skipped, with the reason, when the peer is not set up
 (``make test`` and ``make check-peer`` set it up first).
+
+Hypothesis runs under one of two profiles, for every ``@given`` test in the suite: ``ci`` when the
+environment variable ``CI`` is set (``.ci/run`` runs with ``CI=true``), else ``dev``; ``HYPOTHESIS_PROFILE``
+picks one by name. ``ci`` is derandomized -- the same examples on every run, so a red build is the code's
+fault, never the draw's -- and prints the blob to reproduce a failure. ``dev`` draws fresh examples each run
+(``--hypothesis-seed=N`` repeats one), which is how new failures are found: keep each one as an
+``@example`` next to its test. Tests that set ``max_examples`` themselves keep their count.
 """
 from __future__ import annotations
 
@@ -11,8 +18,14 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
 
 REPO = Path(__file__).resolve().parent.parent
+
+settings.register_profile("ci", derandomize=True, database=None, print_blob=True, deadline=None, max_examples=100)
+settings.register_profile("dev", print_blob=True, deadline=None, max_examples=100)
+ON_CI = os.environ.get("CI", "").lower() not in ("", "0", "false")
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE") or ("ci" if ON_CI else "dev"))
 
 
 def pytest_addoption(parser):
@@ -45,7 +58,8 @@ class Peer:
 
 @pytest.fixture(scope="session")
 def peer() -> Peer:
-    script = Path(os.environ.get("PRECISION_TOOL_PEER", REPO.parent / "shared" / "peers" / "msaccucmp" / "msaccucmp.sh"))
+    default = REPO.parent / "shared" / "peers" / "msaccucmp" / "msaccucmp.sh"
+    script = Path(os.environ.get("PRECISION_TOOL_PEER", default))
     venv = Path(os.environ.get("PEER_VENV", "/tmp/peer-venv"))
     if not script.is_file():
         pytest.skip(f"msaccucmp peer not found at {script}")

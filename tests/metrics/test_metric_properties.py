@@ -4,7 +4,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from hypothesis import assume, given, settings, strategies as st
+from hypothesis import assume, example, given, settings, strategies as st
 from hypothesis.extra.numpy import arrays
 
 from precision_tool.metrics import (ALL, Status, accumulated_relative_error, allclose_ratio, compare_tensors,
@@ -75,6 +75,9 @@ def test_cosine_ignores_positive_scale(pair, scale):
 
 
 @given(pairs())
+# Found by hypothesis (23f62b5): 2 * 3e-39 + 3 == 3, so the map, not the metric, broke the property. The
+# assume() below must keep rejecting it.
+@example(pair=(np.array([1.0, 0.0], np.float32), np.array([3e-39, 0.0], np.float32)))
 def test_kl_ignores_affine_maps_of_the_reference(pair):
     """KL min-max scales each side, so ``2y + 3`` gives the same value -- as long as the map itself does not
     round the spread away (``2 * 3e-39 + 3 == 3`` turns a varying reference into a constant one)."""
