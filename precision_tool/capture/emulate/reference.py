@@ -2,8 +2,9 @@
 
 One ``Session.run`` of the frozen graph (configured by :func:`~.tf_graph.session_config`: Grappler
 off, classic optimizer at L0, so every op runs under its Python name) goes through
-:func:`precision_tool.capture.reference.sess_dump` into ``tf/tf_debug/<capture>``, and the
-``tf_dump`` command converts it into ``tf/dump/{op}.{output}.{timestamp}.npy``, as a user would.
+:func:`precision_tool.capture.reference.sess_dump` into ``tf/tf_debug/<capture>``, and
+:func:`precision_tool.formats.tf_reference.convert_tfdbg_run` -- what ``tf_dump`` runs for a user --
+converts it into ``tf/dump/{op}.{output}.{timestamp}.npy``.
 
 One touch then makes the folder reproducible: the tfdbg wall-clock time stamps in the file names are
 replaced by fixed ones (``REFERENCE_BASE_US`` + 10 µs per tensor, in graph order). (Fed inputs already
@@ -23,6 +24,7 @@ from precision_tool.capture.emulate.errors import EmulationError
 from precision_tool.capture.emulate.tf_graph import FrozenModel, feed_dict, import_graph, session_config
 from precision_tool.config import Workspace
 from precision_tool.formats.npy_dir import reference_file_name
+from precision_tool.formats.tf_reference import ReferenceConversion, ReferenceTensor, convert_tfdbg_run, find_tfdbg_runs
 from precision_tool.lazy import lazy_import
 
 tf = lazy_import("tensorflow")
@@ -36,18 +38,21 @@ class ReferenceResult:
     files: List[str]
 
 
-def convert_capture(tf_debug: str, dump_dir: str, data_dir: str) -> List[dict]:
-    """Run ``precision_tool tf_dump -i tf_debug -o dump_dir``; returns its list of written tensors."""
-    from precision_tool.commands import build_registry
-    from precision_tool.commands.registry import Context
+def convert_capture(tf_debug: str, dump_dir: str) -> ReferenceConversion:
+    """Convert the newest tfdbg run in ``tf_debug`` into ``dump_dir``, as ``tf_dump -i tf_debug -o dump_dir`` does.
 
-    report = build_registry().dispatch(["tf_dump", "-i", tf_debug, "-o", dump_dir], Context(data_dir=data_dir))
-    if report.exit_code:
-        raise EmulationError(f"converting the reference capture {tf_debug} failed: {report.status}")
-    return report.data["tensors"]
+    Raises :class:`EmulationError` when a tensor could not be converted (the message gives the first
+    failure), and the library's own errors for a capture holding no run or no values.
+    """
+    conversion = convert_tfdbg_run(find_tfdbg_runs(tf_debug)[-1], dump_dir)
+    if not conversion:
+        failures = conversion.failures
+        raise EmulationError(f"converting the reference capture {tf_debug} failed for {len(failures)} tensors: "
+                             f"{failures[0].message}")
+    return conversion
 
 
-def normalise_names(dump_dir: str, tensors: List[dict], op_order: Sequence[str]) -> List[str]:
+def normalise_names(dump_dir: str, tensors: Sequence[ReferenceTensor], op_order: Sequence[str]) -> List[str]:
     """Give the converted files fixed time stamps.
 
     Time stamps follow ``op_order`` (the graph's topological order), not tfdbg's clock: TensorFlow
@@ -55,19 +60,18 @@ def normalise_names(dump_dir: str, tensors: List[dict], op_order: Sequence[str])
     """
     position = {name: k for k, name in enumerate(op_order)}
 
-    def order(entry):
-        name = entry["op_name"]
-        return (position.get(name, len(position)), name, entry["output_slot"])
+    def order(tensor: ReferenceTensor):
+        return (position.get(tensor.op_name, len(position)), tensor.op_name, tensor.output_slot)
 
     ordered = sorted(tensors, key=order)
     temporary = []
-    for k, entry in enumerate(ordered):  # two passes: a new name may equal another file's old name
+    for k, tensor in enumerate(ordered):  # two passes: a new name may equal another file's old name
         hidden = os.path.join(dump_dir, f".renaming.{k}.npy")
-        os.replace(os.path.join(dump_dir, entry["file"]), hidden)
+        os.replace(os.path.join(dump_dir, tensor.file), hidden)
         temporary.append(hidden)
     files = []
-    for k, (entry, hidden) in enumerate(zip(ordered, temporary)):
-        name = reference_file_name(entry["op_name"], entry["output_slot"], REFERENCE_BASE_US + 10 * (k + 1))
+    for k, (tensor, hidden) in enumerate(zip(ordered, temporary)):
+        name = reference_file_name(tensor.op_name, tensor.output_slot, REFERENCE_BASE_US + 10 * (k + 1))
         target = os.path.join(dump_dir, name)
         os.replace(hidden, target)
         files.append(target)
@@ -95,8 +99,8 @@ def capture_reference(frozen: FrozenModel, batch: Sequence[np.ndarray], workspac
     with tf.compat.v1.Session(graph=graph, config=session_config()) as session:
         dumping = sess_dump(session, capture_dir)
         dumping.run(list(frozen.outputs), feed_dict=feed_dict(frozen, batch))
-    tensors = convert_capture(capture_dir, workspace.tf_dump, workspace.root)
-    files = normalise_names(workspace.tf_dump, tensors, op_order)
+    conversion = convert_capture(capture_dir, workspace.tf_dump)
+    files = normalise_names(workspace.tf_dump, conversion.tensors, op_order)
     if not keep_tfdbg:
         shutil.rmtree(workspace.tf_debug)
     return ReferenceResult(workspace.tf_dump, sorted(files))
