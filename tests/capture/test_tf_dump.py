@@ -184,3 +184,20 @@ def test_cli_and_json_without_importing_tensorflow(ws):
 def test_help_through_the_batch_cli(capsys):
     assert main(["tf_dump", "-h"]) == 0
     assert "--run N" in capsys.readouterr().out
+
+
+def test_a_tensor_that_cannot_be_read_is_listed_and_exits_2(ws):
+    """The handler turns the library's failures into a 'Failed' block, the status and exit code 2."""
+    folder = ws / "tf" / "tf_debug" / "v2"
+    bad = np.full(64, 7.0, np.float32)
+    write_tfdbg_v2_dump(folder, [("good", "Relu", 0, np.arange(4, dtype=np.float32), 1_700_000_000.0),
+                                 ("bad", "Relu", 0, bad, 1_700_000_001.0)])
+    (traces,) = folder.glob("*.graph_execution_traces")
+    data = bytearray(traces.read_bytes())
+    data[data.rfind(bad.tobytes()[:16]) + 3] ^= 1
+    traces.write_bytes(bytes(data))
+    report = dispatch([], ws)
+    message = f"{traces}: TFRecord record 1: data CRC mismatch (corrupt file)"
+    assert report.exit_code == 2 and report.data["failures"] == [message]
+    assert report.blocks[1].lines == ["Failed (1):", message]
+    assert report.status.endswith("; 1 failed") and report.data["written"] == 1
