@@ -78,7 +78,7 @@ def load_graph(graph: GraphLike) -> Optional[Union[Graph, GraphModel]]:
         return graph
     path = os.fspath(graph)
     if os.path.isdir(path):
-        path = find_build_graph(path)
+        path = os.fspath(find_build_graph(path))
     return read_ge_graph(path)
 
 

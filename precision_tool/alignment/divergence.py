@@ -6,8 +6,9 @@ output. This module finds it from the graph's edges and the comparator's verdict
 
 Definitions
 -----------
-``verdicts`` maps ``(npu op name, "input"|"output", index)`` to ``True`` (passed) or ``False`` (failed); a
-tensor with no entry was **not compared** (no reference, unreadable, ...).
+``verdicts`` maps ``(npu op name, kind, index)`` to ``True`` (passed) or ``False`` (failed), the kind being
+:data:`~precision_tool.formats.tensor_kind.INPUT` or ``OUTPUT`` (or their text); a tensor with no entry was
+**not compared** (no reference, unreadable, ...).
 
 Walking ops producers-first (``order``), each op's outputs get a *suspect* flag: a failed output is suspect, a
 passed one is clean, an uncompared one is suspect when the op has a failed output or a failing input (the error
@@ -34,7 +35,9 @@ Cost is ``O(ops + edges + verdicts)``.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Dict, Iterable, Mapping, Optional, Sequence, Tuple
+from typing import Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
+
+from precision_tool.formats.tensor_kind import INPUT, OUTPUT
 
 Key = Tuple[str, str, int]
 
@@ -90,7 +93,7 @@ def find_first_divergence(verdicts: Mapping[Key, bool], order: Sequence[str],
 
     Parameters
     ----------
-    verdicts : ``{(op name, "input"|"output", index): passed}``; missing = not compared.
+    verdicts : ``{(op name, INPUT|OUTPUT, index): passed}``; missing = not compared.
     order : op names, producers before consumers (graph) or by dump time. Ops with verdicts but absent from
         ``order`` are appended in the verdicts' order.
     data_inputs : ``{op name: ((producer, output index), ...)}``, input ``k`` of the op being entry ``k``
@@ -101,8 +104,8 @@ def find_first_divergence(verdicts: Mapping[Key, bool], order: Sequence[str],
     --------
     A chain ``a -> b -> c`` where ``b`` breaks: ``b`` is the first divergence, ``c`` only inherits it.
 
-    >>> v = {("a", "output", 0): True, ("b", "input", 0): True, ("b", "output", 0): False,
-    ...      ("c", "input", 0): False, ("c", "output", 0): False}
+    >>> v = {("a", OUTPUT, 0): True, ("b", INPUT, 0): True, ("b", OUTPUT, 0): False,
+    ...      ("c", INPUT, 0): False, ("c", OUTPUT, 0): False}
     >>> result = find_first_divergence(v, ["a", "b", "c"], {"b": [("a", 0)], "c": [("b", 0)]})
     >>> result.first.op_name, [op.op_name for op in result.inherited]
     ('b', ['c'])
@@ -115,19 +118,22 @@ def find_first_divergence(verdicts: Mapping[Key, bool], order: Sequence[str],
     suspect_default: Dict[str, bool] = {}  # op -> are its uncompared outputs suspect?
 
     def output_suspect(producer: str, index: int) -> bool:
-        verdict = per_op.get(producer, {}).get(("output", index))
+        verdict = per_op.get(producer, {}).get((OUTPUT, index))
         if verdict is not None:
             return not verdict
         return suspect_default.get(producer, False)
 
-    roots, inherited = [], []
+    roots: List[DivergentOp] = []
+    inherited: List[DivergentOp] = []
     for position, op_name in enumerate(names):
         own = per_op.get(op_name, {})
         edges = data_inputs.get(op_name, ())
-        input_count = max([len(edges)] + [index + 1 for (kind, index) in own if kind == "input"])
-        failed, inherited_in, unknown = [], [], []
+        input_count = max([len(edges)] + [index + 1 for (kind, index) in own if kind == INPUT])
+        failed: List[int] = []
+        inherited_in: List[int] = []
+        unknown: List[int] = []
         for k in range(input_count):
-            verdict = own.get(("input", k))
+            verdict = own.get((INPUT, k))
             if verdict is True:
                 continue
             if verdict is False:
@@ -136,7 +142,7 @@ def find_first_divergence(verdicts: Mapping[Key, bool], order: Sequence[str],
                 inherited_in.append(k)
             else:
                 unknown.append(k)
-        failed_outputs = tuple(sorted(index for (kind, index), ok in own.items() if kind == "output" and not ok))
+        failed_outputs = tuple(sorted(index for (kind, index), ok in own.items() if kind == OUTPUT and not ok))
         suspect_default[op_name] = bool(failed_outputs or failed or inherited_in)
         if not failed_outputs:
             continue

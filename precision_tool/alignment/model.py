@@ -31,6 +31,11 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Optional, Tuple, Union
 
+# The alignment modules take the kinds from here (explicit re-exports).
+from precision_tool.formats.tensor_kind import INPUT as INPUT
+from precision_tool.formats.tensor_kind import OUTPUT as OUTPUT
+from precision_tool.formats.tensor_kind import TensorKind
+
 RULE_ORIGIN_NAME = "origin_name"
 RULE_HEADER_ORIGINAL_OP = "header_original_op"
 RULE_SINGLE_ORIGINAL_OP = "single_original_op"
@@ -41,9 +46,6 @@ RULE_SAME_OP_NAME = "same_op_name"
 RULE_SAME_ORIGINAL_TENSOR = "same_original_tensor"
 RULES = (RULE_ORIGIN_NAME, RULE_HEADER_ORIGINAL_OP, RULE_SINGLE_ORIGINAL_OP, RULE_SPLIT_OUTPUT, RULE_OWN_NAME,
          RULE_NORMALISED_NAME, RULE_SAME_OP_NAME, RULE_SAME_ORIGINAL_TENSOR)
-
-INPUT = "input"
-OUTPUT = "output"
 
 MODE_NPU_VS_TF = "npu_vs_tf"
 MODE_NPU_VS_NPU = "npu_vs_npu"
@@ -62,7 +64,8 @@ class NpuTensorRef:
     op_name : the GE op name, unsanitised: the graph's name when the op is in the graph, else the dump
         header's ``op_name``, else the op part of the file name (sanitised, the best there is).
     op_type : from the file name.
-    kind, index : ``"input"`` / ``"output"`` and the position among them, as in the dump header.
+    kind, index : :data:`INPUT` / :data:`OUTPUT` (a :class:`TensorKind`) and the position among them, as in the
+        dump header.
     timestamp : dump time from the file name (microseconds).
     dtype, shape : as stored (``"float16"``, device-layout shape), from the header.
     origin_format : layout to convert back to (``"NHWC"``); ``""`` when unknown, so
@@ -75,7 +78,7 @@ class NpuTensorRef:
     path: str
     op_name: str
     op_type: str
-    kind: str
+    kind: TensorKind
     index: int
     timestamp: int = 0
     dtype: str = ""

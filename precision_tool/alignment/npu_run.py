@@ -4,7 +4,7 @@ Dumped ops that the graph does not hold are kept (and listed): they are resolved
 """
 from __future__ import annotations
 
-from typing import Dict, List, Optional, Tuple
+from typing import Dict, Iterator, List, Optional, Tuple
 
 from precision_tool.alignment.graph_alignment import GraphResolver
 from precision_tool.alignment.model import INPUT, ORDER_DUMP_TIME, ORDER_GRAPH, OUTPUT, NpuTensorRef
@@ -14,6 +14,7 @@ from precision_tool.alignment.npu_side import (NOT_DUMPED_OP_TYPES, DumpedOp, Gr
 from precision_tool.alignment.targets import Resolution
 from precision_tool.formats.dump_file import TensorEntry, dtype_label
 from precision_tool.formats.ge_graph import OpNode
+from precision_tool.formats.tensor_kind import TensorKind
 
 KINDS = (INPUT, OUTPUT)
 
@@ -62,13 +63,13 @@ class NpuRun:
         node = self.nodes[i]
         return node.name if node is not None else self.ops[i].name
 
-    def tensors(self, i: int):
+    def tensors(self, i: int) -> Iterator[Tuple[TensorKind, int, TensorEntry]]:
         """``(kind, k, entry)`` for every input then every output of ``ops[i]``."""
         for kind in KINDS:
             for k, entry in enumerate(self.ops[i].entries(kind)):
                 yield kind, k, entry
 
-    def tensor_ref(self, i: int, kind: str, k: int, entry: TensorEntry) -> NpuTensorRef:
+    def tensor_ref(self, i: int, kind: TensorKind, k: int, entry: TensorEntry) -> NpuTensorRef:
         dumped_op, node = self.ops[i], self.nodes[i]
         desc = None
         if node is not None:
@@ -82,7 +83,7 @@ class NpuRun:
 
     def target(self, i: int, kind: str, k: int) -> Resolution:
         node = self.nodes[i]
-        if node is not None:
+        if node is not None and self.resolver is not None:  # a graph node implies a graph, so a resolver
             return self.resolver.input_target(node, k) if kind == INPUT else self.resolver.output_target(node, k)
         return name_target(self.ops[i], kind, k)
 

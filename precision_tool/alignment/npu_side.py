@@ -8,13 +8,14 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
-from typing import Dict, List, Optional, Tuple, Union
+from typing import Dict, List, Optional, Set, Tuple, Union
 
 from precision_tool.errors import PrecisionToolError, WorkspaceError
 from precision_tool.formats.dump_file import DumpFile, TensorEntry, read_dump_header
 from precision_tool.formats.dump_names import DumpOp, sanitize_op_name, scan_dump_folder
 from precision_tool.formats.ge_graph import Graph, GraphModel, OpNode, TensorDesc
 from precision_tool.formats import dtypes
+from precision_tool.formats.tensor_kind import INPUT
 
 # Op types GE keeps in a Build graph that are not executed as tasks, so never dumped: not reported as
 # "graph op without a dump".
@@ -62,7 +63,7 @@ class DumpedOp:
     def entries(self, kind: str) -> Tuple[TensorEntry, ...]:
         if self.header is None:
             return ()
-        return self.header.inputs if kind == "input" else self.header.outputs
+        return self.header.inputs if kind == INPUT else self.header.outputs
 
 
 def read_dumped_ops(dump_dir: Union[str, os.PathLike]) -> List[DumpedOp]:
@@ -135,9 +136,9 @@ class GraphIndex:
                     names.append(op.name)
         return names
 
-    def tf_names(self) -> set:
+    def tf_names(self) -> Set[str]:
         """Every TF op name the graph mentions: ``_datadump_original_op_names`` and output origin names."""
-        names = set()
+        names: Set[str] = set()
         for op in self.by_name.values():
             names.update(op.original_op_names)
             names.update(desc.origin_name for desc in op.output_descs if desc.origin_name)

@@ -27,7 +27,8 @@ from __future__ import annotations
 from typing import Dict, List, Optional, Tuple
 
 from precision_tool.alignment.model import (MODE_NPU_VS_NPU, OUTPUT, RULE_SAME_OP_NAME,
-                                            RULE_SAME_ORIGINAL_TENSOR, AlignedPair, Alignment, Coverage, Unaligned)
+                                            RULE_SAME_ORIGINAL_TENSOR, AlignedPair, Alignment, Coverage, NpuTensorRef,
+                                            TensorKind, Unaligned)
 from precision_tool.alignment.npu_run import NpuRun
 from precision_tool.alignment.npu_side import read_dumped_ops
 from precision_tool.alignment.targets import NoTarget, Resolution, Target
@@ -61,7 +62,7 @@ class _OtherRun:
     def count(self, i: int, kind: str) -> int:
         return len(self.run.ops[i].entries(kind))
 
-    def ref(self, i: int, kind: str, k: int):
+    def ref(self, i: int, kind: TensorKind, k: int) -> NpuTensorRef:
         self.used.add((i, kind, k))
         return self.run.tensor_ref(i, kind, k, self.run.ops[i].entries(kind)[k])
 
@@ -100,7 +101,7 @@ def align_npu_vs_npu(npu_dump_dir, other_dump_dir, graph=None, other_graph=None)
             npu = left.tensor_ref(i, kind, k, entry)
             target = left.target(i, kind, k)
             same_ok = same is not None and k < other.count(same, kind)
-            if same_ok and not _differ(target, other.run.target(same, kind, k)):
+            if same is not None and same_ok and not _differ(target, other.run.target(same, kind, k)):
                 pairs.append(AlignedPair(npu, other.ref(same, kind, k), RULE_SAME_OP_NAME))
                 continue
             if not isinstance(target, Target):
@@ -117,7 +118,7 @@ def align_npu_vs_npu(npu_dump_dir, other_dump_dir, graph=None, other_graph=None)
                 j, m = hits[0]
                 pairs.append(AlignedPair(npu, other.ref(j, OUTPUT, m), RULE_SAME_ORIGINAL_TENSOR, target.via))
             elif hits:
-                names = ", ".join(f"{other.run.op_name(j)}:output:{m}" for j, m in hits)
+                names = ", ".join(f"{other.run.op_name(j)}:{OUTPUT}:{m}" for j, m in hits)
                 ambiguous.append(f"{target.name}:{target.index} -> other run {names}")
                 unaligned.append(Unaligned(npu, f"stands for {target.name}:{target.index}, which several outputs "
                                                 f"of the other run stand for: {names}"))

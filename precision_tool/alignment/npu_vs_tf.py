@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 from typing import Iterable, List, Tuple
 
-from precision_tool.alignment.model import (MODE_NPU_VS_TF, RULE_NORMALISED_NAME, RULE_OWN_NAME, AlignedPair,
+from precision_tool.alignment.model import (INPUT, MODE_NPU_VS_TF, RULE_NORMALISED_NAME, RULE_OWN_NAME, AlignedPair,
                                             Alignment, Coverage, NpuTensorRef, Unaligned)
 from precision_tool.alignment.npu_run import NpuRun
 from precision_tool.alignment.npu_side import read_dumped_ops
@@ -37,7 +37,7 @@ def align_npu_vs_tf(npu_dump_dir, reference_dir, graph=None, tf_op_names: Iterab
     references = ReferenceIndex(read_npy_dir(reference_dir), names | set(tf_op_names))
     order, order_source = run.order()
     position = {name: p for p, name in enumerate(order)}
-    jobs.sort(key=lambda job: (position.get(job[1].op_name, len(position)), job[1].kind != "input", job[1].index))
+    jobs.sort(key=lambda job: (position.get(job[1].op_name, len(position)), job[1].kind != INPUT, job[1].index))
 
     pairs: List[AlignedPair] = []
     unaligned: List[Unaligned] = []

@@ -21,6 +21,7 @@ from typing import Dict, Iterable, List, Optional, Sequence, Set, Tuple
 from precision_tool.formats.dump_names import sanitize_op_name
 from precision_tool.formats.npy_dir import NpyReference, build_name_mapping, reference_op_name
 from precision_tool.alignment.model import NpyTensorRef
+from precision_tool.formats.tensor_kind import OUTPUT
 
 
 @dataclass(frozen=True)
@@ -89,5 +90,5 @@ class ReferenceIndex:
                 continue
             candidates = self._names.get(file_key, ())
             shown = candidates[0] if len(candidates) == 1 else file_key
-            names.append(f"{shown}:output:{index}")
+            names.append(f"{shown}:{OUTPUT}:{index}")
         return tuple(sorted(names))

@@ -5,6 +5,7 @@ from align_builders import graph, node, write_workspace
 from precision_tool.alignment import align, find_first_divergence
 from precision_tool.alignment.graph_alignment import GraphResolver
 from precision_tool.alignment.npu_side import GraphIndex
+from precision_tool.formats.tensor_kind import OUTPUT
 
 
 def network(n):
@@ -36,7 +37,7 @@ def resolve_everything(model):
             resolver.output_target(op, k)
             resolved += 1
     order, edges = index.order(), index.data_inputs()
-    divergence = find_first_divergence({(name, "output", 0): i % 7 != 3 for i, name in enumerate(order)}, order, edges)
+    divergence = find_first_divergence({(name, OUTPUT, 0): i % 7 != 3 for i, name in enumerate(order)}, order, edges)
     return resolved, divergence
 
 

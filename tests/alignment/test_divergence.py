@@ -2,6 +2,7 @@
 from align_builders import graph, node, write_workspace
 from precision_tool.alignment import align, find_first_divergence
 from precision_tool.alignment.npu_side import GraphIndex
+from precision_tool.formats.tensor_kind import INPUT, OUTPUT
 
 
 def edges_of(nodes):
@@ -10,11 +11,11 @@ def edges_of(nodes):
 
 
 def verdicts(**spec):
-    """``a_out0=False, b_in1=True`` -> {("a", "output", 0): False, ("b", "input", 1): True}."""
+    """``a_out0=False, b_in1=True`` -> {("a", OUTPUT, 0): False, ("b", INPUT, 1): True}."""
     table = {}
     for key, passed in spec.items():
         op, tensor = key.rsplit("_", 1)
-        kind = "output" if tensor.startswith("out") else "input"
+        kind = OUTPUT if tensor.startswith("out") else INPUT
         table[(op, kind, int(tensor.lstrip("outin")))] = passed
     return table
 
@@ -138,7 +139,7 @@ def test_alignment_first_divergence_uses_its_graph(tmp_path):
     dump_dir, ref_dir, graph_path = write_workspace(tmp_path, nodes, ["x", "a", "b"])
     alignment = align(dump_dir, ref_dir, graph=graph_path)
     # the comparator's verdicts: a's output fails, so do the Cast's tensors and b's
-    table = {pair.npu.key: pair.npu.op_name == "a" and pair.npu.kind == "input" for pair in alignment.pairs}
+    table = {pair.npu.key: pair.npu.op_name == "a" and pair.npu.kind is INPUT for pair in alignment.pairs}
     result = alignment.first_divergence(table)
     assert result.first.op_name == "a"
     assert names(result.inherited) == ["cast_9", "b"]

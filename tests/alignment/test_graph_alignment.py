@@ -13,6 +13,7 @@ from precision_tool.formats.dump_names import build_dump_name
 from precision_tool.formats.dump_writer import TensorSpec, write_dump
 from precision_tool.formats.ge_graph import tensor_desc
 from precision_tool.formats.layouts import to_device
+from precision_tool.formats.tensor_kind import INPUT
 
 
 def rules(alignment):
@@ -30,7 +31,7 @@ def test_plain_chain_pairs_outputs_by_name_and_inputs_by_producer(tmp_path):
         "c:input:0": "b:output:0", "c:output:0": "c:output:0"}
     assert rules(result)["a:output:0"] == "single_original_op"
     assert rules(result)["b:output:0"] == "own_name"
-    assert [pair.via for pair in result.pairs if pair.npu.kind == "input"] == [("x",), ("a",), ("b",)]
+    assert [pair.via for pair in result.pairs if pair.npu.kind is INPUT] == [("x",), ("a",), ("b",)]
     assert result.order == ("x", "a", "b", "c") and result.order_source == "graph"
     cov = result.coverage
     assert (cov.aligned_count, cov.npu_tensors, cov.npu_only_ops, cov.reference_only) == (6, 6, (), ())
