@@ -10,10 +10,13 @@ from __future__ import annotations
 
 import argparse
 from dataclasses import dataclass, field
-from typing import Callable, Dict, Iterable, List, Sequence, Tuple
+from typing import TYPE_CHECKING, Callable, Dict, Iterable, List, Optional, Sequence, Tuple
 
 from precision_tool.errors import UsageError
 from precision_tool.reports.report import Report
+
+if TYPE_CHECKING:  # the lookup module reads graphs and dumps; the registry must stay cheap to import
+    from precision_tool.commands.workspace_lookup import WorkspaceLookup
 
 
 class _HelpShown(Exception):
@@ -37,13 +40,38 @@ class CommandParser(argparse.ArgumentParser):
         raise _HelpShown(self.format_help())
 
 
+@dataclass
+class Session:
+    """The state that outlives one command, so the shell can keep it between lines; mutable on purpose.
+
+    A batch run makes one :class:`Context`, hence one fresh ``Session``, per command; the shell keeps its
+    context, hence its ``Session``, for the whole session. Handlers read it; only its owners write it:
+
+    - ``terminal_size``: ``(columns, lines)`` of the terminal the shell is drawing in, set before each line
+      (:meth:`precision_tool.shell.app.Shell.execute`); ``None`` outside the shell, where
+      :func:`precision_tool.commands.terminal_text.terminal_size` asks the terminal itself.
+    - ``lookups``: one :class:`~precision_tool.commands.workspace_lookup.WorkspaceLookup` per
+      ``(absolute workspace folder, NPU run)``, so graphs and dump scans are parsed once per session
+      (:func:`precision_tool.commands.workspace_lookup.lookup_for` fills it).
+    """
+
+    terminal_size: Optional[Tuple[int, int]] = None
+    lookups: Dict[Tuple[str, int], "WorkspaceLookup"] = field(default_factory=dict)
+
+
 @dataclass(frozen=True)
 class Context:
-    """What a handler may use besides its arguments: the workspace folder and output preferences."""
+    """What a handler may use besides its arguments: the workspace folder, whether a person is typing
+    (``interactive``: the shell, or ``ac`` run from a terminal) and the :class:`Session` state.
+
+    The context itself never changes; what does change between commands lives in ``session``, which
+    ``dataclasses.replace`` shares (the shell's ``replace(ctx, interactive=True)`` keeps the caller's
+    session). Two contexts are equal when folder and mode are; their sessions are not compared.
+    """
 
     data_dir: str
     interactive: bool = False
-    extras: dict = field(default_factory=dict, compare=False, hash=False)
+    session: Session = field(default_factory=Session, compare=False, hash=False)
 
 
 Handler = Callable[[argparse.Namespace, Context], Report]

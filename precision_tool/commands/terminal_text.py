@@ -9,19 +9,20 @@ Statistics (min/max/mean over the finite values, inf/NaN counts) are
 from __future__ import annotations
 
 import shutil
-from typing import Tuple
+from typing import Optional, Tuple
 
 import numpy as np
 
+from precision_tool.commands.registry import Context
 from precision_tool.metrics.array_stats import array_stats  # noqa: F401  (the doctest above)
 
 _CELL_WIDTH = 11  # rough width numpy gives one printed float, separator included
 
 
-def terminal_size(ctx=None) -> Tuple[int, int]:
-    """``(columns, lines)``: what the shell put in ``ctx.extras["terminal_size"]``, else the terminal's."""
-    if ctx is not None and ctx.extras.get("terminal_size"):
-        return tuple(ctx.extras["terminal_size"])
+def terminal_size(ctx: Optional[Context] = None) -> Tuple[int, int]:
+    """``(columns, lines)``: what the shell put in ``ctx.session.terminal_size``, else the terminal's."""
+    if ctx is not None and ctx.session.terminal_size:
+        return ctx.session.terminal_size
     size = shutil.get_terminal_size((100, 40))
     return size.columns, size.lines
 

@@ -10,8 +10,8 @@ One :class:`WorkspaceLookup` per NPU run (``npu/debug_N``) answers every "which 
 * dump files are found by name under ``npu/debug_N/dump`` (no header is read); references are the ``.npy``
   files of ``tf/dump``.
 
-In the shell the lookups live for the whole session (:func:`lookup_for` keeps them in ``ctx.extras``); in the
-batch CLI each command makes a fresh one.
+In the shell the lookups live for the whole session (:func:`lookup_for` keeps them in the context's
+:class:`~precision_tool.commands.registry.Session`); in the batch CLI each command makes a fresh one.
 """
 from __future__ import annotations
 
@@ -20,13 +20,11 @@ import os
 from pathlib import Path
 from typing import Dict, List, Optional, Tuple
 
+from precision_tool.commands.registry import Context
 from precision_tool.config import Workspace
 from precision_tool.errors import WorkspaceError
 from precision_tool.formats.dump_names import DumpOp, DumpScan, sanitize_op_name, scan_dump_folder
 from precision_tool.formats.ge_graph import GraphModel, OpNode
-
-_CACHE_KEY = "workspace_lookups"
-
 
 def _signature(path) -> Tuple[str, int, int]:
     info = os.stat(path)
@@ -196,9 +194,10 @@ class WorkspaceLookup:
         return value
 
 
-def lookup_for(ctx, run: int = 0) -> WorkspaceLookup:
-    """The :class:`WorkspaceLookup` of run ``run`` for this context: one per session in the shell."""
-    lookups = ctx.extras.setdefault(_CACHE_KEY, {})
+def lookup_for(ctx: Context, run: int = 0) -> WorkspaceLookup:
+    """The :class:`WorkspaceLookup` of run ``run`` for this context, kept in ``ctx.session.lookups``: one per
+    workspace and run for a whole shell session."""
+    lookups = ctx.session.lookups
     key = (os.path.abspath(ctx.data_dir), run)
     if key not in lookups:
         lookups[key] = WorkspaceLookup(ctx.data_dir, run)

@@ -65,7 +65,7 @@ class Shell:
         self.index = WorkspaceIndex(lambda: lookup_for(self.ctx, 0))
         self.completer = PrecisionToolCompleter(self.registry, self.index)
         self.state = ShellState()
-        self.session = None
+        self.prompt_session = None  # prompt_toolkit's, made by run() (not the Context's Session)
 
     # ------------------------------------------------------------------ one line
     def execute(self, line: str, size: Optional[Tuple[int, int]] = None) -> ShellResult:
@@ -76,7 +76,7 @@ class Shell:
         if stripped in LEAVE_WORDS:
             return ShellResult(leave=True)
         columns, lines = size or self._terminal_size()
-        self.ctx.extras["terminal_size"] = (columns, lines)
+        self.ctx.session.terminal_size = (columns, lines)
         try:
             parsed = parse_command_line(stripped)
             report = self.registry.dispatch(parsed.argv, self.ctx)
@@ -106,8 +106,8 @@ class Shell:
         return f"wrote {text.count(chr(10)) + 1} lines to {path}"
 
     def _terminal_size(self) -> Tuple[int, int]:
-        if self.session is not None:
-            size = self.session.output.get_size()
+        if self.prompt_session is not None:
+            size = self.prompt_session.output.get_size()
             return size.columns, size.rows
         size = shutil.get_terminal_size((100, 40))
         return size.columns, size.lines
@@ -140,11 +140,11 @@ class Shell:
 
     def run(self) -> int:
         """The interactive loop; returns the exit status of the shell (0)."""
-        self.session = self._build_session(_open_history())
+        self.prompt_session = self._build_session(_open_history())
         print(self.banner())
         while True:
             try:
-                line = self.session.prompt()
+                line = self.prompt_session.prompt()
             except KeyboardInterrupt:
                 continue  # Ctrl-C at the prompt clears the line
             except EOFError:

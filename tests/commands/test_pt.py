@@ -6,7 +6,7 @@ import pytest
 from inspect_builders import dump_path, reference_values, write_inspect_workspace
 
 from precision_tool.commands import build_registry
-from precision_tool.commands.registry import Context
+from precision_tool.commands.registry import Context, Session
 from precision_tool.commands.tensor_spec import parse_slice, parse_tensor_spec, split_slice
 from precision_tool.errors import UsageError, WorkspaceError
 
@@ -17,7 +17,7 @@ def workspace(tmp_path_factory):
 
 
 def run(workspace, *argv, size=(100, 40)):
-    return build_registry().dispatch(["pt", *argv], Context(data_dir=workspace, extras={"terminal_size": size}))
+    return build_registry().dispatch(["pt", *argv], Context(data_dir=workspace, session=Session(terminal_size=size)))
 
 
 def shown(report, k=0):

@@ -80,13 +80,13 @@ def test_a_bug_shows_its_traceback_and_the_shell_stays(inspect_workspace):
 
 def test_the_terminal_size_reaches_the_handlers(shell):
     shell.execute("ls", (77, 33))
-    assert shell.ctx.extras["terminal_size"] == (77, 33) and shell.ctx.interactive
+    assert shell.ctx.session.terminal_size == (77, 33) and shell.ctx.interactive
 
 
 def test_shell_keeps_one_workspace_lookup_per_session(shell):
     shell.execute("ni relu1/Relu", SIZE)
     shell.execute("ls", SIZE)
-    assert len(shell.ctx.extras["workspace_lookups"]) == 1
+    assert len(shell.ctx.session.lookups) == 1
 
 
 def test_run_script_runs_every_line(shell, capsys):
