@@ -10,7 +10,7 @@ from __future__ import annotations
 import contextlib
 import os
 import secrets
-from typing import IO, Iterator
+from typing import IO, Any, Iterator
 
 import numpy as np
 
@@ -32,6 +32,7 @@ def atomic_write(path, mode: str = "wb", encoding: str | None = None) -> Iterato
     temp_path = os.path.join(folder, f"{TEMP_PREFIX}{os.getpid()}-{secrets.token_hex(6)}.tmp")
     descriptor = os.open(temp_path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
     try:
+        handle: IO[Any]
         if mode == "w":
             handle = os.fdopen(descriptor, "w", encoding=encoding or "utf-8", newline="")
         else:

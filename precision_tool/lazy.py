@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import importlib
 import types
+from typing import Optional
 
 from precision_tool.errors import PrecisionToolError
 
@@ -22,9 +23,9 @@ class _LazyModule(types.ModuleType):
         super().__init__(name)
         self._lazy_name = name
         self._lazy_hint = install_hint
-        self._lazy_module = None
+        self._lazy_module: Optional[types.ModuleType] = None
 
-    def _load(self):
+    def _load(self) -> types.ModuleType:
         if self._lazy_module is None:
             try:
                 self._lazy_module = importlib.import_module(self._lazy_name)

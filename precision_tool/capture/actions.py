@@ -33,7 +33,7 @@ from __future__ import annotations
 import json
 import os
 from dataclasses import dataclass
-from typing import Dict, FrozenSet, Iterable, Optional, Tuple, Union
+from typing import Dict, FrozenSet, Iterable, List, Optional, Tuple, Union
 
 from precision_tool.capture.fusion_files import FUSION_OFF_FILE, workspace_fusion_switch_file
 from precision_tool.capture.settings import CaptureSettings, action_from_env
@@ -159,7 +159,9 @@ def build_plan(action: ActionSpec = None, settings: Optional[CaptureSettings] = 
     actions = parse_actions(action, environ)
     workspace = settings.workspace
     run = npu_run_index(actions, settings)
-    params, folders, cleared = [], [], []
+    params: List[NpuParam] = []
+    folders: List[str] = []
+    cleared: List[str] = []
     fusion_copy = None
     if DUMP in actions:
         dump_dir = workspace.npu_dump(run)

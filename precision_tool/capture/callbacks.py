@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import importlib
 import math
-from typing import Callable, Optional
+from typing import Any, Callable, Optional
 
 from precision_tool.capture.settings import MESSAGE_PREFIX
 from precision_tool.errors import CaptureError
@@ -22,7 +22,7 @@ from precision_tool.lazy import lazy_import
 
 np = lazy_import("numpy")
 
-_CLASS = None
+_CLASS: Optional[type] = None
 
 
 def current_loss_scale(optimizer) -> Optional[float]:
@@ -83,7 +83,9 @@ def _keras_callback_base():
 def _callback_class():
     global _CLASS
     if _CLASS is None:
-        class LossScaleCallback(_keras_callback_base()):
+        base: Any = _keras_callback_base()  # found at run time: Keras 3, keras 2 or tf.keras
+
+        class LossScaleCallback(base):
             """Prints loss, loss scale and overflow status after each training step."""
 
             def __init__(self, every=1, check_weights=False, print_fn=print):

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import os
 import time
-from typing import Optional
+from typing import Any, Optional
 
 from precision_tool.capture.settings import CaptureSettings, notify, warn_loudly
 from precision_tool.errors import CaptureError
@@ -157,14 +157,16 @@ def sess_dump(sess, dump_root: Optional[str] = None):
     return tf_debug_wrappers.DumpingDebugWrapperSession(sess, root)
 
 
-_HOOK_CLASS = None
+_HOOK_CLASS: Optional[type] = None
 
 
 def _hook_class():
     """``DumpingDebugHook`` that checks the session it gets (class built on first use: needs TF)."""
     global _HOOK_CLASS
     if _HOOK_CLASS is None:
-        class ReferenceDumpHook(tf_debug_hooks.DumpingDebugHook):
+        base: Any = tf_debug_hooks.DumpingDebugHook  # a class of the lazily imported module
+
+        class ReferenceDumpHook(base):
             """tfdbg v1 dump hook that says loudly when the session would dump fused op names."""
 
             def after_create_session(self, session, coord):

@@ -87,6 +87,6 @@ def array_stats(array: np.ndarray) -> ArrayStats:
         low = chunk_min if low is None else min(low, chunk_min)
         total += float(np.sum(chunk, dtype=np.float64))
         finite_count += int(chunk.size)
-    if finite_count == 0:
+    if high is None or low is None:  # no finite element
         return ArrayStats(size, None, None, None, inf, nan, saturated, first)
     return ArrayStats(size, float(high), float(low), total / finite_count, inf, nan, saturated, first)

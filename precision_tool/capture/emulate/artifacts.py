@@ -156,10 +156,12 @@ def _op_attrs(op: NpuOp) -> dict:
     attrs: dict = {}
     if op.kind == "compute":
         attrs[G.ORIGINAL_OP_NAMES] = list(op.tf_ops)
-        if op.group.graph_passes:
-            attrs[G.PASS_NAME] = list(op.group.graph_passes)
-        if op.group.ub_pass:
-            attrs[G.PASS_NAME_UB] = op.group.ub_pass
+    group = op.group
+    if op.kind == "compute" and group is not None:  # compute ops always carry their group
+        if group.graph_passes:
+            attrs[G.PASS_NAME] = list(group.graph_passes)
+        if group.ub_pass:
+            attrs[G.PASS_NAME_UB] = group.ub_pass
     if op.is_task:
         attrs[op.name + G.KERNEL_NAME_SUFFIX] = kernel_name(op)
         attrs[G.KERNEL_LIB] = AICORE_LIB
@@ -172,9 +174,9 @@ def build_ge_graph(plan: NpuPlan, model_name: str) -> G.GraphModel:
     """The Build-stage graph: ops in execution order, names = dump names, origin attributes set."""
     nodes = []
     for index, op in enumerate(plan.ops):
-        inputs = [f"{producer}:{slot}" for producer, slot in op.inputs]
-        input_descs = [_desc(t, with_origin=False) for t in plan.input_tensors(op)]
-        output_descs = [_desc(t, with_origin=True) for t in op.outputs]
+        inputs = tuple(G.InputRef(producer, slot) for producer, slot in op.inputs)
+        input_descs = tuple(_desc(t, with_origin=False) for t in plan.input_tensors(op))
+        output_descs = tuple(_desc(t, with_origin=True) for t in op.outputs)
         nodes.append(G.OpNode(name=op.name, type=op.type, id=index, stream_id=STREAM_ID if op.is_task else 0,
                               inputs=inputs, input_descs=input_descs, output_descs=output_descs,
                               attrs=_op_attrs(op)))

@@ -17,7 +17,7 @@ What remains are the compute ops, which the fusion and planning steps turn into 
 from __future__ import annotations
 
 import heapq
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Dict, Iterable, List, Mapping, Optional, Sequence, Set, Tuple
 
 PASS_THROUGH_TYPES = frozenset({"Identity", "NoOp", "StopGradient", "Snapshot", "PreventGradient"})
@@ -63,7 +63,7 @@ class TfOp:
     type: str
     inputs: Tuple[str, ...] = ()
     outputs: Tuple[TfTensor, ...] = ()
-    attrs: Mapping[str, object] = None
+    attrs: Optional[Mapping[str, object]] = None
 
     def attr(self, key: str, default=None):
         return (self.attrs or {}).get(key, default)
@@ -76,6 +76,7 @@ class TfGraph:
     ops: Tuple[TfOp, ...]
     inputs: Tuple[str, ...]
     outputs: Tuple[str, ...]
+    _by_name: Dict[str, TfOp] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self):
         object.__setattr__(self, "_by_name", {op.name: op for op in self.ops})

@@ -17,14 +17,18 @@ from precision_tool.fileio import atomic_write
 
 
 def _rel(root: str, path: Optional[str]) -> Optional[str]:
-    return None if path is None else os.path.relpath(path, root).replace(os.sep, "/")
+    return None if path is None else _rel_path(root, path)
+
+
+def _rel_path(root: str, path: str) -> str:
+    return os.path.relpath(path, root).replace(os.sep, "/")
 
 
 def _all_files(root: str) -> List[str]:
     found = []
     for folder, _, files in os.walk(root):
         for name in files:
-            found.append(_rel(root, os.path.join(folder, name)))
+            found.append(_rel_path(root, os.path.join(folder, name)))
     return sorted(found)
 
 

@@ -100,4 +100,4 @@ class NpuPlan:
 
     @property
     def groups(self) -> List[FusionGroup]:
-        return [op.group for op in self.ops if op.kind == "compute"]
+        return [op.group for op in self.ops if op.kind == "compute" and op.group is not None]

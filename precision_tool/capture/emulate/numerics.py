@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import zlib
 from dataclasses import dataclass, field
-from typing import Dict, List, Mapping, Sequence
+from typing import Dict, List, Mapping, Optional, Sequence
 
 import numpy as np
 
@@ -149,7 +149,7 @@ def _normalised(source: str) -> str:
 
 
 def run_numerics(frozen: FrozenModel, plan: NpuPlan, batch: Sequence[np.ndarray],
-                 perturb: Mapping[str, float] = None, seed: int = 0) -> NumericsResult:
+                 perturb: Optional[Mapping[str, float]] = None, seed: int = 0) -> NumericsResult:
     """Compute the NPU value of every tensor the NPU ops of ``plan`` read or write (one session run).
 
     Parameters

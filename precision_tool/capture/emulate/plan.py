@@ -14,7 +14,7 @@ the model's output dtype in a plain layout).
 """
 from __future__ import annotations
 
-from typing import Dict, List, Sequence
+from typing import Dict, List, Sequence, Set, Tuple
 
 from precision_tool.capture.emulate import op_tables as T
 from precision_tool.capture.emulate.fusion import FusionGroup, batchnorm_links, group_ops
@@ -115,7 +115,7 @@ class _Planner:
     # -- planning
     def batchnorm_parameters(self, compute: Sequence[TfOp]) -> frozenset:
         """``(TF op, input position)`` of every batch-norm parameter: read in float32 (op_tables)."""
-        found = set()
+        found: Set[Tuple[str, int]] = set()
         for op in compute:
             if op.type in T.BATCHNORM_TYPES:
                 found.update((op.name, k) for k in T.BATCHNORM_PARAMETER_POSITIONS if k < len(op.inputs))
