@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import json
 import math
+import numbers
 from dataclasses import dataclass
 from typing import Any, List
 
@@ -13,7 +14,19 @@ from precision_tool.reports.report import Report, Table, Text
 
 @dataclass(frozen=True)
 class OutputSettings:
-    """How tables look. ``max_rows`` truncates long tables with a note (0 = no limit)."""
+    """How tables look.
+
+    ``table_format`` is tabulate's ``tablefmt``. ``float_format`` formats the cells that are real,
+    non-integer numbers (``float``, numpy floating scalars); every other cell is printed as it is, so text
+    that looks like a number (an op called ``1e5``, a value a report already formatted) is never re-parsed.
+    ``max_rows`` truncates long tables with a note (0 = no limit).
+
+    >>> table = Report().add_table(["op", "cosine", "count", "note"], [["1e5", 0.123456789, 3, "0.50"]])
+    >>> print(format_report(table, OutputSettings(float_format=".3f")))
+    op    cosine    count    note
+    ----  --------  -------  ------
+    1e5   0.123     3        0.50
+    """
 
     table_format: str = "simple"
     float_format: str = ".6g"
@@ -41,13 +54,24 @@ def _format_table(table: Table, settings: OutputSettings) -> str:
     if settings.max_rows and len(rows) > settings.max_rows:
         note = f"... {len(rows) - settings.max_rows} more rows not shown"
         rows = rows[: settings.max_rows]
-    text = tabulate(rows, headers=list(table.headers), tablefmt=settings.table_format,
-                    floatfmt=settings.float_format, disable_numparse=True) if rows else "(none)"
+    cells = [[_cell(value, settings.float_format) for value in row] for row in rows]
+    text = tabulate(cells, headers=list(table.headers), tablefmt=settings.table_format,
+                    disable_numparse=True) if rows else "(none)"
     lines = [table.title] if table.title else []
     lines.append(text)
     if note:
         lines.append(note)
     return "\n".join(lines)
+
+
+def _cell(value: Any, float_format: str) -> Any:
+    """``value`` formatted with ``float_format`` when it is a real, non-integer number, else as it is.
+
+    (tabulate's own ``floatfmt`` is ignored with ``disable_numparse``, which keeps number-like text intact.)
+    """
+    if isinstance(value, numbers.Real) and not isinstance(value, numbers.Integral):
+        return format(value, float_format)
+    return value
 
 
 def _json_safe(value: Any) -> Any:
