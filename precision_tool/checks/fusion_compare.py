@@ -43,6 +43,7 @@ from typing import Dict, List, Optional, Tuple
 
 from precision_tool.checks.fusion import FusedOp, fused_op_of
 from precision_tool.errors import PrecisionToolError
+from precision_tool.formats.tensor_kind import OUTPUT
 
 DEFAULT_FLOOR = 0.01
 DEFAULT_GROWTH = 2.0
@@ -202,7 +203,7 @@ def _op_diffs(alignment, by_key, op_types, graph_ops, floor: float, growth: floa
     outputs: Dict[str, List[Tuple[int, TensorDiff]]] = {}
     inputs: Dict[str, Dict[int, TensorDiff]] = {}
     for (op_name, kind, index), diff in by_key.items():
-        if kind == "output":
+        if kind == OUTPUT:
             outputs.setdefault(op_name, []).append((index, diff))
         else:
             inputs.setdefault(op_name, {})[index] = diff
@@ -231,7 +232,7 @@ def _input_distance(op_name: str, compared: Dict[int, TensorDiff], data_inputs, 
         if k in compared:
             distances.append(compared[k].distance or 0.0)
         elif k < len(edges):
-            producer = by_key.get((edges[k][0], "output", edges[k][1]))
+            producer = by_key.get((edges[k][0], OUTPUT, edges[k][1]))
             if producer is not None:
                 distances.append(producer.distance or 0.0)
     return max(distances, default=0.0)

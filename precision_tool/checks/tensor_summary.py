@@ -14,6 +14,7 @@ import numpy as np
 from precision_tool.errors import LayoutError
 from precision_tool.formats.dump_file import DumpFile, TensorEntry, read_tensor
 from precision_tool.formats.origin_tensor import read_origin_tensor
+from precision_tool.formats.tensor_kind import TensorKind
 from precision_tool.metrics.array_stats import array_stats
 
 
@@ -23,7 +24,7 @@ class TensorSummary:
 
     Attributes
     ----------
-    kind, index : ``"input"``/``"output"`` and the position among them.
+    kind, index : :data:`~precision_tool.formats.tensor_kind.INPUT` or ``OUTPUT``, and the position among them.
     dtype : numpy name (``"float16"``) or CANN's (``"DT_STRING"``) when numpy cannot hold it.
     layout, shape : the layout and shape the statistics were taken in: the origin layout (``"NHWC"``) when
         the tensor could be converted back, else as stored (``note`` says why).
@@ -34,7 +35,7 @@ class TensorSummary:
     note : one line: why the tensor was kept as stored, or why it could not be read.
     """
 
-    kind: str
+    kind: TensorKind
     index: int
     dtype: str
     layout: str

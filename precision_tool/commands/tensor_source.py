@@ -15,6 +15,7 @@ import numpy as np
 
 from precision_tool.commands.tensor_spec import ParsedSpec, TensorChoice, choose_tensor_file, parse_tensor_spec
 from precision_tool.errors import UsageError
+from precision_tool.formats.tensor_kind import INPUT, OUTPUT
 
 
 @dataclass(frozen=True)
@@ -51,7 +52,7 @@ def load_one_tensor(text: str, lookup, keep_layout: bool = False) -> Tuple[Parse
         return spec, _load_npy(choice.path), ""
     note = ""
     if choice.index is None:
-        choice = TensorChoice(choice.path, "output", 0, choice.op)
+        choice = TensorChoice(choice.path, OUTPUT, 0, choice.op)
         note = f"{spec.base}: compared its output 0 (name another with :output:K or :input:K)"
     return spec, _load_dump(choice, lookup, keep_layout)[0], note
 
@@ -69,8 +70,9 @@ def _load_dump(choice: TensorChoice, lookup, keep_layout: bool) -> List[LoadedTe
     from precision_tool.formats.layouts import shape_text
 
     dump = read_dump_header(choice.path)
-    if choice.kind in ("input", "output"):
-        entries = [dump.tensor(choice.kind, choice.index)]
+    kind = choice.tensor_kind
+    if kind is not None and choice.index is not None:
+        entries = [dump.tensor(kind, choice.index)]
     else:
         entries = list(dump.tensors)
     if not entries:
@@ -105,7 +107,7 @@ def npu_tensor_ref(path: str, dump, entry, node):
 
     desc = None
     if node is not None:
-        desc = input_desc(node, entry.index) if entry.kind == "input" else (
+        desc = input_desc(node, entry.index) if entry.kind == INPUT else (
             node.output_descs[entry.index] if entry.index < len(node.output_descs) else None)
     fmt, shape, fmt_from, shape_from = origin_of(desc, entry)
     name = parse_dump_name(os.path.basename(path))

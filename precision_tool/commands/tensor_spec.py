@@ -25,8 +25,10 @@ from dataclasses import dataclass
 from typing import List, Optional, Tuple
 
 from precision_tool.errors import UsageError, WorkspaceError
+from precision_tool.formats.tensor_kind import TensorKind
 
-_SELECTOR = re.compile(r"(?P<target>.+?):(?:(?P<kind>input|output):)?(?P<index>[0-9]+)\Z")
+_KINDS = "|".join(kind.value for kind in TensorKind)
+_SELECTOR = re.compile(rf"(?P<target>.+?):(?:(?P<kind>{_KINDS}):)?(?P<index>[0-9]+)\Z")
 _INT = r"[+-]?[0-9]+"
 _SLICE_PART = re.compile(rf"\s*(?P<start>{_INT})?\s*:\s*(?P<stop>{_INT})?\s*(?::\s*(?P<step>{_INT})?\s*)?\Z")
 
@@ -38,8 +40,8 @@ class ParsedSpec:
     """A tensor argument taken apart: ``base`` is the text without its slice, ``target`` the part before
     the selector; ``kind``/``index`` and the slice text when given.
 
-    ``kind`` is ``"input"``/``"output"`` for NPU tensors, ``"reference"`` for ``TF_OP:K``, ``""`` when no
-    selector was given.
+    ``kind`` is a :class:`~precision_tool.formats.tensor_kind.TensorKind` for NPU tensors (``OP:output:K``),
+    ``"reference"`` for ``TF_OP:K``, ``""`` when no selector was given.
     """
 
     text: str
@@ -48,6 +50,11 @@ class ParsedSpec:
     kind: str = ""
     index: Optional[int] = None
     slice_text: str = ""
+
+    @property
+    def tensor_kind(self) -> Optional[TensorKind]:
+        """The side of the op the selector names, ``None`` for a reference or no selector."""
+        return TensorKind.parse(self.kind)
 
 
 def split_slice(text: str) -> Tuple[str, str]:
@@ -109,7 +116,7 @@ def parse_tensor_spec(text: str) -> ParsedSpec:
     match = _SELECTOR.match(target)
     if match is None:
         return ParsedSpec(text, target, target, slice_text=slice_text)
-    kind = match.group("kind") or "reference"
+    kind = TensorKind(match.group("kind")) if match.group("kind") else "reference"
     return ParsedSpec(text, target, match.group("target"), kind, int(match.group("index")), slice_text)
 
 
@@ -124,13 +131,19 @@ def existing_path(text: str, workspace_root: str) -> Optional[str]:
 
 @dataclass(frozen=True)
 class TensorChoice:
-    """A resolved tensor file: a dump file (``kind``/``index`` select inputs or outputs; ``None`` = all) or
-    a ``.npy`` file (``kind == "npy"``). ``op`` is the graph op of a dump, when known."""
+    """A resolved tensor file: a dump file (``kind`` a :class:`~precision_tool.formats.tensor_kind.TensorKind`
+    and ``index`` select one input or output; ``kind == "dump"``: all of them) or a ``.npy`` file
+    (``kind == "npy"``). ``op`` is the graph op of a dump, when known."""
 
     path: str
     kind: str
     index: Optional[int] = None
     op: object = None
+
+    @property
+    def tensor_kind(self) -> Optional[TensorKind]:
+        """The side of the op of the one tensor chosen in a dump file; ``None`` for a ``.npy`` or a whole dump."""
+        return TensorKind.parse(self.kind)
 
 
 def choose_tensor_file(spec: ParsedSpec, lookup) -> TensorChoice:
@@ -139,12 +152,13 @@ def choose_tensor_file(spec: ParsedSpec, lookup) -> TensorChoice:
     whole = existing_path(spec.base, root)
     if whole is not None:
         return _file_choice(whole, None, None)
-    if spec.kind in ("input", "output"):
+    kind = spec.tensor_kind
+    if kind is not None:
         path = existing_path(spec.target, root) or lookup.find_dump_file(spec.target)
         if path is not None:
-            return _file_choice(path, spec.kind, spec.index)
+            return _file_choice(path, kind, spec.index)
         op = _graph_op(spec.target, lookup)
-        return TensorChoice(_latest_dump(spec.target, op, lookup), spec.kind, spec.index, op)
+        return TensorChoice(_latest_dump(spec.target, op, lookup), kind, spec.index, op)
     if spec.kind == "reference":
         return TensorChoice(_reference_file(spec.target, spec.index, lookup), "npy")
     path = lookup.find_dump_file(spec.target)
@@ -160,7 +174,7 @@ def choose_tensor_file(spec: ParsedSpec, lookup) -> TensorChoice:
     return TensorChoice(_latest_dump(spec.target, op, lookup), "dump", None, op)
 
 
-def _file_choice(path: str, kind: Optional[str], index: Optional[int]) -> TensorChoice:
+def _file_choice(path: str, kind: Optional[TensorKind], index: Optional[int]) -> TensorChoice:
     if path.lower().endswith(".npy"):
         if kind is not None:
             raise UsageError(f"{path}: a .npy file holds one tensor; drop ':{kind}:{index}'")
