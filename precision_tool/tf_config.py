@@ -22,19 +22,20 @@ it comes too late.
 """
 from __future__ import annotations
 
+from precision_tool.capture.actions import ACTIONS, build_plan, parse_actions
+from precision_tool.capture.callbacks import loss_scale_callback
+from precision_tool.capture.determinism import seed_everything
 from precision_tool.capture.environment import disable_onednn_before_tensorflow
+from precision_tool.capture.fusion_files import FUSION_OFF_FILE, FUSION_SWITCH_FILE
+from precision_tool.capture.npu_config import (estimator_dump_config, npu_device_dump_config, npu_run_config_options,
+                                               session_dump_config, update_custom_op)
+from precision_tool.capture.reference import (disable_reference_dump, enable_reference_dump, estimator_dump,
+                                              reference_session_config, sess_dump)
+from precision_tool.capture.settings import CaptureWarning
 
+# None of the imports above imports TensorFlow (tests/capture/test_environment.py checks it), so this still
+# runs before the training script's own `import tensorflow`.
 ONEDNN_WARNING = disable_onednn_before_tensorflow()
-
-from precision_tool.capture.actions import ACTIONS, build_plan, parse_actions  # noqa: E402
-from precision_tool.capture.callbacks import loss_scale_callback  # noqa: E402
-from precision_tool.capture.determinism import seed_everything  # noqa: E402
-from precision_tool.capture.fusion_files import FUSION_OFF_FILE, FUSION_SWITCH_FILE  # noqa: E402
-from precision_tool.capture.npu_config import (estimator_dump_config, npu_device_dump_config,  # noqa: E402
-                                               npu_run_config_options, session_dump_config, update_custom_op)
-from precision_tool.capture.reference import (disable_reference_dump, enable_reference_dump,  # noqa: E402
-                                              estimator_dump, reference_session_config, sess_dump)
-from precision_tool.capture.settings import CaptureWarning  # noqa: E402
 
 __all__ = [
     "ACTIONS", "FUSION_OFF_FILE", "FUSION_SWITCH_FILE", "CaptureWarning",

@@ -18,15 +18,15 @@ it switches oneDNN off for TensorFlow imported afterwards, so that op names matc
 import os as _os
 import sys as _sys
 
+from precision_tool.capture.emulate.errors import EmulationError, ModelScriptError
+from precision_tool.capture.emulate.run import (EmulationOptions, EmulationResult, emulate, emulate_model,
+                                                seed_everything)
 from precision_tool.capture.environment import disable_onednn_before_tensorflow as _no_onednn
 
+# The imports above leave TensorFlow unimported (it is imported lazily), so these settings still come first.
 _no_onednn()
 if "tensorflow" not in _sys.modules:
     _os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # keep TensorFlow's start-up chatter out of reports
-
-from precision_tool.capture.emulate.errors import EmulationError, ModelScriptError  # noqa: E402
-from precision_tool.capture.emulate.run import (EmulationOptions, EmulationResult, emulate,  # noqa: E402
-                                                emulate_model, seed_everything)
 
 __all__ = ["EmulationError", "EmulationOptions", "EmulationResult", "ModelScriptError", "emulate",
            "emulate_model", "seed_everything"]
