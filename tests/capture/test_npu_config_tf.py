@@ -15,7 +15,7 @@ from precision_tool.capture.npu_config import describe_custom_op
 from precision_tool.errors import CaptureError
 
 tf = pytest.importorskip("tensorflow")
-from tensorflow.core.protobuf.rewriter_config_pb2 import RewriterConfig  # noqa: E402
+RewriterConfig = pytest.importorskip("tensorflow.core.protobuf.rewriter_config_pb2").RewriterConfig
 
 pytestmark = pytest.mark.tf
 
