@@ -61,10 +61,10 @@ class CastCheck:
 
 def _range_of(dtype: np.dtype) -> Tuple[float, float]:
     if dtype.kind in "iu":
-        info = np.iinfo(dtype)
-        return float(info.min), float(info.max)
-    info = np.finfo(dtype)
-    return float(-info.max), float(info.max)
+        integers = np.iinfo(dtype)
+        return float(integers.min), float(integers.max)
+    floats = np.finfo(dtype)
+    return float(-floats.max), float(floats.max)
 
 
 def _rule(source: np.dtype, target: np.dtype) -> Optional[str]:

@@ -140,13 +140,13 @@ def summarize_fusion(model: Optional[GraphModel], result: Optional[FusionResult]
     counts = _families(result)
     marked: Dict[str, List[str]] = {}
     family_of_marked: Dict[str, str] = {}
-    for op in fused:
-        for name in op.graph_passes:
-            marked.setdefault(name, []).append(op.name)
+    for fused_op in fused:
+        for name in fused_op.graph_passes:
+            marked.setdefault(name, []).append(fused_op.name)
             family_of_marked.setdefault(name, GRAPH_FUSION)
-        if op.ub_pass:
-            marked.setdefault(op.ub_pass, []).append(op.name)
-            family_of_marked.setdefault(op.ub_pass, UB_FUSION)
+        if fused_op.ub_pass:
+            marked.setdefault(fused_op.ub_pass, []).append(fused_op.name)
+            family_of_marked.setdefault(fused_op.ub_pass, UB_FUSION)
     passes = []
     for name in sorted(set(counts) | set(marked)):
         family, match, effect = counts.get(name, (family_of_marked.get(name, GRAPH_FUSION), 0, 0))

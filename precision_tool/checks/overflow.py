@@ -159,9 +159,10 @@ def _decode(ref: DumpFileRef, position: int, index) -> OverflowFinding:
     record: OverflowRecord = read_overflow_record(ref.path)
     unit = record.reporting_unit
     lines = tuple(describe_status(record))
-    base = dict(position=position, record_path=ref.path, timestamp=ref.name.timestamp, layout=record.layout,
-                unit=unit.unit, task_id=unit.task_id, stream_id=unit.stream_id, status=tuple(unit.status),
-                status_lines=lines, context_id=unit.context_id, thread_id=unit.thread_id)
+    base = OverflowFinding(position=position, record_path=ref.path, timestamp=ref.name.timestamp,
+                           layout=record.layout, unit=unit.unit, task_id=unit.task_id, stream_id=unit.stream_id,
+                           status=tuple(unit.status), status_lines=lines, context_id=unit.context_id,
+                           thread_id=unit.thread_id)
     candidates = index.get((unit.task_id, unit.stream_id), [])
     chosen = locate_dump(candidates, ref, unit.context_id, unit.thread_id)
     if chosen is None:
@@ -169,9 +170,9 @@ def _decode(ref: DumpFileRef, position: int, index) -> OverflowFinding:
                    f"under {os.path.dirname(ref.path)}")
         if not lines:
             problem = "the record sets no status; " + problem
-        return OverflowFinding(**base, problem=problem)
-    located = OverflowFinding(**base, dump_path=chosen.path, op_type=chosen.name.op_type,
-                              op_name=chosen.name.op_name, candidates=len(candidates))
+        return replace(base, problem=problem)
+    located = replace(base, dump_path=chosen.path, op_type=chosen.name.op_type,
+                      op_name=chosen.name.op_name, candidates=len(candidates))
     try:
         header = read_dump_header(chosen.path)
     except PrecisionToolError as error:

@@ -105,8 +105,8 @@ def _worst_table(report: Report, left: LoadedTensor, right: LoadedTensor, count:
 
 def _first_values_table(report: Report, left: LoadedTensor, right: LoadedTensor, count: int) -> List[dict]:
     n = min(count, left.array.size, right.array.size)
-    x = left.array.reshape(-1)[:n].astype(np.float64)
-    y = right.array.reshape(-1)[:n].astype(np.float64)
+    x: np.ndarray = left.array.reshape(-1)[:n].astype(np.float64)
+    y: np.ndarray = right.array.reshape(-1)[:n].astype(np.float64)
     with np.errstate(invalid="ignore", over="ignore"):
         diff = np.abs(x - y)
     index = np.stack(np.unravel_index(np.arange(n), left.array.shape), axis=1) if left.array.ndim else np.zeros((n, 0))

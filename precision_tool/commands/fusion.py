@@ -47,7 +47,7 @@ def handle(args, ctx: Context):
         report.add_text(*section.notes)
     culprits = section.comparison.culprits if section.comparison is not None else ()
     if culprits:
-        report.status = "fusion culprit(s): " + "; ".join(f"{op.op_name} ({op.fused.passes_text})" for op in culprits)
+        report.status = "fusion culprit(s): " + "; ".join(f"{op.op_name} ({_passes(op)})" for op in culprits)
     elif section.comparison is not None:
         report.status = "every fused op computes what its unfused TF ops compute"
     else:
@@ -56,6 +56,11 @@ def handle(args, ctx: Context):
     report.data = section.to_dict()
     report.data["listed_ops"] = [op.name for op in ops]
     return report
+
+
+def _passes(op) -> str:
+    """The passes that made culprit ``op`` (a culprit is always a fused op)."""
+    return op.fused.passes_text if op.fused is not None else ""
 
 
 COMMAND = Command(

@@ -60,7 +60,7 @@ def handle(args, ctx: Context) -> Report:
     size = os.path.getsize(output)
     if size > MSACCUCMP_JSON_LIMIT:
         report.add_text(f"Note: {output} is {size / 2**20:.0f} MiB; msaccucmp refuses graph JSON over 100 MiB.")
-    total = sum(g["ops"] for g in graphs)
+    total = sum(len(graph.ops) for graph in model.graphs)
     report.status = f"wrote {len(graphs)} graph{'s' if len(graphs) != 1 else ''} ({total} ops) to {output}"
     report.data = {"input": input_path, "output": output, "bytes": size, "graphs": graphs}
     return report

@@ -60,12 +60,12 @@ def handle(args, ctx: Context) -> Report:
                (pattern_matcher(args.op_type), lambda op: op.type),
                (pattern_matcher(args.fusion_pass), lambda op: " ".join(op.pass_names)),
                (pattern_matcher(args.kernel), lambda op: op.kernel_name)]
-    filters = [(match, field) for match, field in filters if match is not None]
+    active = [(match, field) for match, field in filters if match is not None]
     ops = [op for _, op in model.all_ops()]
     source = f"graph {model.root.name} ({lookup.graph_file(args.graph)})"
-    if not filters:
+    if not active:
         return _counts_report(ops, dumped, source)
-    chosen = [op for op in ops if all(match(field(op)) for match, field in filters)]
+    chosen = [op for op in ops if all(match(field(op)) for match, field in active)]
     rows = [[op.id, op.name, op.type, ", ".join(op.pass_names), op.kernel_name,
              "yes" if sanitize_op_name(op.name) in dumped else "-"] for op in chosen]
     report = Report(title=f"{len(chosen)} of {len(ops)} ops of {source}")

@@ -52,7 +52,7 @@ def handle(args, ctx: Context):
         elif records.records == 0 and not args.scan:
             report.add_text(f"No Opdebug records: scanning {target} instead.")
         if os.path.isdir(target):
-            target_scan = scan if target == folder else scan_dump_folder(target)
+            target_scan = scan if target == folder and scan is not None else scan_dump_folder(target)
             scanned = scan_dumps_for_overflow(target, target_scan)
             add_dump_scan(report, scanned, args.limit)
             add_casts(report, check_casts(target_scan), args.limit)
@@ -63,7 +63,7 @@ def handle(args, ctx: Context):
     if first is not None:
         report.status = (f"first overflow: {first.op_name or f'task {first.task_id} stream {first.stream_id}'} "
                          f"({'; '.join(first.status_lines)})")
-    elif scanned is not None and scanned.ops:
+    elif scanned is not None and scanned.first_introduced is not None:  # there is one whenever ops were found
         report.status = f"inf/NaN or saturation first appears at {scanned.first_introduced.op_name}"
     else:
         report.status = "no overflow found"

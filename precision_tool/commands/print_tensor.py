@@ -115,7 +115,8 @@ def _save(tensor: LoadedTensor, shown: np.ndarray, slice_text: str, lookup) -> L
     stem = safe_file_stem(tensor.label) + (".slice" if slice_text else "")
     npy_path, txt_path = os.path.join(folder, stem + ".npy"), os.path.join(folder, stem + ".txt")
     values = np.asarray(shown)
-    table = values.reshape(1, 1) if values.ndim == 0 else values.reshape(-1, values.shape[-1] if values.shape[-1] else 1)
+    columns = values.shape[-1] if values.ndim and values.shape[-1] else 1
+    table = values.reshape(1, 1) if values.ndim == 0 else values.reshape(-1, columns)
     fmt = "%.9g" if values.dtype.kind in "fc" else "%d"
     try:
         save_npy_atomic(npy_path, values)

@@ -1,7 +1,8 @@
 """The neighbourhood of one op as Graphviz DOT text: producers and consumers up to a depth.
 
 >>> from precision_tool.formats.ge_graph import Graph, OpNode
->>> g = Graph("g", (OpNode("a", "Data"), OpNode("b", "Relu", inputs=["a:0"]), OpNode("c", "Add", inputs=["b:0", "a:0"])))
+>>> g = Graph("g", (OpNode("a", "Data"), OpNode("b", "Relu", inputs=["a:0"]),
+...                 OpNode("c", "Add", inputs=["b:0", "a:0"])))
 >>> sorted(op.name for op in neighbourhood(g, "b", 1)[0])
 ['a', 'b', 'c']
 >>> print(to_dot(*neighbourhood(g, "b", 1), center="b").splitlines()[0])
@@ -43,8 +44,8 @@ def neighbourhood(graph: Graph, center: str, depth: int) -> Tuple[List[OpNode], 
         name = queue.popleft()
         if distance[name] == depth:
             continue
-        op = graph.find_op(name)
-        producers = [ref.producer for ref in op.inputs if not ref.is_empty] if op is not None else []
+        node = graph.find_op(name)
+        producers = [ref.producer for ref in node.inputs if not ref.is_empty] if node is not None else []
         for neighbour in (*producers, *readers.get(name, ())):
             if neighbour not in distance and graph.find_op(neighbour) is not None:
                 distance[neighbour] = distance[name] + 1

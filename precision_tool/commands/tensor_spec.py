@@ -159,7 +159,7 @@ def choose_tensor_file(spec: ParsedSpec, lookup) -> TensorChoice:
             return _file_choice(path, kind, spec.index)
         op = _graph_op(spec.target, lookup)
         return TensorChoice(_latest_dump(spec.target, op, lookup), kind, spec.index, op)
-    if spec.kind == "reference":
+    if spec.kind == "reference" and spec.index is not None:  # TF_OP:K always has its K
         return TensorChoice(_reference_file(spec.target, spec.index, lookup), "npy")
     path = lookup.find_dump_file(spec.target)
     if path is not None:

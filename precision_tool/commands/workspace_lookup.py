@@ -18,7 +18,7 @@ from __future__ import annotations
 import difflib
 import os
 from pathlib import Path
-from typing import Dict, List, Optional, Tuple
+from typing import Dict, List, Literal, Optional, Tuple, overload
 
 from precision_tool.commands.registry import Context
 from precision_tool.config import Workspace
@@ -80,6 +80,12 @@ class WorkspaceLookup:
             return find_build_graph(self.graph_dir, graph_name)
         files = build_graph_files(self.graph_dir)
         return files[0] if files else None
+
+    @overload
+    def graph_model(self, graph_name: Optional[str] = None, required: Literal[True] = True) -> GraphModel: ...
+
+    @overload
+    def graph_model(self, graph_name: Optional[str] = None, *, required: bool) -> Optional[GraphModel]: ...
 
     def graph_model(self, graph_name: Optional[str] = None, required: bool = True) -> Optional[GraphModel]:
         """The parsed Build graph (kept until its file changes); ``None`` when absent and not ``required``."""

@@ -20,7 +20,7 @@ import shutil
 import sys
 import traceback
 from dataclasses import dataclass
-from typing import Optional, Tuple
+from typing import TYPE_CHECKING, Optional, Tuple
 
 from precision_tool import __version__
 from precision_tool.commands import build_registry
@@ -33,6 +33,9 @@ from precision_tool.shell.command_line import parse_command_line
 from precision_tool.shell.completer import PrecisionToolCompleter
 from precision_tool.shell.keys import ShellState, shell_key_bindings
 from precision_tool.shell.workspace_index import WorkspaceIndex
+
+if TYPE_CHECKING:  # prompt_toolkit's session is only built by run(): a batch script never loads it
+    from prompt_toolkit import PromptSession
 
 PROMPT = "PrecisionTool > "
 LEAVE_WORDS = ("exit", "quit")
@@ -65,7 +68,7 @@ class Shell:
         self.index = WorkspaceIndex(lambda: lookup_for(self.ctx, 0))
         self.completer = PrecisionToolCompleter(self.registry, self.index)
         self.state = ShellState()
-        self.prompt_session = None  # prompt_toolkit's, made by run() (not the Context's Session)
+        self.prompt_session: Optional[PromptSession] = None  # made by run(); not the Context's Session
 
     # ------------------------------------------------------------------ one line
     def execute(self, line: str, size: Optional[Tuple[int, int]] = None) -> ShellResult:
@@ -89,7 +92,7 @@ class Shell:
             return ShellResult(text, exit_code=report.exit_code)
         except PrecisionToolError as error:
             return ShellResult(f"error: {error}", exit_code=error.exit_code)
-        except Exception:  # a bug: show it, keep the session
+        except Exception:  # noqa: BLE001 -- any other exception is a bug: show its traceback, keep the session
             return ShellResult("internal error (a bug in precision_tool; please report it):\n"
                                + traceback.format_exc().rstrip(), exit_code=70)
 
@@ -107,13 +110,13 @@ class Shell:
 
     def _terminal_size(self) -> Tuple[int, int]:
         if self.prompt_session is not None:
-            size = self.prompt_session.output.get_size()
-            return size.columns, size.rows
-        size = shutil.get_terminal_size((100, 40))
-        return size.columns, size.lines
+            screen = self.prompt_session.output.get_size()
+            return screen.columns, screen.rows
+        terminal = shutil.get_terminal_size((100, 40))
+        return terminal.columns, terminal.lines
 
     # ------------------------------------------------------------------ the session
-    def _build_session(self, history, input=None, output=None):
+    def _build_session(self, history, input=None, output=None) -> PromptSession:
         """The prompt_toolkit session, set up in one place (pgcli's ``_build_cli``); ``input``/``output``
         are for tests (default: the terminal)."""
         from prompt_toolkit import PromptSession
@@ -140,11 +143,11 @@ class Shell:
 
     def run(self) -> int:
         """The interactive loop; returns the exit status of the shell (0)."""
-        self.prompt_session = self._build_session(_open_history())
+        prompt_session = self.prompt_session = self._build_session(_open_history())
         print(self.banner())
         while True:
             try:
-                line = self.prompt_session.prompt()
+                line = prompt_session.prompt()
             except KeyboardInterrupt:
                 continue  # Ctrl-C at the prompt clears the line
             except EOFError:

@@ -15,7 +15,7 @@ import os
 import shlex
 from typing import Dict, Iterable, List, Optional, Tuple
 
-from prompt_toolkit.completion import Completer, Completion, PathCompleter
+from prompt_toolkit.completion import CompleteEvent, Completer, Completion, PathCompleter
 from prompt_toolkit.document import Document
 
 from precision_tool.commands import arg_hints
@@ -150,7 +150,7 @@ class PrecisionToolCompleter(Completer):
 
     def _path_completions(self, word: str, replace: int):
         sub = Document(word, len(word))
-        for completion in self._paths.get_completions(sub, None):
+        for completion in self._paths.get_completions(sub, CompleteEvent()):
             full = word[: len(word) + completion.start_position] + completion.text
             if os.path.isdir(os.path.expanduser(full)) and not full.endswith("/"):
                 full += "/"  # ready for the next Tab

@@ -9,10 +9,13 @@ from __future__ import annotations
 
 import os
 import threading
-from typing import Callable, Dict, List, Tuple
+from typing import TYPE_CHECKING, Callable, Dict, List, Tuple
 
 from precision_tool.commands import arg_hints
 from precision_tool.errors import PrecisionToolError
+
+if TYPE_CHECKING:
+    from precision_tool.commands.workspace_lookup import WorkspaceLookup
 
 
 class WorkspaceIndex:
@@ -22,7 +25,7 @@ class WorkspaceIndex:
     (the shell passes the one its commands use, so the graph is parsed once per session).
     """
 
-    def __init__(self, lookup: Callable[[], object]):
+    def __init__(self, lookup: Callable[[], WorkspaceLookup]):
         self._lookup = lookup
         self._lock = threading.Lock()
         self._cache: Dict[str, Tuple[tuple, List[str]]] = {}
@@ -73,7 +76,7 @@ class WorkspaceIndex:
 
     @staticmethod
     def _freshness(lookup) -> tuple:
-        stamps = []
+        stamps: List[object] = []
         for path in (lookup.graph_dir, lookup.dump_dir, lookup.reference_dir):
             try:
                 stamps.append(os.stat(path).st_mtime_ns)

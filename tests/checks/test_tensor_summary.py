@@ -3,7 +3,6 @@ import numpy as np
 import pytest
 
 from checks_builders import write_op_dump
-from precision_tool.checks import tensor_summary
 from precision_tool.checks.tensor_summary import summarize_dump, summarize_entry
 from precision_tool.metrics import array_stats as array_stats_module
 from precision_tool.metrics.array_stats import array_stats

@@ -6,7 +6,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "commands"))  # inspect_builders
 
-from inspect_builders import write_inspect_workspace  # noqa: E402
+from inspect_builders import write_inspect_workspace
 
 
 @pytest.fixture(scope="module")
