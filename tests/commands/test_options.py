@@ -62,3 +62,34 @@ def test_shared_options_parse_into_fixed_names():
         assert parser.parse_args([flag, "d"]).out_dir == "d"
     with pytest.raises(UsageError, match="argument -r/--run: invalid count: '-1'"):
         parser.parse_args(["-r", "-1"])
+
+
+# Commands whose modules other engineers own, not yet switched to commands/options.py when this test was
+# written (issue 11): drop a name from this set once its module calls the add_*_option functions.
+NOT_YET_SHARED = {"compare", "vc", "vcs", "report", "ac", "ni"}
+SHARED = {"cosine": cosine_value, "limit": non_negative_int, "workers": positive_int, "run": non_negative_int}
+
+
+def _commands():
+    from precision_tool.commands import COMMAND_TABLE
+
+    return [pytest.param(name, marks=pytest.mark.xfail(reason="module not yet switched to commands/options.py"))
+            if name in NOT_YET_SHARED else name for name in sorted(COMMAND_TABLE)]
+
+
+@pytest.mark.parametrize("name", _commands())
+def test_every_command_spells_and_validates_shared_options_alike(name):
+    from precision_tool.commands import build_registry
+
+    parser = build_registry(only=name).resolve(name).build_parser()
+    for action in parser._actions:
+        flags = set(action.option_strings)
+        if action.dest in SHARED and (action.dest != "run" or "-r" in flags):  # tf_dump's --run is another thing
+            assert action.type is SHARED[action.dest], (name, action.dest)
+        if action.dest == "cosine":
+            assert flags == ({"--cosine", "--cosine-threshold"} | (set() if name == "ac" else {"-c"})), name
+            assert action.help.startswith("a tensor fails below this cosine similarity, a number from -1 to 1")
+        if action.dest == "out_dir":
+            assert flags == {"-o", "-out", "--output"}, name
+    if name == "ac":  # the original tool's documented flag
+        assert parser.parse_args(["-c"]).compare is True
