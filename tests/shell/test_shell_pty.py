@@ -34,6 +34,20 @@ class ShellSession:
         self.child.expect_exact(PROMPT)
         self.startup_seconds = time.perf_counter() - started
 
+    def type(self, keys: str, shown: str) -> None:
+        """Type ``keys`` without Enter; wait until the line shows ``shown``."""
+        self.child.send(keys)
+        self.child.expect_exact(shown)
+
+    def recall_previous_line(self, line: str, attempts: int = 10) -> None:
+        """Press Up until ``line`` is shown: prompt_toolkit loads the history file in a thread, and an Up
+        pressed before it is loaded does nothing (pressing again is harmless: ``line`` is the oldest entry)."""
+        for _ in range(attempts):
+            self.child.send("\x1b[A")
+            if self.child.expect_exact([line, pexpect.TIMEOUT], timeout=2) == 0:
+                return
+        raise AssertionError(f"Up never recalled {line!r}")
+
     def run(self, line: str, *expected: str) -> str:
         self.child.sendline(line)
         for text in expected:
@@ -62,16 +76,19 @@ def test_a_session(inspect_workspace, home):
         shell.run("cp out/Add:output:0 out/Add:0 -p 2", "Largest 2 absolute errors", "failed")
         shell.run("bogus", "error: unknown command 'bogus' (type 'help' for the list of commands)")
         shell.run("ni -s", "error: ni: argument -s/--subgraph: expected one argument")
-        # Tab completes the op name: the command only succeeds with the full name
-        shell.child.send("ni relu1/R")
-        shell.child.send("\t")
+        # Tab completes the op name: the command only succeeds with the full name. The completer runs in a
+        # thread, so wait until the completed text is drawn before pressing Enter (it would run "ni relu1/R").
+        shell.type("ni relu1/R", shown="relu1/R")
+        shell.type("\t", shown="elu")  # only the completion can draw "elu" now: "relu1/R" was read above
         shell.run("", "relu1/Relu  (type Relu, id 3")
         shell.run("help", "Commands", "ni         node_info")
         shell.run("run echo hi the''re", "hi there")  # quotes keep the echo of the typed line from matching
         # Ctrl-C cancels the running command, not the shell
+        # Interrupt once the command's own output is seen: "sleeping" comes from printf, so sh runs and the
+        # shell waits on it (the typed line echoes 'sleep%s\\n' ing, which does not match). No sleep: a
+        # SIGINT any time after this reaches sh, its child and the shell alike (one foreground group).
         shell.child.sendline("run printf 'sleep%s\\n' ing; sleep 30")
-        shell.child.expect_exact("sleeping")  # the output, not the echo of the typed line
-        time.sleep(0.2)
+        shell.child.expect_exact("sleeping")
         shell.child.sendintr()
         shell.child.expect_exact("cancelled")
         shell.child.expect_exact(PROMPT)
@@ -100,7 +117,7 @@ def test_history_is_kept_across_sessions_and_ctrl_d_leaves(inspect_workspace, ho
         first.close()
     second = ShellSession(inspect_workspace, home)
     try:
-        second.child.send("\x1b[A")  # Up: the last command of the previous session
+        second.recall_previous_line("ni relu1/Relu")  # Up: the last command of the previous session
         second.run("", "relu1/Relu  (type Relu")
         second.child.sendcontrol("d")
         second.child.expect(pexpect.EOF)
