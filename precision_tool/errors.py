@@ -86,6 +86,12 @@ class ResultCsvError(FileFormatError):
     format_name = "result CSV"
 
 
+class ResultFileError(FileFormatError):
+    """A lossless result file (``result_*.jsonl``, written beside the result CSV) that cannot be read."""
+
+    format_name = "result file"
+
+
 class WorkspaceError(PrecisionToolError):
     """A folder or file the command needs is missing, or an output would go into an input folder."""
 

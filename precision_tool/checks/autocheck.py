@@ -8,9 +8,9 @@
   the section says so;
 * :class:`FusionSection` -- the passes that fired and the fused ops (:mod:`.fusion`), and with a second run
   in ``npu/debug_1`` the fusion-on vs fusion-off comparison naming culprit fused ops (:mod:`.fusion_compare`);
-* :class:`CompareSection` (``compare=True``) -- ``npu/debug_0`` against ``tf/dump`` through the comparator
-  (:func:`precision_tool.comparison.compare_alignment`), with its first divergence. Writing the result CSV is
-  left to the caller, as is any progress display;
+* :class:`CompareSection` (``compare=True``) -- ``npu/debug_0`` against ``tf/dump`` through the one compare
+  pipeline (:func:`precision_tool.comparison.run_comparison`), with its first divergence. Writing the result
+  files is left to the caller (``on_compared``), as is any progress display;
 * the :class:`~precision_tool.checks.verdict.Verdict` (:func:`~precision_tool.checks.verdict.decide_verdict`).
 
 A section whose inputs are missing or unreadable is not an error: it carries a note and the others go on.
@@ -18,10 +18,11 @@ Only a folder that holds none of ``npu/debug_0`` and ``overflow`` raises :class:
 """
 from __future__ import annotations
 
+import dataclasses
 import os
 import time
 from dataclasses import dataclass, field
-from typing import Any, Callable, Dict, Optional, Tuple
+from typing import Callable, Dict, Optional, Tuple
 
 from precision_tool.checks.casts import CastCheck, check_casts
 from precision_tool.checks.fusion import FusionOverview, summarize_fusion
@@ -29,8 +30,11 @@ from precision_tool.checks.fusion_compare import (DEFAULT_FLOOR, DEFAULT_GROWTH,
                                                   compare_fusion_runs)
 from precision_tool.checks.nonfinite import DumpScanCheck, scan_dumps_for_overflow
 from precision_tool.checks.overflow import OverflowCheck, check_overflow_records
+from precision_tool.checks.verdict import Verdict
+from precision_tool.comparison.result import ComparisonResult
 from precision_tool.config import Workspace
-from precision_tool.errors import PrecisionToolError, WorkspaceError
+from precision_tool.errors import (EXIT_FAILED_CHECK, EXIT_OK, EXIT_UNUSABLE_INPUT, PrecisionToolError,
+                                   WorkspaceError)
 from precision_tool.formats.dump_names import scan_dump_folder
 
 DEFAULT_LIMIT = 5
@@ -86,16 +90,16 @@ class FusionSection:
 
 @dataclass(frozen=True)
 class CompareSection:
-    """The comparison with the reference: ``result`` (a ``ComparisonResult``) or the ``error`` that stopped it.
+    """The comparison with the reference: ``result`` or the ``error`` that stopped it.
 
-    ``graph`` is the loaded Build graph used (for the caller's CSV), ``inputs`` the folders compared.
+    ``inputs`` names the folders compared; ``out_folder`` is where the caller wrote the result files when it
+    chose the folder (``-o``), for the ``vcs -f`` hint; ``""`` for the default place ``vcs`` finds itself.
     """
 
-    result: Any = None
+    result: Optional[ComparisonResult] = None
     error: str = ""
     inputs: Dict[str, Optional[str]] = field(default_factory=dict)
-    align_s: float = 0.0
-    graph: Any = field(default=None, repr=False, compare=False)
+    out_folder: str = ""
 
     @property
     def failing_ops(self) -> Tuple[str, ...]:
@@ -110,8 +114,18 @@ class AutocheckResult:
     overflow: OverflowSection
     fusion: FusionSection
     compare: Optional[CompareSection]
-    verdict: Any
+    verdict: Verdict
     timing: Dict[str, float] = field(default_factory=dict)
+
+    def exit_code(self) -> int:
+        """With the comparison, as ``compare`` (0 all pass, 1 one fails, 2 nothing compared or it could not
+        run); without it, 1 when an overflow or a fusion culprit was found, else 0."""
+        if self.compare is not None:
+            outcome = self.compare.result
+            return EXIT_UNUSABLE_INPUT if outcome is None else outcome.exit_code()
+        comparison = self.fusion.comparison
+        found = self.overflow.found or (comparison is not None and bool(comparison.culprits))
+        return EXIT_FAILED_CHECK if found else EXIT_OK
 
 
 def _require_workspace(workspace: Workspace) -> None:
@@ -194,11 +208,11 @@ def check_fusion(workspace: Workspace, floor: float = DEFAULT_FLOOR, growth: flo
     return FusionSection(overview, comparison, graph_path, tuple(notes))
 
 
-def run_comparison(workspace: Workspace, cosine: Optional[float], workers: Optional[int] = None,
-                   progress: Optional[Callable[[int, int], None]] = None) -> CompareSection:
-    """``npu/debug_0`` (with its graph) against ``tf/dump`` through the comparator engine; errors are kept."""
-    from precision_tool.alignment import align, load_graph
-    from precision_tool.comparison import compare_alignment
+def compare_workspace(workspace: Workspace, cosine: Optional[float], workers: Optional[int] = None,
+                      progress: Optional[Callable[[int, int], None]] = None) -> CompareSection:
+    """``npu/debug_0`` (with its graph) against ``tf/dump`` through the one compare pipeline
+    (:func:`~precision_tool.comparison.pipeline.run_comparison`); errors are kept in the section."""
+    from precision_tool.comparison.pipeline import CompareRequest, run_comparison
 
     npu, reference = workspace.npu_dump(0), workspace.tf_dump
     graph_folder = workspace.npu_graph(0) if os.path.isdir(workspace.npu_graph(0)) else None
@@ -207,20 +221,26 @@ def run_comparison(workspace: Workspace, cosine: Optional[float], workers: Optio
                               ("reference", reference, "run precision_tool tf_dump after the CPU/GPU run")):
         if not os.path.isdir(path):
             return CompareSection(error=f"no {label} folder {path}: {hint}", inputs=inputs)
-    started = time.perf_counter()
+    request = CompareRequest(npu, reference, graph_folder, cosine=cosine, workers=workers)
     try:
-        graph = load_graph(graph_folder)
-        alignment = align(npu, reference, graph, mode="auto")
+        result = run_comparison(request, progress)
     except PrecisionToolError as error:
         return CompareSection(error=str(error), inputs=inputs)
-    align_s = time.perf_counter() - started
-    result = compare_alignment(alignment, graph=graph, cosine_threshold=cosine, workers=workers, progress=progress)
-    return CompareSection(result, "", inputs, align_s, graph)
+    return CompareSection(result, "", inputs)
+
+
+#: Called with the comparison's result once it is made; returns the folder it wrote the results to when that
+#: folder was the user's choice (for the ``vcs -f`` hint), else ``""``.
+OnCompared = Callable[[ComparisonResult], str]
 
 
 def run_autocheck(root: str, options: AutocheckOptions = AutocheckOptions(),
-                  progress: Optional[Callable[[int, int], None]] = None) -> AutocheckResult:
-    """Run every section on the workspace at ``root`` and decide the verdict (see the module docstring)."""
+                  progress: Optional[Callable[[int, int], None]] = None,
+                  on_compared: Optional[OnCompared] = None) -> AutocheckResult:
+    """Run every section on the workspace at ``root`` and decide the verdict, once (see the module docstring).
+
+    ``on_compared`` lets the caller write the comparison's outputs before the verdict names them.
+    """
     from precision_tool.checks.verdict import decide_verdict
 
     workspace = Workspace(root)
@@ -235,7 +255,9 @@ def run_autocheck(root: str, options: AutocheckOptions = AutocheckOptions(),
     compare = None
     if options.compare:
         started = time.perf_counter()
-        compare = run_comparison(workspace, options.cosine, options.workers, progress)
+        compare = compare_workspace(workspace, options.cosine, options.workers, progress)
         timing["compare_s"] = time.perf_counter() - started
+        if compare.result is not None and on_compared is not None:
+            compare = dataclasses.replace(compare, out_folder=on_compared(compare.result))
     verdict = decide_verdict(overflow, fusion, compare)
     return AutocheckResult(root, overflow, fusion, compare, verdict, timing)

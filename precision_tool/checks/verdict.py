@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from typing import List, Optional, Tuple
 
 from precision_tool.formats.dump_names import sanitize_op_name
+from precision_tool.formats.tensor_kind import TensorKind
 
 FIRST_DIVERGENCE, FUSION, OVERFLOW_RECORD, DUMP_SCAN = "first divergence", "fusion", "overflow record", "dump scan"
 
@@ -98,34 +99,45 @@ def _non_finite_text(scan_op) -> str:
     return f"{worst.label} holds {', '.join(p for p in parts if p)}{where}"
 
 
-def _fusion_reason(fusion, op_name: str) -> Tuple[List[str], Tuple[str, ...], bool]:
+@dataclass(frozen=True)
+class _FusionFinding:
+    """What fusion says about one op: reason lines, its passes, and whether fusion is blamed, cleared or
+    undecided (fused, but no fusion-off run to tell)."""
+
+    lines: Tuple[str, ...] = ()
+    passes: Tuple[str, ...] = ()
+    blamed: bool = False
+    undecided: bool = False
+
+
+def _fusion_reason(fusion, op_name: str) -> _FusionFinding:
     """Reasons about fusion for ``op_name``, its passes, and whether fusion is blamed."""
     view = fusion.overview.fused_op(op_name)
     comparison = fusion.comparison
     diff = comparison.op(op_name) if comparison is not None else None
-    passes = view.passes if view is not None else ()
+    passes = tuple(view.passes) if view is not None else ()
     if diff is not None and diff.differs and diff.fused is not None:
-        return ([f"fusion: it differs from its unfused TF ops in the fusion-off run "
-                 f"(relative distance {diff.output_distance:.3g} vs {diff.input_distance:.3g} on its inputs); "
-                 f"made by {diff.fused.passes_text}"], diff.fused.passes, True)
+        return _FusionFinding((f"fusion: it differs from its unfused TF ops in the fusion-off run "
+                               f"(relative distance {diff.output_distance:.3g} vs {diff.input_distance:.3g} on its "
+                               f"inputs); made by {diff.fused.passes_text}",), tuple(diff.fused.passes), blamed=True)
     if view is not None and diff is not None:
-        return ([f"not fusion: fused by {view.passes_text}, but the fusion-off run computes the same (relative "
-                 f"distance {diff.output_distance:.3g})"], passes, False)
+        return _FusionFinding((f"not fusion: fused by {view.passes_text}, but the fusion-off run computes the same "
+                               f"(relative distance {diff.output_distance:.3g})",), passes)
     if view is not None:
-        return ([f"fused from {len(view.tf_ops)} TF ops by {view.passes_text}; a fusion-off run "
-                 "(action='fusion_off') would tell whether fusion is to blame"], passes, False)
-    return [], passes, False
+        return _FusionFinding((f"fused from {len(view.tf_ops)} TF ops by {view.passes_text}; a fusion-off run "
+                               "(action='fusion_off') would tell whether fusion is to blame",), passes, undecided=True)
+    return _FusionFinding(passes=passes)
 
 
-def _divergence_culprit(divergence, overflow, fusion, compare, compare_out: str) -> Culprit:
+def _divergence_culprit(divergence, overflow, fusion, compare) -> Culprit:
     op_name = divergence.op_name
     rows = _rows_of(compare, op_name)
     op_type = rows[0].op_type if rows else ""
-    failing = [row for row in rows if row.kind == "output" and not row.passed]
+    failing = [row for row in rows if row.kind == TensorKind.OUTPUT and not row.passed]
     reasons = []
     if failing:
         worst = min(failing, key=lambda row: row.cosine if row.cosine is not None else -2.0)
-        reasons.append(f"its output {worst.tensor_index} fails against the reference ({worst.status}: "
+        reasons.append(f"its output {worst.tensor_index} fails against the reference ({worst.status.value}: "
                        f"{worst.reason}) while its inputs still match")
     finding = _overflow_finding(overflow, op_name)
     if finding is not None:
@@ -134,16 +146,16 @@ def _divergence_culprit(divergence, overflow, fusion, compare, compare_out: str)
     scan_op = _scan_op(overflow, op_name)
     if scan_op is not None:
         reasons.append(f"overflow: in the normal run its {_non_finite_text(scan_op)}")
-    fusion_lines, passes, blamed = _fusion_reason(fusion, op_name)
-    reasons.extend(fusion_lines)
-    undecided = any(line.startswith("fused from") for line in fusion_lines)
-    if finding is None and scan_op is None and not blamed and not undecided:
+    fused = _fusion_reason(fusion, op_name)
+    reasons.extend(fused.lines)
+    passes, blamed = fused.passes, fused.blamed
+    if finding is None and scan_op is None and not blamed and not fused.undecided:
         reasons.append("no overflow and no fusion explain it: the kernel itself loses accuracy on good inputs")
     index = divergence.failed_outputs[0] if divergence.failed_outputs else 0
     commands = [f"ni {_q(op_name)}", f"pt {_q(f'{op_name}:output:{index}')}"]
     if blamed:
         commands.append(f"ls -f {_q(passes[0])}")
-    commands.append(f"vcs -f {_q(compare_out)}" if compare_out else "vcs")
+    commands.append(_vcs_command(compare))
     evidence = f"{FIRST_DIVERGENCE} and {FUSION}" if blamed else FIRST_DIVERGENCE
     return Culprit(op_name, op_type, evidence, tuple(reasons), tuple(commands), passes)
 
@@ -185,7 +197,7 @@ def _also(culprit: Optional[Culprit], overflow, fusion, compare) -> List[str]:
     if first is not None and not (named and _same_op(first.op_name, named)):
         text = (f"overflow run: first overflow at {first.op_name or f'task {first.task_id}'} "
                 f"({first.op_type or '?'}): {'; '.join(first.status_lines)}")
-        rows = [row for row in _rows_of(compare, first.op_name) if row.kind == "output" and row.compared]
+        rows = [row for row in _rows_of(compare, first.op_name) if row.kind == TensorKind.OUTPUT and row.compared]
         if rows and all(row.passed for row in rows):
             text += "; its outputs match the reference in the dump run, so it cost no accuracy there"
         lines.append(text)
@@ -216,8 +228,8 @@ def _also(culprit: Optional[Culprit], overflow, fusion, compare) -> List[str]:
                      f"inputs (first: {failing[0].tensor_id or failing[0].op_name}): look at them with vcs")
     if compare is not None and compare.error:
         lines.append(f"comparison not run: {compare.error}")
-    alignment = getattr(compare.result, "alignment", None) if compare is not None else None
-    unreadable = alignment.coverage.unreadable if alignment is not None else ()  # None: rebuilt from a CSV
+    coverage = compare.result.facts.coverage if compare is not None and compare.result is not None else None
+    unreadable = coverage.unreadable if coverage is not None else ()  # None: unknown (msaccucmp's CSV)
     if unreadable:  # first: an op that could not be compared may be the real culprit
         lines.insert(0, f"{len(unreadable)} NPU dump file(s) could not be read and were not compared (first: "
                         f"{_dump_op_label(unreadable[0][0])}): a culprit among them stays hidden; re-dump them")
@@ -233,17 +245,21 @@ def _dump_op_label(path: str) -> str:
     return parsed.op_name if parsed is not None else name
 
 
-def decide_verdict(overflow, fusion, compare=None, compare_out: str = "") -> "Verdict":
-    """Apply the rules of the module docstring to the three sections (``compare`` may be ``None``).
+def _vcs_command(compare) -> str:
+    """``vcs``, or ``vcs -f FOLDER`` when the results went to a folder ``vcs`` does not search by itself."""
+    out_folder = compare.out_folder if compare is not None else ""
+    return f"vcs -f {_q(out_folder)}" if out_folder else "vcs"
 
-    ``compare_out`` is the folder holding the comparison's result CSV, for the ``vcs`` hint.
-    """
+
+def decide_verdict(overflow, fusion, compare=None) -> "Verdict":
+    """Apply the rules of the module docstring to the three sections (``compare`` may be ``None``; its
+    ``out_folder`` goes into the ``vcs`` hint)."""
     culprit = None
     divergence = None
     if compare is not None and compare.result is not None:
         divergence = compare.result.divergence.first
     if divergence is not None:
-        culprit = _divergence_culprit(divergence, overflow, fusion, compare, compare_out)
+        culprit = _divergence_culprit(divergence, overflow, fusion, compare)
     elif fusion.comparison is not None and fusion.comparison.culprits:
         culprit = _fusion_culprit(fusion.comparison.culprits[0])
     else:
@@ -252,5 +268,5 @@ def decide_verdict(overflow, fusion, compare=None, compare_out: str = "") -> "Ve
     if compare is None:
         next_commands += ("ac -c",)
     elif culprit is None and compare.result is not None:
-        next_commands += (f"vcs -f {_q(compare_out)}" if compare_out else "vcs",)
+        next_commands += (_vcs_command(compare),)
     return Verdict(culprit, tuple(_also(culprit, overflow, fusion, compare)), next_commands)

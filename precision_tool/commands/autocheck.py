@@ -16,13 +16,12 @@ saturation in the dumps) or a fusion culprit was found, else 0. A folder that is
 """
 from __future__ import annotations
 
-import dataclasses
 import os
 import shlex
 import time
 
 from precision_tool.commands.registry import Command, Context
-from precision_tool.errors import EXIT_FAILED_CHECK, EXIT_OK, EXIT_UNUSABLE_INPUT, UsageError, WorkspaceError
+from precision_tool.errors import UsageError
 
 
 def non_negative_float(text: str) -> float:
@@ -74,64 +73,35 @@ def add_arguments(parser):
     add_fusion_rule_options(parser)
 
 
-def write_compare_outputs(section, out_dir, data_dir: str, exit_code: int, total_s: float):
-    """Write ``summary.json`` then the result CSV, as ``compare`` does; returns the output paths."""
-    from precision_tool.commands.compare_run import plan_outputs, workspace_result_folder
-    from precision_tool.reports.result_csv import write_result_csv
-    from precision_tool.reports.summary import build_summary, write_summary
-
-    inputs = [path for path in section.inputs.values() if path]
-    paths = plan_outputs(out_dir, workspace_result_folder(data_dir), inputs, None)
-    result = section.result
-    result = dataclasses.replace(result, timing=dataclasses.replace(result.timing, align_s=section.align_s))
-    recorded = {key: os.path.abspath(value) if value else None for key, value in section.inputs.items()}
-    recorded["mode"] = result.alignment.mode
-    summary = build_summary(result, result_csv=paths.csv, exit_code=exit_code, total_s=total_s, inputs=recorded)
-    try:
-        write_summary(paths.summary, summary)
-        write_result_csv(paths.csv, result.results, npu_vs_npu=result.alignment.mode == "npu_vs_npu")
-    except OSError as error:
-        raise WorkspaceError(f"{paths.folder}: cannot write results ({error.strerror or error})") from None
-    return paths
-
-
-def exit_code_of(result) -> int:
-    """See the module docstring."""
-    if result.compare is not None:
-        outcome = result.compare.result
-        if outcome is None or outcome.counts()["compared"] == 0:
-            return EXIT_UNUSABLE_INPUT
-        return EXIT_FAILED_CHECK if outcome.failing else EXIT_OK
-    comparison = result.fusion.comparison
-    found = result.overflow.found or (comparison is not None and bool(comparison.culprits))
-    return EXIT_FAILED_CHECK if found else EXIT_OK
-
-
 def handle(args, ctx: Context):
     from precision_tool.checks.autocheck import AutocheckOptions, run_autocheck
-    from precision_tool.checks.verdict import decide_verdict
     from precision_tool.comparison import terminal_progress
     from precision_tool.reports.autocheck_report import autocheck_report
+    from precision_tool.reports.result_outputs import plan_outputs, workspace_result_folder, write_outputs
 
     if args.html and not args.compare:
         raise UsageError("ac: --html needs -c (the page shows the comparison)", "run 'ac -c --html FILE'")
     started = time.perf_counter()
     options = AutocheckOptions(compare=args.compare, limit=args.limit, cosine=args.cosine, workers=args.workers,
                                fusion_floor=args.fusion_floor, fusion_growth=args.fusion_growth)
+    written = []
+
+    def write(result) -> str:
+        """Write the comparison's outputs where ``compare`` would; name the folder when it was ``-o``'s."""
+        paths = plan_outputs(args.out_dir, workspace_result_folder(ctx.data_dir),
+                             [path for path in result.inputs.values() if path])
+        write_outputs(result, paths, total_s=time.perf_counter() - started)
+        written.append(paths)
+        return paths.folder if args.out_dir else ""
+
     progress = terminal_progress("ac: compare") if args.compare else None
     try:
-        result = run_autocheck(ctx.data_dir, options, progress)
+        result = run_autocheck(ctx.data_dir, options, progress, on_compared=write)
     finally:
         if progress is not None:
             progress.close()
-    exit_code = exit_code_of(result)
-    paths = None
-    if result.compare is not None and result.compare.result is not None:
-        paths = write_compare_outputs(result.compare, args.out_dir, ctx.data_dir, exit_code,
-                                      time.perf_counter() - started)
-        verdict = decide_verdict(result.overflow, result.fusion, result.compare,
-                                 compare_out=paths.folder if args.out_dir else "")
-        result = dataclasses.replace(result, verdict=verdict)
+    exit_code = result.exit_code()
+    paths = written[0] if written else None
     html = None
     if args.html and paths is not None:
         from precision_tool.reports.html import findings_from_autocheck, write_run_report

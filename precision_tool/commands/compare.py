@@ -77,9 +77,9 @@ def handle(args, ctx: Context):
     if graph is None and args.npu is None and os.path.isdir(workspace.npu_graph(0)):
         graph = workspace.npu_graph(0)
     request = CompareRequest(npu_dir=args.npu or workspace.npu_dump(0), reference=args.reference or workspace.tf_dump,
-                             graph=graph, mode=args.mode, reference_graph=args.reference_graph)
-    report = run_compare(request, args.out_dir, workspace_result_folder(ctx.data_dir), cosine=args.cosine,
-                         workers=args.workers, junit=args.junit)
+                             graph=graph, mode=args.mode, reference_graph=args.reference_graph, cosine=args.cosine,
+                             workers=args.workers)
+    report = run_compare(request, args.out_dir, workspace_result_folder(ctx.data_dir), junit=args.junit)
     if args.html:
         from precision_tool.reports.html import write_run_report
 

@@ -1,9 +1,8 @@
 """The rows of the latest comparison result (``temp/vector_compare/<ts>/result_<ts>.csv``) for one op.
 
-Finding the latest result is ``vcs``'s rule (:func:`precision_tool.commands.vector_summary.result_csvs`) and
-reading it is :func:`precision_tool.reports.result_csv.read_result_csv` (ours and msaccucmp's CSVs): ``ni``
-only picks the rows whose ``TensorIndex`` names the op (or whose ``NPUDump`` is the op, for rows without a
-tensor) and the columns a reader of ``ni`` needs.
+Finding and reading the result is :func:`precision_tool.reports.result_store.load_result` (the lossless
+result file when there is one, else the CSV, ours or msaccucmp's), judged at the run's own threshold as
+``vcs`` judges it: ``ni`` only picks the op's rows and the columns a reader of ``ni`` needs.
 """
 from __future__ import annotations
 
@@ -13,14 +12,14 @@ from typing import List, Optional, Tuple
 COMPARE_HEADERS = ("tensor", "ground truth", "cosine", "max abs err", "max rel err", "mean rel err", "verdict",
                    "reason")
 _METRICS = ("CosineSimilarity", "MaxAbsoluteError", "MaxRelativeError", "MeanRelativeError")
-DEFAULT_THRESHOLD = 0.99
 
 
 def latest_result_csv(temp_dir: str) -> Optional[str]:
     """The newest result CSV under ``temp_dir/vector_compare``, or ``None``."""
-    from precision_tool.commands.vector_summary import result_csvs
+    from precision_tool.reports.result_outputs import RESULT_FOLDER
+    from precision_tool.reports.result_store import result_csvs
 
-    folder = os.path.join(temp_dir, "vector_compare")
+    folder = os.path.join(temp_dir, RESULT_FOLDER)
     found = result_csvs(folder) if os.path.isdir(folder) else []
     return found[-1] if found else None
 
@@ -29,20 +28,18 @@ def _metric_text(value) -> str:
     return "NaN" if value is None else f"{value:.6f}"
 
 
-def compare_rows_for_op(csv_path: str, op_name: str,
-                        cosine_threshold: float = DEFAULT_THRESHOLD) -> Tuple[List[str], List[List[str]]]:
-    """``(headers, rows)`` of ``csv_path`` that belong to ``op_name``; the verdict is judged at
-    ``cosine_threshold`` (``pass``, ``fail``, ``error``, ``not_compared``).
+def compare_rows_for_op(csv_path: str, op_name: str) -> Tuple[List[str], List[List[str]]]:
+    """``(headers, rows)`` of the result at ``csv_path`` that belong to ``op_name``; the verdict is the row's
+    status word (``pass``, ``fail``, ``error``, ``not_compared``) at the run's threshold.
 
-    Raises :class:`~precision_tool.errors.ResultCsvError` when the file is not a readable result CSV.
+    Raises a :class:`~precision_tool.errors.PrecisionToolError` when the result cannot be read.
     """
-    from precision_tool.reports.result_csv import read_result_csv
+    from precision_tool.reports.result_csv import fail_reason_cell
+    from precision_tool.reports.result_store import load_result
 
     rows = []
-    for row in read_result_csv(csv_path).rows:
-        if row.op_name != op_name and not (not row.tensor_id and row.npu_dump == op_name):
-            continue
+    for row in load_result(csv_path).rows_of_op(op_name):
         rows.append([row.tensor_id or "-", row.ground_truth,
-                     *(_metric_text(row.metrics.get(name)) for name in _METRICS),
-                     row.judge(cosine_threshold), row.reason])
+                     *(_metric_text(row.metric(name)) for name in _METRICS),
+                     row.status.verdict, fail_reason_cell(row)])
     return list(COMPARE_HEADERS), rows

@@ -45,7 +45,7 @@ def add_arguments(parser):
 
 
 def handle(args, ctx: Context):
-    from precision_tool.commands.compare_run import workspace_result_folder
+    from precision_tool.reports.result_outputs import workspace_result_folder
     from precision_tool.reports.html import build_report, default_report_path, ensure_report_folder, write_report
     from precision_tool.reports.report import Report
 
@@ -55,7 +55,7 @@ def handle(args, ctx: Context):
                              f"run 'precision_tool -d {ctx.data_dir} ac -c' or 'compare' first, or give -f RESULT")
     data = build_report(target, threshold=args.cosine, data_dir=ctx.data_dir, run_checks=args.checks,
                         details=args.details, worst=args.worst)
-    inputs = (data.summary or {}).get("inputs") or {}
+    inputs = data.inputs
     html_path = ensure_report_folder(args.output or default_report_path(data.csv_path), inputs)
     try:
         write_report(data, html_path)

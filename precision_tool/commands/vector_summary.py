@@ -13,14 +13,14 @@ edges; without it (msaccucmp's CSV) the order is the ``Index`` column and only c
 from __future__ import annotations
 
 import os
-import re
-from typing import List, Optional, Tuple
+from typing import Optional
 
 from precision_tool.commands.registry import Command, Context
 from precision_tool.errors import EXIT_FAILED_CHECK, EXIT_OK, WorkspaceError
+from precision_tool.status import Status
 
-_RESULT_NAME = re.compile(r"result_(\d{14})(?:_(\d+))?\.csv")
 DEFAULT_LIMIT = 10
+_RUN_FIRST = "run 'compare' or 'vc' first, or give -f CSV"
 
 
 def add_arguments(parser):
@@ -37,95 +37,37 @@ def add_arguments(parser):
                         help=f"show at most N tensors (default {DEFAULT_LIMIT}; 0 = all)")
 
 
-def result_csvs(folder: str) -> List[str]:
-    """Every ``result_{timestamp}[_n].csv`` under ``folder``, oldest first (temporary files never match)."""
-    found: List[Tuple[tuple, str]] = []
-    for root, _dirs, files in os.walk(folder):
-        for name in files:
-            match = _RESULT_NAME.fullmatch(name)
-            if match:
-                path = os.path.join(root, name)
-                found.append(((match.group(1), int(match.group(2) or 0), os.stat(path).st_mtime_ns, path), path))
-    return [path for _key, path in sorted(found)]
-
-
-def latest_result_csv(folder: str) -> str:
-    """The latest complete result CSV under ``folder``; :class:`WorkspaceError` when there is none."""
-    if not os.path.isdir(folder):
-        raise WorkspaceError(f"{folder}: no such folder", "run 'compare' or 'vc' first, or give -f CSV")
-    found = result_csvs(folder)
-    if not found:
-        raise WorkspaceError(f"no result_*.csv under {folder}", "run 'compare' or 'vc' first, or give -f CSV")
-    return found[-1]
-
-
-def _verdicts(table, summary: Optional[dict], threshold: float):
-    """``(verdicts, failing rows, errors, not compared)`` at ``threshold``.
-
-    When the summary was made at this very threshold its list of failing tensors decides (the CSV's six
-    decimals cannot tell 0.9899996 from 0.99); otherwise each row is judged from its cells.
-    """
-    from_summary = summary is not None and summary.get("cosine_threshold") == threshold
-    failing_ids = {item.get("tensor_id") for item in summary.get("failing", [])} if from_summary else set()
-    verdicts, failing, errors, not_compared = {}, [], [], 0
-    for row in table.rows:
-        verdict = row.judge(threshold)
-        if from_summary and verdict in ("pass", "fail"):
-            verdict = "fail" if row.tensor_id in failing_ids else "pass"
-        if verdict == "not_compared":
-            not_compared += 1
-            continue
-        if verdict == "error":
-            errors.append(row)
-            continue
-        if row.key is not None:
-            verdicts[row.key] = verdict == "pass"
-        if verdict == "fail":
-            failing.append(row)
-    return verdicts, failing, errors, not_compared
-
-
-def _first_divergence(table, summary: Optional[dict], verdicts):
-    from precision_tool.alignment import find_first_divergence
-
-    if summary is not None and summary.get("order"):
-        edges = {op: [tuple(edge) for edge in pairs] for op, pairs in (summary.get("data_inputs") or {}).items()}
-        return find_first_divergence(verdicts, summary["order"], edges, summary.get("order_source", "graph"))
-    rows = sorted(table.rows, key=lambda r: (r.index if r.index is not None else 1 << 62, r.line))
-    order = list(dict.fromkeys(row.op_name for row in rows))
-    return find_first_divergence(verdicts, order, {}, "dump_time")
-
-
 def _cell(value) -> str:
     return "NaN" if value is None else f"{value:.6f}"
 
 
 def handle(args, ctx: Context):
-    from precision_tool.commands.compare_run import workspace_result_folder
     from precision_tool.reports.report import Report
-    from precision_tool.reports.result_csv import read_result_csv
-    from precision_tool.reports.summary import summary_for_csv
+    from precision_tool.reports.result_csv import fail_reason_cell
+    from precision_tool.reports.result_outputs import workspace_result_folder
+    from precision_tool.reports.result_store import FROM_CSV, load_result
 
     target = args.file or workspace_result_folder(ctx.data_dir)
     if args.file and not os.path.exists(args.file):
         raise WorkspaceError(f"{args.file}: no such file or folder")
-    csv_path = target if os.path.isfile(target) else latest_result_csv(target)
-    table = read_result_csv(csv_path)
-    summary = summary_for_csv(csv_path)
-    threshold = args.cosine
-    if threshold is None:
-        threshold = summary["cosine_threshold"] if summary and summary.get("cosine_threshold") is not None else 0.99
-    verdicts, failing, errors, not_compared = _verdicts(table, summary, threshold)
-    divergence = _first_divergence(table, summary, verdicts)
+    if not args.file and not os.path.isdir(target):
+        raise WorkspaceError(f"{target}: no such folder", _RUN_FIRST)
+    stored = load_result(target, args.cosine, hint=_RUN_FIRST)
+    comparison, threshold = stored.comparison, stored.threshold
+    compared = [r for r in comparison.results if r.compared]
+    errors = [r for r in comparison.results if r.status is Status.ERROR]
+    not_compared = sum(1 for r in comparison.results if not r.compared and r.status is not Status.ERROR)
+    divergence = comparison.divergence
     first = divergence.first.op_name if divergence.first is not None else None
-    failing.sort(key=lambda r: (r.op_name != first, r.index if r.index is not None else 1 << 62, r.line))
+    failing = [r for r in comparison.results if r.compared and not r.passed]
+    failing.sort(key=lambda r: (r.op_name != first, r.index if r.index >= 0 else 1 << 62))
     shown = failing if args.limit <= 0 else failing[:args.limit]
 
-    report = Report(title=f"{csv_path}: {len(verdicts)} tensors compared, {len(failing)} below cosine "
+    report = Report(title=f"{stored.csv_path}: {len(compared)} tensors compared, {len(failing)} below cosine "
                           f"{threshold:g} or failing")
     if shown:
-        rows = [[r.index, r.tensor_id, r.op_type, _cell(r.cosine), _cell(r.metrics.get("MaxAbsoluteError")),
-                 _cell(r.metrics.get("MeanRelativeError")), r.reason] for r in shown]
+        rows = [[_index_cell(r.index), r.tensor_id, r.op_type, _cell(r.cosine), _cell(r.metric("MaxAbsoluteError")),
+                 _cell(r.metric("MeanRelativeError")), fail_reason_cell(r)] for r in shown]
         report.add_table(["index", "tensor", "op type", "cosine", "max abs err", "mean rel err", "reason"], rows)
         if len(shown) < len(failing):
             report.add_text(f"... {len(failing) - len(shown)} more (-l 0 shows all)")
@@ -137,20 +79,28 @@ def handle(args, ctx: Context):
         lines.append(f"{len(errors)} aligned tensors could not be read: " + ", ".join(r.tensor_id for r in errors[:5]))
     if not_compared:
         lines.append(f"{not_compared} rows were not compared (no reference or no dump)")
-    if summary is None:
+    if stored.origin == FROM_CSV:
         lines.append("No summary.json for this CSV: order from the Index column, no graph edges")
     if lines:
         report.add_text(*lines)
     report.exit_code = EXIT_FAILED_CHECK if failing or errors else EXIT_OK
     report.status = "all compared tensors pass" if report.exit_code == EXIT_OK else \
         f"{len(failing)} failing, {len(errors)} unreadable"
-    report.data = {"csv": csv_path, "cosine_threshold": threshold, "compared": len(verdicts),
+    report.data = {"csv": stored.csv_path, "cosine_threshold": threshold, "compared": len(compared),
                    "first_divergence": None if divergence.first is None else divergence.first.to_dict(),
-                   "failing": [{"index": r.index, "tensor_id": r.tensor_id, "op_type": r.op_type, "cosine": r.cosine,
-                                "reason": r.reason} for r in failing],
+                   "failing": [{"index": _index_value(r.index), "tensor_id": r.tensor_id, "op_type": r.op_type,
+                                "cosine": r.cosine, "reason": fail_reason_cell(r)} for r in failing],
                    "errors": [r.tensor_id for r in errors], "not_compared": not_compared,
-                   "summary": summary is not None}
+                   "summary": stored.summary is not None, "source": stored.origin}
     return report
+
+
+def _index_cell(index: int):
+    return index if index >= 0 else None
+
+
+def _index_value(index: int) -> Optional[int]:
+    return index if index >= 0 else None
 
 
 COMMAND = Command(

@@ -38,13 +38,14 @@ from typing import Callable, Dict, Iterable, List, Optional, Sequence, Tuple
 
 from precision_tool.alignment import Alignment
 from precision_tool.alignment.npu_side import graphs_of
-from precision_tool.comparison.result import NO_DUMP, NOT_COMPARED, ComparisonResult, TensorResult, Timing
+from precision_tool.comparison.result import ComparisonResult, RunFacts, TensorResult, Timing
 from precision_tool.comparison.worker import (Outcome, PairComparer, PairTask, init_pool_worker,
                                               reference_identity, run_chunk)
+from precision_tool.formats.tensor_kind import TensorKind
 from precision_tool.metrics import DEFAULT_COSINE_THRESHOLD
+from precision_tool.status import Status
 
 Progress = Callable[[int, int], None]
-_KIND_ORDER = {"": 0, "input": 1, "output": 2}
 _MAX_CHUNK = 16
 _CHUNKS_PER_WORKER = 8
 
@@ -80,11 +81,9 @@ def compare_alignment(alignment: Alignment, *, graph=None,
     outcomes, used_workers = _run(tasks, cosine_threshold, workers, progress)
     computed = _resolve_shared(outcomes, tasks, cosine_threshold)
     rows = computed + _uncompared_rows(alignment, positions, names)
-    rows.sort(key=lambda r: (r.index, _KIND_ORDER.get(r.kind, 3), r.tensor_index, r.tensor_id))
-    verdicts = {r.key: r.passed for r in rows if r.compared}
-    divergence = alignment.first_divergence(verdicts)
+    rows.sort(key=lambda r: r.order_key)
     timing = Timing(compare_s=time.perf_counter() - started, workers=used_workers)
-    return ComparisonResult(tuple(rows), alignment, divergence, cosine_threshold, timing)
+    return ComparisonResult.judged(rows, RunFacts.of(alignment), cosine_threshold, timing)
 
 
 # --------------------------------------------------------------------------------------------- planning
@@ -111,16 +110,16 @@ def _ground_truth(names: Dict[str, Tuple[str, str]], op_name: str, fallback: str
 
 
 def _tasks(alignment: Alignment, positions, names, share_inputs: bool) -> List[PairTask]:
-    outputs = {pair.npu.key: pair for pair in alignment.pairs if pair.npu.kind == "output"}
+    outputs = {pair.npu.key: pair for pair in alignment.pairs if pair.npu.kind == TensorKind.OUTPUT}
     tasks = []
     for pair in alignment.pairs:
         npu = pair.npu
         same_as = None
-        if share_inputs and npu.kind == "input":
+        if share_inputs and npu.kind == TensorKind.INPUT:
             edges = alignment.data_inputs.get(npu.op_name, ())
             if npu.index < len(edges):
                 producer, index = edges[npu.index]
-                candidate = outputs.get((producer, "output", index))
+                candidate = outputs.get((producer, TensorKind.OUTPUT, index))
                 if candidate is not None and _decode_alike(candidate, pair):
                     same_as = candidate.npu
         tasks.append(PairTask(pair, positions[npu.op_name], _ground_truth(names, npu.op_name, pair.ref.op_name),
@@ -194,27 +193,20 @@ def _uncompared_rows(alignment: Alignment, positions, names) -> List[TensorResul
     for item in alignment.unaligned:
         npu = item.npu
         rows.append(TensorResult(index=positions[npu.op_name], tensor_id=npu.tensor_id, op_name=npu.op_name,
-                                 kind=npu.kind, tensor_index=npu.index, op_type=npu.op_type, status=NOT_COMPARED,
+                                 kind=npu.kind, tensor_index=npu.index, op_type=npu.op_type, status=Status.NOT_COMPARED,
                                  reason=item.reason, npu_dump=npu.path, npu_dtype=npu.dtype,
                                  ground_truth=_ground_truth(names, npu.op_name),
                                  shape=tuple(npu.origin_shape) if npu.origin_shape is not None else tuple(npu.shape)))
     for op_name in alignment.coverage.graph_ops_without_dump:
         position = positions.setdefault(op_name, len(positions))
         rows.append(TensorResult(index=position, tensor_id="", op_name=op_name, kind="", tensor_index=-1,
-                                 op_type=names.get(op_name, ("", ""))[0], status=NO_DUMP,
+                                 op_type=names.get(op_name, ("", ""))[0], status=Status.NO_DUMP,
                                  reason="the graph runs this op but the dump folder has no file for it",
                                  ground_truth=_ground_truth(names, op_name)))
     for path, message in alignment.coverage.unreadable:
         position = len(positions)
         positions[path] = position
         rows.append(TensorResult(index=position, tensor_id="", op_name=os.path.basename(path), kind="",
-                                 tensor_index=-1, op_type="", status=NOT_COMPARED,
+                                 tensor_index=-1, op_type="", status=Status.NOT_COMPARED,
                                  reason=f"unreadable dump file: {message}", npu_dump=path))
     return rows
-
-
-def iter_failing(result: ComparisonResult) -> Iterable[TensorResult]:
-    """Failing rows, the first divergence's first, then in execution order."""
-    first = result.divergence.first.op_name if result.divergence.first is not None else None
-    failing = list(result.failing)
-    return sorted(failing, key=lambda r: (r.op_name != first, r.index, _KIND_ORDER.get(r.kind, 3), r.tensor_index))

@@ -1,38 +1,45 @@
-"""Records of a comparison run: one frozen :class:`TensorResult` per NPU tensor (or uncompared op), and the
-:class:`ComparisonResult` of the whole run.
+"""The one result model: a frozen :class:`TensorResult` per NPU tensor (or uncompared op), and the
+:class:`ComparisonResult` of a whole run.
 
-A ``TensorResult`` holds no array: only names, dtypes, the shape, the ten metric values and the verdict, so
-workers send it back cheaply and reports are built from it alone.
+Every consumer reads these records: the engine makes them, the CSV is written from them (and msaccucmp's CSV
+read into them), the lossless result file stores them, and ``vcs``, ``ni``, ``ac``, JUnit and the HTML page
+show them. A ``TensorResult`` holds no array: names, dtypes, the shape, the ten metric values and the
+:class:`~precision_tool.status.Status` with its one-line reason, so workers send it back cheaply.
 
-Statuses
---------
-The metric statuses (:class:`~precision_tool.metrics.Status`: ``PASS``, ``FAIL``, ``SHAPE_MISMATCH``,
-``COUNT_MISMATCH``, ``NAN_INF``, ``BOTH_ZERO``, ``ONE_SIDE_ZERO``, ``EMPTY``) are those of compared tensors.
-Three more say why something was not compared:
-
-=================  =======================================================================================
-``NOT_COMPARED``   the NPU tensor has no reference tensor (the alignment's reason); coverage, not a failure
-``NO_DUMP``        an op of the graph that runs as a task has no dump file; coverage, not a failure
-``ERROR``          the tensor was aligned but could not be read or decoded (payload, layout); it counts as
-                   failed -- nothing shows it is right -- but stays out of the first-divergence verdicts
-=================  =======================================================================================
+Judging again at another threshold
+----------------------------------
+The engine runs with the fp16 allclose gate off, so ``PASS`` and ``FAIL`` are decided by the cosine gate
+alone (``cosine >= threshold``; a cosine that could not be computed fails). Every other status is decided by
+the data (NaN/inf, shapes, zeros) and holds at any threshold. :meth:`TensorResult.judged_at` and
+:meth:`ComparisonResult.judged_at` apply exactly that rule to the full-precision cosine, so ``vcs -c 0.999``
+on a stored result gives the verdicts a fresh ``compare -c 0.999`` would.
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field, replace
-from typing import Any, Dict, Optional, Tuple
+from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
 
-from precision_tool.metrics import ALL, Status
+from precision_tool.alignment import Alignment, Coverage, Divergence, find_first_divergence
+from precision_tool.errors import EXIT_FAILED_CHECK, EXIT_OK, EXIT_UNUSABLE_INPUT
+from precision_tool.formats.tensor_kind import TensorKind
+from precision_tool.metrics import ALL, MeanStd
+from precision_tool.status import Status
 
-NOT_COMPARED = "NOT_COMPARED"
-NO_DUMP = "NO_DUMP"
-ERROR = "ERROR"
-#: Statuses of tensors the metrics ran on.
-COMPARED_STATUSES = tuple(status.value for status in Status)
-#: Statuses that count as passing.
-PASSING_STATUSES = tuple(status.value for status in Status if status.passed)
-#: Every status, compared ones first.
-ALL_STATUSES = COMPARED_STATUSES + (ERROR, NOT_COMPARED, NO_DUMP)
+Key = Tuple[str, str, int]
+_KIND_ORDER = {"": 0, TensorKind.INPUT: 1, TensorKind.OUTPUT: 2}
+_STD = ALL.index("StandardDeviation")
+
+
+def cosine_gate_reason(cosine: Optional[float], threshold: float) -> str:
+    """``cosine 0.901050 < 0.99``: the comparator's words for the cosine gate.
+
+    >>> cosine_gate_reason(0.9010504, 0.99), cosine_gate_reason(None, 0.99)
+    ('cosine 0.901050 < 0.99', 'cosine undefined < 0.99')
+    """
+    if cosine is None:
+        return f"cosine undefined < {threshold:g}"
+    return f"cosine {cosine:.6f} {'>=' if cosine >= threshold else '<'} {threshold:g}"
 
 
 @dataclass(frozen=True)
@@ -43,24 +50,24 @@ class TensorResult:
     ----------
     index : the op's position in execution order (producers first); msaccucmp's ``Index`` column.
     tensor_id : ``op:input|output:k`` (msaccucmp's ``TensorIndex``); ``""`` for an op-level row (``NO_DUMP``).
-    op_name, kind, tensor_index : the parts of ``tensor_id``.
+    op_name, kind, tensor_index : the parts of ``tensor_id`` (``kind`` a :class:`TensorKind`, ``""`` for an
+        op-level row).
     op_type : the NPU op type.
+    status : the :class:`~precision_tool.status.Status`; ``reason`` says in one line what it rests on.
     npu_dump : the dump file (``""`` when there is none).
     npu_dtype : as stored (``"float16"``); ``""`` when unknown.
     address : the device address from the dump header, as decimal text; ``""`` when unknown.
     ground_truth : the TF op names the NPU op implements, comma separated (msaccucmp's ``GroundTruth``);
         ``"*"`` when none is known.
     reference : the reference tensor compared with (``tf_op:output:0``, or ``op:kind:k`` of the other NPU
-        run); ``""`` when not compared.
+        run); ``""`` when not compared or not known (a CSV read back).
     ref_dtype : the reference's dtype (``"float32"``); ``""`` when not compared.
     ref_address : NPU vs NPU: the other run's device address, as decimal text; else ``""``.
     shape : the NPU tensor's shape in its origin layout (``None`` when unknown).
     metrics : the ten metric values in :data:`~precision_tool.metrics.ALL` order; ``None`` = not computed.
         StandardDeviation is a :class:`~precision_tool.metrics.MeanStd`.
-    status : see the module docstring.
-    reason : one line; what the verdict rests on, or why nothing was compared.
-    rule : the alignment rule that found the reference (``""`` when not compared).
-    allclose_ratio : share of elements within the dtype's default rtol/atol (reported, not gated by default).
+    rule : the alignment rule that found the reference (``""`` when not compared or not known).
+    allclose_ratio : share of elements within the dtype's default rtol/atol (reported, not gated).
     allclose_min_ratio : the dtype's default minimum ratio, for the summary's "below the allclose default" list.
     tolerance_dtype : the dtype class the tolerances were taken from (``"float16"``).
     reused_from : the output tensor whose result this input shares (same stored bytes, same reference), or
@@ -74,7 +81,7 @@ class TensorResult:
     kind: str
     tensor_index: int
     op_type: str
-    status: str
+    status: Status
     reason: str = ""
     npu_dump: str = ""
     npu_dtype: str = ""
@@ -93,28 +100,34 @@ class TensorResult:
     notes: Tuple[str, ...] = ()
 
     @property
-    def key(self) -> Tuple[str, str, int]:
+    def key(self) -> Key:
         """``(op_name, kind, index)``, the key of the first-divergence verdicts."""
         return (self.op_name, self.kind, self.tensor_index)
 
     @property
     def compared(self) -> bool:
-        """True when the metrics ran on this tensor (any metric status)."""
-        return self.status in COMPARED_STATUSES
+        """True when the metrics ran on this tensor (any compared status)."""
+        return self.status.compared
 
     @property
     def passed(self) -> bool:
         """True for ``PASS``, ``BOTH_ZERO`` and ``EMPTY``."""
-        return self.status in PASSING_STATUSES
+        return self.status.passed
 
     @property
     def failed(self) -> bool:
         """Compared and not passed, or ``ERROR``."""
-        return (self.compared and not self.passed) or self.status == ERROR
+        return self.status.failed
 
     @property
     def cosine(self) -> Optional[float]:
-        return self.metrics[0]
+        value = self.metrics[0]
+        return value if isinstance(value, float) else None
+
+    @property
+    def order_key(self) -> Tuple[int, int, int, str]:
+        """Execution order: the op's position, inputs before outputs, then the tensor index."""
+        return (self.index, _KIND_ORDER.get(self.kind, 3), self.tensor_index, self.tensor_id)
 
     def metric(self, name: str) -> Any:
         """The value of one metric by its CSV name (``"MaxAbsoluteError"``)."""
@@ -125,6 +138,27 @@ class TensorResult:
         return (self.allclose_ratio is not None and self.allclose_min_ratio is not None
                 and self.allclose_ratio < self.allclose_min_ratio - 1e-12)
 
+    def judged_at(self, threshold: Optional[float]) -> "TensorResult":
+        """This row as the cosine gate ``threshold`` judges it (see the module docstring); ``None`` = gate off.
+
+        Only ``PASS``/``FAIL`` rows can change; their reason becomes the gate's words.
+
+        >>> row = TensorResult(0, "a:output:0", "a", "output", 0, "Add", Status.PASS,
+        ...                    metrics=(0.995,) + (None,) * 9)
+        >>> row.judged_at(0.999).status, row.judged_at(0.999).reason
+        (<Status.FAIL: 'FAIL'>, 'cosine 0.995000 < 0.999')
+        >>> row.judged_at(None).status
+        <Status.PASS: 'PASS'>
+        """
+        if not self.status.cosine_gated:
+            return self
+        if threshold is None:
+            return replace(self, status=Status.PASS, reason="cosine gate off")
+        cosine = self.cosine
+        passed = cosine is not None and cosine >= threshold
+        status = Status.PASS if passed else Status.FAIL
+        return replace(self, status=status, reason=cosine_gate_reason(cosine, threshold))
+
     def sharing_outcome_of(self, other: "TensorResult") -> "TensorResult":
         """This row with ``other``'s verdict and metric values (for an input that is byte for byte the output
         ``other`` compared against the same reference)."""
@@ -133,17 +167,65 @@ class TensorResult:
                        allclose_ratio=other.allclose_ratio, allclose_min_ratio=other.allclose_min_ratio,
                        tolerance_dtype=other.tolerance_dtype, notes=other.notes, reused_from=other.tensor_id)
 
+    # ------------------------------------------------------------------ lossless round trip
     def to_dict(self) -> Dict[str, Any]:
-        metrics = {}
-        for name, value in zip(ALL, self.metrics):
-            metrics[name] = list(value) if isinstance(value, tuple) else value
-        return {"index": self.index, "tensor_id": self.tensor_id, "op_name": self.op_name, "op_type": self.op_type,
-                "status": self.status, "reason": self.reason, "npu_dump": self.npu_dump,
-                "npu_dtype": self.npu_dtype, "address": self.address, "ground_truth": self.ground_truth,
-                "reference": self.reference, "ref_dtype": self.ref_dtype, "ref_address": self.ref_address,
+        """Every field, JSON-ready and lossless: floats at full precision (non-finite as ``"nan"``,
+        ``"inf"``, ``"-inf"``), metrics by name; :meth:`from_dict` gives back an equal row."""
+        metrics = {name: _json_value(value) for name, value in zip(ALL, self.metrics)}
+        return {"index": self.index, "tensor_id": self.tensor_id, "op_name": self.op_name, "kind": str(self.kind),
+                "tensor_index": self.tensor_index, "op_type": self.op_type, "status": self.status.value,
+                "reason": self.reason, "npu_dump": self.npu_dump, "npu_dtype": self.npu_dtype,
+                "address": self.address, "ground_truth": self.ground_truth, "reference": self.reference,
+                "ref_dtype": self.ref_dtype, "ref_address": self.ref_address,
                 "shape": None if self.shape is None else list(self.shape), "metrics": metrics, "rule": self.rule,
-                "allclose_ratio": self.allclose_ratio, "allclose_min_ratio": self.allclose_min_ratio,
-                "reused_from": self.reused_from, "notes": list(self.notes)}
+                "allclose_ratio": _json_value(self.allclose_ratio),
+                "allclose_min_ratio": _json_value(self.allclose_min_ratio),
+                "tolerance_dtype": self.tolerance_dtype, "reused_from": self.reused_from, "notes": list(self.notes)}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> "TensorResult":
+        """The row :meth:`to_dict` wrote. ``KeyError``/``TypeError``/``ValueError`` on a malformed record
+        (the reader turns them into a one-line error naming the file and line)."""
+        metrics = data["metrics"]
+        values: List[Any] = []
+        for name in ALL:
+            value = metrics.get(name)
+            if name == "StandardDeviation" and value is not None:
+                values.append(MeanStd(*(float(_float_value(v)) for v in value)))
+            else:
+                values.append(_float_value(value))
+        kind = str(data["kind"])
+        shape = data["shape"]
+        return cls(index=int(data["index"]), tensor_id=str(data["tensor_id"]), op_name=str(data["op_name"]),
+                   kind=TensorKind(kind) if kind else "", tensor_index=int(data["tensor_index"]),
+                   op_type=str(data["op_type"]), status=Status(data["status"]), reason=str(data["reason"]),
+                   npu_dump=str(data["npu_dump"]), npu_dtype=str(data["npu_dtype"]), address=str(data["address"]),
+                   ground_truth=str(data["ground_truth"]), reference=str(data["reference"]),
+                   ref_dtype=str(data["ref_dtype"]), ref_address=str(data["ref_address"]),
+                   shape=None if shape is None else tuple(int(d) for d in shape), metrics=tuple(values),
+                   rule=str(data["rule"]), allclose_ratio=_float_value(data["allclose_ratio"]),
+                   allclose_min_ratio=_float_value(data["allclose_min_ratio"]),
+                   tolerance_dtype=str(data["tolerance_dtype"]), reused_from=str(data["reused_from"]),
+                   notes=tuple(str(note) for note in data["notes"]))
+
+
+def _json_value(value: Any) -> Any:
+    """A metric value for JSON: floats kept exactly (``repr`` round-trips), non-finite ones as text."""
+    if isinstance(value, tuple):
+        return [_json_value(v) for v in value]
+    if isinstance(value, float) and not math.isfinite(value):
+        return "nan" if math.isnan(value) else ("inf" if value > 0 else "-inf")
+    return value
+
+
+def _float_value(value: Any) -> Optional[float]:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float, str)):
+        raise TypeError(f"expected a number, got {type(value).__name__}")
+    if isinstance(value, str) and value not in ("nan", "inf", "-inf"):
+        raise ValueError(f"expected a number, got {value[:20]!r}")
+    return float(value)
 
 
 @dataclass(frozen=True)
@@ -159,19 +241,102 @@ class Timing:
 
 
 @dataclass(frozen=True)
+class RunFacts:
+    """What a result needs from its alignment, kept with it (and in the result file) so that it can be
+    judged again, ordered and reported without aligning again.
+
+    mode : ``"npu_vs_tf"`` or ``"npu_vs_npu"``.
+    order, order_source : op names producers first, and where that order came from (``"graph"`` or
+        ``"dump_time"``; a CSV read without its run's facts is ordered by its ``Index`` column).
+    data_inputs : ``{op: ((producer, output index), ...)}`` from the graph; empty without one.
+    coverage : what was not compared and why (:class:`~precision_tool.alignment.Coverage`); ``None`` when
+        unknown (a CSV written by msaccucmp).
+    """
+
+    mode: str
+    order: Tuple[str, ...]
+    order_source: str
+    data_inputs: Mapping[str, Tuple[Tuple[str, int], ...]] = field(default_factory=dict, hash=False)
+    coverage: Optional[Coverage] = None
+
+    @classmethod
+    def of(cls, alignment: Alignment) -> "RunFacts":
+        edges = {op: tuple((str(p), int(k)) for p, k in pairs) for op, pairs in alignment.data_inputs.items()}
+        return cls(alignment.mode, tuple(alignment.order), alignment.order_source, edges, alignment.coverage)
+
+    def first_divergence(self, verdicts: Mapping[Key, bool]) -> Divergence:
+        return find_first_divergence(verdicts, self.order, self.data_inputs, self.order_source)
+
+    def to_dict(self) -> Dict[str, Any]:
+        return {"mode": self.mode, "order_source": self.order_source, "order": list(self.order),
+                "data_inputs": {op: [list(edge) for edge in edges] for op, edges in self.data_inputs.items()
+                                if edges},
+                "coverage": None if self.coverage is None else self.coverage.to_dict()}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> "RunFacts":
+        """The facts :meth:`to_dict` wrote (also reads ``summary.json``, which holds the same keys)."""
+        coverage = data.get("coverage")
+        edges = {str(op): tuple((str(p), int(k)) for p, k in pairs)
+                 for op, pairs in (data.get("data_inputs") or {}).items()}
+        return cls(str(data.get("mode") or "npu_vs_tf"), tuple(str(op) for op in data["order"]),
+                   str(data.get("order_source") or "graph"), edges,
+                   None if coverage is None else _coverage_from_dict(coverage))
+
+
+def _coverage_from_dict(data: Mapping[str, Any]) -> Coverage:
+    def names(key: str) -> Tuple[str, ...]:
+        return tuple(str(item) for item in data.get(key) or ())
+
+    def pairs(key: str) -> Tuple[Tuple[str, str], ...]:
+        return tuple((str(a), str(b)) for a, b in data.get(key) or ())
+
+    return Coverage(aligned_count=int(data.get("aligned_count", 0)), npu_tensors=int(data.get("npu_tensors", 0)),
+                    npu_only_ops=names("npu_only_ops"), reference_only=names("reference_only"),
+                    dumped_not_in_graph=names("dumped_not_in_graph"),
+                    graph_ops_without_dump=names("graph_ops_without_dump"), ambiguous=names("ambiguous"),
+                    unaligned=pairs("unaligned"), unreadable=pairs("unreadable"))
+
+
+def order_by_index(results: Sequence[TensorResult]) -> Tuple[str, ...]:
+    """Op names in the order of their ``Index`` (file order breaks ties): the order of a CSV without facts."""
+    ranked = sorted(enumerate(results), key=lambda item: (item[1].index if item[1].index >= 0 else 1 << 62,
+                                                          item[0]))
+    return tuple(dict.fromkeys(row.op_name for _, row in ranked))
+
+
+@dataclass(frozen=True)
 class ComparisonResult:
-    """Every row of a run, in execution order, plus what the run was judged with.
+    """Every row of a run, in execution order, and what the run was judged with.
 
     ``results`` holds compared tensors, uncompared tensors and op-level ``NO_DUMP`` rows; ``divergence`` is
-    :meth:`Alignment.first_divergence` over the compared tensors' verdicts; ``alignment`` is kept for the
-    coverage report and the graph order.
+    the first divergence over the compared tensors' verdicts (:meth:`RunFacts.first_divergence`), decided
+    when the result is made and again by :meth:`judged_at`. ``inputs`` names the folders compared
+    (``npu``, ``reference``, ``graph``, ``reference_graph``; absolute paths, ``None`` when not given).
     """
 
     results: Tuple[TensorResult, ...]
-    alignment: Any
-    divergence: Any
-    cosine_threshold: float
+    facts: RunFacts
+    divergence: Divergence
+    cosine_threshold: Optional[float]
     timing: Timing = Timing()
+    inputs: Mapping[str, Optional[str]] = field(default_factory=dict, hash=False)
+
+    @classmethod
+    def judged(cls, results: Iterable[TensorResult], facts: RunFacts, cosine_threshold: Optional[float],
+               timing: Timing = Timing(), inputs: Optional[Mapping[str, Optional[str]]] = None
+               ) -> "ComparisonResult":
+        """A result whose divergence is found from ``results``' own verdicts."""
+        rows = tuple(results)
+        verdicts = {r.key: r.passed for r in rows if r.compared and r.kind}
+        return cls(rows, facts, facts.first_divergence(verdicts), cosine_threshold, timing, dict(inputs or {}))
+
+    def judged_at(self, threshold: Optional[float]) -> "ComparisonResult":
+        """Every row judged at ``threshold`` (:meth:`TensorResult.judged_at`) and the divergence found again."""
+        if threshold == self.cosine_threshold:
+            return self
+        return ComparisonResult.judged((row.judged_at(threshold) for row in self.results), self.facts, threshold,
+                                       self.timing, self.inputs)
 
     @property
     def compared(self) -> Tuple[TensorResult, ...]:
@@ -182,18 +347,34 @@ class ComparisonResult:
         """Compared tensors that fail, and aligned tensors that could not be read (``ERROR``)."""
         return tuple(r for r in self.results if r.failed)
 
+    @property
+    def npu_vs_npu(self) -> bool:
+        return self.facts.mode == "npu_vs_npu"
+
+    def failing_in_order(self) -> List[TensorResult]:
+        """Failing rows, the first divergence's first, then in execution order."""
+        first = self.divergence.first.op_name if self.divergence.first is not None else None
+        return sorted(self.failing, key=lambda r: (r.op_name != first, r.order_key))
+
+    def exit_code(self) -> int:
+        """0 every compared tensor passes; 1 one fails (or is unreadable); 2 nothing could be compared."""
+        if not any(r.compared for r in self.results):
+            return EXIT_UNUSABLE_INPUT
+        return EXIT_FAILED_CHECK if any(r.failed for r in self.results) else EXIT_OK
+
     def counts(self) -> Dict[str, Any]:
         """Counts by status plus totals: compared, passed, failed, errors, not compared, reused."""
-        by_status: Dict[str, int] = {}
+        by_status: Dict[Status, int] = {}
         for result in self.results:
             by_status[result.status] = by_status.get(result.status, 0) + 1
         compared = self.compared
         return {"compared": len(compared), "passed": sum(r.passed for r in compared),
-                "failed": sum(1 for r in compared if not r.passed), "errors": by_status.get(ERROR, 0),
-                "not_compared": by_status.get(NOT_COMPARED, 0), "ops_without_dump": by_status.get(NO_DUMP, 0),
+                "failed": sum(1 for r in compared if not r.passed), "errors": by_status.get(Status.ERROR, 0),
+                "not_compared": by_status.get(Status.NOT_COMPARED, 0),
+                "ops_without_dump": by_status.get(Status.NO_DUMP, 0),
                 "reused_input_results": sum(1 for r in compared if r.reused_from),
-                "by_status": {status: by_status[status] for status in ALL_STATUSES if status in by_status}}
+                "by_status": {status.value: by_status[status] for status in Status if status in by_status}}
 
-    def verdicts(self) -> Dict[Tuple[str, str, int], bool]:
+    def verdicts(self) -> Dict[Key, bool]:
         """``{(op, kind, k): passed}`` over the compared tensors (what first divergence reads)."""
         return {r.key: r.passed for r in self.results if r.compared}

@@ -26,12 +26,13 @@ from typing import List, Optional, Sequence, Tuple
 import numpy as np
 
 from precision_tool.alignment import AlignedPair, NpuTensorRef, NpyTensorRef
-from precision_tool.comparison.result import ERROR, TensorResult
+from precision_tool.comparison.result import TensorResult
 from precision_tool.errors import PrecisionToolError
 from precision_tool.formats.dump_file import DumpFile, read_blob, read_dump_header
 from precision_tool.formats.origin_tensor import read_origin_tensor
 from precision_tool.metrics import DEFAULT_TOLERANCES, compare_tensors
 from precision_tool.metrics.closeness import canonical_dtype, lower_precision
+from precision_tool.status import Status
 
 THREAD_VARIABLES = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
 _HEADER_CACHE_SIZE = 8
@@ -158,7 +159,7 @@ class PairComparer:
         """Compare one pair (or find that it shares its producer's result) and return the row."""
         pair, npu = task.pair, task.pair.npu
         base = TensorResult(index=task.index, tensor_id=npu.tensor_id, op_name=npu.op_name, kind=npu.kind,
-                            tensor_index=npu.index, op_type=npu.op_type, status=ERROR, npu_dump=npu.path,
+                            tensor_index=npu.index, op_type=npu.op_type, status=Status.ERROR, npu_dump=npu.path,
                             npu_dtype=npu.dtype, ground_truth=task.ground_truth, reference=pair.ref.tensor_id,
                             ref_dtype=_dtype_name(pair.ref.dtype), rule=pair.rule)
         if task.same_as is not None and self.same_stored_tensor(npu, task.same_as):
@@ -175,7 +176,7 @@ class PairComparer:
         ref_address = self._address(pair.ref) if isinstance(pair.ref, NpuTensorRef) else ""
         values = tuple(metric.value for metric in comparison.metrics)
         return dataclasses.replace(
-            base, status=comparison.status.value, reason=comparison.reason, address=str(entry.address),
+            base, status=comparison.status, reason=comparison.reason, address=str(entry.address),
             ref_dtype=_dtype_name(reference.dtype), ref_address=ref_address,
             shape=tuple(int(d) for d in decoded.array.shape),
             metrics=values, allclose_ratio=comparison.allclose_ratio,

@@ -15,7 +15,8 @@ is read:
    the tolerance's ``min_ratio`` -> ``PASS``, else ``FAIL``. A tensor whose dims are all 1 is compared
    like any other (msaccucmp writes cosine 1.0 for it whatever the values).
 
-``PASS``, ``BOTH_ZERO`` and ``EMPTY`` pass (nothing disagrees); every other status fails.
+``PASS``, ``BOTH_ZERO`` and ``EMPTY`` pass (nothing disagrees); every other status fails. The statuses are
+those of :class:`precision_tool.status.Status`, the one vocabulary of every result.
 """
 from __future__ import annotations
 
@@ -31,6 +32,7 @@ from precision_tool.metrics._common import PairData, ZERO_REFERENCE_EPS
 from precision_tool.metrics.closeness import (DEFAULT_TOLERANCES, Tolerance, canonical_dtype, close_count,
                                               lower_precision, nonfinite_close_count, split_finite)
 from precision_tool.metrics.registry import ALL, MetricInfo, format_value, get_metric, resolve_metrics
+from precision_tool.status import Status
 
 __all__ = ["Status", "NonFiniteClass", "NonFiniteSummary", "WorstElement", "MetricValue", "TensorComparison",
            "compare_tensors", "DEFAULT_COSINE_THRESHOLD"]
@@ -39,26 +41,6 @@ __all__ = ["Status", "NonFiniteClass", "NonFiniteSummary", "WorstElement", "Metr
 DEFAULT_COSINE_THRESHOLD = 0.99
 
 _RELATIVE = ("AccumulatedRelativeError", "MaxRelativeError", "MeanRelativeError")
-
-
-class Status(str, Enum):
-    """The verdict on one tensor pair. ``status.passed`` says whether it counts as a pass."""
-
-    PASS = "PASS"
-    FAIL = "FAIL"
-    SHAPE_MISMATCH = "SHAPE_MISMATCH"
-    COUNT_MISMATCH = "COUNT_MISMATCH"
-    NAN_INF = "NAN_INF"
-    BOTH_ZERO = "BOTH_ZERO"
-    ONE_SIDE_ZERO = "ONE_SIDE_ZERO"
-    EMPTY = "EMPTY"
-
-    @property
-    def passed(self) -> bool:
-        return self in (Status.PASS, Status.BOTH_ZERO, Status.EMPTY)
-
-    def __str__(self) -> str:
-        return self.value
 
 
 class NonFiniteClass(str, Enum):

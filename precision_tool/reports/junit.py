@@ -17,9 +17,10 @@ import os
 import re
 import xml.etree.ElementTree as ET
 
-from precision_tool.comparison import ERROR, ComparisonResult, TensorResult
+from precision_tool.comparison import ComparisonResult, TensorResult
 from precision_tool.fileio import atomic_write
 from precision_tool.metrics import ALL, format_value
+from precision_tool.status import Status
 
 SUITE_NAME = "precision_tool.compare"
 # Characters XML 1.0 cannot hold at all (ElementTree would write them and produce an unreadable file).
@@ -44,8 +45,8 @@ def build_junit(result: ComparisonResult) -> ET.ElementTree:
     """The JUnit tree of one run (see the module docstring)."""
     rows = result.results
     failures = sum(1 for r in rows if r.compared and not r.passed)
-    errors = sum(1 for r in rows if r.status == ERROR)
-    skipped = sum(1 for r in rows if not r.compared and r.status != ERROR)
+    errors = sum(1 for r in rows if r.status is Status.ERROR)
+    skipped = sum(1 for r in rows if not r.compared and r.status is not Status.ERROR)
     root = ET.Element("testsuites", name="precision_tool", tests=str(len(rows)), failures=str(failures),
                       errors=str(errors), skipped=str(skipped), time=f"{result.timing.compare_s:.3f}")
     suite = ET.SubElement(root, "testsuite", name=SUITE_NAME, tests=str(len(rows)), failures=str(failures),
@@ -57,12 +58,12 @@ def build_junit(result: ComparisonResult) -> ET.ElementTree:
     for row in rows:
         case = ET.SubElement(suite, "testcase", classname=xml_text(row.op_type or row.op_name),
                              name=xml_text(row.tensor_id or row.op_name))
-        if row.status == ERROR:
-            ET.SubElement(case, "error", type=ERROR, message=xml_text(row.reason)).text = _details(row)
+        if row.status is Status.ERROR:
+            ET.SubElement(case, "error", type=Status.ERROR.value, message=xml_text(row.reason)).text = _details(row)
         elif row.compared and not row.passed:
-            ET.SubElement(case, "failure", type=row.status, message=xml_text(row.reason)).text = _details(row)
+            ET.SubElement(case, "failure", type=row.status.value, message=xml_text(row.reason)).text = _details(row)
         elif not row.compared:
-            ET.SubElement(case, "skipped", message=xml_text(f"{row.status}: {row.reason}"))
+            ET.SubElement(case, "skipped", message=xml_text(f"{row.status.value}: {row.reason}"))
     ET.indent(root)
     return ET.ElementTree(root)
 

@@ -38,13 +38,15 @@ import csv
 import math
 import os
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Dict, Iterable, List, Optional, Sequence, Tuple
 
-from precision_tool.comparison.result import ALL_STATUSES, ERROR, NO_DUMP, NOT_COMPARED, TensorResult
+from precision_tool.comparison.result import TensorResult
 from precision_tool.errors import ResultCsvError
 from precision_tool.fileio import atomic_write
-from precision_tool.metrics import ALL, Status, format_value
+from precision_tool.formats.tensor_kind import TensorKind
+from precision_tool.metrics import ALL, MeanStd, format_value
+from precision_tool.status import Status
 
 NOT_APPLICABLE = "NaN"
 _OP_COLUMNS = ("Index", "OpType", "NPUDump", "DataType", "Address", "GroundTruth", "DataType")
@@ -54,9 +56,9 @@ LINE_END = "\r\n"
 FORMULA_STARTS = ("=", "+", "-", "@", "%", "\uff1d", "\uff0b", "\uff0d", "\t", "\r")
 _NEEDS_QUOTES = re.compile(r'[,"\r\n]')
 #: Statuses whose reason goes into CompareFailReason (a plain PASS or FAIL shows itself in the cosine cell).
-_EXPLAINED = tuple(s for s in ALL_STATUSES if s not in (Status.PASS.value, Status.FAIL.value))
+_EXPLAINED = tuple(s.value for s in Status if not s.cosine_gated)
 _STATUS_PREFIX = re.compile(r"^(" + "|".join(map(re.escape, _EXPLAINED)) + r"): ")
-_FAILING_EXPLAINED = tuple(s.value for s in Status if not s.passed and s is not Status.FAIL)
+_MEAN_STD = re.compile(r"\(([^;()]+);([^;()]+)\),\(([^;()]+);([^;()]+)\)")
 
 
 # --------------------------------------------------------------------------------------------- writing
@@ -81,9 +83,9 @@ def shape_text(shape: Optional[Sequence[int]]) -> str:
 
 def fail_reason_cell(result: TensorResult) -> str:
     """``""`` for PASS and FAIL, else ``"STATUS: reason"``."""
-    if result.status in (Status.PASS.value, Status.FAIL.value):
+    if result.status.cosine_gated:
         return ""
-    return f"{result.status}: {result.reason}"
+    return f"{result.status.value}: {result.reason}"
 
 
 def result_row(result: TensorResult, npu_vs_npu: bool = False) -> List[str]:
@@ -114,77 +116,25 @@ def write_result_csv(path, results: Iterable[TensorResult], npu_vs_npu: bool = F
 
 # --------------------------------------------------------------------------------------------- reading
 @dataclass(frozen=True)
-class CsvRow:
-    """One row of a result CSV (ours or msaccucmp's).
-
-    ``metrics`` maps each metric column present to a float (``None`` for ``NaN``/``nan``/empty);
-    StandardDeviation stays text. ``status`` is ours when the row says it (``NAN_INF``, ``NOT_COMPARED``, ...),
-    ``NOT_COMPARED``/``NO_DUMP`` when no metric was computed, else ``""``: judged by its cosine.
-    """
-
-    line: int
-    index: Optional[int]
-    op_type: str
-    npu_dump: str
-    npu_dtype: str
-    address: str
-    ground_truth: str
-    ref_dtype: str
-    tensor_id: str
-    ref_address: str
-    shape: str
-    metrics: Dict[str, object] = field(default_factory=dict)
-    reason: str = ""
-    status: str = ""
-
-    @property
-    def key(self) -> Optional[Tuple[str, str, int]]:
-        """``(op, kind, k)`` parsed from ``TensorIndex``; ``None`` for op-level rows."""
-        parts = self.tensor_id.rsplit(":", 2)
-        if len(parts) != 3 or parts[1] not in ("input", "output") or not parts[2].isdigit():
-            return None
-        return parts[0], parts[1], int(parts[2])
-
-    @property
-    def op_name(self) -> str:
-        key = self.key
-        return key[0] if key else self.npu_dump
-
-    @property
-    def cosine(self) -> Optional[float]:
-        value = self.metrics.get("CosineSimilarity")
-        return value if isinstance(value, float) else None
-
-    def judge(self, cosine_threshold: float) -> str:
-        """``"pass"``, ``"fail"``, ``"error"`` or ``"not_compared"`` at ``cosine_threshold``.
-
-        Our explicit statuses decide first (``NAN_INF`` fails whatever the cosine; ``BOTH_ZERO`` passes);
-        otherwise a row with metrics fails when its cosine is below the threshold or is ``NaN`` -- a NaN
-        cosine beside computed metrics is msaccucmp's way of saying NaN data or an all-zero side.
-        """
-        if self.status in (NOT_COMPARED, NO_DUMP):
-            return "not_compared"
-        if self.status == ERROR:
-            return "error"
-        if self.status in _FAILING_EXPLAINED:
-            return "fail"
-        if self.status in (Status.BOTH_ZERO.value, Status.EMPTY.value):
-            return "pass"
-        cosine = self.cosine
-        return "fail" if cosine is None or cosine < cosine_threshold else "pass"
-
-
-@dataclass(frozen=True)
-class ResultTable:
-    """A result CSV read back: its rows in file order and whether it has the NPU-vs-NPU second Address."""
+class CsvResult:
+    """A result CSV read back: its rows as :class:`TensorResult` records in file order, whether it has the
+    NPU-vs-NPU second ``Address``, and which metric columns it holds (msaccucmp may write a subset)."""
 
     path: str
-    rows: Tuple[CsvRow, ...]
+    rows: Tuple[TensorResult, ...]
     npu_vs_npu: bool = False
+    metric_columns: Tuple[str, ...] = ALL
 
 
-def read_result_csv(path) -> ResultTable:
+def read_result_csv(path, cosine_threshold: Optional[float] = 0.99) -> CsvResult:
     """Read a result CSV written by us or by msaccucmp (any subset of metric columns, extra columns ignored).
+
+    Each row becomes a :class:`TensorResult`. Our explicit statuses (``NAN_INF: ...`` in CompareFailReason)
+    are kept whatever the cosine; a row without metrics is ``NOT_COMPARED`` (``NO_DUMP`` when it names no
+    tensor); any other row is judged by the cosine gate at ``cosine_threshold`` -- a ``NaN`` cosine beside
+    computed metrics (msaccucmp's way of saying NaN data or an all-zero side) fails -- and keeps its
+    CompareFailReason cell (often empty) as its reason. What a CSV does not hold (dump file, reference name,
+    rule, allclose ratio) is left empty.
 
     Raises
     ------
@@ -203,8 +153,9 @@ def read_result_csv(path) -> ResultTable:
     for number, cells in enumerate(lines[1:], start=2):
         if not cells or all(not cell for cell in cells):
             continue
-        rows.append(_row(number, cells, columns))
-    return ResultTable(path, tuple(rows), npu_vs_npu=columns["ref_address"] is not None)
+        rows.append(_row(path, number, cells, columns, cosine_threshold))
+    return CsvResult(path, tuple(rows), npu_vs_npu=columns["ref_address"] is not None,
+                     metric_columns=tuple(columns["metrics"]))
 
 
 def _columns(path: str, header: List[str]) -> dict:
@@ -231,12 +182,14 @@ def _columns(path: str, header: List[str]) -> dict:
 def _cell(cells: List[str], position: Optional[int]) -> str:
     if position is None or position >= len(cells):
         return ""
-    return cells[position]
+    text = cells[position]
+    return "" if text == NOT_APPLICABLE else text
 
 
 def _metric(text: str, name: str):
     if name == "StandardDeviation":
-        return None if text in ("", NOT_APPLICABLE) else text
+        match = _MEAN_STD.fullmatch(text.strip())
+        return MeanStd(*(float(part) for part in match.groups())) if match else None
     try:
         value = float(text)
     except ValueError:
@@ -244,22 +197,56 @@ def _metric(text: str, name: str):
     return None if math.isnan(value) else value
 
 
-def _row(number: int, cells: List[str], columns: dict) -> CsvRow:
-    index_text = _cell(cells, columns["index"])
+def parse_tensor_id(tensor_id: str) -> Optional[Tuple[str, TensorKind, int]]:
+    """``(op, kind, k)`` from ``op:input|output:k``; ``None`` for anything else (op names may hold colons).
+
+    >>> parse_tensor_id("a/b:c:output:12"), parse_tensor_id("x:output:\u00b2"), parse_tensor_id("")
+    (('a/b:c', <TensorKind.OUTPUT: 'output'>, 12), None, None)
+    """
+    parts = tensor_id.rsplit(":", 2)
+    if len(parts) != 3 or not (parts[2].isascii() and parts[2].isdigit()) or len(parts[2]) > 9:
+        return None
+    kind = TensorKind.parse(parts[1])
+    return None if kind is None else (parts[0], kind, int(parts[2]))
+
+
+def _shape(text: str) -> Optional[Tuple[int, ...]]:
+    text = text.strip()
+    if not (text.startswith("[") and text.endswith("]")):
+        return None
+    inner = text[1:-1].strip()
+    dims = [d.strip() for d in inner.split(",")] if inner else []
+    if not all(d.isascii() and d.isdigit() and len(d) <= 18 for d in dims):
+        return None
+    return tuple(int(d) for d in dims)
+
+
+def _index(text: str) -> int:
+    digits = text[1:] if text.startswith("-") else text
+    return int(text) if digits.isascii() and digits.isdigit() and len(digits) <= 18 else -1
+
+
+def _row(path: str, number: int, cells: List[str], columns: dict, threshold: Optional[float]) -> TensorResult:
     metrics = {name: _metric(_cell(cells, position), name) for name, position in columns["metrics"].items()}
-    reason = _cell(cells, columns["reason"])
+    values = tuple(metrics.get(name) for name in ALL)
+    reason = cells[columns["reason"]] if columns["reason"] is not None and columns["reason"] < len(cells) else ""
     tensor_id = _cell(cells, columns["tensor_id"])
+    parsed = parse_tensor_id(tensor_id)
+    op_name, kind, tensor_index = parsed if parsed is not None else (_cell(cells, columns["npu_dump"]), "", -1)
     match = _STATUS_PREFIX.match(reason)
     if match:
-        status = match.group(1)
+        status = Status(match.group(1))
+        reason = reason[match.end():]
     elif all(value is None for value in metrics.values()):
-        status = NO_DUMP if tensor_id in ("", NOT_APPLICABLE) else NOT_COMPARED
+        status = Status.NOT_COMPARED if tensor_id else Status.NO_DUMP
     else:
-        status = ""
-    return CsvRow(line=number, index=int(index_text) if index_text.lstrip("-").isdigit() else None,
-                  op_type=_cell(cells, columns["op_type"]), npu_dump=_cell(cells, columns["npu_dump"]),
-                  npu_dtype=_cell(cells, columns["npu_dtype"]), address=_cell(cells, columns["address"]),
-                  ground_truth=_cell(cells, columns["ground_truth"]), ref_dtype=_cell(cells, columns["ref_dtype"]),
-                  ref_address=_cell(cells, columns["ref_address"]),
-                  tensor_id="" if tensor_id == NOT_APPLICABLE else tensor_id, shape=_cell(cells, columns["shape"]),
-                  metrics=metrics, reason=reason, status=status)
+        cosine = metrics.get("CosineSimilarity")
+        passed = threshold is None or (isinstance(cosine, float) and cosine >= threshold)
+        status = Status.PASS if passed else Status.FAIL
+    return TensorResult(index=_index(_cell(cells, columns["index"])), tensor_id=tensor_id, op_name=op_name,
+                        kind=kind, tensor_index=tensor_index, op_type=_cell(cells, columns["op_type"]),
+                        status=status, reason=reason, npu_dtype=_cell(cells, columns["npu_dtype"]),
+                        address=_cell(cells, columns["address"]),
+                        ground_truth=_cell(cells, columns["ground_truth"]) or "*",
+                        ref_dtype=_cell(cells, columns["ref_dtype"]), ref_address=_cell(cells, columns["ref_address"]),
+                        shape=_shape(_cell(cells, columns["shape"])), metrics=values)

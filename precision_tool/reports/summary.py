@@ -13,8 +13,8 @@ Keys
 ``failing``          every failing tensor (first divergence first, then execution order) with its reason
 ``first_divergence`` the op that most likely introduced the error (``None`` when nothing fails), with
                      ``divergence`` (every root and every op that only inherits an error)
-``order``, ``data_inputs``, ``order_source``  the execution order and data edges, so ``vcs`` can find the
-                     first divergence again at another threshold
+``order``, ``data_inputs``, ``order_source``  the execution order and data edges (also in the lossless
+                     result file, :mod:`.result_store`, which is what ``vcs`` and the reports read back)
 ``inputs``, ``timing``, ``tool``, ``created``
 """
 from __future__ import annotations
@@ -26,43 +26,45 @@ import time
 from typing import Any, Dict, Optional
 
 from precision_tool import __version__
-from precision_tool.comparison import ComparisonResult, iter_failing
+from precision_tool.comparison import ComparisonResult
 from precision_tool.fileio import atomic_write
 
 SUMMARY_NAME = "summary.json"
 
 
-def build_summary(result: ComparisonResult, *, result_csv: str, exit_code: int, inputs: Dict[str, Any],
+def build_summary(result: ComparisonResult, *, result_csv: str, exit_code: int,
                   total_s: Optional[float] = None) -> Dict[str, Any]:
     """The summary of one run as a JSON-ready dict (see the module docstring for the keys)."""
-    alignment = result.alignment
-    failing = [{"tensor_id": r.tensor_id or r.op_name, "op_type": r.op_type, "status": r.status,
+    facts = result.facts
+    failing = [{"tensor_id": r.tensor_id or r.op_name, "op_type": r.op_type, "status": r.status.value,
                 "reason": r.reason, "cosine": r.cosine, "allclose_ratio": r.allclose_ratio,
-                "reference": r.reference, "index": r.index} for r in iter_failing(result)]
+                "reference": r.reference, "index": r.index} for r in result.failing_in_order()]
     below = [{"tensor_id": r.tensor_id, "allclose_ratio": r.allclose_ratio, "min_ratio": r.allclose_min_ratio,
               "dtype": r.tolerance_dtype} for r in result.compared if r.below_allclose_default()]
     divergence = result.divergence
     timing = result.timing.to_dict()
     if total_s is not None:
         timing["total_s"] = round(total_s, 4)
+    inputs: Dict[str, Any] = dict(result.inputs)
+    inputs["mode"] = facts.mode
     return {
         "tool": f"precision_tool {__version__}",
         "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
         "result_csv": os.path.basename(result_csv),
         "exit_code": exit_code,
         "inputs": inputs,
-        "mode": alignment.mode,
+        "mode": facts.mode,
         "cosine_threshold": result.cosine_threshold,
         "allclose_gate": False,
         "counts": result.counts(),
-        "coverage": alignment.coverage.to_dict(),
+        "coverage": facts.coverage.to_dict() if facts.coverage is not None else None,
         "failing": failing,
         "first_divergence": None if divergence.first is None else divergence.first.to_dict(),
         "divergence": divergence.to_dict(),
         "allclose_below_default": below,
-        "order_source": alignment.order_source,
-        "order": list(alignment.order),
-        "data_inputs": {op: [list(edge) for edge in edges] for op, edges in alignment.data_inputs.items() if edges},
+        "order_source": facts.order_source,
+        "order": list(facts.order),
+        "data_inputs": {op: [list(edge) for edge in edges] for op, edges in facts.data_inputs.items() if edges},
         "timing": timing,
     }
 

@@ -47,7 +47,7 @@ def test_ac_compare_names_the_planted_imprecise_op_and_writes_only_to_out(tmp_pa
     (csv,) = [name for name in os.listdir(tmp_path / "out") if name.endswith(".csv")]
     table = read_result_csv(tmp_path / "out" / csv)
     (row,) = [row for row in table.rows if row.tensor_id == f"{RES_CONV}:output:0"]
-    assert row.judge(0.99) == "fail"
+    assert row.status.verdict == "fail"
     summary = json.loads((tmp_path / "out" / "summary.json").read_text())
     assert summary["first_divergence"]["op_name"] == RES_CONV and summary["exit_code"] == 1
     assert tree_listing(CNN) == before

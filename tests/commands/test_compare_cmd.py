@@ -31,7 +31,7 @@ def test_clean_run_exits_0_and_writes_csv_summary_and_junit(tmp_path, capsys):
     out = capsys.readouterr().out
     assert "Compared 8 tensors (cosine >= 0.99): 8 passed, 0 failed" in out
     table = read_result_csv(only_csv(tmp_path / "out"))
-    assert len(table.rows) == 8 and all(row.judge(0.99) == "pass" for row in table.rows)
+    assert len(table.rows) == 8 and all(row.status.verdict == "pass" for row in table.rows)
     summary = json.loads((tmp_path / "out" / "summary.json").read_text())
     assert summary["exit_code"] == 0 and summary["result_csv"] == os.path.basename(only_csv(tmp_path / "out"))
     assert (tmp_path / "ci" / "junit.xml").is_file()
@@ -54,7 +54,7 @@ def test_missing_dumps_and_references_are_coverage_not_failure(tmp_path, capsys)
     summary = json.loads((tmp_path / "out" / "summary.json").read_text())
     assert summary["coverage"]["graph_ops_without_dump"] == ["op2"]
     assert [item[0] for item in summary["coverage"]["unaligned"]] == ["op0:output:0", "op1:input:0"]
-    rows = {row.tensor_id or row.npu_dump: row for row in read_result_csv(only_csv(tmp_path / "out")).rows}
+    rows = {row.tensor_id or row.op_name: row for row in read_result_csv(only_csv(tmp_path / "out")).rows}
     assert rows["op2"].status == "NO_DUMP" and rows["op0:output:0"].status == "NOT_COMPARED"
     assert "1 graph ops have no dump file" in capsys.readouterr().out
 
@@ -87,7 +87,7 @@ def test_workspace_defaults_write_under_temp_vector_compare_and_leave_inputs_alo
     assert main(["-d", case.root, "compare"]) == 1
     results = tmp_path / "ws" / "temp" / "vector_compare"
     (stamp,) = os.listdir(results)
-    assert sorted(os.listdir(results / stamp)) == [f"result_{stamp}.csv", "summary.json"]
+    assert sorted(os.listdir(results / stamp)) == [f"result_{stamp}.csv", f"result_{stamp}.jsonl", "summary.json"]
     assert {folder: tree_listing(folder) for folder in before} == before
     # vc writes beside it, in its own timestamped folder, even within the same second
     assert main(["-d", case.root, "vc", "-lt", case.npu, "-rt", case.ref, "-g", case.graph]) == 1
@@ -99,7 +99,7 @@ def test_formula_like_op_names_go_through_end_to_end(tmp_path, capsys):
     case = chain_case(tmp_path / "case", names=["-neg/Add", "=1+1", "@at", "+plus"], break_at="=1+1")
     assert compare(case, tmp_path / "out") == 1
     table = read_result_csv(only_csv(tmp_path / "out"))
-    assert [row.npu_dump for row in table.rows][::2] == ["-neg/Add", "=1+1", "@at", "+plus"]
+    assert [row.op_name for row in table.rows][::2] == ["-neg/Add", "=1+1", "@at", "+plus"]
     assert main(["vcs", "-f", str(tmp_path / "out")]) == 1
     assert "=1+1:output:0" in capsys.readouterr().out
 

@@ -16,6 +16,7 @@ from typing import Optional, Sequence, Tuple
 from precision_tool.cli import main
 from precision_tool.comparison import TensorResult
 from precision_tool.metrics import ALL
+from precision_tool.status import Status
 from precision_tool.reports.result_csv import write_result_csv
 
 REPO = Path(__file__).resolve().parents[2]
@@ -44,7 +45,7 @@ def tensor(index: int, op: str, kind: str = "output", k: int = 0, cosine: Option
         metrics[ALL.index("CosineSimilarity")] = cosine
         metrics[ALL.index("MaxRelativeError")] = max_rel
     return TensorResult(index=index, tensor_id=f"{op}:{kind}:{k}", op_name=op, kind=kind, tensor_index=k,
-                        op_type=op_type, status=status, reason=reason, npu_dtype="float16",
+                        op_type=op_type, status=Status(status), reason=reason, npu_dtype="float16",
                         ground_truth=op, reference=f"{op}:output:{k}" if status != "NOT_COMPARED" else "",
                         ref_dtype="float32" if status != "NOT_COMPARED" else "", shape=(2, 3),
                         metrics=tuple(metrics))

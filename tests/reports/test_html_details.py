@@ -13,7 +13,7 @@ from html_builders import CNN, RES_ADD, RES_CONV, sample_result, tensor, write_s
 from precision_tool.cli import main  # noqa: E402
 from precision_tool.reports.html import build_report, render_page  # noqa: E402
 from precision_tool.reports.html.details import failing_details  # noqa: E402
-from precision_tool.reports.html.result_source import load_result  # noqa: E402
+from precision_tool.reports.result_store import load_result  # noqa: E402
 
 
 def test_details_limit_keeps_the_first_divergence_first(tmp_path):

@@ -123,7 +123,7 @@ def test_failing_tensor_details_match_the_csv(sample):
     assert detail.tensor_id == f"{RES_CONV}:output:0" and detail.shape == (2, 8, 8, 16)
     assert sum(detail.histogram.counts) + detail.histogram.left_out == 2 * 8 * 8 * 16
     (row,) = [r for r in read_result_csv(csv).rows if r.tensor_id == detail.tensor_id]
-    assert detail.worst[0].abs_error == pytest.approx(row.metrics["MaxAbsoluteError"], abs=1e-6)
+    assert detail.worst[0].abs_error == pytest.approx(row.metric("MaxAbsoluteError"), abs=1e-6)
     assert len(detail.worst) == 10
     assert all(a.abs_error >= b.abs_error for a, b in zip(detail.worst, detail.worst[1:]))
     assert page.count('class="histogram"') == len(data.details.tensors) == 2

@@ -22,7 +22,7 @@ def broken_run(tmp_path):
 
 def test_summary_holds_counts_coverage_failing_and_the_first_divergence(tmp_path):
     result = broken_run(tmp_path)
-    summary = build_summary(result, result_csv=str(tmp_path / "result_1.csv"), exit_code=1, inputs={"npu": "n"})
+    summary = build_summary(result, result_csv=str(tmp_path / "result_1.csv"), exit_code=1)
     assert summary["result_csv"] == "result_1.csv" and summary["cosine_threshold"] == 0.99
     assert summary["counts"]["compared"] == 9 and summary["counts"]["not_compared"] == 1
     assert summary["counts"]["by_status"] == {"PASS": 1, "NAN_INF": 8, "NOT_COMPARED": 1}  # the NaN flows down
@@ -40,7 +40,7 @@ def test_summary_is_found_only_beside_the_csv_it_describes(tmp_path):
     csv_path.parent.mkdir()
     csv_path.write_text("")
     write_summary(csv_path.parent / "summary.json",
-                  build_summary(result, result_csv=str(csv_path), exit_code=1, inputs={}))
+                  build_summary(result, result_csv=str(csv_path), exit_code=1))
     loaded = summary_for_csv(csv_path)
     assert loaded["first_divergence"]["op_name"] == "op0"
     json.loads((csv_path.parent / "summary.json").read_text())  # strict JSON: NaN written as text

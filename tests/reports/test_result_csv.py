@@ -10,7 +10,10 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), os.pardir, "compariso
 
 from cmp_builders import chain_case  # noqa: E402
 from precision_tool.alignment import align, load_graph  # noqa: E402
-from precision_tool.comparison import NO_DUMP, NOT_COMPARED, TensorResult, compare_alignment  # noqa: E402
+from precision_tool.comparison import TensorResult, compare_alignment  # noqa: E402
+from precision_tool.status import Status  # noqa: E402
+
+NO_DUMP, NOT_COMPARED = Status.NO_DUMP, Status.NOT_COMPARED
 from precision_tool.errors import ResultCsvError  # noqa: E402
 from precision_tool.fileio import TEMP_PREFIX  # noqa: E402
 from precision_tool.metrics import MeanStd  # noqa: E402
@@ -42,7 +45,7 @@ def test_header_is_msaccucmps_exactly(tmp_path):
 
 def test_cells_are_formatted_like_msaccucmps():
     row = TensorResult(index=3, tensor_id="conv/Conv2D:output:0", op_name="conv/Conv2D", kind="output",
-                       tensor_index=0, op_type="Conv2D", status="PASS", reason="cosine 1 >= 0.99",
+                       tensor_index=0, op_type="Conv2D", status=Status.PASS, reason="cosine 1 >= 0.99",
                        npu_dtype="float16", address="1234", ground_truth="conv/Conv2D,conv/Relu",
                        reference="conv/Relu:output:0", ref_dtype="float32", shape=(1, 64, 64, 64),
                        metrics=(0.99999939, 0.0046798, 4623.4912739, 0.0011024, 3.2e-08,
@@ -54,7 +57,7 @@ def test_cells_are_formatted_like_msaccucmps():
                                "1678.654600", "0.017637", ""]
     assert csv_line(result_row(row)).startswith('3,Conv2D,conv/Conv2D,float16,1234,"conv/Conv2D,conv/Relu",')
     scalar = TensorResult(index=0, tensor_id="s:output:0", op_name="s", kind="output", tensor_index=0, op_type="Neg",
-                          status="NAN_INF", reason="NPU has 1 NaN, reference none; no pair is finite on both sides",
+                          status=Status.NAN_INF, reason="NPU has 1 NaN, reference none; no pair is finite on both sides",
                           shape=())
     cells = result_row(scalar)
     assert cells[8] == "[]" and cells[9:19] == ["NaN"] * 10
@@ -83,17 +86,17 @@ def test_our_csv_round_trips_through_our_reader(tmp_path):
     path = write_result_csv(tmp_path / "r.csv", result.results)
     table = read_result_csv(path)
     assert [row.tensor_id for row in table.rows] == [row.tensor_id for row in result.results]
-    assert [row.npu_dump for row in table.rows][:2] == ["-neg/Add", "-neg/Add"]
+    assert [row.op_name for row in table.rows][:2] == ["-neg/Add", "-neg/Add"]
     for ours, back in zip(result.results, table.rows):
         assert back.index == ours.index and back.op_type == ours.op_type
         if ours.status in ("PASS", "FAIL"):
-            assert back.status == "" and back.cosine == pytest.approx(ours.cosine, abs=5e-7)
-            assert back.metrics["MaxAbsoluteError"] == pytest.approx(ours.metric("MaxAbsoluteError"), abs=5e-7)
-            assert back.judge(0.99) == ("pass" if ours.passed else "fail")
+            assert back.status.cosine_gated and back.cosine == pytest.approx(ours.cosine, abs=5e-7)
+            assert back.metric("MaxAbsoluteError") == pytest.approx(ours.metric("MaxAbsoluteError"), abs=5e-7)
+            assert back.status.verdict == ("pass" if ours.passed else "fail")
         else:
             assert back.status == ours.status
-    assert table.rows[-1].status == NOT_COMPARED and table.rows[-1].judge(0.99) == "not_compared"
-    assert {row.key for row in table.rows if row.judge(0.99) == "fail"} == \
+    assert table.rows[-1].status == NOT_COMPARED and table.rows[-1].status.verdict == "not_compared"
+    assert {row.key for row in table.rows if row.status.verdict == "fail"} == \
         {row.key for row in result.results if row.failed}
 
 

@@ -2,7 +2,7 @@
 
 Data flow, one module each::
 
-    result_source  CSV + summary.json  -> ResultSource (a ComparisonResult read back, judged at a threshold)
+    ..result_store  the result read back -> StoredResult (a ComparisonResult judged at a threshold)
     findings       ac's overflow/fusion sections and verdict      -> CheckFindings
     details        failing tensors loaded again                   -> histograms + worst elements
     data           all of it as plain page data                   -> ReportData
@@ -24,10 +24,12 @@ from precision_tool.reports.html.details import DEFAULT_DETAILS, DEFAULT_WORST, 
 from precision_tool.reports.html.findings import (CheckFindings, findings_from_autocheck, findings_from_workspace,
                                                   workspace_of_result)
 from precision_tool.reports.html.page import render_page
-from precision_tool.reports.html.result_source import ResultSource, load_result
+from precision_tool.reports.result_store import StoredResult, load_result
+
+RUN_FIRST = "run 'precision_tool -d WORKSPACE ac -c' or 'compare' first, or give -f RESULT_DIR_OR_CSV"
 
 __all__ = ["build_report", "write_report", "write_run_report", "ensure_report_folder", "default_report_path",
-           "ReportData", "CheckFindings", "ResultSource", "load_result", "findings_from_autocheck",
+           "ReportData", "CheckFindings", "StoredResult", "load_result", "findings_from_autocheck",
            "findings_from_workspace", "render_page", "DEFAULT_DETAILS", "DEFAULT_WORST"]
 
 
@@ -41,7 +43,7 @@ def build_report(target: str, *, threshold: Optional[float] = None, data_dir: st
     failing tensors get element errors (0 = all), each with its ``worst`` largest errors; ``limit`` caps the
     rows of ``ac``'s tables, as ``ac -l`` does.
     """
-    source = load_result(target, threshold)
+    source = load_result(target, threshold, hint=RUN_FIRST)
     if findings is None and run_checks:
         workspace = workspace_of_result(data_dir, source.inputs)
         if workspace is not None:
@@ -68,8 +70,8 @@ def write_report(data: ReportData, path: str) -> str:
     return os.fspath(path)
 
 
-def ensure_report_folder(path: str, inputs: dict) -> str:
-    """Create the folder ``path`` will go in, refusing one inside the run's input folders (``summary.json``'s
+def ensure_report_folder(path: str, inputs) -> str:
+    """Create the folder ``path`` will go in, refusing one inside the run's input folders (the result's
     ``inputs``: NPU dump, reference, graphs) with :class:`~precision_tool.errors.WorkspaceError`; returns
     ``path``."""
     from precision_tool.config import ensure_output_dir
@@ -89,7 +91,7 @@ def write_run_report(csv_path: str, html_path: str, findings=None, details: int 
     from precision_tool.errors import WorkspaceError
 
     data = build_report(csv_path, findings=findings, run_checks=False, details=details, worst=worst)
-    ensure_report_folder(html_path, (data.summary or {}).get("inputs") or {})
+    ensure_report_folder(html_path, data.inputs)
     try:
         return write_report(data, html_path)
     except OSError as error:

@@ -1,6 +1,6 @@
 """What the page shows, as plain data: :class:`ReportData`, built by :func:`build_report_data`.
 
-Inputs are a :class:`~precision_tool.reports.html.result_source.ResultSource` (the CSV and ``summary.json``),
+Inputs are a :class:`~precision_tool.reports.result_store.StoredResult` (the result read back),
 optionally ``ac``'s :class:`~precision_tool.reports.html.findings.CheckFindings` and the failing tensors'
 :class:`~precision_tool.reports.html.details.Details`. Everything here is text and numbers; the page
 (:mod:`.page`) only lays it out.
@@ -10,13 +10,14 @@ from __future__ import annotations
 import os
 import time
 from dataclasses import dataclass, field
-from typing import Dict, Optional, Tuple
+from typing import Dict, Mapping, Optional, Tuple
 
 from precision_tool import __version__
+from precision_tool.comparison.result import RunFacts
 from precision_tool.reports.html.details import Details
 from precision_tool.reports.html.plot import PlotPoint
 
-PASS, FAIL, ERROR_VERDICT, NOT_COMPARED_VERDICT = "pass", "fail", "error", "not_compared"
+PASS, FAIL = "pass", "fail"  # Status.verdict words the page styles and plots
 
 
 @dataclass(frozen=True)
@@ -53,7 +54,8 @@ class ReportData:
     points: Tuple[PlotPoint, ...]
     counts: Dict[str, int]
     divergence: object
-    summary: Optional[dict] = None
+    facts: Optional[RunFacts] = None
+    inputs: Mapping[str, Optional[str]] = field(default_factory=dict)
     findings: object = None
     details: Details = Details()
     notes: Tuple[str, ...] = ()
@@ -67,65 +69,56 @@ class ReportData:
 
     @property
     def failing_rows(self) -> Tuple[TableRow, ...]:
-        return tuple(row for row in self.rows if row.verdict in (FAIL, ERROR_VERDICT))
+        return tuple(row for row in self.rows if row.verdict in (FAIL, "error"))
 
 
-def _format_metric(value) -> str:
-    if value is None:
-        return "NaN"
-    if isinstance(value, float):
-        return f"{value:.6f}"
-    return str(value)
-
-
-def _columns(table) -> Tuple[Column, ...]:
+def _columns(metric_columns: Tuple[str, ...], npu_vs_npu: bool) -> Tuple[Column, ...]:
     from precision_tool.metrics import ALL
 
-    present = table.rows[0].metrics if table.rows else {name: None for name in ALL}
-    metrics = [Column(name, numeric=name != "StandardDeviation") for name in ALL if name in present]
+    metrics = [Column(name, numeric=name != "StandardDeviation") for name in ALL if name in metric_columns]
+    addresses = (Column("Address", True),) if npu_vs_npu else ()
     return (Column("Index", True), Column("OpType"), Column("NPUDump"), Column("DataType"), Column("Address", True),
-            Column("GroundTruth"), Column("DataType"), Column("TensorIndex"), Column("Shape"), *metrics,
+            Column("GroundTruth"), Column("DataType"), *addresses, Column("TensorIndex"), Column("Shape"), *metrics,
             Column("CompareFailReason"))
 
 
-def _verdict(result) -> str:
-    from precision_tool.comparison import ERROR
+def _row(position: int, result, metric_columns: Tuple[str, ...], npu_vs_npu: bool, first: Optional[str],
+         detail: Optional[int], threshold: float) -> TableRow:
+    """The CSV's cells of ``result`` (only the metric columns the CSV holds); a plain ``FAIL`` also shows the
+    cosine gate's words in the reason cell."""
+    from precision_tool.comparison.result import cosine_gate_reason
+    from precision_tool.metrics import ALL
+    from precision_tool.reports.result_csv import result_row
 
-    if result.status == ERROR:
-        return ERROR_VERDICT
-    if result.compared:
-        return PASS if result.passed else FAIL
-    return NOT_COMPARED_VERDICT
-
-
-def _row(position: int, csv_row, result, columns, first: Optional[str], detail: Optional[int]) -> TableRow:
-    verdict = _verdict(result)
-    reason = csv_row.reason or (result.reason if verdict == FAIL else "")
-    cells = [str(csv_row.index) if csv_row.index is not None else "", csv_row.op_type, csv_row.npu_dump,
-             csv_row.npu_dtype, csv_row.address, csv_row.ground_truth, csv_row.ref_dtype, csv_row.tensor_id or "NaN",
-             csv_row.shape]
-    cells += [_format_metric(csv_row.metrics.get(column.name)) for column in columns[9:-1]]
-    cells.append(reason)
-    return TableRow(position, verdict, result.op_name, csv_row.tensor_id, tuple(cells),
+    verdict = result.status.verdict
+    cells = result_row(result, npu_vs_npu)
+    metrics_at = len(cells) - 1 - len(ALL)
+    shown = [cell for name, cell in zip(ALL, cells[metrics_at:-1]) if name in metric_columns]
+    reason = cells[-1] or ((result.reason or cosine_gate_reason(result.cosine, threshold)) if verdict == FAIL else "")
+    cells = cells[:metrics_at] + shown + [reason]
+    return TableRow(position, verdict, result.op_name, result.tensor_id, tuple(cells),
                     first_divergence=verdict == FAIL and result.op_name == first, detail=detail)
 
 
 def build_report_data(source, findings=None, details: Details = Details(), title: str = "") -> ReportData:
-    """The page's data from a result read back, ``ac``'s findings (or ``None``) and the element details."""
+    """The page's data from a result read back (a :class:`~precision_tool.reports.result_store.StoredResult`),
+    ``ac``'s findings (or ``None``) and the element details."""
     comparison = source.comparison
     first = comparison.divergence.first.op_name if comparison.divergence.first is not None else None
     detail_of = {detail.tensor_id: k for k, detail in enumerate(details.tensors)}
-    columns = _columns(source.table)
+    columns = _columns(source.metric_columns, comparison.npu_vs_npu)
     rows, points = [], []
-    for position, (csv_row, result) in enumerate(zip(source.table.rows, comparison.results)):
-        row = _row(position, csv_row, result, columns, first, detail_of.get(csv_row.tensor_id))
+    for position, result in enumerate(comparison.results):
+        row = _row(position, result, source.metric_columns, comparison.npu_vs_npu, first,
+                   detail_of.get(result.tensor_id), source.threshold)
         rows.append(row)
         if row.verdict in (PASS, FAIL):
-            points.append(PlotPoint(position, csv_row.index, csv_row.tensor_id, result.op_name, result.cosine,
-                                    result.metric("MaxRelativeError"), row.verdict == FAIL))
+            points.append(PlotPoint(position, result.index if result.index >= 0 else None, result.tensor_id,
+                                    result.op_name, result.cosine, result.metric("MaxRelativeError"),
+                                    row.verdict == FAIL))
     counts = comparison.counts()
     notes = []
-    if source.summary is None:
+    if not source.has_run_facts:
         notes.append("No summary.json for this CSV (msaccucmp's, or another run's folder): order from the Index "
                      "column, no graph edges, no coverage report, no element details.")
     if details.note:
@@ -134,5 +127,5 @@ def build_report_data(source, findings=None, details: Details = Details(), title
     page_title = title or f"Accuracy report: {workspace or os.path.basename(source.csv_path)}"
     return ReportData(title=page_title, csv_path=os.path.abspath(source.csv_path), threshold=source.threshold,
                       columns=columns, rows=tuple(rows), points=tuple(points), counts=counts,
-                      divergence=comparison.divergence, summary=source.summary, findings=findings, details=details,
-                      notes=tuple(notes))
+                      divergence=comparison.divergence, facts=comparison.facts if source.has_run_facts else None,
+                      inputs=dict(source.inputs), findings=findings, details=details, notes=tuple(notes))

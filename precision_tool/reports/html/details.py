@@ -77,18 +77,17 @@ def _replace(detail: TensorDetail, **changes) -> TensorDetail:
     return dataclasses.replace(detail, **changes)
 
 
-def _align_again(inputs: dict):
+def _align_again(inputs, mode: str):
     """The run's alignment, or a one-line reason why it cannot be redone."""
     from precision_tool.alignment import align
     from precision_tool.errors import PrecisionToolError
 
     npu, reference = inputs.get("npu"), inputs.get("reference")
     if not npu or not reference:
-        return None, "the result's summary.json names no NPU dump or reference folder to load tensors from"
+        return None, "the result names no NPU dump or reference folder to load tensors from"
     missing = [path for path in (npu, reference) if not os.path.isdir(path)]
     if missing:
         return None, f"{missing[0]} is gone: element errors need the run's dump folders"
-    mode = inputs.get("mode") or "auto"
     try:
         return align(npu, reference, inputs.get("graph"), mode=mode,
                      reference_graph=inputs.get("reference_graph") if mode == "npu_vs_npu" else None), ""
@@ -98,16 +97,16 @@ def _align_again(inputs: dict):
 
 def failing_details(source, limit: int = DEFAULT_DETAILS, worst_count: int = DEFAULT_WORST) -> Details:
     """Details of the first ``limit`` failing tensors of ``source`` (0 = all), first divergence first."""
-    from precision_tool.comparison import ERROR, iter_failing
+    from precision_tool.status import Status
 
-    failing = [row for row in iter_failing(source.comparison) if row.status != ERROR and row.tensor_id]
+    failing = [row for row in source.comparison.failing_in_order() if row.status is not Status.ERROR and row.tensor_id]
     chosen = failing if limit <= 0 else failing[:limit]
     if not chosen:
         return Details()
-    if source.summary is None:
+    if not source.has_run_facts:
         alignment, note = None, "no summary.json beside the CSV: element errors need the dump folders it names"
     else:
-        alignment, note = _align_again(source.inputs)
+        alignment, note = _align_again(source.inputs, source.comparison.facts.mode)
     skipped = len(failing) - len(chosen)
     if alignment is None:
         return Details(tuple(TensorDetail(r.tensor_id, r.op_name, r.op_type, r.status, r.reason, note=note)

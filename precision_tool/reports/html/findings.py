@@ -101,7 +101,7 @@ def workspace_of_result(data_dir: str, inputs: dict) -> Optional[str]:
 
 def findings_from_workspace(workspace: str, source, limit: int = 5) -> CheckFindings:
     """Run ``ac``'s overflow and fusion checks on ``workspace`` and decide the verdict with the comparison of
-    ``source`` (a :class:`~precision_tool.reports.html.result_source.ResultSource`)."""
+    ``source`` (a :class:`~precision_tool.reports.result_store.StoredResult`)."""
     from precision_tool.checks.autocheck import CompareSection, check_fusion, check_overflow
     from precision_tool.checks.verdict import decide_verdict
     from precision_tool.config import Workspace
@@ -109,8 +109,8 @@ def findings_from_workspace(workspace: str, source, limit: int = 5) -> CheckFind
     folder = Workspace(workspace)
     overflow = check_overflow(folder, limit)
     fusion = check_fusion(folder)
-    compare = CompareSection(result=source.comparison, inputs=source.inputs)
-    verdict = decide_verdict(overflow, fusion, compare, compare_out=source.folder)
+    compare = CompareSection(result=source.comparison, inputs=source.inputs, out_folder=source.folder)
+    verdict = decide_verdict(overflow, fusion, compare)
     prefix = command_prefix_for(workspace)
     return CheckFindings(workspace, verdict, _sections(overflow, fusion, limit),
                          overflow_marks(overflow), prefix)

@@ -49,7 +49,7 @@ def _header(data: ReportData) -> str:
     if counts.get("not_compared"):
         pills.append(("", f"{counts['not_compared']} without reference"))
     meta = [f"Result {element('code', text(data.csv_path))}"]
-    inputs = (data.summary or {}).get("inputs") or {}
+    inputs = data.inputs
     if inputs.get("npu"):
         meta.append(f"NPU dump {element('code', text(inputs['npu']))}")
     if inputs.get("reference"):
@@ -209,7 +209,8 @@ def _name_list(title: str, items, limit: int = 200) -> str:
 
 def _coverage_card(data: ReportData) -> str:
     counts = data.counts
-    coverage = (data.summary or {}).get("coverage")
+    facts = data.facts
+    coverage = facts.coverage.to_dict() if facts is not None and facts.coverage is not None else None
     rows = [("compared", counts["compared"]), ("passed", counts["passed"]), ("failed", counts["failed"]),
             ("aligned but unreadable", counts.get("errors", 0)),
             ("NPU tensors without a reference", counts.get("not_compared", 0)),
@@ -229,8 +230,7 @@ def _coverage_card(data: ReportData) -> str:
             ("graph ops without a dump", "graph_ops_without_dump"), ("dumped ops not in the graph",
                                                                      "dumped_not_in_graph"),
             ("ambiguous names not guessed", "ambiguous"), ("unreadable dump files", "unreadable")))
-        order = (data.summary or {}).get("order_source")
-        if order and order != "graph":
+        if facts is not None and facts.order_source != "graph":
             lists += _paragraph(text("No graph: tensors matched by name, inputs not compared, order by dump time."),
                                 class_="note")
     else:
