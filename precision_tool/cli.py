@@ -15,7 +15,7 @@ from precision_tool import __version__
 from precision_tool.commands import build_registry
 from precision_tool.commands.registry import Context
 from precision_tool.config import ENV_DATA_DIR, default_data_dir
-from precision_tool.errors import EXIT_OK, PrecisionToolError
+from precision_tool.errors import PrecisionToolError
 from precision_tool.reports.format import format_report, report_to_json
 
 
@@ -35,15 +35,14 @@ def _global_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
-    argv: List[str] = list(sys.argv[1:] if argv is None else argv)
-    options = _global_parser().parse_args(argv)
+    args: List[str] = list(sys.argv[1:] if argv is None else argv)
+    options = _global_parser().parse_args(args)
     ctx = Context(data_dir=options.data_dir or default_data_dir())
     if options.command is None:
-        try:
-            from precision_tool.shell.app import run_shell  # noqa: F401  (issue 7)
-        except ImportError:
-            _global_parser().print_help()
-            return EXIT_OK
+        # Imported here so batch runs never load prompt_toolkit. It is a hard dependency (setup.cfg), so an
+        # ImportError is a broken install or a bug and keeps its traceback: no quiet fallback to the help text.
+        from precision_tool.shell.app import run_shell
+
         return run_shell(ctx)
     registry = build_registry(only=options.command)
     try:

@@ -44,7 +44,8 @@ def test_analysis_path_does_not_import_tensorflow():
     code = (
         "import pkgutil, importlib, precision_tool\n"
         "for m in pkgutil.walk_packages(precision_tool.__path__, 'precision_tool.'):\n"
-        "    if not m.name.startswith(('precision_tool.capture', 'precision_tool.tf_config', 'precision_tool.__main__')):\n"
+        "    if not m.name.startswith(('precision_tool.capture', 'precision_tool.tf_config',\n"
+        "                              'precision_tool.__main__')):\n"
         "        importlib.import_module(m.name)\n"
         "from precision_tool.cli import main\n"
         "import contextlib, io\n"
@@ -77,3 +78,35 @@ def test_a_batch_command_loads_only_its_own_module():
                              "assert [c.name for c in registry.commands] == ['dc']\n")
     assert "precision_tool.commands.dump_convert" in modules
     assert "precision_tool.commands.autocheck" not in modules and "precision_tool.reports.html" not in modules
+
+
+def test_no_command_opens_the_shell_on_the_workspace(monkeypatch, tmp_path):
+    import precision_tool.shell.app
+
+    opened = []
+    monkeypatch.setattr(precision_tool.shell.app, "run_shell", lambda ctx: opened.append(ctx.data_dir) or 0)
+    assert main(["-d", str(tmp_path)]) == 0
+    assert opened == [str(tmp_path)]
+
+
+def _run_without(module: str, argv: list) -> subprocess.CompletedProcess:
+    """``precision_tool ARGV`` in a fresh interpreter where importing ``module`` fails."""
+    code = (f"import sys; sys.modules[{module!r}] = None\n"  # a None entry makes `import module` raise ImportError
+            f"from precision_tool.cli import main\nsys.exit(main({argv!r}))\n")
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, stdin=subprocess.DEVNULL)
+
+
+@pytest.mark.parametrize("module", ["prompt_toolkit", "precision_tool.shell.completer"])
+def test_a_shell_that_cannot_be_imported_is_a_traceback_not_the_help_text(module, tmp_path):
+    """prompt_toolkit is a hard dependency (setup.cfg): an ImportError behind the shell is a broken install
+    or a bug, and must not pass for success by printing the help and exiting 0 (as it once did)."""
+    result = _run_without(module, ["-d", str(tmp_path)])
+    assert result.returncode == 1 and result.stdout == ""
+    assert "Traceback" in result.stderr and result.stderr.rstrip().splitlines()[-1].startswith(
+        ("ImportError", "ModuleNotFoundError"))
+    assert module in result.stderr
+
+
+def test_batch_commands_run_without_the_shell_dependencies(tmp_path):
+    result = _run_without("prompt_toolkit", ["help"])
+    assert result.returncode == 0 and "Commands" in result.stdout, result.stderr
