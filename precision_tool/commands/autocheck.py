@@ -24,50 +24,19 @@ from precision_tool.commands.registry import Command, Context
 from precision_tool.errors import UsageError
 
 
-def non_negative_float(text: str) -> float:
-    value = float(text)
-    if not value >= 0:
-        raise ValueError(text)
-    return value
-
-
-def add_fusion_rule_options(parser) -> None:
-    """``--fusion-floor`` and ``--fusion-growth``, shared with ``fusion``."""
-    from precision_tool.checks.fusion_compare import DEFAULT_FLOOR, DEFAULT_GROWTH
-
-    parser.add_argument("--fusion-floor", type=non_negative_float, default=DEFAULT_FLOOR, metavar="D",
-                        help=f"fusion on vs off: an op differs when its output's relative distance exceeds "
-                             f"GROWTH x its inputs' by more than D (default {DEFAULT_FLOOR})")
-    parser.add_argument("--fusion-growth", type=non_negative_float, default=DEFAULT_GROWTH, metavar="G",
-                        help=f"fusion on vs off: how much an op may amplify the difference it receives "
-                             f"(default {DEFAULT_GROWTH:g})")
-
-
-def non_negative_int(text: str) -> int:
-    value = int(text)
-    if value < 0:
-        raise ValueError(text)
-    return value
-
-
 def add_arguments(parser):
     from precision_tool.checks.autocheck import DEFAULT_LIMIT
-    from precision_tool.commands.compare import cosine_value, positive_int
+    from precision_tool.commands.options import (add_cosine_option, add_fusion_rule_options, add_limit_option,
+                                                 add_output_dir_option, add_workers_option)
     from precision_tool.metrics import DEFAULT_COSINE_THRESHOLD
 
     parser.add_argument("-c", "--compare", action="store_true",
                         help="also compare npu/debug_0 with tf/dump and find the first divergence")
-    parser.add_argument("-l", "--limit", type=non_negative_int, default=DEFAULT_LIMIT, metavar="N",
-                        help=f"detail the first N overflow records and list at most N rows per table "
-                             f"(default {DEFAULT_LIMIT}; 0 = all)")
-    parser.add_argument("--cosine", type=cosine_value, default=DEFAULT_COSINE_THRESHOLD, metavar="C",
-                        help=f"with -c: a tensor fails below this cosine similarity (default "
-                             f"{DEFAULT_COSINE_THRESHOLD})")
-    parser.add_argument("-o", "-out", "--output", dest="out_dir", default=None, metavar="OUT_DIR",
-                        help="with -c: folder for result_{timestamp}.csv and summary.json "
-                             "(default WORKSPACE/temp/vector_compare/{timestamp})")
-    parser.add_argument("--workers", type=positive_int, default=None, metavar="N",
-                        help="with -c: processes comparing tensors (default: every usable CPU)")
+    add_limit_option(parser, DEFAULT_LIMIT, "detail the first N overflow records and list at most N rows per table")
+    add_cosine_option(parser, DEFAULT_COSINE_THRESHOLD, short=False, help_tail=" (used with -c; here -c is --compare)")
+    add_output_dir_option(parser, "with -c: result_{timestamp}.csv and summary.json",
+                          "WORKSPACE/temp/vector_compare/{timestamp}")
+    add_workers_option(parser, "with -c: ")
     parser.add_argument("--html", default=None, metavar="FILE",
                         help="with -c: also write the HTML report (verdict, plot, failing tensors, table) to FILE")
     add_fusion_rule_options(parser)

@@ -18,33 +18,19 @@ from precision_tool.metrics import DEFAULT_COSINE_THRESHOLD
 MODES = ("auto", "npu_vs_tf", "npu_vs_npu")
 
 
-def positive_int(text: str) -> int:
-    value = int(text)
-    if value < 1:
-        raise ValueError(text)
-    return value
-
-
-def cosine_value(text: str) -> float:
-    value = float(text)
-    if not -1.0 <= value <= 1.0:
-        raise ValueError(text)
-    return value
-
-
 def add_shared_options(parser) -> None:
-    """``-c``, ``--junit`` and ``--workers``, shared with ``vc``."""
-    parser.add_argument("-c", "--cosine", "--cosine-threshold", dest="cosine", type=cosine_value,
-                        default=DEFAULT_COSINE_THRESHOLD, metavar="THRESHOLD",
-                        help=f"a tensor fails below this cosine similarity (default {DEFAULT_COSINE_THRESHOLD}); "
-                             "NaN/inf, shape or count mismatch and one-side-zero tensors fail whatever it is")
-    parser.add_argument("--junit", default=None, metavar="FILE",
-                        help="also write JUnit XML (one test case per tensor) for CI dashboards")
-    parser.add_argument("--workers", type=positive_int, default=None, metavar="N",
-                        help="processes comparing tensors (default: every usable CPU)")
+    """``-c``, ``--junit`` and ``--workers``, shared with ``vc`` (defined once in :mod:`.options`)."""
+    from precision_tool.commands.options import add_cosine_option, add_junit_option, add_workers_option
+
+    add_cosine_option(parser, DEFAULT_COSINE_THRESHOLD,
+                      help_tail="; NaN/inf, shape or count mismatch and one-side-zero tensors fail whatever it is")
+    add_junit_option(parser)
+    add_workers_option(parser)
 
 
 def add_arguments(parser):
+    from precision_tool.commands.options import add_output_dir_option
+
     parser.add_argument("-m", "--npu", "--my-dump-path", dest="npu", default=None, metavar="NPU_DIR",
                         help="NPU dump folder (searched recursively; default WORKSPACE/npu/debug_0/dump)")
     parser.add_argument("-g", "--golden", "--reference", dest="reference", default=None, metavar="REF_DIR",
@@ -53,9 +39,8 @@ def add_arguments(parser):
     parser.add_argument("-f", "--graph", dest="graph", default=None, metavar="GRAPH",
                         help="GE Build graph of the NPU run: .txt or .json, or a folder holding ge_proto_*_Build.txt "
                              "(default: WORKSPACE/npu/debug_0/graph when -m is not given; else none: names only)")
-    parser.add_argument("-out", "-o", "--output", dest="out_dir", default=None, metavar="OUT_DIR",
-                        help="folder for result_{timestamp}.csv and summary.json "
-                             "(default WORKSPACE/temp/vector_compare/{timestamp})")
+    add_output_dir_option(parser, "result_{timestamp}.csv and summary.json",
+                          "WORKSPACE/temp/vector_compare/{timestamp}")
     add_shared_options(parser)
     parser.add_argument("--mode", choices=MODES, default="auto",
                         help="npu_vs_tf or npu_vs_npu (default: npu_vs_tf when REF_DIR holds .npy files)")

@@ -23,6 +23,8 @@ DOT_PRINT_LINES = 40  # DOT text this short is printed as well as written
 
 
 def add_arguments(parser):
+    from precision_tool.commands.options import add_run_option
+
     completes(parser.add_argument("name", nargs="?", help="op name as in the graph (or as in a dump file name)"),
               OP_NAME)
     completes(parser.add_argument("-n", "--name", dest="name_flag", metavar="NAME",
@@ -32,7 +34,7 @@ def add_arguments(parser):
     parser.add_argument("-a", "--attrs", action="store_true", help="also list every attribute of the op")
     parser.add_argument("-s", "--subgraph", type=int, default=None, metavar="DEPTH",
                         help="write the ops within DEPTH edges as Graphviz DOT text to WORKSPACE/temp/node_info/")
-    parser.add_argument("-r", "--run", type=int, default=0, help="NPU run: 0 = npu/debug_0 (default), 1 = debug_1")
+    add_run_option(parser)
 
 
 def op_name_argument(args) -> str:

@@ -22,19 +22,15 @@ from precision_tool.errors import EXIT_FAILED_CHECK, EXIT_OK, WorkspaceError
 
 
 def add_arguments(parser):
-    from precision_tool.commands.autocheck import non_negative_int
-    from precision_tool.commands.compare import cosine_value
+    from precision_tool.commands.options import add_cosine_option, add_result_file_option, non_negative_int
     from precision_tool.reports.html import DEFAULT_DETAILS, DEFAULT_WORST
 
-    parser.add_argument("-f", "--file", dest="file", default=None, metavar="RESULT",
-                        help="a result CSV, or a folder searched for the latest result_*.csv "
-                             "(default: the latest under WORKSPACE/temp/vector_compare)")
+    add_result_file_option(parser)
     parser.add_argument("-o", "--output", dest="output", default=None, metavar="FILE.html",
                         help="where to write the page (default: report_{timestamp}.html beside the CSV)")
     parser.add_argument("--plots", default=None, metavar="DIR",
                         help="also write the plots into DIR as SVG, and as PNG when Chromium is installed")
-    parser.add_argument("-c", "--cosine", dest="cosine", type=cosine_value, default=None, metavar="THRESHOLD",
-                        help="judge tensors at this cosine (default: the run's, from summary.json, else 0.99)")
+    add_cosine_option(parser, None, default_text="the run's threshold, else 0.99")
     parser.add_argument("--details", type=non_negative_int, default=DEFAULT_DETAILS, metavar="N",
                         help=f"element error histograms for the first N failing tensors (default {DEFAULT_DETAILS}; "
                              "0 = all)")

@@ -24,17 +24,11 @@ _RUN_FIRST = "run 'compare' or 'vc' first, or give -f CSV"
 
 
 def add_arguments(parser):
-    from precision_tool.commands.compare import cosine_value
+    from precision_tool.commands.options import add_cosine_option, add_limit_option, add_result_file_option
 
-    parser.add_argument("-f", "--file", dest="file", default=None, metavar="CSV",
-                        help="a result CSV, or a folder searched for the latest result_*.csv "
-                             "(default: the latest under WORKSPACE/temp/vector_compare)")
-    parser.add_argument("-c", "--cosine", "--cosine-threshold", dest="cosine", type=cosine_value, default=None,
-                        metavar="THRESHOLD",
-                        help="list tensors below this cosine (default: the run's threshold from summary.json, "
-                             "else 0.99)")
-    parser.add_argument("-l", "--limit", dest="limit", type=int, default=DEFAULT_LIMIT, metavar="N",
-                        help=f"show at most N tensors (default {DEFAULT_LIMIT}; 0 = all)")
+    add_result_file_option(parser)
+    add_cosine_option(parser, None, default_text="the run's threshold, else 0.99")
+    add_limit_option(parser, DEFAULT_LIMIT, "show at most N tensors")
 
 
 def _cell(value) -> str:

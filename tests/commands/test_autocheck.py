@@ -10,10 +10,10 @@ import pytest
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), os.pardir, "checks"))
 
-from checks_builders import (CNN, CONV2, CONV3, RES_CONV, SINGLE_OPS, copy_cnn_workspace, dump_file_of,  # noqa: E402
+from checks_builders import (CNN, CONV2, CONV3, RES_CONV, SINGLE_OPS, copy_cnn_workspace, dump_file_of,
                              perturb_output, tree_listing)
-from precision_tool.cli import main  # noqa: E402
-from precision_tool.reports.result_csv import read_result_csv  # noqa: E402
+from precision_tool.cli import main
+from precision_tool.reports.result_csv import read_result_csv
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -102,7 +102,7 @@ def test_ac_on_a_folder_that_is_not_a_workspace_is_one_line_and_exit_2(tmp_path,
 
 def test_ac_rejects_a_negative_limit(capsys):
     code, _, err = run(capsys, "-d", CNN, "ac", "-l", "-1")
-    assert code == 2 and "argument -l/--limit: invalid non_negative_int value: '-1'" in err
+    assert code == 2 and "argument -l/--limit: invalid count: '-1' (give a whole number of 0 or more)" in err
 
 
 def test_ac_limit_shortens_the_tables(tmp_path, capsys):
