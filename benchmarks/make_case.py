@@ -18,12 +18,12 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from precision_tool.formats.dump_names import build_dump_name  # noqa: E402
-from precision_tool.formats.dump_writer import TensorSpec, write_dump  # noqa: E402
-from precision_tool.formats.ge_graph import Graph, GraphModel, InputRef, OpNode, tensor_desc  # noqa: E402
-from precision_tool.formats.ge_io import write_ge_graph_json, write_ge_graph_text  # noqa: E402
-from precision_tool.formats.layouts import to_device  # noqa: E402
-from precision_tool.formats.npy_dir import write_reference_npy  # noqa: E402
+from precision_tool.formats.dump_names import build_dump_name
+from precision_tool.formats.dump_writer import TensorSpec, write_dump
+from precision_tool.formats.ge_graph import Graph, GraphModel, InputRef, OpNode, tensor_desc
+from precision_tool.formats.ge_io import write_ge_graph_json, write_ge_graph_text
+from precision_tool.formats.layouts import to_device
+from precision_tool.formats.npy_dir import write_reference_npy
 
 TS = 1732000000000000
 VARIANTS = {

@@ -16,4 +16,4 @@ def test_lazy_import_defers_until_first_use():
 def test_missing_module_is_a_one_line_user_error():
     proxy = lazy_import("no_such_module_xyz", install_hint="pip install xyz")
     with pytest.raises(MissingDependencyError, match=r"'no_such_module_xyz'.*\(pip install xyz\)"):
-        proxy.anything
+        _ = proxy.anything

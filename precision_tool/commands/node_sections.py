@@ -6,7 +6,7 @@ most useful exactly when a workspace is incomplete.
 from __future__ import annotations
 
 import os
-from typing import List, Optional
+from typing import Dict, List, Optional
 
 from precision_tool.metrics.array_stats import STATS_HEADERS, array_stats
 from precision_tool.errors import PrecisionToolError
@@ -31,7 +31,7 @@ def add_graph_sections(report: Report, data: dict, op, graph) -> None:
 
     input_rows = [[k, str(ref), *_desc_cells(input_desc(op, k))] for k, ref in enumerate(op.data_inputs)]
     report.add_table(["in", "from", "dtype", "layout", "shape", "origin"], input_rows, title="Inputs")
-    readers = {}
+    readers: Dict[int, List[str]] = {}
     for consumer in graph.consumers(op.name):
         ref = consumer.op.inputs[consumer.input_position]
         if not ref.is_control:

@@ -34,7 +34,7 @@ import math
 import multiprocessing
 import os
 import time
-from typing import Callable, Dict, Iterable, List, Optional, Sequence, Tuple
+from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 from precision_tool.alignment import Alignment
 from precision_tool.alignment.npu_side import graphs_of

@@ -191,7 +191,7 @@ class TensorResult:
         for name in ALL:
             value = metrics.get(name)
             if name == "StandardDeviation" and value is not None:
-                values.append(MeanStd(*(float(_float_value(v)) for v in value)))
+                values.append(MeanStd(*(_number(v) for v in value)))
             else:
                 values.append(_float_value(value))
         kind = str(data["kind"])
@@ -216,6 +216,13 @@ def _json_value(value: Any) -> Any:
     if isinstance(value, float) and not math.isfinite(value):
         return "nan" if math.isnan(value) else ("inf" if value > 0 else "-inf")
     return value
+
+
+def _number(value: Any) -> float:
+    number = _float_value(value)
+    if number is None:
+        raise ValueError("expected a number, got null")
+    return number
 
 
 def _float_value(value: Any) -> Optional[float]:

@@ -90,8 +90,8 @@ class PairComparer:
     def __init__(self, cosine_threshold: Optional[float]):
         self.cosine_threshold = cosine_threshold
         self._headers: "OrderedDict[str, DumpFile]" = OrderedDict()
-        self._reference_key = None
-        self._reference_array = None
+        self._reference_key: Optional[tuple] = None
+        self._reference_array: Optional[np.ndarray] = None
 
     # ------------------------------------------------------------------ loading
     def header(self, path: str) -> DumpFile:
@@ -126,6 +126,8 @@ class PairComparer:
             self._reference_key, self._reference_array = None, None  # drop the old array before loading
             array = ref.load() if isinstance(ref, NpyTensorRef) else self.load_npu(ref)[0].array
             self._reference_key, self._reference_array = key, array
+            return array
+        assert self._reference_array is not None  # set together with the key
         return self._reference_array
 
     # ------------------------------------------------------------------ reuse
@@ -241,6 +243,8 @@ def init_pool_worker(cosine_threshold: Optional[float]) -> None:
 
 def run_chunk(tasks: Sequence[PairTask]) -> List[Outcome]:
     """Pool task: compare a run of consecutive pairs (consecutive, so the caches hit)."""
+    if _PROCESS_COMPARER is None:  # not a pool worker: init_pool_worker has not run
+        raise RuntimeError("run_chunk runs only in a pool started with init_pool_worker")
     return _PROCESS_COMPARER.run_all(tasks)
 
 

@@ -23,7 +23,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from enum import Enum
-from typing import Any, Optional, Sequence, Tuple
+from typing import Any, Dict, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -243,8 +243,9 @@ def compare_tensors(npu, ref, *, dtype=None, metrics: Sequence = ALL,
                           default.atol if atol is None else float(atol),
                           default.min_ratio if min_allclose_ratio is None else float(min_allclose_ratio))
     npu_shape, ref_shape = tuple(npu_array.shape), tuple(ref_array.shape)
-    common = dict(npu_shape=npu_shape, ref_shape=ref_shape, dtype=tol_dtype, element_count=int(npu_array.size),
-                  tolerance=tolerance, cosine_threshold=cosine_threshold)
+    common: Dict[str, Any] = dict(npu_shape=npu_shape, ref_shape=ref_shape, dtype=tol_dtype,
+                                  element_count=int(npu_array.size), tolerance=tolerance,
+                                  cosine_threshold=cosine_threshold)
 
     if npu_array.size != ref_array.size:
         reason = (f"element counts differ: NPU {npu_array.size} (shape {npu_shape}) vs reference "
@@ -259,8 +260,8 @@ def compare_tensors(npu, ref, *, dtype=None, metrics: Sequence = ALL,
     if npu_shape != ref_shape and not shape_mismatch:
         notes.append(f"shapes differ only in size-1 dims (NPU {npu_shape}, reference {ref_shape}): "
                      f"same element order")
-    x = npu_array.reshape(-1).astype(np.float64, copy=False)
-    y = ref_array.reshape(-1).astype(np.float64, copy=False)
+    x: np.ndarray = npu_array.reshape(-1).astype(np.float64, copy=False)
+    y: np.ndarray = ref_array.reshape(-1).astype(np.float64, copy=False)
     n = x.size
 
     if n == 0:

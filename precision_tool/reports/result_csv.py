@@ -39,7 +39,7 @@ import math
 import os
 import re
 from dataclasses import dataclass
-from typing import Dict, Iterable, List, Optional, Sequence, Tuple
+from typing import Iterable, List, Optional, Sequence, Tuple
 
 from precision_tool.comparison.result import TensorResult
 from precision_tool.errors import ResultCsvError

@@ -1,7 +1,7 @@
 """A small CNN for ``precision_tool emulate`` (and ``sample_dumps/cnn_workspace``).
 
-raw pixels (0..255) -> conv blocks -> max pool -> a residual block -> a 1x1 conv whose pre-activation exceeds float16 in one
-channel (clamped by ReLU6, so only an overflow check sees it) -> global average pool -> dense ->
+raw pixels (0..255) -> conv blocks -> max pool -> a residual block -> a 1x1 conv whose pre-activation exceeds
+float16 in one channel (clamped by ReLU6, so only an overflow check sees it) -> global average pool -> dense ->
 softmax. The residual branch is small next to the skip path, so noise planted in ``res_conv`` stays
 local: the ops after it still agree with float32.
 

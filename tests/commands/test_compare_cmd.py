@@ -8,9 +8,9 @@ import pytest
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), os.pardir, "comparison"))
 
-from cmp_builders import chain_case, tree_listing, workspace_case  # noqa: E402
-from precision_tool.cli import main  # noqa: E402
-from precision_tool.reports.result_csv import read_result_csv  # noqa: E402
+from cmp_builders import chain_case, tree_listing, workspace_case
+from precision_tool.cli import main
+from precision_tool.reports.result_csv import read_result_csv
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -10,9 +10,9 @@ import pytest
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), os.pardir, "reports"))
 
-from html_builders import CNN, RES_CONV, chain, sample_result, tensor, write_synthetic_result  # noqa: E402
-from precision_tool.cli import main  # noqa: E402
-from precision_tool.reports.html.browser import find_chromium  # noqa: E402
+from html_builders import CNN, RES_CONV, chain, sample_result, tensor, write_synthetic_result
+from precision_tool.cli import main
+from precision_tool.reports.html.browser import find_chromium
 
 
 def run(capsys, *argv):

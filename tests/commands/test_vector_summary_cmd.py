@@ -8,11 +8,11 @@ import pytest
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), os.pardir, "comparison"))
 
-from cmp_builders import chain_case, workspace_case  # noqa: E402
-from precision_tool.cli import main  # noqa: E402
-from precision_tool.reports.result_store import find_result_csv as latest_result_csv  # noqa: E402
-from precision_tool.fileio import TEMP_PREFIX  # noqa: E402
-from precision_tool.reports import result_csv  # noqa: E402
+from cmp_builders import chain_case, workspace_case
+from precision_tool.cli import main
+from precision_tool.reports.result_store import find_result_csv as latest_result_csv
+from precision_tool.fileio import TEMP_PREFIX
+from precision_tool.reports import result_csv
 
 NAMES = [f"op{i}" for i in range(8)]
 

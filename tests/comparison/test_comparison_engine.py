@@ -8,11 +8,11 @@ import pytest
 from cmp_builders import SHAPE, TS, chain_case
 from precision_tool.alignment import align, load_graph
 from precision_tool.comparison import compare_alignment
+from precision_tool.formats.dump_file import read_dump_header, read_tensor
+from precision_tool.formats.dump_writer import TensorSpec, write_dump
 from precision_tool.status import Status
 
 ERROR, NO_DUMP, NOT_COMPARED = Status.ERROR, Status.NO_DUMP, Status.NOT_COMPARED
-from precision_tool.formats.dump_file import read_dump_header, read_tensor
-from precision_tool.formats.dump_writer import TensorSpec, write_dump
 
 
 def run(case, **options):

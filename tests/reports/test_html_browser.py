@@ -11,9 +11,9 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from html_builders import CNN, EVIL, RES_CONV, sample_result, tensor, write_synthetic_result  # noqa: E402
-from precision_tool.reports.html import build_report, write_report  # noqa: E402
-from precision_tool.reports.html.browser import dump_dom, file_url, find_chromium, screenshot  # noqa: E402
+from html_builders import CNN, EVIL, RES_CONV, sample_result, tensor, write_synthetic_result
+from precision_tool.reports.html import build_report, write_report
+from precision_tool.reports.html.browser import dump_dom, file_url, find_chromium, screenshot
 
 pytestmark = [pytest.mark.browser,
               pytest.mark.skipif(find_chromium() is None,

@@ -9,11 +9,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from html_builders import CNN, RES_ADD, RES_CONV, sample_result, tensor, write_synthetic_result  # noqa: E402
-from precision_tool.cli import main  # noqa: E402
-from precision_tool.reports.html import build_report, render_page  # noqa: E402
-from precision_tool.reports.html.details import failing_details  # noqa: E402
-from precision_tool.reports.result_store import load_result  # noqa: E402
+from html_builders import CNN, RES_ADD, RES_CONV, sample_result, tensor, write_synthetic_result
+from precision_tool.cli import main
+from precision_tool.reports.html import build_report, render_page
+from precision_tool.reports.html.details import failing_details
+from precision_tool.reports.result_store import load_result
 
 
 def test_details_limit_keeps_the_first_divergence_first(tmp_path):

@@ -8,11 +8,11 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from html_builders import EVIL, tensor, write_synthetic_result  # noqa: E402
-from precision_tool.reports.html import build_report, render_page  # noqa: E402
-from precision_tool.reports.html.export import safe_file_part, write_plots  # noqa: E402
-from precision_tool.reports.html.markup import element, text  # noqa: E402
-from precision_tool.reports.html.plot import PlotPoint, accuracy_plot_svg  # noqa: E402
+from html_builders import EVIL, tensor, write_synthetic_result
+from precision_tool.reports.html import build_report, render_page
+from precision_tool.reports.html.export import safe_file_part, write_plots
+from precision_tool.reports.html.markup import element, text
+from precision_tool.reports.html.plot import PlotPoint, accuracy_plot_svg
 
 CONTROL = "bad\x01name\x1f"
 

@@ -9,9 +9,9 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from html_builders import CNN, CONV3, RES_ADD, RES_CONV, sample_result  # noqa: E402
-from precision_tool.reports.html import build_report, render_page, write_report  # noqa: E402
-from precision_tool.reports.result_csv import read_result_csv  # noqa: E402
+from html_builders import CNN, CONV3, RES_ADD, RES_CONV, sample_result
+from precision_tool.reports.html import build_report, render_page, write_report
+from precision_tool.reports.result_csv import read_result_csv
 
 VOID = {"meta", "input", "br", "img", "hr", "link", "col", "source", "wbr"}
 

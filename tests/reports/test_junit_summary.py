@@ -6,11 +6,11 @@ import xml.etree.ElementTree as ET
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), os.pardir, "comparison"))
 
-from cmp_builders import chain_case  # noqa: E402
-from precision_tool.alignment import align, load_graph  # noqa: E402
-from precision_tool.comparison import compare_alignment  # noqa: E402
-from precision_tool.reports.junit import build_junit, write_junit, xml_text  # noqa: E402
-from precision_tool.reports.summary import build_summary, summary_for_csv, write_summary  # noqa: E402
+from cmp_builders import chain_case
+from precision_tool.alignment import align, load_graph
+from precision_tool.comparison import compare_alignment
+from precision_tool.reports.junit import build_junit, write_junit, xml_text
+from precision_tool.reports.summary import build_summary, summary_for_csv, write_summary
 
 
 def broken_run(tmp_path):

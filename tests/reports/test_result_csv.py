@@ -8,10 +8,10 @@ import pytest
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), os.pardir, "comparison"))
 
-from cmp_builders import chain_case  # noqa: E402
-from precision_tool.alignment import align, load_graph  # noqa: E402
-from precision_tool.comparison import TensorResult, compare_alignment  # noqa: E402
-from precision_tool.status import Status  # noqa: E402
+from cmp_builders import chain_case
+from precision_tool.alignment import align, load_graph
+from precision_tool.comparison import TensorResult, compare_alignment
+from precision_tool.status import Status
 
 NO_DUMP, NOT_COMPARED = Status.NO_DUMP, Status.NOT_COMPARED
 from precision_tool.errors import ResultCsvError  # noqa: E402
@@ -57,7 +57,8 @@ def test_cells_are_formatted_like_msaccucmps():
                                "1678.654600", "0.017637", ""]
     assert csv_line(result_row(row)).startswith('3,Conv2D,conv/Conv2D,float16,1234,"conv/Conv2D,conv/Relu",')
     scalar = TensorResult(index=0, tensor_id="s:output:0", op_name="s", kind="output", tensor_index=0, op_type="Neg",
-                          status=Status.NAN_INF, reason="NPU has 1 NaN, reference none; no pair is finite on both sides",
+                          status=Status.NAN_INF,
+                          reason="NPU has 1 NaN, reference none; no pair is finite on both sides",
                           shape=())
     cells = result_row(scalar)
     assert cells[8] == "[]" and cells[9:19] == ["NaN"] * 10

@@ -13,8 +13,10 @@ from dataclasses import dataclass, field
 from typing import Dict, Mapping, Optional, Tuple
 
 from precision_tool import __version__
+from precision_tool.alignment import Divergence
 from precision_tool.comparison.result import RunFacts
 from precision_tool.reports.html.details import Details
+from precision_tool.reports.html.findings import CheckFindings
 from precision_tool.reports.html.plot import PlotPoint
 
 PASS, FAIL = "pass", "fail"  # Status.verdict words the page styles and plots
@@ -53,10 +55,10 @@ class ReportData:
     rows: Tuple[TableRow, ...]
     points: Tuple[PlotPoint, ...]
     counts: Dict[str, int]
-    divergence: object
+    divergence: Divergence
     facts: Optional[RunFacts] = None
     inputs: Mapping[str, Optional[str]] = field(default_factory=dict)
-    findings: object = None
+    findings: Optional[CheckFindings] = None
     details: Details = Details()
     notes: Tuple[str, ...] = ()
     created: str = field(default_factory=lambda: time.strftime("%Y-%m-%d %H:%M:%S"))
@@ -64,7 +66,7 @@ class ReportData:
 
     @property
     def first_divergence(self) -> Optional[str]:
-        first = getattr(self.divergence, "first", None)
+        first = self.divergence.first
         return first.op_name if first is not None else None
 
     @property
@@ -100,9 +102,11 @@ def _row(position: int, result, metric_columns: Tuple[str, ...], npu_vs_npu: boo
                     first_divergence=verdict == FAIL and result.op_name == first, detail=detail)
 
 
-def build_report_data(source, findings=None, details: Details = Details(), title: str = "") -> ReportData:
+def build_report_data(source, findings: Optional[CheckFindings] = None, details: Optional[Details] = None,
+                      title: str = "") -> ReportData:
     """The page's data from a result read back (a :class:`~precision_tool.reports.result_store.StoredResult`),
     ``ac``'s findings (or ``None``) and the element details."""
+    details = details if details is not None else Details()
     comparison = source.comparison
     first = comparison.divergence.first.op_name if comparison.divergence.first is not None else None
     detail_of = {detail.tensor_id: k for k, detail in enumerate(details.tensors)}

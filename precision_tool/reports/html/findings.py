@@ -15,8 +15,9 @@ from __future__ import annotations
 import os
 import shlex
 from dataclasses import dataclass
-from typing import Optional, Tuple
+from typing import Dict, Optional, Tuple
 
+from precision_tool.checks.verdict import Verdict
 from precision_tool.reports.report import Report
 
 
@@ -34,7 +35,7 @@ class CheckFindings:
     ``ac`` prints them (``sections``), the ops to mark, and the shell prefix of the next commands."""
 
     workspace: str
-    verdict: object
+    verdict: Verdict
     sections: Report
     overflow_marks: Tuple[OverflowMark, ...] = ()
     command_prefix: str = ""
@@ -43,7 +44,7 @@ class CheckFindings:
 def overflow_marks(overflow) -> Tuple[OverflowMark, ...]:
     """Every op an Opdebug record names (with its status words), then every op whose output holds inf/NaN or
     saturated fp16 values in the normal run; one mark per op, first reason kept."""
-    marks = {}
+    marks: Dict[str, OverflowMark] = {}
     for finding in overflow.records.findings:
         if finding.op_name and finding.status_lines:
             marks.setdefault(finding.op_name, OverflowMark(

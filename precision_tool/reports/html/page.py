@@ -11,7 +11,7 @@ goes through :mod:`.markup` escaping; no data is placed inside the script.
 from __future__ import annotations
 
 import os
-from typing import List
+from typing import Dict, List
 
 from precision_tool.reports.html.data import ReportData
 from precision_tool.reports.html.details import histogram_labels
@@ -142,7 +142,8 @@ def _details_card(data: ReportData) -> str:
 
 
 def _column_keys(data: ReportData) -> List[str]:
-    seen, keys = {}, []
+    seen: Dict[str, int] = {}
+    keys: List[str] = []
     for column in data.columns:
         seen[column.name] = seen.get(column.name, 0) + 1
         keys.append(column.name if seen[column.name] == 1 else f"{column.name}_{seen[column.name]}")
