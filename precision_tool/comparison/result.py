@@ -268,7 +268,8 @@ class RunFacts:
 
     @classmethod
     def of(cls, alignment: Alignment) -> "RunFacts":
-        edges = {op: tuple((str(p), int(k)) for p, k in pairs) for op, pairs in alignment.data_inputs.items()}
+        edges = {op: tuple((str(p), int(k)) for p, k in pairs) for op, pairs in alignment.data_inputs.items()
+                 if pairs}
         return cls(alignment.mode, tuple(alignment.order), alignment.order_source, edges, alignment.coverage)
 
     def first_divergence(self, verdicts: Mapping[Key, bool]) -> Divergence:
