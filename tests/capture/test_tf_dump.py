@@ -8,32 +8,28 @@ import tracemalloc
 import numpy as np
 import pytest
 
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), os.pardir, "formats"))
+
 from precision_tool.cli import main
 from precision_tool.commands.registry import Context
 from precision_tool.commands.tf_dump import COMMAND, find_runs
 from precision_tool.errors import WorkspaceError
 from precision_tool.formats import tf_schema, tf_tensor
 from precision_tool.formats.npy_dir import read_npy_dir
-from precision_tool.formats.tfdbg import DEFAULT_DEVICE, device_folder_name
 from precision_tool.formats.tfdbg_v1 import write_tfdbg_v1_tensor
 from precision_tool.formats.tfdbg_v2 import write_tfdbg_v2_dump
+from tfdbg_builders import write_graph as write_graph_file
 
 US = 1_700_000_000_000_000
+
+
+def write_graph(run, ops):
+    write_graph_file(run, ops, "hash123")
 
 
 def run_dir(capture, stamp, counter=0):
     return capture / f"run_{stamp}_{counter}"
 
-
-def write_graph(run, ops):
-    """The executed-graph file tfdbg v1 writes beside the tensors: gives each op its type."""
-    graph = tf_schema.GraphDef()
-    for name, op_type in ops.items():
-        graph.node.add(name=name, op=op_type)
-    folder = run / device_folder_name(DEFAULT_DEVICE)
-    folder.mkdir(parents=True, exist_ok=True)
-    (folder / f"_tfdbg_graph_hash123_{US}").write_bytes(tf_schema.Event(graph_def=graph.SerializeToString())
-                                                        .SerializeToString())
 
 
 def dispatch(argv, data_dir):

@@ -20,10 +20,11 @@ import numpy as np
 import pytest
 
 from precision_tool.errors import WorkspaceError
+from tfdbg_builders import write_graph
 from precision_tool.formats import tf_schema, tf_tensor
 from precision_tool.formats.tf_reference import (SKIP_FAILED, SKIP_NON_NUMERIC, SKIP_RESOURCE, ReferenceConversion,
                                                  ReferenceTensor, convert_tfdbg_run, find_tfdbg_runs)
-from precision_tool.formats.tfdbg import DEFAULT_DEVICE, device_folder_name, list_tfdbg_runs
+from precision_tool.formats.tfdbg import list_tfdbg_runs
 from precision_tool.formats.tfdbg_v1 import write_tfdbg_v1_tensor
 from precision_tool.formats.tfdbg_v2 import write_tfdbg_v2_dump
 
@@ -31,16 +32,6 @@ US = 1_700_000_000_000_000
 REPO = Path(__file__).resolve().parents[2]
 HAVE_TENSORFLOW = importlib.util.find_spec("tensorflow") is not None
 
-
-def write_graph(run, ops):
-    """The executed-graph file tfdbg v1 writes beside the tensors: gives each op its type."""
-    graph = tf_schema.GraphDef()
-    for name, op_type in ops.items():
-        graph.node.add(name=name, op=op_type)
-    folder = run / device_folder_name(DEFAULT_DEVICE)
-    folder.mkdir(parents=True, exist_ok=True)
-    (folder / f"_tfdbg_graph_hash1_{US}").write_bytes(tf_schema.Event(graph_def=graph.SerializeToString())
-                                                      .SerializeToString())
 
 
 def load(conversion: ReferenceConversion, op_name: str, slot: int = 0) -> np.ndarray:
