@@ -73,8 +73,19 @@ def write_results_file(path: str, result: ComparisonResult, result_csv: str) -> 
 def read_results_file(path: str) -> Tuple[Dict[str, Any], ComparisonResult]:
     """``(header, result)`` from a file :func:`write_results_file` wrote; the result at the run's threshold.
 
-    Raises :class:`ResultFileError` naming the file and line on anything malformed.
+    Raises :class:`ResultFileError` naming the file and line on anything malformed (with a hint: the CSV
+    beside it can still be read alone). A damaged file is never silently replaced by the rounded CSV.
     """
+    try:
+        return _read_results_file(path)
+    except ResultFileError as error:
+        raise ResultFileError(path, error.cause, _DAMAGED_HINT) from None
+
+
+_DAMAGED_HINT = "move it aside to read the result CSV beside it instead, at six decimals"
+
+
+def _read_results_file(path: str) -> Tuple[Dict[str, Any], ComparisonResult]:
     try:
         with open(path, encoding="utf-8") as handle:
             lines = handle.read().splitlines()
