@@ -195,4 +195,18 @@ def run_shell(ctx: Context) -> int:
     shell = Shell(ctx)
     if not sys.stdin.isatty():
         return shell.run_script(sys.stdin)
+    _let_ctrl_c_cancel()
     return shell.run()
+
+
+def _let_ctrl_c_cancel() -> None:
+    """Make Ctrl-C raise KeyboardInterrupt, so it cancels the running command (and ``run``'s child process).
+
+    A process started in the background by a non-interactive shell (``cmd &``, some IDEs and CI runners)
+    inherits SIGINT *ignored*, and Python then installs no handler: Ctrl-C at our prompt would do nothing.
+    The interactive shell owns its terminal, so it takes SIGINT back.
+    """
+    import signal
+
+    if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
