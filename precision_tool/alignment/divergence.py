@@ -128,11 +128,12 @@ def find_first_divergence(verdicts: Mapping[Key, bool], order: Sequence[str],
     for position, op_name in enumerate(names):
         own = per_op.get(op_name, {})
         edges = data_inputs.get(op_name, ())
-        input_count = max([len(edges)] + [index + 1 for (kind, index) in own if kind == INPUT])
+        # the graph's inputs and the compared ones: never a range up to an index a damaged result names
+        known_inputs = sorted(set(range(len(edges))) | {index for (kind, index) in own if kind == INPUT})
         failed: List[int] = []
         inherited_in: List[int] = []
         unknown: List[int] = []
-        for k in range(input_count):
+        for k in known_inputs:
             verdict = own.get((INPUT, k))
             if verdict is True:
                 continue

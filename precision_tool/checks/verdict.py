@@ -133,7 +133,7 @@ def _divergence_culprit(divergence, overflow, fusion, compare) -> Culprit:
     op_name = divergence.op_name
     rows = _rows_of(compare, op_name)
     op_type = rows[0].op_type if rows else ""
-    failing = [row for row in rows if row.kind == TensorKind.OUTPUT and not row.passed]
+    failing = [row for row in rows if row.kind == TensorKind.OUTPUT and row.compared and not row.passed]
     reasons = []
     if failing:
         worst = min(failing, key=lambda row: row.cosine if row.cosine is not None else -2.0)

@@ -34,12 +34,12 @@ def compare_rows_for_op(csv_path: str, op_name: str) -> Tuple[List[str], List[Li
 
     Raises a :class:`~precision_tool.errors.PrecisionToolError` when the result cannot be read.
     """
-    from precision_tool.reports.result_csv import fail_reason_cell
     from precision_tool.reports.result_store import load_result
 
+    stored = load_result(csv_path)
     rows = []
-    for row in load_result(csv_path).rows_of_op(op_name):
+    for position, row in stored.rows_of_op(op_name):
         rows.append([row.tensor_id or "-", row.ground_truth,
                      *(_metric_text(row.metric(name)) for name in _METRICS),
-                     row.status.verdict, fail_reason_cell(row)])
+                     row.status.verdict, stored.reason_cell(position)])
     return list(COMPARE_HEADERS), rows

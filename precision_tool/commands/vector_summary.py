@@ -1,14 +1,16 @@
-"""``vcs [-f CSV] [-c 0.99] [-l 10]``: the tensors of a result CSV below a cosine threshold, first divergence first.
+"""``vcs [-f RESULT] [-c 0.99] [-l 10]``: the tensors of a result below a cosine threshold, first divergence first.
 
-Reads our CSVs and msaccucmp's. Without ``-f`` it reads the latest result under
+Reads our results and msaccucmp's CSVs. Without ``-f`` it reads the latest result under
 ``WORKSPACE/temp/vector_compare`` (``-f`` may also name a folder to search). Results are written atomically,
 so every ``result_*.csv`` found is complete; the latest is the one with the latest timestamp in its name
 (file time breaks ties).
 
-Verdicts: a row with metrics fails below the threshold or with a ``NaN`` cosine; our explicit statuses in
-CompareFailReason (``NAN_INF: ...``, ``SHAPE_MISMATCH: ...``) fail whatever the cosine. With ``summary.json``
-beside the CSV (ours), the threshold defaults to the run's and the first divergence follows the graph's data
-edges; without it (msaccucmp's CSV) the order is the ``Index`` column and only compared inputs are known.
+Reading and judging is :func:`precision_tool.reports.result_store.load_result`: our lossless result file
+when it is there (exact at any threshold; the run's order and graph edges), else the CSV -- explicit
+statuses in CompareFailReason (``NAN_INF: ...``) fail whatever the cosine, other rows with metrics fail below
+the threshold or with a ``NaN`` cosine, and without the run's facts (msaccucmp's CSV) the order is the
+``Index`` column and only compared inputs are known. The reason column shows CompareFailReason as the CSV has
+it (msaccucmp's remarks included).
 """
 from __future__ import annotations
 
@@ -20,7 +22,6 @@ from precision_tool.errors import EXIT_FAILED_CHECK, EXIT_OK, WorkspaceError
 from precision_tool.status import Status
 
 DEFAULT_LIMIT = 10
-_RUN_FIRST = "run 'compare' or 'vc' first, or give -f CSV"
 
 
 def add_arguments(parser):
@@ -37,31 +38,32 @@ def _cell(value) -> str:
 
 def handle(args, ctx: Context):
     from precision_tool.reports.report import Report
-    from precision_tool.reports.result_csv import fail_reason_cell
     from precision_tool.reports.result_outputs import workspace_result_folder
-    from precision_tool.reports.result_store import FROM_CSV, load_result
+    from precision_tool.reports.result_store import FROM_CSV, RUN_FIRST, load_result
 
     target = args.file or workspace_result_folder(ctx.data_dir)
     if args.file and not os.path.exists(args.file):
         raise WorkspaceError(f"{args.file}: no such file or folder")
     if not args.file and not os.path.isdir(target):
-        raise WorkspaceError(f"{target}: no such folder", _RUN_FIRST)
-    stored = load_result(target, args.cosine, hint=_RUN_FIRST)
+        raise WorkspaceError(f"{target}: no such folder", RUN_FIRST)
+    stored = load_result(target, args.cosine, hint=RUN_FIRST)
     comparison, threshold = stored.comparison, stored.threshold
     compared = [r for r in comparison.results if r.compared]
     errors = [r for r in comparison.results if r.status is Status.ERROR]
     not_compared = sum(1 for r in comparison.results if not r.compared and r.status is not Status.ERROR)
     divergence = comparison.divergence
     first = divergence.first.op_name if divergence.first is not None else None
-    failing = [r for r in comparison.results if r.compared and not r.passed]
-    failing.sort(key=lambda r: (r.op_name != first, r.index if r.index >= 0 else 1 << 62))
-    shown = failing if args.limit <= 0 else failing[:args.limit]
+    failing_at = [(k, r) for k, r in enumerate(comparison.results) if r.compared and not r.passed]
+    failing_at.sort(key=lambda item: (item[1].op_name != first, item[1].index if item[1].index >= 0 else 1 << 62))
+    failing = [r for _k, r in failing_at]
+    shown = failing_at if args.limit <= 0 else failing_at[:args.limit]
 
     report = Report(title=f"{stored.csv_path}: {len(compared)} tensors compared, {len(failing)} below cosine "
                           f"{threshold:g} or failing")
     if shown:
-        rows = [[_index_cell(r.index), r.tensor_id, r.op_type, _cell(r.cosine), _cell(r.metric("MaxAbsoluteError")),
-                 _cell(r.metric("MeanRelativeError")), fail_reason_cell(r)] for r in shown]
+        rows = [[_index_value(r.index), r.tensor_id, r.op_type, _cell(r.cosine),
+                 _cell(r.metric("MaxAbsoluteError")), _cell(r.metric("MeanRelativeError")), stored.reason_cell(k)]
+                for k, r in shown]
         report.add_table(["index", "tensor", "op type", "cosine", "max abs err", "mean rel err", "reason"], rows)
         if len(shown) < len(failing):
             report.add_text(f"... {len(failing) - len(shown)} more (-l 0 shows all)")
@@ -83,14 +85,10 @@ def handle(args, ctx: Context):
     report.data = {"csv": stored.csv_path, "cosine_threshold": threshold, "compared": len(compared),
                    "first_divergence": None if divergence.first is None else divergence.first.to_dict(),
                    "failing": [{"index": _index_value(r.index), "tensor_id": r.tensor_id, "op_type": r.op_type,
-                                "cosine": r.cosine, "reason": fail_reason_cell(r)} for r in failing],
+                                "cosine": r.cosine, "reason": stored.reason_cell(k)} for k, r in failing_at],
                    "errors": [r.tensor_id for r in errors], "not_compared": not_compared,
                    "summary": stored.summary is not None, "source": stored.origin}
     return report
-
-
-def _index_cell(index: int):
-    return index if index >= 0 else None
 
 
 def _index_value(index: int) -> Optional[int]:

@@ -187,26 +187,53 @@ class TensorResult:
         """The row :meth:`to_dict` wrote. ``KeyError``/``TypeError``/``ValueError`` on a malformed record
         (the reader turns them into a one-line error naming the file and line)."""
         metrics = data["metrics"]
+        if not isinstance(metrics, dict):
+            raise TypeError("metrics must be an object")
         values: List[Any] = []
         for name in ALL:
             value = metrics.get(name)
             if name == "StandardDeviation" and value is not None:
+                if not isinstance(value, list) or len(value) != 4:
+                    raise ValueError("StandardDeviation must be a list of four numbers")
                 values.append(MeanStd(*(_number(v) for v in value)))
             else:
                 values.append(_float_value(value))
-        kind = str(data["kind"])
+        kind = _text(data, "kind")
         shape = data["shape"]
-        return cls(index=int(data["index"]), tensor_id=str(data["tensor_id"]), op_name=str(data["op_name"]),
-                   kind=TensorKind(kind) if kind else "", tensor_index=int(data["tensor_index"]),
-                   op_type=str(data["op_type"]), status=Status(data["status"]), reason=str(data["reason"]),
-                   npu_dump=str(data["npu_dump"]), npu_dtype=str(data["npu_dtype"]), address=str(data["address"]),
-                   ground_truth=str(data["ground_truth"]), reference=str(data["reference"]),
-                   ref_dtype=str(data["ref_dtype"]), ref_address=str(data["ref_address"]),
-                   shape=None if shape is None else tuple(int(d) for d in shape), metrics=tuple(values),
-                   rule=str(data["rule"]), allclose_ratio=_float_value(data["allclose_ratio"]),
+        if shape is not None and not (isinstance(shape, list) and all(_is_int(d) and d >= 0 for d in shape)):
+            raise ValueError("shape must be a list of non-negative integers")
+        notes = data["notes"]
+        if not (isinstance(notes, list) and all(isinstance(note, str) for note in notes)):
+            raise TypeError("notes must be a list of strings")
+        return cls(index=_integer(data, "index"), tensor_id=_text(data, "tensor_id"), op_name=_text(data, "op_name"),
+                   kind=TensorKind(kind) if kind else "", tensor_index=_integer(data, "tensor_index"),
+                   op_type=_text(data, "op_type"), status=Status(_text(data, "status")), reason=_text(data, "reason"),
+                   npu_dump=_text(data, "npu_dump"), npu_dtype=_text(data, "npu_dtype"),
+                   address=_text(data, "address"), ground_truth=_text(data, "ground_truth"),
+                   reference=_text(data, "reference"), ref_dtype=_text(data, "ref_dtype"),
+                   ref_address=_text(data, "ref_address"), shape=None if shape is None else tuple(shape),
+                   metrics=tuple(values), rule=_text(data, "rule"), allclose_ratio=_float_value(data["allclose_ratio"]),
                    allclose_min_ratio=_float_value(data["allclose_min_ratio"]),
-                   tolerance_dtype=str(data["tolerance_dtype"]), reused_from=str(data["reused_from"]),
-                   notes=tuple(str(note) for note in data["notes"]))
+                   tolerance_dtype=_text(data, "tolerance_dtype"), reused_from=_text(data, "reused_from"),
+                   notes=tuple(notes))
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _integer(data: Mapping[str, Any], key: str) -> int:
+    value = data[key]
+    if not _is_int(value):
+        raise TypeError(f"{key} must be an integer, not {type(value).__name__}")
+    return int(value)
+
+
+def _text(data: Mapping[str, Any], key: str) -> str:
+    value = data[key]
+    if not isinstance(value, str):
+        raise TypeError(f"{key} must be a string, not {type(value).__name__}")
+    return value
 
 
 def _json_value(value: Any) -> Any:
@@ -336,8 +363,7 @@ class ComparisonResult:
                ) -> "ComparisonResult":
         """A result whose divergence is found from ``results``' own verdicts."""
         rows = tuple(results)
-        verdicts = {r.key: r.passed for r in rows if r.compared and r.kind}
-        return cls(rows, facts, facts.first_divergence(verdicts), cosine_threshold, timing, dict(inputs or {}))
+        return cls(rows, facts, facts.first_divergence(_verdicts(rows)), cosine_threshold, timing, dict(inputs or {}))
 
     def judged_at(self, threshold: Optional[float]) -> "ComparisonResult":
         """Every row judged at ``threshold`` (:meth:`TensorResult.judged_at`) and the divergence found again."""
@@ -370,6 +396,10 @@ class ComparisonResult:
             return EXIT_UNUSABLE_INPUT
         return EXIT_FAILED_CHECK if any(r.failed for r in self.results) else EXIT_OK
 
+    def verdicts(self) -> Dict[Key, bool]:
+        """``{(op, kind, k): passed}`` over the compared tensors: what the first divergence is found from."""
+        return _verdicts(self.results)
+
     def counts(self) -> Dict[str, Any]:
         """Counts by status plus totals: compared, passed, failed, errors, not compared, reused."""
         by_status: Dict[Status, int] = {}
@@ -383,6 +413,6 @@ class ComparisonResult:
                 "reused_input_results": sum(1 for r in compared if r.reused_from),
                 "by_status": {status.value: by_status[status] for status in Status if status in by_status}}
 
-    def verdicts(self) -> Dict[Key, bool]:
-        """``{(op, kind, k): passed}`` over the compared tensors (what first divergence reads)."""
-        return {r.key: r.passed for r in self.results if r.compared}
+
+def _verdicts(rows: Iterable[TensorResult]) -> Dict[Key, bool]:
+    return {r.key: r.passed for r in rows if r.compared and r.kind}

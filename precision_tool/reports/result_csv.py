@@ -118,12 +118,15 @@ def write_result_csv(path, results: Iterable[TensorResult], npu_vs_npu: bool = F
 @dataclass(frozen=True)
 class CsvResult:
     """A result CSV read back: its rows as :class:`TensorResult` records in file order, whether it has the
-    NPU-vs-NPU second ``Address``, and which metric columns it holds (msaccucmp may write a subset)."""
+    NPU-vs-NPU second ``Address``, which metric columns it holds (msaccucmp may write a subset), and each
+    row's ``CompareFailReason`` cell as written (msaccucmp remarks on compared rows, such as "This tensor is
+    scalar.", are kept there for display)."""
 
     path: str
     rows: Tuple[TensorResult, ...]
     npu_vs_npu: bool = False
     metric_columns: Tuple[str, ...] = ALL
+    reason_cells: Tuple[str, ...] = ()
 
 
 def read_result_csv(path, cosine_threshold: Optional[float] = 0.99) -> CsvResult:
@@ -149,13 +152,15 @@ def read_result_csv(path, cosine_threshold: Optional[float] = 0.99) -> CsvResult
     if not lines:
         raise ResultCsvError(path, "is empty; a result CSV starts with msaccucmp's header line")
     columns = _columns(path, lines[0])
-    rows = []
+    rows, reasons = [], []
     for number, cells in enumerate(lines[1:], start=2):
         if not cells or all(not cell for cell in cells):
             continue
         rows.append(_row(path, number, cells, columns, cosine_threshold))
+        reasons.append(cells[columns["reason"]] if columns["reason"] is not None and columns["reason"] < len(cells)
+                       else "")
     return CsvResult(path, tuple(rows), npu_vs_npu=columns["ref_address"] is not None,
-                     metric_columns=tuple(columns["metrics"]))
+                     metric_columns=tuple(columns["metrics"]), reason_cells=tuple(reasons))
 
 
 def _columns(path: str, header: List[str]) -> dict:
@@ -189,7 +194,10 @@ def _cell(cells: List[str], position: Optional[int]) -> str:
 def _metric(text: str, name: str):
     if name == "StandardDeviation":
         match = _MEAN_STD.fullmatch(text.strip())
-        return MeanStd(*(float(part) for part in match.groups())) if match else None
+        try:
+            return MeanStd(*(float(part) for part in match.groups())) if match else None
+        except ValueError:  # "(abc;1),(1;1)": not msaccucmp's cell; shown as NaN, the row still read
+            return None
     try:
         value = float(text)
     except ValueError:

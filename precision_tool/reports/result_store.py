@@ -88,10 +88,10 @@ _DAMAGED_HINT = "move it aside to read the result CSV beside it instead, at six 
 def _read_results_file(path: str) -> Tuple[Dict[str, Any], ComparisonResult]:
     try:
         with open(path, encoding="utf-8") as handle:
-            lines = handle.read().splitlines()
+            lines = handle.read().split("\n")  # not splitlines(): U+2028 or U+0085 may stand in a name
     except (OSError, UnicodeDecodeError) as error:
         raise ResultFileError(path, f"cannot read ({getattr(error, 'strerror', None) or error})") from None
-    if not lines:
+    if not any(line.strip() for line in lines):
         raise ResultFileError(path, "is empty")
     header = _json_line(path, 1, lines[0])
     if not isinstance(header, dict) or header.get("format") != FORMAT:
@@ -105,6 +105,9 @@ def _read_results_file(path: str) -> Tuple[Dict[str, Any], ComparisonResult]:
     try:
         facts = RunFacts.from_dict(header["facts"])
         threshold = header["cosine_threshold"]
+        if threshold is not None and not (isinstance(threshold, (int, float)) and not isinstance(threshold, bool)
+                                          and -1.0 <= threshold <= 1.0):
+            raise ValueError(f"cosine_threshold {str(threshold)[:20]} is not a number from -1 to 1")
         if threshold is not None:
             threshold = float(threshold)
         inputs = {str(k): (None if v is None else str(v)) for k, v in dict(header.get("inputs") or {}).items()}
@@ -116,9 +119,13 @@ def _read_results_file(path: str) -> Tuple[Dict[str, Any], ComparisonResult]:
     return header, ComparisonResult.judged(rows, facts, threshold, run_timing, inputs)
 
 
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON (non-finite numbers are written as strings)")
+
+
 def _json_line(path: str, number: int, line: str) -> Any:
     try:
-        return json.loads(line)
+        return json.loads(line, parse_constant=_no_constant)
     except (ValueError, RecursionError) as error:
         raise ResultFileError(path, f"line {number} is not JSON ({str(error)[:80]})") from None
 
@@ -152,6 +159,9 @@ def find_result_csv(target: str, hint: str = RUN_FIRST) -> str:
     Raises :class:`WorkspaceError` (with ``hint``) when there is no such file or folder, or no result in it.
     """
     if os.path.isfile(target):
+        root, ext = os.path.splitext(target)
+        if ext == ".jsonl" and os.path.isfile(root + ".csv"):  # -f result_{ts}.jsonl: the result it belongs to
+            return root + ".csv"
         return target
     if not os.path.isdir(target):
         raise WorkspaceError(f"{target}: no such file or folder", hint)
@@ -168,7 +178,8 @@ class StoredResult:
 
     ``comparison`` is judged at ``threshold``; ``origin`` says which source it came from; ``summary`` is the
     run's ``summary.json`` when it names this CSV (``None`` otherwise); ``metric_columns`` are the metric
-    columns the CSV holds (all ten for ours).
+    columns the CSV holds (all ten for ours); ``csv_reasons`` are the CSV's ``CompareFailReason`` cells as
+    written, row for row, when the rows were read from the CSV (``()`` from the result file).
     """
 
     csv_path: str
@@ -176,6 +187,16 @@ class StoredResult:
     origin: str
     metric_columns: Tuple[str, ...] = ALL
     summary: Optional[Dict[str, Any]] = None
+    csv_reasons: Tuple[str, ...] = ()
+
+    def reason_cell(self, position: int) -> str:
+        """Row ``position``'s CompareFailReason as the CSV has it: our ``STATUS: reason`` (empty for a plain
+        PASS/FAIL), or whatever msaccucmp wrote, remarks on compared rows included."""
+        if self.csv_reasons:
+            return self.csv_reasons[position]
+        from precision_tool.reports.result_csv import fail_reason_cell
+
+        return fail_reason_cell(self.comparison.results[position])
 
     @property
     def threshold(self) -> float:
@@ -196,9 +217,10 @@ class StoredResult:
         """True when order, edges and coverage are the run's own (not a bare CSV's Index order)."""
         return self.origin != FROM_CSV
 
-    def rows_of_op(self, op_name: str) -> Tuple[TensorResult, ...]:
-        """The rows whose tensor belongs to ``op_name`` (or, for rows without a tensor, that name it)."""
-        return tuple(row for row in self.comparison.results if row.op_name == op_name)
+    def rows_of_op(self, op_name: str) -> Tuple[Tuple[int, TensorResult], ...]:
+        """``(position, row)`` of the rows whose tensor belongs to ``op_name`` (or, for rows without a tensor,
+        that name it)."""
+        return tuple((k, row) for k, row in enumerate(self.comparison.results) if row.op_name == op_name)
 
 
 def load_result(target: str, threshold: Optional[float] = None, hint: str = RUN_FIRST) -> StoredResult:
@@ -231,7 +253,7 @@ def load_result(target: str, threshold: Optional[float] = None, hint: str = RUN_
     inputs = {str(k): (v if isinstance(v, str) else None) for k, v in _dict(summary, "inputs").items()
               if k != "mode"}
     comparison = ComparisonResult.judged(rows, facts, chosen, inputs=inputs)
-    return StoredResult(csv_path, comparison, origin, table.metric_columns, summary)
+    return StoredResult(csv_path, comparison, origin, table.metric_columns, summary, table.reason_cells)
 
 
 def _dict(data: Optional[Dict[str, Any]], key: str) -> Dict[str, Any]:
@@ -257,7 +279,8 @@ def _failing_from_summary(rows: Iterable[TensorResult], summary: Dict[str, Any])
     failing = summary.get("failing")
     if not isinstance(failing, list):
         return tuple(rows)
-    ids = {item.get("tensor_id") for item in failing if isinstance(item, dict)}
+    ids = {item.get("tensor_id") for item in failing
+           if isinstance(item, dict) and isinstance(item.get("tensor_id"), str)}
     decided = []
     for row in rows:
         if row.status.cosine_gated:

@@ -143,3 +143,10 @@ def test_alignment_first_divergence_uses_its_graph(tmp_path):
     result = alignment.first_divergence(table)
     assert result.first.op_name == "a"
     assert names(result.inherited) == ["cast_9", "b"]
+
+
+def test_a_damaged_input_index_neither_hangs_nor_lists_a_billion_unknown_inputs():
+    verdicts = {("a", OUTPUT, 0): True, ("b", INPUT, 0): True, ("b", INPUT, 999_999_999): True,
+                ("b", OUTPUT, 0): False}
+    result = find_first_divergence(verdicts, ["a", "b"], {"b": [("a", 0)]})
+    assert result.first.op_name == "b" and result.first.unknown_inputs == ()

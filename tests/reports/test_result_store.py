@@ -118,6 +118,14 @@ def test_a_result_file_of_another_csv_is_not_used(broken, tmp_path):
     (lambda lines: lines[:2] + ['[' * 100000 + ']' * 100000], "line 3 is not JSON"),
     (lambda lines: lines[:1] + [lines[1].replace('"status": "', '"status": "NOPE')] + lines[2:],
      "line 2: malformed row"),
+    (lambda lines: lines[:1] + [lines[1].replace('"shape": [', '"shape": ["1", ')] + lines[2:],
+     "line 2: malformed row"),
+    (lambda lines: lines[:1] + [lines[1].replace('"notes": [', '"notes": "x", "n": [')] + lines[2:],
+     "line 2: malformed row"),
+    (lambda lines: [lines[0].replace('"cosine_threshold": 0.99', '"cosine_threshold": "nan"')] + lines[1:],
+     "cosine_threshold nan is not a number"),
+    (lambda lines: [lines[0].replace('"cosine_threshold": 0.99', '"cosine_threshold": NaN')] + lines[1:],
+     "NaN is not JSON"),
 ])
 def test_a_damaged_result_file_is_a_one_line_error_naming_file_and_line(broken, tmp_path, capsys, damage, message):
     _case, _result, paths = broken
@@ -143,3 +151,49 @@ def test_vcs_ni_and_report_read_the_same_rows(broken, tmp_path, capsys):
     assert sorted(item["tensor_id"] for item in data["failing"]) == sorted(r.tensor_id for r in failing)
     assert {item["tensor_id"]: item["cosine"] for item in data["failing"]} == \
         {r.tensor_id: r.cosine for r in failing}  # full precision, not six decimals
+
+
+def test_a_name_with_unicode_line_separators_round_trips(tmp_path):
+    odd = "a\u2028b\x85c\u2029d"  # str.splitlines() would cut a JSON line at each of these
+    rows = [tensor(0, odd, cosine=0.5, status="FAIL")]
+    result = ComparisonResult.judged(rows, RunFacts("npu_vs_tf", (odd,), "graph"), 0.99)
+    csv_path = str(tmp_path / "result_20260101000000.csv")
+    write_result_csv(csv_path, result.results)
+    write_results_file(results_path_for(csv_path), result, csv_path)
+    stored = load_result(csv_path)
+    assert stored.origin == FROM_RESULTS_FILE and stored.comparison.results == result.results
+
+
+def test_vcs_and_report_take_the_result_file_itself(broken, capsys):
+    _case, _result, paths = broken
+    assert main(["--json", "vcs", "-f", paths.results]) == 1
+    assert json.loads(capsys.readouterr().out)["data"]["csv"] == paths.csv
+
+
+MSACCUCMP_CSV = (
+    "Index,OpType,NPUDump,DataType,Address,GroundTruth,DataType,TensorIndex,Shape,CosineSimilarity,"
+    "MaxAbsoluteError,AccumulatedRelativeError,RelativeEuclideanDistance,KullbackLeiblerDivergence,"
+    "StandardDeviation,MeanAbsoluteError,RootMeanSquareError,MaxRelativeError,MeanRelativeError,"
+    "CompareFailReason\r\n"
+    '0,Data,input,NaN,NaN,input,NaN,NaN,NaN,NaN,NaN,NaN,NaN,NaN,NaN,NaN,NaN,NaN,NaN,'
+    '"[input] There is no dump file for my output operator ""input"". The type is Data."\r\n'
+    "1,Neg,one,float16,0,one,float32,one:output:0,[1],1.000000,8.000000,1.600000,1.600000,0.000000,"
+    '"(3.000;0.000),(-5.000;0.000)",8.000000,8.000000,1.600000,1.600000,This tensor is scalar.\r\n'
+    "2,Add,two,float16,0,two,float32,two:output:0,[4],0.500000,1.000000,0.500000,0.500000,0.000000,"
+    '"(abc;1),(1;1)",0.500000,0.500000,0.500000,0.500000,\r\n')
+
+
+def test_msaccucmp_remarks_and_odd_cells_are_shown_as_written(tmp_path, capsys):
+    path = tmp_path / "result_20260101000000.csv"
+    path.write_text(MSACCUCMP_CSV, encoding="utf-8", newline="")
+    assert main(["--json", "vcs", "-f", str(path), "-c", "1.0", "-l", "0"]) == 1
+    data = json.loads(capsys.readouterr().out)["data"]
+    # "one" passes at 1.0 (msaccucmp's cosine 1 for a scalar) but its remark is kept; "two" fails at 0.5
+    assert [item["tensor_id"] for item in data["failing"]] == ["two:output:0"]
+    assert data["not_compared"] == 1 and data["source"] == "csv"
+    stored = load_result(str(path))
+    assert [stored.reason_cell(k) for k in range(3)] == [
+        '[input] There is no dump file for my output operator "input". The type is Data.', "This tensor is scalar.",
+        ""]
+    assert stored.comparison.results[0].status is Status.NO_DUMP
+    assert stored.comparison.results[2].metric("StandardDeviation") is None  # "(abc;1),(1;1)": no traceback

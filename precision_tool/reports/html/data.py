@@ -85,9 +85,9 @@ def _columns(metric_columns: Tuple[str, ...], npu_vs_npu: bool) -> Tuple[Column,
 
 
 def _row(position: int, result, metric_columns: Tuple[str, ...], npu_vs_npu: bool, first: Optional[str],
-         detail: Optional[int], threshold: float) -> TableRow:
-    """The CSV's cells of ``result`` (only the metric columns the CSV holds); a plain ``FAIL`` also shows the
-    cosine gate's words in the reason cell."""
+         detail: Optional[int], threshold: float, reason_cell: str) -> TableRow:
+    """The CSV's cells of ``result`` (only the metric columns the CSV holds) and its CompareFailReason cell; a
+    plain ``FAIL`` with an empty cell shows the cosine gate's words there."""
     from precision_tool.comparison.result import cosine_gate_reason
     from precision_tool.metrics import ALL
     from precision_tool.reports.result_csv import result_row
@@ -96,7 +96,8 @@ def _row(position: int, result, metric_columns: Tuple[str, ...], npu_vs_npu: boo
     cells = result_row(result, npu_vs_npu)
     metrics_at = len(cells) - 1 - len(ALL)
     shown = [cell for name, cell in zip(ALL, cells[metrics_at:-1]) if name in metric_columns]
-    reason = cells[-1] or ((result.reason or cosine_gate_reason(result.cosine, threshold)) if verdict == FAIL else "")
+    reason = reason_cell or ((result.reason or cosine_gate_reason(result.cosine, threshold)) if verdict == FAIL
+                             else "")
     cells = cells[:metrics_at] + shown + [reason]
     return TableRow(position, verdict, result.op_name, result.tensor_id, tuple(cells),
                     first_divergence=verdict == FAIL and result.op_name == first, detail=detail)
@@ -114,7 +115,7 @@ def build_report_data(source, findings: Optional[CheckFindings] = None, details:
     rows, points = [], []
     for position, result in enumerate(comparison.results):
         row = _row(position, result, source.metric_columns, comparison.npu_vs_npu, first,
-                   detail_of.get(result.tensor_id), source.threshold)
+                   detail_of.get(result.tensor_id), source.threshold, source.reason_cell(position))
         rows.append(row)
         if row.verdict in (PASS, FAIL):
             points.append(PlotPoint(position, result.index if result.index >= 0 else None, result.tensor_id,
