@@ -24,22 +24,19 @@ def latest_result_csv(temp_dir: str) -> Optional[str]:
     return found[-1] if found else None
 
 
-def _metric_text(value) -> str:
-    return "NaN" if value is None else f"{value:.6f}"
-
-
 def compare_rows_for_op(csv_path: str, op_name: str) -> Tuple[List[str], List[List[str]]]:
     """``(headers, rows)`` of the result at ``csv_path`` that belong to ``op_name``; the verdict is the row's
     status word (``pass``, ``fail``, ``error``, ``not_compared``) at the run's threshold.
 
     Raises a :class:`~precision_tool.errors.PrecisionToolError` when the result cannot be read.
     """
+    from precision_tool.reports.result_csv import number_text
     from precision_tool.reports.result_store import load_result
 
     stored = load_result(csv_path)
     rows = []
     for position, row in stored.rows_of_op(op_name):
         rows.append([row.tensor_id or "-", row.ground_truth,
-                     *(_metric_text(row.metric(name)) for name in _METRICS),
+                     *(number_text(row.metric(name)) for name in _METRICS),
                      row.status.verdict, stored.reason_cell(position)])
     return list(COMPARE_HEADERS), rows

@@ -68,12 +68,9 @@ def run_compare(request: CompareRequest, out_dir: Optional[str], default_root: s
     return _report(run.result, run.summary, run.paths, run.exit_code)
 
 
-def _number(value) -> str:
-    return "NaN" if value is None else f"{value:.6f}"
-
-
 def _report(result: ComparisonResult, summary: Dict[str, Any], paths: OutputPaths, exit_code: int) -> Report:
     from precision_tool.alignment import Coverage
+    from precision_tool.reports.result_csv import number_text
 
     counts = summary["counts"]
     threshold = result.cosine_threshold
@@ -89,8 +86,8 @@ def _report(result: ComparisonResult, summary: Dict[str, Any], paths: OutputPath
     report = Report(title=title)
     failing = result.failing_in_order()
     if failing:
-        rows = [[r.index, r.tensor_id or r.op_name, r.op_type, r.status.value, _number(r.cosine),
-                 _number(r.metric("MaxAbsoluteError")), r.reason] for r in failing[:_REPORT_ROWS]]
+        rows = [[r.index, r.tensor_id or r.op_name, r.op_type, r.status.value, number_text(r.cosine),
+                 number_text(r.metric("MaxAbsoluteError")), r.reason] for r in failing[:_REPORT_ROWS]]
         more = f" (first {_REPORT_ROWS} of {len(failing)})" if len(failing) > _REPORT_ROWS else ""
         report.add_table(["index", "tensor", "op type", "status", "cosine", "max abs err", "reason"], rows,
                          title=f"Failing tensors, first divergence first{more}:")

@@ -75,7 +75,7 @@ def handle(args, ctx: Context) -> Report:
         worst = _worst_table(report, left, right, args.count)
     first = _first_values_table(report, left, right, args.count) if args.count else []
     verdict = "passed" if result else "failed"
-    report.status = verdict if result.status.value in ("PASS", "FAIL") else f"{verdict} ({result.status.value})"
+    report.status = verdict if result.status.cosine_gated else f"{verdict} ({result.status.value})"
     report.exit_code = EXIT_OK if result else EXIT_FAILED_CHECK
     report.data = {"left": left.label, "right": right.label, "status": result.status.value,
                    "passed": bool(result), "reason": result.reason, "cosine": result.cosine,

@@ -32,12 +32,9 @@ def add_arguments(parser):
     add_limit_option(parser, DEFAULT_LIMIT, "show at most N tensors")
 
 
-def _cell(value) -> str:
-    return "NaN" if value is None else f"{value:.6f}"
-
-
 def handle(args, ctx: Context):
     from precision_tool.reports.report import Report
+    from precision_tool.reports.result_csv import number_text
     from precision_tool.reports.result_outputs import workspace_result_folder
     from precision_tool.reports.result_store import FROM_CSV, RUN_FIRST, load_result
 
@@ -61,9 +58,9 @@ def handle(args, ctx: Context):
     report = Report(title=f"{stored.csv_path}: {len(compared)} tensors compared, {len(failing)} below cosine "
                           f"{threshold:g} or failing")
     if shown:
-        rows = [[_index_value(r.index), r.tensor_id, r.op_type, _cell(r.cosine),
-                 _cell(r.metric("MaxAbsoluteError")), _cell(r.metric("MeanRelativeError")), stored.reason_cell(k)]
-                for k, r in shown]
+        rows = [[_index_value(r.index), r.tensor_id, r.op_type, number_text(r.cosine),
+                 number_text(r.metric("MaxAbsoluteError")), number_text(r.metric("MeanRelativeError")),
+                 stored.reason_cell(k)] for k, r in shown]
         report.add_table(["index", "tensor", "op type", "cosine", "max abs err", "mean rel err", "reason"], rows)
         if len(shown) < len(failing):
             report.add_text(f"... {len(failing) - len(shown)} more (-l 0 shows all)")

@@ -30,6 +30,8 @@ def add_compare_section(report: Report, section, paths, limit: int) -> None:
     if section.error:
         report.add_text(f"Comparison with the reference not run: {section.error}")
         return
+    from precision_tool.reports.result_csv import number_text
+
     result = section.result
     counts = result.counts()
     gate = f"cosine >= {result.cosine_threshold:g}" if result.cosine_threshold is not None else "cosine gate off"
@@ -39,7 +41,7 @@ def add_compare_section(report: Report, section, paths, limit: int) -> None:
     if failing:
         shown = failing if not limit else failing[:limit]
         rows = [[r.tensor_id or r.op_name, r.op_type, r.status.value,
-                 "NaN" if r.cosine is None else f"{r.cosine:.6f}", r.reason] for r in shown]
+                 number_text(r.cosine), r.reason] for r in shown]
         more = f" (first {len(shown)} of {len(failing)})" if len(shown) < len(failing) else ""
         report.add_table(["tensor", "op type", "status", "cosine", "reason"], rows,
                          title=f"{title}; failing tensors, first divergence first{more}:")

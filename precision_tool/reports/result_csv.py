@@ -45,7 +45,7 @@ from precision_tool.comparison.result import TensorResult
 from precision_tool.errors import ResultCsvError
 from precision_tool.fileio import atomic_write
 from precision_tool.formats.tensor_kind import TensorKind
-from precision_tool.metrics import ALL, MeanStd, format_value
+from precision_tool.metrics import ALL, DEFAULT_COSINE_THRESHOLD, MeanStd, format_value
 from precision_tool.status import Status
 
 NOT_APPLICABLE = "NaN"
@@ -72,6 +72,15 @@ def quote_cell(text: str) -> str:
 def csv_line(cells: Iterable[str]) -> str:
     """A CRLF-terminated CSV line; ``csv.reader`` reads the same cells back."""
     return ",".join(quote_cell(str(cell)) for cell in cells) + LINE_END
+
+
+def number_text(value: Optional[float]) -> str:
+    """A metric as the CSV and the terminal tables show it: six decimals, ``NaN`` when not computed.
+
+    >>> number_text(0.9010504), number_text(None)
+    ('0.901050', 'NaN')
+    """
+    return NOT_APPLICABLE if value is None else f"{value:.6f}"
 
 
 def shape_text(shape: Optional[Sequence[int]]) -> str:
@@ -129,7 +138,7 @@ class CsvResult:
     reason_cells: Tuple[str, ...] = ()
 
 
-def read_result_csv(path, cosine_threshold: Optional[float] = 0.99) -> CsvResult:
+def read_result_csv(path, cosine_threshold: Optional[float] = DEFAULT_COSINE_THRESHOLD) -> CsvResult:
     """Read a result CSV written by us or by msaccucmp (any subset of metric columns, extra columns ignored).
 
     Each row becomes a :class:`TensorResult`. Our explicit statuses (``NAN_INF: ...`` in CompareFailReason)
