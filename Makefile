@@ -7,10 +7,21 @@ PY     := $(VENV)/bin/python
 PEER_DIR ?= ../shared/peers/msaccucmp
 export PEER_VENV ?= /tmp/peer-venv
 STAMP  := $(VENV)/.installed
+# The users' own environments (issue 12): Huawei's TF adapter supports TF 1.15 on Python 3.7 and TF 2.6 on 3.7-3.9.
+# Each gets TensorFlow with the numpy/protobuf its users have, then precision_tool by plain `pip install .`,
+# and tests/user_env/freeze_unchanged.py fails the build if that install changed any package TensorFlow already had.
+PYENV_ROOT ?= $(shell pyenv root 2>/dev/null || echo $$HOME/.pyenv)
+TF115_PYTHON ?= $(PYENV_ROOT)/versions/3.7.16/bin/python
+TF26_PYTHON  ?= $(PYENV_ROOT)/versions/3.9.18/bin/python
+TF115_VENV := .venv-tf115
+TF26_VENV  := .venv-tf26
+TF115_PINS := tensorflow-cpu==1.15.0 numpy==1.18.5 protobuf==3.20.3
+TF26_PINS  := tensorflow-cpu==2.6.5 numpy==1.19.5 protobuf==3.19.6
+USER_ENV_TESTS := -q -p no:cacheprovider
 DEMO_WORKSPACE := sample_dumps/cnn_workspace
 DEMO_OUT := /tmp/precision_tool_demo
 
-.PHONY: venv lint test test-fast demo check-peer peer browser check-report bench sample-dumps clean
+.PHONY: venv user-envs test-user-envs lint test test-fast demo check-peer peer browser check-report bench sample-dumps clean
 
 venv: $(STAMP)
 
@@ -19,6 +30,34 @@ $(STAMP): setup.cfg pyproject.toml
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q -e '.[tf,test]'
 	touch $@
+
+# $(call user_env,VENV,PYTHON,PINS): TensorFlow as its users have it, then precision_tool as they install it.
+define user_env
+	test -x $(1)/bin/python || $(2) -m venv $(1)
+	$(1)/bin/python -m pip install -q --upgrade 'pip<24.1'
+	$(1)/bin/python -m pip install -q $(3)
+	$(1)/bin/python -m pip freeze --exclude-editable > $(1)/freeze-before.txt
+	$(1)/bin/python -m pip install -q .
+	$(1)/bin/python -m pip freeze --exclude-editable > $(1)/freeze-after.txt
+	$(1)/bin/python tests/user_env/freeze_unchanged.py $(1)/freeze-before.txt $(1)/freeze-after.txt
+	$(1)/bin/python -m pip install -q -c $(1)/freeze-before.txt pytest hypothesis pexpect
+	touch $(1)/.installed
+endef
+
+$(TF115_VENV)/.installed: setup.cfg pyproject.toml tests/user_env/freeze_unchanged.py
+	$(call user_env,$(TF115_VENV),$(TF115_PYTHON),$(TF115_PINS))
+
+$(TF26_VENV)/.installed: setup.cfg pyproject.toml tests/user_env/freeze_unchanged.py
+	$(call user_env,$(TF26_VENV),$(TF26_PYTHON),$(TF26_PINS))
+
+user-envs: $(TF115_VENV)/.installed $(TF26_VENV)/.installed
+
+# On this checkout's code: in the oldest environment (Python 3.7, numpy 1.18, protobuf 3.20) every test that does
+# not need TF 2.21, the peer or a browser (~1 min: the analysis commands and shell on old numpy too); in the TF 2.6
+# one only the tests marked `compat` (capture, tf_dump, one analysis run).
+test-user-envs: user-envs
+	PYTHONPATH=$(CURDIR) $(TF115_VENV)/bin/python -m pytest $(USER_ENV_TESTS) -m "compat or not (tf or peer or browser)"
+	PYTHONPATH=$(CURDIR) $(TF26_VENV)/bin/python -m pytest $(USER_ENV_TESTS) -m compat
 
 # The msaccucmp peer (CANN's comparator) in its own venv, when ../shared is beside this checkout.
 peer:
@@ -32,12 +71,14 @@ browser:
 	 (apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium) >/dev/null 2>&1 || \
 	 echo "chromium not installed: browser tests will be skipped"
 
-# ruff (settings in pyproject.toml) on all Python in the tree, mypy on the package (its files: [tool.mypy]).
+# ruff (settings in pyproject.toml) on all Python in the tree, mypy on the package (its files: [tool.mypy]), and
+# vermin: nothing in the package may need a Python newer than 3.7 (the TF 1.15 users' Python).
 lint: venv
 	$(PY) -m ruff check precision_tool tests benchmarks sample_dumps
 	$(PY) -m mypy
+	$(PY) -m vermin -q -t=3.7- --no-tips --violations precision_tool
 
-test: venv lint peer browser
+test: venv lint peer browser test-user-envs
 	$(PY) -m pytest -q
 
 test-fast: venv
@@ -65,4 +106,4 @@ bench: venv peer
 	$(PY) benchmarks/alignment_scale.py
 
 clean:
-	rm -rf $(VENV) .pytest_cache build *.egg-info
+	rm -rf $(VENV) $(TF115_VENV) $(TF26_VENV) .pytest_cache build *.egg-info

@@ -80,10 +80,13 @@ def resolve(importer: str, is_package: bool, node: ast.ImportFrom) -> Optional[s
 
 def literal_module(node: ast.expr) -> Optional[str]:
     """The module named by ``"precision_tool.x"``, or the fixed part of ``f"precision_tool.x.{name}"``."""
+    if isinstance(node, ast.Str):  # Python 3.7 (ast.Constant from 3.8 on)
+        return node.s
     if isinstance(node, ast.Constant) and isinstance(node.value, str):
         return node.value
-    if isinstance(node, ast.JoinedStr) and node.values and isinstance(node.values[0], ast.Constant):
-        return str(node.values[0].value).rsplit(".", 1)[0]
+    if isinstance(node, ast.JoinedStr) and node.values and isinstance(node.values[0], (ast.Constant, ast.Str)):
+        first = node.values[0]
+        return str(first.s if isinstance(first, ast.Str) else first.value).rsplit(".", 1)[0]
     return None
 
 

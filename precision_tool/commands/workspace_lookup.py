@@ -18,13 +18,17 @@ from __future__ import annotations
 import difflib
 import os
 from pathlib import Path
-from typing import Dict, List, Literal, Optional, Tuple, overload
+from typing import TYPE_CHECKING, Dict, List, Optional, Tuple, overload
 
 from precision_tool.commands.registry import Context
 from precision_tool.config import Workspace
 from precision_tool.errors import WorkspaceError
 from precision_tool.formats.dump_names import DumpOp, DumpScan, sanitize_op_name, scan_dump_folder
 from precision_tool.formats.ge_graph import GraphModel, OpNode
+
+if TYPE_CHECKING:  # typing.Literal is Python 3.8+; annotations are never evaluated at run time here
+    from typing import Literal  # novermin (type checkers only)
+
 
 def _signature(path) -> Tuple[str, int, int]:
     info = os.stat(path)

@@ -77,8 +77,14 @@ def dtype_code(dtype) -> int:
 
 
 def bf16_bits_to_float32(bits: np.ndarray) -> np.ndarray:
-    """Widen bfloat16 stored as ``uint16`` bits to float32, exactly: ``float32_bits = bits << 16``."""
-    return (np.asarray(bits, dtype="<u2").astype("<u4") << 16).view("<f4")
+    """Widen bfloat16 stored as ``uint16`` bits to float32, exactly: ``float32_bits = bits << 16``.
+
+    The shift count is a ``uint32`` and the result is written in place: on numpy 1.x a 0-d array shifted by a
+    Python int becomes int64 (value-based casting), whose 8 bytes cannot be viewed as float32.
+    """
+    wide = np.asarray(bits, dtype="<u2").astype("<u4")
+    np.left_shift(wide, np.uint32(16), out=wide)
+    return wide.view("<f4")
 
 
 def float32_to_bf16_bits(values: np.ndarray) -> np.ndarray:

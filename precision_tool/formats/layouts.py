@@ -30,7 +30,7 @@ Rules
 """
 from __future__ import annotations
 
-from math import prod
+from precision_tool.compat import prod
 from typing import List, NoReturn, Optional, Sequence, Tuple, Union
 
 import numpy as np

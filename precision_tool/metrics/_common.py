@@ -11,7 +11,7 @@ sums of products that need no temporary.
 from __future__ import annotations
 
 import math
-from functools import cached_property
+from precision_tool.compat import cached_property
 from typing import Optional, Tuple
 
 import numpy as np

@@ -18,6 +18,7 @@ import re
 import xml.etree.ElementTree as ET
 
 from precision_tool.comparison import ComparisonResult, TensorResult
+from precision_tool.compat import indent_xml
 from precision_tool.fileio import atomic_write
 from precision_tool.metrics import ALL, format_value
 from precision_tool.status import Status
@@ -64,7 +65,7 @@ def build_junit(result: ComparisonResult) -> ET.ElementTree:
             ET.SubElement(case, "failure", type=row.status.value, message=xml_text(row.reason)).text = _details(row)
         elif not row.compared:
             ET.SubElement(case, "skipped", message=xml_text(f"{row.status.value}: {row.reason}"))
-    ET.indent(root)
+    indent_xml(root)
     return ET.ElementTree(root)
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 import subprocess
-from math import prod
+from precision_tool.compat import prod
 from pathlib import Path
 
 import numpy as np

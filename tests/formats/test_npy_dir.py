@@ -43,7 +43,7 @@ def test_write_then_read_is_exact(tmp_path, array):
     assert (record.op_name, record.output_index, record.timestamp_us, record.path) == ("scope_op", 1, STAMP, path)
     loaded = record.load()
     assert (loaded.dtype, loaded.shape) == (record.dtype, record.shape) == (np.asarray(array).dtype, np.shape(array))
-    assert np.array_equal(loaded, array, equal_nan=loaded.dtype.kind in "fc")
+    np.testing.assert_array_equal(loaded, array)  # NaN equals NaN here (array_equal's equal_nan is numpy 1.19+)
     assert loaded.tobytes(order="A") == np.asarray(array).tobytes(order="A")
 
 

@@ -185,7 +185,7 @@ MSACCUCMP_CSV = (
 
 def test_msaccucmp_remarks_and_odd_cells_are_shown_as_written(tmp_path, capsys):
     path = tmp_path / "result_20260101000000.csv"
-    path.write_text(MSACCUCMP_CSV, encoding="utf-8", newline="")
+    path.write_bytes(MSACCUCMP_CSV.encode("utf-8"))  # as written, CRLF kept
     assert main(["--json", "vcs", "-f", str(path), "-c", "1.0", "-l", "0"]) == 1
     data = json.loads(capsys.readouterr().out)["data"]
     # "one" passes at 1.0 (msaccucmp's cosine 1 for a scalar) but its remark is kept; "two" fails at 0.5
