@@ -145,20 +145,20 @@ def atomic_write_text(path: PathLike, text: str) -> Path:
 
 # ----------------------------------------------------------------------------------------- finding
 def build_graph_files(folder: PathLike) -> List[Path]:
-    """The Build-stage graph files directly in ``folder``, newest first (by time written, then index)."""
-    folder = Path(folder)
-    if not folder.is_dir():
-        raise WorkspaceError(f"{folder}: no such folder")
-    found = []
-    for entry in os.scandir(folder):
-        match = BUILD_GRAPH_NAME.match(entry.name)
-        if match and entry.is_file():
-            found.append((entry.stat().st_mtime_ns, int(match.group(1)), Path(entry.path)))
-    return [path for _, _, path in sorted(found, reverse=True)]
+    """The Build-stage graph files directly in ``folder``, newest first (by time written, then index).
+
+    Entries that cannot be examined (a symlink loop) are left out. Raises :class:`WorkspaceError` when
+    ``folder`` is missing or cannot be listed. For ``DUMP_GRAPH_PATH`` itself, which CANN 8 splits into
+    per-process folders, use :func:`~precision_tool.formats.ge_graph_folders.choose_build_graph`.
+    """
+    from precision_tool.formats.ge_graph_folders import build_files_in
+
+    return [path for _, _, path in build_files_in(os.fspath(folder))]
 
 
 def find_build_graph(folder: PathLike, graph_name: Optional[str] = None) -> Path:
-    """The Build graph file to use in ``folder``.
+    """The Build graph file to use in ``folder`` (this folder only: for ``DUMP_GRAPH_PATH``, which CANN 8 splits
+    into per-process folders, use :func:`~precision_tool.formats.ge_graph_folders.choose_build_graph`).
 
     Without ``graph_name``, the newest one (written last; among equal times, the largest index). With it,
     the newest whose root graph is called ``graph_name`` -- the ``model_name`` folder of the dump tree.
