@@ -1,24 +1,43 @@
-"""Capture settings read from the environment at call time, and the one-line messages helpers print.
+"""Capture settings read from the environment at call time, their checks, and the one-line messages helpers print.
 
 Everything here is plain Python (no TensorFlow), so the action table can be tested alone.
 
-=============================== ========================================= ==================
-variable                        meaning                                   default
-=============================== ========================================= ==================
-``PRECISION_TOOL_DATA``         the workspace (``precision_data``)        ``./precision_data``
-``PRECISION_TOOL_ACTION``       action when a helper gets ``action=None`` none
-``PRECISION_TOOL_DUMP``         ``True``: same as action ``dump`` (the    unset
-                                original tool's flag)
-``PRECISION_TOOL_OVERFLOW``     ``True``: same as action ``overflow``     unset
-``PRECISION_TOOL_DUMP_STEP``    NPU ``dump_step``: ``0|5|10``, ``0|3-5``  ``0``
-``PRECISION_TOOL_OP_DEBUG_LEVEL`` ``op_debug_level`` for ``overflow``     ``4``
-``PRECISION_TOOL_NPU_RUN``      N of ``npu/debug_N`` for NPU dumps        0, or 1 with a
-                                                                          fusion action
-=============================== ========================================= ==================
+=================================== ========================================= ==================
+variable                            meaning                                   default
+=================================== ========================================= ==================
+``PRECISION_TOOL_DATA``             the workspace (``precision_data``)        ``./precision_data``
+``PRECISION_TOOL_ACTION``           action when a helper gets ``action=None`` none
+``PRECISION_TOOL_DUMP``             ``True``: same as action ``dump`` (the    unset
+                                    original tool's flag)
+``PRECISION_TOOL_OVERFLOW``         ``True``: same as action ``overflow``     unset
+``PRECISION_TOOL_DUMP_STEP``        NPU ``dump_step``: ``0|5|10``, ``0|3-5``  ``0``
+``PRECISION_TOOL_OP_DEBUG_LEVEL``   ``op_debug_level`` for ``overflow``:      ``4``
+                                    0, 1, 2, 3 or 4
+``PRECISION_TOOL_NPU_RUN``          N of ``npu/debug_N`` for NPU dumps        0, or 1 with a
+                                                                              fusion action
+=================================== ========================================= ==================
 
 ``op_debug_level`` 4 keeps the compiled kernels' ``.o``/``.json``, the instruction mapping and the UB
 fusion description in ``debug_dir`` without changing how kernels are compiled (1 and 2 add debug code;
 use 0 on CANN versions that reject 4).
+
+Values are checked here, with npu_bridge's own rules, so that a typo is a one-line
+:class:`~precision_tool.errors.CaptureError` naming the variable, not a ``LOG(FATAL)`` when the session starts
+(npu_bridge) or a bare ``ValueError`` from TF2's ``npu_device``:
+
+* ``dump_step`` (``tf_adapter/util/npu_attrs.cc``, ``checkDumpStep``): ``dump_step + "|"`` must match
+  ``(\\d+-\\d+\\||\\d+\\|)+`` exactly (ASCII digits: groups ``N`` or ``N-M`` joined by ``|``, no empty group,
+  no spaces); at most 100 groups; in a range ``N-M``, N < M. GE also reads every step as an int32, so no step
+  may exceed 2147483647. Leading zeros are fine (``001|002``).
+* ``dump_mode`` one of ``input``, ``output``, ``all``; ``dump_debug_mode`` one of ``aicore_overflow``,
+  ``atomic_overflow``, ``all``; ``op_debug_level`` one of 0, 1, 2, 3, 4.
+
+>>> check_dump_step("0|5|10-20")
+'0|5|10-20'
+>>> check_dump_step("5-3")
+Traceback (most recent call last):
+...
+precision_tool.errors.CaptureError: dump_step='5-3': range 5-3 must go up (npu_bridge needs N < M in N-M)
 """
 from __future__ import annotations
 
@@ -27,7 +46,7 @@ import re
 import sys
 import warnings
 from dataclasses import dataclass
-from typing import Mapping, Optional
+from typing import Dict, Mapping, Optional, Tuple, Union
 
 from precision_tool.config import DEFAULT_DATA_DIR, ENV_DATA_DIR, Workspace
 from precision_tool.errors import CaptureError
@@ -41,8 +60,18 @@ ENV_NPU_RUN = "PRECISION_TOOL_NPU_RUN"
 
 DEFAULT_DUMP_STEP = "0"
 DEFAULT_OP_DEBUG_LEVEL = 4
-_DUMP_STEP = re.compile(r"\d+(-\d+)?(\|\d+(-\d+)?)*")
 MESSAGE_PREFIX = "[precision_tool]"
+
+# npu_bridge's checkDumpStep pattern, applied to dump_step + "|"; [0-9], not \d: C++ std::regex's \d is ASCII only.
+_DUMP_STEP_GROUPS = re.compile(r"(?:[0-9]+-[0-9]+\||[0-9]+\|)+")
+MAX_DUMP_STEP_GROUPS = 100
+INT32_MAX = "2147483647"
+# The values npu_bridge (checkDumpMode, checkDumpDebugMode) and npu_device accept.
+NPU_CHOICES: Dict[str, Tuple[Union[str, int], ...]] = {
+    "dump_mode": ("input", "output", "all"),
+    "dump_debug_mode": ("aicore_overflow", "atomic_overflow", "all"),
+    "op_debug_level": (0, 1, 2, 3, 4),
+}
 
 
 class CaptureWarning(UserWarning):
@@ -60,9 +89,70 @@ def warn_loudly(message: str, stacklevel: int = 3) -> None:
     warnings.warn(message, CaptureWarning, stacklevel=stacklevel)
 
 
+def check_dump_step(value, source: str = "dump_step") -> str:
+    """``value`` if npu_bridge and GE accept it as ``dump_step`` (rules in the module docstring).
+
+    ``source`` names where the value came from (a variable) in the error.
+
+    Raises
+    ------
+    CaptureError
+        One line: ``source``, the value, and the rule it breaks.
+    """
+    shown = f"{source}={_shown(value)}"
+    if not isinstance(value, str):
+        raise CaptureError(f"{shown}: dump_step must be text like '0', '0|5|10' or '0|3-5'")
+    if not _DUMP_STEP_GROUPS.fullmatch(value + "|"):
+        raise CaptureError(f"{shown}: use step numbers and ranges joined by '|', e.g. '0', '0|5|10' or "
+                           "'0|3-5' (ASCII digits only, no empty group, no spaces)")
+    groups = value.split("|")
+    if len(groups) > MAX_DUMP_STEP_GROUPS:
+        raise CaptureError(f"{shown}: {len(groups)} groups, npu_bridge accepts at most "
+                           f"{MAX_DUMP_STEP_GROUPS}")
+    for group in groups:
+        steps = [_digits(step) for step in group.split("-")]
+        for step in steps:
+            if (len(step), step) > (len(INT32_MAX), INT32_MAX):
+                raise CaptureError(f"{shown}: step {_shown(step)[1:-1]} is larger than {INT32_MAX} "
+                                   "(GE reads steps as int32)")
+        if len(steps) == 2 and (len(steps[0]), steps[0]) >= (len(steps[1]), steps[1]):
+            raise CaptureError(f"{shown}: range {group} must go up (npu_bridge needs N < M in N-M)")
+    return value
+
+
+def _shown(value, limit: int = 60) -> str:
+    """``repr(value)``, cut to ``limit`` characters for a one-line message."""
+    text = repr(value)
+    return text if len(text) <= limit else f"{text[:limit - 4]}...{text[-1]}"
+
+
+def _digits(step: str) -> str:
+    """A step without leading zeros, as digits (compared by length then text: no int() of unbounded length)."""
+    return step.lstrip("0") or "0"
+
+
+def check_npu_choice(name: str, value, source: Optional[str] = None):
+    """``value`` if it is one npu_bridge accepts for ``name`` (``dump_mode``, ``dump_debug_mode``,
+    ``op_debug_level``; see :data:`NPU_CHOICES`); other names pass unchecked.
+
+    Raises
+    ------
+    CaptureError
+        One line naming ``source`` (default ``name``), the value and the allowed values.
+    """
+    allowed = NPU_CHOICES.get(name)
+    if allowed is None:
+        return value
+    kind = type(allowed[0])
+    if isinstance(value, kind) and not isinstance(value, bool) and value in allowed:
+        return value
+    shown = ", ".join(map(str, allowed))
+    raise CaptureError(f"{source or name}={value!r} is not a valid {name}: use one of {shown}")
+
+
 @dataclass(frozen=True)
 class CaptureSettings:
-    """Where captures go and the NPU dump settings.
+    """Where captures go and the NPU dump settings (checked when made).
 
     Attributes
     ----------
@@ -79,9 +169,8 @@ class CaptureSettings:
     npu_run: Optional[int] = None
 
     def __post_init__(self):
-        if not _DUMP_STEP.fullmatch(self.dump_step):
-            raise CaptureError(f"dump_step {self.dump_step!r} is not valid",
-                               "use step numbers and ranges joined by '|', e.g. '0', '0|5|10' or '0|3-5'")
+        check_dump_step(self.dump_step)
+        check_npu_choice("op_debug_level", self.op_debug_level)
         if self.npu_run is not None and self.npu_run < 0:
             raise CaptureError(f"NPU run index {self.npu_run} is negative")
 
@@ -91,24 +180,35 @@ class CaptureSettings:
 
     @classmethod
     def from_env(cls, environ: Optional[Mapping[str, str]] = None) -> "CaptureSettings":
-        """Settings from the variables in the module docstring (``os.environ`` by default)."""
+        """Settings from the variables in the module docstring (``os.environ`` by default).
+
+        Raises
+        ------
+        CaptureError
+            A variable npu_bridge would refuse; the message names the variable and the allowed values.
+        """
         env = os.environ if environ is None else environ
         data_dir = env.get(ENV_DATA_DIR) or DEFAULT_DATA_DIR
+        dump_step = check_dump_step((env.get(ENV_DUMP_STEP) or DEFAULT_DUMP_STEP).strip(), ENV_DUMP_STEP)
+        op_debug_level = _int_setting(env, ENV_OP_DEBUG_LEVEL, DEFAULT_OP_DEBUG_LEVEL, "op_debug_level")
+        check_npu_choice("op_debug_level", op_debug_level, ENV_OP_DEBUG_LEVEL)
         return cls(
             data_dir=os.path.abspath(data_dir),
-            dump_step=(env.get(ENV_DUMP_STEP) or DEFAULT_DUMP_STEP).strip(),
-            op_debug_level=_int_setting(env, ENV_OP_DEBUG_LEVEL, DEFAULT_OP_DEBUG_LEVEL),
+            dump_step=dump_step,
+            op_debug_level=op_debug_level,
             npu_run=_int_setting(env, ENV_NPU_RUN, None),
         )
 
 
-def _int_setting(env: Mapping[str, str], name: str, default):
+def _int_setting(env: Mapping[str, str], name: str, default, choice: Optional[str] = None):
     text = (env.get(name) or "").strip()
     if not text:
         return default
     try:
         return int(text)
     except ValueError:
+        if choice is not None:
+            check_npu_choice(choice, text, name)  # the message lists the allowed values
         raise CaptureError(f"{name}={text!r} is not an integer") from None
 
 

@@ -108,8 +108,25 @@ def test_settings_from_environment(tmp_path):
 
 
 @pytest.mark.parametrize("env, message", [
-    ({"PRECISION_TOOL_DUMP_STEP": "0,5"}, "dump_step '0,5' is not valid"),
+    ({"PRECISION_TOOL_DUMP_STEP": "0,5"}, "PRECISION_TOOL_DUMP_STEP='0,5': use step numbers and ranges joined by '|'"),
+    ({"PRECISION_TOOL_DUMP_STEP": "5-3"}, "PRECISION_TOOL_DUMP_STEP='5-3': range 5-3 must go up"),
+    ({"PRECISION_TOOL_OP_DEBUG_LEVEL": "7"},
+     "PRECISION_TOOL_OP_DEBUG_LEVEL=7 is not a valid op_debug_level: use one of 0, 1, 2, 3, 4"),
+    ({"PRECISION_TOOL_OP_DEBUG_LEVEL": "high"},
+     "PRECISION_TOOL_OP_DEBUG_LEVEL='high' is not a valid op_debug_level: use one of 0, 1, 2, 3, 4"),
+    ({"PRECISION_TOOL_OP_DEBUG_LEVEL": "-1"},
+     "PRECISION_TOOL_OP_DEBUG_LEVEL=-1 is not a valid op_debug_level: use one of 0, 1, 2, 3, 4"),
     ({"PRECISION_TOOL_NPU_RUN": "x"}, "PRECISION_TOOL_NPU_RUN='x' is not an integer")])
-def test_bad_settings_are_one_line_errors(env, message):
-    with pytest.raises(CaptureError, match=message):
+def test_bad_settings_are_one_line_errors_naming_the_variable(env, message):
+    with pytest.raises(CaptureError) as info:
         CaptureSettings.from_env(env)
+    assert str(info.value).startswith(message) and "\n" not in str(info.value)
+
+
+def test_settings_made_in_code_are_checked_too():
+    with pytest.raises(CaptureError, match="op_debug_level=5 is not a valid op_debug_level"):
+        settings(op_debug_level=5)
+    with pytest.raises(CaptureError, match="op_debug_level=True is not a valid op_debug_level"):
+        settings(op_debug_level=True)
+    with pytest.raises(CaptureError, match=r"dump_step='0\|\|5': use step numbers"):
+        settings(dump_step="0||5")
