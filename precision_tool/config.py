@@ -4,10 +4,13 @@
 
     precision_data/
       npu/debug_0/{dump/<ts>/<device>/<model>/<model_id>/<step>/..., graph/ge_proto_*_Build.txt}
-      npu/debug_1/...                    second NPU run (fusion off, ...)
+                                         also the NPU's debug_dir (kernel_meta), as in the original tool
+      npu/debug_1/...                    a second NPU run kept apart (capture with PRECISION_TOOL_NPU_RUN=1,
+                                         e.g. fusion off), compared with npu/debug_0
       overflow/dump/<ts>/...             Opdebug records beside the overflowing ops' dumps
       tf/tf_debug/run_*/...              tfdbg raw dumps       tf/dump/*.npy  reference tensors
-      fusion/fusion_result.json          temp/...  tool outputs
+      fusion/fusion_result.json          fusion/fusion_switch.cfg  the switch file users edit
+      temp/...                           tool outputs
 
 The workspace is ``-d DIR``, else ``$PRECISION_TOOL_DATA``, else ``./precision_data``.
 """
@@ -31,6 +34,7 @@ class Workspace:
     root: str
 
     def npu_run(self, index: int = 0) -> str:
+        """``npu/debug_N``: one NPU run's dump and graph folders, and its ``debug_dir``."""
         return os.path.join(self.root, "npu", f"debug_{index}")
 
     def npu_dump(self, index: int = 0) -> str:
@@ -50,6 +54,11 @@ class Workspace:
     @property
     def tf_dump(self) -> str:
         return os.path.join(self.root, "tf", "dump")
+
+    @property
+    def fusion_switch(self) -> str:
+        """The fusion switch file users edit (action ``fusion_switch``), created from the shipped template."""
+        return os.path.join(self.root, "fusion", "fusion_switch.cfg")
 
     @property
     def fusion_result(self) -> str:

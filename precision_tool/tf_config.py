@@ -19,6 +19,12 @@ settings (workspace, dump step): :mod:`precision_tool.capture.settings`; ``docs/
 Importing this module does not import TensorFlow. It sets ``TF_ENABLE_ONEDNN_OPTS=0`` when TensorFlow
 is not imported yet (so a CPU reference keeps Conv2D, BiasAdd and Relu apart), and warns loudly when
 it comes too late.
+
+The original tool's names keep working: ``FUSION_OFF_FILE`` (shipped, all fusion off), ``FUSION_SWITCH_FILE``
+(the switch file the NPU reads for ``fusion_switch``: ``WORKSPACE/fusion/fusion_switch.cfg``, created from
+``FUSION_SWITCH_TEMPLATE`` when missing), ``DEFAULT_OP_DEBUG_DIR`` and ``OP_DEBUG_DIR`` (the ``debug_dir``
+helpers set: ``WORKSPACE/npu/debug_N``). The last three depend on ``PRECISION_TOOL_DATA`` and
+``PRECISION_TOOL_NPU_RUN``, so they are computed each time they are read (PEP 562 module ``__getattr__``).
 """
 from __future__ import annotations
 
@@ -26,9 +32,9 @@ from precision_tool.capture.actions import ACTIONS, build_plan, parse_actions
 from precision_tool.capture.callbacks import loss_scale_callback
 from precision_tool.capture.determinism import seed_everything
 from precision_tool.capture.environment import disable_onednn_before_tensorflow
-from precision_tool.capture.fusion_files import FUSION_OFF_FILE, FUSION_SWITCH_FILE
-from precision_tool.capture.npu_config import (estimator_dump_config, npu_device_dump_config, npu_run_config_options,
-                                               session_dump_config, update_custom_op)
+from precision_tool.capture.fusion_files import FUSION_OFF_FILE, FUSION_SWITCH_TEMPLATE
+from precision_tool.capture.npu_config import (env_dependent_value, estimator_dump_config, npu_device_dump_config,
+                                               npu_run_config_options, session_dump_config, update_custom_op)
 from precision_tool.capture.reference import (disable_reference_dump, enable_reference_dump, estimator_dump,
                                               reference_session_config, sess_dump)
 from precision_tool.capture.settings import CaptureWarning
@@ -38,9 +44,19 @@ from precision_tool.capture.settings import CaptureWarning
 ONEDNN_WARNING = disable_onednn_before_tensorflow()
 
 __all__ = [
-    "ACTIONS", "FUSION_OFF_FILE", "FUSION_SWITCH_FILE", "CaptureWarning",
+    "ACTIONS", "FUSION_OFF_FILE", "FUSION_SWITCH_TEMPLATE", "CaptureWarning",
+    # The original tool's names, computed by __getattr__ below (`import *` reads them once, at import):
+    "FUSION_SWITCH_FILE", "DEFAULT_OP_DEBUG_DIR", "OP_DEBUG_DIR",  # noqa: F822
     "session_dump_config", "update_custom_op", "estimator_dump_config", "npu_run_config_options",
     "npu_device_dump_config",
     "sess_dump", "estimator_dump", "reference_session_config", "enable_reference_dump", "disable_reference_dump",
     "seed_everything", "loss_scale_callback", "build_plan", "parse_actions",
 ]
+
+
+def __getattr__(name: str):
+    """``FUSION_SWITCH_FILE``, ``DEFAULT_OP_DEBUG_DIR``, ``OP_DEBUG_DIR``: computed when read (see above)."""
+    try:
+        return env_dependent_value(name)
+    except AttributeError:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}") from None

@@ -1,42 +1,62 @@
 """Actions (``'dump|fusion_off'``) and the NPU parameters each one sets: one table, plain Python.
 
 Every NPU-side helper -- the session ``ConfigProto``, ``custom_op``, ``DumpConfig``, TF2's
-``npu_device.global_options()`` -- applies the same :class:`CapturePlan`, so they cannot drift.
+``npu_device.global_options()`` -- applies the same :class:`CapturePlan`, so they cannot drift. The table
+is the original precision_tool's (``tf_config.update_custom_op``), with the workspace made absolute:
 
 ============== ======================= ====== =============================================
 action         ``parameter_map`` key   kind   value
 ============== ======================= ====== =============================================
+(every call)   debug_dir               s      ``WORKSPACE/npu/debug_N`` (``kernel_meta`` goes there)
 dump           enable_dump             b      True
                dump_path               s      ``WORKSPACE/npu/debug_N/dump``
                dump_step               s      settings (``"0"``)
                dump_mode               s      ``"all"`` (inputs and outputs)
+               op_debug_level          i      settings (4)
 overflow       enable_dump_debug       b      True
                dump_path               s      ``WORKSPACE/overflow/dump``
                dump_debug_mode         s      ``"all"`` (AI Core and atomic overflow)
                op_debug_level          i      settings (4)
-               debug_dir               s      ``WORKSPACE/overflow`` (``kernel_meta`` goes there)
 fusion_off     fusion_switch_file      s      shipped ``fusion_off.cfg`` (ALL off)
-fusion_switch  fusion_switch_file      s      ``WORKSPACE/fusion/fusion_switch.cfg``
+fusion_switch  fusion_switch_file      s      the user's own ``fusion_switch_file`` if the config has one,
+                                              else ``WORKSPACE/fusion/fusion_switch.cfg``
 prof           profiling_mode          b      True
                profiling_options       s      JSON, ``output`` = ``WORKSPACE/profiling``
 ============== ======================= ====== =============================================
 
-Rules: ``dump`` and ``overflow`` cannot be combined (the NPU cannot collect a data dump and
-overflow data at once; they also share ``dump_path``); nor can ``fusion_off`` and ``fusion_switch``
-(one ``fusion_switch_file``). ``dump`` and ``overflow`` also ask GE for the graph that goes with the
-dump: ``DUMP_GE_GRAPH=2`` (no weights), ``DUMP_GRAPH_LEVEL=3`` (Build stage only),
-``DUMP_GRAPH_PATH=WORKSPACE/npu/debug_N/graph``. N is 0, or 1 when a fusion action is set, so a
-fusion-off run lands beside the normal one (``npu/debug_0`` vs ``npu/debug_1``).
+N is 0 (``npu/debug_0``, as in the original tool, whatever the action) unless ``PRECISION_TOOL_NPU_RUN``
+says otherwise. Every action also asks GE for the graph that goes with the run: ``DUMP_GE_GRAPH=2`` (no
+weights), ``DUMP_GRAPH_LEVEL=3`` (Build stage only), ``DUMP_GRAPH_PATH=WORKSPACE/npu/debug_N/graph``.
+
+Differences from the original tool, kept on purpose; each is announced when it applies (an error, or a
+``[precision_tool]`` notice on stderr):
+
+* Unknown action names are an error listing the valid ones (the original matched substrings and ignored
+  the rest). ``dump`` and ``overflow`` cannot be combined (the NPU cannot collect both in one run, and they
+  share ``dump_path``; the original silently kept ``overflow``), nor ``fusion_off`` and ``fusion_switch``
+  (one ``fusion_switch_file``; the original silently kept ``fusion_off``).
+* Values npu_bridge would refuse (``dump_step``, ``op_debug_level``, ...) are a one-line error here, not a
+  fatal log line when the session starts (:mod:`precision_tool.capture.settings`).
+* A value already in the user's NPU config that a helper changes is reported (``your X is replaced by Y for
+  this run``); ``dump`` removes a stale ``enable_dump_debug`` and ``overflow`` a stale ``enable_dump``
+  (the NPU refuses both at once), also reported. The original overwrote silently.
+* ``fusion_switch`` honours a ``fusion_switch_file`` the user's config already has (the original replaced it
+  with its own file), and reads the workspace copy, not a file inside the installed package
+  (:mod:`precision_tool.capture.fusion_files`).
+* With no action at all (``action=None`` and no ``PRECISION_TOOL_ACTION``) only ``debug_dir`` is set and the
+  GE graph variables are left alone (the original set them on every call); a notice says so.
+* A GE graph variable the user already set is kept and reported (the original overwrote it).
 """
 from __future__ import annotations
 
 import json
 import os
 from dataclasses import dataclass
-from typing import Dict, FrozenSet, Iterable, List, Optional, Tuple, Union
+from typing import Dict, FrozenSet, Iterable, List, Mapping, Optional, Tuple, Union
 
 from precision_tool.capture.fusion_files import FUSION_OFF_FILE, workspace_fusion_switch_file
-from precision_tool.capture.settings import CaptureSettings, action_from_env
+from precision_tool.capture.settings import (ENV_ACTION, ENV_NPU_RUN, CaptureSettings, action_from_env,
+                                             check_npu_choice)
 from precision_tool.errors import CaptureError
 
 DUMP, OVERFLOW, FUSION_OFF, FUSION_SWITCH, PROF = "dump", "overflow", "fusion_off", "fusion_switch", "prof"
@@ -51,7 +71,7 @@ _CONFLICTS = (
 # Switches the NPU refuses to see together: an action removes the other side's switch if the user set it.
 CLEARED_BY = {DUMP: ("enable_dump_debug",), OVERFLOW: ("enable_dump",)}
 
-# What GE needs to write the graph that goes with a dump (ascend-formats.md §6).
+# What GE needs to write the graph that goes with a run (ascend-formats.md §6).
 DUMP_GE_GRAPH, DUMP_GRAPH_LEVEL, DUMP_GRAPH_PATH = "DUMP_GE_GRAPH", "DUMP_GRAPH_LEVEL", "DUMP_GRAPH_PATH"
 GRAPH_ENV_VALUES = ((DUMP_GE_GRAPH, "2"), (DUMP_GRAPH_LEVEL, "3"))
 
@@ -59,6 +79,7 @@ PROFILING_SWITCHES = (("training_trace", "on"), ("task_trace", "on"), ("aicpu", 
                       ("bp_point", ""), ("aic_metrics", "PipeUtilization"))
 
 ActionSpec = Union[None, str, Iterable[str]]
+Value = Union[bool, str, int]
 
 
 @dataclass(frozen=True)
@@ -67,7 +88,7 @@ class NpuParam:
 
     name: str
     kind: str
-    value: Union[bool, str, int]
+    value: Value
 
 
 @dataclass(frozen=True)
@@ -77,12 +98,15 @@ class CapturePlan:
     Attributes
     ----------
     actions : the parsed actions.
-    params : ``parameter_map`` entries, in table order (empty for no action).
+    params : ``parameter_map`` entries, in table order (``debug_dir`` only, for no action).
     cleared : parameter names to remove from an existing ``parameter_map``.
     folders : folders that must exist before the run (the NPU does not create ``dump_path``).
-    graph_env : environment variables for the GE graph dump (empty without dump/overflow).
-    fusion_switch_copy : the workspace switch file to create from the template (``fusion_switch``).
+    graph_env : environment variables for the GE graph dump (empty without an action).
+    fusion_switch_file : the switch file the NPU will read for ``fusion_switch``, checked before the run.
+    fusion_switch_from_template : create ``fusion_switch_file`` from the shipped template if it is missing
+        (the workspace file; never the user's own).
     npu_run : N of ``npu/debug_N``.
+    notices : one-line messages for the user (what differs from their config or from the original tool).
     """
 
     actions: FrozenSet[str]
@@ -90,12 +114,19 @@ class CapturePlan:
     cleared: Tuple[str, ...]
     folders: Tuple[str, ...]
     graph_env: Tuple[Tuple[str, str], ...]
-    fusion_switch_copy: Optional[str]
+    fusion_switch_file: Optional[str]
+    fusion_switch_from_template: bool
     npu_run: int
+    notices: Tuple[str, ...] = ()
 
-    def values(self) -> Dict[str, Union[bool, str, int]]:
+    def values(self) -> Dict[str, Value]:
         """``{parameter name: value}``."""
         return {param.name: param.value for param in self.params}
+
+    @property
+    def spelled(self) -> str:
+        """The actions as ``'a|b'``, in table order."""
+        return spell(self.actions)
 
 
 def parse_actions(action: ActionSpec = None, environ=None) -> FrozenSet[str]:
@@ -141,58 +172,111 @@ def _spelled(action) -> str:
     return action if isinstance(action, str) else "|".join(map(str, action))
 
 
-def npu_run_index(actions: FrozenSet[str], settings: CaptureSettings) -> int:
-    """N of ``npu/debug_N``: the setting, else 1 with a fusion action (a second run), else 0."""
-    if settings.npu_run is not None:
-        return settings.npu_run
-    return 1 if actions & _FUSION_ACTIONS else 0
-
-
 def profiling_options(output_dir: str) -> str:
     """The ``profiling_options`` JSON: output folder plus training/task trace and AI CPU data."""
     return json.dumps({"output": output_dir, **dict(PROFILING_SWITCHES)}, separators=(",", ":"))
 
 
-def build_plan(action: ActionSpec = None, settings: Optional[CaptureSettings] = None, environ=None) -> CapturePlan:
-    """The :class:`CapturePlan` for ``action`` (see the module table). Touches nothing on disk."""
+def as_text(value) -> str:
+    """A parameter value as npu_device and npu_bridge spell it: ``True`` -> ``"1"``, 4 -> ``"4"``."""
+    if isinstance(value, bool):
+        return "1" if value else "0"
+    if isinstance(value, bytes):
+        return value.decode("utf-8", "replace")
+    return str(value)
+
+
+def build_plan(action: ActionSpec = None, settings: Optional[CaptureSettings] = None, environ=None,
+               current: Optional[Mapping[str, object]] = None) -> CapturePlan:
+    """The :class:`CapturePlan` for ``action`` (see the module table). Touches nothing on disk.
+
+    Parameters
+    ----------
+    action : ``'dump'``, ``'dump|fusion_off'``, a list of names, or ``None`` (read the environment).
+    settings : defaults to :meth:`CaptureSettings.from_env(environ) <CaptureSettings.from_env>`.
+    current : the values the user's NPU config already has (``{key: value}``, only keys set explicitly).
+        ``fusion_switch`` keeps a ``fusion_switch_file`` found there, and every value the plan changes or
+        removes becomes a notice.
+
+    Raises
+    ------
+    CaptureError
+        Unknown or conflicting actions, or a setting npu_bridge would refuse.
+    """
     settings = settings or CaptureSettings.from_env(environ)
     actions = parse_actions(action, environ)
+    current = dict(current or {})
     workspace = settings.workspace
-    run = npu_run_index(actions, settings)
-    params: List[NpuParam] = []
-    folders: List[str] = []
-    cleared: List[str] = []
-    fusion_copy = None
+    run = settings.run_index
+    debug_dir = workspace.npu_run(run)
+    params: List[NpuParam] = [NpuParam("debug_dir", "s", debug_dir)]
+    folders: List[str] = [debug_dir]
+    notices: List[str] = []
+    switch_file, from_template = None, False
     if DUMP in actions:
         dump_dir = workspace.npu_dump(run)
         params += [NpuParam("enable_dump", "b", True), NpuParam("dump_path", "s", dump_dir),
-                   NpuParam("dump_step", "s", settings.dump_step), NpuParam("dump_mode", "s", "all")]
+                   NpuParam("dump_step", "s", settings.dump_step), NpuParam("dump_mode", "s", "all"),
+                   NpuParam("op_debug_level", "i", settings.op_debug_level)]
         folders.append(dump_dir)
+        if actions & _FUSION_ACTIONS and settings.npu_run is None:
+            notices.append(f"this '{spell(actions)}' run dumps into {dump_dir}, as the original tool did; "
+                           f"to compare it with a run without this fusion setting, capture one of the two with "
+                           f"{ENV_NPU_RUN}=1 (npu/debug_1)")
     if OVERFLOW in actions:
         overflow_dir = workspace.overflow_dump
-        debug_dir = os.path.dirname(overflow_dir)
         params += [NpuParam("enable_dump_debug", "b", True), NpuParam("dump_path", "s", overflow_dir),
-                   NpuParam("dump_debug_mode", "s", "all"), NpuParam("op_debug_level", "i", settings.op_debug_level),
-                   NpuParam("debug_dir", "s", debug_dir)]
-        folders += [overflow_dir, debug_dir]
+                   NpuParam("dump_debug_mode", "s", "all"), NpuParam("op_debug_level", "i", settings.op_debug_level)]
+        folders.append(overflow_dir)
     if FUSION_OFF in actions:
         params.append(NpuParam("fusion_switch_file", "s", FUSION_OFF_FILE))
     if FUSION_SWITCH in actions:
-        fusion_copy = workspace_fusion_switch_file(settings)
-        params.append(NpuParam("fusion_switch_file", "s", fusion_copy))
-        folders.append(os.path.dirname(fusion_copy))
+        default_file = workspace_fusion_switch_file(settings)
+        users = as_text(current.get("fusion_switch_file") or "")
+        switch_file = users if users and users != FUSION_OFF_FILE else default_file
+        from_template = switch_file == default_file
+        if not from_template:
+            notices.append(f"fusion_switch: the NPU reads your own fusion_switch_file {switch_file} (kept as it is; "
+                           "the original tool replaced it with its own)")
+        params.append(NpuParam("fusion_switch_file", "s", switch_file))
     if PROF in actions:
         prof_dir = os.path.join(settings.data_dir, "profiling")
         params += [NpuParam("profiling_mode", "b", True),
                    NpuParam("profiling_options", "s", profiling_options(prof_dir))]
         folders.append(prof_dir)
     graph_env: Tuple[Tuple[str, str], ...] = ()
-    if actions & {DUMP, OVERFLOW}:
+    if actions:
         graph_dir = workspace.npu_graph(run)
         graph_env = (*GRAPH_ENV_VALUES, (DUMP_GRAPH_PATH, graph_dir))
         folders.append(graph_dir)
-    for name in ACTIONS:
-        if name in actions:
-            cleared += CLEARED_BY.get(name, ())
-    return CapturePlan(actions, tuple(params), tuple(cleared), tuple(dict.fromkeys(folders)), graph_env,
-                       fusion_copy, run)
+    else:
+        given = f"action=None and {ENV_ACTION} unset" if action is None else f"action={action!r}"
+        notices.append(f"no capture action ({given}): only debug_dir is set, nothing is dumped, and the GE graph "
+                       "variables are left alone (the original tool set them on every call)")
+    for param in params:
+        check_npu_choice(param.name, param.value)
+    cleared = tuple(name for name in ACTIONS if name in actions for name in CLEARED_BY.get(name, ()))
+    notices += _changes(current, params, cleared, actions)
+    return CapturePlan(actions, tuple(params), cleared, tuple(dict.fromkeys(folders)), graph_env,
+                       switch_file, from_template, run, tuple(notices))
+
+
+def spell(actions: Iterable[str]) -> str:
+    """Action names as ``'a|b'``, in table order."""
+    chosen = set(actions)
+    return "|".join(name for name in ACTIONS if name in chosen)
+
+
+def _changes(current: Mapping[str, object], params: List[NpuParam], cleared: Tuple[str, ...],
+             actions: FrozenSet[str]) -> List[str]:
+    """A notice for each value of the user's config that the plan replaces or removes."""
+    why = f"'{spell(actions)}'" if actions else "no action"
+    lines = []
+    for param in params:
+        if param.name in current and as_text(current[param.name]) != as_text(param.value):
+            lines.append(f"your {param.name} {as_text(current[param.name])!r} is replaced by "
+                         f"{as_text(param.value)!r} for this run ({why})")
+    for name in cleared:
+        if name in current and as_text(current[name]) != "0":
+            lines.append(f"your {name} is removed for this run: it cannot be on with {why}")
+    return lines

@@ -1,4 +1,4 @@
-"""Process-level set-up for a capture: oneDNN off before TensorFlow loads, GE graph variables, folders.
+"""Process-level set-up for a capture: oneDNN off before TensorFlow loads, switch file check, folders, GE variables.
 
 Plain Python: nothing here imports TensorFlow.
 
@@ -14,7 +14,7 @@ import sys
 from typing import List, MutableMapping, Optional
 
 from precision_tool.capture.actions import CapturePlan
-from precision_tool.capture.fusion_files import ensure_fusion_switch_copy
+from precision_tool.capture.fusion_files import check_users_fusion_switch_file, ensure_fusion_switch_file
 from precision_tool.capture.settings import notify, warn_loudly
 from precision_tool.errors import CaptureError
 
@@ -53,28 +53,39 @@ def disable_onednn_before_tensorflow(modules=None, environ: Optional[MutableMapp
 
 
 def prepare_workspace(plan: CapturePlan, environ: Optional[MutableMapping[str, str]] = None) -> List[str]:
-    """Create the plan's folders and switch-file copy, and set the GE graph variables.
+    """Check the plan's fusion switch file, create its folders, set the GE graph variables, print its notices.
 
+    The switch file comes first, so a broken one fails before anything is created. It is read again on every
+    call: the workspace file is created from the template when missing, the user's own file must exist.
     A GE variable the user already set is kept (and reported when it differs from the plan).
     Returns the lines of what was done, which are also printed.
+
+    Raises
+    ------
+    CaptureError, FusionFormatError
+        A folder cannot be created, or the switch file is missing (the user's) or invalid.
     """
     environ = os.environ if environ is None else environ
-    done = []
+    if plan.fusion_switch_file:
+        if plan.fusion_switch_from_template:
+            ensure_fusion_switch_file(plan.fusion_switch_file)
+        else:
+            check_users_fusion_switch_file(plan.fusion_switch_file)
     for folder in plan.folders:
         try:
             os.makedirs(folder, exist_ok=True)
         except OSError as error:
             raise CaptureError(f"{folder}: cannot create the capture folder ({error.strerror or error})") from None
-    if plan.fusion_switch_copy:
-        ensure_fusion_switch_copy(plan.fusion_switch_copy)
+    done = []
+    if plan.actions:
+        done.append(f"NPU capture '{plan.spelled}' -> {_where(plan)}")
     for name, value in plan.graph_env:
         current = environ.get(name)
         if current is None:
             environ[name] = value
         elif current != value:
             done.append(f"kept your {name}={current} (precision_tool would use {value})")
-    if plan.actions:
-        done.insert(0, f"NPU capture '{'|'.join(sorted(plan.actions))}' -> {_where(plan)}")
+    done += plan.notices
     for line in done:
         notify(line)
     return done
@@ -83,4 +94,4 @@ def prepare_workspace(plan: CapturePlan, environ: Optional[MutableMapping[str, s
 def _where(plan: CapturePlan) -> str:
     values = plan.values()
     places = [str(values[key]) for key in ("dump_path", "fusion_switch_file") if key in values]
-    return ", ".join(places) if places else "(no dump)"
+    return ", ".join(places) if places else f"(no dump; debug_dir {values['debug_dir']})"

@@ -1,11 +1,19 @@
-"""The fusion switch files handed to the NPU (``fusion_switch_file``): shipped "all off", and the user's own.
+"""The fusion switch files handed to the NPU (``fusion_switch_file``): shipped "all off", and the one users edit.
 
 * :data:`FUSION_OFF_FILE` -- shipped with precision_tool, read only: ``ALL`` off for ``GraphFusion``
   and ``UBFusion`` (action ``fusion_off``).
-* :data:`FUSION_SWITCH_FILE` -- the shipped *template* for action ``fusion_switch``. It is never
-  handed to the NPU: on first use it is copied to ``WORKSPACE/fusion/fusion_switch.cfg``, and that
-  copy -- the one users edit (``"SomeFusionPass": "off"``) -- is what the NPU reads. Every use checks
-  the copy still parses, so a typo fails here in one line, not deep inside graph compilation.
+* :data:`FUSION_SWITCH_TEMPLATE` -- the shipped *template* for action ``fusion_switch`` (everything on).
+  It is never handed to the NPU.
+* The file the NPU reads for ``fusion_switch`` is the one users edit (``"SomeFusionPass": "off"``):
+  the ``fusion_switch_file`` already in the user's own NPU config if there is one (honoured, never
+  replaced), else ``WORKSPACE/fusion/fusion_switch.cfg``, created from the template when missing. It is
+  read again and checked on every call, so an edit always counts and a typo fails here in one line, not
+  deep inside graph compilation. ``npu_tf_config.FUSION_SWITCH_FILE`` names the workspace file
+  (:func:`workspace_fusion_switch_file`), computed when it is read.
+
+Difference from the original tool, on purpose: its ``FUSION_SWITCH_FILE`` was the copy inside the installed
+package, edited in place; a ``pip install`` puts that in a read-only, shared ``site-packages`` and an upgrade
+would wipe the edits, so the editable copy lives in the workspace (a notice names it when it is created).
 
 Plain Python: no TensorFlow.
 """
@@ -13,6 +21,7 @@ from __future__ import annotations
 
 import os
 import shutil
+from typing import Optional
 
 from precision_tool.capture.settings import CaptureSettings, notify
 from precision_tool.errors import CaptureError
@@ -20,16 +29,16 @@ from precision_tool.formats.fusion_result import read_fusion_switches
 
 DATA_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "data")
 FUSION_OFF_FILE = os.path.join(DATA_DIR, "fusion_off.cfg")
-FUSION_SWITCH_FILE = os.path.join(DATA_DIR, "fusion_switch.cfg")
-WORKSPACE_FUSION_SWITCH = ("fusion", "fusion_switch.cfg")
+FUSION_SWITCH_TEMPLATE = os.path.join(DATA_DIR, "fusion_switch.cfg")
 
 
-def workspace_fusion_switch_file(settings: CaptureSettings) -> str:
-    """``WORKSPACE/fusion/fusion_switch.cfg``: the user's editable switch file (may not exist yet)."""
-    return os.path.join(settings.data_dir, *WORKSPACE_FUSION_SWITCH)
+def workspace_fusion_switch_file(settings: Optional[CaptureSettings] = None) -> str:
+    """``WORKSPACE/fusion/fusion_switch.cfg``: the switch file users edit (may not exist yet)."""
+    settings = settings or CaptureSettings.from_env()
+    return settings.workspace.fusion_switch
 
 
-def ensure_fusion_switch_copy(path: str) -> str:
+def ensure_fusion_switch_file(path: str) -> str:
     """Copy the shipped template to ``path`` unless a file is there; check it parses; return ``path``.
 
     Raises
@@ -42,10 +51,28 @@ def ensure_fusion_switch_copy(path: str) -> str:
     if not os.path.exists(path):
         try:
             os.makedirs(os.path.dirname(path), exist_ok=True)
-            shutil.copyfile(FUSION_SWITCH_FILE, path)
+            shutil.copyfile(FUSION_SWITCH_TEMPLATE, path)
         except OSError as error:
             raise CaptureError(f"{path}: cannot create the fusion switch file ({error.strerror or error})") from None
         notify(f"created {path} from the shipped template: edit it to turn fusion passes off "
                '(e.g. "SomeFusionPass": "off"), then rerun')
+    read_fusion_switches(path)
+    return path
+
+
+def check_users_fusion_switch_file(path: str) -> str:
+    """The user's own ``fusion_switch_file``: it must exist and parse (it is never created or replaced).
+
+    Raises
+    ------
+    CaptureError
+        No such file (the message says which NPU setting names it).
+    FusionFormatError
+        The file is not a valid switch file.
+    """
+    if not os.path.isfile(path):
+        raise CaptureError(f"{path}: your fusion_switch_file does not exist",
+                           "fix the path in your NPU config, or remove it to use the workspace's "
+                           "fusion/fusion_switch.cfg")
     read_fusion_switches(path)
     return path

@@ -7,8 +7,20 @@
   ``NPURunConfig`` keyword arguments (need ``npu_bridge``, i.e. an Ascend host).
 * :func:`npu_device_dump_config` -- TF2's ``npu_device.global_options()``.
 
-Every helper also creates the workspace folders and sets the GE graph variables (see
-:func:`~precision_tool.capture.environment.prepare_workspace`). TensorFlow is imported on first use only.
+Each helper builds the plan first (so a bad action or setting changes nothing), then checks the fusion switch
+file, creates the workspace folders and sets the GE graph variables (see
+:func:`~precision_tool.capture.environment.prepare_workspace`), and only then changes the user's config.
+Every value of the user's config that it changes is reported in a one-line ``[precision_tool]`` notice on
+stderr; nothing changes silently. TensorFlow is imported on first use only.
+
+Like the original tool, :func:`session_dump_config` updates the *last* ``NpuOptimizer`` of the config
+(npu_bridge reads every ``NpuOptimizer`` in order, and a later one's keys override an earlier one's), sets its
+``use_off_line`` to True, and turns Grappler's ``remapping`` OFF (it fuses Conv2D+BiasAdd+Relu into one
+``_FusedConv2D`` before the NPU sees the graph, so NPU op names would no longer be the TF names of the
+reference). It leaves every other Grappler setting as the user made it. Call it after the script's last
+``NpuOptimizer`` line: an ``NpuOptimizer`` added afterwards overrides this one key by key (see
+:func:`effective_npu_parameters`), and if it lacks ``dump_path`` npu_bridge stops with "if use dump function,
+dump_path must be set".
 
 The ConfigProto helpers work anywhere: TensorFlow without the NPU plug-in only logs that it has no
 ``NpuOptimizer`` and runs the graph on CPU, which is how they are tested.
@@ -16,11 +28,13 @@ The ConfigProto helpers work anywhere: TensorFlow without the NPU plug-in only l
 from __future__ import annotations
 
 import importlib
-from typing import Dict, Optional
+from typing import Dict, List, Optional, Tuple
 
-from precision_tool.capture.actions import FUSION_OFF, FUSION_SWITCH, PROF, ActionSpec, CapturePlan, build_plan
+from precision_tool.capture.actions import (FUSION_OFF, FUSION_SWITCH, PROF, ActionSpec, CapturePlan, as_text,
+                                            build_plan)
 from precision_tool.capture.environment import prepare_workspace
-from precision_tool.capture.settings import notify
+from precision_tool.capture.fusion_files import ensure_fusion_switch_file, workspace_fusion_switch_file
+from precision_tool.capture.settings import CaptureSettings, notify
 from precision_tool.errors import CaptureError
 from precision_tool.lazy import lazy_import
 
@@ -28,12 +42,6 @@ config_pb2 = lazy_import("tensorflow.core.protobuf.config_pb2")
 rewriter_config_pb2 = lazy_import("tensorflow.core.protobuf.rewriter_config_pb2")
 
 NPU_OPTIMIZER = "NpuOptimizer"
-# Grappler passes that rename or merge ops before the NpuOptimizer sees the graph, so that NPU op
-# names would no longer be the TF names of the reference: remapping (Conv2D+BiasAdd+Relu become one
-# _FusedConv2D), arithmetic optimisation (rewritten sub-graphs under new names, re-ordered maths) and
-# memory optimisation (recomputed ops duplicated under new names). Ascend's guide asks for the first
-# and last to be off anyway.
-NAME_BREAKING_TOGGLES = ("remapping", "arithmetic_optimization")
 
 # parameter_map key -> attribute path under TF2's npu_device.global_options()
 TF2_OPTIONS = {
@@ -52,10 +60,13 @@ TF2_OPTIONS = {
 DUMP_CONFIG_KEYS = ("enable_dump", "dump_path", "dump_step", "dump_mode", "enable_dump_debug", "dump_debug_mode")
 _NOT_IN_DUMP_CONFIG = (FUSION_OFF, FUSION_SWITCH, PROF)
 
+# Names of npu_tf_config (the original tool's) whose value depends on the environment when they are read.
+ENV_DEPENDENT_NAMES = ("FUSION_SWITCH_FILE", "DEFAULT_OP_DEBUG_DIR", "OP_DEBUG_DIR")
+
 
 # -- ConfigProto / custom_op ----------------------------------------------------------------------------
 def session_dump_config(session_config=None, action: ActionSpec = None):
-    """Add (or update) the ``NpuOptimizer`` of a session config for ``action``; returns the config.
+    """Set ``action`` on the session config's (last) ``NpuOptimizer``, adding one if needed; returns the config.
 
     Parameters
     ----------
@@ -68,59 +79,64 @@ def session_dump_config(session_config=None, action: ActionSpec = None):
     Returns
     -------
     tf.compat.v1.ConfigProto
-        With an ``NpuOptimizer`` custom optimizer (``use_off_line`` True unless already set) carrying the
-        action's parameters, and Grappler's ``remapping`` and ``arithmetic_optimization`` OFF and
-        ``memory_optimization`` NO_MEM_OPT, so NPU ops keep the TF names of the reference.
+        Its last ``NpuOptimizer`` custom optimizer carries ``use_off_line`` True and the action's
+        parameters; Grappler's ``remapping`` is OFF. A value the user had set and that changes is reported.
 
     Raises
     ------
     CaptureError
-        Unknown or conflicting actions, or ``session_config`` is not a ConfigProto.
+        Unknown or conflicting actions, a bad setting, or ``session_config`` is not a ConfigProto.
     """
     if session_config is None:
         session_config = config_pb2.ConfigProto()
     elif not isinstance(session_config, config_pb2.ConfigProto):
         raise CaptureError(f"session_config must be a tf.compat.v1.ConfigProto, got {type(session_config).__name__}")
-    plan = build_plan(action)
     rewrite = session_config.graph_options.rewrite_options
-    custom_op = next((op for op in rewrite.custom_optimizers if op.name == NPU_OPTIMIZER), None)
+    npu_optimizers = [op for op in rewrite.custom_optimizers if op.name == NPU_OPTIMIZER]
+    custom_op = npu_optimizers[-1] if npu_optimizers else None
+    plan = build_plan(action, current=describe_custom_op(custom_op) if custom_op is not None else None)
+    prepare_workspace(plan)
+    if len(npu_optimizers) > 1:
+        notify(f"your config has {len(npu_optimizers)} {NPU_OPTIMIZER} entries: the last one gets the capture "
+               "settings (npu_bridge reads them in order and the last one's keys win)")
     if custom_op is None:
         custom_op = rewrite.custom_optimizers.add()
         custom_op.name = NPU_OPTIMIZER
-    if "use_off_line" not in custom_op.parameter_map:
-        custom_op.parameter_map["use_off_line"].b = True
-    prepare_workspace(plan)
+    if "use_off_line" in custom_op.parameter_map and not custom_op.parameter_map["use_off_line"].b:
+        notify("your use_off_line False is replaced by True for this run (the graph must run on the NPU to be "
+               "dumped; the original tool did the same)")
+    custom_op.parameter_map["use_off_line"].b = True
     _apply_to_custom_op(custom_op, plan)
-    keep_op_names(rewrite)
+    _remapping_off(rewrite)
     return session_config
 
 
-def keep_op_names(rewrite_options) -> None:
-    """Turn off the Grappler passes that rename TF ops before the NPU sees them (in place).
-
-    ``memory_optimization`` takes ``RewriterConfig.NO_MEM_OPT``: assigning ``RewriterConfig.OFF``
-    (value 2 of another enum) would silently mean ``MANUAL``.
-    """
-    config = rewriter_config_pb2.RewriterConfig
-    for name in NAME_BREAKING_TOGGLES:
-        setattr(rewrite_options, name, config.OFF)
-    rewrite_options.memory_optimization = config.NO_MEM_OPT
+def _remapping_off(rewrite_options) -> None:
+    """Grappler ``remapping`` OFF (as the original tool did), with a notice if the user had set another value."""
+    toggle = rewriter_config_pb2.RewriterConfig
+    if rewrite_options.remapping not in (toggle.DEFAULT, toggle.OFF):
+        notify(f"your Grappler remapping {toggle.Toggle.Name(rewrite_options.remapping)} is replaced by OFF for this "
+               "run (remapping fuses Conv2D+BiasAdd+Relu and renames ops before the NPU sees them; the original "
+               "tool turned it off too)")
+    rewrite_options.remapping = toggle.OFF
 
 
 def update_custom_op(custom_op, action: ActionSpec = None):
     """Set ``action``'s parameters on an ``NpuOptimizer`` custom optimizer the script made; returns it.
 
-    The script keeps its own Grappler settings: Ascend asks for ``remapping = RewriterConfig.OFF`` and
-    ``memory_optimization = RewriterConfig.NO_MEM_OPT`` (not ``OFF``, which means MANUAL there).
+    Only that entry changes (it cannot see the rest of the config): the script keeps its own Grappler settings.
+    A value the user had set and that changes is reported.
     """
     if not hasattr(custom_op, "parameter_map") or not hasattr(custom_op, "name"):
         raise CaptureError(f"update_custom_op expects a custom optimizer from "
                            f"rewrite_options.custom_optimizers.add(), got {type(custom_op).__name__}")
     if custom_op.name and custom_op.name != NPU_OPTIMIZER:
         raise CaptureError(f"update_custom_op: this custom optimizer is {custom_op.name!r}, not {NPU_OPTIMIZER!r}")
-    plan = build_plan(action)
-    custom_op.name = NPU_OPTIMIZER
+    plan = build_plan(action, current=describe_custom_op(custom_op))
     prepare_workspace(plan)
+    if not custom_op.name:
+        notify(f"your unnamed custom optimizer is named {NPU_OPTIMIZER!r} (npu_bridge only reads that name)")
+        custom_op.name = NPU_OPTIMIZER
     _apply_to_custom_op(custom_op, plan)
     return custom_op
 
@@ -130,7 +146,6 @@ def _apply_to_custom_op(custom_op, plan: CapturePlan) -> None:
     for name in plan.cleared:
         if name in parameter_map:
             del parameter_map[name]
-            notify(f"removed your NpuOptimizer '{name}': it cannot be on with '{'|'.join(sorted(plan.actions))}'")
     for param in plan.params:
         attr = parameter_map[param.name]
         if param.kind == "b":
@@ -139,6 +154,26 @@ def _apply_to_custom_op(custom_op, plan: CapturePlan) -> None:
             attr.i = int(param.value)
         else:
             attr.s = str(param.value).encode("utf-8")
+
+
+def describe_custom_op(custom_op) -> Dict[str, object]:
+    """``{key: python value}`` of an ``NpuOptimizer``'s ``parameter_map`` (for tests and messages)."""
+    values: Dict[str, object] = {}
+    for key, attr in custom_op.parameter_map.items():
+        kind: Optional[str] = attr.WhichOneof("value")
+        value = getattr(attr, kind) if kind else None
+        values[key] = value.decode("utf-8") if isinstance(value, bytes) else value
+    return values
+
+
+def effective_npu_parameters(session_config) -> Dict[str, object]:
+    """What npu_bridge reads from a session config: every ``NpuOptimizer``'s parameters, in order, a later
+    entry's keys overriding an earlier one's (``{}`` without one)."""
+    values: Dict[str, object] = {}
+    for custom_op in session_config.graph_options.rewrite_options.custom_optimizers:
+        if custom_op.name == NPU_OPTIMIZER:
+            values.update(describe_custom_op(custom_op))
+    return values
 
 
 # -- npu_bridge (TF1 estimator on an Ascend host) -------------------------------------------------------
@@ -164,8 +199,10 @@ def _dump_config(plan: CapturePlan, helper: str):
 def estimator_dump_config(action: ActionSpec = None):
     """An ``npu_bridge`` ``DumpConfig`` for ``action``: ``NPURunConfig(dump_config=estimator_dump_config('dump'))``.
 
-    Only ``dump`` and ``overflow`` fit in a ``DumpConfig``; for ``fusion_off``, ``fusion_switch`` or
-    ``prof`` use :func:`npu_run_config_options`, which fills the other ``NPURunConfig`` arguments too.
+    As in the original tool, the ``DumpConfig`` carries the dump switches only (a ``DumpConfig`` has no
+    ``op_debug_level`` or ``debug_dir``). For ``fusion_off``, ``fusion_switch`` or ``prof`` use
+    :func:`npu_run_config_options`, which fills the other ``NPURunConfig`` arguments too (the original
+    ignored those actions here, silently; this is an error saying what to use instead).
 
     Raises
     ------
@@ -176,9 +213,8 @@ def estimator_dump_config(action: ActionSpec = None):
     plan = build_plan(action)
     extra = [name for name in _NOT_IN_DUMP_CONFIG if name in plan.actions]
     if extra:
-        spelled = "|".join(sorted(plan.actions))
         raise CaptureError(f"estimator_dump_config returns a DumpConfig, which cannot carry {', '.join(extra)}",
-                           f"use NPURunConfig(**npu_tf_config.npu_run_config_options({spelled!r}), ...)")
+                           f"use NPURunConfig(**npu_tf_config.npu_run_config_options({plan.spelled!r}), ...)")
     dump_config = _dump_config(plan, "estimator_dump_config")
     prepare_workspace(plan)
     return dump_config
@@ -187,7 +223,7 @@ def estimator_dump_config(action: ActionSpec = None):
 def npu_run_config_options(action: ActionSpec = None) -> Dict[str, object]:
     """Keyword arguments for ``npu_bridge``'s ``NPURunConfig`` carrying ``action`` (needs ``npu_bridge``).
 
-    ``dump_config`` (a DumpConfig) for dump/overflow, ``op_debug_level`` and ``debug_dir`` for overflow,
+    ``debug_dir`` always; ``dump_config`` (a DumpConfig) and ``op_debug_level`` for dump/overflow,
     ``fusion_switch_file`` for the fusion actions, ``profiling_config`` (a ProfilingConfig) for prof.
     """
     plan = build_plan(action)
@@ -210,39 +246,99 @@ def npu_run_config_options(action: ActionSpec = None) -> Dict[str, object]:
 def npu_device_dump_config(npu_device, action: ActionSpec = None):
     """Set ``action`` on TF2's ``npu_device.global_options()`` (before ``npu_device.open()``); returns ``npu_device``.
 
+    Options the user set (an npu_device option that is no longer its default) count as their config: a
+    ``fusion_switch_file`` there is honoured by ``fusion_switch``, and a value that changes is reported.
+    ``dump`` turns a stale ``dump_config.enable_dump_debug`` off and ``overflow`` a stale
+    ``dump_config.enable_dump``.
+
     Raises
     ------
     CaptureError
-        ``npu_device`` is not the ``npu_device`` module, or its options lack one of the settings.
+        ``npu_device`` is not the ``npu_device`` module, its options lack one of the settings (checked before
+        any option changes), or it refuses a value.
     """
     if npu_device is None or not callable(getattr(npu_device, "global_options", None)):
         raise CaptureError(f"npu_device_dump_config expects the npu_device module (import npu_device), "
                            f"got {type(npu_device).__name__}")
-    plan = build_plan(action)
     options = npu_device.global_options()
-    for param in plan.params:
-        _set_option(options, TF2_OPTIONS[param.name], param.value)
+    current: Dict[str, object] = {}
+    for key, path in TF2_OPTIONS.items():
+        explicit, text = _explicit_option(options, path)
+        if explicit:
+            current[key] = text
+    plan = build_plan(action, current=current)
+    changes: List[Tuple[str, object]] = [(TF2_OPTIONS[param.name], param.value) for param in plan.params]
+    changes += [(TF2_OPTIONS[name], False) for name in plan.cleared]
+    for path, _ in changes:
+        _option_parent(options, path)  # every option exists before anything is set
     prepare_workspace(plan)
+    for path, value in changes:
+        _set_option(options, path, value)
     return npu_device
 
 
-def _set_option(options, path: str, value) -> None:
+def _option_parent(options, path: str):
+    """The object holding option ``path`` (``a.b.c`` -> ``options.a.b``), checking that ``c`` exists."""
     *parents, leaf = path.split(".")
     target = options
     try:
         for name in parents:
             target = getattr(target, name)
         getattr(target, leaf)  # refuse to invent options the installed npu_device does not have
-        setattr(target, leaf, value)
     except AttributeError:
         raise CaptureError(f"npu_device.global_options() has no '{path}' (npu_device too old or too new?)") from None
+    return target
 
 
-def describe_custom_op(custom_op) -> Dict[str, object]:
-    """``{key: python value}`` of an ``NpuOptimizer``'s ``parameter_map`` (for tests and messages)."""
-    values: Dict[str, object] = {}
-    for key, attr in custom_op.parameter_map.items():
-        kind: Optional[str] = attr.WhichOneof("value")
-        value = getattr(attr, kind) if kind else None
-        values[key] = value.decode("utf-8") if isinstance(value, bytes) else value
-    return values
+def _explicit_option(options, path: str) -> Tuple[bool, Optional[str]]:
+    """``(set by the user, value as text)`` of an npu_device option; ``(False, None)`` if it does not exist.
+
+    npu_device keeps each option in an ``OptionValue`` whose ``value`` is text (``"1"`` for True) and whose
+    ``default`` is the initial value: set means ``value`` differs from the default. A plain attribute counts
+    as set when it is not ``None``, ``""`` or ``False``.
+    """
+    *parents, leaf = path.split(".")
+    target = options
+    for name in parents + [leaf]:
+        target = getattr(target, name, None)
+        if target is None:
+            return False, None
+    if hasattr(target, "value") and hasattr(target, "default"):
+        value, default = target.value, target.default
+        if value is None or (default is not None and value == as_text(default)):
+            return False, None
+        return True, as_text(value)
+    if target in ("", False):
+        return False, None
+    return True, as_text(target)
+
+
+def _set_option(options, path: str, value) -> None:
+    target = _option_parent(options, path)
+    leaf = path.rsplit(".", 1)[-1]
+    try:
+        setattr(target, leaf, value)
+    except (ValueError, TypeError) as error:
+        raise CaptureError(f"npu_device refused {path}={value!r} ({' '.join(str(error).split())})") from None
+
+
+# -- the original tool's environment-dependent names ----------------------------------------------------------
+def env_dependent_value(name: str) -> str:
+    """The value of an original-tool name of ``npu_tf_config`` that depends on the environment when read.
+
+    * ``FUSION_SWITCH_FILE`` -- the switch file the NPU reads for ``fusion_switch`` unless the script's config
+      names its own: ``WORKSPACE/fusion/fusion_switch.cfg``, created from the shipped template if missing and
+      checked (a one-line error if it does not parse).
+    * ``DEFAULT_OP_DEBUG_DIR``, ``OP_DEBUG_DIR`` -- the ``debug_dir`` every helper sets: ``WORKSPACE/npu/debug_N``.
+
+    Raises
+    ------
+    AttributeError
+        Any other name (so ``getattr(module, name, default)`` keeps working).
+    """
+    if name == "FUSION_SWITCH_FILE":
+        return ensure_fusion_switch_file(workspace_fusion_switch_file())
+    if name in ("DEFAULT_OP_DEBUG_DIR", "OP_DEBUG_DIR"):
+        settings = CaptureSettings.from_env()
+        return settings.workspace.npu_run(settings.run_index)
+    raise AttributeError(name)

@@ -11,10 +11,10 @@ variable                            meaning                                   de
                                     original tool's flag)
 ``PRECISION_TOOL_OVERFLOW``         ``True``: same as action ``overflow``     unset
 ``PRECISION_TOOL_DUMP_STEP``        NPU ``dump_step``: ``0|5|10``, ``0|3-5``  ``0``
-``PRECISION_TOOL_OP_DEBUG_LEVEL``   ``op_debug_level`` for ``overflow``:      ``4``
-                                    0, 1, 2, 3 or 4
-``PRECISION_TOOL_NPU_RUN``          N of ``npu/debug_N`` for NPU dumps        0, or 1 with a
-                                                                              fusion action
+``PRECISION_TOOL_OP_DEBUG_LEVEL``   ``op_debug_level`` for ``dump`` and       ``4``
+                                    ``overflow``: 0, 1, 2, 3 or 4
+``PRECISION_TOOL_NPU_RUN``          N of ``npu/debug_N`` for NPU dumps and    ``0``
+                                    ``debug_dir``
 =================================== ========================================= ==================
 
 ``op_debug_level`` 4 keeps the compiled kernels' ``.o``/``.json``, the instruction mapping and the UB
@@ -158,9 +158,8 @@ class CaptureSettings:
     ----------
     data_dir : absolute path of the workspace (the NPU writes dumps there, so never relative).
     dump_step : NPU ``dump_step``, e.g. ``"0"`` or ``"0|5|10"`` or ``"0|3-5"``.
-    op_debug_level : NPU ``op_debug_level`` used with the ``overflow`` action.
-    npu_run : N of ``npu/debug_N``; ``None``: 0, or 1 when a fusion action is set (the
-        "second run" folder of the workspace layout).
+    op_debug_level : NPU ``op_debug_level`` used with the ``dump`` and ``overflow`` actions.
+    npu_run : N of ``npu/debug_N``; ``None`` (not set) means 0, as in the original tool.
     """
 
     data_dir: str
@@ -177,6 +176,11 @@ class CaptureSettings:
     @property
     def workspace(self) -> Workspace:
         return Workspace(self.data_dir)
+
+    @property
+    def run_index(self) -> int:
+        """N of ``npu/debug_N``: :attr:`npu_run`, else 0."""
+        return 0 if self.npu_run is None else self.npu_run
 
     @classmethod
     def from_env(cls, environ: Optional[Mapping[str, str]] = None) -> "CaptureSettings":

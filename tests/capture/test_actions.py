@@ -1,4 +1,9 @@
-"""The action table, without TensorFlow: parsing, conflicts, parameters per action, settings."""
+"""The action table, without TensorFlow: parsing, conflicts, parameters per action, settings, notices.
+
+Expected parameters are written out by hand from the original precision_tool's ``update_custom_op``
+(``debug_dir`` always ``npu/debug_0``; ``dump`` also sets ``op_debug_level`` 4; fusion actions keep
+``npu/debug_0``), not read from the implementation's table.
+"""
 import json
 import os
 
@@ -9,7 +14,10 @@ from precision_tool.capture.fusion_files import FUSION_OFF_FILE
 from precision_tool.capture.settings import CaptureSettings, action_from_env
 from precision_tool.errors import CaptureError
 
+pytestmark = pytest.mark.compat
+
 ROOT = "/ws"
+GRAPH_ENV = {"DUMP_GE_GRAPH": "2", "DUMP_GRAPH_LEVEL": "3", "DUMP_GRAPH_PATH": "/ws/npu/debug_0/graph"}
 
 
 def settings(**kw):
@@ -49,62 +57,105 @@ def test_none_reads_the_environment_then_the_legacy_flags():
     assert parse_actions(None, {}) == frozenset()
 
 
-def test_dump_parameters_and_graph_environment():
+def test_dump_parameters_are_the_original_ones():
     plan = build_plan("dump", settings(dump_step="0|5|10"))
-    assert plan.values() == {"enable_dump": True, "dump_path": "/ws/npu/debug_0/dump", "dump_step": "0|5|10",
-                             "dump_mode": "all"}
-    assert [p.kind for p in plan.params] == ["b", "s", "s", "s"]
-    assert dict(plan.graph_env) == {"DUMP_GE_GRAPH": "2", "DUMP_GRAPH_LEVEL": "3",
-                                    "DUMP_GRAPH_PATH": "/ws/npu/debug_0/graph"}
-    assert plan.folders == ("/ws/npu/debug_0/dump", "/ws/npu/debug_0/graph")
-    assert plan.cleared == ("enable_dump_debug",)
+    assert plan.values() == {"debug_dir": "/ws/npu/debug_0", "enable_dump": True, "dump_path": "/ws/npu/debug_0/dump",
+                             "dump_step": "0|5|10", "dump_mode": "all", "op_debug_level": 4}
+    assert [p.kind for p in plan.params] == ["s", "b", "s", "s", "s", "i"]
+    assert dict(plan.graph_env) == GRAPH_ENV
+    assert plan.folders == ("/ws/npu/debug_0", "/ws/npu/debug_0/dump", "/ws/npu/debug_0/graph")
+    assert plan.cleared == ("enable_dump_debug",) and plan.notices == ()
 
 
-def test_overflow_parameters():
+def test_overflow_parameters_are_the_original_ones():
     plan = build_plan("overflow", settings(op_debug_level=2))
-    assert plan.values() == {"enable_dump_debug": True, "dump_path": "/ws/overflow/dump", "dump_debug_mode": "all",
-                             "op_debug_level": 2, "debug_dir": "/ws/overflow"}
-    assert plan.values()["op_debug_level"] == 2 and [p.kind for p in plan.params][3] == "i"
-    assert dict(plan.graph_env)["DUMP_GRAPH_PATH"] == "/ws/npu/debug_0/graph"
+    assert plan.values() == {"debug_dir": "/ws/npu/debug_0", "enable_dump_debug": True,
+                             "dump_path": "/ws/overflow/dump", "dump_debug_mode": "all", "op_debug_level": 2}
+    assert [p.kind for p in plan.params][-1] == "i"
+    assert dict(plan.graph_env) == GRAPH_ENV
     assert plan.cleared == ("enable_dump",)
 
 
-def test_fusion_actions_use_the_second_npu_run_and_no_graph_env():
+def test_fusion_actions_keep_npu_debug_0_like_the_original():
     off = build_plan("fusion_off", settings())
-    assert off.values() == {"fusion_switch_file": FUSION_OFF_FILE} and off.graph_env == () and off.npu_run == 1
+    assert off.values() == {"debug_dir": "/ws/npu/debug_0", "fusion_switch_file": FUSION_OFF_FILE}
+    assert off.npu_run == 0 and dict(off.graph_env) == GRAPH_ENV
     switch = build_plan("fusion_switch", settings())
-    assert switch.values() == {"fusion_switch_file": "/ws/fusion/fusion_switch.cfg"}
-    assert switch.fusion_switch_copy == "/ws/fusion/fusion_switch.cfg"
+    assert switch.values() == {"debug_dir": "/ws/npu/debug_0", "fusion_switch_file": "/ws/fusion/fusion_switch.cfg"}
+    assert switch.fusion_switch_file == "/ws/fusion/fusion_switch.cfg" and switch.fusion_switch_from_template
     dump_off = build_plan("dump|fusion_off", settings())
-    assert dump_off.values()["dump_path"] == "/ws/npu/debug_1/dump"
-    assert build_plan("dump|fusion_off", settings(npu_run=3)).values()["dump_path"] == "/ws/npu/debug_3/dump"
+    assert dump_off.values()["dump_path"] == "/ws/npu/debug_0/dump"
+    (notice,) = dump_off.notices
+    assert notice.startswith("this 'dump|fusion_off' run dumps into /ws/npu/debug_0/dump, as the original tool did")
+    assert "PRECISION_TOOL_NPU_RUN=1" in notice
+
+
+def test_the_npu_run_setting_moves_every_run_folder():
+    plan = build_plan("dump|fusion_off", settings(npu_run=3))
+    assert plan.values()["dump_path"] == "/ws/npu/debug_3/dump" and plan.values()["debug_dir"] == "/ws/npu/debug_3"
+    assert dict(plan.graph_env)["DUMP_GRAPH_PATH"] == "/ws/npu/debug_3/graph" and plan.notices == ()
 
 
 def test_prof_parameters():
     plan = build_plan("prof", settings())
     values = plan.values()
-    assert set(values) == {"profiling_mode", "profiling_options"} and values["profiling_mode"] is True
+    assert set(values) == {"debug_dir", "profiling_mode", "profiling_options"} and values["profiling_mode"] is True
     assert json.loads(values["profiling_options"]) == {
         "output": "/ws/profiling", "training_trace": "on", "task_trace": "on", "aicpu": "on",
         "fp_point": "", "bp_point": "", "aic_metrics": "PipeUtilization"}
-    assert plan.folders == ("/ws/profiling",)
+    assert plan.folders == ("/ws/npu/debug_0", "/ws/profiling", "/ws/npu/debug_0/graph")
 
 
 def test_every_action_and_its_combinations_follow_the_table_order():
     plan = build_plan("prof|fusion_switch|overflow", settings())
-    assert [p.name for p in plan.params] == ["enable_dump_debug", "dump_path", "dump_debug_mode", "op_debug_level",
-                                             "debug_dir", "fusion_switch_file", "profiling_mode", "profiling_options"]
-    assert build_plan("", settings()).params == ()
+    assert [p.name for p in plan.params] == ["debug_dir", "enable_dump_debug", "dump_path", "dump_debug_mode",
+                                             "op_debug_level", "fusion_switch_file", "profiling_mode",
+                                             "profiling_options"]
     assert set(ACTIONS) == {"dump", "overflow", "fusion_off", "fusion_switch", "prof"}
 
 
+def test_no_action_sets_only_debug_dir_and_says_so():
+    plan = build_plan("", settings())
+    assert plan.values() == {"debug_dir": "/ws/npu/debug_0"} and plan.graph_env == ()
+    assert plan.notices == ("no capture action (action=''): only debug_dir is set, nothing is dumped, and the GE "
+                            "graph variables are left alone (the original tool set them on every call)",)
+    assert "action=None and PRECISION_TOOL_ACTION unset" in build_plan(None, settings(), environ={}).notices[0]
+
+
+# -- the user's own values ------------------------------------------------------------------------------------
+def test_values_the_user_set_are_reported_when_replaced_or_removed():
+    users = {"enable_dump": True, "dump_path": "/mine", "dump_mode": "all", "precision_mode": "force_fp32",
+             "op_debug_level": 4}
+    plan = build_plan("overflow", settings(), current=users)
+    assert plan.notices == (
+        "your dump_path '/mine' is replaced by '/ws/overflow/dump' for this run ('overflow')",
+        "your enable_dump is removed for this run: it cannot be on with 'overflow'")
+    assert build_plan("overflow", settings(), current={"enable_dump": False}).notices == ()
+
+
+def test_fusion_switch_honours_the_users_own_file():
+    plan = build_plan("fusion_switch", settings(), current={"fusion_switch_file": "/my/switch.cfg"})
+    assert plan.values()["fusion_switch_file"] == "/my/switch.cfg"
+    assert plan.fusion_switch_file == "/my/switch.cfg" and not plan.fusion_switch_from_template
+    assert plan.notices == ("fusion_switch: the NPU reads your own fusion_switch_file /my/switch.cfg (kept as it is; "
+                            "the original tool replaced it with its own)",)
+
+
+def test_fusion_off_replaces_the_users_file_for_this_run_and_says_so():
+    plan = build_plan("overflow|fusion_off", settings(), current={"fusion_switch_file": "/my/switch.cfg"})
+    assert plan.values()["fusion_switch_file"] == FUSION_OFF_FILE and plan.fusion_switch_file is None
+    assert plan.notices == (f"your fusion_switch_file '/my/switch.cfg' is replaced by '{FUSION_OFF_FILE}' for this "
+                            "run ('overflow|fusion_off')",)
+
+
+# -- settings ---------------------------------------------------------------------------------------------------
 def test_settings_from_environment(tmp_path):
     got = CaptureSettings.from_env({"PRECISION_TOOL_DATA": str(tmp_path / "ws"), "PRECISION_TOOL_DUMP_STEP": "0|3-5",
                                     "PRECISION_TOOL_OP_DEBUG_LEVEL": "0", "PRECISION_TOOL_NPU_RUN": "2"})
     assert got == CaptureSettings(str(tmp_path / "ws"), "0|3-5", 0, 2)
     default = CaptureSettings.from_env({})
     assert default.data_dir == os.path.abspath("precision_data") and default.dump_step == "0"
-    assert default.op_debug_level == 4 and default.npu_run is None
+    assert default.op_debug_level == 4 and default.npu_run is None and default.run_index == 0
 
 
 @pytest.mark.parametrize("env, message", [

@@ -1,4 +1,4 @@
-"""Process set-up without TensorFlow: oneDNN variable, workspace folders, GE variables, fusion files."""
+"""Process set-up without TensorFlow: oneDNN variable, workspace folders, GE variables, fusion switch files."""
 import json
 import os
 import subprocess
@@ -9,10 +9,12 @@ import pytest
 
 from precision_tool.capture.actions import build_plan
 from precision_tool.capture.environment import disable_onednn_before_tensorflow, prepare_workspace
-from precision_tool.capture.fusion_files import FUSION_OFF_FILE, FUSION_SWITCH_FILE
+from precision_tool.capture.fusion_files import FUSION_OFF_FILE, FUSION_SWITCH_TEMPLATE
 from precision_tool.capture.settings import CaptureWarning
-from precision_tool.errors import FusionFormatError
+from precision_tool.errors import CaptureError, FusionFormatError
 from precision_tool.formats.fusion_result import read_fusion_switches
+
+pytestmark = pytest.mark.compat
 
 
 def test_onednn_set_to_0_before_tensorflow_is_imported():
@@ -80,34 +82,76 @@ def test_prepare_keeps_the_users_graph_variables(workspace, monkeypatch, capsys)
     assert "[precision_tool] kept your DUMP_GE_GRAPH=1" in capsys.readouterr().err
 
 
-def test_fusion_actions_do_not_touch_graph_variables(workspace):
+def test_fusion_actions_set_graph_variables_like_the_original(workspace):
     prepare_workspace(build_plan("fusion_off"))
-    assert "DUMP_GE_GRAPH" not in os.environ and not (workspace / "npu").exists()
+    assert os.environ["DUMP_GRAPH_PATH"] == str(workspace / "npu" / "debug_0" / "graph")
+    assert (workspace / "npu" / "debug_0").is_dir() and not (workspace / "npu" / "debug_1").exists()
+
+
+def test_no_action_leaves_graph_variables_alone_and_says_so(workspace, capsys):
+    done = prepare_workspace(build_plan(""))
+    assert "DUMP_GE_GRAPH" not in os.environ and (workspace / "npu" / "debug_0").is_dir()
+    assert done[0].startswith("no capture action (action='')")
+    assert capsys.readouterr().err.startswith("[precision_tool] no capture action")
 
 
 def test_shipped_fusion_files():
     assert read_fusion_switches(FUSION_OFF_FILE).fusion_off
     with open(FUSION_OFF_FILE) as handle:
         assert json.load(handle) == {"Switch": {"GraphFusion": {"ALL": "off"}, "UBFusion": {"ALL": "off"}}}
-    template = read_fusion_switches(FUSION_SWITCH_FILE)
+    template = read_fusion_switches(FUSION_SWITCH_TEMPLATE)
     assert not template.fusion_off and template.is_enabled("AnyPass", "graph_fusion")
 
 
-def test_fusion_switch_is_copied_once_and_the_users_copy_is_kept(workspace, capsys):
-    plan = build_plan("fusion_switch")
-    prepare_workspace(plan)
-    copy = workspace / "fusion" / "fusion_switch.cfg"
-    assert copy.read_text() == open(FUSION_SWITCH_FILE).read()
-    assert f"created {copy} from the shipped template" in capsys.readouterr().err
-    copy.write_text('{"Switch": {"GraphFusion": {"ConvBiasFusionPass": "off"}}}')
-    prepare_workspace(plan)
-    assert "ConvBiasFusionPass" in copy.read_text()
-    assert "created" not in capsys.readouterr().err
-
-
-def test_a_broken_fusion_switch_copy_fails_in_one_line(workspace):
-    copy = workspace / "fusion" / "fusion_switch.cfg"
-    copy.parent.mkdir(parents=True)
-    copy.write_text('{"Switch": {"GraphFusion": {"APass": "of"}}}')
-    with pytest.raises(FusionFormatError, match=r"fusion_switch.cfg: Switch.GraphFusion.APass: expected 'on' or 'off'"):
+def test_fusion_switch_file_is_created_once_and_every_edit_counts(workspace, capsys):
+    prepare_workspace(build_plan("fusion_switch"))
+    switch = workspace / "fusion" / "fusion_switch.cfg"
+    assert switch.read_text() == open(FUSION_SWITCH_TEMPLATE).read()
+    assert f"created {switch} from the shipped template" in capsys.readouterr().err
+    switch.write_text('{"Switch": {"GraphFusion": {"ConvBiasFusionPass": "off"}}}')
+    prepare_workspace(build_plan("fusion_switch"))
+    assert "ConvBiasFusionPass" in switch.read_text() and "created" not in capsys.readouterr().err
+    switch.write_text('{"Switch": {"GraphFusion": {"ConvBiasFusionPass": "of"}}}')  # a later typo is caught too
+    with pytest.raises(FusionFormatError, match="ConvBiasFusionPass: expected 'on' or 'off', got 'of'"):
         prepare_workspace(build_plan("fusion_switch"))
+
+
+def test_a_broken_fusion_switch_file_fails_in_one_line_before_anything_is_made(workspace):
+    switch = workspace / "fusion" / "fusion_switch.cfg"
+    switch.parent.mkdir(parents=True)
+    switch.write_text('{"Switch": {"GraphFusion": {"APass": "of"}}}')
+    with pytest.raises(FusionFormatError, match=r"fusion_switch.cfg: Switch.GraphFusion.APass: expected 'on' or 'off'"):
+        prepare_workspace(build_plan("dump|fusion_switch"))
+    assert not (workspace / "npu").exists() and "DUMP_GE_GRAPH" not in os.environ
+
+
+def test_the_users_own_fusion_switch_file_is_checked_never_created(workspace, tmp_path):
+    mine = tmp_path / "my_switch.cfg"
+    plan = build_plan("fusion_switch", current={"fusion_switch_file": str(mine)})
+    with pytest.raises(CaptureError, match=f"{mine}: your fusion_switch_file does not exist"):
+        prepare_workspace(plan)
+    assert not mine.exists() and not (workspace / "fusion").exists()
+    mine.write_text("ConvBiasFusionPass:off\n")
+    prepare_workspace(plan)
+    assert mine.read_text() == "ConvBiasFusionPass:off\n" and not (workspace / "fusion").exists()
+    mine.write_text("ConvBiasFusionPass:maybe\n")
+    with pytest.raises(FusionFormatError, match="line 1: expected 'on' or 'off'"):
+        prepare_workspace(plan)
+
+
+def test_fusion_switch_file_name_follows_the_environment(workspace, monkeypatch, tmp_path, capsys):
+    import precision_tool.tf_config as npu_tf_config
+
+    path = npu_tf_config.FUSION_SWITCH_FILE
+    assert path == str(workspace / "fusion" / "fusion_switch.cfg") and os.path.isfile(path)
+    assert f"created {path}" in capsys.readouterr().err
+    assert npu_tf_config.FUSION_SWITCH_TEMPLATE == FUSION_SWITCH_TEMPLATE != path
+    assert npu_tf_config.DEFAULT_OP_DEBUG_DIR == npu_tf_config.OP_DEBUG_DIR == str(workspace / "npu" / "debug_0")
+    other = tmp_path / "other_ws"
+    monkeypatch.setenv("PRECISION_TOOL_DATA", str(other))
+    monkeypatch.setenv("PRECISION_TOOL_NPU_RUN", "1")
+    assert npu_tf_config.FUSION_SWITCH_FILE == str(other / "fusion" / "fusion_switch.cfg")
+    assert npu_tf_config.OP_DEBUG_DIR == str(other / "npu" / "debug_1")
+    assert getattr(npu_tf_config, "NO_SUCH_NAME", None) is None
+    with pytest.raises(AttributeError, match="module 'precision_tool.tf_config' has no attribute 'NO_SUCH_NAME'"):
+        npu_tf_config.NO_SUCH_NAME  # noqa: B018

@@ -1,12 +1,12 @@
-"""NPU-side helpers with real TensorFlow 2.21 (eager stays on in this process; graph mode runs elsewhere).
+"""NPU-side helpers with real TensorFlow protos (TF 2.21, and TF 1.15 / 2.6 in the users' environments).
 
 Each expected parameter map is written out here by hand from the documented table
-(docs/capture-custom-op.md), not taken from the implementation's table.
+(docs/capture-custom-op.md), not taken from the implementation's table. Eager stays on in this process;
+graphs run in an explicit ``tf.Graph``. npu_bridge / npu_device stand-ins: test_npu_adapters.py; the call
+sites of real training scripts: test_npu_call_sites.py.
 """
 import json
 import os
-import sys
-import types
 
 import pytest
 
@@ -17,28 +17,29 @@ from precision_tool.errors import CaptureError
 tf = pytest.importorskip("tensorflow")
 RewriterConfig = pytest.importorskip("tensorflow.core.protobuf.rewriter_config_pb2").RewriterConfig
 
-pytestmark = pytest.mark.tf
+pytestmark = [pytest.mark.tf, pytest.mark.compat]
 
 
 def expected(ws, action):
-    """The documented parameters of each action, spelled out."""
-    dump = {"enable_dump": True, "dump_step": "0", "dump_mode": "all"}
-    overflow = {"enable_dump_debug": True, "dump_path": f"{ws}/overflow/dump", "dump_debug_mode": "all",
-                "op_debug_level": 4, "debug_dir": f"{ws}/overflow"}
+    """The documented parameters of each action, spelled out (the original tool's table, absolute paths)."""
+    debug = {"debug_dir": f"{ws}/npu/debug_0"}
+    dump = {**debug, "enable_dump": True, "dump_path": f"{ws}/npu/debug_0/dump", "dump_step": "0",
+            "dump_mode": "all", "op_debug_level": 4}
+    overflow = {**debug, "enable_dump_debug": True, "dump_path": f"{ws}/overflow/dump", "dump_debug_mode": "all",
+                "op_debug_level": 4}
     prof = {"profiling_mode": True, "profiling_options": json.dumps(
         {"output": f"{ws}/profiling", "training_trace": "on", "task_trace": "on", "aicpu": "on", "fp_point": "",
          "bp_point": "", "aic_metrics": "PipeUtilization"}, separators=(",", ":"))}
     table = {
-        "dump": {**dump, "dump_path": f"{ws}/npu/debug_0/dump"},
+        "dump": dump,
         "overflow": overflow,
-        "fusion_off": {"fusion_switch_file": npu_tf_config.FUSION_OFF_FILE},
-        "fusion_switch": {"fusion_switch_file": f"{ws}/fusion/fusion_switch.cfg"},
-        "prof": prof,
-        "dump|fusion_off": {**dump, "dump_path": f"{ws}/npu/debug_1/dump",
-                            "fusion_switch_file": npu_tf_config.FUSION_OFF_FILE},
+        "fusion_off": {**debug, "fusion_switch_file": npu_tf_config.FUSION_OFF_FILE},
+        "fusion_switch": {**debug, "fusion_switch_file": f"{ws}/fusion/fusion_switch.cfg"},
+        "prof": {**debug, **prof},
+        "dump|fusion_off": {**dump, "fusion_switch_file": npu_tf_config.FUSION_OFF_FILE},
         "overflow|fusion_switch|prof": {**overflow, "fusion_switch_file": f"{ws}/fusion/fusion_switch.cfg", **prof},
-        "dump|prof": {**dump, "dump_path": f"{ws}/npu/debug_0/dump", **prof},
-        "": {},
+        "dump|prof": {**dump, **prof},
+        "": debug,
     }
     return table[action]
 
@@ -58,8 +59,8 @@ def test_session_config_carries_exactly_the_documented_parameters(workspace, act
     (custom_op,) = npu_optimizers(config)
     assert describe_custom_op(custom_op) == {"use_off_line": True, **expected(workspace, action)}
     rewrite = config.graph_options.rewrite_options
-    assert rewrite.remapping == RewriterConfig.OFF and rewrite.arithmetic_optimization == RewriterConfig.OFF
-    assert rewrite.memory_optimization == RewriterConfig.NO_MEM_OPT != RewriterConfig.MANUAL
+    assert rewrite.remapping == RewriterConfig.OFF  # as the original tool; nothing else in Grappler changes
+    assert rewrite.arithmetic_optimization == rewrite.memory_optimization == RewriterConfig.DEFAULT
     assert not rewrite.disable_meta_optimizer  # the NpuOptimizer runs inside Grappler
 
 
@@ -68,9 +69,11 @@ def test_kinds_of_attr_values(workspace):
     kinds = {key: value.WhichOneof("value") for key, value in custom_op.parameter_map.items()}
     assert kinds == {"use_off_line": "b", "enable_dump_debug": "b", "dump_path": "s", "dump_debug_mode": "s",
                      "op_debug_level": "i", "debug_dir": "s", "profiling_mode": "b", "profiling_options": "s"}
+    (custom_op,) = npu_optimizers(npu_tf_config.session_dump_config(action="dump"))
+    assert custom_op.parameter_map["op_debug_level"].WhichOneof("value") == "i"
 
 
-def test_users_config_and_npu_optimizer_are_kept_and_updated(workspace):
+def test_users_config_and_npu_optimizer_are_kept_and_updated(workspace, capsys):
     config = tf.compat.v1.ConfigProto(allow_soft_placement=True, log_device_placement=False)
     config.graph_options.rewrite_options.layout_optimizer = RewriterConfig.OFF
     other = config.graph_options.rewrite_options.custom_optimizers.add()
@@ -86,7 +89,10 @@ def test_users_config_and_npu_optimizer_are_kept_and_updated(workspace):
     assert [op.name for op in config.graph_options.rewrite_options.custom_optimizers] == [
         "SomeOtherOptimizer", "NpuOptimizer"]
     assert describe_custom_op(npu_optimizers(config)[0]) == {
-        "use_off_line": False, "precision_mode": "allow_mix_precision", **expected(workspace, "dump")}
+        "use_off_line": True, "precision_mode": "allow_mix_precision", **expected(workspace, "dump")}
+    err = capsys.readouterr().err
+    assert "[precision_tool] your use_off_line False is replaced by True for this run" in err
+    assert "[precision_tool] your enable_dump_debug is removed for this run: it cannot be on with 'dump'" in err
 
 
 def test_unknown_action_and_wrong_config_are_one_line_errors(workspace):
@@ -115,6 +121,7 @@ def test_update_custom_op_sets_exactly_the_documented_parameters(workspace, acti
     assert npu_tf_config.update_custom_op(custom_op, action) is custom_op
     assert describe_custom_op(custom_op) == {"precision_mode": "force_fp32", **expected(workspace, action)}
     assert config.graph_options.rewrite_options.remapping == RewriterConfig.DEFAULT  # the script's own business
+    assert custom_op.name == "NpuOptimizer"
 
 
 def test_update_custom_op_errors(workspace):
@@ -158,87 +165,3 @@ def test_each_capture_gets_its_own_folder(workspace):
     assert sorted(os.listdir(root)) == sorted({first._session_root.rsplit("/", 1)[1],
                                                second._session_root.rsplit("/", 1)[1]})
     assert len(os.listdir(root)) == 2 and type(first).__name__ == "ReferenceDumpHook"
-
-
-# -- npu_bridge / npu_device: absent here; a stand-in shows what the helpers pass ------------------------------
-def test_npu_bridge_helpers_fail_in_one_sentence_without_npu_bridge(workspace, monkeypatch):
-    monkeypatch.setitem(sys.modules, "npu_bridge", None)
-    with pytest.raises(CaptureError) as info:
-        npu_tf_config.estimator_dump_config("dump")
-    assert str(info.value).startswith("estimator_dump_config needs npu_bridge, the TensorFlow adapter installed with "
-                                      "CANN on an Ascend host, and it cannot be imported here (")
-    assert str(info.value).endswith("; elsewhere use session_dump_config") and "\n" not in str(info.value)
-    with pytest.raises(CaptureError, match="npu_run_config_options needs npu_bridge"):
-        npu_tf_config.npu_run_config_options("dump")
-    assert not workspace.exists()
-
-
-class _Recorder:
-    def __init__(self, **kwargs):
-        self.kwargs = kwargs
-
-
-@pytest.fixture
-def fake_npu_bridge(monkeypatch):
-    package, init = types.ModuleType("npu_bridge"), types.ModuleType("npu_bridge.npu_init")
-    init.DumpConfig = type("DumpConfig", (_Recorder,), {})
-    init.ProfilingConfig = type("ProfilingConfig", (_Recorder,), {})
-    package.npu_init = init
-    monkeypatch.setitem(sys.modules, "npu_bridge", package)
-    monkeypatch.setitem(sys.modules, "npu_bridge.npu_init", init)
-    return init
-
-
-def test_estimator_dump_config_builds_a_dump_config(workspace, fake_npu_bridge):
-    dump = npu_tf_config.estimator_dump_config("dump")
-    assert type(dump).__name__ == "DumpConfig"
-    assert dump.kwargs == {"enable_dump": True, "dump_path": f"{workspace}/npu/debug_0/dump", "dump_step": "0",
-                           "dump_mode": "all"}
-    overflow = npu_tf_config.estimator_dump_config("overflow")
-    assert overflow.kwargs == {"enable_dump_debug": True, "dump_path": f"{workspace}/overflow/dump",
-                               "dump_debug_mode": "all"}
-    with pytest.raises(CaptureError, match=r"cannot carry fusion_off \(use NPURunConfig\(\*\*npu_tf_config"
-                                           r".npu_run_config_options\('dump\|fusion_off'\), \.\.\.\)\)"):
-        npu_tf_config.estimator_dump_config("dump|fusion_off")
-
-
-def test_npu_run_config_options(workspace, fake_npu_bridge):
-    options = npu_tf_config.npu_run_config_options("overflow|fusion_off|prof")
-    assert set(options) == {"dump_config", "op_debug_level", "debug_dir", "fusion_switch_file", "profiling_config"}
-    assert options["op_debug_level"] == 4 and options["fusion_switch_file"] == npu_tf_config.FUSION_OFF_FILE
-    assert options["profiling_config"].kwargs == {"enable_profiling": True,
-                                                  "profiling_options": expected(workspace, "prof")["profiling_options"]}
-    assert options["dump_config"].kwargs["dump_path"] == f"{workspace}/overflow/dump"
-    assert npu_tf_config.npu_run_config_options("fusion_off") == {"fusion_switch_file": npu_tf_config.FUSION_OFF_FILE}
-
-
-def _fake_npu_device():
-    dump_config = types.SimpleNamespace(enable_dump=False, dump_path=None, dump_step=None, dump_mode="output",
-                                        enable_dump_debug=False, dump_debug_mode="all")
-    profiling = types.SimpleNamespace(enable_profiling=False, profiling_options=None)
-    options = types.SimpleNamespace(dump_config=dump_config, op_debug_level=0, debug_dir=None, fusion_switch_file=None,
-                                    profiling_config=profiling)
-    return types.SimpleNamespace(global_options=lambda: options), options
-
-
-def test_npu_device_options_for_each_action(workspace):
-    device, options = _fake_npu_device()
-    assert npu_tf_config.npu_device_dump_config(device, "dump|fusion_off") is device
-    assert vars(options.dump_config) == {"enable_dump": True, "dump_path": f"{workspace}/npu/debug_1/dump",
-                                         "dump_step": "0", "dump_mode": "all", "enable_dump_debug": False,
-                                         "dump_debug_mode": "all"}
-    assert options.fusion_switch_file == npu_tf_config.FUSION_OFF_FILE and options.op_debug_level == 0
-    device, options = _fake_npu_device()
-    npu_tf_config.npu_device_dump_config(device, "overflow|prof")
-    assert options.dump_config.enable_dump_debug is True and options.dump_config.enable_dump is False
-    assert options.op_debug_level == 4 and options.debug_dir == f"{workspace}/overflow"
-    assert options.profiling_config.enable_profiling is True
-    assert json.loads(options.profiling_config.profiling_options)["output"] == f"{workspace}/profiling"
-
-
-def test_npu_device_errors(workspace):
-    with pytest.raises(CaptureError, match="expects the npu_device module .* got NoneType"):
-        npu_tf_config.npu_device_dump_config(None, "dump")
-    device = types.SimpleNamespace(global_options=lambda: types.SimpleNamespace(op_debug_level=0))
-    with pytest.raises(CaptureError, match=r"npu_device.global_options\(\) has no 'dump_config.enable_dump'"):
-        npu_tf_config.npu_device_dump_config(device, "dump")
