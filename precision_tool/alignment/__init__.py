@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import os
 import re
-from typing import Iterable, Optional, Union
+from typing import Iterable, Optional, Tuple, Union
 
 from precision_tool.alignment.divergence import Divergence, DivergentOp, find_first_divergence
 from precision_tool.alignment.graph_alignment import LAYOUT_ONLY_OP_TYPES
@@ -28,15 +28,16 @@ from precision_tool.alignment.npu_vs_npu import align_npu_vs_npu
 from precision_tool.alignment.npu_vs_tf import align_npu_vs_tf
 from precision_tool.errors import UsageError, WorkspaceError
 from precision_tool.formats.ge_graph import Graph, GraphModel
-from precision_tool.formats.ge_io import find_build_graph, read_ge_graph
+from precision_tool.formats.ge_graph_folders import choose_build_graph, dump_device_id
+from precision_tool.formats.ge_io import read_ge_graph
 
 MODE_AUTO = "auto"
 _NPY_NAME = re.compile(r"[^.]+\.[0-9]+\.[0-9]+\.npy")  # {op}.{output}.{timestamp}.npy, as npy_dir reads
 GraphLike = Union[str, "os.PathLike[str]", Graph, GraphModel, None]
 
-__all__ = ["align", "load_graph", "Alignment", "AlignedPair", "Coverage", "NpuTensorRef", "NpyTensorRef",
-           "Unaligned", "Divergence", "DivergentOp", "find_first_divergence", "LAYOUT_ONLY_OP_TYPES", "RULES",
-           "MODE_AUTO", "MODE_NPU_VS_TF", "MODE_NPU_VS_NPU"]
+__all__ = ["align", "load_graph", "resolve_graph", "Alignment", "AlignedPair", "Coverage", "NpuTensorRef",
+           "NpyTensorRef", "Unaligned", "Divergence", "DivergentOp", "find_first_divergence", "LAYOUT_ONLY_OP_TYPES",
+           "RULES", "MODE_AUTO", "MODE_NPU_VS_TF", "MODE_NPU_VS_NPU"]
 
 
 def align(npu_dump_dir, reference, graph: GraphLike = None, *, mode: str = MODE_AUTO,
@@ -48,8 +49,9 @@ def align(npu_dump_dir, reference, graph: GraphLike = None, *, mode: str = MODE_
     npu_dump_dir : folder of NPU dump files (searched recursively; the latest file of each op is used).
     reference : a flat folder of TF ``.npy`` files (``{op}.{output}.{timestamp}.npy``) or, NPU vs NPU, the
         other run's dump folder.
-    graph : the NPU run's GE Build graph: a file (text or JSON), a folder holding ``ge_proto_*_Build.txt``
-        (the newest is used), a loaded ``GraphModel``/``Graph``, or ``None`` (name rules only).
+    graph : the NPU run's GE Build graph: a file (text or JSON), a ``DUMP_GRAPH_PATH`` folder (flat, or CANN 8's
+        per-process folders: see :func:`resolve_graph`), a loaded ``GraphModel``/``Graph``, or ``None`` (name
+        rules only).
     mode : ``"npu_vs_tf"``, ``"npu_vs_npu"`` or ``"auto"``: NPU vs TF when ``reference`` directly holds
         files named like reference tensors, else NPU vs NPU.
     reference_graph : NPU vs NPU only: the other run's graph, same forms as ``graph``.
@@ -66,20 +68,42 @@ def align(npu_dump_dir, reference, graph: GraphLike = None, *, mode: str = MODE_
         if reference_graph is not None:
             raise UsageError("a reference graph is only used when comparing two NPU runs",
                              "drop it, or pass mode='npu_vs_npu'")
-        return align_npu_vs_tf(npu_dump_dir, reference, load_graph(graph), tf_op_names)
+        return align_npu_vs_tf(npu_dump_dir, reference, load_graph(graph, npu_dump_dir), tf_op_names)
     if mode == MODE_NPU_VS_NPU:
-        return align_npu_vs_npu(npu_dump_dir, reference, load_graph(graph), load_graph(reference_graph))
+        return align_npu_vs_npu(npu_dump_dir, reference, load_graph(graph, npu_dump_dir),
+                                load_graph(reference_graph, reference))
     raise UsageError(f"unknown alignment mode {mode!r}", f"use {MODE_AUTO}, {MODE_NPU_VS_TF} or {MODE_NPU_VS_NPU}")
 
 
-def load_graph(graph: GraphLike) -> Optional[Union[Graph, GraphModel]]:
-    """A loaded graph from any form :func:`align` accepts (``None`` stays ``None``)."""
+def load_graph(graph: GraphLike, dump_dir=None) -> Optional[Union[Graph, GraphModel]]:
+    """A loaded graph from any form :func:`align` accepts (``None`` stays ``None``).
+
+    A folder is resolved by :func:`resolve_graph` (``dump_dir``: the run's NPU dump, whose device picks among
+    CANN 8's per-process graph folders); its notes are dropped here, so callers that show them call
+    :func:`resolve_graph` first and pass its file.
+    """
     if graph is None or isinstance(graph, (Graph, GraphModel)):
         return graph
+    path, _ = resolve_graph(graph, dump_dir)
+    return read_ge_graph(path) if path is not None else None
+
+
+def resolve_graph(graph, dump_dir=None) -> Tuple[Optional[str], Tuple[str, ...]]:
+    """``(graph file, notes)`` for a graph given by path: a file stays itself; a folder is ``DUMP_GRAPH_PATH``,
+    and :func:`~precision_tool.formats.ge_graph_folders.choose_build_graph` picks its Build graph -- among
+    CANN 8's ``pid_*_deviceid_*`` folders, the one of ``dump_dir``'s device (the ``{device_id}`` level of
+    that dump tree) when it is known. The notes (one line each) say which folder was used when it was not
+    clear-cut, and which sub-folders were skipped. ``None`` stays ``None``.
+
+    Raises :class:`WorkspaceError` when a folder holds no Build graph.
+    """
+    if graph is None:
+        return None, ()
     path = os.fspath(graph)
-    if os.path.isdir(path):
-        path = os.fspath(find_build_graph(path))
-    return read_ge_graph(path)
+    if not os.path.isdir(path):
+        return path, ()
+    choice = choose_build_graph(path, device_id=dump_device_id(dump_dir) if dump_dir else None)
+    return os.fspath(choice.path), choice.notes
 
 
 def _holds_reference_npy(folder) -> bool:

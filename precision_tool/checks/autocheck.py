@@ -155,15 +155,19 @@ def check_overflow(workspace: Workspace, limit: int = DEFAULT_LIMIT) -> Overflow
     return OverflowSection(records, scan_dumps_for_overflow(folder, scan), check_casts(scan), folder, tuple(notes))
 
 
-def _load_build_graph(folder: str, notes: list):
-    from precision_tool.formats.ge_io import find_build_graph, read_ge_graph
+def _load_build_graph(folder: str, dump_folder: str, notes: list):
+    """The Build graph under ``folder`` (``DUMP_GRAPH_PATH``, flat or CANN 8's per-process folders: the one of
+    ``dump_folder``'s device) and its path; ``(None, "")`` with a note when there is none."""
+    from precision_tool.formats.ge_graph_folders import choose_build_graph, dump_device_id
+    from precision_tool.formats.ge_io import read_ge_graph
 
     if not os.path.isdir(folder):
         notes.append(f"no Build graph folder {folder}: fused ops unknown")
         return None, ""
     try:
-        path = find_build_graph(folder)
-        return read_ge_graph(path), os.fspath(path)
+        choice = choose_build_graph(folder, device_id=dump_device_id(dump_folder))
+        notes.extend(choice.notes)
+        return read_ge_graph(choice.path), os.fspath(choice.path)
     except PrecisionToolError as error:
         notes.append(f"Build graph not read: {error}")
         return None, ""
@@ -176,7 +180,7 @@ def check_fusion(workspace: Workspace, floor: float = DEFAULT_FLOOR, growth: flo
     from precision_tool.formats.fusion_result import read_fusion_result
 
     notes: list = []
-    model, graph_path = _load_build_graph(workspace.npu_graph(0), notes)
+    model, graph_path = _load_build_graph(workspace.npu_graph(0), workspace.npu_dump(0), notes)
     result = None
     if os.path.isfile(workspace.fusion_result):
         try:
@@ -195,8 +199,10 @@ def check_fusion(workspace: Workspace, floor: float = DEFAULT_FLOOR, growth: flo
                      "capture one with action='fusion_off' into npu/debug_1")
     elif os.path.isdir(fused_dump):
         unfused_notes: list = []
-        unfused_model, _ = _load_build_graph(workspace.npu_graph(1), unfused_notes)
-        notes.extend(f"npu/debug_1: {note}; its ops are matched by name only" for note in unfused_notes)
+        unfused_model, _ = _load_build_graph(workspace.npu_graph(1), workspace.npu_dump(1), unfused_notes)
+        if unfused_model is None:  # the last note says why
+            unfused_notes[-1] += "; its ops are matched by name only"
+        notes.extend(f"npu/debug_1: {note}" for note in unfused_notes)
         if unfused_model is not None and summarize_fusion(unfused_model, None).fused_ops:
             notes.append("npu/debug_1 has fused ops too: it is not a fusion-off run, so differences may have "
                          "other causes")

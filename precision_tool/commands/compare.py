@@ -1,7 +1,9 @@
 """``compare -m NPU_DIR -g REF_DIR [-f GRAPH] [-out OUT_DIR] [-c 0.99] [--junit FILE]``: msaccucmp's compare.
 
 The flags msaccucmp users know (``-m``, ``-g``, ``-f``, ``-out``) plus long forms. ``-f`` takes the GE Build
-graph as protobuf text or JSON, or a folder holding ``ge_proto_*_Build.txt``. Without flags the workspace is
+graph as protobuf text or JSON, or its ``DUMP_GRAPH_PATH`` folder: flat (CANN 7 and older) or with CANN 8's
+``pid_*_deviceid_*`` / ``{pid}_{device}`` folders, of which the one of the dump's device is read
+(:mod:`precision_tool.formats.ge_graph_folders`). Without flags the workspace is
 compared: ``npu/debug_0/dump`` with its graph against ``tf/dump``, into
 ``temp/vector_compare/{timestamp}/result_{timestamp}.csv`` (where ``vcs`` looks). Outputs, verdicts and exit
 codes: :mod:`precision_tool.commands.compare_run`.
@@ -37,8 +39,9 @@ def add_arguments(parser):
                         help="reference folder: TF .npy files, or another NPU run's dump (default "
                              "WORKSPACE/tf/dump)")
     parser.add_argument("-f", "--graph", dest="graph", default=None, metavar="GRAPH",
-                        help="GE Build graph of the NPU run: .txt or .json, or a folder holding ge_proto_*_Build.txt "
-                             "(default: WORKSPACE/npu/debug_0/graph when -m is not given; else none: names only)")
+                        help="GE Build graph of the NPU run: .txt or .json, or its DUMP_GRAPH_PATH folder, flat or "
+                             "with CANN 8's pid_*_deviceid_* folders (default: WORKSPACE/npu/debug_0/graph when -m is "
+                             "not given; else none: names only)")
     add_output_dir_option(parser, "result_{timestamp}.csv and summary.json",
                           "WORKSPACE/temp/vector_compare/{timestamp}")
     add_shared_options(parser)

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from typing import Any, Dict, Optional
+from typing import Any, Dict, Optional, Sequence, Tuple
 
 from precision_tool.comparison import ComparisonResult, CompareRequest
 from precision_tool.reports.report import Report
@@ -29,11 +29,13 @@ UNREADABLE_SHOWN = 10  # unreadable dump files named one per line in the report;
 
 @dataclass(frozen=True)
 class CompareRun:
-    """One job done: the result, where it was written, the summary written there, and the exit code."""
+    """One job done: the result, where it was written, the summary written there, and the exit code.
+    ``notes``: which Build graph a graph folder gave, when that was not clear-cut (one line each)."""
 
     result: ComparisonResult
     paths: OutputPaths
     summary: Dict[str, Any]
+    notes: Tuple[str, ...] = ()
 
     @property
     def exit_code(self) -> int:
@@ -58,17 +60,18 @@ def execute(request: CompareRequest, out_dir: Optional[str], default_root: str, 
         if progress is not None:
             progress.close()
     summary = write_outputs(result, paths, total_s=time.perf_counter() - started)
-    return CompareRun(result, paths, summary)
+    return CompareRun(result, paths, summary, aligned.notes)
 
 
 def run_compare(request: CompareRequest, out_dir: Optional[str], default_root: str, *, junit: Optional[str] = None,
                 progress_label: str = "compare") -> Report:
     """:func:`execute`, then the report ``compare`` and ``vc`` print."""
     run = execute(request, out_dir, default_root, junit=junit, progress_label=progress_label)
-    return _report(run.result, run.summary, run.paths, run.exit_code)
+    return _report(run.result, run.summary, run.paths, run.exit_code, run.notes)
 
 
-def _report(result: ComparisonResult, summary: Dict[str, Any], paths: OutputPaths, exit_code: int) -> Report:
+def _report(result: ComparisonResult, summary: Dict[str, Any], paths: OutputPaths, exit_code: int,
+            graph_notes: Sequence[str] = ()) -> Report:
     from precision_tool.alignment import Coverage
     from precision_tool.reports.result_csv import number_text
 
@@ -120,6 +123,8 @@ def _report(result: ComparisonResult, summary: Dict[str, Any], paths: OutputPath
         notes.append(f"{len(below)} tensors are below their dtype's allclose default (reported, not failed).")
     if notes:
         report.add_text("Coverage:", *("  " + note for note in notes))
+    if graph_notes:
+        report.add_text(*graph_notes)
     written = [f"Result: {paths.csv}", f"Summary: {paths.summary}"]
     if paths.junit:
         written.append(f"JUnit: {paths.junit}")
@@ -131,6 +136,6 @@ def _report(result: ComparisonResult, summary: Dict[str, Any], paths: OutputPath
     report.exit_code = exit_code
     data = {key: value for key, value in summary.items() if key not in ("order", "data_inputs")}
     data.update(result_csv_path=paths.csv, results_path=paths.results, summary_path=paths.summary,
-                junit_path=paths.junit)
+                junit_path=paths.junit, graph_notes=list(graph_notes))
     report.data = data
     return report

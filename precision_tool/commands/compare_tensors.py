@@ -18,7 +18,7 @@ from precision_tool.commands.options import add_cosine_option, add_run_option, n
 from precision_tool.commands.registry import Command, Context
 from precision_tool.commands.tensor_source import LoadedTensor, load_one_tensor
 from precision_tool.metrics.array_stats import STATS_HEADERS, array_stats
-from precision_tool.commands.workspace_lookup import lookup_for
+from precision_tool.commands.workspace_lookup import lookup_for, with_graph_notes
 from precision_tool.errors import EXIT_FAILED_CHECK, EXIT_OK
 from precision_tool.formats.layouts import shape_text
 from precision_tool.reports.report import Report
@@ -51,9 +51,13 @@ def _number(value) -> str:
 def handle(args, ctx: Context) -> Report:
     from precision_tool.metrics import compare_tensors
 
-    _, left, left_note = load_one_tensor(args.left, lookup_for(ctx, args.run))
     right_run = args.run if args.right_run is None else args.right_run
-    _, right, right_note = load_one_tensor(args.right, lookup_for(ctx, right_run))
+    lookups = (lookup_for(ctx, args.run), lookup_for(ctx, right_run))
+    for lookup in lookups:  # only this command's graph lookups (a shell session keeps the lookups)
+        lookup.graph_notes = ()
+    _, left, left_note = load_one_tensor(args.left, lookups[0])
+    _, right, right_note = load_one_tensor(args.right, lookups[1])
+    graph_notes = list(dict.fromkeys(lookups[0].graph_notes + lookups[1].graph_notes))
     result = compare_tensors(left.array, right.array, cosine_threshold=args.cosine, rtol=args.rtol, atol=args.atol)
     report = Report(title=f"{left.label}  vs  {right.label}")
     report.add_table(["side", "tensor", "stored", "dtype", "shape", *STATS_HEADERS],
@@ -83,7 +87,7 @@ def handle(args, ctx: Context) -> Report:
                    "rtol": tol.rtol, "atol": tol.atol,
                    "metrics": {metric.name: metric.formatted for metric in result.metrics},
                    "worst": worst, "first_values": first, "notes": notes}
-    return report
+    return with_graph_notes(report, graph_notes)
 
 
 def _side_row(side: str, tensor: LoadedTensor) -> list:

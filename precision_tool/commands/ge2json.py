@@ -1,17 +1,21 @@
 """``ge2json GE_GRAPH -o OUT.json``: a GE graph dump as the JSON msaccucmp's ``compare -f`` reads.
 
-GE_GRAPH is a ``ge_proto_*_Build.txt`` (or a graph already in JSON form), or a folder holding Build
-graphs: then the newest one is used, or the one whose root graph is ``--graph-name``. The output is
-written atomically and may go anywhere except over the input itself; an existing folder as ``-o`` gets
-``{input name}.json``.
+GE_GRAPH is a ``ge_proto_*_Build.txt`` (or a graph already in JSON form), or a ``DUMP_GRAPH_PATH`` folder:
+flat (CANN 7 and older), or holding CANN 8's ``pid_*_deviceid_*`` / ``{pid}_{device}`` folders, of which one
+is read -- the one of ``--device`` when given, else the newest, and the report names the others
+(:mod:`precision_tool.formats.ge_graph_folders`). In that folder the newest Build graph is used, or the one
+whose root graph is ``--graph-name``. The output is written atomically and may go anywhere except over the input
+itself; an existing folder as ``-o`` gets ``{input name}.json``.
 """
 from __future__ import annotations
 
 import os
+from typing import Tuple
 
 from precision_tool.commands.registry import Command, Context
 from precision_tool.errors import WorkspaceError
-from precision_tool.formats.ge_io import find_build_graph, read_ge_graph, write_ge_graph_json
+from precision_tool.formats.ge_graph_folders import choose_build_graph
+from precision_tool.formats.ge_io import read_ge_graph, write_ge_graph_json
 from precision_tool.reports.report import Report
 
 # msaccucmp refuses a graph JSON larger than this (FileUtils.load_json_file).
@@ -20,20 +24,27 @@ MSACCUCMP_JSON_LIMIT = 100 * 1024 * 1024
 
 def add_arguments(parser) -> None:
     parser.add_argument("graph", metavar="GE_GRAPH",
-                        help="ge_proto_*_Build.txt, a GE graph JSON, or a folder holding Build graphs")
+                        help="ge_proto_*_Build.txt, a GE graph JSON, or a folder holding Build graphs (flat, or "
+                             "CANN 8's pid_*_deviceid_* folders)")
     parser.add_argument("-o", "--output", required=True, metavar="OUT.json",
                         help="JSON file to write (an existing folder: {input name}.json inside it)")
     parser.add_argument("--graph-name", default=None, metavar="NAME",
                         help="with a folder: use the Build graph whose root graph is NAME "
                              "(the model_name folder of the dump tree)")
+    parser.add_argument("--device", type=int, default=None, metavar="N",
+                        help="with a folder holding CANN 8's pid_*_deviceid_* folders: use device N's "
+                             "(the device_id folder of the dump tree)")
 
 
-def _input_file(path: str, graph_name) -> str:
+def _input_file(path: str, graph_name, device) -> Tuple[str, Tuple[str, ...]]:
+    """The graph file to convert and the notes on how a folder's file was chosen."""
     if os.path.isdir(path):
-        return str(find_build_graph(path, graph_name))
-    if graph_name is not None:
-        raise WorkspaceError("--graph-name only applies when GE_GRAPH is a folder")
-    return path
+        choice = choose_build_graph(path, graph_name, device)
+        return str(choice.path), choice.notes
+    if graph_name is not None or device is not None:
+        raise WorkspaceError(f"--{'graph-name' if graph_name is not None else 'device'} only applies when "
+                             "GE_GRAPH is a folder")
+    return path, ()
 
 
 def _output_file(output: str, input_path: str) -> str:
@@ -46,7 +57,7 @@ def _output_file(output: str, input_path: str) -> str:
 
 
 def handle(args, ctx: Context) -> Report:
-    input_path = _input_file(args.graph, args.graph_name)
+    input_path, notes = _input_file(args.graph, args.graph_name, args.device)
     output = _output_file(args.output, input_path)
     model = read_ge_graph(input_path)
     write_ge_graph_json(model, output)
@@ -60,9 +71,11 @@ def handle(args, ctx: Context) -> Report:
     size = os.path.getsize(output)
     if size > MSACCUCMP_JSON_LIMIT:
         report.add_text(f"Note: {output} is {size / 2**20:.0f} MiB; msaccucmp refuses graph JSON over 100 MiB.")
+    if notes:
+        report.add_text(*notes)
     total = sum(len(graph.ops) for graph in model.graphs)
     report.status = f"wrote {len(graphs)} graph{'s' if len(graphs) != 1 else ''} ({total} ops) to {output}"
-    report.data = {"input": input_path, "output": output, "bytes": size, "graphs": graphs}
+    report.data = {"input": input_path, "output": output, "bytes": size, "graphs": graphs, "notes": list(notes)}
     return report
 
 

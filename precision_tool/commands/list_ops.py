@@ -14,7 +14,7 @@ from typing import Callable, List, Optional
 from precision_tool.commands.arg_hints import GRAPH_NAME, KERNEL_NAME, OP_NAME, OP_TYPE, PASS_NAME, completes
 from precision_tool.commands.options import add_run_option
 from precision_tool.commands.registry import Command, Context
-from precision_tool.commands.workspace_lookup import lookup_for
+from precision_tool.commands.workspace_lookup import lookup_for, with_graph_notes
 from precision_tool.formats.dump_names import sanitize_op_name
 from precision_tool.reports.report import Report
 
@@ -27,7 +27,8 @@ def add_arguments(parser):
                                   help="fusion pass pattern (pass_name / pass_name_ub of the op)"), PASS_NAME)
     completes(parser.add_argument("-k", "--kernel", help="kernel name pattern"), KERNEL_NAME)
     completes(parser.add_argument("-g", "--graph", default=None,
-                                  help="root graph name of the Build file to read (default: the newest)"), GRAPH_NAME)
+                                  help="root graph name of the Build file to read (default: the newest; CANN 8: in the "
+                                       "dump's device folder)"), GRAPH_NAME)
     add_run_option(parser)
 
 
@@ -52,10 +53,11 @@ def handle(args, ctx: Context) -> Report:
     lookup = lookup_for(ctx, args.run)
     lookup.require_workspace()
     model = lookup.graph_model(args.graph, required=False)
+    notes = lookup.graph_notes  # which per-process graph folder (CANN 8) when not clear-cut; skipped entries
     scan = lookup.dump_scan(required=False)
     dumped = {op.op_name for op in scan.ops} if scan is not None else set()
     if model is None:
-        return _dumped_ops_report(args, scan, lookup)
+        return with_graph_notes(_dumped_ops_report(args, scan, lookup), notes)
     filters = [(pattern_matcher(args.name), lambda op: op.name),
                (pattern_matcher(args.op_type), lambda op: op.type),
                (pattern_matcher(args.fusion_pass), lambda op: " ".join(op.pass_names)),
@@ -64,7 +66,7 @@ def handle(args, ctx: Context) -> Report:
     ops = [op for _, op in model.all_ops()]
     source = f"graph {model.root.name} ({lookup.graph_file(args.graph)})"
     if not active:
-        return _counts_report(ops, dumped, source)
+        return with_graph_notes(_counts_report(ops, dumped, source), notes)
     chosen = [op for op in ops if all(match(field(op)) for match, field in active)]
     rows = [[op.id, op.name, op.type, ", ".join(op.pass_names), op.kernel_name,
              "yes" if sanitize_op_name(op.name) in dumped else "-"] for op in chosen]
@@ -73,7 +75,7 @@ def handle(args, ctx: Context) -> Report:
     report.data = {"graph": model.root.name, "ops": [
         {"id": op.id, "name": op.name, "type": op.type, "passes": list(op.pass_names), "kernel": op.kernel_name,
          "dumped": sanitize_op_name(op.name) in dumped} for op in chosen]}
-    return report
+    return with_graph_notes(report, notes)
 
 
 def _counts_report(ops, dumped, source: str) -> Report:

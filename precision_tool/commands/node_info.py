@@ -14,7 +14,7 @@ from typing import List
 from precision_tool.commands import node_sections
 from precision_tool.commands.arg_hints import GRAPH_NAME, OP_NAME, completes
 from precision_tool.commands.registry import Command, Context
-from precision_tool.commands.workspace_lookup import lookup_for
+from precision_tool.commands.workspace_lookup import lookup_for, with_graph_notes
 from precision_tool.errors import UsageError, WorkspaceError
 from precision_tool.formats.dump_names import sanitize_op_name
 from precision_tool.reports.report import Report
@@ -30,7 +30,8 @@ def add_arguments(parser):
     completes(parser.add_argument("-n", "--name", dest="name_flag", metavar="NAME",
                                   help="the op name, as a flag (the original tool's form)"), OP_NAME)
     completes(parser.add_argument("-g", "--graph", default=None,
-                                  help="root graph name of the Build file to read (default: the newest)"), GRAPH_NAME)
+                                  help="root graph name of the Build file to read (default: the newest; CANN 8: in the "
+                                       "dump's device folder)"), GRAPH_NAME)
     parser.add_argument("-a", "--attrs", action="store_true", help="also list every attribute of the op")
     parser.add_argument("-s", "--subgraph", type=int, default=None, metavar="DEPTH",
                         help="write the ops within DEPTH edges as Graphviz DOT text to WORKSPACE/temp/node_info/")
@@ -54,14 +55,15 @@ def handle(args, ctx: Context) -> Report:
     lookup = lookup_for(ctx, args.run)
     lookup.require_workspace()
     model = lookup.graph_model(args.graph, required=False)
+    notes = lookup.graph_notes  # which per-process graph folder (CANN 8) when not clear-cut; skipped entries
     if model is None:
-        return _dump_only_report(name, args, lookup, f"no GE graph in {lookup.graph_dir}")
+        return with_graph_notes(_dump_only_report(name, args, lookup, f"no GE graph in {lookup.graph_dir}"), notes)
     try:
         op = lookup.find_op(name, args.graph)
     except WorkspaceError:
         if args.attrs or args.subgraph is not None or lookup.dumped_op(name) is None:
             raise
-        return _dump_only_report(name, args, lookup, f"not in graph {model.root.name}")
+        return with_graph_notes(_dump_only_report(name, args, lookup, f"not in graph {model.root.name}"), notes)
     graph = next(g for g in model.graphs if op.name in g)
     report = Report(title=f"{op.name}  (type {op.type}, id {op.id}, graph {graph.name}, {lookup.run_label})")
     data = {"name": op.name, "type": op.type, "id": op.id, "graph": graph.name}
@@ -76,7 +78,7 @@ def handle(args, ctx: Context) -> Report:
     if args.subgraph is not None:
         _add_subgraph(report, data, graph, op, args.subgraph, lookup)
     report.data = data
-    return report
+    return with_graph_notes(report, notes)
 
 
 def _add_subgraph(report: Report, data: dict, graph, op, depth: int, lookup) -> None:

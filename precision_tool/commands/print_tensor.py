@@ -22,7 +22,7 @@ from precision_tool.commands.tensor_source import LoadedTensor, load_tensors
 from precision_tool.commands.tensor_spec import FORMS_HINT, parse_slice
 from precision_tool.commands.terminal_text import array_text, terminal_size
 from precision_tool.metrics.array_stats import STATS_HEADERS, array_stats
-from precision_tool.commands.workspace_lookup import lookup_for
+from precision_tool.commands.workspace_lookup import lookup_for, with_graph_notes
 from precision_tool.errors import UsageError, WorkspaceError
 from precision_tool.formats.layouts import shape_text
 from precision_tool.reports.report import Report
@@ -61,6 +61,7 @@ def tensor_argument(args) -> str:
 def handle(args, ctx: Context) -> Report:
     text = tensor_argument(args)
     lookup = lookup_for(ctx, args.run)
+    lookup.graph_notes = ()  # only this command's graph lookups (a shell session keeps the lookup)
     spec, tensors = load_tensors(text, lookup, keep_layout=args.keep_layout)
     index = parse_slice(spec.slice_text) if spec.slice_text else None
     columns, lines = terminal_size(ctx)
@@ -88,7 +89,7 @@ def handle(args, ctx: Context) -> Report:
     if saved:
         report.status = "saved " + ", ".join(saved)
     report.data = {"spec": text, "slice": spec.slice_text, "tensors": data}
-    return report
+    return with_graph_notes(report, lookup.graph_notes)
 
 
 def _apply_slice(tensor: LoadedTensor, index, slice_text: str) -> np.ndarray:

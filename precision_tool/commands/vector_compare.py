@@ -17,7 +17,8 @@ def add_arguments(parser):
     parser.add_argument("-rt", "--right", dest="right", required=True, metavar="RIGHT",
                         help="TF .npy folder, or another NPU run's dump folder")
     parser.add_argument("-g", "--graph", dest="graph", default=None, metavar="GRAPH",
-                        help="the left run's GE Build graph: .txt, .json or a folder with ge_proto_*_Build.txt")
+                        help="the left run's GE Build graph: .txt, .json or its DUMP_GRAPH_PATH folder (flat, or "
+                             "CANN 8's pid_*_deviceid_* folders: the one of LEFT's device is used)")
     parser.add_argument("-rg", "--right-graph", dest="right_graph", default=None, metavar="GRAPH",
                         help="NPU vs NPU: the right run's Build graph")
     parser.add_argument("--mode", choices=MODES, default="auto",

@@ -4,7 +4,10 @@ One :class:`WorkspaceLookup` per NPU run (``npu/debug_N``) answers every "which 
 ``ls``, ``ni``, ``pt``, ``cp`` and the shell's completion index, so the rules live in one place:
 
 * the graph is the newest ``ge_proto_*_Build.txt`` in ``npu/debug_N/graph`` (or the one whose root graph
-  is called ``-g NAME``), parsed once and kept while the file is unchanged;
+  is called ``-g NAME``), parsed once and kept while the file is unchanged. CANN 8 writes it one level down,
+  in ``pid_{pid}_deviceid_{n}/`` (``{pid}_{n}/`` in 8.0): the folder of the dump tree's device is read, by the
+  rule of :mod:`precision_tool.formats.ge_graph_folders`, and :attr:`WorkspaceLookup.graph_notes` says
+  which one when that was not clear-cut;
 * an op name is looked up as given, then by its sanitised form (``a/b.c`` -> ``a_b_c``, as dump file names
   spell it) when exactly one graph op sanitises to it; otherwise the error suggests close names;
 * dump files are found by name under ``npu/debug_N/dump`` (no header is read); references are the ``.npy``
@@ -18,7 +21,7 @@ from __future__ import annotations
 import difflib
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING, Dict, List, Optional, Tuple, overload
+from typing import TYPE_CHECKING, Dict, List, Optional, Sequence, Tuple, overload
 
 from precision_tool.commands.registry import Context
 from precision_tool.config import Workspace
@@ -45,6 +48,9 @@ class WorkspaceLookup:
         self.run = run
         self._graphs: Dict[str, Tuple[tuple, GraphModel]] = {}
         self._cache: Dict[str, Tuple[object, object]] = {}
+        #: One line each about the last graph lookup: sub-folders skipped, and which per-process graph folder
+        #: was used when that was not clear-cut. Commands that read the graph show them.
+        self.graph_notes: Tuple[str, ...] = ()
 
     # ------------------------------------------------------------------ folders
     @property
@@ -70,20 +76,47 @@ class WorkspaceLookup:
                                  "pass -d DATA_DIR or set PRECISION_TOOL_DATA")
 
     # ------------------------------------------------------------------ graph
+    def dump_device_id(self) -> Optional[int]:
+        """The one ``{device_id}`` level of the run's dump tree, or ``None`` (no dump, or several devices)."""
+        from precision_tool.formats.ge_graph_folders import dump_device_id
+
+        return dump_device_id(self.dump_dir) if os.path.isdir(self.dump_dir) else None
+
+    def graph_choice(self, graph_name: Optional[str] = None):
+        """The :class:`~precision_tool.formats.ge_graph_folders.BuildGraphChoice` of the run's graph folder, or
+        ``None`` when there is no graph folder or no Build file in it (then without ``graph_name`` only).
+        Sets :attr:`graph_notes`."""
+        from precision_tool.formats.ge_graph_folders import choose_from_scan, scan_graph_folders
+
+        self.graph_notes = ()
+        if not os.path.isdir(self.graph_dir):
+            return None
+        scan = scan_graph_folders(self.graph_dir)
+        self.graph_notes = scan.problems
+        if not scan.folders and not graph_name:
+            return None
+        choice = choose_from_scan(scan, graph_name or None, self.dump_device_id())
+        self.graph_notes = choice.notes
+        return choice
+
     def graph_file(self, graph_name: Optional[str] = None) -> Optional[Path]:
         """The Build graph file to read, or ``None`` when the run has no graph folder or no Build file.
 
         With ``graph_name``, the newest Build file whose root graph has that name (``WorkspaceError`` if
-        none has).
+        none has). CANN 8's per-process folders: see :meth:`graph_choice`.
         """
-        from precision_tool.formats.ge_io import build_graph_files, find_build_graph
+        choice = self.graph_choice(graph_name)
+        return choice.path if choice is not None else None
+
+    def graph_names(self) -> List[str]:
+        """The root graph names of every Build file of the run (every per-process folder), for ``-g``."""
+        from precision_tool.formats.ge_graph_folders import scan_graph_folders
+        from precision_tool.formats.ge_io import build_graph_files, root_graph_name
 
         if not os.path.isdir(self.graph_dir):
-            return None
-        if graph_name:
-            return find_build_graph(self.graph_dir, graph_name)
-        files = build_graph_files(self.graph_dir)
-        return files[0] if files else None
+            return []
+        return [root_graph_name(path) for folder in scan_graph_folders(self.graph_dir).folders
+                for path in build_graph_files(folder.path)]
 
     @overload
     def graph_model(self, graph_name: Optional[str] = None, required: Literal[True] = True) -> GraphModel: ...
@@ -98,6 +131,10 @@ class WorkspaceLookup:
         path = self.graph_file(graph_name)
         if path is None:
             if required:
+                if os.path.isdir(self.graph_dir):  # its error names the per-process folders and skipped entries
+                    from precision_tool.formats.ge_graph_folders import choose_build_graph
+
+                    choose_build_graph(self.graph_dir)
                 raise WorkspaceError(f"no GE Build graph (ge_proto_*_Build.txt) in {self.graph_dir}",
                                      BUILD_GRAPH_HINT)
             return None
@@ -202,6 +239,15 @@ class WorkspaceLookup:
         value = build()
         self._cache[name] = (key, value)
         return value
+
+
+def with_graph_notes(report, notes: Sequence[str]):
+    """``report`` with a graph lookup's notes (:attr:`WorkspaceLookup.graph_notes`) as its last text block and
+    in its data as ``graph_notes`` (a list, empty when there are none); returns ``report``."""
+    if notes:
+        report.add_text(*notes)
+    report.data["graph_notes"] = list(notes)
+    return report
 
 
 def lookup_for(ctx: Context, run: int = 0) -> WorkspaceLookup:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 import time
 from dataclasses import dataclass, replace
-from typing import Any, Callable, Optional
+from typing import Any, Callable, Optional, Tuple
 
 from precision_tool.alignment import Alignment
 from precision_tool.comparison.result import ComparisonResult
@@ -25,7 +25,8 @@ Progress = Callable[[int, int], None]
 class CompareRequest:
     """The inputs of one comparison.
 
-    ``graph``/``reference_graph``: a file, a folder holding ``ge_proto_*_Build.txt``, or ``None``; ``mode``:
+    ``graph``/``reference_graph``: a file, a ``DUMP_GRAPH_PATH`` folder (flat or CANN 8's per-process folders;
+    :func:`~precision_tool.alignment.resolve_graph` picks the file by the dump's device), or ``None``; ``mode``:
     ``auto``, ``npu_vs_tf`` or ``npu_vs_npu``; ``cosine``: the gate (``None`` = off); ``workers``: processes
     (``None`` = every usable CPU).
     """
@@ -53,26 +54,30 @@ def check_request(request: CompareRequest) -> None:
 
 @dataclass(frozen=True)
 class AlignedRequest:
-    """A request whose folders and graphs were read and aligned: what is left is comparing."""
+    """A request whose folders and graphs were read and aligned: what is left is comparing. ``notes``: one line
+    each about which Build graph a graph folder gave (:func:`~precision_tool.alignment.resolve_graph`)."""
 
     request: CompareRequest
     alignment: Alignment
     graph: Any
     align_s: float
+    notes: Tuple[str, ...] = ()
 
 
 def align_request(request: CompareRequest) -> AlignedRequest:
     """Check the folders, load the graphs and align. Raises the typed errors of a missing folder or an
     unreadable graph, before any tensor is read (so a caller can plan its outputs only after this)."""
-    from precision_tool.alignment import align, load_graph
+    from precision_tool.alignment import align, load_graph, resolve_graph
 
     started = time.perf_counter()
     check_request(request)
-    graph = load_graph(request.graph)
-    reference_graph = load_graph(request.reference_graph)
+    graph_file, notes = resolve_graph(request.graph, request.npu_dir)
+    reference_graph_file, reference_notes = resolve_graph(request.reference_graph, request.reference)
+    graph = load_graph(graph_file)
+    reference_graph = load_graph(reference_graph_file)
     alignment = align(request.npu_dir, request.reference, graph, mode=request.mode,
                       reference_graph=reference_graph)
-    return AlignedRequest(request, alignment, graph, time.perf_counter() - started)
+    return AlignedRequest(request, alignment, graph, time.perf_counter() - started, notes + reference_notes)
 
 
 def compare_aligned(aligned: AlignedRequest, progress: Optional[Progress] = None) -> ComparisonResult:

@@ -108,11 +108,8 @@ class WorkspaceIndex:
 
     @staticmethod
     def _graph_names(lookup) -> List[str]:
-        from precision_tool.formats.ge_io import build_graph_files, root_graph_name
-
-        if not os.path.isdir(lookup.graph_dir):
-            return []
-        return [root_graph_name(path) for path in build_graph_files(lookup.graph_dir)]
+        """Root graph names of every Build file, in every per-process graph folder (CANN 8) too."""
+        return lookup.graph_names()
 
     @staticmethod
     def _tensor_names(lookup) -> List[str]:
