@@ -1,13 +1,23 @@
-"""``tf_dump [--run N] [-i DIR] [-o DIR] [--clean] [--list]``: a captured tfdbg run -> reference .npy folder.
+"""``tf_dump [--run N] [-i DIR] [-o DIR] [--clean] [--list] [--alias T=A]``: a tfdbg run -> reference .npy folder.
 
 Reads the captures under ``WORKSPACE/tf/tf_debug`` (``sess_dump`` / ``estimator_dump``: tfdbg v1
 ``run_*`` folders; ``enable_reference_dump``: a tfdbg v2 folder) and writes the chosen run -- the
 newest by default, as the original tool did -- as ``WORKSPACE/tf/dump/{op name'}.{output}.{timestamp}.npy``
 (``/`` and ``.`` of the op name become ``_``; the timestamp is the tensor's dump time). Resource handles
-have no values and are skipped; strings and variants too. When one op output was dumped several times
-in the run (a while loop, several ``tf.function`` calls in one v2 capture) the last one is kept, and
-the report says how often. Tensors are read and written one at a time, so memory stays at the size of
-the largest tensor. TensorFlow is not needed.
+have no values and are skipped; strings and variants too. Tensors are read and written one at a time,
+so memory stays at the size of the largest tensor. TensorFlow is not needed.
+
+Repeated op outputs. tfdbg v1 (a while loop in one ``Session.run``): the last dump is kept and the report
+says how often. tfdbg v2 (several ``tf.function`` calls, nested functions): every execution is kept --
+the first under the op's name, later ones as ``op@1``, ``op@2``, ...; an op name that several functions
+use keeps the bare name in the first function that ran it, and the others get their function's name
+(with the names of the functions it is nested in) in front: ``outer/inner/op``.
+(:mod:`precision_tool.formats.tfdbg_v2_names`.)
+
+Aliases (second names for the same file, so alignment matches either): weights read through
+``ReadVariableOp`` also under the variable's name and the model input under the Keras ``Input`` layer's
+name, when the capture left a names file; and ``--alias TENSOR=ALIAS`` for any written tensor.
+See ``docs/capture-keras-tf2.md``.
 
 The conversion itself is :func:`precision_tool.formats.tf_reference.convert_tfdbg_run`; this handler
 chooses the run, calls it and turns its :class:`~precision_tool.formats.tf_reference.ReferenceConversion`
@@ -17,11 +27,11 @@ from __future__ import annotations
 
 import time
 from collections import Counter
-from typing import List
+from typing import Dict, List
 
 from precision_tool.commands.registry import Command, Context
 from precision_tool.config import Workspace, ensure_output_dir
-from precision_tool.errors import EXIT_OK, EXIT_UNUSABLE_INPUT, WorkspaceError
+from precision_tool.errors import EXIT_OK, EXIT_UNUSABLE_INPUT, UsageError, WorkspaceError
 from precision_tool.formats.tf_reference import ReferenceConversion, convert_tfdbg_run
 from precision_tool.formats.tf_reference import find_tfdbg_runs as find_runs
 from precision_tool.formats.tfdbg import TfdbgRun
@@ -38,6 +48,9 @@ def add_arguments(parser) -> None:
     parser.add_argument("--clean", action="store_true",
                         help="first delete the reference .npy files already in the output folder")
     parser.add_argument("--list", action="store_true", help="only list the runs found, with their numbers")
+    parser.add_argument("--alias", action="append", default=[], metavar="TENSOR=ALIAS",
+                        help="also write the written tensor TENSOR (name[:output], as in the table) under the name "
+                             "ALIAS, e.g. --alias IteratorGetNext:0=image; repeatable")
 
 
 def _run_time(run: TfdbgRun) -> str:
@@ -66,9 +79,20 @@ def handle(args, ctx: Context) -> Report:
     except IndexError:
         raise WorkspaceError(f"{root}: run {args.run} does not exist "
                              f"({len(runs)} run(s); see 'tf_dump --list')") from None
+    aliases = _parse_aliases(args.alias)
     # The library only guards the run folder; the command also keeps the output out of the whole -i tree.
     out_dir = ensure_output_dir(args.output or workspace.tf_dump, root, run.path)
-    return _conversion_report(convert_tfdbg_run(run, out_dir, clean=args.clean))
+    return _conversion_report(convert_tfdbg_run(run, out_dir, clean=args.clean, aliases=aliases))
+
+
+def _parse_aliases(values: List[str]) -> Dict[str, str]:
+    aliases: Dict[str, str] = {}
+    for value in values:
+        target, sep, alias = value.partition("=")
+        if not sep or not target.strip() or not alias.strip():
+            raise UsageError(f"--alias {value!r}: expected TENSOR=ALIAS, e.g. --alias IteratorGetNext:0=image")
+        aliases[target.strip()] = alias.strip()
+    return aliases
 
 
 def _conversion_report(conversion: ReferenceConversion) -> Report:
@@ -89,8 +113,18 @@ def _conversion_report(conversion: ReferenceConversion) -> Report:
         notes.append(f"--clean removed {conversion.removed} earlier reference files from {out_dir}.")
     if repeated:
         examples = ", ".join(f"{name} x{count}" for name, count in list(repeated.items())[:5])
-        notes.append(f"{len(repeated)} op outputs were dumped more than once in this run (loop, or several "
-                     f"function calls); kept the last of each: {examples}.")
+        if conversion.keeps_every_execution:
+            notes.append(f"{len(repeated)} op outputs were executed more than once in this run (several function "
+                         f"calls, or a loop); kept every execution, the first under the op's name and the others "
+                         f"as name@1, name@2, ...: {examples}.")
+        else:
+            notes.append(f"{len(repeated)} op outputs were dumped more than once in this run (loop, or several "
+                         f"function calls); kept the last of each: {examples}.")
+    if conversion.aliases:
+        listed = ", ".join(f"{alias.tensor_name} = {alias.target}" for alias in conversion.aliases[:8])
+        notes.append(f"Also written under {len(conversion.aliases)} other names (aliases, same values): {listed}"
+                     f"{' ...' if len(conversion.aliases) > 8 else ''}.")
+    notes.extend(conversion.notes)
     if fused:
         kinds = ", ".join(f"{count} {op_type}" for op_type, count in fused.most_common())
         notes.append(f"Fused ops in the reference ({kinds}): their inner TF ops have no reference. Capture with "
@@ -111,15 +145,19 @@ def _conversion_report(conversion: ReferenceConversion) -> Report:
     if failures:
         report.add_text(f"Failed ({len(failures)}):", *failures)
     resources = len(conversion.resources)
+    kept = "kept all" if conversion.keeps_every_execution else "kept the last"
     report.status = (f"wrote {len(written)} tensors ({conversion.nbytes / 2**20:.1f} MiB); skipped {resources} "
                      f"resource handles and {len(non_numeric)} non-numeric tensors; {len(repeated)} op outputs "
-                     f"repeated (kept the last)" + (f"; {len(failures)} failed" if failures else ""))
+                     f"repeated ({kept})" + (f"; {len(conversion.aliases)} aliases" if conversion.aliases else "")
+                     + (f"; {len(failures)} failed" if failures else ""))
     report.exit_code = EXIT_UNUSABLE_INPUT if failures else EXIT_OK
     report.data = {"run": run.path, "tfdbg_version": run.version, "out_dir": out_dir, "written": len(written),
                    "bytes": conversion.nbytes, "skipped_resources": resources, "skipped_non_numeric": non_numeric,
                    "repeated": repeated, "fused_op_types": dict(fused), "name_collisions": collisions,
                    "other_files": len(conversion.other_files), "removed": conversion.removed,
-                   "failures": failures, "tensors": written}
+                   "failures": failures, "tensors": written,
+                   "aliases": [alias.to_dict() for alias in conversion.aliases], "notes": list(conversion.notes),
+                   "keeps_every_execution": conversion.keeps_every_execution}
     return report
 
 
@@ -129,5 +167,9 @@ COMMAND = Command(
     add_arguments=add_arguments,
     handler=handle,
     epilog="Output names: {op name with / and . as _}.{output}.{timestamp}.npy, as msaccucmp reads them.\n"
+           "tfdbg v2 keeps every execution: op (first), op@1, op@2, ... (later calls or loop iterations in the\n"
+           "same function); an op name another function ran first gets the function path: outer/inner/op.\n"
+           "Aliases: weights also under the variable's name, the model input under the Keras Input name (when\n"
+           "the capture wrote precision_tool_names.json), and --alias TENSOR=ALIAS. docs/capture-keras-tf2.md.\n"
            "Capture first: npu_tf_config.sess_dump(sess), estimator_dump() or enable_reference_dump().",
 )

@@ -10,8 +10,16 @@ older files left in the folder). The ``tf_dump`` command prints it; the emulator
 Rules:
 
 * Resource handles have no values and are skipped; strings and variants too (``non-numeric``).
-* When one op output was dumped several times in the run (a while loop, several ``tf.function`` calls
-  in one v2 capture) the last one is kept; :attr:`ReferenceConversion.repeated` says how often.
+* tfdbg v1: when one op output was dumped several times in the run (a while loop) the last one is kept;
+  :attr:`ReferenceConversion.repeated` says how often.
+* tfdbg v2: every execution is kept, under the names of :mod:`precision_tool.formats.tfdbg_v2_names`: the
+  first execution under the op's name, later ones as ``op@1``, ``op@2``, ..., and an op name used by
+  several graphs (functions) qualified by the later graphs' function names (``outer/inner/op``). Function
+  arguments that TF 2.21 does not trace are taken from the eager op that produced them.
+* Aliases: a second file name (a hard link, or a copy where links fail) for the same tensor, so alignment
+  finds it under either name: tfdbg v2 weights under their variable's name and model inputs under the
+  Keras ``Input`` name (from the capture's names file, :mod:`precision_tool.formats.capture_names`), and
+  any ``{tensor: alias}`` the caller passes (``tf_dump --alias``).
 * Tensors are read and written one at a time: memory stays at the size of the largest tensor.
 * A tensor that cannot be read or written is recorded as a failure (``reason == "failed"``, with the
   one-line error naming the file), and the others are still written. Problems with the run as a whole
@@ -23,15 +31,18 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 from collections import Counter
 from dataclasses import dataclass
-from typing import Dict, List, Optional, Tuple, Union
+from typing import Dict, Iterable, List, Mapping, Optional, Tuple, Union
 
 from precision_tool.config import ensure_output_dir
 from precision_tool.errors import PrecisionToolError, WorkspaceError
-from precision_tool.formats.npy_dir import build_name_mapping, write_reference_npy
+from precision_tool.fileio import TEMP_PREFIX
+from precision_tool.formats.npy_dir import build_name_mapping, reference_file_name, write_reference_npy
 from precision_tool.formats.tf_tensor import DT_RESOURCE, base_dtype_code
 from precision_tool.formats.tfdbg import TfdbgRun, TfdbgTensor, iter_tfdbg, list_tfdbg_runs
+from precision_tool.formats.tfdbg_v2_names import ALIAS_USER, Alias, V2Naming, name_v2_dump
 
 REFERENCE_FILE = re.compile(r"[^.]+\.[0-9]+\.[0-9]+\.npy")
 """Names of reference files (``{op}.{output}.{timestamp}.npy``): what ``clean`` removes and what counts as
@@ -59,6 +70,10 @@ class ReferenceTensor:
     path : the file.
     nbytes : bytes of array data.
     timestamp_us : the dump time, as in the file name.
+    tf_op_name : tfdbg v2: the op as TF executed it (``op_name`` is the reference name, which differs for
+        a later execution, ``op@1``, or an op of another graph, ``fn/op``); ``None`` for v1.
+    graph : tfdbg v2: the function that ran it, outermost first (``("train_step",)``).
+    execution : tfdbg v2: which execution of this op output in its graph (0: the first).
     """
 
     op_name: str
@@ -70,6 +85,9 @@ class ReferenceTensor:
     path: str
     nbytes: int
     timestamp_us: int
+    tf_op_name: Optional[str] = None
+    graph: Tuple[str, ...] = ()
+    execution: int = 0
 
     @property
     def tensor_name(self) -> str:
@@ -77,9 +95,39 @@ class ReferenceTensor:
         return f"{self.op_name}:{self.output_slot}"
 
     def to_dict(self) -> dict:
-        """JSON-ready description, as ``tf_dump --json`` lists it under ``tensors``."""
-        return {"op_name": self.op_name, "output_slot": self.output_slot, "op_type": self.op_type,
+        """JSON-ready description, as ``tf_dump --json`` lists it under ``tensors`` (v2 adds where it ran)."""
+        data = {"op_name": self.op_name, "output_slot": self.output_slot, "op_type": self.op_type,
                 "dtype": self.dtype, "shape": list(self.shape), "file": self.file}
+        if self.tf_op_name is not None:
+            data.update(tf_op_name=self.tf_op_name, graph="/".join(self.graph), execution=self.execution)
+        return data
+
+
+@dataclass(frozen=True)
+class ReferenceAlias:
+    """A second name written for a reference tensor (a hard link to its file, or a copy).
+
+    Attributes
+    ----------
+    name, output_slot : the alias tensor ``name:output_slot`` (``conv/kernel:0``, ``image:0``).
+    target : the written tensor it names (``net/conv/Conv2D/ReadVariableOp:0``).
+    kind : ``"variable"``, ``"model input"`` or ``"--alias"`` (asked for by the caller).
+    file, path : the alias file.
+    """
+
+    name: str
+    output_slot: int
+    target: str
+    kind: str
+    file: str
+    path: str
+
+    @property
+    def tensor_name(self) -> str:
+        return f"{self.name}:{self.output_slot}"
+
+    def to_dict(self) -> dict:
+        return {"alias": self.tensor_name, "target": self.target, "kind": self.kind, "file": self.file}
 
 
 @dataclass(frozen=True)
@@ -118,13 +166,18 @@ class ReferenceConversion:
     ----------
     run : the tfdbg run read (``run.path``, ``run.version``).
     out_dir : the reference folder written (its real path).
-    tensors : the files written, in the order of each op output's last dump.
+    tensors : the files written: v1 in the order of each op output's last dump, v2 in dump order.
     skipped : resource handles and non-numeric tensors in dump order (each dump counts), then failures.
-    repeated : ``(tensor name, times dumped)`` for op outputs dumped more than once, in first-dump order.
+    repeated : ``(tensor name, times dumped)`` for op outputs dumped more than once, in first-dump order
+        (v2: the reference name of the first execution; every execution was written).
     fused_op_types : ``(op type, outputs)`` for op types in :data:`FUSED_TYPE_PREFIXES`, first seen first.
     name_collisions : ``(file op name, TF op names)`` where several op names share a file name.
     other_files : reference files in ``out_dir`` that this conversion did not write (earlier ones).
     removed : reference files deleted first (``clean=True``).
+    aliases : the alias files written (see :class:`ReferenceAlias`).
+    notes : what the user should know about names: arguments without values, weights or inputs that got
+        no alias, aliases refused (v2 naming and ``aliases``).
+    keeps_every_execution : True for v2 (``op@k`` names), False for v1 (the last dump is kept).
     """
 
     run: TfdbgRun
@@ -136,6 +189,9 @@ class ReferenceConversion:
     name_collisions: Tuple[Tuple[str, Tuple[str, ...]], ...]
     other_files: Tuple[str, ...]
     removed: int
+    aliases: Tuple[ReferenceAlias, ...] = ()
+    notes: Tuple[str, ...] = ()
+    keeps_every_execution: bool = False
 
     @property
     def nbytes(self) -> int:
@@ -187,7 +243,8 @@ def find_tfdbg_runs(root) -> List[TfdbgRun]:
     return sorted(found.values(), key=lambda run: (run.timestamp_us, run.counter, run.path))
 
 
-def convert_tfdbg_run(run: Union[TfdbgRun, str, os.PathLike], out_dir, *, clean: bool = False) -> ReferenceConversion:
+def convert_tfdbg_run(run: Union[TfdbgRun, str, os.PathLike], out_dir, *, clean: bool = False,
+                      aliases: Optional[Mapping[str, str]] = None) -> ReferenceConversion:
     """Write the reference ``.npy`` folder for one tfdbg run (see the module docstring).
 
     Parameters
@@ -198,6 +255,10 @@ def convert_tfdbg_run(run: Union[TfdbgRun, str, os.PathLike], out_dir, *, clean:
         The reference folder; created if missing. It may not be the run folder or inside it.
     clean : bool
         First delete the reference files already in ``out_dir`` (names like ``a.0.123.npy`` only).
+    aliases : mapping, optional
+        ``{written tensor: alias tensor}`` (``{"IteratorGetNext:0": "image"}``; ``:0`` may be left out):
+        also write each as the alias, like the aliases the v2 naming finds. An alias naming a written
+        tensor or another alias, or a tensor that was not written, is refused with a note.
 
     Returns
     -------
@@ -215,15 +276,24 @@ def convert_tfdbg_run(run: Union[TfdbgRun, str, os.PathLike], out_dir, *, clean:
     run = _one_run(run)
     out_dir = ensure_output_dir(os.fspath(out_dir), run.path)
     removed = _remove_reference_files(out_dir) if clean else 0
-    last, seen, skipped = _scan(run)
-    if not last:
+    found_aliases: List[Alias] = []
+    notes: List[str] = []
+    if run.version == 2:
+        entries, seen, skipped, naming = _scan_v2(run)
+        found_aliases.extend(naming.aliases)
+        notes.extend(naming.notes)
+    else:
+        entries, seen, skipped = _scan(run)
+    if not entries:
         hint = ("enable_reference_dump() must run before the step is first traced"
                 if run.version == 2 else "was anything run under the wrapped session?")
         raise WorkspaceError(f"{run.path}: the run holds no tensor with values", hint)
+    found_aliases.extend(_user_aliases(aliases or {}))
 
     tensors: List[ReferenceTensor] = []
     fused: Counter = Counter()
-    for (op_name, slot), record in last.items():
+    for entry in entries:
+        record, op_name, slot = entry.record, entry.name, entry.record.output_slot
         if record.op_type and record.op_type.startswith(FUSED_TYPE_PREFIXES):
             fused[record.op_type] += 1
         try:
@@ -233,19 +303,84 @@ def convert_tfdbg_run(run: Union[TfdbgRun, str, os.PathLike], out_dir, *, clean:
         except PrecisionToolError as error:
             skipped.append(SkippedTensor(op_name, slot, record.dtype_name, SKIP_FAILED, str(error)))
             continue
+        v2 = run.version == 2
         tensors.append(ReferenceTensor(op_name, slot, record.op_type, record.dtype_name, tuple(array.shape),
-                                       os.path.basename(path), path, int(array.nbytes), record.timestamp_us))
+                                       os.path.basename(path), path, int(array.nbytes), record.timestamp_us,
+                                       record.op_name if v2 else None, entry.graph, entry.execution))
         del array
 
-    written = {tensor.file for tensor in tensors}
+    written_aliases, alias_notes = _write_aliases(out_dir, tensors, found_aliases)
+    notes.extend(alias_notes)
+    written = {tensor.file for tensor in tensors} | {alias.file for alias in written_aliases}
     others = sorted(name for name in os.listdir(out_dir) if REFERENCE_FILE.fullmatch(name) and name not in written)
-    collisions = tuple((file_name, names) for file_name, names in build_name_mapping(op for op, _ in last).items()
+    names = [entry.name for entry in entries] + [alias.name for alias in written_aliases]
+    collisions = tuple((file_name, names) for file_name, names in build_name_mapping(names).items()
                        if len(names) > 1)
     return ReferenceConversion(
         run=run, out_dir=out_dir, tensors=tuple(tensors), skipped=tuple(skipped),
-        repeated=tuple((f"{op}:{slot}", count) for (op, slot), count in seen.items() if count > 1),
+        repeated=tuple((name, count) for name, count in seen.items() if count > 1),
         fused_op_types=tuple(fused.items()), name_collisions=collisions, other_files=tuple(others),
-        removed=removed)
+        removed=removed, aliases=tuple(written_aliases), notes=tuple(notes), keeps_every_execution=run.version == 2)
+
+
+def _user_aliases(aliases: Mapping[str, str]) -> List[Alias]:
+    found = []
+    for target, alias in aliases.items():
+        target_name, target_slot = _split_tensor(target)
+        alias_name, alias_slot = _split_tensor(alias)
+        found.append(Alias(alias_name, alias_slot, f"{target_name}:{target_slot}", ALIAS_USER))
+    return found
+
+
+def _split_tensor(name: str) -> Tuple[str, int]:
+    """``"a/b:1"`` -> ``("a/b", 1)``, ``"a/b"`` -> ``("a/b", 0)``."""
+    op_name, sep, slot = name.rpartition(":")
+    return (op_name, int(slot)) if sep and slot.isdigit() else (name, 0)
+
+
+def _link(source: str, destination: str) -> None:
+    """``destination`` becomes another name of ``source`` (a hard link; a copy where links fail), atomically."""
+    temporary = os.path.join(os.path.dirname(destination), f"{TEMP_PREFIX}{os.getpid()}-alias.tmp")
+    if os.path.lexists(temporary):
+        os.unlink(temporary)
+    try:
+        try:
+            os.link(source, temporary)
+        except OSError:
+            shutil.copyfile(source, temporary)
+        os.replace(temporary, destination)
+    finally:
+        if os.path.lexists(temporary):
+            os.unlink(temporary)
+
+
+def _write_aliases(out_dir: str, tensors: Iterable[ReferenceTensor], aliases: Iterable[Alias]
+                   ) -> Tuple[List[ReferenceAlias], List[str]]:
+    by_name = {tensor.tensor_name: tensor for tensor in tensors}
+    written: List[ReferenceAlias] = []
+    taken = set(by_name)
+    notes = []
+    for alias in aliases:
+        target = by_name.get(alias.target)
+        if alias.tensor_name in taken:
+            if alias.tensor_name != alias.target:
+                notes.append(f"Alias {alias.tensor_name} for {alias.target} ({alias.kind}) not written: that name "
+                             "is already a reference tensor or another alias.")
+            continue
+        if target is None:
+            notes.append(f"Alias {alias.tensor_name} ({alias.kind}) not written: no reference tensor {alias.target} "
+                         "was written.")
+            continue
+        path = os.path.join(out_dir, reference_file_name(alias.name, alias.output_slot, target.timestamp_us))
+        try:
+            _link(target.path, path)
+        except OSError as error:
+            notes.append(f"{path}: alias {alias.tensor_name} not written ({error.strerror or error}).")
+            continue
+        taken.add(alias.tensor_name)
+        written.append(ReferenceAlias(alias.name, alias.output_slot, alias.target, alias.kind,
+                                      os.path.basename(path), path))
+    return written, notes
 
 
 def _one_run(run) -> TfdbgRun:
@@ -259,24 +394,60 @@ def _one_run(run) -> TfdbgRun:
     return runs[0]
 
 
-def _scan(run: TfdbgRun) -> Tuple[Dict[Tuple[str, int], TfdbgTensor], Counter, List[SkippedTensor]]:
-    """Last record per op output (in the order of those last records), how often each was dumped, and
-    the resource and non-numeric tensors skipped. Reads headers only."""
+@dataclass(frozen=True)
+class _Entry:
+    """One tensor to write: its reference name, record, and (v2) graph path and execution index."""
+
+    name: str
+    record: TfdbgTensor
+    graph: Tuple[str, ...] = ()
+    execution: int = 0
+
+
+def _skip_reason(record: TfdbgTensor) -> Optional[str]:
+    if base_dtype_code(record.dtype_code) == DT_RESOURCE:
+        return SKIP_RESOURCE
+    if not record.loadable:
+        return SKIP_NON_NUMERIC
+    return None
+
+
+def _scan(run: TfdbgRun) -> Tuple[List[_Entry], Counter, List[SkippedTensor]]:
+    """v1: the last record per op output (in the order of those last records), how often each was dumped
+    (by tensor name), and the resource and non-numeric tensors skipped. Reads headers only."""
     last: Dict[Tuple[str, int], TfdbgTensor] = {}
     seen: Counter = Counter()
     skipped: List[SkippedTensor] = []
     for record in iter_tfdbg(run.path, skip_resources=False):
-        if base_dtype_code(record.dtype_code) == DT_RESOURCE:
-            skipped.append(SkippedTensor(record.op_name, record.output_slot, record.dtype_name, SKIP_RESOURCE))
-            continue
-        if not record.loadable:
-            skipped.append(SkippedTensor(record.op_name, record.output_slot, record.dtype_name, SKIP_NON_NUMERIC))
+        reason = _skip_reason(record)
+        if reason is not None:
+            skipped.append(SkippedTensor(record.op_name, record.output_slot, record.dtype_name, reason))
             continue
         key = (record.op_name, record.output_slot)
-        seen[key] += 1
+        seen[f"{record.op_name}:{record.output_slot}"] += 1
         last.pop(key, None)
         last[key] = record
-    return last, seen, skipped
+    return [_Entry(op_name, record) for (op_name, _), record in last.items()], seen, skipped
+
+
+def _scan_v2(run: TfdbgRun) -> Tuple[List[_Entry], Counter, List[SkippedTensor], V2Naming]:
+    """v2: every execution of every op output under its reference name (dump order), how often each op
+    output ran (by the first execution's name), the skipped tensors, and the naming's aliases and notes."""
+    naming = name_v2_dump(run.path)
+    entries: List[_Entry] = []
+    seen: Counter = Counter()
+    skipped: List[SkippedTensor] = []
+    first_name: Dict[Tuple[str, str, int], str] = {}
+    for named in naming.tensors:
+        record = named.record
+        reason = _skip_reason(record)
+        if reason is not None:
+            skipped.append(SkippedTensor(named.name, record.output_slot, record.dtype_name, reason))
+            continue
+        key = (record.graph_id or "", record.op_name, record.output_slot)
+        seen[first_name.setdefault(key, named.tensor_name)] += 1
+        entries.append(_Entry(named.name, record, named.graph, named.execution))
+    return entries, seen, skipped, naming
 
 
 def _remove_reference_files(folder: str) -> int:

@@ -4,6 +4,12 @@ tfdbg v2 (``tf.debugging.experimental.enable_dump_debug_info``) writes TFRecord 
 ``DebugEvent`` records: ``*.graphs`` (op creations: name -> type), ``*.graph_execution_traces`` (one
 record per op output executed inside a ``tf.function``; only ``FULL_TENSOR`` mode carries tensors).
 Records and run listing: :mod:`precision_tool.formats.tfdbg`.
+
+Traces carry the op name as it is *inside its graph*: the same name comes back for every call of a
+function, for every graph that has such an op, and a function's argument placeholders are traced by
+TF 2.6 but not by TF 2.21. The graph structure and eager executions that tell these apart are read by
+:mod:`precision_tool.formats.tfdbg_v2_events`; the reference names built from them (every execution
+kept, weights and inputs aliased) by :mod:`precision_tool.formats.tfdbg_v2_names`.
 """
 from __future__ import annotations
 
@@ -85,7 +91,7 @@ def _scan_trace(buf, start: int, end: int, path: str) -> Optional[_Trace]:
     return _Trace(wall_time, texts["op_name"], slot, texts["tfdbg_context_id"], texts["device_name"], mode, tensor)
 
 
-def _timestamp_us(wall_time: float, path: str, span: RecordSpan) -> int:
+def wall_time_us(wall_time: float, path: str, span: RecordSpan) -> int:
     """``wall_time`` (epoch seconds) in whole microseconds; a value no clock gives is a corrupt record.
 
     TensorFlow writes ``time.time()``. NaN, infinity, a negative time or one past 16 digits of
@@ -144,7 +150,7 @@ def iter_tfdbg_v2(folder, skip_resources: bool = True, verify: bool = True) -> I
                         "re-capture with tensor_debug_mode='FULL_TENSOR'")
                 if skip_resources and base_dtype_code(trace.tensor.dtype_code) == DT_RESOURCE:
                     continue
-                yield TfdbgTensor(trace.op_name, trace.output_slot, _timestamp_us(trace.wall_time, path, span),
+                yield TfdbgTensor(trace.op_name, trace.output_slot, wall_time_us(trace.wall_time, path, span),
                                   trace.device, op_types.get((trace.graph_id, trace.op_name)), trace.tensor.dtype_code,
                                   trace.tensor.shape, path, index - 1, "tfdbg_v2", trace.graph_id,
                                   _loader=functools.partial(_load_v2_tensor, path, span, verify))

@@ -96,18 +96,20 @@ def test_resources_and_strings_are_skipped_and_counted(ws):
     assert os.listdir(ws / "tf" / "dump") == [f"w_read.0.{US + 2:016d}.npy"]
 
 
-def test_repeated_outputs_keep_the_last_and_say_so(ws):
+def test_repeated_v2_outputs_are_all_kept_and_the_report_says_so(ws):
     folder = ws / "tf" / "tf_debug" / "v2"
     traces = [("loop/add", "AddV2", 0, np.array([float(i)], np.float32), 1_700_000_000.0 + i) for i in range(3)]
     traces.append(("out", "Identity", 0, np.array([9.0], np.float32), 1_700_000_010.0))
     write_tfdbg_v2_dump(folder, traces)
     report = dispatch([], ws)
     files = sorted(os.listdir(ws / "tf" / "dump"))
-    assert files == ["loop_add.0.1700000002000000.npy", "out.0.1700000010000000.npy"]
-    assert np.load(ws / "tf" / "dump" / files[0]).tolist() == [2.0]
+    assert files == ["loop_add.0.1700000000000000.npy", "loop_add@1.0.1700000001000000.npy",
+                     "loop_add@2.0.1700000002000000.npy", "out.0.1700000010000000.npy"]
+    assert np.load(ws / "tf" / "dump" / files[2]).tolist() == [2.0]
     assert report.data["repeated"] == {"loop/add:0": 3}
-    assert ("1 op outputs were dumped more than once in this run (loop, or several function calls); kept the last "
-            "of each: loop/add:0 x3.") in report.blocks[1].lines
+    assert ("1 op outputs were executed more than once in this run (several function calls, or a loop); "
+            "kept every execution, the first under the op's name and the others as name@1, name@2, ...: "
+            "loop/add:0 x3.") in report.blocks[1].lines
 
 
 def test_fused_ops_and_leftover_files_are_noted(ws):

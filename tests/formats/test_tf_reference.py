@@ -117,16 +117,34 @@ def test_a_tensor_that_cannot_be_read_is_a_failure_and_the_rest_is_written(tmp_p
     assert os.listdir(tmp_path / "ref") == ["good.0.1700000000000000.npy"]
 
 
-def test_repeats_keep_the_last_dump_in_the_order_of_last_dumps(tmp_path):
+def test_v1_repeats_keep_the_last_dump_in_the_order_of_last_dumps(tmp_path):
+    run = tmp_path / "run_1700000000000000_0"
+    for i in range(3):
+        write_tfdbg_v1_tensor(run, "loop/add", 0, np.array([float(i)], np.float32), US + 10 * i)
+    write_tfdbg_v1_tensor(run, "start", 0, np.array([5], np.int32), US + 5)
+    write_tfdbg_v1_tensor(run, "out", 0, np.array([9.0], np.float32), US + 100)
+    write_graph(run, {"out": "_FusedMatMul"})
+    conversion = convert_tfdbg_run(run, tmp_path / "ref")
+    assert [t.op_name for t in conversion.tensors] == ["start", "loop/add", "out"]
+    assert load(conversion, "loop/add").tolist() == [2.0]
+    assert conversion.tensors[1].timestamp_us == US + 20 and not conversion.keeps_every_execution
+    assert conversion.repeated == (("loop/add:0", 3),)
+    assert conversion.fused_op_types == (("_FusedMatMul", 1),)
+
+
+def test_v2_repeats_are_all_kept_first_under_the_bare_name(tmp_path):
+    """tfdbg v2 keeps every execution: ``op``, then ``op@1``, ``op@2`` (docs/capture-keras-tf2.md)."""
     folder = tmp_path / "v2"
     traces = [("loop/add", "AddV2", 0, np.array([float(i)], np.float32), 1_700_000_000.0 + i) for i in range(3)]
     traces.insert(1, ("start", "Const", 0, np.array([5], np.int32), 1_699_999_999.0))
     traces.append(("out", "_FusedMatMul", 0, np.array([9.0], np.float32), 1_700_000_010.0))
     write_tfdbg_v2_dump(folder, traces)
     conversion = convert_tfdbg_run(folder, tmp_path / "ref")
-    assert [t.op_name for t in conversion.tensors] == ["start", "loop/add", "out"]
-    assert load(conversion, "loop/add").tolist() == [2.0]
-    assert conversion.tensors[1].timestamp_us == 1_700_000_002_000_000
+    assert [t.op_name for t in conversion.tensors] == ["loop/add", "start", "loop/add@1", "loop/add@2", "out"]
+    assert [load(conversion, name).tolist() for name in ("loop/add", "loop/add@1", "loop/add@2")] == [
+        [0.0], [1.0], [2.0]]
+    assert [(t.tf_op_name, t.execution) for t in conversion.tensors[2:4]] == [("loop/add", 1), ("loop/add", 2)]
+    assert conversion.tensors[3].timestamp_us == 1_700_000_002_000_000 and conversion.keeps_every_execution
     assert conversion.repeated == (("loop/add:0", 3),)
     assert conversion.fused_op_types == (("_FusedMatMul", 1),)
 
@@ -249,12 +267,14 @@ def test_real_tfdbg_captures_hold_the_hand_computed_values(tmp_path):
     assert load(v1, "total").dtype == np.float32 and load(v1, "total").item() == total
     assert sorted(os.listdir(tmp_path / "ref_v1")) == sorted(t.file for t in v1.tensors)
 
-    # v2: two calls of one tf.function; the second call's values are kept.
+    # v2: two calls of one tf.function; the first call keeps the bare names, the second is op@1.
     # By hand: [[4, 1], [1, 3]] @ w = [[4, 2], [1, 6]]; relu(. - 3) = [[1, 0], [0, 3]].
     assert tf_result["v2"]["fetched"] == [act, [[1.0, 0.0], [0.0, 3.0]]]
     (run,) = find_tfdbg_runs(tmp_path / "v2")
     v2 = convert_tfdbg_run(run, tmp_path / "ref_v2")
     assert v2 and v2.run.version == 2
-    assert load(v2, "mm").tolist() == [[4.0, 2.0], [1.0, 6.0]] and load(v2, "act").tolist() == [[1.0, 0.0], [0.0, 3.0]]
+    assert load(v2, "mm").tolist() == mm and load(v2, "act").tolist() == act
+    assert load(v2, "mm@1").tolist() == [[4.0, 2.0], [1.0, 6.0]] and load(v2, "act@1").tolist() == [[1.0, 0.0],
+                                                                                                    [0.0, 3.0]]
     assert {t.op_name: t.op_type for t in v2.tensors}["mm"] == "MatMul"
     assert dict(v2.repeated)["mm:0"] == 2 and dict(v2.repeated)["act:0"] == 2

@@ -1,0 +1,127 @@
+"""The names file a reference capture leaves beside its tfdbg v2 dump: what the dump itself cannot say.
+
+A tfdbg v2 dump names a model input after the ``tf.function`` argument that received it (``images``,
+``args_0``, ``data``) and a weight after the op that read it (``net/conv/Conv2D/ReadVariableOp``). The
+Keras ``Input`` layer's name and a variable's own name (``conv/kernel``), which an NPU graph may use
+instead, are recorded nowhere in the dump (checked with TF 2.6.5 and 2.21: ``docs/capture-keras-tf2.md``).
+The capture writes them here, as JSON, in ``precision_tool_names.json`` inside the tfdbg v2 folder::
+
+    {"format": "precision_tool.capture_names/1",
+     "models": [{"name": "net", "inputs": [{"name": "image", "consumers": ["conv"]}]}],
+     "variables": [{"name": "conv/kernel", "handle_id": 17}]}
+
+* ``models``: each Keras model's name (its ops run under the name scope ``net/`` or ``net_1/``), and per
+  ``Input`` layer, in order, its name and the names of the layers that consume it.
+* ``variables``: each variable's name without ``:0`` and ``variable.handle._id``, the eager tensor id that
+  tfdbg v2 records as the function input behind a ``ReadVariableOp``.
+
+:func:`write_capture_names` merges into an existing file (a capture may record several models);
+:func:`read_capture_names` returns ``None`` when there is no file. Plain data only: collecting it from a
+model is the capture helpers' job (it needs the live Keras objects).
+"""
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass
+from typing import Dict, Optional, Sequence, Tuple
+
+from precision_tool.errors import ReferenceFormatError, WorkspaceError
+from precision_tool.fileio import atomic_write
+
+NAMES_FILE = "precision_tool_names.json"
+FORMAT = "precision_tool.capture_names/1"
+
+
+@dataclass(frozen=True)
+class ModelInput:
+    """One Keras ``Input`` layer: its name and the layers its tensor goes to."""
+
+    name: str
+    consumers: Tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class ModelNames:
+    """A Keras model: its name (the name scope of its ops) and its inputs in order."""
+
+    name: str
+    inputs: Tuple[ModelInput, ...] = ()
+
+
+@dataclass(frozen=True)
+class VariableName:
+    """A variable's name (``conv/kernel``) and its handle's eager tensor id."""
+
+    name: str
+    handle_id: int
+
+
+@dataclass(frozen=True)
+class CaptureNames:
+    models: Tuple[ModelNames, ...] = ()
+    variables: Tuple[VariableName, ...] = ()
+
+    def variable_names(self) -> Dict[int, str]:
+        """Handle id -> variable name (the first entry wins when an id is listed twice)."""
+        names: Dict[int, str] = {}
+        for variable in self.variables:
+            names.setdefault(variable.handle_id, variable.name)
+        return names
+
+    def to_dict(self) -> dict:
+        return {"format": FORMAT,
+                "models": [{"name": m.name, "inputs": [{"name": i.name, "consumers": list(i.consumers)}
+                                                       for i in m.inputs]} for m in self.models],
+                "variables": [{"name": v.name, "handle_id": v.handle_id} for v in self.variables]}
+
+    @classmethod
+    def from_dict(cls, data, source=None) -> "CaptureNames":
+        """Parse the JSON object; ``ReferenceFormatError`` naming ``source`` when it is not one."""
+        try:
+            if data.get("format") != FORMAT:
+                raise ValueError(f"format is {data.get('format')!r}, expected {FORMAT!r}")
+            models = tuple(ModelNames(str(m["name"]), tuple(ModelInput(str(i["name"]),
+                                                                       tuple(str(c) for c in i.get("consumers", ())))
+                                                            for i in m.get("inputs", ())))
+                           for m in data.get("models", ()))
+            variables = tuple(VariableName(str(v["name"]), int(v["handle_id"])) for v in data.get("variables", ()))
+        except (AttributeError, KeyError, TypeError, ValueError) as error:
+            raise ReferenceFormatError(source, f"not a precision_tool names file ({error})") from None
+        return cls(models, variables)
+
+
+def read_capture_names(folder) -> Optional[CaptureNames]:
+    """The names file in ``folder``; ``None`` if there is none."""
+    path = os.path.join(os.fspath(folder), NAMES_FILE)
+    try:
+        with open(path, encoding="utf-8") as handle:
+            text = handle.read()
+    except FileNotFoundError:
+        return None
+    except OSError as error:
+        raise ReferenceFormatError(path, f"cannot read the names file ({error.strerror})") from None
+    try:
+        data = json.loads(text)
+    except ValueError as error:
+        raise ReferenceFormatError(path, f"not JSON ({error})") from None
+    return CaptureNames.from_dict(data, path)
+
+
+def write_capture_names(folder, models: Sequence[ModelNames] = (), variables: Sequence[VariableName] = ()) -> str:
+    """Add ``models`` and ``variables`` to the names file in ``folder`` (created if missing); returns its path.
+
+    An entry already in the file is not repeated.
+    """
+    folder = os.fspath(folder)
+    old = read_capture_names(folder) or CaptureNames()
+    merged_models = list(old.models) + [m for m in models if m not in old.models]
+    merged_variables = list(old.variables) + [v for v in variables if v not in old.variables]
+    path = os.path.join(folder, NAMES_FILE)
+    text = json.dumps(CaptureNames(tuple(merged_models), tuple(merged_variables)).to_dict(), indent=1) + "\n"
+    try:
+        with atomic_write(path, "w") as handle:
+            handle.write(text)
+    except OSError as error:
+        raise WorkspaceError(f"{path}: cannot write the names file ({error.strerror or error})") from None
+    return path

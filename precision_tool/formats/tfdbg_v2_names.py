@@ -1,0 +1,370 @@
+"""Reference names for every tensor of a tfdbg v2 dump: each execution kept, inputs and weights aliased.
+
+:func:`name_v2_dump` gives every dumped op output of a tfdbg v2 folder the name its reference file gets
+(``tf_dump`` writes them). The scheme, also in ``tf_dump --help`` and ``docs/capture-keras-tf2.md``:
+
+``op``
+    The first execution of an op output keeps the op's own name, so the common case (one graph, one
+    call) lines up 1:1 with the TF op names an NPU graph refers to.
+``op@k``
+    The same op output executed again in the same graph: ``k`` is the execution index (0 is the first,
+    which keeps the bare name; ``@1`` is the second call of the function, or the second loop iteration).
+    ``@`` cannot occur in a TF op name, so these names never clash with real ones.
+``outer/inner/op``
+    An op whose name another graph already uses (two functions both have ``Relu``; each ``tf.data``
+    function has an ``args_0``): the graph that executed it first keeps the bare name, the others are
+    prefixed with their function's name, preceded by the names of the functions it is nested in
+    (``multi_step_on_iterator/one_step_on_data/Identity``). When two graphs have the same path (a
+    function retraced for new shapes), the later one's last part gets ``_1``, ``_2``, ...
+    Repeats of these get ``@k`` too: ``inner/t@1``.
+
+Function arguments. TF 2.6 traces a ``tf.function``'s argument placeholders (``images``, ``args_0``);
+TF 2.21 does not. For a top-level function the argument's value is then taken from the ``Execution``
+record of the eager op that produced it (``IteratorGetNext`` when iterating a ``tf.data`` dataset, any
+eager op's output), under the placeholder's name. An argument made without a recorded op
+(``tf.constant``, a NumPy array) has no value in the dump: a note says so.
+
+Aliases (a second file name for the same tensor, so alignment matches either name):
+
+* a ``ReadVariableOp`` output -> the variable's name (``conv/kernel``), found through the function input
+  that holds the variable's handle and the names file (:mod:`precision_tool.formats.capture_names`);
+  the first read in the dump is aliased. In a nested function the handle is followed through the outer
+  function's capture placeholders (created, in order, when the inner function was called).
+* the tensor that enters a Keras model (consumed under the model's name scope by a layer that reads an
+  ``Input``) -> the ``Input`` layer's name (``image``), also from the names file.
+
+What the NPU side calls these tensors cannot be known without an NPU, hence aliases rather than renames.
+TensorFlow is not needed.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Dict, Iterable, List, Optional, Set, Tuple
+
+from precision_tool.formats.capture_names import CaptureNames, ModelNames, read_capture_names
+from precision_tool.formats.tfdbg import TfdbgTensor
+from precision_tool.formats.tfdbg_v2 import iter_tfdbg_v2
+from precision_tool.formats.tfdbg_v2_events import V2Structure, eager_output_record, read_v2_structure
+
+EXECUTION_MARK = "@"
+RESOURCE_OPS = frozenset({"ReadVariableOp", "AssignVariableOp", "AssignAddVariableOp", "AssignSubVariableOp",
+                          "ResourceGather", "ResourceGatherNd", "VarIsInitializedOp", "VariableShape",
+                          "DestroyResourceOp"})
+_HANDLE_READERS = ("IteratorGetNext", "MultiDeviceIteratorGetNext", "ResourceApply", "ResourceSparseApply",
+                   "ResourceScatter", "ResourceStrided")
+ALIAS_VARIABLE = "variable"
+ALIAS_INPUT = "model input"
+ALIAS_USER = "--alias"
+
+
+@dataclass(frozen=True)
+class Alias:
+    """Another name for a written tensor: ``name:output_slot`` is ``target`` (a reference tensor name)."""
+
+    name: str
+    output_slot: int
+    target: str
+    kind: str
+
+    @property
+    def tensor_name(self) -> str:
+        return f"{self.name}:{self.output_slot}"
+
+
+@dataclass(frozen=True)
+class NamedTensor:
+    """A dumped op output and its reference name.
+
+    ``record.op_name`` is the op as executed; ``name`` what the file is called; ``execution`` the index
+    of this execution of the op output in its graph; ``graph`` the function path (``("train_step",)``).
+    """
+
+    name: str
+    record: TfdbgTensor
+    execution: int
+    graph: Tuple[str, ...]
+
+    @property
+    def tensor_name(self) -> str:
+        return f"{self.name}:{self.record.output_slot}"
+
+
+@dataclass(frozen=True)
+class V2Naming:
+    """What :func:`name_v2_dump` found: every tensor named, the aliases, and notes for the user."""
+
+    tensors: Tuple[NamedTensor, ...]
+    aliases: Tuple[Alias, ...]
+    notes: Tuple[str, ...]
+    recovered_arguments: int
+    names_file: bool
+
+
+def _tensor(name: str) -> Tuple[str, int]:
+    """``"a/b:1"`` -> ``("a/b", 1)``; ``"a/b"`` -> ``("a/b", 0)``; control inputs lose their ``^``."""
+    name = name.lstrip("^")
+    op_name, sep, slot = name.rpartition(":")
+    if sep and slot.isdigit():
+        return op_name, int(slot)
+    return name, 0
+
+
+class _Names:
+    """Assigns base names per (graph, op) so that one name never stands for two ops."""
+
+    def __init__(self, structure: V2Structure):
+        self.structure = structure
+        self.assigned: Dict[Tuple[str, str], str] = {}
+        self.taken: Set[str] = set()
+        self.prefixes: Dict[Optional[str], str] = {}
+
+    def prefix(self, graph_id: Optional[str]) -> str:
+        if graph_id not in self.prefixes:
+            path = list(self.structure.path(graph_id)) if graph_id else ["graph"]
+            base, number = "/".join(path), 0
+            candidate = base
+            while candidate in self.prefixes.values():
+                number += 1
+                candidate = f"{base}_{number}"
+            self.prefixes[graph_id] = candidate
+        return self.prefixes[graph_id]
+
+    def base(self, graph_id: Optional[str], op_name: str) -> str:
+        key = (graph_id or "", op_name)
+        if key not in self.assigned:
+            name = op_name
+            if name in self.taken:
+                prefix, number = self.prefix(graph_id), 0
+                name = f"{prefix}/{op_name}"
+                while name in self.taken:
+                    number += 1
+                    name = f"{prefix}_{number}/{op_name}"
+            self.taken.add(name)
+            self.assigned[key] = name
+        return self.assigned[key]
+
+
+def _reads_handle(op_type: str) -> bool:
+    """True for ops whose input is a handle (variable, iterator), not data."""
+    return op_type in RESOURCE_OPS or op_type.startswith(_HANDLE_READERS)
+
+
+def _is_data_argument(structure: V2Structure, graph_id: str, placeholder: str) -> bool:
+    """True when some recorded op uses the placeholder as data (handles only feed handle readers)."""
+    return any(not _reads_handle(op.op_type) for op in structure.consumers(graph_id, placeholder))
+
+
+def _recover_arguments(structure: V2Structure, traced: Set[Tuple[str, str]], verify: bool
+                       ) -> Tuple[List[Tuple[TfdbgTensor, int]], int]:
+    """Values of untraced arguments of top-level functions: ``[(record, call index)]``, and how many
+    arguments had no recorded value."""
+    recovered: List[Tuple[TfdbgTensor, int]] = []
+    missing = 0
+    for graph_id in list(structure.graphs) + sorted({op.graph_id for op in structure.ops.values()}
+                                                    - set(structure.graphs)):
+        placeholders = structure.placeholders(graph_id)
+        if not placeholders or structure.outer_function(graph_id) is not None:
+            continue
+        for call_index, call in enumerate(structure.calls(graph_id)):
+            if len(call.input_ids) != len(placeholders):
+                break
+            for op, tensor_id in zip(placeholders, call.input_ids):
+                if (graph_id, op.op_name) in traced:
+                    continue
+                producer = structure.eager_producer(tensor_id)
+                if producer is None:
+                    missing += int(_is_data_argument(structure, graph_id, op.op_name))
+                    continue
+                execution, slot = producer
+                record = eager_output_record(execution, slot, op.op_name, graph_id, "Placeholder", 0, verify)
+                if record is not None:  # no value: a handle (variable, iterator), not data
+                    recovered.append((record, call_index))
+    return recovered, missing
+
+
+def _merge(traces: List[TfdbgTensor], recovered: List[Tuple[TfdbgTensor, int]]
+           ) -> List[Tuple[TfdbgTensor, Optional[int]]]:
+    """Traces in file order, each recovered argument placed before the first trace not older than it."""
+    pending = sorted(recovered, key=lambda item: item[0].timestamp_us)
+    merged: List[Tuple[TfdbgTensor, Optional[int]]] = []
+    position = 0
+    for record in traces:
+        while position < len(pending) and pending[position][0].timestamp_us <= record.timestamp_us:
+            merged.append(pending[position])
+            position += 1
+        merged.append((record, None))
+    merged.extend(pending[position:])
+    return merged
+
+
+def _resolve_handle(structure: V2Structure, graph_id: str, placeholder: str, depth: int = 0) -> Optional[int]:
+    """The eager tensor id passed for ``placeholder`` of ``graph_id`` (the same in every call), if knowable."""
+    placeholders = structure.placeholders(graph_id)
+    names = [op.op_name for op in placeholders]
+    if placeholder not in names or depth > 16:
+        return None
+    position = names.index(placeholder)
+    outer = structure.outer_function(graph_id)
+    if outer is None:
+        ids = {call.input_ids[position] for call in structure.calls(graph_id)
+               if len(call.input_ids) == len(placeholders)}
+        return ids.pop() if len(ids) == 1 else None
+    # A nested function's captures become placeholders of the outer function, created in order when the
+    # inner function is first called; they are the outer placeholders made after the inner graph began
+    # and before the next function nested in the same outer one began.
+    start = structure.first_order(graph_id)
+    later = [structure.first_order(other) for other in structure.graphs
+             if other != graph_id and structure.outer_function(other) == outer
+             and structure.first_order(other) > start]
+    stop = min(later) if later else float("inf")
+    created = [op for op in structure.placeholders(outer) if start < op.order < stop]
+    if not created or len(created) > len(placeholders) or position < len(placeholders) - len(created):
+        return None
+    outer_op = created[position - (len(placeholders) - len(created))]
+    return _resolve_handle(structure, outer, outer_op.op_name, depth + 1)
+
+
+def _variable_aliases(structure: V2Structure, names: CaptureNames, first: Dict[Tuple[str, str, int], NamedTensor],
+                      order: Dict[Tuple[str, str, int], int]) -> Tuple[List[Alias], List[str]]:
+    by_handle = names.variable_names()
+    reads: Dict[str, List[Tuple[int, NamedTensor]]] = {}
+    unresolved, unnamed = 0, 0
+    for op in structure.ops.values():
+        if op.op_type != "ReadVariableOp" or not op.input_names:
+            continue
+        key = (op.graph_id, op.op_name, 0)
+        if key not in first:
+            continue
+        handle = _resolve_handle(structure, op.graph_id, _tensor(op.input_names[0])[0])
+        if handle is None:
+            unresolved += 1
+            continue
+        if handle not in by_handle:
+            unnamed += 1
+            continue
+        reads.setdefault(by_handle[handle], []).append((order[key], first[key]))
+    aliases = [Alias(name, 0, min(found, key=lambda item: item[0])[1].tensor_name, ALIAS_VARIABLE)
+               for name, found in reads.items()]
+    notes = []
+    if unresolved:
+        notes.append(f"{unresolved} ReadVariableOp outputs could not be traced back to a variable handle (the "
+                     "function call that passed it is not in the dump); they keep their op names only.")
+    if unnamed:
+        notes.append(f"{unnamed} ReadVariableOp outputs read variables that the names file does not list; they keep "
+                     "their op names only.")
+    return aliases, notes
+
+
+def _model_scopes(structure: V2Structure, model: ModelNames) -> Dict[Tuple[str, str], List[str]]:
+    """(graph id, scope prefix such as ``net_1/``) -> names of ops under it."""
+    pattern = re.compile(r"(?:^|/)" + re.escape(model.name) + r"(?:_\d+)?/")
+    scopes: Dict[Tuple[str, str], List[str]] = {}
+    for graph_id, op_name in structure.ops:
+        match = pattern.search(op_name)
+        if match:
+            scopes.setdefault((graph_id, op_name[:match.end()]), []).append(op_name)
+    return scopes
+
+
+def _entry_tensors(structure: V2Structure, graph_id: str, prefix: str, op_names: Iterable[str],
+                   consumers: Tuple[str, ...]) -> Set[Tuple[str, int]]:
+    """Tensors from outside ``prefix`` consumed by data ops under it (by the given layers, if any)."""
+    layer = (re.compile(re.escape(prefix) + "(?:" + "|".join(re.escape(c) for c in consumers) + r")(?:_\d+)?/")
+             if consumers else None)
+    found: Set[Tuple[str, int]] = set()
+    for op_name in op_names:
+        op = structure.ops[(graph_id, op_name)]
+        if _reads_handle(op.op_type) or (layer is not None and not layer.match(op_name)):
+            continue
+        for input_name in op.input_names:
+            if input_name.startswith("^"):
+                continue
+            producer, slot = _tensor(input_name)
+            if producer.startswith(prefix) or structure.op_type(graph_id, producer) == "Const":
+                continue
+            found.add((producer, slot))
+    return found
+
+
+def _input_aliases(structure: V2Structure, names: CaptureNames, first: Dict[Tuple[str, str, int], NamedTensor],
+                   order: Dict[Tuple[str, str, int], int]) -> Tuple[List[Alias], List[str]]:
+    aliases: List[Alias] = []
+    notes: List[str] = []
+    for model in names.models:
+        scopes = _model_scopes(structure, model)
+        for model_input in model.inputs:
+            hits: List[Tuple[int, NamedTensor]] = []
+            unrecorded: Dict[str, bool] = {}
+            for (graph_id, prefix), op_names in scopes.items():
+                entries = _entry_tensors(structure, graph_id, prefix, op_names, model_input.consumers)
+                if not entries and len(model.inputs) == 1:
+                    entries = _entry_tensors(structure, graph_id, prefix, op_names, ())
+                if len(entries) != 1:
+                    continue
+                ((producer, slot),) = entries
+                key = (graph_id, producer, slot)
+                if key in first:
+                    hits.append((order[key], first[key]))
+                else:
+                    where = f"{producer}:{slot} in {'/'.join(structure.path(graph_id))}"
+                    unrecorded[where] = structure.outer_function(graph_id) is not None
+            if hits:
+                target = min(hits, key=lambda item: item[0])[1]
+                aliases.append(Alias(model_input.name, 0, target.tensor_name, ALIAS_INPUT))
+            elif unrecorded:
+                why = ("an argument of a nested function, which TF 2.21 does not trace" if any(unrecorded.values())
+                       else "a tf.function argument made without a recorded op, e.g. tf.constant or NumPy input, "
+                            "and TF 2.21 does not trace arguments")
+                notes.append(f"Model input {model_input.name!r} of {model.name!r} enters as "
+                             f"{', '.join(sorted(unrecorded))}, which the dump holds no value of ({why}); name the "
+                             f"tensor that feeds it with --alias, e.g. --alias IteratorGetNext:0={model_input.name}.")
+            else:
+                notes.append(f"Model input {model_input.name!r} of {model.name!r} was not found in the dump (no op "
+                             f"under the name scope {model.name}/ reads one outside tensor).")
+    return aliases, notes
+
+
+def name_v2_dump(folder, verify: bool = True) -> V2Naming:
+    """Name every op output of a tfdbg v2 ``FULL_TENSOR`` folder (see the module docstring).
+
+    Records are listed, not loaded (``record.load()`` reads one value). Resource handles are included
+    (the caller skips them); names are given in dump order.
+    """
+    structure = read_v2_structure(folder)
+    traces = list(iter_tfdbg_v2(folder, skip_resources=False, verify=verify))
+    traced = {(record.graph_id or "", record.op_name) for record in traces}
+    recovered, missing = _recover_arguments(structure, traced, verify)
+    names = _Names(structure)
+    counts: Dict[Tuple[str, str, int], int] = {}
+    tensors: List[NamedTensor] = []
+    first: Dict[Tuple[str, str, int], NamedTensor] = {}
+    order: Dict[Tuple[str, str, int], int] = {}
+    for record, call_index in _merge(traces, recovered):
+        key = (record.graph_id or "", record.op_name, record.output_slot)
+        execution = counts.get(key, 0) if call_index is None else call_index
+        counts[key] = counts.get(key, 0) + 1
+        base = names.base(record.graph_id, record.op_name)
+        name = base if execution == 0 else f"{base}{EXECUTION_MARK}{execution}"
+        graph = structure.path(record.graph_id) if record.graph_id else ()
+        named = NamedTensor(name, record, execution, graph)
+        tensors.append(named)
+        if key not in first:
+            first[key], order[key] = named, len(tensors) - 1
+
+    notes: List[str] = []
+    if missing:
+        notes.append(f"{missing} tf.function arguments have no value in the dump: TF 2.21 does not trace function "
+                     "arguments, and these were not made by a recorded eager op (tf.constant or NumPy input). Feed "
+                     "the step from a tf.data dataset, or see docs/capture-keras-tf2.md.")
+    aliases: List[Alias] = []
+    capture_names = read_capture_names(folder)
+    if capture_names is not None:
+        for find in (_input_aliases, _variable_aliases):
+            found, found_notes = find(structure, capture_names, first, order)
+            aliases.extend(found)
+            notes.extend(found_notes)
+    elif any(op.op_type == "ReadVariableOp" for op in structure.ops.values()):
+        notes.append("No names file (precision_tool_names.json) in the capture: weights keep their ReadVariableOp "
+                     "names and model inputs their tf.function argument names (see docs/capture-keras-tf2.md).")
+    return V2Naming(tuple(tensors), tuple(aliases), tuple(notes), len(recovered), capture_names is not None)
