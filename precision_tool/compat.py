@@ -65,7 +65,7 @@ def _indent(element: ET.Element, space: str = "  ", level: int = 0) -> None:
         _indent(child, space, level + 1)
         if not child.tail or not child.tail.strip():
             child.tail = child_indent
-    if not child.tail.strip():  # the last child closes back to this element's own level
+    if not (child.tail or "").strip():  # the last child closes back to this element's own level
         child.tail = "\n" + space * level
 
 
