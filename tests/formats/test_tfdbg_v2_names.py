@@ -22,6 +22,8 @@ from precision_tool.formats.tfdbg_v2_events import (EAGER_SOURCE, ExecutionSpec,
                                                     read_v2_structure, write_tfdbg_v2_events)
 from precision_tool.formats.tfdbg_v2_names import name_v2_dump
 
+pytestmark = pytest.mark.compat  # pure readers: they must work on the users' Python 3.7 and 3.9 too
+
 T0 = 1_700_000_000.0
 EAGER = GraphSpec("g-eager", "")
 
