@@ -18,7 +18,8 @@ settings (workspace, dump step): :mod:`precision_tool.capture.settings`; ``docs/
 
 Importing this module does not import TensorFlow. It sets ``TF_ENABLE_ONEDNN_OPTS=0`` when TensorFlow
 is not imported yet (so a CPU reference keeps Conv2D, BiasAdd and Relu apart), and warns loudly when
-it comes too late.
+it comes too late. Like the original tool, it seeds at import (seed 2022, ``PRECISION_TOOL_SEED=<n>|off``):
+Python and NumPy at once, TensorFlow right after it is imported (:mod:`precision_tool.capture.import_seed`).
 
 The original tool's names keep working: ``FUSION_OFF_FILE`` (shipped, all fusion off), ``FUSION_SWITCH_FILE``
 (the switch file the NPU reads for ``fusion_switch``: ``WORKSPACE/fusion/fusion_switch.cfg``, created from
@@ -33,6 +34,7 @@ from precision_tool.capture.callbacks import loss_scale_callback
 from precision_tool.capture.determinism import seed_everything
 from precision_tool.capture.environment import disable_onednn_before_tensorflow
 from precision_tool.capture.fusion_files import FUSION_OFF_FILE, FUSION_SWITCH_TEMPLATE
+from precision_tool.capture.import_seed import seed_at_import
 from precision_tool.capture.npu_config import (env_dependent_value, estimator_dump_config, npu_device_dump_config,
                                                npu_run_config_options, session_dump_config, update_custom_op)
 from precision_tool.capture.reference import (disable_reference_dump, enable_reference_dump, estimator_dump,
@@ -42,6 +44,7 @@ from precision_tool.capture.settings import CaptureWarning
 # None of the imports above imports TensorFlow (tests/capture/test_environment.py checks it), so this still
 # runs before the training script's own `import tensorflow`.
 ONEDNN_WARNING = disable_onednn_before_tensorflow()
+IMPORT_SEED = seed_at_import()  # the original seeded at import; TensorFlow is seeded when it is imported
 
 __all__ = [
     "ACTIONS", "FUSION_OFF_FILE", "FUSION_SWITCH_TEMPLATE", "CaptureWarning",
@@ -50,7 +53,7 @@ __all__ = [
     "session_dump_config", "update_custom_op", "estimator_dump_config", "npu_run_config_options",
     "npu_device_dump_config",
     "sess_dump", "estimator_dump", "reference_session_config", "enable_reference_dump", "disable_reference_dump",
-    "seed_everything", "loss_scale_callback", "build_plan", "parse_actions",
+    "seed_everything", "loss_scale_callback", "build_plan", "parse_actions", "IMPORT_SEED",
 ]
 
 

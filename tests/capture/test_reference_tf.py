@@ -149,7 +149,11 @@ def test_keras_fit_capture(tf_captures):
 def test_seed_everything(tf_captures):
     seed = tf_captures["eager"].result()["seed"]
     assert seed["same_draws"] and seed["determinism"] and seed["pythonhashseed"] == "7"
-    assert seed["summary"] == {"seed": 7, "seeded": ["python", "numpy", "tensorflow", "keras"], "deterministic": True}
+    assert seed["summary"] == {
+        "seed": 7, "seeded": ["python", "numpy", "tensorflow", "keras"],
+        "tensorflow": "tf.random.set_seed, and the default graph's seed for tf.compat.v1 graph mode",
+        "deterministic": True, "determinism": "deterministic ops on (tf.config.experimental.enable_op_determinism)"}
+    assert seed["graph_seed"] == 7
 
 
 def test_loss_scale_callback(tf_captures):

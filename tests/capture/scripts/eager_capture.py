@@ -28,7 +28,8 @@ npu_tf_config.seed_everything(7)
 second = (random.random(), float(np.random.rand()), tf.random.uniform([3]).numpy().tolist())
 RESULT["seed"] = {"summary": summary, "same_draws": first == second,
                   "determinism": tf_framework_config.is_op_determinism_enabled(),
-                  "pythonhashseed": os.environ.get("PYTHONHASHSEED")}
+                  "pythonhashseed": os.environ.get("PYTHONHASHSEED"),
+                  "graph_seed": tf.compat.v1.get_default_graph().seed}
 
 # Loss-scale callback: an overflowing LossScaleOptimizer, then plain SGD (no loss scale on CPU float32).
 x_small, y_small = np.ones((8, 3), "float32"), np.ones((8, 1), "float32")
