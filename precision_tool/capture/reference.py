@@ -15,13 +15,20 @@ one ``_FusedConv2D`` named after the Relu, and oneDNN does the same, so the inne
 session must run with Grappler's meta optimizer off (and the classic graph optimizer at L0, so no
 CSE merges two ops into one name) and ``TF_ENABLE_ONEDNN_OPTS=0`` from before TensorFlow is imported
 (``import precision_tool.tf_config`` does that). tfdbg v2 records ops before Grappler, so TF2 needs
-only the oneDNN part.
+only the oneDNN part. Measured with TF 1.15.0 (``tensorflow-cpu``, no oneDNN in that wheel) and a default
+session: fetching only the Relu, the run dumps ``relu`` as ``_FusedConv2D`` and no ``conv``/``bias``;
+fetching the Conv2D too keeps all three apart (Grappler preserves fetched nodes); with
+:func:`reference_session_config` all three are dumped under their names, with the same Relu values.
+
+:func:`sess_dump` wraps the session it is given, as the original tool did (it never closes or replaces
+it); a session with Grappler on gets one loud warning per process (:func:`warn_grappler_once`) naming
+the fix, ``tf.Session(config=npu_tf_config.reference_session_config(config))``.
 """
 from __future__ import annotations
 
 import os
 import time
-from typing import Any, Optional
+from typing import Any, Optional, Set
 
 from precision_tool.capture.settings import CaptureSettings, notify, warn_loudly
 from precision_tool.errors import CaptureError
@@ -33,8 +40,9 @@ tf_session = lazy_import("tensorflow.python.client.session")
 tf_debug_wrappers = lazy_import("tensorflow.python.debug.wrappers.dumping_wrapper")
 tf_debug_hooks = lazy_import("tensorflow.python.debug.wrappers.hooks")
 
-_SESSION_FIX = ("create the session with config=npu_tf_config.reference_session_config(config), "
-                "or call sess_dump before variables are initialised or restored")
+_SESSION_FIX = "create it with tf.Session(config=npu_tf_config.reference_session_config(config))"
+_HOOK_FIX = ("pass config=npu_tf_config.reference_session_config(config) to MonitoredTrainingSession (Estimator: "
+             "RunConfig(session_config=npu_tf_config.reference_session_config(config)))")
 
 
 # -- folders --------------------------------------------------------------------------------------------
@@ -91,51 +99,32 @@ def keeps_op_names(session_config) -> bool:
     return bool(session_config.graph_options.rewrite_options.disable_meta_optimizer)
 
 
-def _initialised_state(sess) -> Optional[str]:
-    """Why replacing ``sess`` would lose state (``None``: it holds no initialised variable)."""
-    graph = sess.graph
-    variables = graph.get_collection("variables") + graph.get_collection("local_variables")
-    checks = []
-    for variable in variables:
-        check = getattr(variable, "_is_initialized_op", None)
-        if check is None:
-            return "it has reference (non-resource) variables whose state cannot be checked"
-        checks.append(check)
-    if checks and any(sess.run(checks)):
-        return "its variables are already initialised or restored"
-    return None
+_GRAPPLER_WARNED: Set[str] = set()
 
 
-def _grappler_free(sess):
-    """``sess`` if it keeps op names, else a new session on the same graph that does (when safe)."""
-    config = getattr(sess, "_config", None)
-    if config is None or keeps_op_names(config):
-        return sess
-    reason = _initialised_state(sess)
-    if reason:
-        warn_loudly(f"sess_dump: this session runs Grappler, so tfdbg will dump fused ops (Conv2D+BiasAdd+Relu "
-                    f"as one) and miss their names, and it cannot be replaced because {reason}; {_SESSION_FIX}",
-                    stacklevel=4)
-        return sess
-    new_config = reference_session_config(config)
-    try:
-        replacement = type(sess)(sess.sess_str, graph=sess.graph, config=new_config)
-    except TypeError:
-        replacement = tf_session.Session(sess.sess_str, graph=sess.graph, config=new_config)
-    sess.close()
-    notify("sess_dump: replaced the session by one on the same graph with Grappler off (so every op keeps its "
-           "name); use the returned session from now on")
-    return replacement
+def warn_grappler_once(what: str, fix: str) -> bool:
+    """Warn loudly, once per process for each ``what``, that a session runs Grappler; True if it warned."""
+    if what in _GRAPPLER_WARNED:
+        return False
+    _GRAPPLER_WARNED.add(what)
+    warn_loudly(f"{what}: the session runs Grappler, which fuses ops (Conv2D+BiasAdd+Relu run as one _FusedConv2D "
+                f"named after the Relu), so tfdbg dumps the fused op and the Conv2D and BiasAdd names the NPU dump "
+                f"refers to are missing; {fix}", stacklevel=4)
+    return True
 
 
 # -- tfdbg v1 -------------------------------------------------------------------------------------------
 def sess_dump(sess, dump_root: Optional[str] = None):
     """Wrap a ``tf.compat.v1`` session so every ``run()`` dumps all op outputs (tfdbg v1).
 
-    Use it right after creating the session: ``sess = npu_tf_config.sess_dump(sess)``, or
-    ``with npu_tf_config.sess_dump(tf.compat.v1.Session()) as sess:``. A session made with Grappler on
-    (the default) is replaced by one on the same graph with Grappler off, as long as no variable is
-    initialised yet; otherwise this warns that names will be fused.
+    ``sess = npu_tf_config.sess_dump(sess)``, as with the original tool: the wrapper runs the SAME session,
+    which stays open and stays the default session of its ``with tf.Session() as sess:`` block (so
+    ``y.eval()`` keeps working, undumped). Nothing is closed or replaced.
+
+    The session should be created with ``config=npu_tf_config.reference_session_config(config)``: with
+    Grappler on (the default) Conv2D+BiasAdd+Relu run as one ``_FusedConv2D`` named after the Relu, and the
+    dump misses the other names (unless they are fetched). A session with Grappler on is wrapped all the
+    same, with one loud warning per process saying so and how to fix it.
 
     Parameters
     ----------
@@ -152,7 +141,9 @@ def sess_dump(sess, dump_root: Optional[str] = None):
         raise CaptureError(f"sess_dump wraps a tf.compat.v1.Session, got {type(sess).__name__}",
                            "for MonitoredTrainingSession pass hooks=[npu_tf_config.estimator_dump()]")
     root = _capture_root(dump_root)
-    sess = _grappler_free(sess)
+    config = getattr(sess, "_config", None)
+    if config is not None and not keeps_op_names(config):
+        warn_grappler_once("sess_dump", f"{_SESSION_FIX} (the session is wrapped as it is)")
     notify(f"reference dump (tfdbg v1) -> {root}")
     return tf_debug_wrappers.DumpingDebugWrapperSession(sess, root)
 
@@ -172,10 +163,7 @@ def _hook_class():
             def after_create_session(self, session, coord):
                 config = getattr(session, "_config", None)
                 if config is not None and not keeps_op_names(config):
-                    warn_loudly("estimator_dump: the session runs Grappler, so tfdbg will dump fused ops "
-                                "(Conv2D+BiasAdd+Relu as one) and miss their names; pass "
-                                "config=npu_tf_config.reference_session_config(config) to "
-                                "MonitoredTrainingSession", stacklevel=2)
+                    warn_grappler_once("estimator_dump", _HOOK_FIX)
                 return super().after_create_session(session, coord)
 
         _HOOK_CLASS = ReferenceDumpHook

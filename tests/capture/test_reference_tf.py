@@ -80,16 +80,35 @@ def test_monitored_training_session_hook(tf_captures):
     np.testing.assert_array_equal(references["loss"], fetched["loss"])
 
 
-def test_grappler_on_is_warned_loudly(tf_captures):
-    result = tf_captures["graph"].result()
-    assert result["kept_initialised_session"] is True
+def test_sess_dump_wraps_the_users_session_which_stays_usable(tf_captures):
+    """The original's pattern: `with Session() as sess: sess = sess_dump(sess)`, then `.eval()` on the default
+    session -- the user's own, neither closed nor replaced."""
+    session = tf_captures["graph"].result()["session"]
+    assert session["same_session"] and session["default_is_original"]
+    # eval ran after the SGD step, so it sees the updated weights: lower loss than the dumped step's
+    assert session["eval_after_step"] < session["loss_of_step"]
+
+
+def test_grappler_on_is_warned_loudly_once_and_the_session_still_wrapped(tf_captures):
+    capture = tf_captures["graph"]
+    result = capture.result()
     warnings = result["warnings"]
-    assert len(warnings) == 2
-    assert warnings[0].startswith("CaptureWarning: estimator_dump: the session runs Grappler")
+    assert len(warnings) == 2  # one per helper, although sess_dump wrapped two Grappler-on sessions
+    assert warnings[0].startswith("CaptureWarning: estimator_dump: the session runs Grappler, which fuses ops")
     assert "config=npu_tf_config.reference_session_config(config)" in warnings[0]
-    assert warnings[1].startswith("CaptureWarning: sess_dump: this session runs Grappler")
-    assert "cannot be replaced because its variables are already initialised or restored" in warnings[1]
-    assert "[precision_tool] WARNING: sess_dump: this session runs Grappler" in result["_output"]
+    assert warnings[1].startswith("CaptureWarning: sess_dump: the session runs Grappler, which fuses ops")
+    assert warnings[1].endswith("create it with tf.Session(config=npu_tf_config.reference_session_config(config)) "
+                                "(the session is wrapped as it is)")
+    assert result["_output"].count("[precision_tool] WARNING: sess_dump: the session runs Grappler") == 1
+    grappler_on = result["grappler_on"]
+    assert grappler_on["same_session"] and grappler_on["still_open"]
+    # What Grappler does to the dump: fetching only the Relu, Conv2D+BiasAdd+Relu ran as one _FusedConv2D
+    report = tf_dump(capture.out / "ws_warnings", "-i", grappler_on["capture"])
+    dumped = {entry["op_name"]: entry["op_type"] for entry in report.data["tensors"]}
+    assert dumped[grappler_on["relu"]] == "_FusedConv2D" and report.data["fused_op_types"] == {"_FusedConv2D": 1}
+    assert not {"conv1/conv", "conv1/bias"} & set(dumped)
+    fused = reference_arrays(capture.out / "ws_warnings" / "tf" / "dump")[reference_op_name(grappler_on["relu"])]
+    np.testing.assert_array_equal(fused, np.load(capture.out / "grappler_on_fetched.npz")["relu"])
 
 
 def test_npu_config_runs_on_cpu_and_keeps_op_names(tf_captures):
@@ -100,9 +119,10 @@ def test_npu_config_runs_on_cpu_and_keeps_op_names(tf_captures):
     assert [dumped.get(npu["fetches"][k]) for k in ("conv", "bias", "relu", "logits")] == [
         "Conv2D", "BiasAdd", "Relu", "BiasAdd"]
     workspace = tf_captures["graph"].out / "ws_npu"
+    # fusion_off keeps the dumps in npu/debug_0 as the original did (7cc8e3e); PRECISION_TOOL_NPU_RUN=1 moves them
     assert npu["env"] == {"DUMP_GE_GRAPH": "2", "DUMP_GRAPH_LEVEL": "3",
-                          "DUMP_GRAPH_PATH": str(workspace / "npu" / "debug_1" / "graph")}
-    assert (workspace / "npu" / "debug_1" / "dump").is_dir()
+                          "DUMP_GRAPH_PATH": str(workspace / "npu" / "debug_0" / "graph")}
+    assert (workspace / "npu" / "debug_0" / "dump").is_dir()
 
 
 def test_keras_step_capture_names_and_values(tf_captures):

@@ -59,21 +59,29 @@ def save(name, values):
     np.savez(os.path.join(OUT, f"{name}_fetched.npz"), **values)
 
 
-# A. Session made with Grappler on, wrapped right away: sess_dump swaps in a Grappler-free session.
+# A. The documented pattern: `with Session(config=...) as sess: sess = sess_dump(sess)`; the user's session
+#    stays open and stays the default session, so `.eval()` still works after the dumped runs.
 workspace("session")
 graph = tf.Graph()
 with graph.as_default():
     tf.compat.v1.set_random_seed(0)
     t = small_cnn()
     init = tf.compat.v1.global_variables_initializer()
-    with npu_tf_config.sess_dump(tf.compat.v1.Session()) as sess:
+    feed = {t["x"]: FEED_X, t["y"]: FEED_Y}
+    with tf.compat.v1.Session(config=npu_tf_config.reference_session_config()) as sess:
+        original = sess
+        sess = npu_tf_config.sess_dump(sess)
         sess.run(init)
         keys = ["loss", "conv", "bias", "relu", "logits"]
-        fetched = sess.run([t[k] for k in keys] + [t["train"]], {t["x"]: FEED_X, t["y"]: FEED_Y})
+        fetched = sess.run([t[k] for k in keys] + [t["train"]], feed)
         save("session", dict(zip(keys, fetched[:-1])))
+        evaluated = t["loss"].eval(feed)  # the default session: the user's, open and undumped
         rewrite = sess.session._config.graph_options.rewrite_options
         RESULT["session"] = {"ops": graph_ops(graph), "fetches": fetch_names(t),
-                             "grappler_off": bool(rewrite.disable_meta_optimizer)}
+                             "grappler_off": bool(rewrite.disable_meta_optimizer),
+                             "same_session": sess.session is original, "default_is_original":
+                             tf.compat.v1.get_default_session() is original,
+                             "eval_after_step": float(evaluated), "loss_of_step": float(fetched[0])}
 
 # B. MonitoredTrainingSession with the hook and the reference config.
 workspace("monitored")
@@ -88,7 +96,8 @@ with graph.as_default():
         save("monitored", dict(zip(keys, fetched[:-1])))
     RESULT["monitored"] = {"ops": graph_ops(graph), "fetches": fetch_names(t)}
 
-# C. The hook warns when MonitoredTrainingSession keeps Grappler on; D. sess_dump warns when it cannot swap.
+# C. The hook warns when MonitoredTrainingSession keeps Grappler on; D. sess_dump warns once when the session runs
+#    Grappler, and still wraps that very session: its dump then holds the fused op under the Relu's name.
 workspace("warnings")
 graph = tf.Graph()
 with graph.as_default():
@@ -100,7 +109,12 @@ with graph.as_default():
         sess = tf.compat.v1.Session()
         sess.run(tf.compat.v1.global_variables_initializer())
         wrapped = npu_tf_config.sess_dump(sess)
-        RESULT["kept_initialised_session"] = wrapped.session is sess
+        relu_fused = wrapped.run(t["relu"], {t["x"]: FEED_X})
+        again = npu_tf_config.sess_dump(tf.compat.v1.Session())  # a second Grappler-on session: no second warning
+        RESULT["grappler_on"] = {"same_session": wrapped.session is sess, "still_open": not sess._closed,
+                                 "relu": t["relu"].op.name, "capture": wrapped._session_root}
+        np.savez(os.path.join(OUT, "grappler_on_fetched.npz"), relu=relu_fused)
+        again.close()
         sess.close()
     RESULT["warnings"] = [f"{w.category.__name__}: {w.message}" for w in caught
                           if issubclass(w.category, npu_tf_config.CaptureWarning)]
