@@ -39,7 +39,7 @@ TENSORFLOW = "tensorflow"
 class _CallbackLoader(importlib.abc.Loader):
     """Runs the real loader, then ``callback(module)``; the module only ever sees the real loader."""
 
-    def __init__(self, loader, callback: Callable[[Any], None]):
+    def __init__(self, loader, callback: Callable[[Any], object]):
         self._loader = loader
         self._callback = callback
 
@@ -65,7 +65,7 @@ class AfterImportHook(importlib.abc.MetaPathFinder):
     itself off ``meta_path`` at that moment (it fires once). A name no finder knows leaves it in place.
     """
 
-    def __init__(self, name: str, callback: Callable[[Any], None], meta_path: Optional[MutableSequence] = None):
+    def __init__(self, name: str, callback: Callable[[Any], object], meta_path: Optional[MutableSequence] = None):
         self.name = name
         self.callback = callback
         self.meta_path = sys.meta_path if meta_path is None else meta_path
@@ -95,7 +95,7 @@ class AfterImportHook(importlib.abc.MetaPathFinder):
             self.meta_path.remove(self)
 
 
-def install_after_import_hook(name: str, callback: Callable[[Any], None],
+def install_after_import_hook(name: str, callback: Callable[[Any], object],
                               meta_path: Optional[MutableSequence] = None) -> AfterImportHook:
     """Put an :class:`AfterImportHook` first on ``meta_path`` (``sys.meta_path``), replacing one for the same
     name (a reloaded ``tf_config`` must not seed twice)."""

@@ -7,12 +7,14 @@ draws, TensorFlow's random values and initial weights, and ``npu_tf_config.IMPOR
 ``PRECISION_TOOL_SEED=off``) seeds by hand with 2022 through Python's, numpy's and TensorFlow's own calls,
 as a user would: the independent source the ``auto`` values are checked against. ``graph`` builds
 ``tf.compat.v1`` variables in the default graph (after ``disable_eager_execution()``, the TF1 way on TF 2);
-``eager`` draws eagerly and builds a Keras Dense layer (TF 2; TF 1.x prints ``{"skipped": ...}``).
+``eager`` draws eagerly, builds a Keras Dense layer and shuffles a ``tf.data`` dataset with a random map,
+counting tf.data's "Seed N from outer graph" warnings (TF 2; TF 1.x prints ``{"skipped": ...}``).
 """
 import json
 import os
 import random
 import sys
+import warnings
 
 import precision_tool.tf_config as npu_tf_config  # first, as in a user's script
 
@@ -27,6 +29,7 @@ if explicit:
     random.seed(SEED)
     np.random.seed(SEED)
 
+outer_seed_warnings = None
 if mode == "graph":
     tf.compat.v1.disable_eager_execution()
     if explicit:
@@ -45,7 +48,12 @@ else:
     draws = tf.random.uniform([3]).numpy()
     layer = tf.keras.layers.Dense(3)
     layer.build((None, 2))
-    tf_values = [np.asarray(layer.kernel).ravel().tolist(), draws.tolist()]
+    with warnings.catch_warnings(record=True) as caught:  # the filters in force stay
+        dataset = tf.data.Dataset.range(6).shuffle(6).map(lambda v: tf.cast(v, tf.float32) + tf.random.uniform([]))
+        shuffled = [float(v) for v in dataset]
+    tf_values = [np.asarray(layer.kernel).ravel().tolist(), draws.tolist(), shuffled]
+    outer_seed_warnings = sum("from outer graph" in str(w.message) for w in caught)
 
 print(json.dumps({"python": random.random(), "numpy": float(np.random.rand()), "tf": tf_values,
-                  "import_seed": npu_tf_config.IMPORT_SEED, "tf_version": tf.__version__}))
+                  "import_seed": npu_tf_config.IMPORT_SEED, "tf_version": tf.__version__,
+                  "outer_seed_warnings": outer_seed_warnings}))
