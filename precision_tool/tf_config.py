@@ -20,6 +20,7 @@ Importing this module does not import TensorFlow. It sets ``TF_ENABLE_ONEDNN_OPT
 is not imported yet (so a CPU reference keeps Conv2D, BiasAdd and Relu apart), and warns loudly when
 it comes too late. Like the original tool, it seeds at import (seed 2022, ``PRECISION_TOOL_SEED=<n>|off``):
 Python and NumPy at once, TensorFlow right after it is imported (:mod:`precision_tool.capture.import_seed`).
+``NpuPrintLossScaleCallBack`` (the original's Keras callback) is built on first use, by ``__getattr__``.
 
 The original tool's names keep working: ``FUSION_OFF_FILE`` (shipped, all fusion off), ``FUSION_SWITCH_FILE``
 (the switch file the NPU reads for ``fusion_switch``: ``WORKSPACE/fusion/fusion_switch.cfg``, created from
@@ -30,7 +31,7 @@ helpers set: ``WORKSPACE/npu/debug_N``). The last three depend on ``PRECISION_TO
 from __future__ import annotations
 
 from precision_tool.capture.actions import ACTIONS, build_plan, parse_actions
-from precision_tool.capture.callbacks import loss_scale_callback
+from precision_tool.capture.callbacks import loss_scale_callback, npu_print_loss_scale_class
 from precision_tool.capture.determinism import seed_everything
 from precision_tool.capture.environment import disable_onednn_before_tensorflow
 from precision_tool.capture.fusion_files import FUSION_OFF_FILE, FUSION_SWITCH_TEMPLATE
@@ -54,11 +55,14 @@ __all__ = [
     "npu_device_dump_config",
     "sess_dump", "estimator_dump", "reference_session_config", "enable_reference_dump", "disable_reference_dump",
     "seed_everything", "loss_scale_callback", "build_plan", "parse_actions", "IMPORT_SEED",
+    # NpuPrintLossScaleCallBack is left out on purpose: `import *` would build it, importing TensorFlow
 ]
 
 
 def __getattr__(name: str):
     """``FUSION_SWITCH_FILE``, ``DEFAULT_OP_DEBUG_DIR``, ``OP_DEBUG_DIR``: computed when read (see above)."""
+    if name == "NpuPrintLossScaleCallBack":  # a tf.keras Callback subclass: built on first use (imports TF)
+        return npu_print_loss_scale_class()
     try:
         return env_dependent_value(name)
     except AttributeError:

@@ -9,18 +9,36 @@ non-finite weights after the step, which pulls every weight to the host: slow on
 One line per step (every ``every`` steps, and always for an overflow)::
 
     [precision_tool] step 3: loss 0.6931 (finite), loss scale 16384 (halved: overflow, update skipped)
+
+The original tool's ``NpuPrintLossScaleCallBack(optimizer, loss=None)`` is here too
+(:func:`npu_print_loss_scale_class`; ``npu_tf_config.NpuPrintLossScaleCallBack`` builds it on first use, so
+importing ``tf_config`` still imports no TensorFlow). It prints the original's line before each step, to
+stdout::
+
+    PrecisionTool: Train steps 3, loss_scale=32768.000 / not_overflow_status=True
+
+``loss_scale`` is the optimizer's ``loss_scale`` (NPU's ``NPULossScaleOptimizer``, Keras 2's
+``LossScaleOptimizer`` in TF 2.6 / ``tf_keras``) or ``dynamic_scale`` (Keras 3); ``not_overflow_status`` is
+``last_step_finite``, which only NPU's optimizer has. A value the optimizer does not have is printed as
+``n/a`` (the original raised ``AttributeError``). Keras 3 creates ``dynamic_scale`` in the first step: before
+that, its ``initial_scale`` is printed (the first step's scale). The class derives from
+``tf.keras.callbacks.Callback`` as the original did; given an optimizer of the other Keras (``tf_keras`` while
+``tf.keras`` is Keras 3, or the reverse) it builds the same callback on that Keras' ``Callback``, whose ``fit``
+would otherwise reject it (such an instance is not an instance of ``npu_tf_config.NpuPrintLossScaleCallBack``).
+An optimizer from no Keras package (NPU's) gets ``tf.keras``'s ``Callback``.
 """
 from __future__ import annotations
 
 import importlib
 import math
-from typing import Any, Callable, Optional
+from typing import Any, Callable, Dict, Optional
 
 from precision_tool.capture.settings import MESSAGE_PREFIX
 from precision_tool.errors import CaptureError
 from precision_tool.lazy import lazy_import
 
 np = lazy_import("numpy")
+tf = lazy_import("tensorflow")
 
 _CLASS: Optional[type] = None
 
@@ -125,3 +143,110 @@ def _callback_class():
 
         _CLASS = LossScaleCallback
     return _CLASS
+
+
+# -- the original tool's NpuPrintLossScaleCallBack ------------------------------------------------------
+ORIGINAL_LINE = "PrecisionTool: Train steps {}, loss_scale={} / not_overflow_status={}"
+NOT_AVAILABLE = "n/a"
+_KERAS_FAMILIES = ("keras", "tf_keras")
+_ORIGINAL_CLASSES: Dict[Any, type] = {}
+
+
+def _host_value(value):
+    """A variable or tensor's value on the host: ``.numpy()`` (eager), else numpy's view, else the Keras
+    backend's ``get_value`` (TF 1.x graph mode)."""
+    as_numpy = getattr(value, "numpy", None)
+    if callable(as_numpy):
+        try:
+            return as_numpy()
+        except (NotImplementedError, RuntimeError, ValueError, AttributeError):
+            pass  # a graph tensor: numpy() exists but only works eagerly
+    try:
+        array = np.asarray(value)
+    except NotImplementedError:  # TF 1.x refuses to turn a symbolic tensor into an array
+        array = None
+    if array is not None and array.dtype != object:
+        return array
+    return tf.compat.v1.keras.backend.get_value(value)
+
+
+def optimizer_value(optimizer, names) -> Optional[Any]:
+    """The host value of the first attribute of ``names`` the optimizer has (``None`` when it has none).
+
+    A callable is called first: TF <= 2.3's experimental ``LossScaleOptimizer.loss_scale`` is a
+    ``LossScale`` object that returns the current scale when called.
+    """
+    for name in names:
+        value = getattr(optimizer, name, None)
+        if value is None:
+            continue
+        if callable(value) and not hasattr(value, "numpy"):
+            value = value()
+        return _host_value(value)
+    return None
+
+
+def original_line(batch, optimizer) -> str:
+    """The original's line for ``batch``, ``n/a`` for a value the optimizer does not have.
+
+    The scale is ``loss_scale`` (NPU, Keras 2), else ``dynamic_scale`` (Keras 3), else ``initial_scale``: Keras 3
+    creates ``dynamic_scale`` with that value in the first step, so before it the first step's scale is that.
+
+    >>> class NpuOptimizer:  # what NPU's NPULossScaleOptimizer exposes
+    ...     loss_scale, last_step_finite = 1024.0, False
+    >>> original_line(3, NpuOptimizer())
+    'PrecisionTool: Train steps 3, loss_scale=1024.000 / not_overflow_status=False'
+    >>> original_line(0, object())
+    'PrecisionTool: Train steps 0, loss_scale=n/a / not_overflow_status=n/a'
+    """
+    scale = optimizer_value(optimizer, ("loss_scale", "dynamic_scale", "initial_scale"))
+    finite = optimizer_value(optimizer, ("last_step_finite",))
+    return ORIGINAL_LINE.format(batch, NOT_AVAILABLE if scale is None else "{:.3f}".format(float(scale)),
+                                NOT_AVAILABLE if finite is None else bool(finite))
+
+
+def _callback_base_for(optimizer) -> Optional[type]:
+    """``Callback`` of the Keras the optimizer's class comes from (``keras`` or ``tf_keras``), else ``None``."""
+    for klass in type(optimizer).__mro__:
+        package = (klass.__module__ or "").split(".")[0]
+        if package in _KERAS_FAMILIES:
+            try:
+                return importlib.import_module(package).callbacks.Callback  # tf_keras.callbacks is no module
+            except (ImportError, AttributeError):
+                return None
+    return None
+
+
+class _PrintLossScale:
+    """The body of ``NpuPrintLossScaleCallBack``; :func:`npu_print_loss_scale_class` mixes it into a Callback."""
+
+    def __new__(cls, optimizer=None, loss=None):
+        wanted = _callback_base_for(optimizer)
+        if wanted is not None and not issubclass(cls, wanted):
+            return npu_print_loss_scale_class(wanted)(optimizer, loss)  # the other Keras: its own Callback
+        return super().__new__(cls)
+
+    def __init__(self, optimizer, loss=None):
+        super().__init__()
+        self.optimizer = optimizer
+        self.loss = loss
+
+    def on_train_batch_begin(self, batch, logs=None):
+        print(original_line(batch, self.optimizer), flush=True)
+
+
+def npu_print_loss_scale_class(base: Optional[type] = None) -> type:
+    """The original tool's ``NpuPrintLossScaleCallBack`` class on ``base`` (default
+    ``tf.keras.callbacks.Callback``, as the original), built once per base.
+
+    ``callbacks.append(npu_tf_config.NpuPrintLossScaleCallBack(opt))``; ``model.fit(..., callbacks=callbacks)``.
+    """
+    if base is None:
+        base = tf.keras.callbacks.Callback
+    klass = _ORIGINAL_CLASSES.get(base)
+    if klass is None:
+        klass = type("NpuPrintLossScaleCallBack", (_PrintLossScale, base), {
+            "__doc__": "Prints the loss scale and last_step_finite before each step (the original tool's callback).",
+            "__module__": "precision_tool.tf_config"})
+        _ORIGINAL_CLASSES[base] = klass
+    return klass
