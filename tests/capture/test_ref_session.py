@@ -64,13 +64,19 @@ def test_sess_dump_wraps_the_users_session_which_stays_the_default(capture):
     assert state["closed_after_with"]  # closed by the user's `with`, not by sess_dump
 
 
+GRAPPLER = ("the session runs Grappler, which fuses ops (Conv2D+BiasAdd+Relu run as one _FusedConv2D named after "
+            "the Relu), so tfdbg dumps the fused op and the Conv2D and BiasAdd names the NPU dump refers to are "
+            "missing; ")
+
+
 def test_a_grappler_session_is_warned_about_once_with_the_fix(capture):
     warnings = [w for w in capture["warnings"] if w.startswith("CaptureWarning")]
-    assert warnings == [
-        "CaptureWarning: sess_dump: the session runs Grappler, which fuses ops (Conv2D+BiasAdd+Relu run as one "
-        "_FusedConv2D named after the Relu), so tfdbg dumps the fused op and the Conv2D and BiasAdd names the NPU "
-        "dump refers to are missing; create it with tf.Session(config=npu_tf_config.reference_session_config("
-        "config)) (the session is wrapped as it is)"]
+    sess_dump = (f"CaptureWarning: sess_dump: {GRAPPLER}create it with "
+                 "tf.Session(config=npu_tf_config.reference_session_config(config)) (the session is wrapped as it is)")
+    estimator = (f"CaptureWarning: estimator_dump: {GRAPPLER}pass config=npu_tf_config.reference_session_config("
+                 "config) to MonitoredTrainingSession (Estimator: RunConfig(session_config="
+                 "npu_tf_config.reference_session_config(config)))")
+    assert warnings == [sess_dump] + ([] if "skipped" in capture["estimator"] else [estimator])
     assert capture["_output"].count("[precision_tool] WARNING: sess_dump: the session runs Grappler") == 1
 
 

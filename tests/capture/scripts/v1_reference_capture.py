@@ -9,7 +9,8 @@ writes what TensorFlow returned to OUT_DIR/result.json:
 * ``reference``: the same with ``config=reference_session_config()``.
 * ``monitored`` and ``estimator``: one SGD step of a linear model with constant initial weights (its values
   are derived by hand in the test) under ``MonitoredTrainingSession`` / ``tf.estimator.Estimator`` with
-  ``hooks=[estimator_dump()]``; the estimator part records ``skipped`` where ``tf.estimator`` is gone.
+  ``hooks=[estimator_dump()]``; the estimator part records ``skipped`` where ``tf.estimator`` is gone. A second
+  estimator keeps its default (Grappler on) session config, which the hook must warn about.
 """
 import json
 import os
@@ -89,7 +90,6 @@ with tf.Graph().as_default():
         sess = npu_tf_config.sess_dump(sess)
         sess.run(init)
         np.save(os.path.join(OUT, "reference_relu.npy"), sess.run(relu, {x: IMAGE}))
-RESULT["warnings"] = list(caught)
 
 # monitored
 workspace("monitored")
@@ -119,6 +119,12 @@ else:
     estimator.train(input_fn, steps=1, hooks=[npu_tf_config.estimator_dump()])
     RESULT["estimator"] = {"w": estimator.get_variable_value("w").tolist(),
                            "b": estimator.get_variable_value("b").tolist()}
+    # the estimator's default session config runs Grappler: the hook says so (once)
+    workspace("estimator_grappler")
+    plain = estimator_module.Estimator(model_fn, config=estimator_module.RunConfig(
+        model_dir=os.path.join(OUT, "model_grappler")))
+    plain.train(input_fn, steps=1, hooks=[npu_tf_config.estimator_dump()])
+RESULT["warnings"] = list(caught)
 
 with open(os.path.join(OUT, "result.json"), "w") as handle:
     json.dump(RESULT, handle)
