@@ -1,0 +1,225 @@
+"""The TF1 user's whole flow on Python 3.7 + TF 1.15, as the original precision_tool's README had it.
+
+1. ``tests/capture/scripts/tf1_readme_flow.py``: ``session_dump_config(config, action='dump')`` (TF ignores the
+   NpuOptimizer on CPU), ``seed_everything()``, a small tf.layers/tf.nn CNN in graph mode, then
+   ``with tf.Session(config=reference_session_config(config)) as sess: sess = sess_dump(sess)``, ``sess.run``,
+   and ``y.eval()`` on the user's own session afterwards.
+2. ``python -m precision_tool -d WS tf_dump`` converts the run; its .npy files must hold exactly what
+   ``sess.run`` returned (TensorFlow itself is the reference here).
+3. An NPU side is built from those values with precision_tool's writers (plain numpy, run here on the users'
+   numpy): every compute op's dump holds the reference rounded to float16, except ``relu1``, whose output gets
+   +1.0 everywhere; the Build graph lists the ops with their TF names. ``ac -c`` must name ``relu1`` and exit 1,
+   and its cosine for ``relu1`` must equal the one numpy computes from the two arrays.
+
+Skipped where TensorFlow is not 1.x (the script is TF1 code).
+"""
+import csv
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from precision_tool.capture.emulate.artifacts import (FIRST_TASK_ID, GRAPH_FILE_NAME, RUN_BASE_US, STREAM_ID,
+                                                      TIMESTAMP_STEP_US, dump_folder, model_name_for)
+from precision_tool.formats import dtypes, ge_graph as G
+from precision_tool.formats.dump_names import build_dump_name
+from precision_tool.formats.dump_writer import TensorSpec, write_dump
+from precision_tool.formats.ge_io import write_ge_graph_text
+from precision_tool.formats.npy_dir import read_npy_dir, reference_op_name
+
+
+def tensorflow_version():
+    """The installed TensorFlow's version, read from its package metadata (importing TF would take seconds)."""
+    try:
+        from importlib import metadata
+    except ImportError:  # Python 3.7
+        import importlib_metadata as metadata
+    for dist in ("tensorflow", "tensorflow-cpu", "tensorflow-gpu"):
+        try:
+            return metadata.version(dist)
+        except metadata.PackageNotFoundError:
+            continue
+    return None
+
+
+TF_VERSION = tensorflow_version()
+pytestmark = [pytest.mark.compat,
+              pytest.mark.skipif(not (TF_VERSION or "").startswith("1."),
+                                 reason=f"TF1 flow: needs TensorFlow 1.x, not {TF_VERSION or 'none'}")]
+
+REPO = Path(__file__).resolve().parents[2]
+SCRIPT = REPO / "tests" / "capture" / "scripts" / "tf1_readme_flow.py"
+TASK_TYPES = {"Conv2D", "BiasAdd", "Relu", "MaxPool", "Reshape", "MatMul", "Softmax"}
+PERTURBED, DELTA = "relu1", 1.0
+
+
+def cli(workspace, *argv):
+    """``python -m precision_tool -d WORKSPACE ...`` as the user types it."""
+    return subprocess.run([sys.executable, "-m", "precision_tool", "-d", str(workspace), *argv],
+                          env=dict(os.environ, PYTHONPATH=str(REPO)), stdout=subprocess.PIPE,
+                          stderr=subprocess.STDOUT, universal_newlines=True, timeout=300)
+
+
+@pytest.fixture(scope="module")
+def flow(tmp_path_factory):
+    out = tmp_path_factory.mktemp("tf1_flow")
+    workspace = out / "precision_data"
+    env = dict(os.environ, PYTHONPATH=str(REPO), TF_CPP_MIN_LOG_LEVEL="2", PRECISION_TOOL_DATA=str(workspace))
+    for name in ("PRECISION_TOOL_SEED", "PRECISION_TOOL_ACTION", "DUMP_GE_GRAPH", "DUMP_GRAPH_LEVEL",
+                 "DUMP_GRAPH_PATH", "TF_ENABLE_ONEDNN_OPTS"):
+        env.pop(name, None)
+    done = subprocess.run([sys.executable, str(SCRIPT), str(out)], env=env, stdout=subprocess.PIPE,
+                          stderr=subprocess.STDOUT, universal_newlines=True, timeout=300)
+    assert done.returncode == 0, done.stdout[-4000:]
+    result = json.loads((out / "result.json").read_text())
+    fetched = np.load(out / "fetched.npz")
+    result["fetched"] = {key.replace("__", "/"): fetched[key] for key in fetched.files}
+    result["output"], result["workspace"], result["out"] = done.stdout, workspace, out
+    converted = cli(workspace, "tf_dump")
+    assert converted.returncode == 0, converted.stdout
+    result["tf_dump"] = converted.stdout
+    return result
+
+
+def reference(workspace):
+    """``{tf op name: output 0}`` of the converted reference."""
+    return {ref.file_op_name: np.load(ref.path, allow_pickle=False) for ref in read_npy_dir(workspace / "tf" / "dump")
+            if ref.output_index == 0}
+
+
+def test_the_readme_script_runs_and_the_users_session_stays_usable(flow):
+    assert flow["wrapped_user_session"] and flow["eval_equals_run"] and flow["user_session_closed"]
+    assert flow["import_seed"] == 2022
+    output = flow["output"]
+    assert "[precision_tool] NPU capture 'dump' ->" in output  # session_dump_config ran, and TF ran on CPU
+    assert "[precision_tool] seed 2022: python, numpy, tensorflow seeded (TensorFlow: " \
+           "tf.compat.v1.set_random_seed on the default graph); TF_DETERMINISTIC_OPS=1" in output
+    assert "[precision_tool] WARNING" not in output  # the reference config keeps Grappler off: no fused names
+
+
+def test_tf_dump_holds_what_the_session_returned(flow):
+    values = reference(flow["workspace"])
+    assert sorted(flow["fetched"]) == ["conv1/BiasAdd", "conv1/Conv2D", "fc/BiasAdd", "fc/MatMul", "flat",
+                                       "pool1/MaxPool", "prob", "relu1"]
+    for name, value in flow["fetched"].items():
+        np.testing.assert_array_equal(values[reference_op_name(name)], value, err_msg=name)
+    types = {op["name"]: op["type"] for op in flow["ops"]}
+    assert [types[name] for name in ("conv1/Conv2D", "conv1/BiasAdd", "relu1", "pool1/MaxPool", "fc/MatMul")] == [
+        "Conv2D", "BiasAdd", "Relu", "MaxPool", "MatMul"]
+    assert "wrote 18 tensors" in flow["tf_dump"]
+
+
+# -- the NPU side ------------------------------------------------------------------------------------------
+def _layout(shape, role="activation"):
+    if len(shape) != 4:
+        return "ND"
+    return "HWCN" if role == "weight" else "NHWC"
+
+
+def _dtype_enum(array):
+    return dtypes.dtype_name(dtypes.dtype_code(array.dtype))
+
+
+def _desc(array, layout, origin=None):
+    name, index = origin or ("", None)
+    return G.tensor_desc(_dtype_enum(array), layout, array.shape, origin_format=layout, origin_shape=array.shape,
+                         origin_name=name, origin_output_index=index)
+
+
+def build_npu_side(workspace, ops, values):
+    """``npu/debug_0``: one dump per compute op (float16 reference, ``relu1`` + DELTA) and the Build graph.
+
+    The forward ops keep their TF names (no fusion). Inputs of a compute op are its producers' NPU outputs;
+    other producers (the input, weights, the reshape's shape) are graph-only nodes whose values come from the
+    reference. Returns ``{op name: NPU output}``.
+    """
+    by_name = {op["name"]: op for op in ops}
+    tasks = [op for op in ops if op["type"] in TASK_TYPES]
+    base_us = RUN_BASE_US["debug_0"]
+    model = model_name_for(base_us)
+    folder = dump_folder(str(workspace / "npu" / "debug_0" / "dump"), base_us, model)
+    os.makedirs(folder)
+    npu, nodes, listed = {}, [], set()
+
+    def value_of(tensor):
+        producer = tensor.rsplit(":", 1)[0]
+        if producer in npu:
+            return npu[producer]
+        array = values[reference_op_name(producer)]
+        return array.astype(np.float16) if array.dtype.kind == "f" else array
+
+    def role(tensor):
+        return "weight" if by_name[tensor.rsplit(":", 1)[0]]["type"] == "Identity" else "activation"
+
+    for k, op in enumerate(tasks):
+        inputs = [value_of(t) for t in op["inputs"]]
+        for tensor, array in zip(op["inputs"], inputs):
+            producer = tensor.rsplit(":", 1)[0]
+            if producer not in npu and producer not in listed:  # graph-only producer, listed once
+                listed.add(producer)
+                kind = "Data" if by_name[producer]["type"] == "Placeholder" else "Const"
+                nodes.append(G.OpNode(name=producer, type=kind, id=len(nodes),
+                                      output_descs=(_desc(array, _layout(array.shape, role(tensor)), (producer, 0)),),
+                                      attrs={G.KERNEL_LIB: "DNN_VM_GE_LOCAL_OP_STORE"}))
+        output = values[reference_op_name(op["name"])].astype(np.float16)
+        if op["name"] == PERTURBED:
+            output = (output.astype(np.float32) + DELTA).astype(np.float16)
+        npu[op["name"]] = output
+        layout = _layout(output.shape)
+        in_layouts = [_layout(a.shape, role(t)) for t, a in zip(op["inputs"], inputs)]
+        specs_in = [TensorSpec(a, format=f, original_shape=a.shape) for a, f in zip(inputs, in_layouts)]
+        spec_out = TensorSpec(output, format=layout, original_shape=output.shape, original_op=(op["name"], 0),
+                              original_format=layout)
+        stamp = base_us + TIMESTAMP_STEP_US * (k + 1)
+        name = build_dump_name(op["type"], op["name"], FIRST_TASK_ID + k, STREAM_ID, stamp)
+        write_dump(os.path.join(folder, name.file_name), op["name"], specs_in, [spec_out], dump_time=stamp)
+        nodes.append(G.OpNode(
+            name=op["name"], type=op["type"], id=len(nodes), stream_id=STREAM_ID,
+            inputs=tuple(G.InputRef.parse(t) for t in op["inputs"]),
+            input_descs=tuple(_desc(a, f) for a, f in zip(inputs, in_layouts)),
+            output_descs=(_desc(output, layout, (op["name"], 0)),),
+            attrs={G.ORIGINAL_OP_NAMES: [op["name"]], G.KERNEL_LIB: "AIcoreEngine",
+                   op["name"] + G.KERNEL_NAME_SUFFIX: f"te_{op['type'].lower()}_{k}"}))
+    graph = G.Graph(model, tuple(nodes), inputs=("input",), outputs=(tasks[-1]["name"],))
+    write_ge_graph_text(G.GraphModel((graph,), name=model),
+                        workspace / "npu" / "debug_0" / "graph" / GRAPH_FILE_NAME)
+    return npu
+
+
+def cosine(a, b):
+    a, b = a.astype(np.float64).ravel(), b.astype(np.float64).ravel()
+    return float(a @ b / (np.linalg.norm(a) * np.linalg.norm(b)))
+
+
+def test_ac_names_the_perturbed_op_and_exits_1(flow, tmp_path):
+    workspace = flow["workspace"]
+    values = reference(workspace)
+    npu = build_npu_side(workspace, flow["ops"], values)
+    result_dir = tmp_path / "ac"
+    checked = cli(workspace, "ac", "-c", "-o", str(result_dir))
+    text = checked.stdout
+    assert checked.returncode == 1, text
+    assert "Verdict: Most likely culprit: relu1 (Relu), by first divergence" in text
+    assert "its output 0 fails against the reference" in text and "while its inputs still match" in text
+    (csv_path,) = result_dir.glob("result_*.csv")
+    with open(csv_path, newline="", encoding="utf-8") as handle:
+        rows = {row["TensorIndex"]: row for row in csv.DictReader(handle)}
+    # the perturbed output, and the MaxPool input that reads it, against what numpy says about the two arrays
+    relu_npu, relu_ref = npu[PERTURBED], values[PERTURBED]
+    expected_cosine = cosine(relu_npu, relu_ref)
+    expected_mean_error = float(np.mean(np.abs(relu_npu.astype(np.float64) - relu_ref)))
+    assert expected_cosine < 0.99 and abs(expected_mean_error - DELTA) < 1e-3  # +1.0 everywhere, in float16
+    for tensor in ("relu1:output:0", "pool1/MaxPool:input:0"):
+        assert abs(float(rows[tensor]["CosineSimilarity"]) - expected_cosine) <= 1e-6, tensor
+        assert abs(float(rows[tensor]["MeanAbsoluteError"]) - expected_mean_error) <= 1e-6, tensor
+    # everything else passes: float16 rounding alone; the zero biases have no cosine (NaN) and count as BOTH_ZERO
+    others = {tensor: row["CosineSimilarity"] for tensor, row in rows.items()
+              if tensor not in ("relu1:output:0", "pool1/MaxPool:input:0")}
+    assert len(others) == 19
+    assert {tensor for tensor, value in others.items() if value == "NaN"} == {"conv1/BiasAdd:input:1",
+                                                                              "fc/BiasAdd:input:1"}
+    assert all(float(value) >= 0.9999 for value in others.values() if value != "NaN")
