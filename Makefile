@@ -29,6 +29,7 @@ $(STAMP): setup.cfg pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q -e '.[tf,test]'
+	$(PY) -m pip install -q --no-deps tf_keras==2.21.0  # Keras 2 for the tests; with deps it pulls the full tensorflow wheel
 	touch $@
 
 # $(call user_env,VENV,PYTHON,PINS): TensorFlow as its users have it, then precision_tool as they install it.
@@ -76,7 +77,7 @@ browser:
 lint: venv
 	$(PY) -m ruff check precision_tool tests benchmarks sample_dumps
 	$(PY) -m mypy
-	$(PY) -m vermin -q -t=3.7- --no-tips --violations precision_tool
+	$(VENV)/bin/vermin -q -t=3.7- --no-tips --violations precision_tool
 
 test: venv lint peer browser test-user-envs
 	$(PY) -m pytest -q
