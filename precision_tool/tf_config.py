@@ -12,6 +12,7 @@ Reference side (CPU/GPU)::
     sess = npu_tf_config.sess_dump(sess)                                         # tf.compat.v1 session
     hooks = [npu_tf_config.estimator_dump()]                                     # MonitoredTrainingSession
     npu_tf_config.enable_reference_dump()                                        # TF2 / Keras, before the first step
+    npu_tf_config.record_reference_names(model)                                  # ... Keras names for tf_dump
 
 then ``precision_tool tf_dump``. Actions and parameters: :mod:`precision_tool.capture.actions`;
 settings (workspace, dump step): :mod:`precision_tool.capture.settings`; ``docs/capture-*.md``.
@@ -40,6 +41,7 @@ from precision_tool.capture.npu_config import (env_dependent_value, estimator_du
                                                npu_run_config_options, session_dump_config, update_custom_op)
 from precision_tool.capture.reference import (disable_reference_dump, enable_reference_dump, estimator_dump,
                                               reference_session_config, sess_dump)
+from precision_tool.capture.reference_names import record_reference_names
 from precision_tool.capture.settings import CaptureWarning
 
 # None of the imports above imports TensorFlow (tests/capture/test_environment.py checks it), so this still
@@ -54,6 +56,7 @@ __all__ = [
     "session_dump_config", "update_custom_op", "estimator_dump_config", "npu_run_config_options",
     "npu_device_dump_config",
     "sess_dump", "estimator_dump", "reference_session_config", "enable_reference_dump", "disable_reference_dump",
+    "record_reference_names",
     "seed_everything", "loss_scale_callback", "build_plan", "parse_actions", "IMPORT_SEED",
     # NpuPrintLossScaleCallBack is left out on purpose: `import *` would build it, importing TensorFlow
 ]

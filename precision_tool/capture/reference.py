@@ -30,6 +30,7 @@ import os
 import time
 from typing import Any, Optional, Set
 
+from precision_tool.capture.reference_names import remember_capture_root
 from precision_tool.capture.settings import CaptureSettings, notify, warn_loudly
 from precision_tool.errors import CaptureError
 from precision_tool.lazy import lazy_import
@@ -197,7 +198,9 @@ def enable_reference_dump(dump_root: Optional[str] = None) -> str:
     """
     root = _capture_root(dump_root)
     tf.debugging.experimental.enable_dump_debug_info(root, tensor_debug_mode="FULL_TENSOR", circular_buffer_size=-1)
-    notify(f"reference dump (tfdbg v2, FULL_TENSOR) -> {root}")
+    remember_capture_root(root)
+    notify(f"reference dump (tfdbg v2, FULL_TENSOR) -> {root}; then npu_tf_config.record_reference_names(model) "
+           "so tf_dump can also write Keras input and variable names")
     return root
 
 

@@ -26,8 +26,6 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 import numpy as np
 import tensorflow as tf
 
-from precision_tool.formats.capture_names import ModelInput, ModelNames, VariableName, write_capture_names
-
 OUT, FLAVOUR = sys.argv[1], sys.argv[2]
 if FLAVOUR == "keras":
     import keras
@@ -43,28 +41,12 @@ def tf_variable(variable):
     return inner if hasattr(inner, "handle") else variable
 
 
-def input_consumers(model):
-    """Per Keras Input (in order): its name and the names of the layers that take it."""
-    found = []
-    for layer in model.layers:
-        if type(layer).__name__ != "InputLayer":
-            continue
-        consumers = []
-        for node in getattr(layer, "_outbound_nodes", []):
-            target = getattr(node, "operation", None) or getattr(node, "outbound_layer", None)
-            if target is not None:
-                consumers.append(target.name)
-        found.append(ModelInput(layer.name, tuple(consumers)))
-    return tuple(found)
-
-
 def record_names(root, model, optimizer=None):
-    """What a capture helper writes beside the dump: model inputs and every variable's handle id."""
+    """The public helper writes the names file; returns {variable name: handle id} as TF itself says."""
+    npu_tf_config.record_reference_names(model, optimizer)  # into the running capture (root)
     extra = getattr(optimizer, "variables", ())
     variables = list(model.variables) + list(extra() if callable(extra) else extra)  # Keras 2: a method
-    named = [VariableName(tf_variable(v).name.split(":")[0], tf_variable(v).handle._id) for v in variables]
-    write_capture_names(root, [ModelNames(model.name, input_consumers(model))], named)
-    return {v.name: v.handle_id for v in named}
+    return {tf_variable(v).name.split(":")[0]: tf_variable(v).handle._id for v in variables}
 
 
 def build():
