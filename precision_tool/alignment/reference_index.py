@@ -15,6 +15,7 @@ a wrong pairing costs more than a missing one, and the coverage report shows wha
 """
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from typing import Dict, Iterable, List, Optional, Sequence, Set, Tuple
 
@@ -83,12 +84,27 @@ class ReferenceIndex:
 
     def unused(self) -> Tuple[str, ...]:
         """``name:output:k`` of every reference tensor no lookup found; the name is the real TF name when
-        exactly one known name maps to the file, else the file's spelling."""
+        exactly one known name maps to the file, else the file's spelling.
+
+        A file that is a hard link of a used one (``tf_dump`` writes a Keras input or variable name as a
+        second link to the same ``.npy``) is the same tensor, found under its other name: not listed.
+        """
+        used_files = {_file_identity(self._by_key[key].path) for key in self._used}
+        used_files.discard(None)
         names = []
         for file_key, index in self._by_key:
-            if (file_key, index) in self._used:
+            if (file_key, index) in self._used or _file_identity(self._by_key[(file_key, index)].path) in used_files:
                 continue
             candidates = self._names.get(file_key, ())
             shown = candidates[0] if len(candidates) == 1 else file_key
             names.append(f"{shown}:{OUTPUT}:{index}")
         return tuple(sorted(names))
+
+
+def _file_identity(path) -> Optional[Tuple[int, int]]:
+    """``(device, inode)`` of ``path``, or ``None`` when it cannot be stat'ed (then it is its own tensor)."""
+    try:
+        info = os.stat(path)
+    except OSError:
+        return None
+    return (info.st_dev, info.st_ino)

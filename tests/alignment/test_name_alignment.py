@@ -76,3 +76,15 @@ def test_bad_arguments(tmp_path):
     with pytest.raises(WorkspaceError, match="no GE Build graph"):
         align(dump_dir, ref_dir, graph=tmp_path / "ref")
     assert os.path.isdir(ref_dir)
+
+
+@pytest.mark.compat
+def test_a_hard_linked_alias_of_a_used_reference_is_not_listed_as_unused(tmp_path):
+    # tf_dump writes a Keras name (a variable, the model Input) as a second hard link to the same .npy
+    write_dumps(tmp_path / "npu", [node("scope/neg", "Neg", ["x:0"])])
+    write_refs(tmp_path / "ref", ["scope/neg", "unused"])
+    (original,) = [name for name in os.listdir(tmp_path / "ref") if name.startswith("scope_neg.")]
+    os.link(tmp_path / "ref" / original, tmp_path / "ref" / original.replace("scope_neg", "keras_name"))
+    result = align(tmp_path / "npu", tmp_path / "ref")
+    assert pairing(result) == {"scope/neg:output:0": "scope/neg:output:0"}
+    assert result.coverage.reference_only == ("unused:output:0",)  # not keras_name: it is scope/neg's file
