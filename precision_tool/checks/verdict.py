@@ -129,6 +129,22 @@ def _fusion_reason(fusion, op_name: str) -> _FusionFinding:
     return _FusionFinding(passes=passes)
 
 
+def _inputs_text(divergence, rows) -> str:
+    """What was measured about the culprit's inputs: never "they match" for an input nobody compared.
+
+    Inputs without a reference (e.g. a model input captured under another name) count as passing when the
+    first divergence is chosen; the reason says so instead of claiming they match.
+    """
+    unknown = list(divergence.unknown_inputs)
+    if not unknown:
+        return " while its inputs still match"
+    compared = [row for row in rows if row.kind == TensorKind.INPUT and row.compared]
+    if compared:
+        return f" while its compared inputs still match (input(s) {unknown} not compared: assumed right)"
+    return (f"; none of its inputs was compared (no reference for input(s) {unknown}), so it is the first failing "
+            "op, not proven to add the error")
+
+
 def _divergence_culprit(divergence, overflow, fusion, compare) -> Culprit:
     op_name = divergence.op_name
     rows = _rows_of(compare, op_name)
@@ -138,7 +154,7 @@ def _divergence_culprit(divergence, overflow, fusion, compare) -> Culprit:
     if failing:
         worst = min(failing, key=lambda row: row.cosine if row.cosine is not None else -2.0)
         reasons.append(f"its output {worst.tensor_index} fails against the reference ({worst.status.value}: "
-                       f"{worst.reason}) while its inputs still match")
+                       f"{worst.reason}){_inputs_text(divergence, rows)}")
     finding = _overflow_finding(overflow, op_name)
     if finding is not None:
         reasons.append(f"overflow: record {finding.position} of the overflow run names it: "
@@ -150,7 +166,10 @@ def _divergence_culprit(divergence, overflow, fusion, compare) -> Culprit:
     reasons.extend(fused.lines)
     passes, blamed = fused.passes, fused.blamed
     if finding is None and scan_op is None and not blamed and not fused.undecided:
-        reasons.append("no overflow and no fusion explain it: the kernel itself loses accuracy on good inputs")
+        reasons.append("no overflow and no fusion explain it: the kernel itself loses accuracy on good inputs"
+                       if not divergence.unknown_inputs else
+                       "no overflow and no fusion explain it: if its uncompared inputs are right, the kernel itself "
+                       "loses accuracy")
     index = divergence.failed_outputs[0] if divergence.failed_outputs else 0
     commands = [f"ni {_q(op_name)}", f"pt {_q(f'{op_name}:output:{index}')}"]
     if blamed:

@@ -87,3 +87,16 @@ def test_a_folder_that_is_not_a_workspace_is_a_one_line_error(tmp_path):
         run_autocheck(str(tmp_path))
     with pytest.raises(WorkspaceError, match="no such workspace folder"):
         run_autocheck(str(tmp_path / "missing"))
+
+
+def test_a_culprit_whose_input_has_no_reference_is_not_said_to_read_matching_inputs(tmp_path):
+    # a model input captured under another name (TF2's args_N) has no reference: nothing measured it
+    workspace = copy_cnn_workspace(tmp_path)
+    for path in (workspace / "tf" / "dump").glob("image.0.*.npy"):
+        path.unlink()
+    perturb_output(dump_file_of(workspace, 0, "small_cnn_1_conv1_1_convolution"), rel=0.3)
+    culprit = run_autocheck(str(workspace), WITH_COMPARE).verdict.culprit
+    assert culprit.op_name == "small_cnn_1/conv1_1/convolution"
+    reasons = " | ".join(culprit.reasons)
+    assert "while its inputs still match" not in reasons and "on good inputs" not in reasons
+    assert "while its compared inputs still match (input(s) [0] not compared: assumed right)" in reasons

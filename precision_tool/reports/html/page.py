@@ -78,8 +78,14 @@ def _verdict_card(data: ReportData) -> str:
     else:
         first = data.divergence.first if data.divergence is not None else None
         clean = first is None and not data.failing_rows
-        headline = (f"First divergence: {first.op_name} (outputs {list(first.failed_outputs)} fail on inputs that "
-                    "still match)" if first is not None else "No op fails on matching inputs.")
+        if first is None:
+            headline = "No op fails on matching inputs."
+        elif first.unknown_inputs:
+            headline = (f"First divergence: {first.op_name} (outputs {list(first.failed_outputs)} fail; its inputs "
+                        f"{list(first.unknown_inputs)} were not compared and are assumed right)")
+        else:
+            headline = (f"First divergence: {first.op_name} (outputs {list(first.failed_outputs)} fail on inputs that "
+                        "still match)")
         parts.append(_paragraph(text(headline), class_="headline", id="verdict-headline"))
         parts.append(_paragraph(text("Overflow and fusion were not checked for this page: 'precision_tool -d "
                                      "WORKSPACE report -f RESULT' adds them."), class_="note"))

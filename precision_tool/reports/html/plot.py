@@ -283,7 +283,7 @@ def _divergence_marker(points, op_name: Optional[str], width: int, top: float, b
     anchor = "start" if x < width / 2 else "end"
     label_x = x + 6 if anchor == "start" else x - 6
     return element("g", element("title", text(f"first divergence: {op_name} -- the first op whose output fails "
-                                               "while its inputs still match"))
+                                               "while its compared inputs still match"))
                    + void("line", x1=number(x), x2=number(x), y1=number(top), y2=number(bottom),
                           stroke=DIVERGENCE_COLOR, stroke_width=1.5, stroke_dasharray="5 3")
                    + _label(label_x, top + 12, f"first divergence: {op_name}", anchor=anchor, size=12,
