@@ -29,7 +29,7 @@ from precision_tool.formats.tf_schema import WIRE_I64, WIRE_LEN, WIRE_VARINT, it
 from precision_tool.formats.tf_tensor import (DT_RESOURCE, TensorLocation, base_dtype_code, load_located_tensor,
                                               scan_tensor_proto)
 from precision_tool.formats.tfdbg import DEFAULT_DEVICE, V2_TRACES_SUFFIX, TfdbgTensor, as_tensor_proto, v2_files
-from precision_tool.formats.tfrecord import FOOTER_BYTES, RecordSpan, TFRecordFile, encode_record, masked_crc32c
+from precision_tool.formats.tfrecord import RecordSpan, TFRecordFile, encode_record, read_span
 
 _V2_GRAPHS_SUFFIX = ".graphs"
 _MAX_TIMESTAMP_US = 10 ** 16  # reference .npy names hold 16 timestamp digits (up to the year 2286)
@@ -106,15 +106,7 @@ def wall_time_us(wall_time: float, path: str, span: RecordSpan) -> int:
 
 
 def _load_v2_tensor(path: str, span: RecordSpan, verify: bool) -> Optional[np.ndarray]:
-    data = bytearray(span.length)
-    with open(path, "rb") as handle:
-        handle.seek(span.offset)
-        read = handle.readinto(data)
-        stored = handle.read(FOOTER_BYTES)
-    if read != span.length or len(stored) != FOOTER_BYTES:
-        raise ReferenceFormatError(path, f"record {span.index} is truncated (file changed since it was listed?)")
-    if verify and masked_crc32c(data) != struct.unpack("<I", stored)[0]:
-        raise ReferenceFormatError(path, f"TFRecord record {span.index}: data CRC mismatch (corrupt file)")
+    data = read_span(path, span, verify)
     trace = _scan_trace(data, 0, len(data), path)
     if trace is None or trace.tensor is None:
         raise ReferenceFormatError(path, f"record {span.index} no longer holds a tensor (file changed?)")

@@ -41,7 +41,7 @@ from precision_tool.formats.tf_schema import WIRE_I64, WIRE_LEN, WIRE_VARINT, it
 from precision_tool.formats.tf_tensor import TensorLocation, load_located_tensor, scan_tensor_proto
 from precision_tool.formats.tfdbg import DEFAULT_DEVICE, V2_TRACES_SUFFIX, TfdbgTensor, as_tensor_proto, v2_files
 from precision_tool.formats.tfdbg_v2 import wall_time_us
-from precision_tool.formats.tfrecord import FOOTER_BYTES, RecordSpan, TFRecordFile, encode_record, masked_crc32c
+from precision_tool.formats.tfrecord import RecordSpan, TFRecordFile, encode_record, read_span
 
 GRAPHS_SUFFIX = ".graphs"
 EXECUTION_SUFFIX = ".execution"
@@ -275,15 +275,7 @@ def _scan_execution(buf, span: RecordSpan, index: int, path: str) -> Optional[V2
 
 
 def _load_execution_output(path: str, span: RecordSpan, slot: int, verify: bool) -> Optional[np.ndarray]:
-    data = bytearray(span.length)
-    with open(path, "rb") as handle:
-        handle.seek(span.offset)
-        read = handle.readinto(data)
-        stored = handle.read(FOOTER_BYTES)
-    if read != span.length or len(stored) != FOOTER_BYTES:
-        raise ReferenceFormatError(path, f"record {span.index} is truncated (file changed since it was listed?)")
-    if verify and masked_crc32c(data) != struct.unpack("<I", stored)[0]:
-        raise ReferenceFormatError(path, f"TFRecord record {span.index}: data CRC mismatch (corrupt file)")
+    data = read_span(path, span, verify)
     execution = _scan_execution(data, RecordSpan(span.index, 0, len(data)), 0, path)
     if execution is None or slot >= len(execution.outputs) or execution.outputs[slot] is None:
         raise ReferenceFormatError(path, f"record {span.index} no longer holds output {slot} (file changed?)")

@@ -276,3 +276,21 @@ def read_records(path, verify: bool = True) -> Iterator[bytearray]:
     with TFRecordFile(path) as records:
         for span in records.spans():
             yield records.read(span, verify)
+
+
+def read_span(path: str, span: RecordSpan, verify: bool = True) -> bytearray:
+    """Read one record's data again from ``path`` (listed earlier as ``span``), without mapping the file.
+
+    Raises ``ReferenceFormatError`` when the file is now shorter than the span (changed since it was listed)
+    or, with ``verify``, when the data's CRC does not match.
+    """
+    data = bytearray(span.length)
+    with open(path, "rb") as handle:
+        handle.seek(span.offset)
+        read = handle.readinto(data)
+        stored = handle.read(FOOTER_BYTES)
+    if read != span.length or len(stored) != FOOTER_BYTES:
+        raise ReferenceFormatError(path, f"record {span.index} is truncated (file changed since it was listed?)")
+    if verify and masked_crc32c(data) != struct.unpack("<I", stored)[0]:
+        raise ReferenceFormatError(path, f"TFRecord record {span.index}: data CRC mismatch (corrupt file)")
+    return data
