@@ -29,6 +29,20 @@ def default_data_dir() -> str:
     return os.environ.get(ENV_DATA_DIR) or DEFAULT_DATA_DIR
 
 
+def __getattr__(name: str) -> str:
+    """The original tool's ``config.ROOT_DIR`` and ``config.DATA_ROOT_DIR``, computed when read.
+
+    The original had ``ROOT_DIR = ''`` and ``DATA_ROOT_DIR = os.path.join(ROOT_DIR, 'precision_data')``, so
+    scripts that build paths from them keep working: ``DATA_ROOT_DIR`` is the workspace (absolute; it
+    follows ``PRECISION_TOOL_DATA``) and ``ROOT_DIR`` the folder that holds it.
+    """
+    if name == "DATA_ROOT_DIR":
+        return os.path.abspath(default_data_dir())
+    if name == "ROOT_DIR":
+        return os.path.dirname(os.path.abspath(default_data_dir()))
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
 @dataclass(frozen=True)
 class Workspace:
     root: str

@@ -108,7 +108,7 @@ def _enable_op_determinism():
     return getattr(experimental, "enable_op_determinism", None)
 
 
-def seed_everything(seed: Optional[int] = None, deterministic: bool = True) -> Dict[str, object]:
+def seed_everything(seed: Optional[int] = None, deterministic: bool = False) -> Dict[str, object]:
     """Seed Python, NumPy, TensorFlow (and Keras 3's generator) and ask for deterministic TF kernels.
 
     Parameters
@@ -117,7 +117,9 @@ def seed_everything(seed: Optional[int] = None, deterministic: bool = True) -> D
         Used for every generator; default: ``PRECISION_TOOL_SEED`` when it is a number, else 2022 (the
         original tool's default, also when ``PRECISION_TOOL_SEED=off``: calling this asks for seeding).
     deterministic : bool
-        Set ``TF_DETERMINISTIC_OPS=1`` and ``TF_CUDNN_DETERMINISTIC=1`` and, on TF 2.8+, call
+        Off by default, as the original only seeded: on a GPU, TF 2.8+'s op determinism makes ops without a
+        deterministic kernel raise, which would break a reference run that worked before. When True, set
+        ``TF_DETERMINISTIC_OPS=1`` and ``TF_CUDNN_DETERMINISTIC=1`` and, on TF 2.8+, call
         ``tf.config.experimental.enable_op_determinism()``. Older TensorFlow has no such switch: see the
         module docstring for what the variables do there.
 

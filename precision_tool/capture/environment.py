@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import os
 import sys
-from typing import List, MutableMapping, Optional
+from typing import Dict, List, MutableMapping, Optional, Tuple
 
 from precision_tool.capture.actions import CapturePlan
 from precision_tool.capture.fusion_files import check_users_fusion_switch_file, ensure_fusion_switch_file
@@ -52,12 +52,18 @@ def disable_onednn_before_tensorflow(modules=None, environ: Optional[MutableMapp
     return None
 
 
+# GE variables this process set itself, per environment mapping: {(id(environ), name): value}. Only a value
+# still equal to what we set is ours to change; anything else was set (or changed) by the user.
+_SET_BY_US: Dict[Tuple[int, str], str] = {}
+
+
 def prepare_workspace(plan: CapturePlan, environ: Optional[MutableMapping[str, str]] = None) -> List[str]:
     """Check the plan's fusion switch file, create its folders, set the GE graph variables, print its notices.
 
     The switch file comes first, so a broken one fails before anything is created. It is read again on every
     call: the workspace file is created from the template when missing, the user's own file must exist.
-    A GE variable the user already set is kept (and reported when it differs from the plan).
+    A GE variable the user already set is kept (and reported when it differs from the plan); one that an
+    earlier call of precision_tool set itself in this process is updated (a second run's ``debug_1``).
     Returns the lines of what was done, which are also printed.
 
     Raises
@@ -81,8 +87,9 @@ def prepare_workspace(plan: CapturePlan, environ: Optional[MutableMapping[str, s
         done.append(f"NPU capture '{plan.spelled}' -> {_where(plan)}")
     for name, value in plan.graph_env:
         current = environ.get(name)
-        if current is None:
+        if current is None or (current != value and _SET_BY_US.get((id(environ), name)) == current):
             environ[name] = value
+            _SET_BY_US[(id(environ), name)] = value
         elif current != value:
             done.append(f"kept your {name}={current} (precision_tool would use {value})")
     done += plan.notices

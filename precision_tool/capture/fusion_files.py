@@ -23,7 +23,7 @@ import os
 import shutil
 from typing import Optional
 
-from precision_tool.capture.settings import CaptureSettings, notify
+from precision_tool.capture.settings import CaptureSettings, notify, workspace_from_env
 from precision_tool.errors import CaptureError
 from precision_tool.formats.fusion_result import read_fusion_switches
 
@@ -34,12 +34,13 @@ FUSION_SWITCH_TEMPLATE = os.path.join(DATA_DIR, "fusion_switch.cfg")
 
 def workspace_fusion_switch_file(settings: Optional[CaptureSettings] = None) -> str:
     """``WORKSPACE/fusion/fusion_switch.cfg``: the switch file users edit (may not exist yet)."""
-    settings = settings or CaptureSettings.from_env()
-    return settings.workspace.fusion_switch
+    workspace = settings.workspace if settings is not None else workspace_from_env()
+    return workspace.fusion_switch
 
 
-def ensure_fusion_switch_file(path: str) -> str:
-    """Copy the shipped template to ``path`` unless a file is there; check it parses; return ``path``.
+def ensure_fusion_switch_file(path: str, check: bool = True) -> str:
+    """Copy the shipped template to ``path`` unless a file is there; check it parses (unless ``check`` is
+    False); return ``path``.
 
     Raises
     ------
@@ -56,7 +57,8 @@ def ensure_fusion_switch_file(path: str) -> str:
             raise CaptureError(f"{path}: cannot create the fusion switch file ({error.strerror or error})") from None
         notify(f"created {path} from the shipped template: edit it to turn fusion passes off "
                '(e.g. "SomeFusionPass": "off"), then rerun')
-    read_fusion_switches(path)
+    if check:
+        read_fusion_switches(path)
     return path
 
 

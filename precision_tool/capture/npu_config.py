@@ -34,7 +34,7 @@ from precision_tool.capture.actions import (FUSION_OFF, FUSION_SWITCH, PROF, Act
                                             build_plan)
 from precision_tool.capture.environment import prepare_workspace
 from precision_tool.capture.fusion_files import ensure_fusion_switch_file, workspace_fusion_switch_file
-from precision_tool.capture.settings import CaptureSettings, notify
+from precision_tool.capture.settings import notify, npu_run_from_env, workspace_from_env
 from precision_tool.errors import CaptureError
 from precision_tool.lazy import lazy_import
 
@@ -327,9 +327,12 @@ def env_dependent_value(name: str) -> str:
     """The value of an original-tool name of ``npu_tf_config`` that depends on the environment when read.
 
     * ``FUSION_SWITCH_FILE`` -- the switch file the NPU reads for ``fusion_switch`` unless the script's config
-      names its own: ``WORKSPACE/fusion/fusion_switch.cfg``, created from the shipped template if missing and
-      checked (a one-line error if it does not parse).
+      names its own: ``WORKSPACE/fusion/fusion_switch.cfg``, created from the shipped template if missing (so
+      it is there to edit). It is checked when a helper hands it to the NPU, not when the name is read.
     * ``DEFAULT_OP_DEBUG_DIR``, ``OP_DEBUG_DIR`` -- the ``debug_dir`` every helper sets: ``WORKSPACE/npu/debug_N``.
+
+    Only the workspace and ``PRECISION_TOOL_NPU_RUN`` are read: a bad NPU-only setting (dump step, debug
+    level) is reported by the helper that uses it.
 
     Raises
     ------
@@ -337,8 +340,7 @@ def env_dependent_value(name: str) -> str:
         Any other name (so ``getattr(module, name, default)`` keeps working).
     """
     if name == "FUSION_SWITCH_FILE":
-        return ensure_fusion_switch_file(workspace_fusion_switch_file())
+        return ensure_fusion_switch_file(workspace_fusion_switch_file(), check=False)
     if name in ("DEFAULT_OP_DEBUG_DIR", "OP_DEBUG_DIR"):
-        settings = CaptureSettings.from_env()
-        return settings.workspace.npu_run(settings.run_index)
+        return workspace_from_env().npu_run(npu_run_from_env())
     raise AttributeError(name)

@@ -31,7 +31,7 @@ import time
 from typing import Any, Optional, Set
 
 from precision_tool.capture.reference_names import remember_capture_root
-from precision_tool.capture.settings import CaptureSettings, notify, warn_loudly
+from precision_tool.capture.settings import notify, warn_loudly, workspace_from_env
 from precision_tool.errors import CaptureError
 from precision_tool.lazy import lazy_import
 
@@ -49,7 +49,7 @@ _HOOK_FIX = ("pass config=npu_tf_config.reference_session_config(config) to Moni
 # -- folders --------------------------------------------------------------------------------------------
 def new_capture_dir(root: Optional[str] = None) -> str:
     """Create and return an empty ``root/<YYYYmmddHHMMSS>[_n]`` (root: ``WORKSPACE/tf/tf_debug``)."""
-    root = root or CaptureSettings.from_env().workspace.tf_debug
+    root = root or workspace_from_env().tf_debug
     stamp = time.strftime("%Y%m%d%H%M%S")
     try:
         os.makedirs(root, exist_ok=True)
@@ -103,11 +103,27 @@ def keeps_op_names(session_config) -> bool:
 _GRAPPLER_WARNED: Set[str] = set()
 
 
-def warn_grappler_once(what: str, fix: str) -> bool:
-    """Warn loudly, once per process for each ``what``, that a session runs Grappler; True if it warned."""
+def remapping_off(session_config) -> bool:
+    """True when Grappler's remapper (the pass fusing Conv2D+BiasAdd+Relu) is off, e.g. after
+    ``session_dump_config`` as the original README's flow has it."""
+    rewrite = session_config.graph_options.rewrite_options
+    return rewrite.remapping == type(rewrite).OFF
+
+
+def warn_grappler_once(what: str, fix: str, session_config=None) -> bool:
+    """Warn loudly, once per process for each ``what``, that a session runs Grappler; True if it warned.
+
+    With the remapper off (``session_config`` given) the fusing pass is not the problem: the warning says
+    only what the other passes (constant folding, arithmetic rewrites) may still rename or drop.
+    """
     if what in _GRAPPLER_WARNED:
         return False
     _GRAPPLER_WARNED.add(what)
+    if session_config is not None and remapping_off(session_config):
+        warn_loudly(f"{what}: the session runs Grappler with remapping off, so Conv2D, BiasAdd and Relu keep their "
+                    f"names, but constant folding and arithmetic rewrites may still rename or drop a few ops the NPU "
+                    f"dump refers to; {fix}", stacklevel=4)
+        return True
     warn_loudly(f"{what}: the session runs Grappler, which fuses ops (Conv2D+BiasAdd+Relu run as one _FusedConv2D "
                 f"named after the Relu), so tfdbg dumps the fused op and the Conv2D and BiasAdd names the NPU dump "
                 f"refers to are missing; {fix}", stacklevel=4)
@@ -144,7 +160,7 @@ def sess_dump(sess, dump_root: Optional[str] = None):
     root = _capture_root(dump_root)
     config = getattr(sess, "_config", None)
     if config is not None and not keeps_op_names(config):
-        warn_grappler_once("sess_dump", f"{_SESSION_FIX} (the session is wrapped as it is)")
+        warn_grappler_once("sess_dump", f"{_SESSION_FIX} (the session is wrapped as it is)", config)
     notify(f"reference dump (tfdbg v1) -> {root}")
     return tf_debug_wrappers.DumpingDebugWrapperSession(sess, root)
 
@@ -164,7 +180,7 @@ def _hook_class():
             def after_create_session(self, session, coord):
                 config = getattr(session, "_config", None)
                 if config is not None and not keeps_op_names(config):
-                    warn_grappler_once("estimator_dump", _HOOK_FIX)
+                    warn_grappler_once("estimator_dump", _HOOK_FIX, config)
                 return super().after_create_session(session, coord)
 
         _HOOK_CLASS = ReferenceDumpHook

@@ -171,7 +171,7 @@ class CaptureSettings:
         check_dump_step(self.dump_step)
         check_npu_choice("op_debug_level", self.op_debug_level)
         if self.npu_run is not None and self.npu_run < 0:
-            raise CaptureError(f"NPU run index {self.npu_run} is negative")
+            raise CaptureError(f"{ENV_NPU_RUN}={self.npu_run} is negative: N of npu/debug_N is 0 or more")
 
     @property
     def workspace(self) -> Workspace:
@@ -202,6 +202,25 @@ class CaptureSettings:
             op_debug_level=op_debug_level,
             npu_run=_int_setting(env, ENV_NPU_RUN, None),
         )
+
+
+def workspace_from_env(environ: Optional[Mapping[str, str]] = None) -> Workspace:
+    """The workspace (``PRECISION_TOOL_DATA``, absolute) without checking the NPU-only settings.
+
+    The reference side and the original tool's path names need only this: a ``PRECISION_TOOL_DUMP_STEP``
+    meant for the NPU run must not stop a CPU capture sharing the same launch script.
+    """
+    env = os.environ if environ is None else environ
+    return Workspace(os.path.abspath(env.get(ENV_DATA_DIR) or DEFAULT_DATA_DIR))
+
+
+def npu_run_from_env(environ: Optional[Mapping[str, str]] = None) -> int:
+    """N of ``npu/debug_N`` from ``PRECISION_TOOL_NPU_RUN`` (0 when unset); a one-line error names the variable."""
+    env = os.environ if environ is None else environ
+    run = _int_setting(env, ENV_NPU_RUN, None)
+    if run is not None and run < 0:
+        raise CaptureError(f"{ENV_NPU_RUN}={run} is negative: N of npu/debug_N is 0 or more")
+    return 0 if run is None else run
 
 
 def _int_setting(env: Mapping[str, str], name: str, default, choice: Optional[str] = None):

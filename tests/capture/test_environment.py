@@ -82,6 +82,20 @@ def test_prepare_keeps_the_users_graph_variables(workspace, monkeypatch, capsys)
     assert "[precision_tool] kept your DUMP_GE_GRAPH=1" in capsys.readouterr().err
 
 
+@pytest.mark.compat
+def test_a_graph_path_precision_tool_set_itself_follows_a_second_run(workspace, monkeypatch):
+    prepare_workspace(build_plan("dump"))
+    assert os.environ["DUMP_GRAPH_PATH"] == str(workspace / "npu" / "debug_0" / "graph")
+    monkeypatch.setenv("PRECISION_TOOL_NPU_RUN", "1")
+    done = prepare_workspace(build_plan("dump|fusion_off"))
+    assert os.environ["DUMP_GRAPH_PATH"] == str(workspace / "npu" / "debug_1" / "graph")  # ours: updated
+    assert not any("kept your" in line for line in done)
+    monkeypatch.setenv("DUMP_GRAPH_PATH", "/mine")  # the user's own value from now on: kept
+    monkeypatch.setenv("PRECISION_TOOL_NPU_RUN", "0")
+    prepare_workspace(build_plan("dump"))
+    assert os.environ["DUMP_GRAPH_PATH"] == "/mine"
+
+
 def test_fusion_actions_set_graph_variables_like_the_original(workspace):
     prepare_workspace(build_plan("fusion_off"))
     assert os.environ["DUMP_GRAPH_PATH"] == str(workspace / "npu" / "debug_0" / "graph")
@@ -155,3 +169,16 @@ def test_fusion_switch_file_name_follows_the_environment(workspace, monkeypatch,
     assert getattr(npu_tf_config, "NO_SUCH_NAME", None) is None
     with pytest.raises(AttributeError, match="module 'precision_tool.tf_config' has no attribute 'NO_SUCH_NAME'"):
         npu_tf_config.NO_SUCH_NAME  # noqa: B018
+
+
+def test_the_original_config_names_point_at_the_workspace(tmp_path, monkeypatch):
+    import precision_tool.config as cfg
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("PRECISION_TOOL_DATA", raising=False)
+    # the original: ROOT_DIR = '' and DATA_ROOT_DIR = os.path.join(ROOT_DIR, 'precision_data'), i.e. ./precision_data
+    assert os.path.join(cfg.ROOT_DIR, "precision_data") == cfg.DATA_ROOT_DIR == str(tmp_path / "precision_data")
+    monkeypatch.setenv("PRECISION_TOOL_DATA", str(tmp_path / "runs" / "ws"))
+    assert (cfg.ROOT_DIR, cfg.DATA_ROOT_DIR) == (str(tmp_path / "runs"), str(tmp_path / "runs" / "ws"))
+    with pytest.raises(AttributeError):
+        cfg.NOT_A_NAME  # noqa: B018

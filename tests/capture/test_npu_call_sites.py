@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 import precision_tool.tf_config as npu_tf_config  # before TensorFlow: sets TF_ENABLE_ONEDNN_OPTS=0
+from precision_tool.capture import reference
 from precision_tool.capture.npu_config import describe_custom_op, effective_npu_parameters
 from precision_tool.errors import CaptureError, FusionFormatError
 
@@ -167,8 +168,23 @@ def test_fusion_switch_reads_the_workspace_file_the_user_edits(workspace, capsys
         handle.write("ConvBiasFusionPass:typo\n")
     with pytest.raises(FusionFormatError, match="fusion_switch.cfg: line 1: expected 'on' or 'off'"):
         npu_tf_config.update_custom_op(custom_op, "fusion_switch")
-    with pytest.raises(FusionFormatError):
-        npu_tf_config.FUSION_SWITCH_FILE  # noqa: B018 -- reading the name checks the file too
+    assert npu_tf_config.FUSION_SWITCH_FILE == path  # reading the name only names it: the helper checks it
+
+
+@pytest.mark.compat
+def test_import_star_and_the_reference_side_ignore_npu_only_settings(workspace, tmp_path, monkeypatch):
+    # one launch script often exports the NPU run's variables for the CPU reference run too
+    monkeypatch.setenv("PRECISION_TOOL_DUMP_STEP", "5-3")
+    monkeypatch.setenv("PRECISION_TOOL_OP_DEBUG_LEVEL", "7")
+    namespace = {}
+    exec("from precision_tool.tf_config import *", namespace)  # what a script does
+    assert "FUSION_SWITCH_FILE" not in namespace and "session_dump_config" in namespace
+    assert not workspace.exists()  # import * wrote nothing
+    assert npu_tf_config.OP_DEBUG_DIR == str(workspace / "npu" / "debug_0")
+    assert reference.new_capture_dir().startswith(str(workspace / "tf" / "tf_debug"))
+    monkeypatch.setenv("PRECISION_TOOL_NPU_RUN", "-1")
+    with pytest.raises(CaptureError, match=r"^PRECISION_TOOL_NPU_RUN=-1 is negative"):
+        npu_tf_config.OP_DEBUG_DIR  # noqa: B018
 
 
 def test_dump_step_and_op_debug_level_from_the_environment_are_checked(workspace, monkeypatch):

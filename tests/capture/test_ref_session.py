@@ -123,3 +123,21 @@ def test_estimator_hook(capture):
     values = output0(workspace / "tf" / "dump")
     assert values["pred"].tolist() == PRED and values["loss"] == np.float32(LOSS)
     assert values["matmul"].tolist() == [[-1.5], [-2.5]]
+
+
+def test_with_remapping_off_the_warning_does_not_claim_fused_names(monkeypatch, capsys, tmp_path):
+    pytest.importorskip("tensorflow")
+    from precision_tool.capture import reference
+    from precision_tool.capture.npu_config import session_dump_config
+
+    monkeypatch.setenv("PRECISION_TOOL_DATA", str(tmp_path))
+    monkeypatch.setattr(reference, "_GRAPPLER_WARNED", set())
+    config = session_dump_config(None, "dump")  # the original README's NPU config: remapping OFF
+    with pytest.warns(UserWarning):  # a CaptureWarning
+        assert reference.warn_grappler_once("sess_dump", "fix it", config)
+    err = capsys.readouterr().err
+    assert "remapping off, so Conv2D, BiasAdd and Relu keep their names" in err and "_FusedConv2D" not in err
+    config.graph_options.rewrite_options.remapping = type(config.graph_options.rewrite_options).ON
+    with pytest.warns(UserWarning):
+        assert reference.warn_grappler_once("estimator_dump", "fix it", config)
+    assert "run as one _FusedConv2D" in capsys.readouterr().err

@@ -169,6 +169,7 @@ def test_keras_fit_capture(tf_captures):
 def test_seed_everything(tf_captures):
     seed = tf_captures["eager"].result()["seed"]
     assert seed["same_draws"] and seed["determinism"] and seed["pythonhashseed"] == "7"
+    assert seed["default_deterministic"] is False  # seed_everything(7) alone only seeds, as the original
     assert seed["summary"] == {
         "seed": 7, "seeded": ["python", "numpy", "tensorflow", "keras"],
         "tensorflow": "tf.random.set_seed, and the default graph's seed for tf.compat.v1 graph mode",

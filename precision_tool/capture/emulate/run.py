@@ -203,7 +203,7 @@ def emulate(model_script: str, workspace_dir: str, options: EmulationOptions = E
     """
     check_workspace(workspace_dir, force)
     script = load_model_script(model_script)
-    seed_everything(options.seed)
+    seed_everything(options.seed, deterministic=True)
     model = script.build_model()
     batch = script.batch()
     return emulate_model(model, batch, workspace_dir, options, script=script.path, force=force)
