@@ -251,6 +251,12 @@ def _json_switches(text: str, source) -> FusionSwitches:
     switch = objects[0].get("Switch")
     if not isinstance(switch, dict):
         raise FusionFormatError(source, 'expected {"Switch": {"GraphFusion": {...}, "UBFusion": {...}}}')
+    # a misspelt key would otherwise switch nothing off, silently
+    unknown = [key for key in objects[0] if key != "Switch"] + [f"Switch.{key}" for key in switch
+                                                                  if key not in _SWITCH_FAMILY_KEYS.values()]
+    if unknown:
+        raise FusionFormatError(source, f"unknown key {unknown[0]!r}: a switch file holds only "
+                                        f"Switch.{' and Switch.'.join(_SWITCH_FAMILY_KEYS.values())}")
     families = {}
     for family, key in _SWITCH_FAMILY_KEYS.items():
         values = switch.get(key, {})

@@ -1,6 +1,8 @@
 """fusion_result.json (both forms) and the fusion switch file (JSON and PassName:off lines)."""
 import json
 
+from pathlib import Path
+
 import pytest
 
 from precision_tool.errors import FusionFormatError, PrecisionToolError, WorkspaceError
@@ -120,3 +122,28 @@ def test_bad_switch_files_say_where(text, message):
 def test_graph_fusion_family_filter():
     graph = GraphFusion("k", (PassRecord("A", GRAPH_FUSION), PassRecord("B", UB_FUSION)))
     assert graph.family(UB_FUSION) == (PassRecord("B", UB_FUSION),)
+
+
+@pytest.mark.compat
+@pytest.mark.parametrize("text, key", [
+    ('{"Switch": {"GrapFusion": {"ConvBiasaddFusionPass": "off"}}}', "Switch.GrapFusion"),
+    ('{"Switch": {"GraphFusion": {}}, "UBfusion": {}}', "UBfusion"),
+])
+def test_a_misspelt_switch_key_is_an_error_not_a_switch_that_does_nothing(tmp_path, text, key):
+    path = tmp_path / "fusion_switch.cfg"
+    path.write_text(text)
+    with pytest.raises(FusionFormatError, match=f"unknown key '{key}': a switch file holds only Switch.GraphFusion"):
+        read_fusion_switches(path)
+
+
+REAL_SWITCHES = Path(__file__).resolve().parents[3] / "shared" / "real-world" / "switch"
+
+
+@pytest.mark.compat
+@pytest.mark.skipif(not REAL_SWITCHES.is_dir(), reason="no ../shared/real-world/switch beside the checkout")
+def test_every_real_world_switch_file_still_reads():
+    files = sorted(REAL_SWITCHES.glob("*.cfg"))
+    assert len(files) >= 5
+    for path in files:  # written by real users and by the original tool: the key check must accept them all
+        switches = read_fusion_switches(path)
+        assert switches.graph_fusion or switches.ub_fusion, path.name
