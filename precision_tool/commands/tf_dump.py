@@ -3,7 +3,9 @@
 Reads the captures under ``WORKSPACE/tf/tf_debug`` (``sess_dump`` / ``estimator_dump``: tfdbg v1
 ``run_*`` folders; ``enable_reference_dump``: a tfdbg v2 folder) and writes the chosen run -- the
 newest by default, as the original tool did -- as ``WORKSPACE/tf/dump/{op name'}.{output}.{timestamp}.npy``
-(``/`` and ``.`` of the op name become ``_``; the timestamp is the tensor's dump time). Resource handles
+(``/`` and ``.`` of the op name become ``_``; the timestamp is the tensor's dump time). When the chosen v1
+run's capture folder holds several runs (one per ``Session.run``), a note names the one converted and the
+``--run`` numbers of the others, since the NPU dumps ``dump_step`` 0 by default. Resource handles
 have no values and are skipped; strings and variants too. Tensors are read and written one at a time,
 so memory stays at the size of the largest tensor. TensorFlow is not needed.
 
@@ -16,7 +18,8 @@ use keeps the bare name in the first function that ran it, and the others get th
 
 Aliases (second names for the same file, so alignment matches either): weights read through
 ``ReadVariableOp`` also under the variable's name and the model input under the Keras ``Input`` layer's
-name, when the capture left a names file; and ``--alias TENSOR=ALIAS`` for any written tensor.
+name, when the capture left a names file; and ``--alias TENSOR=ALIAS`` for any written tensor (it replaces an
+automatic alias of the same name, with a note).
 See ``docs/capture-keras-tf2.md``.
 
 The conversion itself is :func:`precision_tool.formats.tf_reference.convert_tfdbg_run`; this handler
@@ -25,6 +28,7 @@ into the report.
 """
 from __future__ import annotations
 
+import os
 import time
 from collections import Counter
 from typing import Dict, List
@@ -82,7 +86,27 @@ def handle(args, ctx: Context) -> Report:
     aliases = _parse_aliases(args.alias)
     # The library only guards the run folder; the command also keeps the output out of the whole -i tree.
     out_dir = ensure_output_dir(args.output or workspace.tf_dump, root, run.path)
-    return _conversion_report(convert_tfdbg_run(run, out_dir, clean=args.clean, aliases=aliases))
+    conversion = convert_tfdbg_run(run, out_dir, clean=args.clean, aliases=aliases)
+    return _conversion_report(conversion, _run_choice_note(runs, runs.index(run)))
+
+
+def _run_choice_note(runs: List[TfdbgRun], index: int) -> str:
+    """One line when the chosen run's capture folder holds several tfdbg v1 runs (one per ``Session.run``):
+    which one was converted, and how to pick another. ``""`` otherwise."""
+    run = runs[index]
+    folder = os.path.dirname(os.path.normpath(run.path))
+    siblings = [i for i, other in enumerate(runs)
+                if other.version == 1 and os.path.dirname(os.path.normpath(other.path)) == folder]
+    if run.version != 1 or len(siblings) < 2:
+        return ""
+    position = siblings.index(index)
+    which = ("the newest" if position == len(siblings) - 1 else "the oldest" if position == 0
+             else f"number {position + 1}")
+    numbers = (f"{siblings[0]} to {siblings[-1]}" if siblings[-1] - siblings[0] == len(siblings) - 1
+               else ", ".join(str(i) for i in siblings))
+    return (f"Converted {os.path.basename(run.path)} (--run {index}), {which} of the {len(siblings)} runs "
+            f"(Session.run calls) in {folder}; the NPU dumps the step its dump_step selects (default 0): pick the "
+            f"matching run with --run N (this folder: {numbers}; tf_dump --list shows them).")
 
 
 def _parse_aliases(values: List[str]) -> Dict[str, str]:
@@ -95,7 +119,7 @@ def _parse_aliases(values: List[str]) -> Dict[str, str]:
     return aliases
 
 
-def _conversion_report(conversion: ReferenceConversion) -> Report:
+def _conversion_report(conversion: ReferenceConversion, run_note: str = "") -> Report:
     run, out_dir = conversion.run, conversion.out_dir
     non_numeric = [skip.describe() for skip in conversion.non_numeric]
     failures = [skip.message for skip in conversion.failures]
@@ -108,7 +132,7 @@ def _conversion_report(conversion: ReferenceConversion) -> Report:
 
     report = Report(title=f"Reference tensors: {run.path} (tfdbg v{run.version}) -> {out_dir}")
     report.add_table(["tf op", "output", "op type", "dtype", "shape", "file"], rows)
-    notes = []
+    notes = [run_note] if run_note else []
     if conversion.removed:
         notes.append(f"--clean removed {conversion.removed} earlier reference files from {out_dir}.")
     if repeated:
@@ -128,7 +152,8 @@ def _conversion_report(conversion: ReferenceConversion) -> Report:
     if fused:
         kinds = ", ".join(f"{count} {op_type}" for op_type, count in fused.most_common())
         notes.append(f"Fused ops in the reference ({kinds}): their inner TF ops have no reference. Capture with "
-                     "Grappler off (sess_dump / reference_session_config), TF_ENABLE_ONEDNN_OPTS=0 and no XLA.")
+                     "Grappler off -- tf.Session(config=npu_tf_config.reference_session_config(config)) -- with "
+                     "TF_ENABLE_ONEDNN_OPTS=0 and no XLA.")
     if collisions:
         example = next(iter(collisions.items()))
         notes.append(f"{len(collisions)} file names stand for several TF ops once '/' and '.' become '_' "
@@ -157,7 +182,7 @@ def _conversion_report(conversion: ReferenceConversion) -> Report:
                    "other_files": len(conversion.other_files), "removed": conversion.removed,
                    "failures": failures, "tensors": written,
                    "aliases": [alias.to_dict() for alias in conversion.aliases], "notes": list(conversion.notes),
-                   "keeps_every_execution": conversion.keeps_every_execution}
+                   "keeps_every_execution": conversion.keeps_every_execution, "run_choice": run_note}
     return report
 
 

@@ -19,7 +19,8 @@ Rules:
 * Aliases: a second file name (a hard link, or a copy where links fail) for the same tensor, so alignment
   finds it under either name: tfdbg v2 weights under their variable's name and model inputs under the
   Keras ``Input`` name (from the capture's names file, :mod:`precision_tool.formats.capture_names`), and
-  any ``{tensor: alias}`` the caller passes (``tf_dump --alias``).
+  any ``{tensor: alias}`` the caller passes (``tf_dump --alias``), which wins over an automatic alias of
+  the same name.
 * Tensors are read and written one at a time: memory stays at the size of the largest tensor.
 * A tensor that cannot be read or written is recorded as a failure (``reason == "failed"``, with the
   one-line error naming the file), and the others are still written. Problems with the run as a whole
@@ -258,7 +259,8 @@ def convert_tfdbg_run(run: Union[TfdbgRun, str, os.PathLike], out_dir, *, clean:
     aliases : mapping, optional
         ``{written tensor: alias tensor}`` (``{"IteratorGetNext:0": "image"}``; ``:0`` may be left out):
         also write each as the alias, like the aliases the v2 naming finds. An alias naming a written
-        tensor or another alias, or a tensor that was not written, is refused with a note.
+        tensor or another ``aliases`` entry, or a tensor that was not written, is refused with a note; one
+        naming an automatic alias (``image``) replaces it, with a note saying which.
 
     Returns
     -------
@@ -356,13 +358,16 @@ def _link(source: str, destination: str) -> None:
 
 def _write_aliases(out_dir: str, tensors: Iterable[ReferenceTensor], aliases: Iterable[Alias]
                    ) -> Tuple[List[ReferenceAlias], List[str]]:
+    """Link each alias to its target's file. An alias naming a written tensor, or an alias already written,
+    is refused with a note -- except that a ``--alias`` replaces an automatic one (the user knows better)."""
     by_name = {tensor.tensor_name: tensor for tensor in tensors}
-    written: List[ReferenceAlias] = []
-    taken = set(by_name)
+    written: Dict[str, ReferenceAlias] = {}
     notes = []
     for alias in aliases:
         target = by_name.get(alias.target)
-        if alias.tensor_name in taken:
+        earlier = written.get(alias.tensor_name)
+        replaces = earlier is not None and alias.kind == ALIAS_USER and earlier.kind != ALIAS_USER
+        if alias.tensor_name in by_name or (earlier is not None and not replaces):
             if alias.tensor_name != alias.target:
                 notes.append(f"Alias {alias.tensor_name} for {alias.target} ({alias.kind}) not written: that name "
                              "is already a reference tensor or another alias.")
@@ -377,10 +382,16 @@ def _write_aliases(out_dir: str, tensors: Iterable[ReferenceTensor], aliases: It
         except OSError as error:
             notes.append(f"{path}: alias {alias.tensor_name} not written ({error.strerror or error}).")
             continue
-        taken.add(alias.tensor_name)
-        written.append(ReferenceAlias(alias.name, alias.output_slot, alias.target, alias.kind,
-                                      os.path.basename(path), path))
-    return written, notes
+        if earlier is not None:
+            if os.path.realpath(earlier.path) != os.path.realpath(path):
+                os.unlink(earlier.path)
+            if earlier.target != alias.target:
+                notes.append(f"Alias {alias.tensor_name} = {alias.target} ({alias.kind}) replaces the automatic "
+                             f"{earlier.kind} alias {earlier.tensor_name} = {earlier.target}.")
+            del written[alias.tensor_name]
+        written[alias.tensor_name] = ReferenceAlias(alias.name, alias.output_slot, alias.target, alias.kind,
+                                                    os.path.basename(path), path)
+    return list(written.values()), notes
 
 
 def _one_run(run) -> TfdbgRun:

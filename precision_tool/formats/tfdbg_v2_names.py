@@ -31,7 +31,10 @@ Aliases (a second file name for the same tensor, so alignment matches either nam
   the first read in the dump is aliased. In a nested function the handle is followed through the outer
   function's capture placeholders (created, in order, when the inner function was called).
 * the tensor that enters a Keras model (consumed under the model's name scope by a layer that reads an
-  ``Input``) -> the ``Input`` layer's name (``image``), also from the names file.
+  ``Input``) -> the ``Input`` layer's name (``image``), also from the names file. It is the input of the
+  graph whose consuming layer op kept its bare name (the graph an NPU graph's names match); when several
+  functions run the model (``fit`` then ``predict``), another function's input is another batch and is
+  never used: if the owning graph's input has no value, a note says so instead.
 
 What the NPU side calls these tensors cannot be known without an NPU, hence aliases rather than renames.
 TensorFlow is not needed.
@@ -268,11 +271,12 @@ def _model_scopes(structure: V2Structure, model: ModelNames) -> Dict[Tuple[str, 
 
 
 def _entry_tensors(structure: V2Structure, graph_id: str, prefix: str, op_names: Iterable[str],
-                   consumers: Tuple[str, ...]) -> Set[Tuple[str, int]]:
-    """Tensors from outside ``prefix`` consumed by data ops under it (by the given layers, if any)."""
+                   consumers: Tuple[str, ...]) -> Dict[Tuple[str, int], List[str]]:
+    """Tensors from outside ``prefix`` consumed by data ops under it (by the given layers, if any), each with
+    the ops under ``prefix`` that consume it."""
     layer = (re.compile(re.escape(prefix) + "(?:" + "|".join(re.escape(c) for c in consumers) + r")(?:_\d+)?/")
              if consumers else None)
-    found: Set[Tuple[str, int]] = set()
+    found: Dict[Tuple[str, int], List[str]] = {}
     for op_name in op_names:
         op = structure.ops[(graph_id, op_name)]
         if _reads_handle(op.op_type) or (layer is not None and not layer.match(op_name)):
@@ -283,26 +287,40 @@ def _entry_tensors(structure: V2Structure, graph_id: str, prefix: str, op_names:
             producer, slot = _tensor(input_name)
             if producer.startswith(prefix) or structure.op_type(graph_id, producer) == "Const":
                 continue
-            found.add((producer, slot))
+            found.setdefault((producer, slot), []).append(op_name)
     return found
 
 
 def _input_aliases(structure: V2Structure, names: CaptureNames, first: Dict[Tuple[str, str, int], NamedTensor],
                    order: Dict[Tuple[str, str, int], int]) -> Tuple[List[Alias], List[str]]:
+    """The model input of the graph whose layer ops kept their bare names (the ones an NPU graph's names
+    match): when several functions run the model (``fit`` then ``predict``), another function's input is
+    another batch, so it is never borrowed; an input without a value gets a note instead."""
+    bare = {(graph_id, op_name) for (graph_id, op_name, _), named in first.items() if named.name == op_name}
     aliases: List[Alias] = []
     notes: List[str] = []
     for model in names.models:
         scopes = _model_scopes(structure, model)
         for model_input in model.inputs:
-            hits: List[Tuple[int, NamedTensor]] = []
-            unrecorded: Dict[str, bool] = {}
+            # (graph id, entry tensor) per scope, and whether its consumers are the bare-named ops
+            found: List[Tuple[str, str, int, bool]] = []
             for (graph_id, prefix), op_names in scopes.items():
                 entries = _entry_tensors(structure, graph_id, prefix, op_names, model_input.consumers)
                 if not entries and len(model.inputs) == 1:
                     entries = _entry_tensors(structure, graph_id, prefix, op_names, ())
                 if len(entries) != 1:
                     continue
-                ((producer, slot),) = entries
+                (((producer, slot), consumers),) = entries.items()
+                owns = any((graph_id, consumer) in bare for consumer in consumers)
+                found.append((graph_id, producer, slot, owns))
+            others: List[str] = []
+            if any(item[3] for item in found):
+                others = sorted({"/".join(structure.path(item[0])) for item in found
+                                 if not item[3] and (item[0], item[1], item[2]) in first})
+                found = [item for item in found if item[3]]
+            hits: List[Tuple[int, NamedTensor]] = []
+            unrecorded: Dict[str, bool] = {}
+            for graph_id, producer, slot, _owns in found:
                 key = (graph_id, producer, slot)
                 if key in first:
                     hits.append((order[key], first[key]))
@@ -316,9 +334,13 @@ def _input_aliases(structure: V2Structure, names: CaptureNames, first: Dict[Tupl
                 why = ("an argument of a nested function, which TF 2.21 does not trace" if any(unrecorded.values())
                        else "a tf.function argument made without a recorded op, e.g. tf.constant or NumPy input, "
                             "and TF 2.21 does not trace arguments")
+                borrowed = "" if not others else (
+                    f" The input recorded in {', '.join(others)} is not borrowed: it belongs to another function "
+                    "(another batch; the model's ops there are the prefixed copies).")
                 notes.append(f"Model input {model_input.name!r} of {model.name!r} enters as "
                              f"{', '.join(sorted(unrecorded))}, which the dump holds no value of ({why}); name the "
-                             f"tensor that feeds it with --alias, e.g. --alias IteratorGetNext:0={model_input.name}.")
+                             f"tensor that feeds it with --alias, e.g. --alias IteratorGetNext:0={model_input.name}."
+                             f"{borrowed}")
             else:
                 notes.append(f"Model input {model_input.name!r} of {model.name!r} was not found in the dump (no op "
                              f"under the name scope {model.name}/ reads one outside tensor).")

@@ -2,11 +2,12 @@
 
 ``scripts/keras_names_capture.py`` runs one small functional model (Input ``image`` -> Conv2D ``conv`` ->
 Flatten -> Dense ``fc``) through ``model.predict``, a ``tf.function`` called twice, a GradientTape step,
-``model.fit`` and nested functions, each under ``enable_reference_dump`` with the names file a capture
-helper writes, in a subprocess per Keras flavour the interpreter has: Keras 3 (``keras``, TF 2.21),
-Keras 2 (``tf_keras`` on TF 2.21, ``tf.keras`` in TF 2.6). This process never imports TensorFlow: it
-converts each capture and checks names against what the scheme gives by hand, values against what TF
-itself returned (weights before the step, inputs, outputs). With TF 1.15 (no tfdbg v2) the tests skip.
+``model.fit``, ``model.fit`` then ``model.predict``, and nested functions, each under
+``enable_reference_dump`` with the names file a capture helper writes, in a subprocess per Keras flavour
+the interpreter has: Keras 3 (``keras``, TF 2.21), Keras 2 (``tf_keras`` on TF 2.21, ``tf.keras`` in
+TF 2.6). This process never imports TensorFlow: it converts each capture and checks names against what
+the scheme gives by hand, values against what TF itself returned (weights before the step, inputs,
+outputs). With TF 1.15 (no tfdbg v2) the tests skip.
 """
 from __future__ import annotations
 
@@ -165,6 +166,29 @@ def test_fit_step_weights_align_and_the_input_is_aliased_where_the_dump_holds_it
         aliases = {alias.tensor_name: alias.target for alias in conversion.aliases}
     assert aliases["image:0"] == "IteratorGetNext:0"
     np.testing.assert_array_equal(value(conversion, "image:0"), np.float32(result["x"]))
+
+
+@pytest.mark.compat
+def test_fit_then_predict_the_model_input_is_fits_batch(capture):
+    """fit ran first, so the bare op names are fit's: the model input must be fit's batch x, never the
+    predict batch x2 (review finding: Keras 3 aliased image to predict's data)."""
+    result, out = capture
+    conversion = convert(result, "fit_predict", out)
+    aliases = {alias.tensor_name: alias.target for alias in conversion.aliases}
+    if result["flavour"] == "keras":
+        assert "image:0" not in aliases  # fit's data has no value; predict's is not borrowed
+        assert any(note.startswith("Model input 'image' of 'net' enters as data:0 in "
+                                   "multi_step_on_iterator/one_step_on_data") and
+                   "one_step_on_data_distributed is not borrowed" in note for note in conversion.notes)
+        np.testing.assert_array_equal(value(conversion, "data:0"), np.float32(result["x2"]))  # predict's, kept
+        conversion = convert(result, "fit_predict", out, aliases={"IteratorGetNext:0": "image"})
+        aliases = {alias.tensor_name: alias.target for alias in conversion.aliases}
+    assert aliases["image:0"] == "IteratorGetNext:0"
+    np.testing.assert_array_equal(value(conversion, "image:0"), np.float32(result["x"]))
+    fc = [t for t in conversion.tensors if t.op_type == "BiasAdd" and "/fc" in t.op_name]
+    np.testing.assert_allclose(value(conversion, fc[-1].tensor_name), result["fit_predict"]["output"], rtol=1e-6)
+    assert fc[-1].op_name.startswith("predict_function/" if result["flavour"] != "keras"
+                                     else "one_step_on_data_distributed/")
 
 
 @pytest.mark.compat

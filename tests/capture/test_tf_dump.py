@@ -82,6 +82,30 @@ def test_run_option_and_list_cover_every_capture_oldest_first(ws):
         dispatch(["--run", "3"], ws)
 
 
+@pytest.mark.compat
+def test_several_v1_runs_in_one_capture_say_which_one_was_converted(ws):
+    """sess_dump writes one run per Session.run; the NPU dumps dump_step 0 by default, so the report says
+    which run it converted and how to pick another (review finding: the newest was taken silently)."""
+    root = ws / "tf" / "tf_debug"
+    write_tfdbg_v1_tensor(run_dir(root / "a", US - 9, 0), "old", 0, np.ones(1, np.float32), US - 9)
+    capture = root / "b"
+    for step in range(3):
+        write_tfdbg_v1_tensor(run_dir(capture, US + step, step), "loss", 0, np.float32([step]), US + step)
+    report = dispatch([], ws)
+    note = (f"Converted run_{US + 2}_2 (--run 3), the newest of the 3 runs (Session.run calls) in {capture}; the "
+            "NPU dumps the step its dump_step selects (default 0): pick the matching run with --run N (this "
+            "folder: 1 to 3; tf_dump --list shows them).")
+    assert report.blocks[1].lines[:2] == ["Notes:", note] and report.data["run_choice"] == note
+    first = dispatch(["--run", "1", "--clean"], ws)
+    assert first.data["run_choice"].startswith(f"Converted run_{US}_0 (--run 1), the oldest of the 3 runs")
+    assert dispatch(["--run", "-2", "--clean"], ws).data["run_choice"].startswith(
+        f"Converted run_{US + 1}_1 (--run 2), number 2 of the 3 runs")
+    # a capture folder with one run (here "a") needs no such note
+    only = dispatch(["--run", "0", "--clean"], ws)
+    assert only.data["run_choice"] == "" and all("Converted run_" not in line
+                                                 for block in only.blocks[1:] for line in block.lines)
+
+
 def test_resources_and_strings_are_skipped_and_counted(ws):
     run = run_dir(ws / "tf" / "tf_debug" / "c", US)
     handle = tf_schema.TensorProto(dtype=tf_tensor.DT_RESOURCE, resource_handle_val=[b"\x0a\x01d"])
@@ -122,6 +146,9 @@ def test_fused_ops_and_leftover_files_are_noted(ws):
     report = dispatch([], ws)
     notes = " ".join(report.blocks[1].lines)
     assert "Fused ops in the reference (1 _FusedConv2D)" in notes
+    # sess_dump no longer turns Grappler off: the hint names the session config (review finding)
+    assert "Grappler off -- tf.Session(config=npu_tf_config.reference_session_config(config)) --" in notes
+    assert "sess_dump" not in notes
     assert "1 other reference files are in" in notes and "rerun with --clean" in notes
     assert report.data["fused_op_types"] == {"_FusedConv2D": 1}
 

@@ -181,7 +181,7 @@ def test_conversion_writes_aliases_as_second_names_of_the_same_file(tmp_path):
     keras_like_dump(folder, traced_arguments=False)
     write_capture_names(folder, **NAMES)
     conversion = convert_tfdbg_run(folder, tmp_path / "ref", aliases={"net/conv/BiasAdd": "bias_out",
-                                                                      "sub:0": "nothing", "images": "conv/bias"})
+                                                                      "sub:0": "nothing", "images": "net/conv/Conv2D"})
     by_name = {t.tensor_name: t for t in conversion.tensors}
     assert [(a.tensor_name, a.target, a.kind) for a in conversion.aliases] == [
         ("image:0", "images:0", "model input"), ("conv/kernel:0", "net/conv/Conv2D/ReadVariableOp:0", "variable"),
@@ -194,10 +194,101 @@ def test_conversion_writes_aliases_as_second_names_of_the_same_file(tmp_path):
     assert np.load(conversion.aliases[1].path).tolist() == [2.0]
     assert conversion.notes[-2:] == (
         "Alias nothing:0 (--alias) not written: no reference tensor sub:0 was written.",
-        "Alias conv/bias:0 for images:0 (--alias) not written: that name is already a reference tensor or "
+        "Alias net/conv/Conv2D:0 for images:0 (--alias) not written: that name is already a reference tensor or "
         "another alias.")
     assert sorted(os.listdir(tmp_path / "ref")) == sorted(
         [t.file for t in conversion.tensors] + [a.file for a in conversion.aliases])
+
+
+def fit_and_predict_dump(folder, *, predict_first=False):
+    """Keras 3 on TF 2.21: ``model.fit`` one step and ``model.predict`` in one capture.
+
+    fit: ``multi_step_on_iterator(iterator)`` traces ``IteratorGetNext`` (x = values(4, 20), y) and calls the
+    nested ``one_step_on_data(data, data_1)``, whose ``data`` the model reads and which has no value.
+    predict: ``one_step_on_data_distributed(data)``, top level, fed by an eager ``IteratorGetNext``
+    (values(4, 70), tensor id 201) -- another batch. Whichever runs first keeps the bare op names.
+    """
+    records = [EAGER,
+               GraphSpec("g-fit", "multi_step_on_iterator", "g-eager"), OpSpec("g-fit", "iterator", "Placeholder"),
+               OpSpec("g-fit", "IteratorGetNext", "IteratorGetNext", ["iterator:0"], 2),
+               GraphSpec("g-step", "one_step_on_data", "g-fit"),
+               OpSpec("g-step", "data", "Placeholder"), OpSpec("g-step", "data_1", "Placeholder"),
+               OpSpec("g-step", "net_1/conv_1/convolution", "Conv2D", ["data:0"]),
+               OpSpec("g-step", "sub", "Sub", ["net_1/conv_1/convolution:0", "data_1:0"]),
+               GraphSpec("g-pred", "one_step_on_data_distributed", "g-eager"),
+               OpSpec("g-pred", "data", "Placeholder"),
+               OpSpec("g-pred", "net_1/conv_1/convolution", "Conv2D", ["data:0"])]
+    fit_at, predict_at = (T0 + 20, T0) if predict_first else (T0, T0 + 20)
+    fit_traces = [("g-fit", "IteratorGetNext", 0, values(4, 20), fit_at + 1),
+                  ("g-fit", "IteratorGetNext", 1, values(4, 30), fit_at + 1),
+                  ("g-step", "net_1/conv_1/convolution", 0, values(4, 120), fit_at + 2)]
+    predict_traces = [("g-pred", "net_1/conv_1/convolution", 0, values(4, 170), predict_at + 2)]
+    fit_calls = [ExecutionSpec("__inference_multi_step_on_iterator_9", (7,), (300,), (None,), "g-fit", fit_at + 3)]
+    predict_calls = [ExecutionSpec("IteratorGetNext", (8,), (201,), (values(4, 70),), wall_time=predict_at + 1),
+                     ExecutionSpec("__inference_one_step_on_data_distributed_5", (201,), (301,), (None,), "g-pred",
+                                   predict_at + 3)]
+    traces = predict_traces + fit_traces if predict_first else fit_traces + predict_traces
+    executions = predict_calls + fit_calls if predict_first else fit_calls + predict_calls
+    write_tfdbg_v2_events(folder, records, traces, executions)
+    write_capture_names(folder, models=[ModelNames("net", (ModelInput("image", ("conv",)),))])
+
+
+def test_fit_then_predict_the_model_input_is_never_taken_from_the_other_function(tmp_path):
+    """The bare net_1/conv_1/convolution is fit's (it ran first), so image must be fit's batch; fit's data
+    has no value, and predict's data (recovered from its eager IteratorGetNext) is another batch: a note,
+    no alias (review finding: image:0 = data:0 paired the NPU's fit conv with the predict batch)."""
+    folder = tmp_path / "v2"
+    fit_and_predict_dump(folder)
+    naming = name_v2_dump(folder)
+    assert [n.tensor_name for n in naming.tensors] == [
+        "IteratorGetNext:0", "IteratorGetNext:1", "net_1/conv_1/convolution:0", "data:0",
+        "one_step_on_data_distributed/net_1/conv_1/convolution:0"]
+    assert naming.tensors[3].graph == ("one_step_on_data_distributed",)
+    assert naming.aliases == ()
+    assert naming.notes == (
+        "Model input 'image' of 'net' enters as data:0 in multi_step_on_iterator/one_step_on_data, which the dump "
+        "holds no value of (an argument of a nested function, which TF 2.21 does not trace); name the tensor that "
+        "feeds it with --alias, e.g. --alias IteratorGetNext:0=image. The input recorded in "
+        "one_step_on_data_distributed is not borrowed: it belongs to another function (another batch; the "
+        "model's ops there are the prefixed copies).",)
+    # the documented workaround then names fit's batch
+    conversion = convert_tfdbg_run(folder, tmp_path / "ref", aliases={"IteratorGetNext:0": "image"})
+    (alias,) = conversion.aliases
+    assert (alias.tensor_name, alias.target, alias.kind) == ("image:0", "IteratorGetNext:0", "--alias")
+    assert np.load(alias.path).tolist() == [20.0, 21.0, 22.0, 23.0]
+
+
+def test_predict_then_fit_the_model_input_is_predicts_batch(tmp_path):
+    """Predict ran first: its ops keep the bare names, and its recorded data is the model input."""
+    folder = tmp_path / "v2"
+    fit_and_predict_dump(folder, predict_first=True)
+    naming = name_v2_dump(folder)
+    assert [n.tensor_name for n in naming.tensors] == [
+        "data:0", "net_1/conv_1/convolution:0", "IteratorGetNext:0", "IteratorGetNext:1",
+        "multi_step_on_iterator/one_step_on_data/net_1/conv_1/convolution:0"]
+    assert [(a.tensor_name, a.target, a.kind) for a in naming.aliases] == [("image:0", "data:0", "model input")]
+    assert naming.notes == ()
+
+
+def test_user_alias_replaces_an_automatic_alias_of_the_same_name(tmp_path):
+    """--alias IteratorGetNext:0=image wins over the automatic image:0 = data:0 (review finding: it was
+    refused as 'already another alias'); the automatic alias's file is gone, and a note says so."""
+    folder = tmp_path / "v2"
+    fit_and_predict_dump(folder, predict_first=True)
+    out = tmp_path / "ref"
+    conversion = convert_tfdbg_run(folder, out, aliases={"IteratorGetNext:0": "image"})
+    by_name = {t.tensor_name: t for t in conversion.tensors}
+    (alias,) = conversion.aliases
+    assert (alias.tensor_name, alias.target, alias.kind) == ("image:0", "IteratorGetNext:0", "--alias")
+    assert os.path.samefile(alias.path, by_name["IteratorGetNext:0"].path)
+    assert conversion.notes == (
+        "Alias image:0 = IteratorGetNext:0 (--alias) replaces the automatic model input alias image:0 = data:0.",)
+    assert sorted(os.listdir(out)) == sorted([t.file for t in conversion.tensors] + [alias.file])
+    assert [name for name in os.listdir(out) if name.startswith("image.")] == [alias.file]
+    # the same target as the automatic alias: kept, marked as the user's, nothing to say
+    again = convert_tfdbg_run(folder, tmp_path / "ref2", aliases={"data": "image"})
+    assert [(a.tensor_name, a.target, a.kind) for a in again.aliases] == [("image:0", "data:0", "--alias")]
+    assert again.notes == ()
 
 
 def test_names_file_round_trip_merge_and_errors(tmp_path):

@@ -11,6 +11,8 @@ as a capture helper would (:func:`record_names`):
 * ``forward``: ``@tf.function forward(images)`` called twice, on batches from a ``tf.data`` dataset;
 * ``tape``: one GradientTape train step ``step(images, labels)`` on a ``tf.data`` batch;
 * ``fit``: ``model.fit``, one step;
+* ``fit_predict``: ``model.fit`` one step on ``x``, then ``model.predict`` on another batch ``x2``, in one
+  capture (the model input must be fit's batch: fit's ops keep the bare names);
 * ``nested``: ``outer(t)`` calling ``inner`` twice, ``outer`` called twice.
 
 OUT_DIR/result.json holds what TF itself computed (weights before each capture, inputs, outputs,
@@ -123,6 +125,16 @@ before = weights(model)
 history = model.fit(x, y, batch_size=2, epochs=1, shuffle=False, verbose=0)
 result["fit"] = {"root": root, "handles": record_names(root, model), "weights": before,
                  "loss": history.history["loss"][0]}
+npu_tf_config.disable_reference_dump()
+
+# model.fit one step, then model.predict on another batch, in one capture
+root = capture("fit_predict")
+model = build()
+model.compile(optimizer=keras.optimizers.SGD(0.1), loss="mse", **({"jit_compile": False} if FLAVOUR == "keras" else {}))
+handles = record_names(root, model)
+model.fit(x, y, batch_size=2, epochs=1, shuffle=False, verbose=0)
+result["fit_predict"] = {"root": root, "handles": handles,
+                         "output": model.predict(x2, batch_size=2, verbose=0).tolist()}
 npu_tf_config.disable_reference_dump()
 
 # nested and repeated functions
