@@ -18,7 +18,7 @@ import math
 import os
 import struct
 from dataclasses import dataclass
-from typing import Dict, Iterator, Optional, Tuple
+from typing import Any, Dict, Iterator, Optional, Tuple
 
 import numpy as np
 from google.protobuf.message import DecodeError
@@ -35,9 +35,11 @@ _V2_GRAPHS_SUFFIX = ".graphs"
 _MAX_TIMESTAMP_US = 10 ** 16  # reference .npy names hold 16 timestamp digits (up to the year 2286)
 
 
-def _v2_op_types(folder: str) -> Dict[Tuple[str, str], str]:
-    """(graph id, op name) -> op type, from the ``*.graphs`` files."""
-    op_types: Dict[Tuple[str, str], str] = {}
+def graph_events(folder: str) -> Iterator[Any]:
+    """Every ``DebugEvent`` of the ``*.graphs`` files of a tfdbg v2 folder, in file and record order.
+
+    Raises ``ReferenceFormatError`` naming the file for a record that is not a DebugEvent.
+    """
     for path in v2_files(folder, _V2_GRAPHS_SUFFIX):
         with TFRecordFile(path) as records:
             for span in records.spans():
@@ -45,9 +47,16 @@ def _v2_op_types(folder: str) -> Dict[Tuple[str, str], str]:
                     event = tf_schema.DebugEvent.FromString(bytes(records.read(span)))
                 except DecodeError as error:
                     raise ReferenceFormatError(path, f"record {span.index} is not a DebugEvent ({error})") from None
-                if event.HasField("graph_op_creation"):
-                    creation = event.graph_op_creation
-                    op_types[(creation.graph_id, creation.op_name)] = creation.op_type
+                yield event
+
+
+def _v2_op_types(folder: str) -> Dict[Tuple[str, str], str]:
+    """(graph id, op name) -> op type, from the ``*.graphs`` files."""
+    op_types: Dict[Tuple[str, str], str] = {}
+    for event in graph_events(folder):
+        if event.HasField("graph_op_creation"):
+            creation = event.graph_op_creation
+            op_types[(creation.graph_id, creation.op_name)] = creation.op_type
     return op_types
 
 

@@ -29,10 +29,9 @@ import functools
 import os
 import struct
 from dataclasses import dataclass, field
-from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple
+from typing import Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
-from google.protobuf.message import DecodeError
 
 from precision_tool.errors import ReferenceFormatError
 from precision_tool.formats import tf_schema
@@ -40,7 +39,7 @@ from precision_tool.formats.protoschema import build_messages
 from precision_tool.formats.tf_schema import WIRE_I64, WIRE_LEN, WIRE_VARINT, iter_wire_fields, signed64, wire_string
 from precision_tool.formats.tf_tensor import TensorLocation, load_located_tensor, scan_tensor_proto
 from precision_tool.formats.tfdbg import DEFAULT_DEVICE, V2_TRACES_SUFFIX, TfdbgTensor, as_tensor_proto, v2_files
-from precision_tool.formats.tfdbg_v2 import wall_time_us
+from precision_tool.formats.tfdbg_v2 import graph_events, wall_time_us
 from precision_tool.formats.tfrecord import RecordSpan, TFRecordFile, encode_record, read_span
 
 GRAPHS_SUFFIX = ".graphs"
@@ -181,17 +180,6 @@ class V2Structure:
         return self._consumers.get((graph_id, op_name), [])
 
 
-def _graph_events(folder: str) -> Iterator[Any]:
-    for path in v2_files(folder, GRAPHS_SUFFIX):
-        with TFRecordFile(path) as records:
-            for span in records.spans():
-                try:
-                    event = tf_schema.DebugEvent.FromString(bytes(records.read(span)))
-                except DecodeError as error:
-                    raise ReferenceFormatError(path, f"record {span.index} is not a DebugEvent ({error})") from None
-                yield event
-
-
 def read_v2_structure(folder) -> V2Structure:
     """Read the ``.graphs`` and ``.execution`` files of a tfdbg v2 folder (values stay on disk).
 
@@ -203,7 +191,7 @@ def read_v2_structure(folder) -> V2Structure:
     folder = os.fspath(folder)
     graphs: Dict[str, V2Graph] = {}
     ops: Dict[Tuple[str, str], V2Op] = {}
-    for order, event in enumerate(_graph_events(folder)):
+    for order, event in enumerate(graph_events(folder)):
         if event.HasField("debugged_graph"):
             graph = event.debugged_graph
             graphs.setdefault(graph.graph_id, V2Graph(graph.graph_id, graph.graph_name, graph.outer_context_id, order))
@@ -345,7 +333,7 @@ def write_tfdbg_v2_events(folder, graph_records: Sequence[object], traces: Seque
     os.makedirs(folder, exist_ok=True)
     metadata = DebugEvent(wall_time=0.0)
     metadata.debug_metadata.file_version = "debug.Event:1"
-    graph_events = []
+    graph_records = []
     for record in graph_records:
         event = DebugEvent(wall_time=0.0)
         if isinstance(record, GraphSpec):
@@ -357,7 +345,7 @@ def write_tfdbg_v2_events(folder, graph_records: Sequence[object], traces: Seque
             event.graph_op_creation.CopyFrom(_CLASSES["GraphOpCreation"](
                 op_type=record.op_type, op_name=record.op_name, graph_id=record.graph_id, device_name=device,
                 input_names=list(record.input_names), num_outputs=record.num_outputs))
-        graph_events.append(event)
+        graph_records.append(event)
     trace_events = []
     for graph_id, op_name, output_slot, value, wall_time in traces:
         event = DebugEvent(wall_time=wall_time)
@@ -380,7 +368,7 @@ def write_tfdbg_v2_events(folder, graph_records: Sequence[object], traces: Seque
                 proto = as_tensor_proto(value).SerializeToString()
                 execution.tensor_protos.add().CopyFrom(_CLASSES["TensorProto"].FromString(proto))
         execution_events.append(event)
-    for suffix, events in ((".metadata", [metadata]), (GRAPHS_SUFFIX, graph_events),
+    for suffix, events in ((".metadata", [metadata]), (GRAPHS_SUFFIX, graph_records),
                            (EXECUTION_SUFFIX, execution_events), (V2_TRACES_SUFFIX, trace_events)):
         with open(os.path.join(folder, file_stem + suffix), "wb") as handle:
             for event in events:
