@@ -333,7 +333,7 @@ def write_tfdbg_v2_events(folder, graph_records: Sequence[object], traces: Seque
     os.makedirs(folder, exist_ok=True)
     metadata = DebugEvent(wall_time=0.0)
     metadata.debug_metadata.file_version = "debug.Event:1"
-    graph_records = []
+    graph_messages = []
     for record in graph_records:
         event = DebugEvent(wall_time=0.0)
         if isinstance(record, GraphSpec):
@@ -345,7 +345,7 @@ def write_tfdbg_v2_events(folder, graph_records: Sequence[object], traces: Seque
             event.graph_op_creation.CopyFrom(_CLASSES["GraphOpCreation"](
                 op_type=record.op_type, op_name=record.op_name, graph_id=record.graph_id, device_name=device,
                 input_names=list(record.input_names), num_outputs=record.num_outputs))
-        graph_records.append(event)
+        graph_messages.append(event)
     trace_events = []
     for graph_id, op_name, output_slot, value, wall_time in traces:
         event = DebugEvent(wall_time=wall_time)
@@ -368,7 +368,7 @@ def write_tfdbg_v2_events(folder, graph_records: Sequence[object], traces: Seque
                 proto = as_tensor_proto(value).SerializeToString()
                 execution.tensor_protos.add().CopyFrom(_CLASSES["TensorProto"].FromString(proto))
         execution_events.append(event)
-    for suffix, events in ((".metadata", [metadata]), (GRAPHS_SUFFIX, graph_records),
+    for suffix, events in ((".metadata", [metadata]), (GRAPHS_SUFFIX, graph_messages),
                            (EXECUTION_SUFFIX, execution_events), (V2_TRACES_SUFFIX, trace_events)):
         with open(os.path.join(folder, file_stem + suffix), "wb") as handle:
             for event in events:
