@@ -97,7 +97,7 @@ def test_the_readme_script_runs_and_the_users_session_stays_usable(flow):
     output = flow["output"]
     assert "[precision_tool] NPU capture 'dump' ->" in output  # session_dump_config ran, and TF ran on CPU
     assert "[precision_tool] seed 2022: python, numpy, tensorflow seeded (TensorFlow: " \
-           "tf.compat.v1.set_random_seed on the default graph); deterministic ops unchanged" in output  # as the original
+           "tf.compat.v1.set_random_seed on the default graph); deterministic ops unchanged" in output
     assert "[precision_tool] WARNING" not in output  # the reference config keeps Grappler off: no fused names
 
 
