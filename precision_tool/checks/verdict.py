@@ -9,7 +9,9 @@ Rules, first match wins (:func:`decide_verdict`):
    fusion-off run computes the same), or else that its kernel is imprecise;
 2. **fusion** -- else the first fused op that differs from its unfused TF ops (fusion-off run), with its passes;
 3. **overflow** -- else the op of the first overflow record, or the first op whose output introduces
-   inf/NaN/fp16 saturation in the normal run;
+   inf/NaN/fp16 saturation in the normal run -- unless the comparison found that op's outputs all match the
+   reference: an overflow that cost no accuracy blames nobody (it goes to :attr:`Verdict.also`). Without a
+   comparison the op is named, and its reasons say it was not checked against the reference;
 4. none -- and the next step that could find one.
 
 Whatever does not make the culprit is listed in :attr:`Verdict.also` (the first overflow when it is not the
@@ -189,23 +191,47 @@ def _fusion_culprit(diff) -> Culprit:
     return Culprit(diff.op_name, diff.op_type, FUSION, reasons, commands, diff.fused.passes)
 
 
-def _overflow_culprit(overflow) -> Optional[Culprit]:
+def _compared_outputs(compare, op_name: str):
+    """The op's output rows that were compared with the reference (none without a comparison)."""
+    return [row for row in _rows_of(compare, op_name) if row.kind == TensorKind.OUTPUT and row.compared]
+
+
+def _outputs_match(compare, op_name: str) -> bool:
+    """True when the comparison compared the op's outputs and every one passes: its overflow cost nothing."""
+    rows = _compared_outputs(compare, op_name)
+    return bool(rows) and all(row.passed for row in rows)
+
+
+def _reference_check_text(compare, op_name: str) -> str:
+    """Why an overflow op is named although nothing showed its outputs are wrong (it may be harmless)."""
+    if compare is None:
+        return "not checked against the reference: run ac -c to see whether the overflow costs accuracy"
+    if compare.result is None:
+        return "not checked against the reference: the comparison did not run"
+    if _compared_outputs(compare, op_name):
+        return "its outputs fail against the reference"
+    return "not checked against the reference: none of its outputs was compared (no reference for them)"
+
+
+def _overflow_culprit(overflow, compare=None) -> Optional[Culprit]:
+    """The overflow record's op, else the dump scan's; ``None`` for an op whose compared outputs all match."""
     first = overflow.records.first
-    if first is not None:
+    if first is not None and not (first.located and _outputs_match(compare, first.op_name)):
         reasons = [f"record {first.position} of {overflow.records.records} in the overflow run, the earliest "
                    f"(timestamp {first.timestamp}): " + "; ".join(first.status_lines)]
         if not first.located:
             reasons.append(first.problem)
             return Culprit(f"task {first.task_id} stream {first.stream_id}", "", OVERFLOW_RECORD, tuple(reasons),
                            ("ov",))
+        reasons.append(_reference_check_text(compare, first.op_name))
         return Culprit(first.op_name, first.op_type, OVERFLOW_RECORD, tuple(reasons),
                        (f"ni {_q(first.op_name)}", f"pt {_q(first.dump_path)}", "ov"))
     scan_op = overflow.scan.first_introduced if overflow.scan is not None else None
-    if scan_op is None:
+    if scan_op is None or _outputs_match(compare, scan_op.op_name):
         return None
     return Culprit(scan_op.op_name, scan_op.op_type, DUMP_SCAN,
                    (f"the first op of the normal run whose {_non_finite_text(scan_op)} "
-                    f"({scan_op.origin} here)",),
+                    f"({scan_op.origin} here)", _reference_check_text(compare, scan_op.op_name)),
                    (f"ni {_q(scan_op.op_name)}", f"pt {_q(f'{scan_op.op_name}:output:{scan_op.worst.index}')}"))
 
 
@@ -216,13 +242,15 @@ def _also(culprit: Optional[Culprit], overflow, fusion, compare) -> List[str]:
     if first is not None and not (named and _same_op(first.op_name, named)):
         text = (f"overflow run: first overflow at {first.op_name or f'task {first.task_id}'} "
                 f"({first.op_type or '?'}): {'; '.join(first.status_lines)}")
-        rows = [row for row in _rows_of(compare, first.op_name) if row.kind == TensorKind.OUTPUT and row.compared]
-        if rows and all(row.passed for row in rows):
+        if _outputs_match(compare, first.op_name):
             text += "; its outputs match the reference in the dump run, so it cost no accuracy there"
         lines.append(text)
     scan_op = overflow.scan.first_introduced if overflow.scan is not None else None
     if scan_op is not None and not (named and _same_op(scan_op.op_name, named)):
-        lines.append(f"normal run: {scan_op.op_name} {_non_finite_text(scan_op)}")
+        text = f"normal run: {scan_op.op_name} {_non_finite_text(scan_op)}"
+        if _outputs_match(compare, scan_op.op_name):
+            text += "; its outputs match the reference, so it cost no accuracy"
+        lines.append(text)
     if overflow.casts is not None and overflow.casts.lossy:
         cast = overflow.casts.lossy[0]
         lines.append(f"{len(overflow.casts.lossy)} cast(s) lose information, first {cast.op_name} "
@@ -282,7 +310,7 @@ def decide_verdict(overflow, fusion, compare=None) -> "Verdict":
     elif fusion.comparison is not None and fusion.comparison.culprits:
         culprit = _fusion_culprit(fusion.comparison.culprits[0])
     else:
-        culprit = _overflow_culprit(overflow)
+        culprit = _overflow_culprit(overflow, compare)
     next_commands: Tuple[str, ...] = culprit.next_commands if culprit is not None else ()
     if compare is None:
         next_commands += ("ac -c",)

@@ -3,6 +3,8 @@
 * :func:`copy_cnn_workspace` -- ``sample_dumps/cnn_workspace`` copied (never written in place);
 * :func:`perturb_output` -- multiply a dump file's output payload by ``1 + rel * z`` in place (a copy only),
   the emulator's "imprecise kernel" after the fact, without TensorFlow;
+* :func:`set_tensor` -- overwrite one dumped tensor with given origin-layout values (e.g. the reference
+  rounded to the dump's dtype, to remove a planted fault);
 * :func:`write_op_dump` / :func:`write_record` -- a dump file or an Opdebug record in a flat folder.
 """
 from __future__ import annotations
@@ -50,6 +52,20 @@ def perturb_output(path: str, rel: float = 0.3, seed: int = 1, index: int = 0) -
     with open(path, "r+b") as handle:
         handle.seek(entry.offset)
         handle.write(changed.tobytes())
+
+
+def set_tensor(path: str, kind: str, index: int, values: np.ndarray, origin_format: str = "NHWC") -> None:
+    """Overwrite tensor ``kind``/``index`` of the dump at ``path`` with ``values`` (origin layout), cast to the
+    stored dtype and laid out in the stored format."""
+    from precision_tool.formats.layouts import to_device
+
+    dump = read_dump_header(path)
+    entry = dump.tensor(kind, index)
+    stored = to_device(np.asarray(values).astype(entry.numpy_dtype), origin_format, entry.format_name)
+    assert stored.shape == tuple(entry.shape), (stored.shape, entry.shape)
+    with open(path, "r+b") as handle:
+        handle.seek(entry.offset)
+        handle.write(stored.tobytes())
 
 
 def write_op_dump(folder, op_type: str, op_name: str, task: int, stream: int, timestamp: int, inputs=(),

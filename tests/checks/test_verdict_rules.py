@@ -4,7 +4,8 @@ import shutil
 import numpy as np
 import pytest
 
-from checks_builders import CNN, CONV2, CONV3, RES_CONV, copy_cnn_workspace, dump_file_of, perturb_output
+from checks_builders import (CNN, CONV2, CONV3, RES_CONV, copy_cnn_workspace, dump_file_of, perturb_output,
+                             set_tensor)
 from precision_tool.checks.autocheck import AutocheckOptions, run_autocheck
 from precision_tool.checks.verdict import DUMP_SCAN, FIRST_DIVERGENCE, FUSION, OVERFLOW_RECORD
 from precision_tool.errors import WorkspaceError
@@ -20,6 +21,7 @@ def test_without_compare_the_planted_overflow_is_the_culprit():
     assert "overflow converting fp32→fp16" in culprit.reasons[0]
     assert culprit.next_commands[0] == f"ni {CONV3}" and culprit.next_commands[1].startswith("pt ")
     assert result.verdict.next_commands[-1] == "ac -c" and result.compare is None
+    assert any(reason.startswith("not checked against the reference") for reason in culprit.reasons)
 
 
 def test_with_compare_the_planted_imprecise_op_is_the_culprit_and_fusion_is_cleared():
@@ -100,3 +102,48 @@ def test_a_culprit_whose_input_has_no_reference_is_not_said_to_read_matching_inp
     reasons = " | ".join(culprit.reasons)
     assert "while its inputs still match" not in reasons and "on good inputs" not in reasons
     assert "while its compared inputs still match (input(s) [0] not compared: assumed right)" in reasons
+
+
+def _without_the_planted_fault(tmp_path):
+    """The sample with res_conv's NPU output (and res_add's input 1, the same tensor) set to the reference
+    rounded to float16 in both NPU runs: what remains is conv3's overflow record, whose outputs match."""
+    workspace = copy_cnn_workspace(tmp_path)
+    (reference,) = (workspace / "tf" / "dump").glob("small_cnn_1_res_conv_1_BiasAdd.0.*.npy")
+    clean = np.load(reference).astype(np.float16)
+    set_tensor(dump_file_of(workspace, 0, "small_cnn_1_res_conv_1_convolution"), "output", 0, clean)
+    set_tensor(dump_file_of(workspace, 0, "small_cnn_1_res_add_1_Add"), "input", 1, clean)
+    # the fusion-off run (npu/debug_1) computes the same tensor unfused, as a BiasAdd
+    set_tensor(dump_file_of(workspace, 1, "small_cnn_1_res_conv_1_BiasAdd"), "output", 0, clean)
+    set_tensor(dump_file_of(workspace, 1, "small_cnn_1_res_add_1_Add"), "input", 1, clean)
+    return workspace
+
+
+@pytest.mark.compat
+def test_a_harmless_overflow_is_no_culprit_when_its_outputs_match(tmp_path):
+    # issue 13: never blame an overflow record for an op whose outputs match the reference
+    workspace = _without_the_planted_fault(tmp_path)
+    result = run_autocheck(str(workspace), WITH_COMPARE)
+    assert not result.compare.result.failing
+    assert result.verdict.culprit is None and result.verdict.headline == "No culprit found."
+    assert result.exit_code() == 0
+    (overflow_line,) = [line for line in result.verdict.also if line.startswith("overflow run")]
+    assert CONV3 in overflow_line and "cost no accuracy" in overflow_line
+
+
+@pytest.mark.compat
+def test_without_compare_a_harmless_overflow_is_named_but_said_unchecked(tmp_path):
+    workspace = _without_the_planted_fault(tmp_path)
+    culprit = run_autocheck(str(workspace)).verdict.culprit
+    assert (culprit.op_name, culprit.evidence) == (CONV3, OVERFLOW_RECORD)
+    assert culprit.reasons[1] == ("not checked against the reference: run ac -c to see whether the overflow "
+                                  "costs accuracy")
+
+
+@pytest.mark.compat
+def test_an_overflow_op_without_compared_outputs_is_named_and_said_unchecked(tmp_path):
+    workspace = _without_the_planted_fault(tmp_path)
+    for path in (workspace / "tf" / "dump").glob("small_cnn_1_conv3_1_*.npy"):
+        path.unlink()
+    culprit = run_autocheck(str(workspace), WITH_COMPARE).verdict.culprit
+    assert (culprit.op_name, culprit.evidence) == (CONV3, OVERFLOW_RECORD)
+    assert "not checked against the reference: none of its outputs was compared" in culprit.reasons[1]
