@@ -9,6 +9,7 @@
                                          e.g. fusion off), compared with npu/debug_0
       overflow/dump/<ts>/...             Opdebug records beside the overflowing ops' dumps
       tf/tf_debug/run_*/...              tfdbg raw dumps       tf/dump/*.npy  reference tensors
+      tf/graph/graph_<run>_<device>.pb   the executed TF graphs (GraphDef), tf/graph/index.json says whose
       fusion/fusion_result.json          fusion/fusion_switch.cfg  the switch file users edit
       temp/...                           tool outputs
 
@@ -68,6 +69,11 @@ class Workspace:
     @property
     def tf_dump(self) -> str:
         return os.path.join(self.root, "tf", "dump")
+
+    @property
+    def tf_graph(self) -> str:
+        """``tf/graph``: the executed TF graphs ``tf_dump`` keeps (the original tool's ``TF_GRAPH_DIR``)."""
+        return os.path.join(self.root, "tf", "graph")
 
     @property
     def fusion_switch(self) -> str:

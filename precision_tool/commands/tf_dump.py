@@ -25,13 +25,19 @@ See ``docs/capture-keras-tf2.md``.
 The conversion itself is :func:`precision_tool.formats.tf_reference.convert_tfdbg_run`; this handler
 chooses the run, calls it and turns its :class:`~precision_tool.formats.tf_reference.ReferenceConversion`
 into the report.
+
+The executed graph. For a tfdbg v1 run the executed (partition) graph of each device is also kept, as
+``WORKSPACE/tf/graph/graph_<run>_<device>.pb`` (a ``GraphDef``, readable without TensorFlow by
+:func:`precision_tool.formats.tf_graph.read_tf_graph`) with ``index.json`` saying which run and device
+each came from; the report lists the files. A graph file that cannot be read is a note, and the tensors
+are still converted. tfdbg v2 graphs are not kept yet (a note says so).
 """
 from __future__ import annotations
 
 import os
 import time
 from collections import Counter
-from typing import Dict, List
+from typing import Dict, List, Tuple
 
 from precision_tool.commands.registry import Command, Context
 from precision_tool.config import Workspace, ensure_output_dir
@@ -86,8 +92,19 @@ def handle(args, ctx: Context) -> Report:
     aliases = _parse_aliases(args.alias)
     # The library only guards the run folder; the command also keeps the output out of the whole -i tree.
     out_dir = ensure_output_dir(args.output or workspace.tf_dump, root, run.path)
-    conversion = convert_tfdbg_run(run, out_dir, clean=args.clean, aliases=aliases)
-    return _conversion_report(conversion, _run_choice_note(runs, runs.index(run)))
+    graph_dir, graph_note = _graph_dir(workspace, run, root)
+    conversion = convert_tfdbg_run(run, out_dir, clean=args.clean, aliases=aliases, graph_dir=graph_dir or None)
+    return _conversion_report(conversion, _run_choice_note(runs, runs.index(run)), graph_dir, graph_note)
+
+
+def _graph_dir(workspace: Workspace, run: TfdbgRun, root: str) -> Tuple[str, str]:
+    """Where the run's executed graph is kept (``WORKSPACE/tf/graph``), or ``""`` and why not."""
+    if run.version != 1:
+        return workspace.tf_graph, ""
+    try:
+        return ensure_output_dir(workspace.tf_graph, root, run.path), ""
+    except WorkspaceError as error:
+        return "", f"{error}; the graph was not kept."
 
 
 def _run_choice_note(runs: List[TfdbgRun], index: int) -> str:
@@ -119,7 +136,8 @@ def _parse_aliases(values: List[str]) -> Dict[str, str]:
     return aliases
 
 
-def _conversion_report(conversion: ReferenceConversion, run_note: str = "") -> Report:
+def _conversion_report(conversion: ReferenceConversion, run_note: str = "", graph_dir: str = "",
+                       graph_note: str = "") -> Report:
     run, out_dir = conversion.run, conversion.out_dir
     non_numeric = [skip.describe() for skip in conversion.non_numeric]
     failures = [skip.message for skip in conversion.failures]
@@ -149,6 +167,8 @@ def _conversion_report(conversion: ReferenceConversion, run_note: str = "") -> R
         notes.append(f"Also written under {len(conversion.aliases)} other names (aliases, same values): {listed}"
                      f"{' ...' if len(conversion.aliases) > 8 else ''}.")
     notes.extend(conversion.notes)
+    if graph_note:
+        notes.append(graph_note)
     if fused:
         kinds = ", ".join(f"{count} {op_type}" for op_type, count in fused.most_common())
         notes.append(f"Fused ops in the reference ({kinds}): their inner TF ops have no reference. Capture with "
@@ -167,6 +187,10 @@ def _conversion_report(conversion: ReferenceConversion, run_note: str = "") -> R
                      "keep only this run.")
     if notes:
         report.add_text("Notes:", *notes)
+    graphs = [graph.to_dict() for graph in conversion.graphs]
+    if graphs:
+        report.add_text(f"Executed graph kept in {graph_dir} (GraphDef; tf/graph/index.json says whose):",
+                        *(f"{g['file']}: {g['nodes']} nodes, device {g['device']}" for g in graphs))
     if failures:
         report.add_text(f"Failed ({len(failures)}):", *failures)
     resources = len(conversion.resources)
@@ -174,6 +198,7 @@ def _conversion_report(conversion: ReferenceConversion, run_note: str = "") -> R
     report.status = (f"wrote {len(written)} tensors ({conversion.nbytes / 2**20:.1f} MiB); skipped {resources} "
                      f"resource handles and {len(non_numeric)} non-numeric tensors; {len(repeated)} op outputs "
                      f"repeated ({kept})" + (f"; {len(conversion.aliases)} aliases" if conversion.aliases else "")
+                     + (f"; kept {len(graphs)} graph{'s' if len(graphs) != 1 else ''}" if graphs else "")
                      + (f"; {len(failures)} failed" if failures else ""))
     report.exit_code = EXIT_UNUSABLE_INPUT if failures else EXIT_OK
     report.data = {"run": run.path, "tfdbg_version": run.version, "out_dir": out_dir, "written": len(written),
@@ -182,7 +207,8 @@ def _conversion_report(conversion: ReferenceConversion, run_note: str = "") -> R
                    "other_files": len(conversion.other_files), "removed": conversion.removed,
                    "failures": failures, "tensors": written,
                    "aliases": [alias.to_dict() for alias in conversion.aliases], "notes": list(conversion.notes),
-                   "keeps_every_execution": conversion.keeps_every_execution, "run_choice": run_note}
+                   "keeps_every_execution": conversion.keeps_every_execution, "run_choice": run_note,
+                   "graph_dir": graph_dir or None, "graphs": graphs}
     return report
 
 

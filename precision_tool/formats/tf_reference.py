@@ -41,6 +41,7 @@ from precision_tool.config import ensure_output_dir
 from precision_tool.errors import PrecisionToolError, WorkspaceError
 from precision_tool.fileio import TEMP_PREFIX
 from precision_tool.formats.npy_dir import build_name_mapping, reference_file_name, write_reference_npy
+from precision_tool.formats.tf_graph import KeptGraph, keep_tfdbg_v1_graphs
 from precision_tool.formats.tf_tensor import DT_RESOURCE, base_dtype_code
 from precision_tool.formats.tfdbg import TfdbgRun, TfdbgTensor, iter_tfdbg, list_tfdbg_runs
 from precision_tool.formats.tfdbg_v2_names import ALIAS_USER, Alias, V2Naming, name_v2_dump
@@ -179,6 +180,8 @@ class ReferenceConversion:
     notes : what the user should know about names: arguments without values, weights or inputs that got
         no alias, aliases refused (v2 naming and ``aliases``).
     keeps_every_execution : True for v2 (``op@k`` names), False for v1 (the last dump is kept).
+    graphs : the executed graphs kept in ``graph_dir`` (tfdbg v1 only; see
+        :func:`precision_tool.formats.tf_graph.keep_tfdbg_v1_graphs`); why a graph was not kept is in ``notes``.
     """
 
     run: TfdbgRun
@@ -193,6 +196,7 @@ class ReferenceConversion:
     aliases: Tuple[ReferenceAlias, ...] = ()
     notes: Tuple[str, ...] = ()
     keeps_every_execution: bool = False
+    graphs: Tuple[KeptGraph, ...] = ()
 
     @property
     def nbytes(self) -> int:
@@ -245,7 +249,7 @@ def find_tfdbg_runs(root) -> List[TfdbgRun]:
 
 
 def convert_tfdbg_run(run: Union[TfdbgRun, str, os.PathLike], out_dir, *, clean: bool = False,
-                      aliases: Optional[Mapping[str, str]] = None) -> ReferenceConversion:
+                      aliases: Optional[Mapping[str, str]] = None, graph_dir=None) -> ReferenceConversion:
     """Write the reference ``.npy`` folder for one tfdbg run (see the module docstring).
 
     Parameters
@@ -261,6 +265,10 @@ def convert_tfdbg_run(run: Union[TfdbgRun, str, os.PathLike], out_dir, *, clean:
         also write each as the alias, like the aliases the v2 naming finds. An alias naming a written
         tensor or another ``aliases`` entry, or a tensor that was not written, is refused with a note; one
         naming an automatic alias (``image``) replaces it, with a note saying which.
+    graph_dir : str or Path, optional
+        Also keep the run's executed graph there (tfdbg v1: ``graph_<run>_<device>.pb`` and ``index.json``,
+        :func:`precision_tool.formats.tf_graph.keep_tfdbg_v1_graphs`). A graph that cannot be read or
+        written is a note, not an error. tfdbg v2 graphs are not kept yet (a note says so).
 
     Returns
     -------
@@ -291,6 +299,14 @@ def convert_tfdbg_run(run: Union[TfdbgRun, str, os.PathLike], out_dir, *, clean:
                 if run.version == 2 else "was anything run under the wrapped session?")
         raise WorkspaceError(f"{run.path}: the run holds no tensor with values", hint)
     found_aliases.extend(_user_aliases(aliases or {}))
+    graphs: List[KeptGraph] = []
+    if graph_dir is not None:
+        if run.version == 1:
+            graphs, graph_notes = keep_tfdbg_v1_graphs(run.path, os.fspath(graph_dir))
+            notes.extend(graph_notes)
+        else:
+            notes.append("The executed graph of a tfdbg v2 run is not kept yet (the captures' "
+                         "DebuggedGraph.original_graph_def is empty in TF 2.6 and 2.21).")
 
     tensors: List[ReferenceTensor] = []
     fused: Counter = Counter()
@@ -322,7 +338,8 @@ def convert_tfdbg_run(run: Union[TfdbgRun, str, os.PathLike], out_dir, *, clean:
         run=run, out_dir=out_dir, tensors=tuple(tensors), skipped=tuple(skipped),
         repeated=tuple((name, count) for name, count in seen.items() if count > 1),
         fused_op_types=tuple(fused.items()), name_collisions=collisions, other_files=tuple(others),
-        removed=removed, aliases=tuple(written_aliases), notes=tuple(notes), keeps_every_execution=run.version == 2)
+        removed=removed, aliases=tuple(written_aliases), notes=tuple(notes), keeps_every_execution=run.version == 2,
+        graphs=tuple(graphs))
 
 
 def _user_aliases(aliases: Mapping[str, str]) -> List[Alias]:

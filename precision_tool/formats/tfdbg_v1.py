@@ -108,7 +108,10 @@ def _load_v1_tensor(path: str) -> Optional[np.ndarray]:
 
 
 def _v1_op_types(device_dir: str) -> Dict[str, str]:
-    """Op name -> op type from the executed graphs (``_tfdbg_graph_hash...`` files) of a device folder."""
+    """Op name -> op type from the executed graphs (``_tfdbg_graph_hash...`` files) of a device folder.
+
+    A graph file that cannot be read or decoded is passed over (its ops get no type): the tensors are still
+    readable, and ``tf_dump`` says in a note that this graph was not kept (:mod:`.tf_graph`)."""
     op_types: Dict[str, str] = {}
     for name in sorted(os.listdir(device_dir)):
         path = os.path.join(device_dir, name)
@@ -118,8 +121,8 @@ def _v1_op_types(device_dir: str) -> Dict[str, str]:
             with open(path, "rb") as handle:
                 event = tf_schema.Event.FromString(handle.read())
             graph = tf_schema.GraphDef.FromString(event.graph_def)
-        except DecodeError as error:
-            raise ReferenceFormatError(path, f"not a tfdbg graph file ({error})") from None
+        except (DecodeError, OSError):
+            continue
         op_types.update((node.name, node.op) for node in graph.node)
     return op_types
 

@@ -58,8 +58,10 @@ def test_newest_v1_run_becomes_the_flat_reference_folder(ws):
         ["conv1/conv", 0, "Conv2D", "DT_FLOAT", "[2, 4]", f"conv1_conv.0.{US + 11:016d}.npy"],
         ["block.1/relu", 1, "Relu", "DT_INT64", "[2]", f"block_1_relu.1.{US + 12:016d}.npy"]]
     assert report.status == ("wrote 2 tensors (0.0 MiB); skipped 0 resource handles and 0 non-numeric tensors; "
-                             "0 op outputs repeated (kept the last)")
+                             "0 op outputs repeated (kept the last); kept 1 graph")
     assert report.exit_code == 0 and report.data["run"] == str(new)
+    graph_file = f"graph_run_{US + 10}_1_job_localhost_replica_0_task_0_device_CPU_0.pb"
+    assert [g["file"] for g in report.data["graphs"]] == [graph_file]
     refs = read_npy_dir(out)
     assert [(r.file_op_name, r.output_index) for r in refs] == [("block_1_relu", 1), ("conv1_conv", 0)]
 
@@ -224,5 +226,5 @@ def test_a_tensor_that_cannot_be_read_is_listed_and_exits_2(ws):
     report = dispatch([], ws)
     message = f"{traces}: TFRecord record 1: data CRC mismatch (corrupt file)"
     assert report.exit_code == 2 and report.data["failures"] == [message]
-    assert report.blocks[1].lines == ["Failed (1):", message]
+    assert report.blocks[-1].lines == ["Failed (1):", message]
     assert report.status.endswith("; 1 failed") and report.data["written"] == 1
