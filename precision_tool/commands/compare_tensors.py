@@ -2,10 +2,11 @@
 
 LEFT is read as the NPU side and RIGHT as the reference (this only matters for relative errors, which divide
 by RIGHT). Both take every form of :mod:`.tensor_spec`; a whole dump file or op means its output 0. The
-report gives the verdict of :func:`~precision_tool.metrics.compare_tensors` (cosine gate and allclose with
-dtype-aware tolerances, or ``-al``/``-rl``), msaccucmp's metrics, the N largest errors and the first N
-values side by side. Everything is computed with whole-array numpy operations. Exit code 1 when the pair
-fails, as in CI.
+verdict is ``compare``'s own (:func:`~precision_tool.comparison.worker.judge_pair`): the cosine gate and the
+honest statuses, with the allclose ratio against the dtype-aware tolerances reported but not judged, so a
+pair ``compare`` passes passes here too. ``-al``/``-rl`` ask for the allclose gate with those tolerances.
+The report adds msaccucmp's metrics, the N largest errors and the first N values side by side. Everything is
+computed with whole-array numpy operations. Exit code 1 when the pair fails, as in CI.
 """
 from __future__ import annotations
 
@@ -34,11 +35,12 @@ def add_arguments(parser):
     parser.add_argument("-p", "--print", dest="count", type=non_negative_int, default=DEFAULT_COUNT, metavar="N",
                         help=f"rows of the top-error and first-values tables (default {DEFAULT_COUNT})")
     parser.add_argument("-al", "--atol", type=non_negative_float, default=None,
-                        help="absolute tolerance (default: by dtype)")
+                        help="absolute tolerance; giving -al or -rl makes allclose a gate (default: by dtype, "
+                             "reported only, as compare does)")
     parser.add_argument("-rl", "--rtol", type=non_negative_float, default=None,
-                        help="relative tolerance (default: by dtype)")
+                        help="relative tolerance (default: by dtype); see -al")
     add_cosine_option(parser, DEFAULT_COSINE_THRESHOLD,
-                      help_tail="; a passing pair must also be allclose (-al, -rl)")
+                      help_tail="; with -al/-rl a passing pair must also be allclose")
     add_run_option(parser, " (for op names on both sides)")
     parser.add_argument("--right-run", type=non_negative_int, default=None, metavar="N",
                         help="NPU run for op names on the right side (default: --run)")
@@ -49,7 +51,7 @@ def _number(value) -> str:
 
 
 def handle(args, ctx: Context) -> Report:
-    from precision_tool.metrics import compare_tensors
+    from precision_tool.comparison.worker import judge_pair
 
     right_run = args.run if args.right_run is None else args.right_run
     lookups = (lookup_for(ctx, args.run), lookup_for(ctx, right_run))
@@ -58,7 +60,8 @@ def handle(args, ctx: Context) -> Report:
     _, left, left_note = load_one_tensor(args.left, lookups[0])
     _, right, right_note = load_one_tensor(args.right, lookups[1])
     graph_notes = list(dict.fromkeys(lookups[0].graph_notes + lookups[1].graph_notes))
-    result = compare_tensors(left.array, right.array, cosine_threshold=args.cosine, rtol=args.rtol, atol=args.atol)
+    result = judge_pair(left.array, right.array, cosine_threshold=args.cosine, dtype_labels=(left.dtype, right.dtype),
+                        rtol=args.rtol, atol=args.atol)
     report = Report(title=f"{left.label}  vs  {right.label}")
     report.add_table(["side", "tensor", "stored", "dtype", "shape", *STATS_HEADERS],
                      [_side_row("left", left), _side_row("right", right)])
@@ -71,7 +74,8 @@ def handle(args, ctx: Context) -> Report:
                *([metric.name, metric.formatted if metric.reason is None else f"NaN ({metric.reason})"]
                  for metric in result.metrics if metric.name != "CosineSimilarity")]
     report.add_table(["metric", "value"], summary)
-    notes = [note for note in (left_note, right_note, left.note, right.note, *result.notes) if note]
+    notes = [note for note in (left_note, right_note, left.note, right.note, *result.notes, _allclose_note(result))
+             if note]
     if notes:
         report.add_text(*(f"note: {note}" for note in notes))
     worst: List = []
@@ -88,6 +92,17 @@ def handle(args, ctx: Context) -> Report:
                    "metrics": {metric.name: metric.formatted for metric in result.metrics},
                    "worst": worst, "first_values": first, "notes": notes}
     return with_graph_notes(report, graph_notes)
+
+
+def _allclose_note(result) -> str:
+    """Say so when the allclose ratio is below the dtype's default but did not decide (as ``compare`` lists it)."""
+    from precision_tool.metrics import DEFAULT_TOLERANCES
+
+    default = DEFAULT_TOLERANCES[result.dtype].min_ratio
+    if result.tolerance.min_ratio or result.allclose_ratio is None or result.allclose_ratio >= default - 1e-12:
+        return ""
+    return (f"allclose {result.allclose_ratio:.4%} is below the {result.dtype} default of {default:.4%}: "
+            "reported, not failed, as compare does (give -al/-rl to make it a gate)")
 
 
 def _side_row(side: str, tensor: LoadedTensor) -> list:

@@ -24,7 +24,8 @@ class LoadedTensor:
 
     ``label`` names it (``conv1/Conv2D:output:0`` or the ``.npy`` file name); ``stored`` describes it as
     stored (``float16 NC1HWC0 [1, 1, 4, 4, 16]``); ``layout`` is the layout of ``array`` (``""`` for npy);
-    ``note`` says what was assumed.
+    ``note`` says what was assumed; ``dtype`` is a dump tensor's stored dtype name (``"bfloat16"`` although
+    ``array`` is float32), ``""`` for npy.
     """
 
     label: str
@@ -33,6 +34,7 @@ class LoadedTensor:
     stored: str
     layout: str = ""
     note: str = ""
+    dtype: str = ""
 
 
 def load_tensors(text: str, lookup, keep_layout: bool = False) -> Tuple[ParsedSpec, List[LoadedTensor]]:
@@ -84,7 +86,7 @@ def _load_dump(choice: TensorChoice, lookup, keep_layout: bool) -> List[LoadedTe
         decoded = ref.load(keep_layout=keep_layout)
         stored = f"{ref.dtype} {entry.format_name} {shape_text(entry.shape)}"
         loaded.append(LoadedTensor(ref.tensor_id, choice.path, decoded.array, stored, decoded.origin_format,
-                                   decoded.note))
+                                   decoded.note, ref.dtype))
     return loaded
 
 

@@ -30,7 +30,7 @@ from precision_tool.comparison.result import TensorResult
 from precision_tool.errors import PrecisionToolError
 from precision_tool.formats.dump_file import DumpFile, read_blob, read_dump_header
 from precision_tool.formats.origin_tensor import read_origin_tensor
-from precision_tool.metrics import DEFAULT_TOLERANCES, compare_tensors
+from precision_tool.metrics import DEFAULT_TOLERANCES, TensorComparison, compare_tensors
 from precision_tool.metrics.closeness import canonical_dtype, lower_precision
 from precision_tool.status import Status
 
@@ -169,9 +169,9 @@ class PairComparer:
         try:
             decoded, entry = self.load_npu(npu, widen=True)
             reference = self.load_reference(pair.ref)
-            dtype = _tolerance_dtype(npu, pair.ref, entry, decoded.array, reference)
-            comparison = compare_tensors(decoded.array, reference, dtype=dtype,
-                                         cosine_threshold=self.cosine_threshold, min_allclose_ratio=0.0)
+            dtype = _tolerance_dtype(entry, decoded.array, reference)
+            comparison = judge_pair(decoded.array, reference, cosine_threshold=self.cosine_threshold, dtype=dtype,
+                                    dtype_labels=(npu.dtype, pair.ref.dtype))
         except PrecisionToolError as error:
             return dataclasses.replace(base, address=self._address(npu), reason=str(error)), ""
         notes = tuple(note for note in (decoded.note, pair.note) if note) + comparison.notes
@@ -206,15 +206,34 @@ def _is_float(dtype) -> bool:
     return dtype is not None and np.dtype(dtype).kind == "f"
 
 
-def _tolerance_dtype(npu: NpuTensorRef, ref, entry, array: np.ndarray, reference: np.ndarray) -> Optional[str]:
+def judge_pair(npu, reference, *, cosine_threshold: Optional[float], dtype: Optional[str] = None,
+               dtype_labels: Sequence[str] = (), rtol: Optional[float] = None,
+               atol: Optional[float] = None) -> TensorComparison:
+    """``compare``'s verdict on one NPU/reference pair: the one rule ``compare``, ``ac -c`` and ``cp`` share.
+
+    :func:`~precision_tool.metrics.compare_tensors` with the cosine gate and its honest statuses (NaN/inf,
+    shape, count, zero tensors). The allclose gate is off (``min_allclose_ratio=0``, see
+    :mod:`precision_tool.comparison.engine`): the ratio is reported, not judged -- unless the caller gives
+    ``rtol`` or ``atol`` explicitly (``cp -al/-rl``), which asks for that gate with the dtype's minimum ratio.
+
+    ``dtype`` names the tolerance class (``None``: inferred from the arrays); ``dtype_labels`` are the two
+    sides' dtype names as stored, and ``"bfloat16"`` among them selects bf16's tolerances (bf16 arrives as
+    float32).
+    """
+    if "bfloat16" in dtype_labels:
+        dtype = "bfloat16"
+    gate_off = rtol is None and atol is None
+    return compare_tensors(npu, reference, dtype=dtype, cosine_threshold=cosine_threshold, rtol=rtol, atol=atol,
+                           min_allclose_ratio=0.0 if gate_off else None)
+
+
+def _tolerance_dtype(entry, array: np.ndarray, reference: np.ndarray) -> Optional[str]:
     """The dtype for the tolerances, or None to let :func:`compare_tensors` infer it from the arrays.
 
-    ``"bfloat16"`` when either side is bf16 (it arrives as float32). When the NPU array arrives widened to
-    float64 (:meth:`PairComparer.load_npu`) it is named explicitly: the less precise of the NPU dtype as read
-    and the reference's -- what :func:`compare_tensors` infers from the unwidened array.
+    When the NPU array arrives widened to float64 (:meth:`PairComparer.load_npu`) it is named explicitly: the
+    less precise of the NPU dtype as read and the reference's -- what :func:`compare_tensors` infers from the
+    unwidened array. (bf16 is settled by :func:`judge_pair` from the dtype labels.)
     """
-    if "bfloat16" in (npu.dtype, ref.dtype):
-        return "bfloat16"
     if array.dtype == entry.numpy_dtype or reference.dtype.kind not in "fiub":
         return None
     return lower_precision(canonical_dtype(entry.numpy_dtype), canonical_dtype(reference.dtype))
@@ -248,5 +267,5 @@ def run_chunk(tasks: Sequence[PairTask]) -> List[Outcome]:
     return _PROCESS_COMPARER.run_all(tasks)
 
 
-__all__ = ["PairTask", "PairComparer", "Outcome", "prepare_worker_process", "keep_freed_memory",
+__all__ = ["PairTask", "PairComparer", "Outcome", "judge_pair", "prepare_worker_process", "keep_freed_memory",
            "reference_identity", "init_pool_worker", "run_chunk"]

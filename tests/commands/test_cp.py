@@ -18,8 +18,13 @@ def run(workspace, *argv):
     return build_registry().dispatch(["cp", *argv], Context(data_dir=workspace))
 
 
-def test_planted_error_fails_with_top_errors(workspace):
-    report = run(workspace, f"{PLANTED_OP}:output:0", f"{PLANTED_OP}:0", "-p", "3")
+def test_planted_scale_error_passes_as_in_compare_and_fails_the_allclose_gate_on_request(workspace):
+    # the planted error is x1.5: cosine 1.0, so compare passes it (allclose reported, not judged) and so does cp
+    passing = run(workspace, f"{PLANTED_OP}:output:0", f"{PLANTED_OP}:0", "-p", "0")
+    assert passing.exit_code == 0 and passing.data["status"] == "PASS" and passing.data["mismatch_count"] == 48
+    assert any(note.startswith("allclose 0.0000% is below the float16 default of 99.9000%: reported, not failed")
+               for note in passing.data["notes"])
+    report = run(workspace, f"{PLANTED_OP}:output:0", f"{PLANTED_OP}:0", "-p", "3", "-al", "1e-3", "-rl", "1e-3")
     assert report.exit_code == 1 and report.data["status"] == "FAIL"
     assert report.data["mismatch_count"] == 48
     worst = report.data["worst"]

@@ -73,7 +73,7 @@ def test_a_session(inspect_workspace, home):
         shell.run("ls", "5 ops of graph ge_default_1", "Conv2D")
         shell.run("ni out/Add", "out/Add  (type Add, id 4", "Kernel:          te_add_123")
         shell.run("pt relu1/Relu:output:0[0, 0, :2]", "relu1/Relu:output:0[0, 0, :2]: float16 [2, 3]")
-        shell.run("cp out/Add:output:0 out/Add:0 -p 2", "Largest 2 absolute errors", "failed")
+        shell.run("cp out/Add:output:0 out/Add:0 -p 2 -al 1e-3 -rl 1e-3", "Largest 2 absolute errors", "failed")
         shell.run("bogus", "error: unknown command 'bogus' (type 'help' for the list of commands)")
         shell.run("ni -s", "error: ni: argument -s/--subgraph: expected one argument")
         # Tab completes the op name: the command only succeeds with the full name. The completer runs in a
