@@ -59,9 +59,23 @@ def reference(ws: Path, tf_op: str, index: int = 0) -> np.ndarray:
 def test_same_seed_gives_identical_bytes_cli_api_and_committed_sample(emulated):
     cli, api = tree_bytes(emulated["cnn_cli"]), tree_bytes(emulated["cnn_api"])
     assert emulated.summary["cli_exit"] == 0
-    assert len(cli) == 114 and cli == api  # 113 listed in the manifest, and the manifest
+    assert len(cli) == 116 and cli == api  # 115 listed in the manifest (tf/graph's two included), and the manifest
     committed = tree_bytes(REPO / "sample_dumps" / "cnn_workspace")
     assert committed == cli, "sample_dumps/cnn_workspace is stale: run make sample-dumps"
+
+
+def test_the_executed_reference_graph_is_kept_readable_without_tensorflow(emulated):
+    from precision_tool.formats.tf_graph import read_tf_graph
+
+    ws = emulated["cnn_cli"]
+    index = json.loads((ws / "tf" / "graph" / "index.json").read_text())
+    (entry,) = index["graphs"]
+    assert entry["file"] == "graph_reference_cpu_0.pb" and entry["device"].endswith("CPU:0")
+    graph = read_tf_graph(ws / "tf" / "graph" / entry["file"])
+    types = graph.without_debug_ops().op_types
+    assert entry["nodes"] == len(graph.nodes) > len(types)  # tfdbg's copy and debug nodes are in the file
+    assert types["small_cnn_1/res_conv_1/convolution"] == "Conv2D" and types["small_cnn_1/prob_1/Softmax"] == "Softmax"
+    assert b"tf_debug/2" not in (ws / "tf" / "graph" / entry["file"]).read_bytes()  # no wall-clock folder name
 
 
 # ------------------------------------------------------------------------------------------ files, names

@@ -1,35 +1,44 @@
 """The float32 reference run, captured with the project's own capture helpers.
 
-One ``Session.run`` of the frozen graph (configured by :func:`~.tf_graph.session_config`: Grappler
+One ``Session.run`` of the frozen graph (configured by :func:`~precision_tool.tf_runtime.session_config`: Grappler
 off, classic optimizer at L0, so every op runs under its Python name) goes through
 :func:`precision_tool.capture.reference.sess_dump` into ``tf/tf_debug/<capture>``, and
 :func:`precision_tool.formats.tf_reference.convert_tfdbg_run` -- what ``tf_dump`` runs for a user --
-converts it into ``tf/dump/{op}.{output}.{timestamp}.npy``.
+converts it into ``tf/dump/{op}.{output}.{timestamp}.npy`` and keeps the executed graph in ``tf/graph``
+(what replay cuts each op's subgraph from).
 
-One touch then makes the folder reproducible: the tfdbg wall-clock time stamps in the file names are
-replaced by fixed ones (``REFERENCE_BASE_US`` + 10 µs per tensor, in graph order). (Fed inputs already
+One touch then makes the folders reproducible: the tfdbg wall-clock time stamps in the file names are
+replaced by fixed ones (``REFERENCE_BASE_US`` + 10 µs per tensor, in graph order), and the kept graph is
+named ``graph_reference_cpu_0.pb`` (the URLs in its debug nodes set to ``file://tf/tf_debug``) with an
+``index.json`` naming no wall-clock folder. (Fed inputs already
 carry their placeholder's name: the tfdbg reader maps ``_arg_{name}_0_0`` back.) ``tf/tf_debug`` holds
 wall-clock times too, so it is removed afterwards unless asked to keep it.
 """
 from __future__ import annotations
 
+import json
 import os
+import re
 import shutil
 from dataclasses import dataclass
-from typing import List, Sequence
+from typing import List, Optional, Sequence
 
 import numpy as np
 
 from precision_tool.capture.emulate.errors import EmulationError
-from precision_tool.capture.emulate.tf_graph import FrozenModel, feed_dict, import_graph, session_config
+from precision_tool.capture.emulate.tf_graph import FrozenModel, feed_dict, import_graph
+from precision_tool.tf_runtime import session_config
 from precision_tool.config import Workspace
 from precision_tool.formats.npy_dir import reference_file_name
+from precision_tool.formats.tf_graph import INDEX_FILE
 from precision_tool.formats.tf_reference import ReferenceConversion, ReferenceTensor, convert_tfdbg_run, find_tfdbg_runs
 from precision_tool.lazy import lazy_import
 
 tf = lazy_import("tensorflow")
 
 REFERENCE_BASE_US = 1731990000000000
+REFERENCE_GRAPH_FILE = "graph_reference_cpu_0.pb"
+_DEBUG_URL = re.compile(rb"file://[^;]*")
 
 
 @dataclass(frozen=True)
@@ -38,13 +47,14 @@ class ReferenceResult:
     files: List[str]
 
 
-def convert_capture(tf_debug: str, dump_dir: str) -> ReferenceConversion:
-    """Convert the newest tfdbg run in ``tf_debug`` into ``dump_dir``, as ``tf_dump -i tf_debug -o dump_dir`` does.
+def convert_capture(tf_debug: str, dump_dir: str, graph_dir: Optional[str] = None) -> ReferenceConversion:
+    """Convert the newest tfdbg run in ``tf_debug`` into ``dump_dir`` (and its graph into ``graph_dir``), as
+    ``tf_dump -i tf_debug -o dump_dir`` does.
 
     Raises :class:`EmulationError` when a tensor could not be converted (the message gives the first
     failure), and the library's own errors for a capture holding no run or no values.
     """
-    conversion = convert_tfdbg_run(find_tfdbg_runs(tf_debug)[-1], dump_dir)
+    conversion = convert_tfdbg_run(find_tfdbg_runs(tf_debug)[-1], dump_dir, graph_dir=graph_dir)
     if not conversion:
         failures = conversion.failures
         raise EmulationError(f"converting the reference capture {tf_debug} failed for {len(failures)} tensors: "
@@ -78,6 +88,34 @@ def normalise_names(dump_dir: str, tensors: Sequence[ReferenceTensor], op_order:
     return files
 
 
+def normalise_graph(graph_dir: str, conversion: ReferenceConversion) -> str:
+    """Rename the one kept graph ``graph_reference_cpu_0.pb`` and rewrite ``index.json`` without wall-clock
+    names; returns the graph's path. Raises :class:`EmulationError` when no graph was kept."""
+    if len(conversion.graphs) != 1:
+        raise EmulationError(f"the reference capture kept {len(conversion.graphs)} executed graphs, expected 1: "
+                             + "; ".join(conversion.notes or ("no note",)))
+    kept = conversion.graphs[0]
+    target = os.path.join(graph_dir, REFERENCE_GRAPH_FILE)
+    with open(kept.path, "rb") as handle:
+        graph_def = tf.compat.v1.GraphDef.FromString(handle.read())
+    for node in graph_def.node:  # tfdbg's debug nodes name the capture folder (a wall-clock time)
+        for key in ("debug_urls", "debug_ops_spec"):
+            if key in node.attr:
+                fixed = [_DEBUG_URL.sub(b"file://tf/tf_debug", text) for text in node.attr[key].list.s]
+                del node.attr[key].list.s[:]
+                node.attr[key].list.s.extend(fixed)
+    with open(target, "wb") as handle:
+        handle.write(graph_def.SerializeToString(deterministic=True))
+    if kept.path != target:
+        os.remove(kept.path)
+    entry = {"file": REFERENCE_GRAPH_FILE, "run": "emulated reference", "device": kept.device,
+             "source": "precision_tool emulate", "nodes": kept.nodes}
+    with open(os.path.join(graph_dir, INDEX_FILE), "w", encoding="utf-8") as handle:
+        json.dump({"graphs": [entry]}, handle, indent=1)
+        handle.write("\n")
+    return target
+
+
 def check_reference_names(dump_dir: str, expected_ops: Sequence[str]) -> None:
     """Every TF op the NPU ops name must have a reference tensor, else the capture fused names."""
     present = {name.rsplit(".", 3)[0] for name in os.listdir(dump_dir) if name.endswith(".npy")}
@@ -99,8 +137,9 @@ def capture_reference(frozen: FrozenModel, batch: Sequence[np.ndarray], workspac
     with tf.compat.v1.Session(graph=graph, config=session_config()) as session:
         dumping = sess_dump(session, capture_dir)
         dumping.run(list(frozen.outputs), feed_dict=feed_dict(frozen, batch))
-    conversion = convert_capture(capture_dir, workspace.tf_dump)
+    conversion = convert_capture(capture_dir, workspace.tf_dump, workspace.tf_graph)
     files = normalise_names(workspace.tf_dump, conversion.tensors, op_order)
+    normalise_graph(workspace.tf_graph, conversion)
     if not keep_tfdbg:
         shutil.rmtree(workspace.tf_debug)
     return ReferenceResult(workspace.tf_dump, sorted(files))

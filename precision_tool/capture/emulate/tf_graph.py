@@ -16,6 +16,7 @@ import numpy as np
 
 from precision_tool.capture.emulate.errors import EmulationError, ModelScriptError
 from precision_tool.capture.emulate.graph_info import TfGraph, TfOp, TfTensor, topological_order
+from precision_tool.tf_runtime import session_config
 from precision_tool.lazy import lazy_import
 
 tf = lazy_import("tensorflow")
@@ -126,18 +127,6 @@ def import_graph(frozen: FrozenModel, graph_def=None):
     with graph.as_default():
         tf.compat.v1.import_graph_def(graph_def, name="")
     return graph
-
-
-def session_config():
-    """A ConfigProto that runs the graph as written, on one thread (see the module docstring)."""
-    config = tf.compat.v1.ConfigProto(intra_op_parallelism_threads=1, inter_op_parallelism_threads=1)
-    config.graph_options.rewrite_options.disable_meta_optimizer = True
-    options = config.graph_options.optimizer_options
-    options.opt_level = tf.compat.v1.OptimizerOptions.L0
-    options.do_constant_folding = False
-    options.do_common_subexpression_elimination = False
-    options.do_function_inlining = False
-    return config
 
 
 def feed_dict(frozen: FrozenModel, batch: Sequence[np.ndarray]) -> dict:
