@@ -3,7 +3,7 @@
 Layers, low to high::
 
     foundation (errors, status, fileio, lazy, config, ... : top-level helpers)
-      -> formats -> alignment -> metrics -> comparison -> checks -> reports -> commands -> cli / shell
+      -> formats -> alignment -> metrics -> comparison -> replay -> checks -> reports -> commands -> cli / shell
 
 ``capture/`` (with ``tf_config.py``, its one-line front door for training scripts) sits off to the side: it
 may use the foundation, formats, alignment, metrics and comparison; only capture itself, ``commands`` and
@@ -28,7 +28,7 @@ PACKAGE = ROOT / "precision_tool"
 
 FOUNDATION = "foundation"
 CAPTURE = "capture"
-ORDER = [FOUNDATION, "formats", "alignment", "metrics", "comparison", "checks", "reports", "commands", "top"]
+ORDER = [FOUNDATION, "formats", "alignment", "metrics", "comparison", "replay", "checks", "reports", "commands", "top"]
 RANK = {layer: rank for rank, layer in enumerate(ORDER)}
 TOP_MODULES = {"cli": "top", "shell": "top", "__main__": "top", "tf_config": CAPTURE, "capture": CAPTURE}
 CAPTURE_MAY_USE = {FOUNDATION, "formats", "alignment", "metrics", "comparison", CAPTURE}

@@ -24,6 +24,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Callable, Dict, Optional, Tuple
 
+from precision_tool.checks.attribution import Attribution, apply_replay, attribute
 from precision_tool.checks.casts import CastCheck, check_casts
 from precision_tool.checks.fusion import FusionOverview, summarize_fusion
 from precision_tool.checks.fusion_compare import (DEFAULT_FLOOR, DEFAULT_GROWTH, FusionComparison,
@@ -36,6 +37,7 @@ from precision_tool.config import Workspace
 from precision_tool.errors import (EXIT_FAILED_CHECK, EXIT_OK, EXIT_UNUSABLE_INPUT, PrecisionToolError,
                                    WorkspaceError)
 from precision_tool.formats.dump_names import scan_dump_folder
+from precision_tool.replay.replay_run import ReplayReport
 
 DEFAULT_LIMIT = 5
 
@@ -50,6 +52,7 @@ class AutocheckOptions:
     workers: Optional[int] = None
     fusion_floor: float = DEFAULT_FLOOR
     fusion_growth: float = DEFAULT_GROWTH
+    replay: bool = True
 
 
 @dataclass(frozen=True)
@@ -94,12 +97,16 @@ class CompareSection:
 
     ``inputs`` names the folders compared; ``out_folder`` is where the caller wrote the result files when it
     chose the folder (``-o``), for the ``vcs -f`` hint; ``""`` for the default place ``vcs`` finds itself.
+    ``replay`` is the replay of the compared ops (``None`` when not asked for) and ``attribution`` which op adds
+    the error (:mod:`.attribution`; ``None`` without a result).
     """
 
     result: Optional[ComparisonResult] = None
     error: str = ""
     inputs: Dict[str, Optional[str]] = field(default_factory=dict)
     out_folder: str = ""
+    replay: Optional[ReplayReport] = None
+    attribution: Optional[Attribution] = None
 
     @property
     def failing_ops(self) -> Tuple[str, ...]:
@@ -119,10 +126,17 @@ class AutocheckResult:
 
     def exit_code(self) -> int:
         """With the comparison, as ``compare`` (0 all pass, 1 one fails, 2 nothing compared or it could not
-        run); without it, 1 when an overflow or a fusion culprit was found, else 0."""
+        run), and 1 when an op's local error stands out although every tensor passes; without it, 1 when an
+        overflow or a fusion culprit was found, else 0."""
         if self.compare is not None:
             outcome = self.compare.result
-            return EXIT_UNUSABLE_INPUT if outcome is None else outcome.exit_code()
+            if outcome is None:
+                return EXIT_UNUSABLE_INPUT
+            code = outcome.exit_code()
+            attribution = self.compare.attribution
+            if code == EXIT_OK and attribution is not None and attribution.culprit is not None:
+                return EXIT_FAILED_CHECK
+            return code
         comparison = self.fusion.comparison
         found = self.overflow.found or (comparison is not None and bool(comparison.culprits))
         return EXIT_FAILED_CHECK if found else EXIT_OK
@@ -215,10 +229,13 @@ def check_fusion(workspace: Workspace, floor: float = DEFAULT_FLOOR, growth: flo
 
 
 def compare_workspace(workspace: Workspace, cosine: Optional[float], workers: Optional[int] = None,
-                      progress: Optional[Callable[[int, int], None]] = None) -> CompareSection:
+                      progress: Optional[Callable[[int, int], None]] = None, replay: bool = False) -> CompareSection:
     """``npu/debug_0`` (with its graph) against ``tf/dump`` through the one compare pipeline
-    (:func:`~precision_tool.comparison.pipeline.run_comparison`); errors are kept in the section."""
-    from precision_tool.comparison.pipeline import CompareRequest, run_comparison
+    (:func:`~precision_tool.comparison.pipeline.align_request`, then
+    :func:`~precision_tool.comparison.pipeline.compare_aligned`); errors are kept in the section. With
+    ``replay``, every compared op is replayed from ``tf/graph`` (:mod:`precision_tool.replay`) and its figures
+    go into the result's rows; the :class:`~.attribution.Attribution` is made either way."""
+    from precision_tool.comparison.pipeline import CompareRequest, align_request, compare_aligned
 
     npu, reference = workspace.npu_dump(0), workspace.tf_dump
     graph_folder = workspace.npu_graph(0) if os.path.isdir(workspace.npu_graph(0)) else None
@@ -229,10 +246,20 @@ def compare_workspace(workspace: Workspace, cosine: Optional[float], workers: Op
             return CompareSection(error=f"no {label} folder {path}: {hint}", inputs=inputs)
     request = CompareRequest(npu, reference, graph_folder, cosine=cosine, workers=workers)
     try:
-        result = run_comparison(request, progress)
+        aligned = align_request(request)
+        result = compare_aligned(aligned, progress)
     except PrecisionToolError as error:
         return CompareSection(error=str(error), inputs=inputs)
-    return CompareSection(result, "", inputs)
+    report, note = None, "replay not asked for (--no-replay)"
+    if replay and result.npu_vs_npu:
+        note = "replay compares NPU with TF only"
+    elif replay:
+        from precision_tool.replay.replay_run import replay_alignment
+
+        report = replay_alignment(aligned.alignment, aligned.graph, reference, workspace.tf_graph)
+        result = apply_replay(result, report)
+        note = report.notes[0] if not report.ran and report.notes else ""
+    return CompareSection(result, "", inputs, replay=report, attribution=attribute(result, note))
 
 
 #: Called with the comparison's result once it is made; returns the folder it wrote the results to when that
@@ -261,8 +288,11 @@ def run_autocheck(root: str, options: AutocheckOptions = AutocheckOptions(),
     compare = None
     if options.compare:
         started = time.perf_counter()
-        compare = compare_workspace(workspace, options.cosine, options.workers, progress)
+        compare = compare_workspace(workspace, options.cosine, options.workers, progress, options.replay)
         timing["compare_s"] = time.perf_counter() - started
+        if compare.replay is not None:  # reported apart: compare_s is the comparison alone
+            timing["replay_s"] = compare.replay.seconds
+            timing["compare_s"] -= compare.replay.seconds
         if compare.result is not None and on_compared is not None:
             compare = dataclasses.replace(compare, out_folder=on_compared(compare.result))
     verdict = decide_verdict(overflow, fusion, compare)

@@ -1,9 +1,15 @@
 """``ac``'s verdict: the most likely culprit op, why, and the next commands to run.
 
-Rules, first match wins (:func:`decide_verdict`):
+Rules, first match wins (:func:`decide_verdict`); rules 1 and 1b give the earlier op:
 
-1. **first divergence** (``"first divergence and fusion"`` when rule 2 names the same op) -- with a
-   comparison, the first op whose output fails on inputs that still match the reference. Its reasons say
+1. **local error** (``"local error (replay)"`` or ``"local error (error jump)"``, ``"... and fusion"`` when
+   fusion is blamed too) -- with a comparison, the earliest op whose own error stands out
+   (:mod:`.attribution`): replayed on its dumped inputs it adds more than its dtype explains, or its output's
+   error jumps above its inputs'. Ops whose local error was measured are judged by it alone, so a tensor that
+   fails the cosine gate through accumulated drift blames nobody;
+1b. **first divergence** (``"first divergence and fusion"``) -- for an op whose local error could not be
+   measured, and only when it comes before any op of rule 1: the first op whose output fails on inputs that
+   still match the reference. Its reasons say
    whether it overflowed (an Opdebug record names it, or its output holds inf/NaN), whether fusion is to
    blame (it is a fusion culprit of the fusion-off comparison), whether fusion is cleared (it is fused but the
    fusion-off run computes the same), or else that its kernel is imprecise;
@@ -26,10 +32,12 @@ import shlex
 from dataclasses import dataclass
 from typing import List, Optional, Tuple
 
+from precision_tool.checks.attribution import METHOD_NONE, METHOD_REPLAY
 from precision_tool.formats.dump_names import sanitize_op_name
 from precision_tool.formats.tensor_kind import TensorKind
 
 FIRST_DIVERGENCE, FUSION, OVERFLOW_RECORD, DUMP_SCAN = "first divergence", "fusion", "overflow record", "dump scan"
+LOCAL_ERROR = "local error"
 
 
 @dataclass(frozen=True)
@@ -147,6 +155,40 @@ def _inputs_text(divergence, rows) -> str:
             "op, not proven to add the error")
 
 
+@dataclass(frozen=True)
+class _Causes:
+    """What overflow and fusion say about an op: reason lines, its passes, whether fusion is blamed, and
+    whether anything (overflow, fusion, undecided fusion) explains it."""
+
+    lines: Tuple[str, ...]
+    passes: Tuple[str, ...]
+    blamed: bool
+    explained: bool
+
+
+def _causes(op_name: str, overflow, fusion) -> _Causes:
+    lines = []
+    finding = _overflow_finding(overflow, op_name)
+    if finding is not None:
+        lines.append(f"overflow: record {finding.position} of the overflow run names it: "
+                     f"{'; '.join(finding.status_lines)}")
+    scan_op = _scan_op(overflow, op_name)
+    if scan_op is not None:
+        lines.append(f"overflow: in the normal run its {_non_finite_text(scan_op)}")
+    fused = _fusion_reason(fusion, op_name)
+    lines.extend(fused.lines)
+    explained = finding is not None or scan_op is not None or fused.blamed or fused.undecided
+    return _Causes(tuple(lines), fused.passes, fused.blamed, explained)
+
+
+def _commands(op_name: str, index: int, causes: _Causes, compare) -> List[str]:
+    commands = [f"ni {_q(op_name)}", f"pt {_q(f'{op_name}:output:{index}')}"]
+    if causes.blamed:
+        commands.append(f"ls -f {_q(causes.passes[0])}")
+    commands.append(_vcs_command(compare))
+    return commands
+
+
 def _divergence_culprit(divergence, overflow, fusion, compare) -> Culprit:
     op_name = divergence.op_name
     rows = _rows_of(compare, op_name)
@@ -157,28 +199,50 @@ def _divergence_culprit(divergence, overflow, fusion, compare) -> Culprit:
         worst = min(failing, key=lambda row: row.cosine if row.cosine is not None else -2.0)
         reasons.append(f"its output {worst.tensor_index} fails against the reference ({worst.status.value}: "
                        f"{worst.reason}){_inputs_text(divergence, rows)}")
-    finding = _overflow_finding(overflow, op_name)
-    if finding is not None:
-        reasons.append(f"overflow: record {finding.position} of the overflow run names it: "
-                       f"{'; '.join(finding.status_lines)}")
-    scan_op = _scan_op(overflow, op_name)
-    if scan_op is not None:
-        reasons.append(f"overflow: in the normal run its {_non_finite_text(scan_op)}")
-    fused = _fusion_reason(fusion, op_name)
-    reasons.extend(fused.lines)
-    passes, blamed = fused.passes, fused.blamed
-    if finding is None and scan_op is None and not blamed and not fused.undecided:
+    attribution = compare.attribution if compare is not None else None
+    measured = attribution.op(op_name) if attribution is not None else None
+    if measured is not None:
+        reasons.append(f"its local error is {measured.summary}")
+    causes = _causes(op_name, overflow, fusion)
+    reasons.extend(causes.lines)
+    if not causes.explained:
         reasons.append("no overflow and no fusion explain it: the kernel itself loses accuracy on good inputs"
                        if not divergence.unknown_inputs else
                        "no overflow and no fusion explain it: if its uncompared inputs are right, the kernel itself "
                        "loses accuracy")
     index = divergence.failed_outputs[0] if divergence.failed_outputs else 0
-    commands = [f"ni {_q(op_name)}", f"pt {_q(f'{op_name}:output:{index}')}"]
-    if blamed:
-        commands.append(f"ls -f {_q(passes[0])}")
-    commands.append(_vcs_command(compare))
-    evidence = f"{FIRST_DIVERGENCE} and {FUSION}" if blamed else FIRST_DIVERGENCE
-    return Culprit(op_name, op_type, evidence, tuple(reasons), tuple(commands), passes)
+    evidence = f"{FIRST_DIVERGENCE} and {FUSION}" if causes.blamed else FIRST_DIVERGENCE
+    return Culprit(op_name, op_type, evidence, tuple(reasons), tuple(_commands(op_name, index, causes, compare)),
+                   causes.passes)
+
+
+def _local_error_culprit(measured, overflow, fusion, compare) -> Culprit:
+    """The first op whose local error stands out (:mod:`.attribution`), with how it was measured."""
+    op_name = measured.op_name
+    rows = _rows_of(compare, op_name)
+    reasons = [("it adds the error itself: " if measured.method == METHOD_REPLAY else
+                "its output's error jumps: ") + measured.summary]
+    worst = next((row for row in rows if row.tensor_id == measured.tensor_id), None)
+    if worst is not None and worst.compared:
+        reasons.append(f"against the reference its output {worst.tensor_index} "
+                       + (f"still passes ({worst.reason}): the error is its own, not yet large"
+                          if worst.passed else f"fails ({worst.status.value}: {worst.reason})"))
+    replay = compare.replay.op(op_name) if compare is not None and compare.replay is not None else None
+    if replay is not None:
+        from_reference = [line for line in replay.feeds if " <- reference " in line or " <- graph constant " in line]
+        if from_reference:
+            reasons.append(f"{len(from_reference)} of its {len(replay.feeds)} replay inputs came from the reference, "
+                           f"not the NPU dump (first: {from_reference[0]})")
+    causes = _causes(op_name, overflow, fusion)
+    reasons.extend(causes.lines)
+    if not causes.explained:
+        reasons.append("no overflow and no fusion explain it: the kernel itself loses accuracy")
+    index = worst.tensor_index if worst is not None else 0
+    evidence = f"{LOCAL_ERROR} ({measured.method})"
+    if causes.blamed:
+        evidence += f" and {FUSION}"
+    return Culprit(op_name, measured.op_type, evidence, tuple(reasons),
+                   tuple(_commands(op_name, index, causes, compare)), causes.passes)
 
 
 def _fusion_culprit(diff) -> Culprit:
@@ -264,8 +328,12 @@ def _also(culprit: Optional[Culprit], overflow, fusion, compare) -> List[str]:
         if comparison.other_differences:
             lines.append("fusion-on and fusion-off runs also differ at unfused op(s): "
                          + ", ".join(op.op_name for op in comparison.other_differences[:5]))
+    attribution = compare.attribution if compare is not None else None
+    if attribution is not None:
+        lines.extend(_attribution_lines(attribution, compare, named))
     if compare is not None and compare.result is not None:
-        roots = [op.op_name for op in compare.result.divergence.roots if op.op_name != named]
+        roots = [op.op_name for op in compare.result.divergence.roots if op.op_name != named
+                 and not _measured(attribution, op.op_name)]
         if roots:
             lines.append(f"{len(roots)} more op(s) fail on good inputs (independent errors): " + ", ".join(roots[:5]))
     if compare is not None and compare.result is not None and compare.result.failing \
@@ -280,6 +348,29 @@ def _also(culprit: Optional[Culprit], overflow, fusion, compare) -> List[str]:
     if unreadable:  # first: an op that could not be compared may be the real culprit
         lines.insert(0, f"{len(unreadable)} NPU dump file(s) could not be read and were not compared (first: "
                         f"{_dump_op_label(unreadable[0][0])}): a culprit among them stays hidden; re-dump them")
+    return lines
+
+
+def _attribution_lines(attribution, compare, named: Optional[str]) -> List[str]:
+    """How local error was measured, other ops that stand out, and -- when none does although tensors fail
+    the cosine gate -- that the failures are accumulated drift."""
+    lines = [f"local error: {attribution.methods_text}"
+             + (f"; median ratio to the floor {attribution.median_ratio:.3g}" if attribution.median_ratio else "")]
+    if compare.replay is not None and not compare.replay.ran and compare.replay.notes:
+        lines[0] += f" ({compare.replay.notes[0]})"
+    others = [op for op in attribution.standouts if op.op_name != named]
+    if others:
+        lines.append(f"{len(others)} more op(s) add error of their own: "
+                     + "; ".join(f"{op.op_name} ({op.summary.split(':')[0]})" for op in others[:5]))
+    failing = compare.result.failing if compare.result is not None else ()
+    if not attribution.standouts and failing:
+        replayed = [op for op in attribution.ops if op.method == METHOD_REPLAY and op.score is not None]
+        worst = max(replayed, key=lambda op: op.score) if replayed else None
+        text = (f"{len(failing)} tensor(s) fail against the reference, but no measured op adds more error than "
+                "its dtype explains: the differences are accumulated rounding (drift), not one op's fault")
+        if worst is not None:
+            text += f"; the largest local error is {worst.op_name}'s, {worst.score:.2g}x its floor"
+        lines.append(text)
     return lines
 
 
@@ -298,6 +389,17 @@ def _vcs_command(compare) -> str:
     return f"vcs -f {_q(out_folder)}" if out_folder else "vcs"
 
 
+def _position(compare, op_name: str) -> int:
+    return min((row.index for row in _rows_of(compare, op_name)), default=0)
+
+
+def _measured(attribution, op_name: str) -> bool:
+    """True when the op's local error was measured (replay or error jump): then its own figures, not the
+    cosine gate, decide whether it adds the error."""
+    measured = attribution.op(op_name) if attribution is not None else None
+    return measured is not None and measured.method != METHOD_NONE
+
+
 def decide_verdict(overflow, fusion, compare=None) -> "Verdict":
     """Apply the rules of the module docstring to the three sections (``compare`` may be ``None``; its
     ``out_folder`` goes into the ``vcs`` hint)."""
@@ -305,8 +407,13 @@ def decide_verdict(overflow, fusion, compare=None) -> "Verdict":
     divergence = None
     if compare is not None and compare.result is not None:
         divergence = compare.result.divergence.first
-    if divergence is not None:
+    attribution = compare.attribution if compare is not None else None
+    local = attribution.culprit if attribution is not None else None
+    unmeasured = divergence is not None and not _measured(attribution, divergence.op_name)
+    if unmeasured and (local is None or _position(compare, divergence.op_name) < local.position):
         culprit = _divergence_culprit(divergence, overflow, fusion, compare)
+    elif local is not None:
+        culprit = _local_error_culprit(local, overflow, fusion, compare)
     elif fusion.comparison is not None and fusion.comparison.culprits:
         culprit = _fusion_culprit(fusion.comparison.culprits[0])
     else:

@@ -37,6 +37,9 @@ def add_arguments(parser):
     add_output_dir_option(parser, "with -c: result_{timestamp}.csv and summary.json",
                           "WORKSPACE/temp/vector_compare/{timestamp}")
     add_workers_option(parser, "with -c: ")
+    parser.add_argument("--no-replay", dest="replay", action="store_false",
+                        help="with -c: do not replay the compared ops on their own dumped inputs (replay needs "
+                             "tf/graph and TensorFlow; without it each op is judged by its error jump)")
     parser.add_argument("--html", default=None, metavar="FILE",
                         help="with -c: also write the HTML report (verdict, plot, failing tensors, table) to FILE")
     add_fusion_rule_options(parser)
@@ -52,7 +55,7 @@ def handle(args, ctx: Context):
         raise UsageError("ac: --html needs -c (the page shows the comparison)", "run 'ac -c --html FILE'")
     started = time.perf_counter()
     options = AutocheckOptions(compare=args.compare, limit=args.limit, cosine=args.cosine, workers=args.workers,
-                               fusion_floor=args.fusion_floor, fusion_growth=args.fusion_growth)
+                               fusion_floor=args.fusion_floor, fusion_growth=args.fusion_growth, replay=args.replay)
     written = []
 
     def write(result) -> str:

@@ -73,6 +73,11 @@ class TensorResult:
     reused_from : the output tensor whose result this input shares (same stored bytes, same reference), or
         ``""``; see :mod:`precision_tool.comparison.engine`.
     notes : further one-line remarks from the metrics (zero references left out, ...).
+    local_error, local_floor, inherited_error : an output's replay measurements
+        (:mod:`precision_tool.replay.local_error`): RED(NPU, replay), the floor its dtype explains,
+        RED(replay, reference); ``None`` when the op was not replayed.
+    local_method : how they were measured (``"replay float64"``, ``"replay float32"``, ``"replay numpy
+        conversion"``); ``""`` when not replayed.
     """
 
     index: int
@@ -98,6 +103,10 @@ class TensorResult:
     tolerance_dtype: str = ""
     reused_from: str = ""
     notes: Tuple[str, ...] = ()
+    local_error: Optional[float] = None
+    local_floor: Optional[float] = None
+    inherited_error: Optional[float] = None
+    local_method: str = ""
 
     @property
     def key(self) -> Key:
@@ -180,7 +189,9 @@ class TensorResult:
                 "shape": None if self.shape is None else list(self.shape), "metrics": metrics, "rule": self.rule,
                 "allclose_ratio": _json_value(self.allclose_ratio),
                 "allclose_min_ratio": _json_value(self.allclose_min_ratio),
-                "tolerance_dtype": self.tolerance_dtype, "reused_from": self.reused_from, "notes": list(self.notes)}
+                "tolerance_dtype": self.tolerance_dtype, "reused_from": self.reused_from, "notes": list(self.notes),
+                "local_error": _json_value(self.local_error), "local_floor": _json_value(self.local_floor),
+                "inherited_error": _json_value(self.inherited_error), "local_method": self.local_method}
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> "TensorResult":
@@ -215,7 +226,10 @@ class TensorResult:
                    metrics=tuple(values), rule=_text(data, "rule"), allclose_ratio=_float_value(data["allclose_ratio"]),
                    allclose_min_ratio=_float_value(data["allclose_min_ratio"]),
                    tolerance_dtype=_text(data, "tolerance_dtype"), reused_from=_text(data, "reused_from"),
-                   notes=tuple(notes))
+                   notes=tuple(notes), local_error=_float_value(data.get("local_error")),
+                   local_floor=_float_value(data.get("local_floor")),
+                   inherited_error=_float_value(data.get("inherited_error")),
+                   local_method=_text(data, "local_method") if "local_method" in data else "")
 
 
 def _is_int(value: Any) -> bool:

@@ -95,6 +95,10 @@ def autocheck_data(result, paths=None) -> dict:
                            failing=[r.tensor_id or r.op_name for r in outcome.failing],
                            result_csv=paths.csv if paths is not None else None,
                            summary=paths.summary if paths is not None else None)
+        if result.compare.attribution is not None:
+            compare["local_error"] = result.compare.attribution.to_dict()
+        if result.compare.replay is not None:
+            compare["replay"] = {key: value for key, value in result.compare.replay.to_dict().items() if key != "ops"}
     return {"workspace": result.workspace, "overflow": result.overflow.to_dict(),
             "fusion": result.fusion.to_dict(), "compare": compare, "verdict": result.verdict.to_dict(),
             "timing": {name: round(seconds, 4) for name, seconds in result.timing.items()}}

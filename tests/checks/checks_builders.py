@@ -68,6 +68,24 @@ def set_tensor(path: str, kind: str, index: int, values: np.ndarray, origin_form
         handle.write(stored.tobytes())
 
 
+def set_npu_to_reference(workspace, run: int) -> int:
+    """Set every NPU tensor of ``npu/debug_<run>`` that has a reference to that reference rounded to float16,
+    stored in the NPU tensor's dtype and layout (an NPU exact up to float16 storage); returns how many were
+    set. Not consistent under replay: an op computing in float32 (a mean) would not give the rounded value."""
+    from precision_tool.comparison.pipeline import CompareRequest, align_request
+
+    root = os.fspath(workspace)
+    aligned = align_request(CompareRequest(os.path.join(root, "npu", f"debug_{run}", "dump"),
+                                           os.path.join(root, "tf", "dump"),
+                                           os.path.join(root, "npu", f"debug_{run}", "graph")))
+    for pair in aligned.alignment.pairs:
+        values = pair.ref.load()
+        if values.dtype.kind == "f":
+            values = np.clip(values, -65504, 65504).astype(np.float16)
+        set_tensor(pair.npu.path, pair.npu.kind, pair.npu.index, values, pair.npu.origin_format or "ND")
+    return len(aligned.alignment.pairs)
+
+
 def write_op_dump(folder, op_type: str, op_name: str, task: int, stream: int, timestamp: int, inputs=(),
                   outputs=()) -> str:
     path = os.path.join(os.fspath(folder), build_dump_name(op_type, op_name, task, stream, timestamp).file_name)

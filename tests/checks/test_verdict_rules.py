@@ -5,13 +5,15 @@ import numpy as np
 import pytest
 
 from checks_builders import (CNN, CONV2, CONV3, RES_CONV, copy_cnn_workspace, dump_file_of, perturb_output,
-                             set_tensor)
+                             set_npu_to_reference)
 from precision_tool.checks.autocheck import AutocheckOptions, run_autocheck
-from precision_tool.checks.verdict import DUMP_SCAN, FIRST_DIVERGENCE, FUSION, OVERFLOW_RECORD
+from precision_tool.checks.verdict import DUMP_SCAN, FIRST_DIVERGENCE, FUSION, LOCAL_ERROR, OVERFLOW_RECORD
 from precision_tool.errors import WorkspaceError
 from precision_tool.formats.dump_file import read_dump_header, read_tensor
 
 WITH_COMPARE = AutocheckOptions(compare=True, workers=1)
+WITHOUT_REPLAY = AutocheckOptions(compare=True, workers=1, replay=False)
+BY_REPLAY = f"{LOCAL_ERROR} (replay)"
 
 
 def test_without_compare_the_planted_overflow_is_the_culprit():
@@ -24,10 +26,14 @@ def test_without_compare_the_planted_overflow_is_the_culprit():
     assert any(reason.startswith("not checked against the reference") for reason in culprit.reasons)
 
 
+@pytest.mark.tf
 def test_with_compare_the_planted_imprecise_op_is_the_culprit_and_fusion_is_cleared():
     result = run_autocheck(str(CNN), WITH_COMPARE)
     verdict = result.verdict
-    assert (verdict.culprit.op_name, verdict.culprit.evidence) == (RES_CONV, FIRST_DIVERGENCE)
+    assert (verdict.culprit.op_name, verdict.culprit.evidence) == (RES_CONV, BY_REPLAY)
+    # the sample plants x * (1 + 0.5 z), z standard normal: RED(planted, clean) = 0.5 * rms(x z) / rms(x) ~ 0.5
+    measured = result.compare.attribution.culprit
+    assert 0.45 < measured.local < 0.55 and measured.inherited < 0.002 and measured.precision == "float64"
     reasons = " | ".join(verdict.culprit.reasons)
     assert "not fusion: fused by ConvBiasaddFusionPass (graph), but the fusion-off run computes the same" in reasons
     assert "the kernel itself loses accuracy" in reasons
@@ -54,7 +60,7 @@ def test_a_fault_on_a_fused_op_is_blamed_on_its_passes(tmp_path):
     assert alone.passes == ("ConvBiasaddFusionPass", "TbeConvElemwiseFusionPass")
     assert "ls -f ConvBiasaddFusionPass" in alone.next_commands
     compared = run_autocheck(str(workspace), WITH_COMPARE).verdict.culprit
-    assert (compared.op_name, compared.evidence) == (CONV2, f"{FIRST_DIVERGENCE} and {FUSION}")
+    assert (compared.op_name, compared.evidence) == (CONV2, f"{BY_REPLAY} and {FUSION}")
     assert any(reason.startswith("fusion: it differs from its unfused TF ops") for reason in compared.reasons)
 
 
@@ -91,30 +97,48 @@ def test_a_folder_that_is_not_a_workspace_is_a_one_line_error(tmp_path):
         run_autocheck(str(tmp_path / "missing"))
 
 
-def test_a_culprit_whose_input_has_no_reference_is_not_said_to_read_matching_inputs(tmp_path):
+def _conv1_planted_without_image_reference(tmp_path):
     # a model input captured under another name (TF2's args_N) has no reference: nothing measured it
     workspace = copy_cnn_workspace(tmp_path)
     for path in (workspace / "tf" / "dump").glob("image.0.*.npy"):
         path.unlink()
     perturb_output(dump_file_of(workspace, 0, "small_cnn_1_conv1_1_convolution"), rel=0.3)
-    culprit = run_autocheck(str(workspace), WITH_COMPARE).verdict.culprit
+    return workspace
+
+
+@pytest.mark.tf
+def test_an_input_without_reference_is_replayed_from_the_dump_by_position(tmp_path):
+    workspace = _conv1_planted_without_image_reference(tmp_path)
+    result = run_autocheck(str(workspace), WITH_COMPARE)
+    culprit = result.verdict.culprit
+    assert culprit.op_name == "small_cnn_1/conv1_1/convolution" and culprit.evidence.startswith(BY_REPLAY)
+    replay = result.compare.replay.op(culprit.op_name)
+    assert replay.feeds[0] == "image:0 <- NPU small_cnn_1/conv1_1/convolution:input:0"
+    assert 0.25 < result.compare.attribution.culprit.local < 0.35  # planted 0.3
+    assert "inputs still match" not in " | ".join(culprit.reasons)
+
+
+def test_without_replay_an_uncompared_input_is_named_not_assumed(tmp_path):
+    workspace = _conv1_planted_without_image_reference(tmp_path)
+    result = run_autocheck(str(workspace), WITHOUT_REPLAY)
+    culprit = result.verdict.culprit
     assert culprit.op_name == "small_cnn_1/conv1_1/convolution"
+    assert culprit.evidence == f"{FIRST_DIVERGENCE} and {FUSION}"  # no replay, no jump: its input 0 is unseen
+    measured = result.compare.attribution.op(culprit.op_name)
+    assert measured.method == "not measured" and measured.uncompared_inputs == (0,)
     reasons = " | ".join(culprit.reasons)
     assert "while its inputs still match" not in reasons and "on good inputs" not in reasons
     assert "while its compared inputs still match (input(s) [0] not compared: assumed right)" in reasons
 
 
 def _without_the_planted_fault(tmp_path):
-    """The sample with res_conv's NPU output (and res_add's input 1, the same tensor) set to the reference
-    rounded to float16 in both NPU runs: what remains is conv3's overflow record, whose outputs match."""
+    """The sample with every compared NPU tensor of both runs set to its reference rounded to float16 (judged
+    without replay, for which hand-set tensors are not consistent). What remains is conv3's overflow record
+    (the overflow run is untouched), whose outputs now match. tests/replay checks the same on a clean
+    emulation, with replay."""
     workspace = copy_cnn_workspace(tmp_path)
-    (reference,) = (workspace / "tf" / "dump").glob("small_cnn_1_res_conv_1_BiasAdd.0.*.npy")
-    clean = np.load(reference).astype(np.float16)
-    set_tensor(dump_file_of(workspace, 0, "small_cnn_1_res_conv_1_convolution"), "output", 0, clean)
-    set_tensor(dump_file_of(workspace, 0, "small_cnn_1_res_add_1_Add"), "input", 1, clean)
-    # the fusion-off run (npu/debug_1) computes the same tensor unfused, as a BiasAdd
-    set_tensor(dump_file_of(workspace, 1, "small_cnn_1_res_conv_1_BiasAdd"), "output", 0, clean)
-    set_tensor(dump_file_of(workspace, 1, "small_cnn_1_res_add_1_Add"), "input", 1, clean)
+    for run in (0, 1):
+        set_npu_to_reference(workspace, run)
     return workspace
 
 
@@ -122,7 +146,7 @@ def _without_the_planted_fault(tmp_path):
 def test_a_harmless_overflow_is_no_culprit_when_its_outputs_match(tmp_path):
     # issue 13: never blame an overflow record for an op whose outputs match the reference
     workspace = _without_the_planted_fault(tmp_path)
-    result = run_autocheck(str(workspace), WITH_COMPARE)
+    result = run_autocheck(str(workspace), WITHOUT_REPLAY)
     assert not result.compare.result.failing
     assert result.verdict.culprit is None and result.verdict.headline == "No culprit found."
     assert result.exit_code() == 0
@@ -144,6 +168,6 @@ def test_an_overflow_op_without_compared_outputs_is_named_and_said_unchecked(tmp
     workspace = _without_the_planted_fault(tmp_path)
     for path in (workspace / "tf" / "dump").glob("small_cnn_1_conv3_1_*.npy"):
         path.unlink()
-    culprit = run_autocheck(str(workspace), WITH_COMPARE).verdict.culprit
+    culprit = run_autocheck(str(workspace), WITHOUT_REPLAY).verdict.culprit
     assert (culprit.op_name, culprit.evidence) == (CONV3, OVERFLOW_RECORD)
     assert "not checked against the reference: none of its outputs was compared" in culprit.reasons[1]

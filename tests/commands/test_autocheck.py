@@ -39,7 +39,7 @@ def test_ac_compare_names_the_planted_imprecise_op_and_writes_only_to_out(tmp_pa
     before = tree_listing(CNN)
     code, out, _ = run(capsys, "-d", CNN, "ac", "-c", "-o", tmp_path / "out", "--workers", "1")
     assert code == 1  # as compare: a tensor fails
-    assert f"Verdict: Most likely culprit: {RES_CONV} (Conv2D), by first divergence." in out
+    assert f"Verdict: Most likely culprit: {RES_CONV} (Conv2D), by local error (replay)." in out
     assert "but the fusion-off run computes the same (relative distance 0.000823)" in out
     prefix = f"precision_tool -d {CNN}"
     assert (f"Next:\n  {prefix} ni {RES_CONV}\n  {prefix} pt {RES_CONV}:output:0\n"
@@ -79,7 +79,7 @@ def test_ac_names_a_fused_op_with_a_planted_fault_and_its_pass(tmp_path, capsys)
     perturb_output(dump_file_of(workspace, 0, "small_cnn_1_conv2_1_convolution"), rel=0.3)
     code, out, _ = run(capsys, "-d", workspace, "ac", "-c", "--workers", "1")
     assert code == 1
-    assert f"Verdict: Most likely culprit: {CONV2} (Conv2D), by first divergence and fusion." in out
+    assert f"Verdict: Most likely culprit: {CONV2} (Conv2D), by local error (replay) and fusion." in out
     assert "made by ConvBiasaddFusionPass (graph), TbeConvElemwiseFusionPass (UB)" in out
     assert "ls -f ConvBiasaddFusionPass" in out
 
@@ -160,7 +160,7 @@ def test_ac_names_an_emulated_fusion_fault_and_its_pass(tmp_path, capsys):
     assert planted["npu_op"] == {"debug_0": CONV2}
     code, out, _ = run(capsys, "-d", tmp_path / "fused", "ac", "-c", "--workers", "1")
     assert code == 1
-    assert f"Verdict: Most likely culprit: {CONV2} (Conv2D), by first divergence and fusion." in out
+    assert f"Verdict: Most likely culprit: {CONV2} (Conv2D), by local error (replay) and fusion." in out
     assert "made by ConvBiasaddFusionPass (graph), TbeConvElemwiseFusionPass (UB)" in out
 
 

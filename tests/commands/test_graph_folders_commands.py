@@ -189,7 +189,7 @@ def test_ac_compare_gives_the_same_rows_from_per_process_graph_folders(tmp_path,
     code, out = run(capsys, "-d", workspace, "ac", "-c", "-o", tmp_path / "out", "--workers", "1")
     assert code == 1
     assert result_rows(tmp_path / "out") == cnn_flat_rows
-    assert f"Verdict: Most likely culprit: {RES_CONV} (Conv2D), by first divergence." in out
+    assert f"Verdict: Most likely culprit: {RES_CONV} (Conv2D), by local error (replay)." in out
     assert "fused by ConvBiasaddFusionPass (graph), but the fusion-off run computes the same" in out
     summary = json.loads((tmp_path / "out" / "summary.json").read_text())
     assert summary["order_source"] == "graph"

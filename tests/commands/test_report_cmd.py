@@ -57,7 +57,7 @@ def test_default_page_goes_beside_the_csv_and_exit_1_when_a_tensor_fails(sample_
     expected = sample_csv.parent / sample_csv.name.replace("result_", "report_").replace(".csv", ".html")
     assert code == 1
     assert f"Report: {expected} (" in out
-    assert f"Most likely culprit: {RES_CONV} (Conv2D), by first divergence." in out
+    assert f"Most likely culprit: {RES_CONV} (Conv2D), by local error (replay)." in out
     assert expected.read_text(encoding="utf-8").count(f'data-op="{RES_CONV}"') >= 3  # marker, rows, detail
 
 
@@ -96,7 +96,7 @@ def test_no_checks_leaves_out_the_overflow_and_fusion_sections(sample_csv, tmp_p
 def test_workspace_found_from_the_summary_when_d_is_not_one(sample_csv, tmp_path, capsys):
     code, out, _err = run(capsys, "-d", tmp_path / "not_a_workspace", "report", "-f", sample_csv,
                           "-o", tmp_path / "r.html")
-    assert code == 1 and "by first divergence" in out  # ac's verdict: the workspace came from summary.json
+    assert code == 1 and "by local error (replay)" in out  # ac's verdict: the workspace came from summary.json
 
 
 def test_page_is_never_written_into_the_run_inputs(sample_csv, tmp_path, capsys):

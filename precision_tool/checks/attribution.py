@@ -1,0 +1,240 @@
+"""Which op *adds* the error: local error from replay, else an error-jump score, and the op that stands out.
+
+Each op with a compared output is measured by the first method that can:
+
+1. **replay** (:mod:`precision_tool.replay`): its output rows carry ``local_error`` and ``local_floor``.
+   The op's **ratio** is its worst output's ``local_error / local_floor``. It *stands out* when
+
+   * ``ratio > 1`` -- it adds more than rounding to its dtype explains -- and
+   * ``ratio >= STANDOUT_FACTOR * median`` (``STANDOUT_FACTOR`` = 10), the median taken over the positive
+     ratios of every replayed op: it is an outlier among the ops of this very run, whatever the network's
+     rounding habits.
+
+2. **error jump**, for an op not replayed (no reference graph, TensorFlow missing, a stateful op, ...) whose
+   float inputs were all compared: its output's total error ``RED(NPU, reference)`` against the largest total
+   error of its float inputs (integer inputs -- shapes, axes -- carry no rounding error),
+   ``jump = output / max(inputs, floor)`` with ``floor = FLOOR_FACTOR * u / sqrt(3)`` for the output dtype
+   (``u`` its unit roundoff: what storing the result costs, times the same factor of 4). It stands out when
+   ``output > floor`` and ``jump >= JUMP_FACTOR`` (10). This is weaker: an op that merely amplifies its inputs'
+   error (a subtraction of close values, a softmax of large logits) jumps too.
+
+3. **not measured**: no replay, and a float input not compared (it may carry error nobody saw) or none at
+   all. The first divergence (:mod:`precision_tool.alignment.divergence`) then speaks for the op, saying which
+   inputs it assumed right.
+
+The **culprit** is the earliest op (execution order) that stands out; the others are listed. The method
+that decided is named with every figure.
+"""
+from __future__ import annotations
+
+import math
+import statistics
+from dataclasses import dataclass, replace
+from typing import Dict, List, Optional, Sequence, Tuple
+
+from precision_tool.formats.tensor_kind import TensorKind
+from precision_tool.replay.local_error import FLOOR_FACTOR, UNIT_ROUNDOFF
+
+METHOD_REPLAY, METHOD_ERROR_JUMP, METHOD_NONE = "replay", "error jump", "not measured"
+STANDOUT_FACTOR = 10.0
+JUMP_FACTOR = 10.0
+_RED = "RelativeEuclideanDistance"
+
+
+@dataclass(frozen=True)
+class OpAttribution:
+    """One op's measurement. ``local``/``floor``/``inherited``: its worst output's (replay), ``total`` its
+    worst output's RED against the reference, ``inputs_total`` the largest RED of its compared inputs (error
+    jump), ``score``: the ratio (replay) or the jump (error jump); ``why_not``: why replay did not decide."""
+
+    op_name: str
+    op_type: str
+    position: int
+    method: str
+    tensor_id: str = ""
+    dtype: str = ""
+    score: Optional[float] = None
+    local: Optional[float] = None
+    floor: Optional[float] = None
+    inherited: Optional[float] = None
+    total: Optional[float] = None
+    inputs_total: Optional[float] = None
+    precision: str = ""
+    standout: bool = False
+    why_not: str = ""
+    uncompared_inputs: Tuple[int, ...] = ()
+
+    @property
+    def summary(self) -> str:
+        """One line of figures, saying how they were measured."""
+        if self.method == METHOD_REPLAY:
+            inherited = f", inherited {_pct(self.inherited)}" if self.inherited is not None else ""
+            total = f", total {_pct(self.total)}" if self.total is not None else ""
+            return (f"local error {_pct(self.local)} ({self.dtype} floor {_pct(self.floor)}){inherited}{total}: "
+                    f"{self.tensor_id} replayed ({self.precision}) on the op's own dumped inputs")
+        if self.method == METHOD_ERROR_JUMP:
+            return (f"error jump {self.score:.3g}x: {self.tensor_id} is {_pct(self.total)} from the reference, its "
+                    f"float inputs at most {_pct(self.inputs_total)} (not replayed: {self.why_not})")
+        return f"not measured ({self.why_not})"
+
+    def to_dict(self) -> dict:
+        def number(value):
+            return value if value is None or math.isfinite(value) else str(value)
+        return {"op_name": self.op_name, "op_type": self.op_type, "position": self.position, "method": self.method,
+                "tensor_id": self.tensor_id, "dtype": self.dtype, "score": number(self.score),
+                "local": number(self.local), "floor": number(self.floor), "inherited": number(self.inherited),
+                "total": number(self.total), "inputs_total": number(self.inputs_total), "precision": self.precision,
+                "standout": self.standout, "why_not": self.why_not,
+                "uncompared_inputs": list(self.uncompared_inputs), "summary": self.summary}
+
+
+@dataclass(frozen=True)
+class Attribution:
+    """Every measured op in order, the culprit (first standout) and the median replay ratio it was judged by."""
+
+    ops: Tuple[OpAttribution, ...]
+    median_ratio: Optional[float] = None
+    notes: Tuple[str, ...] = ()
+
+    @property
+    def standouts(self) -> Tuple[OpAttribution, ...]:
+        return tuple(op for op in self.ops if op.standout)
+
+    @property
+    def culprit(self) -> Optional[OpAttribution]:
+        return self.standouts[0] if self.standouts else None
+
+    def op(self, name: str) -> Optional[OpAttribution]:
+        return next((op for op in self.ops if op.op_name == name), None)
+
+    def count(self, method: str) -> int:
+        return sum(1 for op in self.ops if op.method == method)
+
+    @property
+    def methods_text(self) -> str:
+        """``"17 ops replayed, 2 by error jump, 1 not measured"``."""
+        parts = [f"{self.count(METHOD_REPLAY)} op(s) replayed"]
+        if self.count(METHOD_ERROR_JUMP):
+            parts.append(f"{self.count(METHOD_ERROR_JUMP)} by error jump")
+        if self.count(METHOD_NONE):
+            parts.append(f"{self.count(METHOD_NONE)} not measured")
+        return ", ".join(parts)
+
+    def to_dict(self) -> dict:
+        culprit = self.culprit
+        return {"culprit": None if culprit is None else culprit.op_name, "median_ratio": self.median_ratio,
+                "methods": self.methods_text, "ops": [op.to_dict() for op in self.ops], "notes": list(self.notes)}
+
+
+def _pct(value: Optional[float]) -> str:
+    if value is None:
+        return "n/a"
+    if not math.isfinite(value):
+        return str(value)
+    return f"{value * 100:.3g}%"
+
+
+def apply_replay(result, report):
+    """``result`` (a :class:`~precision_tool.comparison.result.ComparisonResult`) with the replay's figures in
+    its output rows, and a note on the output rows of ops that could not be replayed."""
+    measured: Dict[str, tuple] = {}
+    reasons: Dict[str, str] = dict(report.skipped) if report is not None else {}
+    for op in (report.ops if report is not None else ()):
+        if op.error:
+            reasons[op.op_name] = op.error
+        for output in op.outputs:
+            measured[output.tensor_id] = (output, op.precision)
+    rows = []
+    for row in result.results:
+        if row.kind == TensorKind.OUTPUT and row.tensor_id in measured:
+            output, precision = measured[row.tensor_id]
+            row = replace(row, local_error=output.local, local_floor=output.floor, inherited_error=output.inherited,
+                          local_method=f"replay {precision}",
+                          notes=row.notes + ((output.note,) if output.note else ()))
+        elif row.kind == TensorKind.OUTPUT and row.compared and row.op_name in reasons:
+            row = replace(row, notes=row.notes + (f"not replayed: {reasons[row.op_name]}",))
+        rows.append(row)
+    return replace(result, results=tuple(rows))
+
+
+def _red(row) -> Optional[float]:
+    value = row.metric(_RED) if row.compared else None
+    return value if isinstance(value, float) and not math.isnan(value) else None
+
+
+def _is_float(dtype: str) -> bool:
+    return dtype.startswith(("float", "bfloat"))
+
+
+def _jump_floor(dtype: str) -> float:
+    return FLOOR_FACTOR * UNIT_ROUNDOFF.get(dtype, UNIT_ROUNDOFF["float32"]) / math.sqrt(3)
+
+
+def _why_not(rows, replay_note: str) -> str:
+    for row in rows:
+        for note in row.notes:
+            if note.startswith("not replayed: "):
+                return note[len("not replayed: "):]
+    return replay_note or "no replay"
+
+
+def _measure_op(name: str, rows: Sequence, position: int, replay_note: str) -> Optional[OpAttribution]:
+    outputs = [r for r in rows if r.kind == TensorKind.OUTPUT and r.compared]
+    if not outputs:
+        return None
+    op_type = rows[0].op_type
+    replayed = [r for r in outputs if r.local_error is not None and r.local_floor is not None]
+    if replayed:
+        def ratio(r):
+            if r.local_floor > 0:
+                return r.local_error / r.local_floor
+            return 0.0 if r.local_error == 0 else math.inf
+        worst = max(replayed, key=ratio)
+        return OpAttribution(name, op_type, position, METHOD_REPLAY, worst.tensor_id, worst.npu_dtype, ratio(worst),
+                             worst.local_error, worst.local_floor, worst.inherited_error, _red(worst),
+                             precision=worst.local_method.replace("replay ", "", 1))
+    why = _why_not(outputs, replay_note)
+    worst = max(outputs, key=lambda r: _red(r) if _red(r) is not None else -1.0)
+    total = _red(worst)
+    float_inputs = [r for r in rows if r.kind == TensorKind.INPUT and _is_float(r.npu_dtype)]
+    uncompared = tuple(sorted(r.tensor_index for r in float_inputs if not r.compared or _red(r) is None))
+    inputs = [_red(r) for r in float_inputs if r.compared and _red(r) is not None]
+    reason = ""
+    if total is None:
+        reason = "no error figure for its output"
+    elif uncompared:
+        reason = f"float input(s) {list(uncompared)} not compared: a jump cannot be told from inherited error"
+    elif not inputs:
+        reason = "no compared float input to measure a jump from"
+    if reason:
+        return OpAttribution(name, op_type, position, METHOD_NONE, worst.tensor_id, worst.npu_dtype,
+                             total=total, why_not=f"{why}; {reason}", uncompared_inputs=uncompared)
+    floor = _jump_floor(worst.npu_dtype)
+    jump = total / max(max(inputs), floor)
+    return OpAttribution(name, op_type, position, METHOD_ERROR_JUMP, worst.tensor_id, worst.npu_dtype, jump,
+                         floor=floor, total=total, inputs_total=max(inputs),
+                         standout=total > floor and jump >= JUMP_FACTOR, why_not=why)
+
+
+def attribute(result, replay_note: str = "") -> Attribution:
+    """Measure every op of ``result`` (rows as :func:`apply_replay` left them) and mark the standouts (see the
+    module docstring). ``replay_note`` says why nothing was replayed, for ops without a row note."""
+    by_op: Dict[str, List] = {}
+    for row in result.results:
+        if row.kind:
+            by_op.setdefault(row.op_name, []).append(row)
+    ops: List[OpAttribution] = []
+    for name, rows in by_op.items():
+        measured = _measure_op(name, rows, min(r.index for r in rows), replay_note)
+        if measured is not None:
+            ops.append(measured)
+    ops.sort(key=lambda op: (op.position, op.op_name))
+    ratios = [op.score for op in ops if op.method == METHOD_REPLAY and op.score and math.isfinite(op.score)]
+    median = statistics.median(ratios) if ratios else None
+    judged = []
+    for op in ops:
+        if op.method == METHOD_REPLAY:
+            out = op.score > 1 and (median is None or op.score >= STANDOUT_FACTOR * median)
+            op = replace(op, standout=bool(out))
+        judged.append(op)
+    return Attribution(tuple(judged), median)

@@ -1,0 +1,127 @@
+"""Local and inherited error of one NPU output, and the floor its dtype explains.
+
+For an NPU output ``n``, its replay ``p`` (the op's TF subgraph run on the NPU's own inputs, float64 where it
+can) and the reference ``r`` (the float32 reference run), all as float64 in the origin layout:
+
+* ``local = RED(n, p)``, ``inherited = RED(p, r)``, with ``RED(x, y) = ||x - y||_2 / ||y||_2`` over the
+  elements finite in both (``0`` when both norms are 0, ``inf`` when only ``y``'s is);
+* ``rounding = RED(round(p), p)``, ``round`` storing ``p`` in the NPU output's dtype (float16, bfloat16,
+  float32): the error of the exact answer written in that dtype -- about ``u / sqrt(3)`` for values that are
+  not representable, 0 for an op whose results are (ReLU, MaxPool of float16 inputs);
+* ``floor = max(FLOOR_FACTOR * rounding, MIN_FLOOR[dtype])``: what rounding inside the op (a fused group rounds
+  before its activation, accumulators round at the end) can add on top, with a minimum per dtype for ops whose
+  results happen to be representable. ``FLOOR_FACTOR`` is 4; ``MIN_FLOOR`` is ``u/16`` for float16 and
+  bfloat16 (``u`` the unit roundoff, 2^-11 and 2^-8) and ``1e-5`` for float32 (an accumulation over ~10^4 terms
+  in float32 rounds by about ``sqrt(10^4) * 2^-24``).
+
+A local error above its floor says the op added more than its dtype explains; whether it *stands out* is
+decided against the other ops too (:mod:`precision_tool.checks.attribution`).
+
+Non-finite values: where ``n`` holds inf/NaN and ``p`` is finite the op produced them from finite inputs
+(an overflow inside it): ``local`` is ``inf`` and :attr:`OutputError.note` says how many. Where both are
+non-finite the elements are left out. Integer and bool outputs: ``local`` is the share of elements that differ,
+the floor 0.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Optional
+
+import numpy as np
+
+from precision_tool.formats.dtypes import bf16_bits_to_float32, float32_to_bf16_bits
+
+FLOOR_FACTOR = 4.0
+UNIT_ROUNDOFF = {"float16": 2.0 ** -11, "bfloat16": 2.0 ** -8, "float32": 2.0 ** -24, "float64": 2.0 ** -53}
+MIN_FLOOR = {"float16": 2.0 ** -11 / 16, "bfloat16": 2.0 ** -8 / 16, "float32": 1e-5, "float64": 1e-12}
+
+
+@dataclass(frozen=True)
+class OutputError:
+    """The measured errors of one NPU output (see the module docstring). ``inherited`` is ``None`` when the
+    output has no reference; ``note`` says anything unusual in one line."""
+
+    tensor_id: str
+    npu_dtype: str
+    local: float
+    floor: float
+    rounding: float
+    inherited: Optional[float] = None
+    note: str = ""
+
+    @property
+    def ratio(self) -> float:
+        """``local / floor`` (``inf`` for a local error over a zero floor, 0 for none)."""
+        if self.floor > 0:
+            return self.local / self.floor
+        return 0.0 if self.local == 0 else math.inf
+
+    def to_dict(self) -> dict:
+        return {"tensor_id": self.tensor_id, "npu_dtype": self.npu_dtype, "local": _json(self.local),
+                "floor": _json(self.floor), "rounding": _json(self.rounding), "inherited": _json(self.inherited),
+                "note": self.note}
+
+
+def _json(value):
+    if value is None or math.isfinite(value):
+        return value
+    return str(value)
+
+
+def red(x: np.ndarray, y: np.ndarray) -> float:
+    """``||x - y|| / ||y||`` over the elements finite in both, computed without overflow (float64, scaled)."""
+    x = np.asarray(x, dtype=np.float64).ravel()
+    y = np.asarray(y, dtype=np.float64).ravel()
+    mask = np.isfinite(x) & np.isfinite(y)
+    if not mask.all():
+        x, y = x[mask], y[mask]
+    scale = max(float(np.max(np.abs(y))) if y.size else 0.0, float(np.max(np.abs(x))) if x.size else 0.0)
+    if scale == 0:
+        return 0.0
+    diff = float(np.linalg.norm((x - y) / scale))
+    norm = float(np.linalg.norm(y / scale))
+    if norm == 0:
+        return 0.0 if diff == 0 else math.inf
+    return diff / norm
+
+
+def round_to(values: np.ndarray, dtype: str) -> np.ndarray:
+    """``values`` stored in ``dtype`` and read back as float64 (round to nearest even; bfloat16 by bits)."""
+    values = np.asarray(values, dtype=np.float64)
+    with np.errstate(over="ignore", invalid="ignore"):
+        if dtype == "bfloat16":
+            return bf16_bits_to_float32(float32_to_bf16_bits(values.astype(np.float32))).astype(np.float64)
+        return values.astype(np.dtype(dtype)).astype(np.float64)
+
+
+def measure_output(tensor_id: str, npu: np.ndarray, replay: np.ndarray, npu_dtype: str,
+                   reference: Optional[np.ndarray] = None) -> OutputError:
+    """The :class:`OutputError` of one output. ``npu`` is reshaped to ``replay``'s shape when only the shape
+    differs (same element count); a different element count raises ``ValueError``."""
+    npu, replay = np.asarray(npu), np.asarray(replay)
+    if npu.size != replay.size:
+        raise ValueError(f"{tensor_id}: the NPU output has {npu.size} elements, the replay {replay.size}")
+    npu = npu.reshape(replay.shape)
+    if npu.dtype.kind not in "fc" or replay.dtype.kind not in "fc":
+        differs = float(np.mean(npu != replay)) if npu.size else 0.0
+        inherited = None
+        if reference is not None and np.asarray(reference).size == replay.size:
+            inherited = float(np.mean(np.asarray(reference).reshape(replay.shape) != replay)) if replay.size else 0.0
+        return OutputError(tensor_id, npu_dtype, differs, 0.0, 0.0, inherited)
+    note = ""
+    made = ~np.isfinite(npu) & np.isfinite(replay)
+    rounded = round_to(replay, npu_dtype) if npu_dtype in UNIT_ROUNDOFF else replay.astype(np.float64)
+    rounding = red(rounded, replay)
+    floor = max(FLOOR_FACTOR * rounding, MIN_FLOOR.get(npu_dtype, 0.0))
+    if made.any():
+        local = math.inf
+        note = f"{int(made.sum())} inf/NaN where the replay is finite: produced inside the op"
+    else:
+        local = red(npu, replay)
+    inherited = None
+    if reference is not None:
+        reference = np.asarray(reference)
+        if reference.size == replay.size:
+            inherited = red(replay, reference.reshape(replay.shape))
+    return OutputError(tensor_id, npu_dtype, local, floor, rounding, inherited, note)

@@ -1,0 +1,246 @@
+"""Which TF ops to replay for each NPU op, fed from where, fetched as what -- from names only (no TensorFlow).
+
+For every NPU op with a compared output (an :class:`~precision_tool.alignment.model.AlignedPair` of kind
+output), :func:`plan_replay` makes a :class:`ReplayUnit`, or says in one line why the op cannot be replayed:
+
+* **TF ops** (``members``): the GE graph's ``_datadump_original_op_names`` of the op, else its own name; every
+  one must be a node of the reference graph and none stateful or random (:data:`NOT_REPLAYABLE`).
+* **Fetches**: each compared output whose reference tensor a member produces.
+* **Feeds**: every tensor a member reads that no member produces, from the first source that has it, walking
+  back through ``Identity`` nodes (a frozen variable is ``Const -> Identity``):
+
+  1. ``npu`` -- an input of the op's own dump file aligned to that tensor (the point of replay);
+  2. ``reference`` -- the reference's value of the tensor (e.g. a parameter the NPU op does not read as an
+     input because GE folded it);
+  3. ``constant`` -- a ``Const`` node of the reference graph, run as it is;
+  4. ``npu`` by position -- when the dump lists exactly one input per external tensor (taken in member, then
+     input order: a fused op's inputs are its lead op's, then the others'), dump input ``k`` for tensor ``k``:
+     an input with no reference (a model input captured under another name) is still the NPU's own value.
+
+  A tensor none of them has makes the op not replayable.
+
+GE-inserted ``Cast``/``TransData`` ops (not in the reference graph) are ``conversion`` units: their output
+is their own dumped input converted to the output dtype (the layout is undone when dumps are read).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
+
+from precision_tool.alignment.model import AlignedPair, NpuTensorRef, NpyTensorRef
+from precision_tool.formats.tensor_kind import INPUT, OUTPUT
+from precision_tool.replay.reference_graph import ReferenceGraph, split_tensor
+
+SOURCE_NPU, SOURCE_REFERENCE, SOURCE_CONSTANT = "npu", "reference", "constant"
+KIND_SUBGRAPH, KIND_CONVERSION = "subgraph", "conversion"
+CONVERSION_TYPES = frozenset({"Cast", "TransData"})
+PASS_THROUGH_TYPES = frozenset({"Identity", "Snapshot", "StopGradient", "PreventGradient"})
+NOT_REPLAYABLE = ("Random", "Variable", "Assign", "Apply", "Queue", "Iterator", "Stack", "TensorArray",
+                  "Placeholder", "_Arg", "_Retval", "_Recv", "_Send", "Print", "Save", "Restore", "Dropout")
+"""Op type fragments that make a TF op unfit for replay: state, randomness, input/output plumbing."""
+
+
+@dataclass(frozen=True)
+class Feed:
+    """One external input of the replayed subgraph: the TF tensor as a member reads it (``tensor``,
+    ``"op:k"``), its ``source`` and where the value comes from (``npu`` or ``ref``; neither for a constant).
+    ``ref`` is also set for an NPU feed: the reference tensor it stands for, whose dtype and shape the TF op
+    takes."""
+
+    tensor: str
+    source: str
+    npu: Optional[NpuTensorRef] = None
+    ref: Optional[NpyTensorRef] = None
+    constant: str = ""
+
+    def describe(self) -> str:
+        if self.source == SOURCE_NPU:
+            return f"{self.tensor} <- NPU {self.npu.tensor_id}"
+        if self.source == SOURCE_REFERENCE:
+            return f"{self.tensor} <- reference {self.ref.tensor_id}"
+        return f"{self.tensor} <- graph constant {self.constant}"
+
+
+@dataclass(frozen=True)
+class Fetch:
+    """One compared NPU output, the TF tensor replay computes for it, and its reference tensor."""
+
+    npu: NpuTensorRef
+    tensor: str
+    ref: Optional[NpyTensorRef] = None
+
+
+@dataclass(frozen=True)
+class ReplayUnit:
+    """One NPU op to replay: its TF ``members`` (``()`` for a conversion), feeds and fetches."""
+
+    op_name: str
+    op_type: str
+    kind: str
+    members: Tuple[str, ...]
+    feeds: Tuple[Feed, ...]
+    fetches: Tuple[Fetch, ...]
+
+    @property
+    def fed_from_reference(self) -> Tuple[Feed, ...]:
+        return tuple(feed for feed in self.feeds if feed.source == SOURCE_REFERENCE)
+
+
+@dataclass(frozen=True)
+class ReplayPlan:
+    """``units`` in execution order; ``skipped``: ``{op name: one-line reason}`` for compared ops that cannot
+    be replayed."""
+
+    units: Tuple[ReplayUnit, ...]
+    skipped: Dict[str, str]
+
+
+def tensor_key(name: str) -> str:
+    """``"a"`` and ``"a:0"`` -> ``"a:0"``: one spelling per tensor."""
+    op, index = split_tensor(name)
+    return f"{op}:{index}"
+
+
+def _not_replayable(op_type: str) -> bool:
+    return any(fragment in op_type for fragment in NOT_REPLAYABLE) and not op_type.startswith("Stateless")
+
+
+def _members(op_name: str, ge_graph) -> Tuple[str, ...]:
+    node = ge_graph.find_op(op_name) if ge_graph is not None else None
+    names = node.original_op_names if node is not None else ()
+    return tuple(dict.fromkeys(names)) or (op_name,)
+
+
+class _Planner:
+    def __init__(self, graph: ReferenceGraph, ge_graph, reference_lookup):
+        self.graph = graph
+        self.ge_graph = ge_graph
+        self.lookup = reference_lookup
+
+    def chain(self, tensor: str) -> List[str]:
+        """``tensor``, then what it passes through (Identity inputs), nearest first."""
+        found = [tensor_key(tensor)]
+        while True:
+            op, index = split_tensor(found[-1])
+            node = self.graph.node(op)
+            if node is None or node.op not in PASS_THROUGH_TYPES or index != 0 or not node.data_inputs:
+                return found
+            nxt = tensor_key(node.data_inputs[0])
+            if nxt in found:
+                return found
+            found.append(nxt)
+
+    def feed(self, tensor: str, npu_inputs: Mapping[str, AlignedPair]) -> Optional[Feed]:
+        names = self.chain(tensor)
+        for name in names:
+            if name in npu_inputs:
+                pair = npu_inputs[name]
+                return Feed(tensor_key(tensor), SOURCE_NPU, npu=pair.npu, ref=pair.ref)
+        for name in names:
+            ref = self.lookup(name) if self.lookup is not None else None
+            if ref is not None:
+                return Feed(tensor_key(tensor), SOURCE_REFERENCE, ref=ref)
+        last_op, _ = split_tensor(names[-1])
+        node = self.graph.node(last_op)
+        if node is not None and node.op == "Const":
+            return Feed(tensor_key(tensor), SOURCE_CONSTANT, constant=last_op)
+        return None
+
+    def externals(self, members: Sequence[str]) -> List[str]:
+        """The tensors the members read that no member produces, in member then input order."""
+        produced = set(members)
+        found: List[str] = []
+        for member in members:
+            for source in self.graph.node(member).data_inputs:
+                tensor = tensor_key(source)
+                if split_tensor(tensor)[0] not in produced and tensor not in found:
+                    found.append(tensor)
+        return found
+
+    @staticmethod
+    def positional(externals: Sequence[str], dumped_inputs: Sequence[NpuTensorRef]) -> Dict[str, NpuTensorRef]:
+        """External tensor k -> dump input k, when the dump lists exactly one input per external tensor."""
+        by_index = {ref.index: ref for ref in dumped_inputs}
+        if sorted(by_index) != list(range(len(externals))):
+            return {}
+        return {tensor: by_index[k] for k, tensor in enumerate(externals)}
+
+    def unit(self, op_name: str, op_type: str, pairs: Sequence[AlignedPair],
+             dumped_inputs: Sequence[NpuTensorRef] = ()):
+        """A :class:`ReplayUnit`, or the reason (``str``) the op cannot be replayed. ``dumped_inputs``: every
+        input of the op's dump file, aligned or not."""
+        inputs = {tensor_key(f"{p.ref.op_name}:{p.ref.output_index}"): p for p in pairs
+                  if p.npu.kind == INPUT and isinstance(p.ref, NpyTensorRef)}
+        outputs = [p for p in pairs if p.npu.kind == OUTPUT and isinstance(p.ref, NpyTensorRef)]
+        if op_name not in self.graph and op_type in CONVERSION_TYPES:
+            npu_inputs = [p for p in pairs if p.npu.kind == INPUT and p.npu.index == 0]
+            if not npu_inputs:
+                return "its input 0 has no reference, so its dump was not listed for replay"
+            fetches = tuple(Fetch(p.npu, tensor_key(f"{p.ref.op_name}:{p.ref.output_index}"), p.ref) for p in outputs)
+            return ReplayUnit(op_name, op_type, KIND_CONVERSION, (),
+                              (Feed("", SOURCE_NPU, npu=npu_inputs[0].npu, ref=npu_inputs[0].ref),), fetches)
+        members = _members(op_name, self.ge_graph)
+        missing = [m for m in members if m not in self.graph]
+        if missing:
+            return f"TF op {missing[0]} is not in the reference graph"
+        stateful = [m for m in members if _not_replayable(self.graph.node(m).op)]
+        if stateful:
+            node = self.graph.node(stateful[0])
+            return f"TF op {node.name} ({node.op}) is stateful or random: replay would not compute the same"
+        produced = set(members)
+        fetches = []
+        for pair in outputs:
+            tensor = tensor_key(f"{pair.ref.op_name}:{pair.ref.output_index}")
+            if split_tensor(tensor)[0] in produced:
+                fetches.append(Fetch(pair.npu, tensor, pair.ref))
+        if not fetches:
+            return "its compared outputs stand for TF tensors its own TF ops do not compute"
+        feeds: Dict[str, Feed] = {}
+        externals = self.externals(members)
+        by_position = self.positional(externals, dumped_inputs)
+        for tensor in externals:
+            feed = self.feed(tensor, inputs)
+            if feed is None and tensor in by_position:
+                feed = Feed(tensor, SOURCE_NPU, npu=by_position[tensor])
+            if feed is None:
+                return f"no value for its input tensor {tensor} (neither its dump nor the reference has it)"
+            feeds[tensor] = feed
+        return ReplayUnit(op_name, op_type, KIND_SUBGRAPH, members, tuple(feeds.values()), tuple(fetches))
+
+
+def plan_replay(pairs: Iterable[AlignedPair], order: Sequence[str], graph: ReferenceGraph, ge_graph=None,
+                reference_lookup=None, unaligned: Iterable[NpuTensorRef] = ()) -> ReplayPlan:
+    """Plan the replay of every NPU op with a compared output (see the module docstring).
+
+    Parameters
+    ----------
+    pairs : the alignment's pairs (NPU vs TF; other pairs are ignored).
+    order : op names in execution order (:attr:`Alignment.order`); units come in that order.
+    graph : the reference graph (:func:`~.reference_graph.load_reference_graph`).
+    ge_graph : the NPU Build graph (``_datadump_original_op_names``), or ``None``.
+    reference_lookup : ``tensor "op:k" -> NpyTensorRef or None``, for feeds from the reference.
+    unaligned : the NPU tensors without a reference (their inputs can still be fed by position).
+    """
+    by_op: Dict[str, List[AlignedPair]] = {}
+    dumped: Dict[str, List[NpuTensorRef]] = {}
+    for pair in pairs:
+        by_op.setdefault(pair.npu.op_name, []).append(pair)
+        if pair.npu.kind == INPUT:
+            dumped.setdefault(pair.npu.op_name, []).append(pair.npu)
+    for ref in unaligned:
+        if ref.kind == INPUT:
+            dumped.setdefault(ref.op_name, []).append(ref)
+    planner = _Planner(graph, ge_graph, reference_lookup)
+    units: List[ReplayUnit] = []
+    skipped: Dict[str, str] = {}
+    position = {name: k for k, name in enumerate(order)}
+    for op_name in sorted(by_op, key=lambda name: (position.get(name, len(position)), name)):
+        op_pairs = by_op[op_name]
+        if not any(p.npu.kind == OUTPUT and isinstance(p.ref, NpyTensorRef) for p in op_pairs):
+            continue
+        result = planner.unit(op_name, op_pairs[0].npu.op_type, op_pairs, dumped.get(op_name, ()))
+        if isinstance(result, str):
+            skipped[op_name] = result
+        else:
+            units.append(result)
+    return ReplayPlan(tuple(units), skipped)

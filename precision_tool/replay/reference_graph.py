@@ -1,0 +1,114 @@
+"""The reference's executed graph, as replay needs it: node by name, debug ops removed, fed inputs renamed.
+
+``tf/graph`` holds the executed graphs ``tf_dump`` (or the emulator) kept (:mod:`precision_tool.formats.tf_graph`):
+``index.json`` lists them; without it every ``*.pb`` there is read. Graphs are read without TensorFlow. When
+several hold a node of the same name (several runs), the newest file -- last in name order, as the run folders
+are named by time -- wins.
+
+Two rewrites make the executed graph speak the reference's names:
+
+* tfdbg's ``__copy_*``/``__dbg_*`` nodes are removed (:meth:`TfGraph.without_debug_ops`);
+* a fed placeholder executes as an ``_Arg`` node ``_arg_<name>_0_<i>``; it is renamed ``<name>`` (and every
+  input naming it), as the reference files and the NPU graph's ``Data`` ops call it.
+"""
+from __future__ import annotations
+
+import json
+import os
+import re
+from dataclasses import dataclass
+from typing import Dict, List, Optional, Tuple
+
+from precision_tool.errors import PrecisionToolError
+from precision_tool.formats.tf_graph import INDEX_FILE, TfGraph, TfNode, read_tf_graph
+
+_ARG_NODE = re.compile(r"_arg_(?P<name>.+)_0_\d+")
+
+
+@dataclass(frozen=True)
+class ReferenceGraph:
+    """Nodes by name (``nodes``), the file each came from (``files[name]``), and notes on files not read."""
+
+    nodes: Dict[str, TfNode]
+    files: Dict[str, str]
+    notes: Tuple[str, ...] = ()
+
+    def __contains__(self, name: str) -> bool:
+        return name in self.nodes
+
+    def node(self, name: str) -> Optional[TfNode]:
+        return self.nodes.get(name)
+
+
+def split_tensor(name: str) -> Tuple[str, int]:
+    """``"a/b:1"`` -> ``("a/b", 1)``; ``"a/b"`` -> ``("a/b", 0)``; a control input keeps its ``^``.
+
+    >>> split_tensor("conv/Conv2D:1"), split_tensor("x")
+    (('conv/Conv2D', 1), ('x', 0))
+    """
+    op, sep, index = name.rpartition(":")
+    if sep and index.isdigit() and op:
+        return op, int(index)
+    return name, 0
+
+
+def _renamed(graph: TfGraph) -> List[TfNode]:
+    names = {node.name: _ARG_NODE.fullmatch(node.name).group("name") for node in graph.nodes
+             if node.op == "_Arg" and _ARG_NODE.fullmatch(node.name)}
+
+    def fix(source: str) -> str:
+        control = source.startswith("^")
+        op, index = split_tensor(source.lstrip("^"))
+        if op not in names:
+            return source
+        return ("^" if control else "") + names[op] + (f":{index}" if index else "")
+
+    return [TfNode(names.get(node.name, node.name), node.op, tuple(fix(s) for s in node.inputs), node.device,
+                   node.attrs) for node in graph.nodes]
+
+
+def graph_files(graph_dir: str) -> List[str]:
+    """The graph files of ``graph_dir``, oldest first (``index.json``'s list when readable, else ``*.pb``)."""
+    listed: List[str] = []
+    try:
+        with open(os.path.join(graph_dir, INDEX_FILE), encoding="utf-8") as handle:
+            index = json.load(handle)
+        listed = [entry["file"] for entry in index.get("graphs", []) if isinstance(entry, dict)
+                  and isinstance(entry.get("file"), str) and "/" not in entry["file"]]
+    except (OSError, ValueError, AttributeError, TypeError):
+        listed = []
+    if not listed:
+        try:
+            listed = [name for name in os.listdir(graph_dir) if name.endswith(".pb")]
+        except OSError:
+            return []
+    return [os.path.join(graph_dir, name) for name in sorted(set(listed))]
+
+
+def load_reference_graph(graph_dir: str) -> ReferenceGraph:
+    """Read every graph of ``graph_dir`` (see the module docstring).
+
+    Raises
+    ------
+    PrecisionToolError
+        No graph file there, or none could be read (the message says why; replay is then impossible).
+    """
+    paths = graph_files(graph_dir)
+    if not paths:
+        raise PrecisionToolError(f"{graph_dir}: no reference graph (run tf_dump on a tfdbg v1 capture, "
+                                 "or emulate, to keep one)")
+    nodes: Dict[str, TfNode] = {}
+    files: Dict[str, str] = {}
+    notes: List[str] = []
+    for path in paths:
+        try:
+            graph = read_tf_graph(path).without_debug_ops()
+        except PrecisionToolError as error:
+            notes.append(str(error))
+            continue
+        for node in _renamed(graph):
+            nodes[node.name] = node
+            files[node.name] = path
+    if not nodes:
+        raise PrecisionToolError(f"{graph_dir}: no reference graph could be read ({notes[0]})")
+    return ReferenceGraph(nodes, files, tuple(notes))

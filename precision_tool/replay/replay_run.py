@@ -1,0 +1,233 @@
+"""The replay job: plan, load the inputs, run the subgraphs in batches, measure every output.
+
+:func:`replay_alignment` takes an NPU-vs-TF :class:`~precision_tool.alignment.model.Alignment` (what ``compare``
+aligned), the Build graph and the workspace's ``tf/dump`` and ``tf/graph``, and returns a :class:`ReplayReport`:
+one :class:`OpReplay` per replayed op with an :class:`~.local_error.OutputError` per compared output, the ops
+that could not be replayed and why, and notes. It never raises for a bad tensor or op: that op gets an
+``error`` and the others go on. Replay is impossible as a whole (a note says why, :attr:`ReplayReport.ran` is
+False) without a reference graph or without TensorFlow.
+
+Batches hold at most ``batch_bytes`` of fed arrays (256 MiB by default) so memory stays bounded whatever the
+network's size; each batch is one TensorFlow session run (:mod:`.runner`).
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Dict, List, Optional, Sequence, Tuple
+
+import numpy as np
+
+from precision_tool.errors import PrecisionToolError
+from precision_tool.replay.local_error import OutputError, measure_output
+from precision_tool.replay.plan import (KIND_CONVERSION, SOURCE_CONSTANT, SOURCE_NPU, ReplayUnit, plan_replay,
+                                        tensor_key)
+from precision_tool.replay.reference_graph import ReferenceGraph, load_reference_graph
+
+DEFAULT_BATCH_BYTES = 256 << 20
+
+
+@dataclass(frozen=True)
+class OpReplay:
+    """One NPU op's replay. ``feeds``: one line per external input saying where its value came from;
+    ``float64``: how the subgraph ran; ``error``: why it failed (``""`` when it ran)."""
+
+    op_name: str
+    op_type: str
+    kind: str
+    members: Tuple[str, ...]
+    feeds: Tuple[str, ...]
+    outputs: Tuple[OutputError, ...] = ()
+    float64: bool = False
+    error: str = ""
+
+    @property
+    def precision(self) -> str:
+        if self.kind == KIND_CONVERSION:
+            return "numpy conversion"
+        return "float64" if self.float64 else "float32"
+
+    def to_dict(self) -> dict:
+        return {"op_name": self.op_name, "op_type": self.op_type, "kind": self.kind, "members": list(self.members),
+                "feeds": list(self.feeds), "outputs": [o.to_dict() for o in self.outputs],
+                "precision": self.precision, "error": self.error}
+
+
+@dataclass(frozen=True)
+class ReplayReport:
+    """The replay of a comparison (see the module docstring)."""
+
+    ran: bool
+    ops: Tuple[OpReplay, ...] = ()
+    skipped: Dict[str, str] = field(default_factory=dict)
+    notes: Tuple[str, ...] = ()
+    seconds: float = 0.0
+
+    def op(self, name: str) -> Optional[OpReplay]:
+        return next((op for op in self.ops if op.op_name == name), None)
+
+    def to_dict(self) -> dict:
+        return {"ran": self.ran, "ops": [op.to_dict() for op in self.ops], "skipped": dict(self.skipped),
+                "notes": list(self.notes), "seconds": round(self.seconds, 3)}
+
+
+def _reference_lookup(reference_dir: str, graph: ReferenceGraph):
+    from precision_tool.alignment.reference_index import ReferenceIndex
+    from precision_tool.formats.npy_dir import read_npy_dir
+
+    index = ReferenceIndex(read_npy_dir(reference_dir), graph.nodes.keys())
+
+    def lookup(tensor: str):
+        op, _, k = tensor.rpartition(":")
+        return index.find(op, int(k)).ref
+
+    return lookup
+
+
+def _as_fed(array: np.ndarray, ref) -> np.ndarray:
+    """The NPU array as the TF op takes it: the reference tensor's dtype and shape (same element count);
+    without a reference tensor (an input fed by position), a float array as float32, TF's float type."""
+    if ref is None:
+        return array.astype(np.float32) if array.dtype.kind == "f" else array
+    shape = tuple(ref.shape)
+    if array.size == int(np.prod(shape, dtype=np.int64)) and tuple(array.shape) != shape:
+        array = array.reshape(shape)  # a scalar the NPU dumps as [1], a matrix dumped as its NZ origin
+    dtype = np.dtype(ref.dtype)
+    with np.errstate(over="ignore", invalid="ignore"):
+        return array.astype(dtype, copy=False)
+
+
+def _load_feed(feed) -> np.ndarray:
+    if feed.source == SOURCE_NPU:
+        return _as_fed(np.asarray(feed.npu.load().array), feed.ref)
+    return np.asarray(feed.ref.load())
+
+
+class _NodeDefs:
+    """TF ``NodeDef`` protos by name, each graph file parsed once; inputs set to the cleaned graph's
+    (reference names, no debug nodes)."""
+
+    def __init__(self, graph: ReferenceGraph):
+        self.graph = graph
+        self.parsed: Dict[str, dict] = {}
+
+    def __call__(self, names: Sequence[str]):
+        import tensorflow as tf
+
+        out = []
+        for name in names:
+            path = self.graph.files[name]
+            if path not in self.parsed:
+                with open(path, "rb") as handle:
+                    graph_def = tf.compat.v1.GraphDef.FromString(handle.read())
+                self.parsed[path] = {node.name: node for node in graph_def.node}
+            node = tf.compat.v1.NodeDef()
+            node.CopyFrom(self.parsed[path][name])
+            del node.input[:]
+            node.input.extend(self.graph.node(name).data_inputs)
+            out.append(node)
+        return out
+
+
+def _describe(unit: ReplayUnit) -> Tuple[str, ...]:
+    return tuple(feed.describe() if feed.tensor else f"NPU {feed.npu.tensor_id}" for feed in unit.feeds)
+
+
+def _measure(unit: ReplayUnit, results: Sequence[np.ndarray]) -> Tuple[OutputError, ...]:
+    errors = []
+    for fetch, replay in zip(unit.fetches, results):
+        npu = np.asarray(fetch.npu.load().array)
+        reference = np.asarray(fetch.ref.load()) if fetch.ref is not None else None
+        errors.append(measure_output(fetch.npu.tensor_id, npu, replay, fetch.npu.dtype, reference))
+    return tuple(errors)
+
+
+def _conversion(unit: ReplayUnit) -> OpReplay:
+    feed = unit.feeds[0]
+    try:
+        source = np.asarray(feed.npu.load().array)
+        results = []
+        for fetch in unit.fetches:
+            with np.errstate(over="ignore", invalid="ignore"):
+                results.append(source.astype(np.dtype(fetch.npu.dtype)) if fetch.npu.dtype else source)
+        return OpReplay(unit.op_name, unit.op_type, unit.kind, (), _describe(unit), _measure(unit, results))
+    except (PrecisionToolError, ValueError, TypeError) as error:
+        return OpReplay(unit.op_name, unit.op_type, unit.kind, (), _describe(unit), error=_line(error))
+
+
+def _line(error: Exception) -> str:
+    return str(error).splitlines()[0] if str(error) else type(error).__name__
+
+
+def _run_batch(node_defs: _NodeDefs, batch: List[Tuple[ReplayUnit, Dict[str, np.ndarray]]]) -> List[OpReplay]:
+    from precision_tool.replay.runner import Job, run_jobs
+
+    jobs = []
+    for unit, feeds in batch:
+        constants = {}
+        for feed in unit.feeds:
+            if feed.source == SOURCE_CONSTANT:
+                constants[feed.tensor] = node_defs([feed.constant])[0]
+        jobs.append(Job(node_defs(unit.members), feeds, constants, [f.tensor for f in unit.fetches]))
+    run_jobs(jobs)
+    done = []
+    for (unit, _), job in zip(batch, jobs):
+        if job.error:
+            done.append(OpReplay(unit.op_name, unit.op_type, unit.kind, unit.members, _describe(unit),
+                                 float64=job.float64, error=f"TensorFlow could not run it: {job.error}"))
+            continue
+        try:
+            outputs = _measure(unit, job.results)
+        except (PrecisionToolError, ValueError, TypeError) as error:
+            done.append(OpReplay(unit.op_name, unit.op_type, unit.kind, unit.members, _describe(unit),
+                                 float64=job.float64, error=_line(error)))
+            continue
+        done.append(OpReplay(unit.op_name, unit.op_type, unit.kind, unit.members, _describe(unit), outputs,
+                             job.float64))
+    return done
+
+
+def replay_alignment(alignment, ge_graph, reference_dir: str, graph_dir: str,
+                     batch_bytes: int = DEFAULT_BATCH_BYTES) -> ReplayReport:
+    """Replay every compared NPU op of ``alignment`` (see the module docstring)."""
+    started = time.perf_counter()
+    try:
+        graph = load_reference_graph(graph_dir)
+    except PrecisionToolError as error:
+        return ReplayReport(False, notes=(f"replay not run: {error}",))
+    try:
+        from precision_tool.tf_runtime import quiet_tensorflow_import
+
+        quiet_tensorflow_import()
+        import tensorflow  # noqa: F401  (the one place replay needs it; reported, not raised)
+    except ImportError as error:
+        return ReplayReport(False, notes=(f"replay not run: TensorFlow cannot be imported ({error}); "
+                                          "pip install 'precision_tool[tf]'",))
+    plan = plan_replay(alignment.pairs, alignment.order, graph, ge_graph, _reference_lookup(reference_dir, graph),
+                       [item.npu for item in alignment.unaligned])
+    replays: Dict[str, OpReplay] = {}
+    node_defs = _NodeDefs(graph)
+    batch: List[Tuple[ReplayUnit, Dict[str, np.ndarray]]] = []
+    size = 0
+    for unit in plan.units:
+        if unit.kind == KIND_CONVERSION:
+            replays[unit.op_name] = _conversion(unit)
+            continue
+        try:
+            feeds = {feed.tensor: _load_feed(feed) for feed in unit.feeds if feed.source != SOURCE_CONSTANT}
+        except (PrecisionToolError, ValueError, TypeError) as error:
+            replays[unit.op_name] = OpReplay(unit.op_name, unit.op_type, unit.kind, unit.members, _describe(unit),
+                                             error=f"an input could not be read: {_line(error)}")
+            continue
+        batch.append((unit, feeds))
+        size += sum(a.nbytes for a in feeds.values())
+        if size >= batch_bytes:
+            replays.update((r.op_name, r) for r in _run_batch(node_defs, batch))
+            batch, size = [], 0
+    if batch:
+        replays.update((r.op_name, r) for r in _run_batch(node_defs, batch))
+    ops = tuple(replays[unit.op_name] for unit in plan.units)
+    return ReplayReport(True, ops, dict(plan.skipped), graph.notes, time.perf_counter() - started)
+
+
+__all__ = ["OpReplay", "ReplayReport", "replay_alignment", "tensor_key"]
