@@ -1,0 +1,83 @@
+"""Which op stands out, from hand-made result rows (no TensorFlow): the rules of checks/attribution.py."""
+import math
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from precision_tool.checks.attribution import METHOD_ERROR_JUMP, METHOD_NONE, METHOD_REPLAY, attribute
+from precision_tool.comparison.result import TensorResult
+from precision_tool.formats.tensor_kind import TensorKind
+from precision_tool.metrics import ALL
+from precision_tool.status import Status
+
+pytestmark = pytest.mark.compat
+RED = ALL.index("RelativeEuclideanDistance")
+REPO = Path(__file__).resolve().parents[2]
+
+
+class _Result:
+    def __init__(self, rows):
+        self.results = tuple(rows)
+
+
+def _row(index, op, kind, red=None, local=None, floor=None, dtype="float16", k=0, compared=True):
+    metrics = [None] * len(ALL)
+    metrics[0] = 0.999
+    metrics[RED] = red
+    status = Status.PASS if compared else Status.NOT_COMPARED
+    return TensorResult(index, f"{op}:{kind}:{k}", op, kind, k, "Conv2D", status, npu_dtype=dtype,
+                        metrics=tuple(metrics), local_error=local, local_floor=floor,
+                        local_method="replay float64" if local is not None else "")
+
+
+def _replayed(ratios):
+    return _Result(_row(i, f"op{i}", TensorKind.OUTPUT, red=0.001, local=r * 1e-3, floor=1e-3)
+                   for i, r in enumerate(ratios))
+
+
+def test_an_op_stands_out_above_its_floor_and_ten_times_the_median():
+    attribution = attribute(_replayed([0.25, 0.25, 0.3, 25.0, 0.25, 30.0]))
+    assert attribution.median_ratio == 0.275
+    assert [op.op_name for op in attribution.standouts] == ["op3", "op5"]
+    assert attribution.culprit.op_name == "op3" and attribution.culprit.method == METHOD_REPLAY
+
+
+def test_above_the_floor_is_not_enough_when_every_op_is():
+    # a kernel family rounding at 1.5x the floor everywhere: nobody is an outlier
+    assert attribute(_replayed([1.5, 1.4, 1.6, 1.5])).culprit is None
+    # ten times the median but below the floor: rounding, not an error
+    assert attribute(_replayed([0.01, 0.01, 0.01, 0.9])).culprit is None
+
+
+def test_an_op_not_replayed_is_judged_by_its_error_jump():
+    rows = [_row(0, "a", TensorKind.INPUT, red=0.0015, k=0),
+            _row(0, "a", TensorKind.INPUT, red=0.0, dtype="int32", k=1), _row(0, "a", TensorKind.OUTPUT, red=0.02)]
+    (op,) = attribute(_Result(rows), "no reference graph").ops
+    # 2% out of at most 0.15% in (the int32 axis carries no rounding error, and 0.15% is above the float16
+    # floor 4 * 2^-11 / sqrt(3) = 0.113%): a jump of 13.3 >= 10
+    assert op.method == METHOD_ERROR_JUMP and op.score == pytest.approx(0.02 / 0.0015) and op.standout
+    assert op.floor == pytest.approx(4 * 2.0 ** -11 / math.sqrt(3))
+    assert "not replayed: no reference graph" in op.summary
+
+
+def test_an_uncompared_float_input_leaves_the_op_unmeasured():
+    rows = [_row(0, "a", TensorKind.INPUT, compared=False), _row(0, "a", TensorKind.OUTPUT, red=0.5)]
+    # floor check: a jump needs every float input's error, and input 0 has none
+    (op,) = attribute(_Result(rows), "replay not asked for").ops
+    assert op.method == METHOD_NONE and op.uncompared_inputs == (0,) and not op.standout
+    assert "a jump cannot be told from inherited error" in op.why_not
+
+
+def test_analysis_without_replay_never_imports_tensorflow(tmp_path):
+    code = ("import contextlib, io\nfrom precision_tool.cli import main\n"
+            "with contextlib.redirect_stdout(io.StringIO()):\n"
+            f"    main(['-d', {str(REPO / 'sample_dumps' / 'cnn_workspace')!r}, 'ac', '-c', '--no-replay', '-o', "
+            f"{str(tmp_path / 'out')!r}])\n"
+            "import sys, json; print(json.dumps(sorted(sys.modules)))")
+    out = subprocess.run([sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                         universal_newlines=True, check=True).stdout
+    modules = set(__import__("json").loads(out.splitlines()[-1]))
+    assert "precision_tool.checks.attribution" in modules
+    assert not {m for m in modules if m == "tensorflow" or m.startswith("tensorflow.")}
