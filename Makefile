@@ -105,6 +105,7 @@ sample-dumps: venv
 bench: venv peer
 	$(PY) benchmarks/run.py
 	$(PY) benchmarks/alignment_scale.py
+	$(PY) benchmarks/replay_cost.py
 
 clean:
 	rm -rf $(VENV) $(TF115_VENV) $(TF26_VENV) .pytest_cache build *.egg-info

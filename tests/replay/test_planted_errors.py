@@ -7,7 +7,8 @@ from precision_tool.checks.autocheck import AutocheckOptions, run_autocheck
 WITH_REPLAY = AutocheckOptions(compare=True, workers=1)
 SMALL = ["mobilenet_depthwise", "mobilenet_bn_add", "transformer_softmax", "transformer_matmul", "lstm_matmul",
          "tf1_conv"]
-BIG = [f"{app}_{site}" for app in ("ResNet50", "EfficientNetB0", "VGG16", "DenseNet121") for site in ("conv", "bn_add")]
+BIG = ["ResNet50_conv", "ResNet50_bn_add", "EfficientNetB0_depthwise", "EfficientNetB0_bn_add", "DenseNet121_conv",
+       "DenseNet121_bn_add", "VGG16_conv", "VGG16_matmul"]
 
 
 def _check_planted(case):

@@ -1,5 +1,6 @@
 """keras.applications networks with random weights and calibrated batch-norm statistics, for the slow
-replay tests. ``PRECISION_TOOL_APP`` names the network (``ResNet50``, ``EfficientNetB0``, ``VGG16``, ...).
+replay tests. ``PRECISION_TOOL_APP`` names the network (``ResNet50``, ``EfficientNetB0``, ``VGG16``, ...),
+``PRECISION_TOOL_APP_SIZE`` the input size (64).
 
 Fresh batch-norm statistics (mean 0, variance 1) let a random deep network's activations shrink or grow
 block after block until float16 cannot hold them; one training-mode pass with momentum 0 on a random
@@ -10,7 +11,7 @@ import os
 import numpy as np
 import keras
 
-SIZE = 64
+SIZE = int(os.environ.get("PRECISION_TOOL_APP_SIZE", "64"))
 
 
 def model():

@@ -30,9 +30,14 @@ SMALL = {
     "lstm": (HERE.parent / "models" / "lstm.py", {"matmul": ("type", "MatMul")}),
     "tf1": (HERE.parent / "models" / "tf1_graph.py", {"conv": ("type", "Conv2D")}),
 }
-BIG = {app: (HERE.parent / "models" / "applications.py", {"conv": ("type", "Conv2D"),
-                                                          "bn_add": ("fused_member", "batchnorm/add_1")})
-       for app in ("ResNet50", "EfficientNetB0", "VGG16", "DenseNet121")}
+_CONV, _BN_ADD = ("type", "Conv2D"), ("fused_member", "batchnorm/add_1")
+_APPS = HERE.parent / "models" / "applications.py"
+BIG = {
+    "ResNet50": (_APPS, {"conv": _CONV, "bn_add": _BN_ADD}),
+    "EfficientNetB0": (_APPS, {"depthwise": ("type", "DepthwiseConv2dNative"), "bn_add": _BN_ADD}),
+    "DenseNet121": (_APPS, {"conv": _CONV, "bn_add": _BN_ADD}),
+    "VGG16": (_APPS, {"conv": _CONV, "matmul": ("type", "MatMul")}),
+}
 
 
 def choose(plan, rule):
