@@ -68,13 +68,13 @@ class OpAttribution:
     def summary(self) -> str:
         """One line of figures, saying how they were measured."""
         if self.method == METHOD_REPLAY:
-            inherited = f", inherited {_pct(self.inherited)}" if self.inherited is not None else ""
-            total = f", total {_pct(self.total)}" if self.total is not None else ""
-            return (f"local error {_pct(self.local)} ({self.dtype} floor {_pct(self.floor)}){inherited}{total}: "
+            inherited = f", inherited {percent(self.inherited)}" if self.inherited is not None else ""
+            total = f", total {percent(self.total)}" if self.total is not None else ""
+            return (f"local error {percent(self.local)} ({self.dtype} floor {percent(self.floor)}){inherited}{total}: "
                     f"{self.tensor_id} replayed ({self.precision}) on the op's own dumped inputs")
         if self.method == METHOD_ERROR_JUMP:
-            return (f"error jump {self.score:.3g}x: {self.tensor_id} is {_pct(self.total)} from the reference, its "
-                    f"float inputs at most {_pct(self.inputs_total)} (not replayed: {self.why_not})")
+            return (f"error jump {self.score:.3g}x: {self.tensor_id} is {percent(self.total)} from the reference, its "
+                    f"float inputs at most {percent(self.inputs_total)} (not replayed: {self.why_not})")
         return f"not measured ({self.why_not})"
 
     def to_dict(self) -> dict:
@@ -126,7 +126,8 @@ class Attribution:
                 "methods": self.methods_text, "ops": [op.to_dict() for op in self.ops], "notes": list(self.notes)}
 
 
-def _pct(value: Optional[float]) -> str:
+def percent(value: Optional[float]) -> str:
+    """``0.0203`` -> ``"2.03%"``; ``"n/a"`` for ``None``; ``"inf"``/``"nan"`` as such."""
     if value is None:
         return "n/a"
     if not math.isfinite(value):

@@ -26,6 +26,7 @@ COMMAND_TABLE: Dict[str, Tuple[str, Tuple[str, ...]]] = {
     "ni": ("node_info", ("node_info",)),
     "ov": ("overflow", ("overflow",)),
     "pt": ("print_tensor", ("print_tensor",)),
+    "replay": ("replay", ()),
     "report": ("report", ("html",)),
     "run": ("run_command", ()),
     "tf_dump": ("tf_dump", ()),

@@ -73,6 +73,7 @@ def handle(args, ctx: Context) -> Report:
     node_sections.add_dump_section(report, data, dumped, op)
     node_sections.add_reference_section(report, data, op.name, lookup)
     node_sections.add_compare_section(report, data, op.name, lookup)
+    node_sections.add_local_error_section(report, data, op.name, lookup)
     if args.attrs:
         node_sections.add_attribute_section(report, data, op)
     if args.subgraph is not None:

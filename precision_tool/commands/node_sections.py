@@ -149,6 +149,44 @@ def add_compare_section(report: Report, data: dict, op_name: str, lookup) -> Non
     data["compare"] = {"path": path, "headers": headers, "rows": rows}
 
 
+def add_local_error_section(report: Report, data: dict, op_name: str, lookup) -> None:
+    """Local vs total error of this op's outputs from the newest result's lossless rows (``ac -c`` replays;
+    see docs/local-error.md), or why there is none."""
+    from precision_tool.checks.attribution import percent
+    from precision_tool.commands.compare_rows import latest_result_csv
+    from precision_tool.reports.result_store import load_result
+
+    path: Optional[str] = latest_result_csv(lookup.workspace.temp)
+    if path is None:
+        data["local_error"] = None
+        return
+    try:
+        rows = [row for _, row in load_result(path).rows_of_op(op_name) if row.kind == "output" and row.compared]
+    except PrecisionToolError as error:
+        data["local_error"] = {"error": str(error)}
+        return
+    measured = [row for row in rows if row.local_error is not None]
+    if not measured:
+        notes = [note for row in rows for note in row.notes if note.startswith("not replayed: ")]
+        why = notes[0] if notes else "not replayed (ac -c replays each op when tf/graph and TensorFlow are there)"
+        report.add_text(f"Local error: {why}")
+        data["local_error"] = {"rows": [], "why": why}
+        return
+    table = []
+    for row in measured:
+        ratio = row.local_error / row.local_floor if row.local_floor else float("inf")
+        total = row.metric("RelativeEuclideanDistance")
+        table.append([f"{row.kind}:{row.tensor_index}", percent(row.local_error), percent(row.local_floor),
+                      f"{ratio:.3g}", percent(row.inherited_error), percent(total), row.local_method])
+    report.add_table(["tensor", "local", "floor", "local/floor", "inherited", "total", "measured by"], table,
+                     title="Local error (NPU vs the op replayed on its own dumped inputs; total = vs the reference)")
+    data["local_error"] = {"rows": [dict(zip(("tensor", "local", "floor", "ratio", "inherited", "total", "method"),
+                                             [r.tensor_id, r.local_error, r.local_floor,
+                                              r.local_error / r.local_floor if r.local_floor else None,
+                                              r.inherited_error, r.metric("RelativeEuclideanDistance"),
+                                              r.local_method])) for r in measured]}
+
+
 def add_attribute_section(report: Report, data: dict, op) -> None:
     """Every op attribute, values shortened to one line."""
     rows = []

@@ -20,8 +20,8 @@ import numpy as np
 
 from precision_tool.errors import PrecisionToolError
 from precision_tool.replay.local_error import OutputError, measure_output
-from precision_tool.replay.plan import (KIND_CONVERSION, SOURCE_CONSTANT, SOURCE_NPU, ReplayUnit, plan_replay,
-                                        tensor_key)
+from precision_tool.replay.plan import (KIND_CONVERSION, SOURCE_CONSTANT, SOURCE_NPU, ReplayPlan, ReplayUnit,
+                                        plan_replay, tensor_key)
 from precision_tool.replay.reference_graph import ReferenceGraph, load_reference_graph
 
 DEFAULT_BATCH_BYTES = 256 << 20
@@ -188,8 +188,8 @@ def _run_batch(node_defs: _NodeDefs, batch: List[Tuple[ReplayUnit, Dict[str, np.
 
 
 def replay_alignment(alignment, ge_graph, reference_dir: str, graph_dir: str,
-                     batch_bytes: int = DEFAULT_BATCH_BYTES) -> ReplayReport:
-    """Replay every compared NPU op of ``alignment`` (see the module docstring)."""
+                     batch_bytes: int = DEFAULT_BATCH_BYTES, only: Optional[Sequence[str]] = None) -> ReplayReport:
+    """Replay every compared NPU op of ``alignment`` (see the module docstring), or the ops named in ``only``."""
     started = time.perf_counter()
     try:
         graph = load_reference_graph(graph_dir)
@@ -205,6 +205,10 @@ def replay_alignment(alignment, ge_graph, reference_dir: str, graph_dir: str,
                                           "pip install 'precision_tool[tf]'",))
     plan = plan_replay(alignment.pairs, alignment.order, graph, ge_graph, _reference_lookup(reference_dir, graph),
                        [item.npu for item in alignment.unaligned])
+    if only is not None:
+        wanted = set(only)
+        plan = ReplayPlan(tuple(u for u in plan.units if u.op_name in wanted),
+                          {op: why for op, why in plan.skipped.items() if op in wanted})
     replays: Dict[str, OpReplay] = {}
     node_defs = _NodeDefs(graph)
     batch: List[Tuple[ReplayUnit, Dict[str, np.ndarray]]] = []

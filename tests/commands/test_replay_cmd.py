@@ -1,0 +1,58 @@
+"""``replay OP`` and ``ni``'s local-error section on the sample CNN, whose manifest plants x * (1 + 0.5 z) on
+res_conv (so its local error is ~0.5) and nothing elsewhere."""
+import json
+import os
+import shutil
+import sys
+
+import pytest
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), os.pardir, "checks"))
+
+from checks_builders import CNN, CONV2, RES_CONV, copy_cnn_workspace, tree_listing
+from precision_tool.cli import main
+
+pytestmark = pytest.mark.tf
+
+
+def run(capsys, *argv):
+    code = main(list(map(str, argv)))
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+def test_replay_shows_where_each_input_came_from_and_the_local_error(capsys):
+    before = tree_listing(CNN)
+    code, out, _ = run(capsys, "-d", CNN, "--json", "replay", RES_CONV)
+    data = json.loads(out)["data"]
+    assert code == 1 and data["replayed"] and data["precision"] == "float64"
+    assert data["members"] == [RES_CONV, "small_cnn_1/res_conv_1/BiasAdd"]
+    assert [line.split(" <- ")[1] for line in data["feeds"]] == [f"NPU {RES_CONV}:input:{k}" for k in range(3)]
+    (output,) = data["outputs"]
+    assert 0.45 < output["local"] < 0.55 and output["inherited"] < 0.002
+    assert tree_listing(CNN) == before  # replay writes nothing
+
+
+def test_a_clean_op_is_within_its_floor_and_found_by_its_dump_file_name(capsys):
+    code, out, _ = run(capsys, "-d", CNN, "replay", CONV2.replace("/", "_"))
+    assert code == 0 and "Run in: float64" in out
+    assert out.rstrip().endswith("Its local error is within the floor: it adds no more than its dtype's rounding.")
+
+
+def test_without_a_reference_graph_it_says_why_and_exits_2(tmp_path, capsys):
+    workspace = copy_cnn_workspace(tmp_path)
+    shutil.rmtree(workspace / "tf" / "graph")
+    code, out, _ = run(capsys, "-d", workspace, "replay", RES_CONV)
+    assert code == 2 and out.splitlines()[-1].startswith("Not replayed: replay not run: ")
+    assert "no reference graph (run tf_dump on a tfdbg v1 capture, or emulate, to keep one)" in out
+
+
+def test_ni_shows_local_inherited_and_total_after_ac(tmp_path, capsys):
+    workspace = copy_cnn_workspace(tmp_path)
+    assert run(capsys, "-d", workspace, "ac", "-c", "--workers", "1")[0] == 1
+    code, out, _ = run(capsys, "-d", workspace, "--json", "ni", RES_CONV)
+    (row,) = json.loads(out)["data"]["local_error"]["rows"]
+    assert row["method"] == "replay float64" and 0.45 < row["local"] < 0.55 and row["ratio"] > 100
+    assert abs(row["total"] - row["local"]) < 0.01  # nearly all of the total is its own
+    code, out, _ = run(capsys, "-d", workspace, "ni", RES_CONV)
+    assert "Local error (NPU vs the op replayed on its own dumped inputs; total = vs the reference)" in out
