@@ -56,3 +56,17 @@ def test_ni_shows_local_inherited_and_total_after_ac(tmp_path, capsys):
     assert abs(row["total"] - row["local"]) < 0.01  # nearly all of the total is its own
     code, out, _ = run(capsys, "-d", workspace, "ni", RES_CONV)
     assert "Local error (NPU vs the op replayed on its own dumped inputs; total = vs the reference)" in out
+
+
+def test_the_report_plots_local_over_total_error_with_the_culprit_above_its_floor(tmp_path, capsys):
+    import re
+
+    workspace = copy_cnn_workspace(tmp_path)
+    assert run(capsys, "-d", workspace, "ac", "-c", "--workers", "1")[0] == 1
+    assert run(capsys, "-d", workspace, "report", "-o", tmp_path / "r.html")[0] == 1
+    page = (tmp_path / "r.html").read_text(encoding="utf-8")
+    (group,) = re.findall(r'<g id="points-local-error">(.*?)</g></svg>', page, re.S)
+    titles = re.findall(r'class="point (pass|fail)"><title>([^<]*)</title>', group)
+    assert len(titles) == 19  # every replayed op's output: 19 ops, one output each
+    (above,) = [title for verdict, title in titles if verdict == "fail"]  # red: above its floor
+    assert above.startswith(f"{RES_CONV}:output:0: local 0.49")

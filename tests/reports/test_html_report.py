@@ -94,7 +94,8 @@ def test_plot_has_one_point_per_compared_tensor_in_each_panel(sample):
         points = re.findall(r'<a href="#row-(\d+)" class="point (?:pass|fail)">', group)
         assert len(points) == 52
         assert [int(p) for p in points] == sorted(int(p) for p in points)  # execution order
-    assert len(re.findall(r'class="point fail"', page)) == 2 * 2
+    # 2 failing tensors in each of the two panels, and the culprit's output above its floor in the local panel
+    assert len(re.findall(r'class="point fail"', page)) == 2 * 2 + 1
 
 
 def test_first_divergence_marker_names_the_planted_op_and_overflow_marks_conv3(sample):
@@ -109,7 +110,7 @@ def test_first_divergence_marker_names_the_planted_op_and_overflow_marks_conv3(s
 
 def test_verdict_is_the_one_ac_prints(sample):
     _csv, data, page = sample
-    headline = f"Most likely culprit: {RES_CONV} (Conv2D), by first divergence."
+    headline = f"Most likely culprit: {RES_CONV} (Conv2D), by local error (replay)."
     assert data.findings.verdict.headline == headline
     assert f'<p class="headline" id="verdict-headline">{headline}</p>' in page
     assert "but the fusion-off run computes the same (relative distance 0.000823)" in page

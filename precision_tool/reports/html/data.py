@@ -120,7 +120,8 @@ def build_report_data(source, findings: Optional[CheckFindings] = None, details:
         if row.verdict in (PASS, FAIL):
             points.append(PlotPoint(position, result.index if result.index >= 0 else None, result.tensor_id,
                                     result.op_name, result.cosine, result.metric("MaxRelativeError"),
-                                    row.verdict == FAIL))
+                                    row.verdict == FAIL, result.local_error, result.local_floor,
+                                    result.metric("RelativeEuclideanDistance")))
     counts = comparison.counts()
     notes = []
     if not source.has_run_facts:

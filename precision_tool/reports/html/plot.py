@@ -4,7 +4,10 @@ Two panels share the x axis (one point per compared tensor, in the CSV's executi
 
 * cosine similarity on a linear axis from just below the lowest value (or the threshold) to 1, with the
   threshold drawn as a dashed line;
-* max relative error on a log axis (exact zeros sit on the bottom line, ``inf`` on the top one).
+* max relative error on a log axis (exact zeros sit on the bottom line, ``inf`` on the top one);
+* when the result holds replay figures (``ac -c``): each replayed output's **local error** (dots, red above
+  its floor) over its **total error** against the reference (grey line), on a log axis -- drift shows as a
+  rising grey line over flat dots, an op that adds error as a dot that jumps to its line.
 
 A tensor whose value is undefined (``NaN``: NaN data, an all-zero side) is drawn on a thin "undefined" strip
 under its panel, never at a made-up value. The first divergence is a red vertical line labelled with its op
@@ -48,6 +51,9 @@ class PlotPoint:
     cosine: Optional[float]
     max_rel_error: Optional[float]
     failed: bool
+    local_error: Optional[float] = None
+    local_floor: Optional[float] = None
+    total_error: Optional[float] = None
 
 
 @dataclass(frozen=True)
@@ -267,6 +273,43 @@ def _error_panel(points, frame: Frame, width: int, link: bool) -> str:
     return "".join(parts)
 
 
+def _local_panel(points, frame: Frame, width: int, link: bool) -> str:
+    """Local error (dots) over total error (line) of the replayed outputs, log scale (see the module docstring)."""
+    measured = [(k, p) for k, p in enumerate(points) if p.local_error is not None]
+    values = [v for _, p in measured for v in (p.local_error, p.total_error) if v is not None and v > 0]
+    low, high = log_domain(values)
+
+    def y_of(value: float) -> float:
+        if value <= 0:
+            return frame.bottom
+        exponent = min(max(math.log10(value), low), high) if math.isfinite(value) else high
+        return frame.bottom - (exponent - low) / (high - low) * frame.height
+
+    step = max(1, math.ceil((high - low) / 6))
+    ticks = [(y_of(10.0 ** e), f"1e{e}") for e in range(low, high + 1, step)]
+    ticks[0] = (ticks[0][0], f"<=1e{low}")
+    parts = _panel_frame(frame, width, "Local error: dots, replayed on the op's own inputs (red above its floor); "
+                         "total error vs the reference: line", "RED")
+    parts += _y_grid(frame, width, ticks)
+    total_line, dots = [], []
+    radius = dot_radius(len(points), width)
+    for k, point in measured:
+        x = x_of(k, len(points), width)
+        if point.total_error is not None and not math.isnan(point.total_error):
+            total_line.append((x, y_of(point.total_error)))
+        above = point.local_floor is not None and point.local_error > point.local_floor
+        shown = PlotPoint(point.row, point.index, point.tensor_id, point.op_name, point.cosine,
+                          point.max_rel_error, above)
+        title = (f"{point.tensor_id}: local {point.local_error:.3g}, floor "
+                 f"{point.local_floor if point.local_floor is not None else float('nan'):.3g}, total "
+                 f"{point.total_error if point.total_error is not None else float('nan'):.3g}")
+        dot = _point(shown, x, y_of(point.local_error), False, link, radius)
+        dots.append(dot.replace(f"<title>{text(_point_title(shown))}</title>", f"<title>{text(title)}</title>", 1))
+    parts.append(_polyline(total_line))
+    parts.append(element("g", "".join(dots), id="points-local-error"))
+    return "".join(parts)
+
+
 def _first_point_of(points, op_name: str, failing_only: bool) -> Optional[int]:
     return next((k for k, p in enumerate(points) if p.op_name == op_name and (p.failed or not failing_only)), None)
 
@@ -352,16 +395,19 @@ def accuracy_plot_svg(points: Sequence[PlotPoint], threshold: Optional[float], f
     """
     cosine = Frame(MARKER_BAND, COSINE_HEIGHT)
     error = Frame(cosine.bottom + STRIP + GAP, ERROR_HEIGHT)
-    axis_y = error.bottom + STRIP + 6
+    local = Frame(error.bottom + STRIP + GAP, ERROR_HEIGHT) if any(p.local_error is not None for p in points) else None
+    last = local if local is not None else error
+    axis_y = last.bottom + STRIP + 6
     height = axis_y + AXIS_BAND + LEGEND_BAND
     link = not standalone
     body = [void("rect", x=0, y=0, width=width, height=number(height), fill="#ffffff"),
             _cosine_panel(points, cosine, width, threshold, link),
             _error_panel(points, error, width, link),
+            _local_panel(points, local, width, link) if local is not None else "",
             _x_axis(len(points), width, axis_y)]
-    markers, missing = _overflow_markers(points, overflow_marks, width, MARKER_BAND - 30, error.bottom + STRIP)
+    markers, missing = _overflow_markers(points, overflow_marks, width, MARKER_BAND - 30, last.bottom + STRIP)
     body.append(markers)
-    body.append(_divergence_marker(points, first_divergence, width, 8, error.bottom + STRIP))
+    body.append(_divergence_marker(points, first_divergence, width, 8, last.bottom + STRIP))
     body.append(_legend(height - LEGEND_BAND / 2, missing))
     if not points:
         body.append(_label(width / 2, cosine.top + cosine.height / 2, "no compared tensor", anchor="middle", size=14,
