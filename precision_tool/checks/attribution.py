@@ -179,27 +179,38 @@ def _why_not(rows, replay_note: str) -> str:
     return replay_note or "no replay"
 
 
+def _ratio(local: float, floor: float) -> float:
+    if floor > 0:
+        return local / floor
+    return 0.0 if local == 0 else math.inf
+
+
+def _replayed(name: str, op_type: str, position: int, outputs: Sequence) -> Optional[OpAttribution]:
+    figures = [(row, row.local_error, row.local_floor) for row in outputs
+               if row.local_error is not None and row.local_floor is not None]
+    if not figures:
+        return None
+    worst, local, floor = max(figures, key=lambda item: _ratio(item[1], item[2]))
+    return OpAttribution(name, op_type, position, METHOD_REPLAY, worst.tensor_id, worst.npu_dtype,
+                         _ratio(local, floor), local, floor, worst.inherited_error, _red(worst),
+                         precision=worst.local_method.replace("replay ", "", 1))
+
+
 def _measure_op(name: str, rows: Sequence, position: int, replay_note: str) -> Optional[OpAttribution]:
     outputs = [r for r in rows if r.kind == TensorKind.OUTPUT and r.compared]
     if not outputs:
         return None
     op_type = rows[0].op_type
-    replayed = [r for r in outputs if r.local_error is not None and r.local_floor is not None]
-    if replayed:
-        def ratio(r):
-            if r.local_floor > 0:
-                return r.local_error / r.local_floor
-            return 0.0 if r.local_error == 0 else math.inf
-        worst = max(replayed, key=ratio)
-        return OpAttribution(name, op_type, position, METHOD_REPLAY, worst.tensor_id, worst.npu_dtype, ratio(worst),
-                             worst.local_error, worst.local_floor, worst.inherited_error, _red(worst),
-                             precision=worst.local_method.replace("replay ", "", 1))
+    replayed = _replayed(name, op_type, position, outputs)
+    if replayed is not None:
+        return replayed
     why = _why_not(outputs, replay_note)
-    worst = max(outputs, key=lambda r: _red(r) if _red(r) is not None else -1.0)
-    total = _red(worst)
+    totals = [(row, _red(row)) for row in outputs]
+    worst, total = max(totals, key=lambda item: -1.0 if item[1] is None else item[1])
     float_inputs = [r for r in rows if r.kind == TensorKind.INPUT and _is_float(r.npu_dtype)]
-    uncompared = tuple(sorted(r.tensor_index for r in float_inputs if not r.compared or _red(r) is None))
-    inputs = [_red(r) for r in float_inputs if r.compared and _red(r) is not None]
+    errors = [(r, _red(r)) for r in float_inputs]
+    uncompared = tuple(sorted(r.tensor_index for r, error in errors if not r.compared or error is None))
+    inputs = [error for r, error in errors if r.compared and error is not None]
     reason = ""
     if total is None:
         reason = "no error figure for its output"
@@ -207,7 +218,7 @@ def _measure_op(name: str, rows: Sequence, position: int, replay_note: str) -> O
         reason = f"float input(s) {list(uncompared)} not compared: a jump cannot be told from inherited error"
     elif not inputs:
         reason = "no compared float input to measure a jump from"
-    if reason:
+    if reason or total is None:
         return OpAttribution(name, op_type, position, METHOD_NONE, worst.tensor_id, worst.npu_dtype,
                              total=total, why_not=f"{why}; {reason}", uncompared_inputs=uncompared)
     floor = _jump_floor(worst.npu_dtype)
@@ -234,7 +245,7 @@ def attribute(result, replay_note: str = "") -> Attribution:
     median = statistics.median(ratios) if ratios else None
     judged = []
     for op in ops:
-        if op.method == METHOD_REPLAY:
+        if op.method == METHOD_REPLAY and op.score is not None:
             out = op.score > 1 and (median is None or op.score >= STANDOUT_FACTOR * median)
             op = replace(op, standout=bool(out))
         judged.append(op)

@@ -410,7 +410,8 @@ def decide_verdict(overflow, fusion, compare=None) -> "Verdict":
     attribution = compare.attribution if compare is not None else None
     local = attribution.culprit if attribution is not None else None
     unmeasured = divergence is not None and not _measured(attribution, divergence.op_name)
-    if unmeasured and (local is None or _position(compare, divergence.op_name) < local.position):
+    if divergence is not None and unmeasured and (local is None
+                                                   or _position(compare, divergence.op_name) < local.position):
         culprit = _divergence_culprit(divergence, overflow, fusion, compare)
     elif local is not None:
         culprit = _local_error_culprit(local, overflow, fusion, compare)

@@ -172,19 +172,18 @@ def add_local_error_section(report: Report, data: dict, op_name: str, lookup) ->
         report.add_text(f"Local error: {why}")
         data["local_error"] = {"rows": [], "why": why}
         return
-    table = []
+    table, figures = [], []
     for row in measured:
-        ratio = row.local_error / row.local_floor if row.local_floor else float("inf")
+        local, floor = float(row.local_error or 0.0), float(row.local_floor or 0.0)
+        ratio = local / floor if floor else float("inf")
         total = row.metric("RelativeEuclideanDistance")
-        table.append([f"{row.kind}:{row.tensor_index}", percent(row.local_error), percent(row.local_floor),
-                      f"{ratio:.3g}", percent(row.inherited_error), percent(total), row.local_method])
+        table.append([f"{row.kind}:{row.tensor_index}", percent(local), percent(floor), f"{ratio:.3g}",
+                      percent(row.inherited_error), percent(total), row.local_method])
+        figures.append({"tensor": row.tensor_id, "local": local, "floor": floor, "ratio": ratio if floor else None,
+                        "inherited": row.inherited_error, "total": total, "method": row.local_method})
     report.add_table(["tensor", "local", "floor", "local/floor", "inherited", "total", "measured by"], table,
                      title="Local error (NPU vs the op replayed on its own dumped inputs; total = vs the reference)")
-    data["local_error"] = {"rows": [dict(zip(("tensor", "local", "floor", "ratio", "inherited", "total", "method"),
-                                             [r.tensor_id, r.local_error, r.local_floor,
-                                              r.local_error / r.local_floor if r.local_floor else None,
-                                              r.inherited_error, r.metric("RelativeEuclideanDistance"),
-                                              r.local_method])) for r in measured]}
+    data["local_error"] = {"rows": figures}
 
 
 def add_attribute_section(report: Report, data: dict, op) -> None:

@@ -53,10 +53,19 @@ class Feed:
     ref: Optional[NpyTensorRef] = None
     constant: str = ""
 
+    @property
+    def dumped(self) -> NpuTensorRef:
+        """The NPU tensor of an ``npu`` feed (``ValueError`` for another source)."""
+        if self.npu is None:
+            raise ValueError(f"{self.tensor}: not fed from the NPU dump")
+        return self.npu
+
     def describe(self) -> str:
-        if self.source == SOURCE_NPU:
+        if not self.tensor:  # a conversion's input
+            return f"NPU {self.dumped.tensor_id}"
+        if self.source == SOURCE_NPU and self.npu is not None:
             return f"{self.tensor} <- NPU {self.npu.tensor_id}"
-        if self.source == SOURCE_REFERENCE:
+        if self.source == SOURCE_REFERENCE and self.ref is not None:
             return f"{self.tensor} <- reference {self.ref.tensor_id}"
         return f"{self.tensor} <- graph constant {self.constant}"
 
@@ -101,6 +110,13 @@ def tensor_key(name: str) -> str:
     return f"{op}:{index}"
 
 
+_TfPair = Tuple[NpuTensorRef, NpyTensorRef]
+
+
+def _tensor_of(ref: NpyTensorRef) -> str:
+    return tensor_key(f"{ref.op_name}:{ref.output_index}")
+
+
 def _not_replayable(op_type: str) -> bool:
     return any(fragment in op_type for fragment in NOT_REPLAYABLE) and not op_type.startswith("Stateless")
 
@@ -130,16 +146,16 @@ class _Planner:
                 return found
             found.append(nxt)
 
-    def feed(self, tensor: str, npu_inputs: Mapping[str, AlignedPair]) -> Optional[Feed]:
+    def feed(self, tensor: str, npu_inputs: Mapping[str, "_TfPair"]) -> Optional[Feed]:
         names = self.chain(tensor)
         for name in names:
             if name in npu_inputs:
-                pair = npu_inputs[name]
-                return Feed(tensor_key(tensor), SOURCE_NPU, npu=pair.npu, ref=pair.ref)
+                npu, ref = npu_inputs[name]
+                return Feed(tensor_key(tensor), SOURCE_NPU, npu=npu, ref=ref)
         for name in names:
-            ref = self.lookup(name) if self.lookup is not None else None
-            if ref is not None:
-                return Feed(tensor_key(tensor), SOURCE_REFERENCE, ref=ref)
+            found = self.lookup(name) if self.lookup is not None else None
+            if found is not None:
+                return Feed(tensor_key(tensor), SOURCE_REFERENCE, ref=found)
         last_op, _ = split_tensor(names[-1])
         node = self.graph.node(last_op)
         if node is not None and node.op == "Const":
@@ -151,7 +167,7 @@ class _Planner:
         produced = set(members)
         found: List[str] = []
         for member in members:
-            for source in self.graph.node(member).data_inputs:
+            for source in self.graph[member].data_inputs:
                 tensor = tensor_key(source)
                 if split_tensor(tensor)[0] not in produced and tensor not in found:
                     found.append(tensor)
@@ -169,30 +185,30 @@ class _Planner:
              dumped_inputs: Sequence[NpuTensorRef] = ()):
         """A :class:`ReplayUnit`, or the reason (``str``) the op cannot be replayed. ``dumped_inputs``: every
         input of the op's dump file, aligned or not."""
-        inputs = {tensor_key(f"{p.ref.op_name}:{p.ref.output_index}"): p for p in pairs
-                  if p.npu.kind == INPUT and isinstance(p.ref, NpyTensorRef)}
-        outputs = [p for p in pairs if p.npu.kind == OUTPUT and isinstance(p.ref, NpyTensorRef)]
+        tf_pairs: List[_TfPair] = [(p.npu, p.ref) for p in pairs if isinstance(p.ref, NpyTensorRef)]
+        inputs = {_tensor_of(ref): (npu, ref) for npu, ref in tf_pairs if npu.kind == INPUT}
+        outputs = [(npu, ref) for npu, ref in tf_pairs if npu.kind == OUTPUT]
         if op_name not in self.graph and op_type in CONVERSION_TYPES:
-            npu_inputs = [p for p in pairs if p.npu.kind == INPUT and p.npu.index == 0]
-            if not npu_inputs:
+            first = [(npu, ref) for npu, ref in tf_pairs if npu.kind == INPUT and npu.index == 0]
+            if not first:
                 return "its input 0 has no reference, so its dump was not listed for replay"
-            fetches = tuple(Fetch(p.npu, tensor_key(f"{p.ref.op_name}:{p.ref.output_index}"), p.ref) for p in outputs)
+            conversions = tuple(Fetch(npu, _tensor_of(ref), ref) for npu, ref in outputs)
             return ReplayUnit(op_name, op_type, KIND_CONVERSION, (),
-                              (Feed("", SOURCE_NPU, npu=npu_inputs[0].npu, ref=npu_inputs[0].ref),), fetches)
+                              (Feed("", SOURCE_NPU, npu=first[0][0], ref=first[0][1]),), conversions)
         members = _members(op_name, self.ge_graph)
         missing = [m for m in members if m not in self.graph]
         if missing:
             return f"TF op {missing[0]} is not in the reference graph"
-        stateful = [m for m in members if _not_replayable(self.graph.node(m).op)]
+        stateful = [self.graph[m] for m in members if _not_replayable(self.graph[m].op)]
         if stateful:
-            node = self.graph.node(stateful[0])
-            return f"TF op {node.name} ({node.op}) is stateful or random: replay would not compute the same"
+            return (f"TF op {stateful[0].name} ({stateful[0].op}) is stateful or random: replay would not compute "
+                    "the same")
         produced = set(members)
-        fetches = []
-        for pair in outputs:
-            tensor = tensor_key(f"{pair.ref.op_name}:{pair.ref.output_index}")
+        fetches: List[Fetch] = []
+        for npu, ref in outputs:
+            tensor = _tensor_of(ref)
             if split_tensor(tensor)[0] in produced:
-                fetches.append(Fetch(pair.npu, tensor, pair.ref))
+                fetches.append(Fetch(npu, tensor, ref))
         if not fetches:
             return "its compared outputs stand for TF tensors its own TF ops do not compute"
         feeds: Dict[str, Feed] = {}

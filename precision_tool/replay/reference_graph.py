@@ -39,6 +39,10 @@ class ReferenceGraph:
     def node(self, name: str) -> Optional[TfNode]:
         return self.nodes.get(name)
 
+    def __getitem__(self, name: str) -> TfNode:
+        """The node called ``name`` (``KeyError`` when absent: check ``name in graph`` first)."""
+        return self.nodes[name]
+
 
 def split_tensor(name: str) -> Tuple[str, int]:
     """``"a/b:1"`` -> ``("a/b", 1)``; ``"a/b"`` -> ``("a/b", 0)``; a control input keeps its ``^``.
@@ -53,8 +57,11 @@ def split_tensor(name: str) -> Tuple[str, int]:
 
 
 def _renamed(graph: TfGraph) -> List[TfNode]:
-    names = {node.name: _ARG_NODE.fullmatch(node.name).group("name") for node in graph.nodes
-             if node.op == "_Arg" and _ARG_NODE.fullmatch(node.name)}
+    names: Dict[str, str] = {}
+    for node in graph.nodes:
+        match = _ARG_NODE.fullmatch(node.name) if node.op == "_Arg" else None
+        if match:
+            names[node.name] = match.group("name")
 
     def fix(source: str) -> str:
         control = source.startswith("^")

@@ -12,6 +12,8 @@ network's size; each batch is one TensorFlow session run (:mod:`.runner`).
 """
 from __future__ import annotations
 
+import importlib.util
+import threading
 import time
 from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Sequence, Tuple
@@ -99,7 +101,7 @@ def _as_fed(array: np.ndarray, ref) -> np.ndarray:
 
 def _load_feed(feed) -> np.ndarray:
     if feed.source == SOURCE_NPU:
-        return _as_fed(np.asarray(feed.npu.load().array), feed.ref)
+        return _as_fed(np.asarray(feed.dumped.load().array), feed.ref)
     return np.asarray(feed.ref.load())
 
 
@@ -124,13 +126,13 @@ class _NodeDefs:
             node = tf.compat.v1.NodeDef()
             node.CopyFrom(self.parsed[path][name])
             del node.input[:]
-            node.input.extend(self.graph.node(name).data_inputs)
+            node.input.extend(self.graph[name].data_inputs)
             out.append(node)
         return out
 
 
 def _describe(unit: ReplayUnit) -> Tuple[str, ...]:
-    return tuple(feed.describe() if feed.tensor else f"NPU {feed.npu.tensor_id}" for feed in unit.feeds)
+    return tuple(feed.describe() for feed in unit.feeds)
 
 
 def _measure(unit: ReplayUnit, results: Sequence[np.ndarray]) -> Tuple[OutputError, ...]:
@@ -145,7 +147,7 @@ def _measure(unit: ReplayUnit, results: Sequence[np.ndarray]) -> Tuple[OutputErr
 def _conversion(unit: ReplayUnit) -> OpReplay:
     feed = unit.feeds[0]
     try:
-        source = np.asarray(feed.npu.load().array)
+        source = np.asarray(feed.dumped.load().array)
         results = []
         for fetch in unit.fetches:
             with np.errstate(over="ignore", invalid="ignore"):
@@ -187,6 +189,33 @@ def _run_batch(node_defs: _NodeDefs, batch: List[Tuple[ReplayUnit, Dict[str, np.
     return done
 
 
+class _TensorFlowImport:
+    """TensorFlow imported in a thread while replay reads its inputs: the import takes seconds, and reading
+    dumps is file I/O and numpy casts, which release the GIL. Safe here: nothing forks while it runs (the
+    comparison's worker pool is closed before replay starts). :meth:`wait` gives the one-line failure, if any."""
+
+    def __init__(self):
+        from precision_tool.tf_runtime import quiet_tensorflow_import
+
+        quiet_tensorflow_import()
+        self._error: Optional[BaseException] = None
+        self._thread = threading.Thread(target=self._run, name="import tensorflow", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        try:
+            import tensorflow  # noqa: F401  (replay's one need; a failure is reported, not raised)
+        except Exception as error:  # noqa: BLE001 -- ImportError, or whatever a broken install raises
+            self._error = error
+
+    def wait(self) -> str:
+        self._thread.join()
+        if self._error is None:
+            return ""
+        return (f"replay not run: TensorFlow cannot be imported ({type(self._error).__name__}: {self._error}); "
+                "pip install 'precision_tool[tf]'")
+
+
 def replay_alignment(alignment, ge_graph, reference_dir: str, graph_dir: str,
                      batch_bytes: int = DEFAULT_BATCH_BYTES, only: Optional[Sequence[str]] = None) -> ReplayReport:
     """Replay every compared NPU op of ``alignment`` (see the module docstring), or the ops named in ``only``."""
@@ -195,14 +224,10 @@ def replay_alignment(alignment, ge_graph, reference_dir: str, graph_dir: str,
         graph = load_reference_graph(graph_dir)
     except PrecisionToolError as error:
         return ReplayReport(False, notes=(f"replay not run: {error}",))
-    try:
-        from precision_tool.tf_runtime import quiet_tensorflow_import
-
-        quiet_tensorflow_import()
-        import tensorflow  # noqa: F401  (the one place replay needs it; reported, not raised)
-    except ImportError as error:
-        return ReplayReport(False, notes=(f"replay not run: TensorFlow cannot be imported ({error}); "
+    if importlib.util.find_spec("tensorflow") is None:
+        return ReplayReport(False, notes=("replay not run: TensorFlow is not installed; "
                                           "pip install 'precision_tool[tf]'",))
+    tensorflow = _TensorFlowImport()
     plan = plan_replay(alignment.pairs, alignment.order, graph, ge_graph, _reference_lookup(reference_dir, graph),
                        [item.npu for item in alignment.unaligned])
     if only is not None:
@@ -226,9 +251,15 @@ def replay_alignment(alignment, ge_graph, reference_dir: str, graph_dir: str,
         batch.append((unit, feeds))
         size += sum(a.nbytes for a in feeds.values())
         if size >= batch_bytes:
+            failure = tensorflow.wait()
+            if failure:
+                return ReplayReport(False, notes=(failure,), seconds=time.perf_counter() - started)
             replays.update((r.op_name, r) for r in _run_batch(node_defs, batch))
             batch, size = [], 0
     if batch:
+        failure = tensorflow.wait()
+        if failure:
+            return ReplayReport(False, notes=(failure,), seconds=time.perf_counter() - started)
         replays.update((r.op_name, r) for r in _run_batch(node_defs, batch))
     ops = tuple(replays[unit.op_name] for unit in plan.units)
     return ReplayReport(True, ops, dict(plan.skipped), graph.notes, time.perf_counter() - started)
