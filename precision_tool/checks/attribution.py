@@ -6,9 +6,11 @@ Each op with a compared output is measured by the first method that can:
    The op's **ratio** is its worst output's ``local_error / local_floor``. It *stands out* when
 
    * ``ratio > 1`` -- it adds more than rounding to its dtype explains -- and
-   * ``ratio >= STANDOUT_FACTOR * median`` (``STANDOUT_FACTOR`` = 10), the median taken over the positive
-     ratios of every replayed op: it is an outlier among the ops of this very run, whatever the network's
-     rounding habits.
+   * ``ratio >= STANDOUT_FACTOR * median`` (``STANDOUT_FACTOR`` = 10), the median taken over the positive,
+     finite ratios of the *other* replayed ops: it is an outlier among the ops of this very run, whatever the
+     network's rounding habits. With fewer than ``MIN_PEERS`` (3) such ops, the floor alone decides.
+
+   Only float outputs are ranked (an integer output's figure is its share of differing elements).
 
 2. **error jump**, for an op not replayed (no reference graph, TensorFlow missing, a stateful op, ...) whose
    float inputs were all compared: its output's total error ``RED(NPU, reference)`` against the largest total
@@ -22,8 +24,8 @@ Each op with a compared output is measured by the first method that can:
    all. The first divergence (:mod:`precision_tool.alignment.divergence`) then speaks for the op, saying which
    inputs it assumed right.
 
-The **culprit** is the earliest op (execution order) that stands out; the others are listed. The method
-that decided is named with every figure.
+The **culprit** is the earliest op (execution order) that stands out by replay, else the earliest that stands
+out by error jump; the others are listed. The method that decided is named with every figure.
 """
 from __future__ import annotations
 
@@ -33,10 +35,11 @@ from dataclasses import dataclass, replace
 from typing import Dict, List, Optional, Sequence, Tuple
 
 from precision_tool.formats.tensor_kind import TensorKind
-from precision_tool.replay.local_error import FLOOR_FACTOR, UNIT_ROUNDOFF
+from precision_tool.replay.local_error import FLOOR_FACTOR, UNIT_ROUNDOFF, local_ratio
 
 METHOD_REPLAY, METHOD_ERROR_JUMP, METHOD_NONE = "replay", "error jump", "not measured"
 STANDOUT_FACTOR = 10.0
+MIN_PEERS = 3
 JUMP_FACTOR = 10.0
 _RED = "RelativeEuclideanDistance"
 
@@ -102,7 +105,11 @@ class Attribution:
 
     @property
     def culprit(self) -> Optional[OpAttribution]:
-        return self.standouts[0] if self.standouts else None
+        """The first op standing out by replay; else the first by error jump (weaker evidence: it also flags
+        ops that merely amplify their inputs' error)."""
+        replayed = [op for op in self.standouts if op.method == METHOD_REPLAY]
+        ranked = replayed or list(self.standouts)
+        return ranked[0] if ranked else None
 
     def op(self, name: str) -> Optional[OpAttribution]:
         return next((op for op in self.ops if op.op_name == name), None)
@@ -179,20 +186,14 @@ def _why_not(rows, replay_note: str) -> str:
     return replay_note or "no replay"
 
 
-def _ratio(local: float, floor: float) -> float:
-    if floor > 0:
-        return local / floor
-    return 0.0 if local == 0 else math.inf
-
-
 def _replayed(name: str, op_type: str, position: int, outputs: Sequence) -> Optional[OpAttribution]:
     figures = [(row, row.local_error, row.local_floor) for row in outputs
-               if row.local_error is not None and row.local_floor is not None]
+               if row.local_error is not None and row.local_floor is not None and _is_float(row.npu_dtype)]
     if not figures:
         return None
-    worst, local, floor = max(figures, key=lambda item: _ratio(item[1], item[2]))
+    worst, local, floor = max(figures, key=lambda item: local_ratio(item[1], item[2]))
     return OpAttribution(name, op_type, position, METHOD_REPLAY, worst.tensor_id, worst.npu_dtype,
-                         _ratio(local, floor), local, floor, worst.inherited_error, _red(worst),
+                         local_ratio(local, floor), local, floor, worst.inherited_error, _red(worst),
                          precision=worst.local_method.replace("replay ", "", 1))
 
 
@@ -241,12 +242,15 @@ def attribute(result, replay_note: str = "") -> Attribution:
         if measured is not None:
             ops.append(measured)
     ops.sort(key=lambda op: (op.position, op.op_name))
-    ratios = [op.score for op in ops if op.method == METHOD_REPLAY and op.score and math.isfinite(op.score)]
+    scores = {op.op_name: op.score for op in ops if op.method == METHOD_REPLAY and op.score is not None}
+    ratios = [score for score in scores.values() if 0 < score < math.inf]
     median = statistics.median(ratios) if ratios else None
     judged = []
     for op in ops:
         if op.method == METHOD_REPLAY and op.score is not None:
-            out = op.score > 1 and (median is None or op.score >= STANDOUT_FACTOR * median)
+            peers = [score for name, score in scores.items() if name != op.op_name and 0 < score < math.inf]
+            peer_median = statistics.median(peers) if len(peers) >= MIN_PEERS else None
+            out = op.score > 1 and (peer_median is None or op.score >= STANDOUT_FACTOR * peer_median)
             op = replace(op, standout=bool(out))
         judged.append(op)
     return Attribution(tuple(judged), median)

@@ -32,7 +32,7 @@ import shlex
 from dataclasses import dataclass
 from typing import List, Optional, Tuple
 
-from precision_tool.checks.attribution import METHOD_NONE, METHOD_REPLAY
+from precision_tool.checks.attribution import METHOD_NONE, METHOD_REPLAY, STANDOUT_FACTOR
 from precision_tool.formats.dump_names import sanitize_op_name
 from precision_tool.formats.tensor_kind import TensorKind
 
@@ -229,7 +229,7 @@ def _local_error_culprit(measured, overflow, fusion, compare) -> Culprit:
                           if worst.passed else f"fails ({worst.status.value}: {worst.reason})"))
     replay = compare.replay.op(op_name) if compare is not None and compare.replay is not None else None
     if replay is not None:
-        from_reference = [line for line in replay.feeds if " <- reference " in line or " <- graph constant " in line]
+        from_reference = [line for line in replay.feeds if " <- reference " in line]
         if from_reference:
             reasons.append(f"{len(from_reference)} of its {len(replay.feeds)} replay inputs came from the reference, "
                            f"not the NPU dump (first: {from_reference[0]})")
@@ -363,13 +363,18 @@ def _attribution_lines(attribution, compare, named: Optional[str]) -> List[str]:
         lines.append(f"{len(others)} more op(s) add error of their own: "
                      + "; ".join(f"{op.op_name} ({op.summary.split(':')[0]})" for op in others[:5]))
     failing = compare.result.failing if compare.result is not None else ()
-    if not attribution.standouts and failing:
-        replayed = [op for op in attribution.ops if op.method == METHOD_REPLAY and op.score is not None]
-        worst = max(replayed, key=lambda op: op.score) if replayed else None
-        text = (f"{len(failing)} tensor(s) fail against the reference, but no measured op adds more error than "
-                "its dtype explains: the differences are accumulated rounding (drift), not one op's fault")
-        if worst is not None:
-            text += f"; the largest local error is {worst.op_name}'s, {worst.score:.2g}x its floor"
+    replayed = [op for op in attribution.ops if op.method == METHOD_REPLAY and op.score is not None]
+    if not attribution.standouts and failing and named is None and replayed:
+        worst = max(replayed, key=lambda op: op.score or 0.0)
+        above = [op for op in replayed if (op.score or 0.0) > 1]
+        if not above:
+            text = (f"{len(failing)} tensor(s) fail against the reference, but every replayed op adds no more "
+                    "error than its dtype explains: the differences are accumulated rounding (drift), not one "
+                    f"op's fault; the largest local error is {worst.op_name}'s, {worst.score:.2g}x its floor")
+        else:
+            text = (f"{len(failing)} tensor(s) fail against the reference; {len(above)} replayed op(s) exceed their "
+                    f"floor, none by {STANDOUT_FACTOR:g}x the others' median (largest: {worst.op_name}, "
+                    f"{worst.score:.2g}x its floor): no single op stands out")
         lines.append(text)
     return lines
 

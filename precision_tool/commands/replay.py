@@ -70,9 +70,9 @@ def handle(args, ctx: Context) -> Report:
         above = above or output.ratio > 1
         ratio = "inf" if math.isinf(output.ratio) else f"{output.ratio:.3g}"
         rows.append([output.tensor_id, output.npu_dtype, percent(output.local), percent(output.floor), ratio,
-                     percent(output.inherited), output.note])
-    report.add_table(["tensor", "NPU dtype", "local", "floor", "local/floor", "inherited", "note"], rows,
-                     title="Outputs (local = NPU vs replay; inherited = replay vs reference)")
+                     percent(output.inherited), percent(output.total), output.note])
+    report.add_table(["tensor", "NPU dtype", "local", "floor", "local/floor", "inherited", "total", "note"], rows,
+                     title="Outputs (local = NPU vs replay; inherited = replay vs reference; total = NPU vs reference)")
     report.add_text("Its local error is above the floor: it adds error of its own." if above else
                     "Its local error is within the floor: it adds no more than its dtype's rounding.")
     report.data = {"op_name": name, "replayed": True, **op.to_dict()}

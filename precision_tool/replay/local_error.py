@@ -18,9 +18,10 @@ A local error above its floor says the op added more than its dtype explains; wh
 decided against the other ops too (:mod:`precision_tool.checks.attribution`).
 
 Non-finite values: where ``n`` holds inf/NaN and ``p`` is finite the op produced them from finite inputs
-(an overflow inside it): ``local`` is ``inf`` and :attr:`OutputError.note` says how many. Where both are
-non-finite the elements are left out. Integer and bool outputs: ``local`` is the share of elements that differ,
-the floor 0.
+(an overflow inside it, or an exact result beyond the output dtype's range -- the note tells which): ``local``
+is ``inf`` and :attr:`OutputError.note` says how many. Elements non-finite in the replay (or in both) are left
+out of every RED. ``total = RED(n, r)`` is given too. Integer and bool outputs: ``local`` is the share of
+elements that differ, the floor 0; attribution does not rank them (a tie in an ArgMax is no kernel error).
 """
 from __future__ import annotations
 
@@ -49,18 +50,25 @@ class OutputError:
     rounding: float
     inherited: Optional[float] = None
     note: str = ""
+    total: Optional[float] = None
 
     @property
     def ratio(self) -> float:
-        """``local / floor`` (``inf`` for a local error over a zero floor, 0 for none)."""
-        if self.floor > 0:
-            return self.local / self.floor
-        return 0.0 if self.local == 0 else math.inf
+        """:func:`local_ratio` of this output."""
+        return local_ratio(self.local, self.floor)
 
     def to_dict(self) -> dict:
         return {"tensor_id": self.tensor_id, "npu_dtype": self.npu_dtype, "local": _json(self.local),
                 "floor": _json(self.floor), "rounding": _json(self.rounding), "inherited": _json(self.inherited),
-                "note": self.note}
+                "total": _json(self.total), "note": self.note}
+
+
+def local_ratio(local: float, floor: float) -> float:
+    """``local / floor``: how many floors the op adds. ``inf`` for a local error over a zero floor, ``0`` for no
+    error at all (also over a zero floor)."""
+    if floor > 0:
+        return local / floor
+    return 0.0 if local == 0 else math.inf
 
 
 def _json(value):
@@ -108,7 +116,8 @@ def measure_output(tensor_id: str, npu: np.ndarray, replay: np.ndarray, npu_dtyp
         inherited = None
         if reference is not None and np.asarray(reference).size == replay.size:
             inherited = float(np.mean(np.asarray(reference).reshape(replay.shape) != replay)) if replay.size else 0.0
-        return OutputError(tensor_id, npu_dtype, differs, 0.0, 0.0, inherited)
+        return OutputError(tensor_id, npu_dtype, differs, 0.0, 0.0, inherited,
+                           "share of differing elements (an integer output: no floor, not ranked)")
     note = ""
     made = ~np.isfinite(npu) & np.isfinite(replay)
     rounded = round_to(replay, npu_dtype) if npu_dtype in UNIT_ROUNDOFF else replay.astype(np.float64)
@@ -116,12 +125,15 @@ def measure_output(tensor_id: str, npu: np.ndarray, replay: np.ndarray, npu_dtyp
     floor = max(FLOOR_FACTOR * rounding, MIN_FLOOR.get(npu_dtype, 0.0))
     if made.any():
         local = math.inf
-        note = f"{int(made.sum())} inf/NaN where the replay is finite: produced inside the op"
+        beyond = int((made & ~np.isfinite(rounded)).sum())
+        note = (f"{int(made.sum())} inf/NaN where the replay is finite: produced inside the op"
+                + (f" ({beyond} because the exact result is beyond {npu_dtype}'s range)" if beyond else ""))
     else:
         local = red(npu, replay)
-    inherited = None
+    inherited = total = None
     if reference is not None:
         reference = np.asarray(reference)
         if reference.size == replay.size:
             inherited = red(replay, reference.reshape(replay.shape))
-    return OutputError(tensor_id, npu_dtype, local, floor, rounding, inherited, note)
+            total = red(npu, reference.reshape(replay.shape))
+    return OutputError(tensor_id, npu_dtype, local, floor, rounding, inherited, note, total)

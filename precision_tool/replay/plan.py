@@ -35,9 +35,11 @@ SOURCE_NPU, SOURCE_REFERENCE, SOURCE_CONSTANT = "npu", "reference", "constant"
 KIND_SUBGRAPH, KIND_CONVERSION = "subgraph", "conversion"
 CONVERSION_TYPES = frozenset({"Cast", "TransData"})
 PASS_THROUGH_TYPES = frozenset({"Identity", "Snapshot", "StopGradient", "PreventGradient"})
-NOT_REPLAYABLE = ("Random", "Variable", "Assign", "Apply", "Queue", "Iterator", "Stack", "TensorArray",
-                  "Placeholder", "_Arg", "_Retval", "_Recv", "_Send", "Print", "Save", "Restore", "Dropout")
-"""Op type fragments that make a TF op unfit for replay: state, randomness, input/output plumbing."""
+NOT_REPLAYABLE = ("Random", "TruncatedNormal", "Multinomial", "Variable", "VarHandle", "Assign", "Apply", "Queue",
+                  "Iterator", "Stack", "TensorArray", "Placeholder", "_Arg", "_Retval", "_Recv", "_Send", "Print",
+                  "Save", "Restore")
+"""Op type fragments that make a TF op unfit for replay (state, randomness, input/output plumbing), known
+without TensorFlow; the runner also refuses any op its registry calls stateful."""
 
 
 @dataclass(frozen=True)

@@ -7,8 +7,9 @@ that could not be replayed and why, and notes. It never raises for a bad tensor 
 ``error`` and the others go on. Replay is impossible as a whole (a note says why, :attr:`ReplayReport.ran` is
 False) without a reference graph or without TensorFlow.
 
-Batches hold at most ``batch_bytes`` of fed arrays (256 MiB by default) so memory stays bounded whatever the
-network's size; each batch is one TensorFlow session run (:mod:`.runner`).
+Batches are cut after ``batch_bytes`` of fed arrays (256 MiB by default; the float64 copies, intermediates and
+outputs come on top, and one op larger than that is still one batch); each batch is one TensorFlow session
+run (:mod:`.runner`).
 """
 from __future__ import annotations
 
@@ -21,7 +22,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 import numpy as np
 
 from precision_tool.errors import PrecisionToolError
-from precision_tool.replay.local_error import OutputError, measure_output
+from precision_tool.replay.local_error import UNIT_ROUNDOFF, OutputError, measure_output, round_to
 from precision_tool.replay.plan import (KIND_CONVERSION, SOURCE_CONSTANT, SOURCE_NPU, ReplayPlan, ReplayUnit,
                                         plan_replay, tensor_key)
 from precision_tool.replay.reference_graph import ReferenceGraph, load_reference_graph
@@ -92,7 +93,10 @@ def _as_fed(array: np.ndarray, ref) -> np.ndarray:
     if ref is None:
         return array.astype(np.float32) if array.dtype.kind == "f" else array
     shape = tuple(ref.shape)
-    if array.size == int(np.prod(shape, dtype=np.int64)) and tuple(array.shape) != shape:
+    if array.size != int(np.prod(shape, dtype=np.int64)):
+        raise ValueError(f"the NPU input has {array.size} elements, the reference tensor {ref.tensor_id} "
+                         f"{int(np.prod(shape, dtype=np.int64))}")
+    if tuple(array.shape) != shape:
         array = array.reshape(shape)  # a scalar the NPU dumps as [1], a matrix dumped as its NZ origin
     dtype = np.dtype(ref.dtype)
     with np.errstate(over="ignore", invalid="ignore"):
@@ -150,8 +154,11 @@ def _conversion(unit: ReplayUnit) -> OpReplay:
         source = np.asarray(feed.dumped.load().array)
         results = []
         for fetch in unit.fetches:
-            with np.errstate(over="ignore", invalid="ignore"):
-                results.append(source.astype(np.dtype(fetch.npu.dtype)) if fetch.npu.dtype else source)
+            if fetch.npu.dtype in UNIT_ROUNDOFF and source.dtype.kind == "f":  # float16/bfloat16/float32 targets
+                results.append(round_to(source, fetch.npu.dtype))
+            else:
+                with np.errstate(over="ignore", invalid="ignore"):
+                    results.append(source.astype(np.dtype(fetch.npu.dtype)) if fetch.npu.dtype else source)
         return OpReplay(unit.op_name, unit.op_type, unit.kind, (), _describe(unit), _measure(unit, results))
     except (PrecisionToolError, ValueError, TypeError) as error:
         return OpReplay(unit.op_name, unit.op_type, unit.kind, (), _describe(unit), error=_line(error))
@@ -175,8 +182,9 @@ def _run_batch(node_defs: _NodeDefs, batch: List[Tuple[ReplayUnit, Dict[str, np.
     done = []
     for (unit, _), job in zip(batch, jobs):
         if job.error:
+            why = job.error if job.error.startswith("TF op ") else f"TensorFlow could not run it: {job.error}"
             done.append(OpReplay(unit.op_name, unit.op_type, unit.kind, unit.members, _describe(unit),
-                                 float64=job.float64, error=f"TensorFlow could not run it: {job.error}"))
+                                 float64=job.float64, error=why))
             continue
         try:
             outputs = _measure(unit, job.results)
@@ -218,7 +226,11 @@ class _TensorFlowImport:
 
 def replay_alignment(alignment, ge_graph, reference_dir: str, graph_dir: str,
                      batch_bytes: int = DEFAULT_BATCH_BYTES, only: Optional[Sequence[str]] = None) -> ReplayReport:
-    """Replay every compared NPU op of ``alignment`` (see the module docstring), or the ops named in ``only``."""
+    """Replay every compared NPU op of ``alignment`` (see the module docstring), or the ops named in ``only``.
+
+    Never raises: replay only adds evidence, so whatever stops it as a whole (an unreadable reference folder, a
+    broken TensorFlow) becomes the report's note and ``ac`` goes on without it.
+    """
     started = time.perf_counter()
     try:
         graph = load_reference_graph(graph_dir)
@@ -227,17 +239,44 @@ def replay_alignment(alignment, ge_graph, reference_dir: str, graph_dir: str,
     if importlib.util.find_spec("tensorflow") is None:
         return ReplayReport(False, notes=("replay not run: TensorFlow is not installed; "
                                           "pip install 'precision_tool[tf]'",))
-    tensorflow = _TensorFlowImport()
-    plan = plan_replay(alignment.pairs, alignment.order, graph, ge_graph, _reference_lookup(reference_dir, graph),
-                       [item.npu for item in alignment.unaligned])
-    if only is not None:
-        wanted = set(only)
-        plan = ReplayPlan(tuple(u for u in plan.units if u.op_name in wanted),
-                          {op: why for op, why in plan.skipped.items() if op in wanted})
+    tensorflow: Optional[_TensorFlowImport] = None
+    try:
+        plan = plan_replay(alignment.pairs, alignment.order, graph, ge_graph,
+                           _reference_lookup(reference_dir, graph), [item.npu for item in alignment.unaligned])
+        if only is not None:
+            wanted = set(only)
+            plan = ReplayPlan(tuple(u for u in plan.units if u.op_name in wanted),
+                              {op: why for op, why in plan.skipped.items() if op in wanted})
+        if any(unit.kind != KIND_CONVERSION for unit in plan.units):
+            tensorflow = _TensorFlowImport()
+        replays = _replay_units(plan, _NodeDefs(graph), tensorflow, batch_bytes)
+    except _ReplayUnavailable as error:
+        return ReplayReport(False, notes=(str(error),), seconds=time.perf_counter() - started)
+    except Exception as error:  # noqa: BLE001 -- see the docstring: a note, never a lost verdict
+        return ReplayReport(False, notes=(f"replay not run: {type(error).__name__}: {_line(error)}",),
+                            seconds=time.perf_counter() - started)
+    finally:
+        if tensorflow is not None:
+            tensorflow.wait()  # never leave the import running (nothing may fork meanwhile)
+    ops = tuple(replays[unit.op_name] for unit in plan.units)
+    return ReplayReport(True, ops, dict(plan.skipped), graph.notes, time.perf_counter() - started)
+
+
+def _replay_units(plan: ReplayPlan, node_defs: "_NodeDefs", tensorflow: Optional[_TensorFlowImport],
+                  batch_bytes: int) -> Dict[str, OpReplay]:
+    """Conversions in numpy; subgraphs in batches of at most ``batch_bytes`` of inputs, once TensorFlow is in."""
     replays: Dict[str, OpReplay] = {}
-    node_defs = _NodeDefs(graph)
     batch: List[Tuple[ReplayUnit, Dict[str, np.ndarray]]] = []
     size = 0
+
+    def flush() -> None:
+        nonlocal batch, size
+        failure = tensorflow.wait() if tensorflow is not None else "replay not run: TensorFlow was not imported"
+        if failure:
+            raise _ReplayUnavailable(failure)
+        replays.update((r.op_name, r) for r in _run_batch(node_defs, batch))
+        batch, size = [], 0
+
     for unit in plan.units:
         if unit.kind == KIND_CONVERSION:
             replays[unit.op_name] = _conversion(unit)
@@ -251,18 +290,14 @@ def replay_alignment(alignment, ge_graph, reference_dir: str, graph_dir: str,
         batch.append((unit, feeds))
         size += sum(a.nbytes for a in feeds.values())
         if size >= batch_bytes:
-            failure = tensorflow.wait()
-            if failure:
-                return ReplayReport(False, notes=(failure,), seconds=time.perf_counter() - started)
-            replays.update((r.op_name, r) for r in _run_batch(node_defs, batch))
-            batch, size = [], 0
+            flush()
     if batch:
-        failure = tensorflow.wait()
-        if failure:
-            return ReplayReport(False, notes=(failure,), seconds=time.perf_counter() - started)
-        replays.update((r.op_name, r) for r in _run_batch(node_defs, batch))
-    ops = tuple(replays[unit.op_name] for unit in plan.units)
-    return ReplayReport(True, ops, dict(plan.skipped), graph.notes, time.perf_counter() - started)
+        flush()
+    return replays
+
+
+class _ReplayUnavailable(Exception):
+    """TensorFlow could not be imported after all (its message is the note)."""
 
 
 __all__ = ["OpReplay", "ReplayReport", "replay_alignment", "tensor_key"]

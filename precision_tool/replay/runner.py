@@ -1,7 +1,8 @@
 """Run many replayed subgraphs in one TensorFlow session on the CPU (TensorFlow imported lazily, here only).
 
 Every :class:`Job` becomes a copy of its TF ops under its own name scope (``replay_<n>/<op>``) in one new
-``GraphDef``: each external input is a ``Placeholder`` (or a copy of the reference graph's ``Const``); control
+``GraphDef``: each external input is a ``Placeholder`` (or a copy of the reference graph's ``Const``), named
+``replay_<n>/__replay_feed_<k>`` apart from any op; a job with a stateful op (op registry) is refused; control
 inputs, devices and colocation are dropped, and so are attrs the running TensorFlow's op does not know (a graph
 written by TF 2.x replayed under TF 1.15 carries ``MaxPool.explicit_paddings`` and ``MatMul.grad_a``, newer
 attrs at their defaults). One ``Session.run`` then computes every job's fetches, so the
@@ -27,6 +28,7 @@ from precision_tool.lazy import lazy_import
 tf = lazy_import("tensorflow")
 
 SCOPE = "replay"
+RESERVED = "__replay_"  # prefix of the feeds' and constants' names, apart from any TF op's
 _NODE_IN_ERROR = re.compile(r"\{\{node (?P<name>[^}]+)\}\}|node '?(?P<other>replay_\d+/[^'\s:]+)")
 
 
@@ -57,10 +59,17 @@ def _op_def(op_type: str):
     return op_def_registry.get_registered_ops().get(op_type)  # TF 1.15
 
 
-def accepts_float64(node_def) -> bool:
-    """True when every float-typed attr of the node allows ``DT_DOUBLE`` (per the op registry)."""
+def is_stateful(node_def) -> bool:
+    """The op registry's word: a stateful op (a variable, a random generator, a queue) replays differently."""
     op_def = _op_def(node_def.op)
-    if op_def is None:
+    return bool(op_def is not None and op_def.is_stateful)
+
+
+def accepts_float64(node_def) -> bool:
+    """True when every float-typed attr of the node allows ``DT_DOUBLE`` (per the op registry). A ``Const``
+    never does: widening its ``dtype`` attr would not widen its value."""
+    op_def = _op_def(node_def.op)
+    if op_def is None or node_def.op == "Const":
         return False
     floats = _float_enums()
     double = tf.float64.as_datatype_enum
@@ -106,21 +115,21 @@ def _build(jobs: Sequence[Tuple[int, Job]]):
             array = np.asarray(array)
             if job.float64 and array.dtype.kind == "f":
                 array = array.astype(np.float64)
-            node = graph_def.node.add(op="Placeholder", name=f"{prefix}/feed_{k}")
+            node = graph_def.node.add(op="Placeholder", name=f"{prefix}/{RESERVED}feed_{k}")
             node.attr["dtype"].type = tf.dtypes.as_dtype(array.dtype).as_datatype_enum
             feed_dict[f"{node.name}:0"] = array
             renamed[tensor] = f"{node.name}:0"
         for k, (tensor, const) in enumerate(job.constants.items()):
             node = graph_def.node.add()
             node.CopyFrom(const)
-            node.name = f"{prefix}/const_{k}"
+            node.name = f"{prefix}/{RESERVED}const_{k}"
             node.device = ""
             node.ClearField("input")
             if "_class" in node.attr:
                 del node.attr["_class"]
             renamed[tensor] = f"{node.name}:0"
             if job.float64 and node.attr["dtype"].type in floats:
-                cast = graph_def.node.add(op="Cast", name=f"{prefix}/const_{k}/to_double", input=[node.name])
+                cast = graph_def.node.add(op="Cast", name=f"{node.name}/to_double", input=[node.name])
                 cast.attr["SrcT"].type = node.attr["dtype"].type
                 cast.attr["DstT"].type = tf.float64.as_datatype_enum
                 renamed[tensor] = f"{cast.name}:0"
@@ -182,19 +191,19 @@ def run_jobs(jobs: Sequence[Job]) -> None:
     others are re-run without it. Never raises for one bad job.
     """
     for job in jobs:
+        stateful = next((node for node in job.node_defs if is_stateful(node)), None)
+        if stateful is not None:
+            job.error = f"TF op {stateful.name} ({stateful.op}) is stateful: replay would not compute the same"
         job.float64 = job.float64 and all(accepts_float64(node) for node in job.node_defs)
-    pending = list(enumerate(jobs))
+    pending = [(number, job) for number, job in enumerate(jobs) if not job.error]
     while pending:
         try:
             _run_once(pending)
             return
-        except (ValueError, KeyError, tf.errors.OpError) as error:
+        except (ValueError, KeyError, TypeError, tf.errors.OpError) as error:
             number = _failing_job(error)
             if number is None:
-                if len(pending) == 1:
-                    pending[0][1].error = _first_line(error)
-                    return
-                for item in pending:  # unattributable: run each alone to find out
+                for item in pending:  # unattributable: run each alone to find out (float64, then float32)
                     run_jobs_alone(item[1])
                 return
             job = jobs[number]
@@ -213,7 +222,7 @@ def run_jobs_alone(job: Job) -> None:
             _run_once([(0, job)])
             job.error = ""
             return
-        except (ValueError, KeyError, tf.errors.OpError) as error:
+        except (ValueError, KeyError, TypeError, tf.errors.OpError) as error:
             job.error = _first_line(error)
 
 

@@ -70,3 +70,17 @@ def test_the_report_plots_local_over_total_error_with_the_culprit_above_its_floo
     assert len(titles) == 19  # every replayed op's output: 19 ops, one output each
     (above,) = [title for verdict, title in titles if verdict == "fail"]  # red: above its floor
     assert above.startswith(f"{RES_CONV}:output:0: local 0.49")
+
+
+def test_a_broken_reference_graph_is_a_note_and_ac_still_decides(tmp_path, capsys):
+    workspace = copy_cnn_workspace(tmp_path)
+    graph = workspace / "tf" / "graph" / "graph_reference_cpu_0.pb"
+    graph.write_bytes(graph.read_bytes()[:1000])  # truncated
+    before = tree_listing(workspace / "tf")
+    code, out, _ = run(capsys, "-d", workspace, "--json", "ac", "-c", "--workers", "1")
+    data = json.loads(out)["data"]
+    (note,) = data["compare"]["replay"]["notes"]
+    assert note.startswith("replay not run: ") and str(graph) in note and data["compare"]["replay"]["ran"] is False
+    culprit = data["verdict"]["culprit"]
+    assert code == 1 and culprit["op_name"] == RES_CONV and culprit["evidence"] == "local error (error jump)"
+    assert tree_listing(workspace / "tf") == before  # nothing written into the reference's folders

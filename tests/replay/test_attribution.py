@@ -44,6 +44,26 @@ def test_an_op_stands_out_above_its_floor_and_ten_times_the_median():
     assert attribution.culprit.op_name == "op3" and attribution.culprit.method == METHOD_REPLAY
 
 
+def test_with_few_peers_the_floor_alone_decides_and_an_op_is_not_its_own_peer():
+    # two ops: the median of the *other* op is no base, so 3x the floor stands out on the floor alone
+    assert [op.op_name for op in attribute(_replayed([0.25, 3.0])).standouts] == ["op1"]
+    # four ops: op3's peers have median 0.3 -> 10x is 3; 2.5 is above its floor but not an outlier
+    assert attribute(_replayed([0.3, 0.25, 0.35, 2.5])).culprit is None
+
+
+def test_integer_outputs_are_not_ranked():
+    rows = [_row(0, "argmax", TensorKind.OUTPUT, red=0.0, local=0.25, floor=0.0, dtype="int32")]
+    assert attribute(_Result(rows)).ops[0].method != METHOD_REPLAY
+
+
+def test_a_replay_standout_is_the_culprit_before_an_earlier_error_jump():
+    rows = [_row(0, "jumps", TensorKind.INPUT, red=0.0015), _row(0, "jumps", TensorKind.OUTPUT, red=0.02),
+            _row(1, "adds", TensorKind.OUTPUT, red=0.03, local=0.03, floor=0.001)]
+    attribution = attribute(_Result(rows))
+    assert [op.op_name for op in attribution.standouts] == ["jumps", "adds"]
+    assert attribution.culprit.op_name == "adds" and attribution.culprit.method == METHOD_REPLAY
+
+
 def test_above_the_floor_is_not_enough_when_every_op_is():
     # a kernel family rounding at 1.5x the floor everywhere: nobody is an outlier
     assert attribute(_replayed([1.5, 1.4, 1.6, 1.5])).culprit is None

@@ -54,7 +54,11 @@ def test_an_inf_the_replay_does_not_have_was_made_inside_the_op():
     measured = measure_output("op:output:0", np.array([np.inf, 1.0], np.float16), np.array([70000.0, 1.0]),
                               "float16")
     assert measured.local == math.inf and measured.ratio == math.inf
-    assert measured.note == "1 inf/NaN where the replay is finite: produced inside the op"
+    # 70000 > 65504, float16's largest finite value: the output dtype cannot hold the exact answer
+    assert measured.note == ("1 inf/NaN where the replay is finite: produced inside the op (1 because the exact "
+                             "result is beyond float16's range)")
+    inside = measure_output("op:output:0", np.array([np.inf, 1.0], np.float16), np.array([60000.0, 1.0]), "float16")
+    assert inside.note == "1 inf/NaN where the replay is finite: produced inside the op"  # 60000 fits float16
 
 
 def test_shapes_must_hold_the_same_elements():
@@ -66,3 +70,8 @@ def test_shapes_must_hold_the_same_elements():
 def test_integer_outputs_count_differing_elements():
     measured = measure_output("argmax:output:0", np.array([1, 2, 3, 4]), np.array([1, 2, 0, 4]), "int32")
     assert (measured.local, measured.floor) == (0.25, 0.0)
+
+
+def test_the_total_error_is_the_npu_against_the_reference():
+    measured = measure_output("t", np.array([2.0, 0.0]), np.array([1.0, 0.0]), "float32", np.array([1.0, 0.0]))
+    assert (measured.local, measured.inherited, measured.total) == (1.0, 0.0, 1.0)
