@@ -78,20 +78,31 @@ def _json(value):
 
 
 def red(x: np.ndarray, y: np.ndarray) -> float:
-    """``||x - y|| / ||y||`` over the elements finite in both, computed without overflow (float64, scaled)."""
+    """``||x - y|| / ||y||`` over the elements finite in both, in float64 (norms rescaled when squares would
+    overflow or underflow)."""
     x = np.asarray(x, dtype=np.float64).ravel()
     y = np.asarray(y, dtype=np.float64).ravel()
-    mask = np.isfinite(x) & np.isfinite(y)
-    if not mask.all():
-        x, y = x[mask], y[mask]
-    scale = max(float(np.max(np.abs(y))) if y.size else 0.0, float(np.max(np.abs(x))) if x.size else 0.0)
-    if scale == 0:
-        return 0.0
-    diff = float(np.linalg.norm((x - y) / scale))
-    norm = float(np.linalg.norm(y / scale))
+    finite = np.isfinite(x) & np.isfinite(y)
+    if not finite.all():
+        x, y = x[finite], y[finite]
+    diff = _norm(x - y)
+    norm = _norm(y)
     if norm == 0:
         return 0.0 if diff == 0 else math.inf
     return diff / norm
+
+
+def _norm(values: np.ndarray) -> float:
+    """The 2-norm: ``sqrt(v . v)``, rescaled by ``max |v|`` only when that square sum overflows or underflows."""
+    with np.errstate(over="ignore", under="ignore"):
+        square = float(np.dot(values, values))
+    if 1e-290 < square < math.inf:
+        return math.sqrt(square)
+    scale = float(np.max(np.abs(values))) if values.size else 0.0
+    if scale == 0:
+        return 0.0
+    scaled = values / scale
+    return scale * math.sqrt(float(np.dot(scaled, scaled)))
 
 
 def round_to(values: np.ndarray, dtype: str) -> np.ndarray:

@@ -15,6 +15,8 @@ def test_red_is_the_norm_of_the_difference_over_the_norm_of_the_reference():
     assert red(np.array([1.0, 0.0]), np.zeros(2)) == math.inf
     # huge values do not overflow the squares: 1e300 * (1, 1) vs 1e300 * (1, 2)
     assert red(np.array([1e300, 1e300]), np.array([1e300, 2e300])) == pytest.approx(1 / math.sqrt(5))
+    # nor do tiny ones underflow: |(0, 1e-200)| / |(1e-200, 1e-200)| = 1 / sqrt(2)
+    assert red(np.array([1e-200, 2e-200]), np.array([1e-200, 1e-200])) == pytest.approx(1 / math.sqrt(2))
     # non-finite elements are left out: only the first pair counts
     assert red(np.array([2.0, np.inf]), np.array([1.0, np.inf])) == 1.0
 
