@@ -58,7 +58,7 @@ def handle(args, ctx: Context) -> Report:
     why = report_data.skipped.get(name) or (op.error if op is not None else "") or (
         report_data.notes[0] if not report_data.ran and report_data.notes else "")
     if op is None or op.error or not report_data.ran:
-        why = why or "it has no compared output to replay"
+        why = (why or "it has no compared output to replay").replace("replay not run: ", "", 1)
         report.add_text(f"Not replayed: {why}")
         report.data = {"op_name": name, "replayed": False, "why": why}
         report.exit_code = EXIT_UNUSABLE_INPUT
