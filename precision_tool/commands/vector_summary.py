@@ -57,17 +57,23 @@ def handle(args, ctx: Context):
 
     report = Report(title=f"{stored.csv_path}: {len(compared)} tensors compared, {len(failing)} below cosine "
                           f"{threshold:g} or failing")
+    replayed = any(r.local_error is not None for r in failing)
     if shown:
         rows = [[_index_value(r.index), r.tensor_id, r.op_type, number_text(r.cosine),
-                 number_text(r.metric("MaxAbsoluteError")), number_text(r.metric("MeanRelativeError")),
-                 stored.reason_cell(k)] for k, r in shown]
-        report.add_table(["index", "tensor", "op type", "cosine", "max abs err", "mean rel err", "reason"], rows)
+                 number_text(r.metric("MaxAbsoluteError")), number_text(r.metric("MeanRelativeError"))]
+                + ([_ratio_text(r)] if replayed else []) + [stored.reason_cell(k)] for k, r in shown]
+        report.add_table(["index", "tensor", "op type", "cosine", "max abs err", "mean rel err"]
+                         + (["local/floor"] if replayed else []) + ["reason"], rows)
         if len(shown) < len(failing):
             report.add_text(f"... {len(failing) - len(shown)} more (-l 0 shows all)")
     lines = []
     if first is not None:
         lines.append(f"First divergence: {first} (listed first); {len(divergence.inherited)} later ops only "
                      f"inherit errors")
+    if replayed:
+        adding = [r for r in failing if r.local_error is not None and _ratio(r) > 1]
+        lines.append(f"local/floor (ac -c's replay of each op on its own inputs): {len(adding)} of the failing "
+                     "tensors are outputs whose op adds more error than its dtype explains; the others inherit it")
     if errors:
         lines.append(f"{len(errors)} aligned tensors could not be read: " + ", ".join(r.tensor_id for r in errors[:5]))
     if not_compared:
@@ -82,10 +88,22 @@ def handle(args, ctx: Context):
     report.data = {"csv": stored.csv_path, "cosine_threshold": threshold, "compared": len(compared),
                    "first_divergence": None if divergence.first is None else divergence.first.to_dict(),
                    "failing": [{"index": _index_value(r.index), "tensor_id": r.tensor_id, "op_type": r.op_type,
-                                "cosine": r.cosine, "reason": stored.reason_cell(k)} for k, r in failing_at],
+                                "cosine": r.cosine, "reason": stored.reason_cell(k), "local_error": r.local_error,
+                                "local_floor": r.local_floor} for k, r in failing_at],
                    "errors": [r.tensor_id for r in errors], "not_compared": not_compared,
                    "summary": stored.summary is not None, "source": stored.origin}
     return report
+
+
+def _ratio(row) -> float:
+    from precision_tool.replay.local_error import local_ratio
+
+    return local_ratio(row.local_error or 0.0, row.local_floor or 0.0)
+
+
+def _ratio_text(row) -> str:
+    """``local / floor`` of a replayed output (``ac -c``), ``""`` for a row replay did not measure."""
+    return "" if row.local_error is None or row.local_floor is None else f"{_ratio(row):.3g}"
 
 
 def _index_value(index: int) -> Optional[int]:

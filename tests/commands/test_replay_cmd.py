@@ -84,3 +84,16 @@ def test_a_broken_reference_graph_is_a_note_and_ac_still_decides(tmp_path, capsy
     culprit = data["verdict"]["culprit"]
     assert code == 1 and culprit["op_name"] == RES_CONV and culprit["evidence"] == "local error (error jump)"
     assert tree_listing(workspace / "tf") == before  # nothing written into the reference's folders
+
+
+def test_vcs_tells_failing_tensors_that_add_error_from_those_that_inherit_it(tmp_path, capsys):
+    workspace = copy_cnn_workspace(tmp_path)
+    assert run(capsys, "-d", workspace, "ac", "-c", "--workers", "1")[0] == 1
+    code, out, _ = run(capsys, "-d", workspace, "--json", "vcs")
+    failing = {row["tensor_id"]: row for row in json.loads(out)["data"]["failing"]}
+    assert code == 1 and set(failing) == {f"{RES_CONV}:output:0", "small_cnn_1/res_add_1/Add:input:1"}
+    adds = failing[f"{RES_CONV}:output:0"]
+    assert adds["local_error"] / adds["local_floor"] > 100
+    assert failing["small_cnn_1/res_add_1/Add:input:1"]["local_error"] is None  # an input: inherited, not replayed
+    code, out, _ = run(capsys, "-d", workspace, "vcs")
+    assert "local/floor" in out and "1 of the failing tensors are outputs whose op adds more error" in out
