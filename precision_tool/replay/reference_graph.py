@@ -89,7 +89,12 @@ def graph_files(graph_dir: str) -> List[str]:
             listed = [name for name in os.listdir(graph_dir) if name.endswith(".pb")]
         except OSError:
             return []
-    return [os.path.join(graph_dir, name) for name in sorted(set(listed))]
+    return [os.path.join(graph_dir, name) for name in sorted(set(listed), key=_natural)]
+
+
+def _natural(name: str) -> list:
+    """Sort key reading digit runs as numbers: ``graph_r_cpu_2.pb`` before ``graph_r_cpu_10.pb``."""
+    return [int(part) if part.isdigit() else part for part in re.split(r"(\d+)", name)]
 
 
 def load_reference_graph(graph_dir: str) -> ReferenceGraph:
