@@ -34,6 +34,7 @@ from typing import List, Optional, Tuple
 
 from precision_tool.checks.attribution import METHOD_NONE, METHOD_REPLAY, STANDOUT_FACTOR
 from precision_tool.formats.dump_names import sanitize_op_name
+from precision_tool.replay.plan import SOURCE_REFERENCE
 from precision_tool.formats.tensor_kind import TensorKind
 
 FIRST_DIVERGENCE, FUSION, OVERFLOW_RECORD, DUMP_SCAN = "first divergence", "fusion", "overflow record", "dump scan"
@@ -229,7 +230,7 @@ def _local_error_culprit(measured, overflow, fusion, compare) -> Culprit:
                           if worst.passed else f"fails ({worst.status.value}: {worst.reason})"))
     replay = compare.replay.op(op_name) if compare is not None and compare.replay is not None else None
     if replay is not None:
-        from_reference = [line for line in replay.feeds if " <- reference " in line]
+        from_reference = [line for line, source in zip(replay.feeds, replay.sources) if source == SOURCE_REFERENCE]
         if from_reference:
             reasons.append(f"{len(from_reference)} of its {len(replay.feeds)} replay inputs came from the reference, "
                            f"not the NPU dump (first: {from_reference[0]})")

@@ -26,13 +26,15 @@ from precision_tool.replay.local_error import UNIT_ROUNDOFF, OutputError, measur
 from precision_tool.replay.plan import (KIND_CONVERSION, SOURCE_CONSTANT, SOURCE_NPU, ReplayPlan, ReplayUnit,
                                         plan_replay, tensor_key)
 from precision_tool.replay.reference_graph import ReferenceGraph, load_reference_graph
+from precision_tool.replay.runner import error_line
 
 DEFAULT_BATCH_BYTES = 256 << 20
 
 
 @dataclass(frozen=True)
 class OpReplay:
-    """One NPU op's replay. ``feeds``: one line per external input saying where its value came from;
+    """One NPU op's replay. ``feeds``: one line per external input saying where its value came from, and
+    ``sources`` its source (``npu``, ``reference``, ``constant``), entry for entry;
     ``float64``: how the subgraph ran; ``error``: why it failed (``""`` when it ran)."""
 
     op_name: str
@@ -41,6 +43,7 @@ class OpReplay:
     members: Tuple[str, ...]
     feeds: Tuple[str, ...]
     outputs: Tuple[OutputError, ...] = ()
+    sources: Tuple[str, ...] = ()
     float64: bool = False
     error: str = ""
 
@@ -52,7 +55,8 @@ class OpReplay:
 
     def to_dict(self) -> dict:
         return {"op_name": self.op_name, "op_type": self.op_type, "kind": self.kind, "members": list(self.members),
-                "feeds": list(self.feeds), "outputs": [o.to_dict() for o in self.outputs],
+                "feeds": list(self.feeds), "sources": list(self.sources),
+                "outputs": [o.to_dict() for o in self.outputs],
                 "precision": self.precision, "error": self.error}
 
 
@@ -135,8 +139,10 @@ class _NodeDefs:
         return out
 
 
-def _describe(unit: ReplayUnit) -> Tuple[str, ...]:
-    return tuple(feed.describe() for feed in unit.feeds)
+def _op_replay(unit: ReplayUnit, **figures) -> OpReplay:
+    """The :class:`OpReplay` of ``unit``: its names and feeds, and ``figures`` (outputs, float64, error)."""
+    return OpReplay(unit.op_name, unit.op_type, unit.kind, unit.members, tuple(f.describe() for f in unit.feeds),
+                    sources=tuple(f.source for f in unit.feeds), **figures)
 
 
 def _measure(unit: ReplayUnit, results: Sequence[np.ndarray]) -> Tuple[OutputError, ...]:
@@ -159,13 +165,9 @@ def _conversion(unit: ReplayUnit) -> OpReplay:
             else:
                 with np.errstate(over="ignore", invalid="ignore"):
                     results.append(source.astype(np.dtype(fetch.npu.dtype)) if fetch.npu.dtype else source)
-        return OpReplay(unit.op_name, unit.op_type, unit.kind, (), _describe(unit), _measure(unit, results))
+        return _op_replay(unit, outputs=_measure(unit, results))
     except (PrecisionToolError, ValueError, TypeError) as error:
-        return OpReplay(unit.op_name, unit.op_type, unit.kind, (), _describe(unit), error=_line(error))
-
-
-def _line(error: Exception) -> str:
-    return str(error).splitlines()[0] if str(error) else type(error).__name__
+        return _op_replay(unit, error=error_line(error, with_type=False))
 
 
 def _run_batch(node_defs: _NodeDefs, batch: List[Tuple[ReplayUnit, Dict[str, np.ndarray]]]) -> List[OpReplay]:
@@ -183,17 +185,14 @@ def _run_batch(node_defs: _NodeDefs, batch: List[Tuple[ReplayUnit, Dict[str, np.
     for (unit, _), job in zip(batch, jobs):
         if job.error:
             why = job.error if job.error.startswith("TF op ") else f"TensorFlow could not run it: {job.error}"
-            done.append(OpReplay(unit.op_name, unit.op_type, unit.kind, unit.members, _describe(unit),
-                                 float64=job.float64, error=why))
+            done.append(_op_replay(unit, float64=job.float64, error=why))
             continue
         try:
             outputs = _measure(unit, job.results)
         except (PrecisionToolError, ValueError, TypeError) as error:
-            done.append(OpReplay(unit.op_name, unit.op_type, unit.kind, unit.members, _describe(unit),
-                                 float64=job.float64, error=_line(error)))
+            done.append(_op_replay(unit, float64=job.float64, error=error_line(error, with_type=False)))
             continue
-        done.append(OpReplay(unit.op_name, unit.op_type, unit.kind, unit.members, _describe(unit), outputs,
-                             job.float64))
+        done.append(_op_replay(unit, outputs=outputs, float64=job.float64))
     return done
 
 
@@ -253,7 +252,7 @@ def replay_alignment(alignment, ge_graph, reference_dir: str, graph_dir: str,
     except _ReplayUnavailable as error:
         return ReplayReport(False, notes=(str(error),), seconds=time.perf_counter() - started)
     except Exception as error:  # noqa: BLE001 -- see the docstring: a note, never a lost verdict
-        return ReplayReport(False, notes=(f"replay not run: {type(error).__name__}: {_line(error)}",),
+        return ReplayReport(False, notes=(f"replay not run: {error_line(error)}",),
                             seconds=time.perf_counter() - started)
     finally:
         if tensorflow is not None:
@@ -284,8 +283,8 @@ def _replay_units(plan: ReplayPlan, node_defs: "_NodeDefs", tensorflow: Optional
         try:
             feeds = {feed.tensor: _load_feed(feed) for feed in unit.feeds if feed.source != SOURCE_CONSTANT}
         except (PrecisionToolError, ValueError, TypeError) as error:
-            replays[unit.op_name] = OpReplay(unit.op_name, unit.op_type, unit.kind, unit.members, _describe(unit),
-                                             error=f"an input could not be read: {_line(error)}")
+            why = error_line(error, with_type=False)
+            replays[unit.op_name] = _op_replay(unit, error=f"an input could not be read: {why}")
             continue
         batch.append((unit, feeds))
         size += sum(a.nbytes for a in feeds.values())

@@ -210,7 +210,7 @@ def run_jobs(jobs: Sequence[Job]) -> None:
             if job.float64:
                 job.float64 = False
                 continue
-            job.error = _first_line(error)
+            job.error = error_line(error)
             pending = [item for item in pending if item[0] != number]
 
 
@@ -223,15 +223,18 @@ def run_jobs_alone(job: Job) -> None:
             job.error = ""
             return
         except (ValueError, KeyError, TypeError, tf.errors.OpError) as error:
-            job.error = _first_line(error)
+            job.error = error_line(error)
 
 
 _NOISE = ("Graph execution error", "Detected at node", "Node:", "[[", "Original stack", "Traceback", "File ")
 
 
-def _first_line(error: Exception) -> str:
-    """The line of TensorFlow's message that says what is wrong (not its stack or node banners)."""
+def error_line(error: BaseException, with_type: bool = True) -> str:
+    """One line saying what went wrong: the first line of the message that is not a TensorFlow stack or node
+    banner, after the exception's type unless ``with_type`` is False (a project error's message already is the
+    line). At most 300 characters."""
     text = getattr(error, "message", None) or str(error)
     lines = [line.strip() for line in text.splitlines() if line.strip()]
     useful = [line for line in lines if not line.startswith(_NOISE)]
-    return f"{type(error).__name__}: {(useful or lines or [''])[0]}"[:300]
+    line = (useful or lines or [type(error).__name__])[0]
+    return (f"{type(error).__name__}: {line}" if with_type else line)[:300]
