@@ -365,7 +365,13 @@ def _attribution_lines(attribution, compare, named: Optional[str]) -> List[str]:
                      + "; ".join(f"{op.op_name} ({op.summary.split(':')[0]})" for op in others[:5]))
     failing = compare.result.failing if compare.result is not None else ()
     replayed = [op for op in attribution.ops if op.method == METHOD_REPLAY and op.score is not None]
-    if not attribution.standouts and failing and named is None and replayed:
+    unmeasured = [op for op in attribution.ops if op.method == METHOD_NONE
+                  and any(row.op_name == op.op_name and row.kind == TensorKind.OUTPUT for row in failing)]
+    if unmeasured and named is None:
+        lines.append(f"{len(unmeasured)} op(s) with a failing output could not be measured, so nothing tells "
+                     "whether they add the error: " + "; ".join(f"{op.op_name} ({op.why_not})"
+                                                                  for op in unmeasured[:3]))
+    elif not attribution.standouts and failing and named is None and replayed:
         worst = max(replayed, key=lambda op: op.score or 0.0)
         above = [op for op in replayed if (op.score or 0.0) > 1]
         if not above:

@@ -92,19 +92,15 @@ def _reference_lookup(reference_dir: str, graph: ReferenceGraph):
 
 
 def _as_fed(array: np.ndarray, ref) -> np.ndarray:
-    """The NPU array as the TF op takes it: the reference tensor's dtype and shape (same element count);
-    without a reference tensor (an input fed by position), a float array as float32, TF's float type."""
-    if ref is None:
+    """The NPU array as the TF op takes it: the reference tensor's dtype and shape when it holds as many
+    elements; else (no reference tensor, an input fed by position, or a reference file that disagrees with
+    the dump) the NPU's own shape, a float array as float32, TF's float type -- the dump is what the op read."""
+    if ref is None or array.size != int(np.prod(tuple(ref.shape), dtype=np.int64)):
         return array.astype(np.float32) if array.dtype.kind == "f" else array
-    shape = tuple(ref.shape)
-    if array.size != int(np.prod(shape, dtype=np.int64)):
-        raise ValueError(f"the NPU input has {array.size} elements, the reference tensor {ref.tensor_id} "
-                         f"{int(np.prod(shape, dtype=np.int64))}")
-    if tuple(array.shape) != shape:
-        array = array.reshape(shape)  # a scalar the NPU dumps as [1], a matrix dumped as its NZ origin
-    dtype = np.dtype(ref.dtype)
+    if tuple(array.shape) != tuple(ref.shape):
+        array = array.reshape(tuple(ref.shape))  # a scalar the NPU dumps as [1], a matrix dumped as its NZ origin
     with np.errstate(over="ignore", invalid="ignore"):
-        return array.astype(dtype, copy=False)
+        return array.astype(np.dtype(ref.dtype), copy=False)
 
 
 def _load_feed(feed) -> np.ndarray:

@@ -97,3 +97,18 @@ def test_vcs_tells_failing_tensors_that_add_error_from_those_that_inherit_it(tmp
     assert failing["small_cnn_1/res_add_1/Add:input:1"]["local_error"] is None  # an input: inherited, not replayed
     code, out, _ = run(capsys, "-d", workspace, "vcs")
     assert "local/floor" in out and "1 of the failing tensors are outputs whose op adds more error" in out
+
+
+def test_a_reference_file_of_the_wrong_shape_does_not_stop_replay(tmp_path, capsys):
+    import numpy as np
+
+    workspace = copy_cnn_workspace(tmp_path)
+    (reference,) = (workspace / "tf" / "dump").glob("small_cnn_1_pool1_1_MaxPool2d.0.*.npy")
+    np.save(reference, np.ones((3, 5), np.float32))  # res_conv's input 0 now has a broken reference
+    code, out, _ = run(capsys, "-d", workspace, "--json", "ac", "-c", "--workers", "1")
+    data = json.loads(out)["data"]
+    culprit = data["verdict"]["culprit"]
+    # replay feeds the op what its dump holds; the broken reference only loses res_conv's input comparison
+    assert code == 1 and culprit["op_name"] == RES_CONV and culprit["evidence"] == "local error (replay)"
+    code, out, _ = run(capsys, "-d", workspace, "replay", RES_CONV)
+    assert code == 1 and f"small_cnn_1/pool1_1/MaxPool2d:0 <- NPU {RES_CONV}:input:0" in out
