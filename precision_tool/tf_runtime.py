@@ -1,15 +1,22 @@
 """How TensorFlow is imported and run by the code that needs it -- capture, emulation, replay (lazily).
 
 :func:`session_config`: the CPU only (a GPU's TF32 matmuls would blur float32 figures), Grappler off, the
-classic graph optimizer at L0 (no constant folding, CSE or inlining), one thread -- so every op runs under
-its own name and results are bit-identical from run to run. :func:`quiet_tensorflow_import` sets, before
-TensorFlow is first imported and only where the user set nothing, ``TF_ENABLE_ONEDNN_OPTS=0`` (oneDNN would
-fuse ops and change float32 results) and ``TF_CPP_MIN_LOG_LEVEL=2`` (start-up chatter kept out of reports).
+classic graph optimizer at L0 (no constant folding, CSE or inlining), one thread by default -- so every op
+runs under its own name and results are bit-identical from run to run (capture and emulation need that;
+replay, whose results are measured against floors far above the order of a sum, takes every core).
+
+:func:`quiet_tensorflow_import` sets, before TensorFlow is first imported and only where the user set
+nothing, ``TF_ENABLE_ONEDNN_OPTS=0`` (oneDNN would fuse ops and change float32 results) and
+``TF_CPP_MIN_LOG_LEVEL=2`` (start-up chatter kept out of reports). :class:`BackgroundImport` imports it in a
+thread.
 """
 from __future__ import annotations
 
+import gc
 import os
 import sys
+import threading
+from typing import Optional
 
 from precision_tool.lazy import lazy_import
 
@@ -23,9 +30,55 @@ def quiet_tensorflow_import() -> None:
         os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 
-def session_config():
-    """A ConfigProto that runs the graph as written, on one thread (see the module docstring)."""
-    config = tf.compat.v1.ConfigProto(intra_op_parallelism_threads=1, inter_op_parallelism_threads=1,
+class BackgroundImport:
+    """TensorFlow imported in a thread (seconds of work) while the caller reads its data.
+
+    :meth:`start` only where nothing forks until :meth:`wait` returns: a process forked while another thread
+    imports inherits its half-taken locks (the comparison starts it once its workers exist). :meth:`wait`
+    joins the thread and gives the one-line failure, ``""`` when TensorFlow is in (or the import was never
+    started).
+    """
+
+    def __init__(self) -> None:
+        self._error: Optional[BaseException] = None
+        self._thread: Optional[threading.Thread] = None
+
+    def start(self) -> None:
+        if self._thread is None:
+            quiet_tensorflow_import()
+            collecting = gc.isenabled()
+            if collecting:
+                gc.collect()  # what is garbage now is collected, not frozen with TensorFlow's objects
+            gc.disable()
+            self._thread = threading.Thread(target=self._run, args=(collecting,), name="import tensorflow",
+                                             daemon=True)
+            self._thread.start()
+
+    def _run(self, collecting: bool) -> None:
+        """Import with the garbage collector off, then freeze: TensorFlow's million objects live as long as the
+        process, and every full collection would walk them again (half a second during the import alone)."""
+        try:
+            import tensorflow  # noqa: F401  (a failure is reported by wait(), not raised)
+        except Exception as error:  # noqa: BLE001 -- ImportError, or whatever a broken install raises
+            self._error = error
+        finally:
+            gc.freeze()
+            if collecting:
+                gc.enable()
+
+    def wait(self) -> str:
+        if self._thread is not None:
+            self._thread.join()
+        if self._error is None:
+            return ""
+        return (f"TensorFlow cannot be imported ({type(self._error).__name__}: {self._error}); "
+                "pip install 'precision_tool[tf]'")
+
+
+def session_config(threads: int = 1):
+    """A ConfigProto that runs the graph as written (see the module docstring), on ``threads`` threads per
+    op and across ops (``0``: TensorFlow's choice, one per core)."""
+    config = tf.compat.v1.ConfigProto(intra_op_parallelism_threads=threads, inter_op_parallelism_threads=threads,
                                       device_count={"GPU": 0})
     config.graph_options.rewrite_options.disable_meta_optimizer = True
     options = config.graph_options.optimizer_options

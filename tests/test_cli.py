@@ -110,3 +110,20 @@ def test_a_shell_that_cannot_be_imported_is_a_traceback_not_the_help_text(module
 def test_batch_commands_run_without_the_shell_dependencies(tmp_path):
     result = _run_without("prompt_toolkit", ["help"])
     assert result.returncode == 0 and "Commands" in result.stdout, result.stderr
+
+
+def test_only_the_command_line_freezes_the_objects_once_tensorflow_is_in(monkeypatch, capsys):
+    """The process's own command line skips the exit collection over TensorFlow's objects; a caller's
+    process (a test, a script calling main(argv)) keeps its garbage collector as it was."""
+    import gc
+    import types
+
+    monkeypatch.setitem(sys.modules, "tensorflow", types.ModuleType("tensorflow"))
+    before = gc.get_freeze_count()
+    try:
+        assert main(["help"]) == 0 and gc.get_freeze_count() == before
+        monkeypatch.setattr(sys, "argv", ["precision_tool", "help"])
+        assert main() == 0 and gc.get_freeze_count() > before
+    finally:
+        gc.unfreeze()
+    capsys.readouterr()

@@ -98,12 +98,13 @@ class NpuTensorRef:
         """``conv1/Conv2D:output:0`` -- msaccucmp's ``TensorIndex``."""
         return f"{self.op_name}:{self.kind}:{self.index}"
 
-    def load(self, keep_layout: bool = False):
+    def load(self, keep_layout: bool = False, dtype=None):
         """Read this tensor's payload in its origin layout (an :class:`OriginTensor`).
 
         The origin format given to ``read_origin_tensor`` is :attr:`origin_format`; when the dump header has
-        no original shape but the graph gave one, the graph's shape is used. For the comparator: alignment
-        itself never calls this.
+        no original shape but the graph gave one, the graph's shape is used. ``dtype``: build a converted
+        layout in that dtype in the same pass (see ``read_origin_tensor``; an array not converted keeps the
+        stored dtype). For the comparator and replay: alignment itself never calls this.
         """
         from precision_tool.formats.dump_file import read_dump_header
         from precision_tool.formats.origin_tensor import read_origin_tensor
@@ -112,7 +113,7 @@ class NpuTensorRef:
         entry = dump.tensor(self.kind, self.index)
         if entry.original_shape is None and self.origin_shape is not None:
             entry = dataclasses.replace(entry, original_shape=tuple(self.origin_shape))
-        return read_origin_tensor(dump, entry, self.origin_format or None, keep_layout=keep_layout)
+        return read_origin_tensor(dump, entry, self.origin_format or None, keep_layout=keep_layout, dtype=dtype)
 
     def to_dict(self) -> dict:
         return {"tensor_id": self.tensor_id, "path": self.path, "op_name": self.op_name, "op_type": self.op_type,
@@ -246,6 +247,8 @@ class Alignment:
     order_source : ``"graph"`` or ``"dump_time"``.
     data_inputs : ``{op name: ((producer, output index), ...)}`` from the graph (data edges; input k of a
         dump is entry k); empty without a graph. :mod:`.divergence` follows these edges.
+    reference_files : the reference folder's files as read (``NpyReference`` records, NPU-vs-TF only), for a
+        caller that looks up more TF tensors (replay) without reading every header again.
     """
 
     mode: str
@@ -255,6 +258,7 @@ class Alignment:
     order: Tuple[str, ...]
     order_source: str
     data_inputs: dict = field(default_factory=dict, hash=False, compare=False)
+    reference_files: tuple = field(default=(), hash=False, compare=False)
 
     def first_divergence(self, verdicts):
         """:func:`~precision_tool.alignment.divergence.find_first_divergence` over this alignment's order

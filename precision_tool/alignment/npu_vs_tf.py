@@ -34,7 +34,8 @@ def align_npu_vs_tf(npu_dump_dir, reference_dir, graph=None, tf_op_names: Iterab
     names = {target.name for _, _, target in jobs if isinstance(target, Target)}
     if run.index is not None:
         names |= run.index.tf_names()
-    references = ReferenceIndex(read_npy_dir(reference_dir), names | set(tf_op_names))
+    files = tuple(read_npy_dir(reference_dir))
+    references = ReferenceIndex(files, names | set(tf_op_names))
     order, order_source = run.order()
     position = {name: p for p, name in enumerate(order)}
     jobs.sort(key=lambda job: (position.get(job[1].op_name, len(position)), job[1].kind != INPUT, job[1].index))
@@ -75,4 +76,4 @@ def align_npu_vs_tf(npu_dump_dir, reference_dir, graph=None, tf_op_names: Iterab
         unaligned=tuple((item.npu.tensor_id, item.reason) for item in unaligned),
         unreadable=tuple(run.unreadable))
     return Alignment(MODE_NPU_VS_TF, tuple(pairs), tuple(unaligned), coverage, order, order_source,
-                     run.data_inputs())
+                     run.data_inputs(), files)

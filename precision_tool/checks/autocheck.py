@@ -228,6 +228,19 @@ def check_fusion(workspace: Workspace, floor: float = DEFAULT_FLOOR, growth: flo
     return FusionSection(overview, comparison, graph_path, tuple(notes))
 
 
+def _early_tensorflow_import(workspace: Workspace):
+    """A :class:`~precision_tool.tf_runtime.BackgroundImport` for replay, to start while the comparison's
+    workers run (importing TensorFlow takes seconds); ``None`` when replay will not need it (no reference
+    graph, TensorFlow not installed -- replay says why)."""
+    import importlib.util
+
+    if not os.path.isdir(workspace.tf_graph) or importlib.util.find_spec("tensorflow") is None:
+        return None
+    from precision_tool.tf_runtime import BackgroundImport
+
+    return BackgroundImport()
+
+
 def compare_workspace(workspace: Workspace, cosine: Optional[float], workers: Optional[int] = None,
                       progress: Optional[Callable[[int, int], None]] = None, replay: bool = False) -> CompareSection:
     """``npu/debug_0`` (with its graph) against ``tf/dump`` through the one compare pipeline
@@ -245,18 +258,24 @@ def compare_workspace(workspace: Workspace, cosine: Optional[float], workers: Op
         if not os.path.isdir(path):
             return CompareSection(error=f"no {label} folder {path}: {hint}", inputs=inputs)
     request = CompareRequest(npu, reference, graph_folder, cosine=cosine, workers=workers)
+    tensorflow = _early_tensorflow_import(workspace) if replay else None
     try:
         aligned = align_request(request)
-        result = compare_aligned(aligned, progress)
+        result = compare_aligned(aligned, progress, tensorflow.start if tensorflow else None)
+        report, note = None, "replay not asked for (--no-replay)"
+        if replay and result.npu_vs_npu:
+            note = "replay compares NPU with TF only"
+        elif replay:
+            from precision_tool.replay.replay_run import replay_alignment
+
+            report = replay_alignment(aligned.alignment, aligned.graph, reference, workspace.tf_graph,
+                                      tensorflow=tensorflow)
     except PrecisionToolError as error:
         return CompareSection(error=str(error), inputs=inputs)
-    report, note = None, "replay not asked for (--no-replay)"
-    if replay and result.npu_vs_npu:
-        note = "replay compares NPU with TF only"
-    elif replay:
-        from precision_tool.replay.replay_run import replay_alignment
-
-        report = replay_alignment(aligned.alignment, aligned.graph, reference, workspace.tf_graph)
+    finally:
+        if tensorflow is not None:
+            tensorflow.wait()  # no thread outlives the section (a later fork would be unsafe)
+    if report is not None:
         result = apply_replay(result, report)
         note = report.notes[0] if not report.ran and report.notes else ""
     return CompareSection(result, "", inputs, replay=report, attribution=attribute(result, note))

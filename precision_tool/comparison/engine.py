@@ -60,7 +60,8 @@ def default_workers() -> int:
 
 def compare_alignment(alignment: Alignment, *, graph=None,
                       cosine_threshold: Optional[float] = DEFAULT_COSINE_THRESHOLD, workers: Optional[int] = None,
-                      progress: Optional[Progress] = None, share_inputs: bool = True) -> ComparisonResult:
+                      progress: Optional[Progress] = None, share_inputs: bool = True,
+                      workers_started: Optional[Callable[[], None]] = None) -> ComparisonResult:
     """Compare every aligned pair and return every row, in execution order, with the first divergence.
 
     Parameters
@@ -72,13 +73,16 @@ def compare_alignment(alignment: Alignment, *, graph=None,
     workers : worker processes (default :func:`default_workers`).
     progress : called as ``progress(done, total)`` after each chunk of pairs.
     share_inputs : reuse a producer output's result for an identical input (see the module docstring).
+    workers_started : called once, in this process, when no more worker processes will be forked (right after
+        they start, or before comparing when the pairs are compared here): where a caller may start a thread
+        to work while the workers compare -- a thread alive at a fork is unsafe.
     """
     started = time.perf_counter()
     workers = default_workers() if workers is None else max(1, int(workers))
     positions = _positions(alignment)
     names = _ground_truth_names(graph)
     tasks = _tasks(alignment, positions, names, share_inputs)
-    outcomes, used_workers = _run(tasks, cosine_threshold, workers, progress)
+    outcomes, used_workers = _run(tasks, cosine_threshold, workers, progress, workers_started)
     computed = _resolve_shared(outcomes, tasks, cosine_threshold)
     rows = computed + _uncompared_rows(alignment, positions, names)
     rows.sort(key=lambda r: r.order_key)
@@ -140,8 +144,8 @@ def _chunks(tasks: Sequence[PairTask], workers: int) -> List[Sequence[PairTask]]
 
 
 # --------------------------------------------------------------------------------------------- running
-def _run(tasks: List[PairTask], cosine_threshold, workers: int,
-         progress: Optional[Progress]) -> Tuple[List[Outcome], int]:
+def _run(tasks: List[PairTask], cosine_threshold, workers: int, progress: Optional[Progress],
+         workers_started: Optional[Callable[[], None]] = None) -> Tuple[List[Outcome], int]:
     """Every task's outcome in task order, and the number of processes that compared.
 
     Work is always done in worker processes -- even with ``workers=1`` -- so that their process-wide settings
@@ -152,7 +156,9 @@ def _run(tasks: List[PairTask], cosine_threshold, workers: int,
     outcomes: List[Outcome] = []
     if progress:
         progress(0, len(tasks))
+    started = workers_started or (lambda: None)
     if len(chunks) < 2:
+        started()
         comparer = PairComparer(cosine_threshold)
         for chunk in chunks:
             outcomes.extend(comparer.run_all(chunk))
@@ -162,6 +168,7 @@ def _run(tasks: List[PairTask], cosine_threshold, workers: int,
     context = multiprocessing.get_context("fork" if "fork" in multiprocessing.get_all_start_methods() else None)
     processes = min(workers, len(chunks))
     with context.Pool(processes, initializer=init_pool_worker, initargs=(cosine_threshold,)) as pool:
+        started()  # the pool forks its workers when made; it forks again only to replace one that died
         for chunk_outcomes in pool.imap(run_chunk, chunks):
             outcomes.extend(chunk_outcomes)
             if progress:

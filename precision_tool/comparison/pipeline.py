@@ -80,13 +80,15 @@ def align_request(request: CompareRequest) -> AlignedRequest:
     return AlignedRequest(request, alignment, graph, time.perf_counter() - started, notes + reference_notes)
 
 
-def compare_aligned(aligned: AlignedRequest, progress: Optional[Progress] = None) -> ComparisonResult:
-    """Compare every aligned pair; the result records the inputs (absolute paths) and the time aligning took."""
+def compare_aligned(aligned: AlignedRequest, progress: Optional[Progress] = None,
+                    workers_started: Optional[Callable[[], None]] = None) -> ComparisonResult:
+    """Compare every aligned pair; the result records the inputs (absolute paths) and the time aligning took.
+    ``workers_started``: see :func:`~precision_tool.comparison.engine.compare_alignment`."""
     from precision_tool.comparison.engine import compare_alignment
 
     request = aligned.request
     result = compare_alignment(aligned.alignment, graph=aligned.graph, cosine_threshold=request.cosine,
-                               workers=request.workers, progress=progress)
+                               workers=request.workers, progress=progress, workers_started=workers_started)
     inputs = {"npu": os.path.abspath(request.npu_dir), "reference": os.path.abspath(request.reference),
               "graph": os.path.abspath(request.graph) if request.graph else None,
               "reference_graph": os.path.abspath(request.reference_graph) if request.reference_graph else None}

@@ -80,22 +80,47 @@ def _json(value):
 def red(x: np.ndarray, y: np.ndarray) -> float:
     """``||x - y|| / ||y||`` over the elements finite in both, in float64 (norms rescaled when squares would
     overflow or underflow)."""
-    x = np.asarray(x, dtype=np.float64).ravel()
-    y = np.asarray(y, dtype=np.float64).ravel()
-    finite = np.isfinite(x) & np.isfinite(y)
-    if not finite.all():
-        x, y = x[finite], y[finite]
-    diff = _norm(x - y)
-    norm = _norm(y)
+    return _red(_Finite.of(x), _Finite.of(y))
+
+
+class _Finite:
+    """An array as a flat float64 vector with its square sum ``v . v`` and its mask of finite elements, made
+    once per array however many REDs it takes part in. The square sum is finite exactly when every element is
+    finite and the squares do not overflow; only otherwise is the mask computed (``None``: all finite)."""
+
+    def __init__(self, values: np.ndarray):
+        self.values = values
+        self.square = _square(values)
+        finite = None if math.isfinite(self.square) else np.isfinite(values)
+        self.mask = None if finite is None or finite.all() else finite
+
+    @classmethod
+    def of(cls, array: np.ndarray) -> "_Finite":
+        return cls(np.asarray(array, dtype=np.float64).ravel())
+
+
+def _red(x: _Finite, y: _Finite) -> float:
+    xs, ys = x.values, y.values
+    square: Optional[float] = y.square
+    if x.mask is not None or y.mask is not None:
+        both = x.mask if y.mask is None else y.mask if x.mask is None else x.mask & y.mask
+        xs, ys, square = xs[both], ys[both], None
+    diff = _norm(xs - ys)
+    norm = _norm(ys, square)
     if norm == 0:
         return 0.0 if diff == 0 else math.inf
     return diff / norm
 
 
-def _norm(values: np.ndarray) -> float:
-    """The 2-norm: ``sqrt(v . v)``, rescaled by ``max |v|`` only when that square sum overflows or underflows."""
-    with np.errstate(over="ignore", under="ignore"):
-        square = float(np.dot(values, values))
+def _square(values: np.ndarray) -> float:
+    with np.errstate(over="ignore", under="ignore", invalid="ignore"):
+        return float(np.dot(values, values))
+
+
+def _norm(values: np.ndarray, square: Optional[float] = None) -> float:
+    """The 2-norm: ``sqrt(v . v)`` (``square``, when the caller has it), rescaled by ``max |v|`` only when that
+    square sum overflows or underflows."""
+    square = _square(values) if square is None else square
     if 1e-290 < square < math.inf:
         return math.sqrt(square)
     scale = float(np.max(np.abs(values))) if values.size else 0.0
@@ -130,21 +155,20 @@ def measure_output(tensor_id: str, npu: np.ndarray, replay: np.ndarray, npu_dtyp
         return OutputError(tensor_id, npu_dtype, differs, 0.0, 0.0, inherited,
                            "share of differing elements (an integer output: no floor, not ranked)")
     note = ""
-    made = ~np.isfinite(npu) & np.isfinite(replay)
-    rounded = round_to(replay, npu_dtype) if npu_dtype in UNIT_ROUNDOFF else replay.astype(np.float64)
-    rounding = red(rounded, replay)
+    n, p = _Finite.of(npu), _Finite.of(replay)
+    rounded = _Finite(round_to(p.values, npu_dtype) if npu_dtype in UNIT_ROUNDOFF else p.values)
+    rounding = _red(rounded, p)
     floor = max(FLOOR_FACTOR * rounding, MIN_FLOOR.get(npu_dtype, 0.0))
-    if made.any():
+    made = None if n.mask is None else ~n.mask if p.mask is None else ~n.mask & p.mask
+    if made is not None and made.any():
         local = math.inf
-        beyond = int((made & ~np.isfinite(rounded)).sum())
+        beyond = 0 if rounded.mask is None else int((made & ~rounded.mask).sum())
         note = (f"{int(made.sum())} inf/NaN where the replay is finite: produced inside the op"
                 + (f" ({beyond} because the exact result is beyond {npu_dtype}'s range)" if beyond else ""))
     else:
-        local = red(npu, replay)
+        local = _red(n, p)
     inherited = total = None
-    if reference is not None:
-        reference = np.asarray(reference)
-        if reference.size == replay.size:
-            inherited = red(replay, reference.reshape(replay.shape))
-            total = red(npu, reference.reshape(replay.shape))
+    if reference is not None and np.asarray(reference).size == replay.size:
+        r = _Finite.of(reference)
+        inherited, total = _red(p, r), _red(n, r)
     return OutputError(tensor_id, npu_dtype, local, floor, rounding, inherited, note, total)

@@ -14,28 +14,32 @@ run (:mod:`.runner`).
 from __future__ import annotations
 
 import importlib.util
-import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
+from precision_tool.comparison.engine import default_workers
 from precision_tool.errors import PrecisionToolError
 from precision_tool.replay.local_error import UNIT_ROUNDOFF, OutputError, measure_output, round_to
 from precision_tool.replay.plan import (KIND_CONVERSION, SOURCE_CONSTANT, SOURCE_NPU, ReplayPlan, ReplayUnit,
                                         plan_replay, tensor_key)
 from precision_tool.replay.reference_graph import ReferenceGraph, load_reference_graph
 from precision_tool.replay.runner import error_line
+from precision_tool.tf_runtime import BackgroundImport
 
 DEFAULT_BATCH_BYTES = 256 << 20
+FLOATS = ("float16", "bfloat16", "float32")
 
 
 @dataclass(frozen=True)
 class OpReplay:
     """One NPU op's replay. ``feeds``: one line per external input saying where its value came from, and
     ``sources`` its source (``npu``, ``reference``, ``constant``), entry for entry;
-    ``float64``: how the subgraph ran; ``error``: why it failed (``""`` when it ran)."""
+    ``width``: the float type the subgraph ran in (``""``: the graph's own); ``error``: why it failed
+    (``""`` when it ran)."""
 
     op_name: str
     op_type: str
@@ -44,14 +48,14 @@ class OpReplay:
     feeds: Tuple[str, ...]
     outputs: Tuple[OutputError, ...] = ()
     sources: Tuple[str, ...] = ()
-    float64: bool = False
+    width: str = ""
     error: str = ""
 
     @property
     def precision(self) -> str:
         if self.kind == KIND_CONVERSION:
             return "numpy conversion"
-        return "float64" if self.float64 else "float32"
+        return self.width or "the graph's own dtypes"
 
     def to_dict(self) -> dict:
         return {"op_name": self.op_name, "op_type": self.op_type, "kind": self.kind, "members": list(self.members),
@@ -78,11 +82,12 @@ class ReplayReport:
                 "notes": list(self.notes), "seconds": round(self.seconds, 3)}
 
 
-def _reference_lookup(reference_dir: str, graph: ReferenceGraph):
+def _reference_lookup(alignment, reference_dir: str, graph: ReferenceGraph):
     from precision_tool.alignment.reference_index import ReferenceIndex
     from precision_tool.formats.npy_dir import read_npy_dir
 
-    index = ReferenceIndex(read_npy_dir(reference_dir), graph.nodes.keys())
+    files = alignment.reference_files or read_npy_dir(reference_dir)
+    index = ReferenceIndex(files, graph.nodes.keys())
 
     def lookup(tensor: str):
         op, _, k = tensor.rpartition(":")
@@ -105,7 +110,9 @@ def _as_fed(array: np.ndarray, ref) -> np.ndarray:
 
 def _load_feed(feed) -> np.ndarray:
     if feed.source == SOURCE_NPU:
-        return _as_fed(np.asarray(feed.dumped.load().array), feed.ref)
+        float32 = feed.ref is not None and np.dtype(feed.ref.dtype) == np.float32 and feed.dumped.dtype in FLOATS
+        wanted = np.float32 if float32 else None  # what _as_fed makes of it: cast in the layout pass instead
+        return _as_fed(np.asarray(feed.dumped.load(dtype=wanted).array), feed.ref)
     return np.asarray(feed.ref.load())
 
 
@@ -136,7 +143,7 @@ class _NodeDefs:
 
 
 def _op_replay(unit: ReplayUnit, **figures) -> OpReplay:
-    """The :class:`OpReplay` of ``unit``: its names and feeds, and ``figures`` (outputs, float64, error)."""
+    """The :class:`OpReplay` of ``unit``: its names and feeds, and ``figures`` (outputs, width, error)."""
     return OpReplay(unit.op_name, unit.op_type, unit.kind, unit.members, tuple(f.describe() for f in unit.feeds),
                     sources=tuple(f.source for f in unit.feeds), **figures)
 
@@ -144,7 +151,7 @@ def _op_replay(unit: ReplayUnit, **figures) -> OpReplay:
 def _measure(unit: ReplayUnit, results: Sequence[np.ndarray]) -> Tuple[OutputError, ...]:
     errors = []
     for fetch, replay in zip(unit.fetches, results):
-        npu = np.asarray(fetch.npu.load().array)
+        npu = np.asarray(fetch.npu.load(dtype=np.float64).array)  # measured in float64: cast in the layout pass
         reference = np.asarray(fetch.ref.load()) if fetch.ref is not None else None
         errors.append(measure_output(fetch.npu.tensor_id, npu, replay, fetch.npu.dtype, reference))
     return tuple(errors)
@@ -166,6 +173,18 @@ def _conversion(unit: ReplayUnit) -> OpReplay:
         return _op_replay(unit, error=error_line(error, with_type=False))
 
 
+LOW_PRECISION = ("float16", "bfloat16")
+
+
+def replay_width(unit: ReplayUnit) -> str:
+    """The float type to replay ``unit`` in: ``float32`` when every output the NPU wrote is float16 or
+    bfloat16 -- float32's own rounding (``2^-24``) is ``2^13`` below float16's unit roundoff (``2^-11``) and
+    ``2^16`` below bfloat16's, so it cannot blur a local error measured against their floors -- else
+    ``float64`` (a float32 output's floor is ``1e-5``: float32 kernels would blur it). float32 kernels are
+    several times faster than float64 ones on the CPU."""
+    return "float32" if all(fetch.npu.dtype in LOW_PRECISION for fetch in unit.fetches) else "float64"
+
+
 def _run_batch(node_defs: _NodeDefs, batch: List[Tuple[ReplayUnit, Dict[str, np.ndarray]]]) -> List[OpReplay]:
     from precision_tool.replay.runner import Job, run_jobs
 
@@ -175,58 +194,47 @@ def _run_batch(node_defs: _NodeDefs, batch: List[Tuple[ReplayUnit, Dict[str, np.
         for feed in unit.feeds:
             if feed.source == SOURCE_CONSTANT:
                 constants[feed.tensor] = node_defs([feed.constant])[0]
-        jobs.append(Job(node_defs(unit.members), feeds, constants, [f.tensor for f in unit.fetches]))
+        jobs.append(Job(node_defs(unit.members), feeds, constants, [f.tensor for f in unit.fetches],
+                        width=replay_width(unit)))
     run_jobs(jobs)
-    done = []
-    for (unit, _), job in zip(batch, jobs):
-        if job.error:
-            why = job.error if job.error.startswith("TF op ") else f"TensorFlow could not run it: {job.error}"
-            done.append(_op_replay(unit, float64=job.float64, error=why))
-            continue
-        try:
-            outputs = _measure(unit, job.results)
-        except (PrecisionToolError, ValueError, TypeError) as error:
-            done.append(_op_replay(unit, float64=job.float64, error=error_line(error, with_type=False)))
-            continue
-        done.append(_op_replay(unit, outputs=outputs, float64=job.float64))
-    return done
+    with ThreadPoolExecutor(max_workers=default_workers()) as pool:  # numpy leaves the GIL in its array passes
+        return list(pool.map(_finish, batch, jobs))
 
 
-class _TensorFlowImport:
-    """TensorFlow imported in a thread while replay reads its inputs: the import takes seconds, and reading
-    dumps is file I/O and numpy casts, which release the GIL. Safe here: nothing forks while it runs (the
-    comparison's worker pool is closed before replay starts). :meth:`wait` gives the one-line failure, if any."""
-
-    def __init__(self):
-        from precision_tool.tf_runtime import quiet_tensorflow_import
-
-        quiet_tensorflow_import()
-        self._error: Optional[BaseException] = None
-        self._thread = threading.Thread(target=self._run, name="import tensorflow", daemon=True)
-        self._thread.start()
-
-    def _run(self) -> None:
-        try:
-            import tensorflow  # noqa: F401  (replay's one need; a failure is reported, not raised)
-        except Exception as error:  # noqa: BLE001 -- ImportError, or whatever a broken install raises
-            self._error = error
-
-    def wait(self) -> str:
-        self._thread.join()
-        if self._error is None:
-            return ""
-        return (f"replay not run: TensorFlow cannot be imported ({type(self._error).__name__}: {self._error}); "
-                "pip install 'precision_tool[tf]'")
+def _finish(item: Tuple[ReplayUnit, Dict[str, np.ndarray]], job) -> OpReplay:
+    """The :class:`OpReplay` of one ran job: its measured outputs, or why there are none."""
+    unit = item[0]
+    if job.error:
+        why = job.error if job.error.startswith("TF op ") else f"TensorFlow could not run it: {job.error}"
+        return _op_replay(unit, width=job.width, error=why)
+    try:
+        outputs = _measure(unit, job.results)
+    except (PrecisionToolError, ValueError, TypeError) as error:
+        return _op_replay(unit, width=job.width, error=error_line(error, with_type=False))
+    return _op_replay(unit, outputs=outputs, width=job.width)
 
 
 def replay_alignment(alignment, ge_graph, reference_dir: str, graph_dir: str,
-                     batch_bytes: int = DEFAULT_BATCH_BYTES, only: Optional[Sequence[str]] = None) -> ReplayReport:
+                     batch_bytes: int = DEFAULT_BATCH_BYTES, only: Optional[Sequence[str]] = None,
+                     tensorflow: Optional[BackgroundImport] = None) -> ReplayReport:
     """Replay every compared NPU op of ``alignment`` (see the module docstring), or the ops named in ``only``.
+
+    ``tensorflow``: an import the caller started early (:meth:`BackgroundImport.start`, e.g. while the
+    comparison ran); else TensorFlow is imported in a thread while the inputs are read, when any op needs it.
 
     Never raises: replay only adds evidence, so whatever stops it as a whole (an unreadable reference folder, a
     broken TensorFlow) becomes the report's note and ``ac`` goes on without it.
     """
     started = time.perf_counter()
+    try:
+        return _replay(alignment, ge_graph, reference_dir, graph_dir, batch_bytes, only, tensorflow, started)
+    finally:
+        if tensorflow is not None:
+            tensorflow.wait()  # never leave the import running (nothing may fork meanwhile)
+
+
+def _replay(alignment, ge_graph, reference_dir: str, graph_dir: str, batch_bytes: int,
+            only: Optional[Sequence[str]], tensorflow: Optional[BackgroundImport], started: float) -> ReplayReport:
     try:
         graph = load_reference_graph(graph_dir)
     except PrecisionToolError as error:
@@ -234,30 +242,32 @@ def replay_alignment(alignment, ge_graph, reference_dir: str, graph_dir: str,
     if importlib.util.find_spec("tensorflow") is None:
         return ReplayReport(False, notes=("replay not run: TensorFlow is not installed; "
                                           "pip install 'precision_tool[tf]'",))
-    tensorflow: Optional[_TensorFlowImport] = None
     try:
-        plan = plan_replay(alignment.pairs, alignment.order, graph, ge_graph,
-                           _reference_lookup(reference_dir, graph), [item.npu for item in alignment.unaligned])
+        lookup = _reference_lookup(alignment, reference_dir, graph)
+        plan = plan_replay(alignment.pairs, alignment.order, graph, ge_graph, lookup,
+                           [item.npu for item in alignment.unaligned])
         if only is not None:
             wanted = set(only)
             plan = ReplayPlan(tuple(u for u in plan.units if u.op_name in wanted),
                               {op: why for op, why in plan.skipped.items() if op in wanted})
         if any(unit.kind != KIND_CONVERSION for unit in plan.units):
-            tensorflow = _TensorFlowImport()
-        replays = _replay_units(plan, _NodeDefs(graph), tensorflow, batch_bytes)
+            tensorflow = tensorflow or BackgroundImport()
+            tensorflow.start()
+        try:
+            replays = _replay_units(plan, _NodeDefs(graph), tensorflow, batch_bytes)
+        finally:
+            if tensorflow is not None:
+                tensorflow.wait()
     except _ReplayUnavailable as error:
         return ReplayReport(False, notes=(str(error),), seconds=time.perf_counter() - started)
     except Exception as error:  # noqa: BLE001 -- see the docstring: a note, never a lost verdict
         return ReplayReport(False, notes=(f"replay not run: {error_line(error)}",),
                             seconds=time.perf_counter() - started)
-    finally:
-        if tensorflow is not None:
-            tensorflow.wait()  # never leave the import running (nothing may fork meanwhile)
     ops = tuple(replays[unit.op_name] for unit in plan.units)
     return ReplayReport(True, ops, dict(plan.skipped), graph.notes, time.perf_counter() - started)
 
 
-def _replay_units(plan: ReplayPlan, node_defs: "_NodeDefs", tensorflow: Optional[_TensorFlowImport],
+def _replay_units(plan: ReplayPlan, node_defs: "_NodeDefs", tensorflow: Optional[BackgroundImport],
                   batch_bytes: int) -> Dict[str, OpReplay]:
     """Conversions in numpy; subgraphs in batches of at most ``batch_bytes`` of inputs, once TensorFlow is in."""
     replays: Dict[str, OpReplay] = {}
@@ -266,9 +276,9 @@ def _replay_units(plan: ReplayPlan, node_defs: "_NodeDefs", tensorflow: Optional
 
     def flush() -> None:
         nonlocal batch, size
-        failure = tensorflow.wait() if tensorflow is not None else "replay not run: TensorFlow was not imported"
+        failure = tensorflow.wait() if tensorflow is not None else "TensorFlow was not imported"
         if failure:
-            raise _ReplayUnavailable(failure)
+            raise _ReplayUnavailable(f"replay not run: {failure}")
         replays.update((r.op_name, r) for r in _run_batch(node_defs, batch))
         batch, size = [], 0
 

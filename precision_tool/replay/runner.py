@@ -8,10 +8,12 @@ written by TF 2.x replayed under TF 1.15 carries ``MaxPool.explicit_paddings`` a
 attrs at their defaults). One ``Session.run`` then computes every job's fetches, so the
 cost is one graph import and one run per batch of jobs, not one per op.
 
-float64: a job whose TF ops all accept ``DT_DOUBLE`` for every float attr (the op registry's allowed types) is
-run in float64 -- its float attrs, placeholders and constants widened -- so a float32 kernel's own rounding
-does not blur the measurement. An op that has no float64 CPU kernel after all is found from the error
-TensorFlow raises (``{{node replay_<n>/...}}``); that job is re-run in float32 and says so.
+Width: a job asks for ``float64`` or ``float32`` (:attr:`Job.width`). Its float attrs, placeholders and
+constants narrower than that are widened when every TF op accepts the wider type for every float attr (the op
+registry's allowed types), so the replay's own rounding does not blur the measurement; else the next width is
+tried: ``float64`` -> ``float32`` -> the graph's own types (``""``). An op that has no CPU kernel for the width
+after all is found from the error TensorFlow raises (``{{node replay_<n>/...}}``); that job is re-run at the
+next width and says so. The session uses every CPU core (:func:`~precision_tool.tf_runtime.session_config`).
 """
 from __future__ import annotations
 
@@ -39,14 +41,15 @@ class ReplayRunError(PrecisionToolError):
 @dataclass
 class Job:
     """One subgraph: ``node_defs`` (TF ``NodeDef`` protos of its ops, inputs already the reference's names),
-    ``feeds`` ``{tensor: array}``, ``constants`` ``{tensor: Const NodeDef}``, ``fetches`` (tensors).
-    After :func:`run_jobs`: ``results`` (arrays in fetch order), ``float64`` (how it ran), ``error``."""
+    ``feeds`` ``{tensor: array}``, ``constants`` ``{tensor: Const NodeDef}``, ``fetches`` (tensors),
+    ``width`` (``"float64"``, ``"float32"`` or ``""``, see the module docstring). After :func:`run_jobs`:
+    ``results`` (arrays in fetch order), ``width`` (how it ran), ``error``."""
 
     node_defs: Sequence
     feeds: Dict[str, np.ndarray]
     constants: Dict[str, object]
     fetches: Sequence[str]
-    float64: bool = True
+    width: str = "float64"
     results: List[np.ndarray] = field(default_factory=list)
     error: str = ""
 
@@ -65,41 +68,49 @@ def is_stateful(node_def) -> bool:
     return bool(op_def is not None and op_def.is_stateful)
 
 
-def accepts_float64(node_def) -> bool:
-    """True when every float-typed attr of the node allows ``DT_DOUBLE`` (per the op registry). A ``Const``
-    never does: widening its ``dtype`` attr would not widen its value."""
+WIDTHS = ("float64", "float32", "")
+"""The widths a job may run at, widest first; ``""`` is the graph's own types."""
+
+
+def _narrower(width: str):
+    """The float type enums ``width`` widens: float32/float16/bfloat16 for float64, float16/bfloat16 for
+    float32, none for ``""``."""
+    narrow = {"float64": (tf.float32, tf.float16, tf.bfloat16), "float32": (tf.float16, tf.bfloat16)}
+    return {dtype.as_datatype_enum for dtype in narrow.get(width, ())}
+
+
+def accepts_width(node_def, width: str) -> bool:
+    """True when every float attr of the node that ``width`` widens allows that type (per the op registry).
+    A ``Const`` never does: widening its ``dtype`` attr would not widen its value. Always true for ``""``."""
+    if not width:
+        return True
     op_def = _op_def(node_def.op)
     if op_def is None or node_def.op == "Const":
         return False
-    floats = _float_enums()
-    double = tf.float64.as_datatype_enum
+    narrower = _narrower(width)
+    wide = tf.dtypes.as_dtype(width).as_datatype_enum
     for attr in op_def.attr:
         if attr.type not in ("type", "list(type)") or attr.name not in node_def.attr:
             continue
         value = node_def.attr[attr.name]
         used = [value.type] if attr.type == "type" else list(value.list.type)
-        if not any(t in floats for t in used):
+        if not any(t in narrower for t in used):
             continue
         allowed = list(attr.allowed_values.list.type) if attr.HasField("allowed_values") else []
-        if allowed and double not in allowed:
+        if allowed and wide not in allowed:
             return False
     return True
 
 
-def _widen(node_def, floats) -> None:
-    double = tf.float64.as_datatype_enum
+def _widen(node_def, narrower, wide: int) -> None:
     for key in node_def.attr:
         value = node_def.attr[key]
-        if value.WhichOneof("value") == "type" and value.type in floats:
-            value.type = double
-        elif value.WhichOneof("value") == "list" and any(t in floats for t in value.list.type):
-            types = [double if t in floats else t for t in value.list.type]
+        if value.WhichOneof("value") == "type" and value.type in narrower:
+            value.type = wide
+        elif value.WhichOneof("value") == "list" and any(t in narrower for t in value.list.type):
+            types = [wide if t in narrower else t for t in value.list.type]
             del value.list.type[:]
             value.list.type.extend(types)
-
-
-def _float_enums():
-    return {tf.float32.as_datatype_enum, tf.float16.as_datatype_enum, tf.bfloat16.as_datatype_enum}
 
 
 def _build(jobs: Sequence[Tuple[int, Job]]):
@@ -107,14 +118,15 @@ def _build(jobs: Sequence[Tuple[int, Job]]):
     graph_def = tf.compat.v1.GraphDef()
     feed_dict: Dict[str, np.ndarray] = {}
     fetch_names: Dict[int, List[str]] = {}
-    floats = _float_enums()
     for number, job in jobs:
         prefix = f"{SCOPE}_{number}"
         renamed: Dict[str, str] = {}
+        narrower = _narrower(job.width)
+        wide = tf.dtypes.as_dtype(job.width).as_datatype_enum if job.width else 0
         for k, (tensor, array) in enumerate(job.feeds.items()):
             array = np.asarray(array)
-            if job.float64 and array.dtype.kind == "f":
-                array = array.astype(np.float64)
+            if job.width and array.dtype.kind == "f" and array.dtype.itemsize < np.dtype(job.width).itemsize:
+                array = array.astype(job.width)
             node = graph_def.node.add(op="Placeholder", name=f"{prefix}/{RESERVED}feed_{k}")
             node.attr["dtype"].type = tf.dtypes.as_dtype(array.dtype).as_datatype_enum
             feed_dict[f"{node.name}:0"] = array
@@ -128,10 +140,10 @@ def _build(jobs: Sequence[Tuple[int, Job]]):
             if "_class" in node.attr:
                 del node.attr["_class"]
             renamed[tensor] = f"{node.name}:0"
-            if job.float64 and node.attr["dtype"].type in floats:
-                cast = graph_def.node.add(op="Cast", name=f"{node.name}/to_double", input=[node.name])
+            if node.attr["dtype"].type in narrower:
+                cast = graph_def.node.add(op="Cast", name=f"{node.name}/widened", input=[node.name])
                 cast.attr["SrcT"].type = node.attr["dtype"].type
-                cast.attr["DstT"].type = tf.float64.as_datatype_enum
+                cast.attr["DstT"].type = wide
                 renamed[tensor] = f"{cast.name}:0"
         members = {node.name for node in job.node_defs}
         for original in job.node_defs:
@@ -152,8 +164,8 @@ def _build(jobs: Sequence[Tuple[int, Job]]):
                 inputs.append(f"{prefix}/{source}" if op in members else renamed[key])
             del node.input[:]
             node.input.extend(inputs)
-            if job.float64:
-                _widen(node, floats)
+            if narrower:
+                _widen(node, narrower, wide)
         fetch_names[number] = [f"{prefix}/{tensor}" for tensor in job.fetches]
     return graph_def, feed_dict, fetch_names
 
@@ -164,7 +176,7 @@ def _run_once(jobs: Sequence[Tuple[int, Job]]) -> None:
     with graph.as_default():
         tf.compat.v1.import_graph_def(graph_def, name="")
     order = [name for number, _ in jobs for name in fetch_names[number]]
-    with tf.compat.v1.Session(graph=graph, config=session_config()) as session:
+    with tf.compat.v1.Session(graph=graph, config=session_config(threads=0)) as session:
         arrays = session.run(order, feed_dict=feed_dict)
     position = 0
     for number, job in jobs:
@@ -184,17 +196,27 @@ def _failing_job(error: Exception) -> Optional[int]:
     return None
 
 
-def run_jobs(jobs: Sequence[Job]) -> None:
-    """Run every job (see the module docstring), filling ``results``, ``float64`` and ``error``.
+def _next_width(job: Job) -> bool:
+    """Move ``job`` to the next width its ops all accept; False when it ran at the last one already."""
+    for width in WIDTHS[WIDTHS.index(job.width) + 1:]:
+        if all(accepts_width(node, width) for node in job.node_defs):
+            job.width = width
+            return True
+    return False
 
-    A job TensorFlow refuses is retried in float32 if it ran in float64, else given ``error`` (one line); the
-    others are re-run without it. Never raises for one bad job.
+
+def run_jobs(jobs: Sequence[Job]) -> None:
+    """Run every job (see the module docstring), filling ``results``, ``width`` and ``error``.
+
+    A job TensorFlow refuses is retried at the next width, else given ``error`` (one line); the others are
+    re-run without it. Never raises for one bad job.
     """
     for job in jobs:
         stateful = next((node for node in job.node_defs if is_stateful(node)), None)
         if stateful is not None:
             job.error = f"TF op {stateful.name} ({stateful.op}) is stateful: replay would not compute the same"
-        job.float64 = job.float64 and all(accepts_float64(node) for node in job.node_defs)
+        if not all(accepts_width(node, job.width) for node in job.node_defs):
+            _next_width(job)
     pending = [(number, job) for number, job in enumerate(jobs) if not job.error]
     while pending:
         try:
@@ -203,27 +225,27 @@ def run_jobs(jobs: Sequence[Job]) -> None:
         except (ValueError, KeyError, TypeError, tf.errors.OpError) as error:
             number = _failing_job(error)
             if number is None:
-                for item in pending:  # unattributable: run each alone to find out (float64, then float32)
+                for item in pending:  # unattributable: run each alone to find out, width by width
                     run_jobs_alone(item[1])
                 return
             job = jobs[number]
-            if job.float64:
-                job.float64 = False
+            if _next_width(job):
                 continue
             job.error = error_line(error)
             pending = [item for item in pending if item[0] != number]
 
 
 def run_jobs_alone(job: Job) -> None:
-    """Run one job by itself (float64 first when allowed, then float32); sets ``error`` when both fail."""
-    for wide in ((True, False) if job.float64 else (False,)):
-        job.float64 = wide
+    """Run one job by itself, at each width it accepts in turn; sets ``error`` when all fail."""
+    while True:
         try:
             _run_once([(0, job)])
             job.error = ""
             return
         except (ValueError, KeyError, TypeError, tf.errors.OpError) as error:
             job.error = error_line(error)
+            if not _next_width(job):
+                return
 
 
 _NOISE = ("Graph execution error", "Detected at node", "Node:", "[[", "Original stack", "Traceback", "File ")

@@ -33,7 +33,8 @@ def test_with_compare_the_planted_imprecise_op_is_the_culprit_and_fusion_is_clea
     assert (verdict.culprit.op_name, verdict.culprit.evidence) == (RES_CONV, BY_REPLAY)
     # the sample plants x * (1 + 0.5 z), z standard normal: RED(planted, clean) = 0.5 * rms(x z) / rms(x) ~ 0.5
     measured = result.compare.attribution.culprit
-    assert 0.45 < measured.local < 0.55 and measured.inherited < 0.002 and measured.precision == "float64"
+    assert 0.45 < measured.local < 0.55 and measured.inherited < 0.002
+    assert measured.precision == "float32"  # a float16 output: float32 is 2^13 finer than what is measured
     reasons = " | ".join(verdict.culprit.reasons)
     assert "not fusion: fused by ConvBiasaddFusionPass (graph), but the fusion-off run computes the same" in reasons
     assert "the kernel itself loses accuracy" in reasons

@@ -25,7 +25,7 @@ def test_replay_shows_where_each_input_came_from_and_the_local_error(capsys):
     before = tree_listing(CNN)
     code, out, _ = run(capsys, "-d", CNN, "--json", "replay", RES_CONV)
     data = json.loads(out)["data"]
-    assert code == 1 and data["replayed"] and data["precision"] == "float64"
+    assert code == 1 and data["replayed"] and data["precision"] == "float32"
     assert data["members"] == [RES_CONV, "small_cnn_1/res_conv_1/BiasAdd"]
     assert [line.split(" <- ")[1] for line in data["feeds"]] == [f"NPU {RES_CONV}:input:{k}" for k in range(3)]
     (output,) = data["outputs"]
@@ -35,7 +35,7 @@ def test_replay_shows_where_each_input_came_from_and_the_local_error(capsys):
 
 def test_a_clean_op_is_within_its_floor_and_found_by_its_dump_file_name(capsys):
     code, out, _ = run(capsys, "-d", CNN, "replay", CONV2.replace("/", "_"))
-    assert code == 0 and "Run in: float64" in out
+    assert code == 0 and "Run in: float32" in out
     assert out.rstrip().endswith("Its local error is within the floor: it adds no more than its dtype's rounding.")
 
 
@@ -52,7 +52,7 @@ def test_ni_shows_local_inherited_and_total_after_ac(tmp_path, capsys):
     assert run(capsys, "-d", workspace, "ac", "-c", "--workers", "1")[0] == 1
     code, out, _ = run(capsys, "-d", workspace, "--json", "ni", RES_CONV)
     (row,) = json.loads(out)["data"]["local_error"]["rows"]
-    assert row["method"] == "replay float64" and 0.45 < row["local"] < 0.55 and row["ratio"] > 100
+    assert row["method"] == "replay float32" and 0.45 < row["local"] < 0.55 and row["ratio"] > 100
     assert abs(row["total"] - row["local"]) < 0.01  # nearly all of the total is its own
     code, out, _ = run(capsys, "-d", workspace, "ni", RES_CONV)
     assert "Local error (NPU vs the op replayed on its own dumped inputs; total = vs the reference)" in out

@@ -205,7 +205,8 @@ def test_ac_names_the_perturbed_op_and_exits_1(flow, tmp_path):
     assert checked.returncode == 1, text
     # replayed under this very TensorFlow from the graph tf_dump kept: relu1 adds the +1.0 itself
     assert "Verdict: Most likely culprit: relu1 (Relu), by local error (replay)" in text
-    assert "relu1:output:0 replayed (float64) on the op's own dumped inputs" in text
+    # (float32: the output is float16, see replay_width)
+    assert "relu1:output:0 replayed (float32) on the op's own dumped inputs" in text
     assert "against the reference its output 0 fails (FAIL: cosine" in text
     (csv_path,) = result_dir.glob("result_*.csv")
     with open(csv_path, newline="", encoding="utf-8") as handle:
