@@ -26,7 +26,9 @@ the fix, ``tf.Session(config=npu_tf_config.reference_session_config(config))``.
 """
 from __future__ import annotations
 
+import atexit
 import os
+import re
 import time
 from typing import Any, Optional, Set
 
@@ -210,10 +212,14 @@ def enable_reference_dump(dump_root: Optional[str] = None) -> str:
     (``model.compile(..., jit_compile=False)``): an XLA cluster is dumped as one op.
     :func:`disable_reference_dump` stops and flushes (it also happens at exit).
 
+    The graphs TensorFlow builds meanwhile (each ``tf.function`` trace) are written to the capture's
+    ``precision_tool_graphs/`` when the dump stops: tfdbg v2 keeps none, and replay needs them.
+
     Returns the capture folder (default: a new ``WORKSPACE/tf/tf_debug/<time>``).
     """
     root = _capture_root(dump_root)
     tf.debugging.experimental.enable_dump_debug_info(root, tensor_debug_mode="FULL_TENSOR", circular_buffer_size=-1)
+    _FunctionGraphs.start(root)
     remember_capture_root(root)
     notify(f"reference dump (tfdbg v2, FULL_TENSOR) -> {root}; then npu_tf_config.record_reference_names(model) "
            "so tf_dump can also write Keras input and variable names")
@@ -221,5 +227,74 @@ def enable_reference_dump(dump_root: Optional[str] = None) -> str:
 
 
 def disable_reference_dump() -> None:
-    """Stop the tfdbg v2 dump started by :func:`enable_reference_dump` and flush its files."""
+    """Stop the tfdbg v2 dump started by :func:`enable_reference_dump`, flush its files and write the graphs."""
     tf.debugging.experimental.disable_dump_debug_info()
+    _FunctionGraphs.stop()
+
+
+class _FunctionGraphs:
+    """An op callback that remembers every graph an op is built in while the dump is on (``tf.function``
+    traces, nested loop bodies), written as ``GraphDef`` files to ``root/precision_tool_graphs/<n>_<name>.pb``
+    (:data:`precision_tool.formats.tf_graph.V2_GRAPHS_DIR`) by :meth:`stop` or at exit -- after tracing, so
+    each graph is complete. One recorder at a time: starting another stops the last."""
+
+    current: Optional["_FunctionGraphs"] = None
+    _at_exit = False
+
+    def __init__(self, root: str):
+        self.root = root
+        self.graphs: list = []
+        self._seen: Set[int] = set()
+
+    def __call__(self, op_type, inputs, attrs, outputs, op_name=None, graph=None):
+        if graph is not None and id(graph) not in self._seen:
+            self._seen.add(id(graph))
+            self.graphs.append(graph)
+        return None  # the op's outputs unchanged
+
+    @classmethod
+    def start(cls, root: str) -> None:
+        from tensorflow.python.framework import op_callbacks
+
+        cls.stop()
+        cls.current = cls(root)
+        op_callbacks.add_op_callback(cls.current)
+        if not getattr(cls, "_at_exit", False):
+            atexit.register(cls.stop)
+            cls._at_exit = True
+
+    @classmethod
+    def stop(cls) -> None:
+        recorder, cls.current = cls.current, None
+        if recorder is None:
+            return
+        from tensorflow.python.framework import op_callbacks
+
+        try:
+            op_callbacks.remove_op_callback(recorder)
+        except KeyError:  # removed already (TF clears its callbacks on some resets)
+            pass
+        recorder.write()
+
+    def write(self) -> None:
+        from precision_tool.fileio import atomic_write
+        from precision_tool.formats.tf_graph import V2_GRAPHS_DIR
+
+        folder = os.path.join(self.root, V2_GRAPHS_DIR)
+        written = 0
+        for number, graph in enumerate(self.graphs):
+            data = graph.as_graph_def().SerializeToString()
+            if not data:
+                continue
+            name = re.sub(r"[^A-Za-z0-9]+", "_", str(getattr(graph, "name", "") or "graph")).strip("_")
+            try:
+                os.makedirs(folder, exist_ok=True)
+                with atomic_write(os.path.join(folder, f"{number}_{name or 'graph'}.pb")) as handle:
+                    handle.write(data)
+                written += 1
+            except OSError as error:
+                warn_loudly(f"{folder}: cannot write the reference's graphs ({error.strerror or error}); "
+                            "replay will fall back to the error jump")
+                return
+        if written:
+            notify(f"reference graphs: {written} written to {folder}")

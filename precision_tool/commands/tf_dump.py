@@ -29,8 +29,10 @@ into the report.
 The executed graph. For a tfdbg v1 run the executed (partition) graph of each device is also kept, as
 ``WORKSPACE/tf/graph/graph_<run>_<device>.pb`` (a ``GraphDef``, readable without TensorFlow by
 :func:`precision_tool.formats.tf_graph.read_tf_graph`) with ``index.json`` saying which run and device
-each came from; the report lists the files. A graph file that cannot be read is a note, and the tensors
-are still converted. tfdbg v2 graphs are not kept yet (a note says so).
+each came from; the report lists the files. For a tfdbg v2 run, the function graphs
+``enable_reference_dump`` left in the capture are kept the same way (``graph_<run>_<n>_<function>.pb``;
+tfdbg v2's own files hold no graph). A graph file that cannot be read is a note, and the tensors are still
+converted.
 """
 from __future__ import annotations
 
@@ -190,7 +192,8 @@ def _conversion_report(conversion: ReferenceConversion, run_note: str = "", grap
     graphs = [graph.to_dict() for graph in conversion.graphs]
     if graphs:
         report.add_text(f"Executed graph kept in {graph_dir} (GraphDef; tf/graph/index.json says whose):",
-                        *(f"{g['file']}: {g['nodes']} nodes, device {g['device']}" for g in graphs))
+                        *(f"{g['file']}: {g['nodes']} nodes" + (f", device {g['device']}" if g["device"] else "")
+                          for g in graphs))
     if failures:
         report.add_text(f"Failed ({len(failures)}):", *failures)
     resources = len(conversion.resources)

@@ -28,6 +28,8 @@ opaque.
 ``_tfdbg_graph_hash<h>_<us>`` files of each device folder, each an ``Event`` whose ``graph_def`` holds
 the serialized ``GraphDef`` -- into a folder as ``graph_<run>_<device>.pb`` (the ``GraphDef`` bytes
 unchanged, after checking that they parse) and records where each came from in ``index.json`` there.
+:func:`keep_tfdbg_v2_graphs` does the same for the function graphs a tfdbg v2 capture left
+(:data:`V2_GRAPHS_DIR`).
 """
 from __future__ import annotations
 
@@ -50,6 +52,11 @@ from precision_tool.formats.tfdbg import DEVICE_DIR_PREFIX, device_name_from_fol
 PACKAGE = "precision_tool.tensorflow.graph"
 INDEX_FILE = "index.json"
 GRAPH_FILE_PREFIX = "_tfdbg_graph_"
+V2_GRAPHS_DIR = "precision_tool_graphs"
+"""The folder a tfdbg v2 capture (``enable_reference_dump``) leaves its function graphs in, inside the dump
+folder: ``<n>_<function>.pb``, one serialized ``GraphDef`` per graph TensorFlow built while dumping, ``n``
+in the order they were built (tfdbg v2's own files name the ops but keep no attrs, so no graph)."""
+V2_DEBUG_OPS = frozenset({"DebugIdentityV2", "DebugIdentityV3", "DebugNumericSummaryV2"})
 
 MESSAGES = {
     "TensorShapeDim": [(1, "size", "int64"), (2, "name", "string")],
@@ -161,22 +168,25 @@ class TfGraph:
         return {node.name: node.op for node in self.nodes}
 
     def without_debug_ops(self) -> "TfGraph":
-        """The graph without the nodes tfdbg v1 inserted (``__copy_*`` copies, ``__dbg_*`` debug ops).
+        """The graph without the nodes tfdbg inserted: v1's ``__copy_*`` copies and ``__dbg_*`` debug ops,
+        v2's ``DebugIdentityV2`` (and the other :data:`V2_DEBUG_OPS`) nodes.
 
         A tfdbg v1 executed graph feeds each watched tensor through ``__copy_<op>_<slot>`` into a
         ``__dbg_...`` op and makes the consumers wait on it (``^__dbg_...``). Inputs that read a copy are
         given the copied tensor back and control inputs on debug ops are dropped, so the nodes have the
-        inputs of the graph that was run (as tfdbg's own ``DebugGraph`` does).
+        inputs of the graph that was run (as tfdbg's own ``DebugGraph`` does). tfdbg v2 hangs a debug op on
+        each output and chains them by control inputs; consumers read the op itself.
         """
         copies = {node.name: node.data_inputs[0] for node in self.nodes
                   if node.name.startswith(_COPY_PREFIX) and node.data_inputs}
+        debug = {node.name for node in self.nodes if node.op in V2_DEBUG_OPS}
         nodes = []
         for node in self.nodes:
-            if node.name.startswith((_COPY_PREFIX, _DEBUG_PREFIX)):
+            if node.name.startswith((_COPY_PREFIX, _DEBUG_PREFIX)) or node.name in debug:
                 continue
             inputs = tuple(copies.get(_output_zero(name), name) for name in node.inputs
-                           if not name.lstrip("^").startswith((_COPY_PREFIX, _DEBUG_PREFIX))
-                           or _output_zero(name) in copies)
+                           if (not name.lstrip("^").startswith((_COPY_PREFIX, _DEBUG_PREFIX))
+                               or _output_zero(name) in copies) and name.lstrip("^").split(":")[0] not in debug)
             nodes.append(TfNode(node.name, node.op, inputs, node.device, node.attrs))
         return TfGraph(tuple(nodes), self.path)
 
@@ -331,30 +341,65 @@ def keep_tfdbg_v1_graphs(run_path, graph_dir) -> Tuple[List[KeptGraph], List[str
     file). Never raises for a bad graph file: the tensors of the run are still worth converting.
     """
     run_path = os.fspath(run_path)
-    run = os.path.basename(os.path.normpath(run_path))
-    kept: List[KeptGraph] = []
-    notes: List[str] = []
     sources: List[Tuple[str, str]] = []
     for folder in sorted(os.listdir(run_path)):
         device_dir = os.path.join(run_path, folder)
         if folder.startswith(DEVICE_DIR_PREFIX) and os.path.isdir(device_dir):
-            sources.extend((folder, os.path.join(device_dir, name)) for name in sorted(os.listdir(device_dir))
-                           if name.startswith(GRAPH_FILE_PREFIX))
+            sources.extend((device_name_from_folder(folder), os.path.join(device_dir, name))
+                           for name in sorted(os.listdir(device_dir)) if name.startswith(GRAPH_FILE_PREFIX))
     if not sources:
         return [], [f"{run_path}: no executed graph (_tfdbg_graph_* file) in the run; the graph was not kept."]
+    return _keep(run_path, graph_dir, sources, tfdbg_v1_graph_bytes)
+
+
+def keep_tfdbg_v2_graphs(run_path, graph_dir) -> Tuple[List[KeptGraph], List[str]]:
+    """Copy the function graphs a tfdbg v2 capture left in ``run_path/precision_tool_graphs`` (see
+    :data:`V2_GRAPHS_DIR`) into ``graph_dir`` as ``graph_<run>_<n>_<function>.pb``, oldest first, with
+    ``index.json`` entries like :func:`keep_tfdbg_v1_graphs` (the device is ``""``: a function graph is not
+    placed). Same returns and notes; a capture made without precision_tool's ``enable_reference_dump``
+    has no graphs (one note)."""
+    run_path = os.fspath(run_path)
+    folder = os.path.join(run_path, V2_GRAPHS_DIR)
+    try:
+        names = [name for name in os.listdir(folder) if name.endswith(".pb")]
+    except OSError:
+        names = []
+    if not names:
+        return [], [f"{run_path}: no function graph ({V2_GRAPHS_DIR}/ is written by "
+                    "npu_tf_config.enable_reference_dump); the graph was not kept."]
+    ordered = sorted(names, key=natural_key)
+    return _keep(run_path, graph_dir, [(name[:-3], os.path.join(folder, name)) for name in ordered],
+                 _graph_def_bytes)
+
+
+def natural_key(name: str) -> list:
+    """Sort key reading digit runs as numbers: ``graph_r_cpu_2.pb`` before ``graph_r_cpu_10.pb``."""
+    return [int(part) if part.isdigit() else part for part in re.split(r"(\d+)", name)]
+
+
+def _graph_def_bytes(path: str) -> Tuple[bytes, TfGraph]:
+    data = _read_regular_file(path)
+    return data, parse_graph_def(data, path)
+
+
+def _keep(run_path: str, graph_dir, sources: List[Tuple[str, str]], read) -> Tuple[List[KeptGraph], List[str]]:
+    """Write each ``(label, source)`` graph (``read(source)`` gives its ``GraphDef`` bytes and graph) to
+    ``graph_dir`` as ``graph_<run>_<label>.pb`` and index them."""
+    run = os.path.basename(os.path.normpath(run_path))
+    kept: List[KeptGraph] = []
+    notes: List[str] = []
     counts: Dict[str, int] = {}
-    for folder, source in sources:
-        device = device_name_from_folder(folder)
+    for label, source in sources:
         try:
-            data, graph = tfdbg_v1_graph_bytes(source)
+            data, graph = read(source)
         except ReferenceFormatError as error:
             notes.append(f"{error}; the graph was not kept.")
             continue
-        stem = f"graph_{_slug(run)}_{_slug(device)}"
+        stem = f"graph_{_slug(run)}_{_slug(label)}"
         number = counts.get(stem, 0)
         counts[stem] = number + 1
         file_name = f"{stem}.pb" if number == 0 else f"{stem}_{number}.pb"
-        path = os.path.join(graph_dir, file_name)
+        path = os.path.join(os.fspath(graph_dir), file_name)
         try:
             os.makedirs(graph_dir, exist_ok=True)
             with atomic_write(path) as handle:
@@ -362,9 +407,10 @@ def keep_tfdbg_v1_graphs(run_path, graph_dir) -> Tuple[List[KeptGraph], List[str
         except OSError as error:
             notes.append(f"{path}: cannot write ({error.strerror or error}); the graph was not kept.")
             continue
+        device = label if read is tfdbg_v1_graph_bytes else ""
         kept.append(KeptGraph(file_name, path, run_path, device, source, len(graph.nodes)))
     if kept:
-        notes.extend(_update_index(graph_dir, kept))
+        notes.extend(_update_index(os.fspath(graph_dir), kept))
     return kept, notes
 
 

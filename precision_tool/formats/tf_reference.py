@@ -41,7 +41,7 @@ from precision_tool.config import ensure_output_dir
 from precision_tool.errors import PrecisionToolError, WorkspaceError
 from precision_tool.fileio import TEMP_PREFIX
 from precision_tool.formats.npy_dir import build_name_mapping, reference_file_name, write_reference_npy
-from precision_tool.formats.tf_graph import KeptGraph, keep_tfdbg_v1_graphs
+from precision_tool.formats.tf_graph import KeptGraph, keep_tfdbg_v1_graphs, keep_tfdbg_v2_graphs
 from precision_tool.formats.tf_tensor import DT_RESOURCE, base_dtype_code
 from precision_tool.formats.tfdbg import TfdbgRun, TfdbgTensor, iter_tfdbg, list_tfdbg_runs
 from precision_tool.formats.tfdbg_v2_names import ALIAS_USER, Alias, V2Naming, name_v2_dump
@@ -180,8 +180,8 @@ class ReferenceConversion:
     notes : what the user should know about names: arguments without values, weights or inputs that got
         no alias, aliases refused (v2 naming and ``aliases``).
     keeps_every_execution : True for v2 (``op@k`` names), False for v1 (the last dump is kept).
-    graphs : the executed graphs kept in ``graph_dir`` (tfdbg v1 only; see
-        :func:`precision_tool.formats.tf_graph.keep_tfdbg_v1_graphs`); why a graph was not kept is in ``notes``.
+    graphs : the executed graphs kept in ``graph_dir`` (see ``keep_tfdbg_v1_graphs`` and
+        ``keep_tfdbg_v2_graphs`` in :mod:`precision_tool.formats.tf_graph`); why one was not kept is in ``notes``.
     """
 
     run: TfdbgRun
@@ -268,7 +268,8 @@ def convert_tfdbg_run(run: Union[TfdbgRun, str, os.PathLike], out_dir, *, clean:
     graph_dir : str or Path, optional
         Also keep the run's executed graph there (tfdbg v1: ``graph_<run>_<device>.pb`` and ``index.json``,
         :func:`precision_tool.formats.tf_graph.keep_tfdbg_v1_graphs`). A graph that cannot be read or
-        written is a note, not an error. tfdbg v2 graphs are not kept yet (a note says so).
+        written is a note, not an error. A tfdbg v2 run's graphs are the function graphs the capture left
+        (``keep_tfdbg_v2_graphs``).
 
     Returns
     -------
@@ -301,12 +302,9 @@ def convert_tfdbg_run(run: Union[TfdbgRun, str, os.PathLike], out_dir, *, clean:
     found_aliases.extend(_user_aliases(aliases or {}))
     graphs: List[KeptGraph] = []
     if graph_dir is not None:
-        if run.version == 1:
-            graphs, graph_notes = keep_tfdbg_v1_graphs(run.path, os.fspath(graph_dir))
-            notes.extend(graph_notes)
-        else:
-            notes.append("The executed graph of a tfdbg v2 run is not kept yet (the captures' "
-                         "DebuggedGraph.original_graph_def is empty in TF 2.6 and 2.21).")
+        keep = keep_tfdbg_v1_graphs if run.version == 1 else keep_tfdbg_v2_graphs
+        graphs, graph_notes = keep(run.path, os.fspath(graph_dir))
+        notes.extend(graph_notes)
 
     tensors: List[ReferenceTensor] = []
     fused: Counter = Counter()

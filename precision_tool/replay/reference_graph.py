@@ -7,7 +7,8 @@ are named by time -- wins.
 
 Two rewrites make the executed graph speak the reference's names:
 
-* tfdbg's ``__copy_*``/``__dbg_*`` nodes are removed (:meth:`TfGraph.without_debug_ops`);
+* tfdbg's debug nodes are removed (v1 ``__copy_*``/``__dbg_*``, v2 ``DebugIdentityV2``:
+  :meth:`TfGraph.without_debug_ops`);
 * a fed placeholder executes as an ``_Arg`` node ``_arg_<name>_0_<i>``; it is renamed ``<name>`` (and every
   input naming it), as the reference files and the NPU graph's ``Data`` ops call it.
 """
@@ -20,7 +21,7 @@ from dataclasses import dataclass
 from typing import Dict, List, Optional, Tuple
 
 from precision_tool.errors import PrecisionToolError
-from precision_tool.formats.tf_graph import INDEX_FILE, TfGraph, TfNode, read_tf_graph
+from precision_tool.formats.tf_graph import INDEX_FILE, TfGraph, TfNode, natural_key, read_tf_graph
 
 _ARG_NODE = re.compile(r"_arg_(?P<name>.+)_0_\d+")
 
@@ -89,12 +90,7 @@ def graph_files(graph_dir: str) -> List[str]:
             listed = [name for name in os.listdir(graph_dir) if name.endswith(".pb")]
         except OSError:
             return []
-    return [os.path.join(graph_dir, name) for name in sorted(set(listed), key=_natural)]
-
-
-def _natural(name: str) -> list:
-    """Sort key reading digit runs as numbers: ``graph_r_cpu_2.pb`` before ``graph_r_cpu_10.pb``."""
-    return [int(part) if part.isdigit() else part for part in re.split(r"(\d+)", name)]
+    return [os.path.join(graph_dir, name) for name in sorted(set(listed), key=natural_key)]
 
 
 def load_reference_graph(graph_dir: str) -> ReferenceGraph:
@@ -107,8 +103,8 @@ def load_reference_graph(graph_dir: str) -> ReferenceGraph:
     """
     paths = graph_files(graph_dir)
     if not paths:
-        raise PrecisionToolError(f"{graph_dir}: no reference graph (run tf_dump on a tfdbg v1 capture, "
-                                 "or emulate, to keep one)")
+        raise PrecisionToolError(f"{graph_dir}: no reference graph (run tf_dump on a capture made with "
+                                 "sess_dump, estimator_dump or enable_reference_dump, or emulate, to keep one)")
     nodes: Dict[str, TfNode] = {}
     files: Dict[str, str] = {}
     notes: List[str] = []

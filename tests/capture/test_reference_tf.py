@@ -137,6 +137,11 @@ def test_keras_step_capture_names_and_values(tf_captures):
     assert sorted(forward.values()) == ["BiasAdd", "BiasAdd", "Conv2D", "MatMul", "MatMul", "MatMul", "Relu"]
     assert {name: dumped.get(name) for name in forward} == forward
     assert report.data["fused_op_types"] == {}
+    # no disable_reference_dump() in the script: the function graph was written at exit, and tf_dump kept it
+    from precision_tool.replay.reference_graph import load_reference_graph
+
+    graph = load_reference_graph(str(capture.out / "ws_keras" / "tf" / "graph"))
+    assert {name: graph[name].op for name in forward} == forward
     references = reference_arrays(capture.out / "ws_keras" / "tf" / "dump")
     fetched = np.load(capture.out / "step_fetched.npz")
     (relu,) = [name for name, op_type in forward.items() if op_type == "Relu"]

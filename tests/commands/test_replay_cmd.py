@@ -44,7 +44,8 @@ def test_without_a_reference_graph_it_says_why_and_exits_2(tmp_path, capsys):
     shutil.rmtree(workspace / "tf" / "graph")
     code, out, _ = run(capsys, "-d", workspace, "replay", RES_CONV)
     assert code == 2 and out.splitlines()[-1].startswith("Not replayed: ")
-    assert "no reference graph (run tf_dump on a tfdbg v1 capture, or emulate, to keep one)" in out
+    assert ("no reference graph (run tf_dump on a capture made with sess_dump, estimator_dump or "
+            "enable_reference_dump, or emulate, to keep one)") in out
 
 
 def test_ni_shows_local_inherited_and_total_after_ac(tmp_path, capsys):

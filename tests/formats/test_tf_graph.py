@@ -1,4 +1,4 @@
-"""GraphDef reading without TensorFlow, and the tfdbg v1 graphs tf_dump keeps (pure Python: runs on 3.7 too).
+"""GraphDef reading without TensorFlow, and the tfdbg v1 and v2 graphs tf_dump keeps (pure Python: runs on 3.7 too).
 
 The GraphDefs here are encoded byte by byte from the protobuf wire format with TensorFlow's field numbers,
 independently of the reader's schema table; tests/formats/test_tf_graph_tf.py checks against TensorFlow.
@@ -254,10 +254,37 @@ def test_a_run_without_graph_says_so(tmp_path):
                for n in report.data["notes"])
 
 
-def test_tfdbg_v2_graph_is_not_kept_yet(tmp_path):
+def test_tfdbg_v2_graphs_are_the_function_graphs_the_capture_left(tmp_path):
+    ws = tmp_path / "ws"
+    run = ws / "tf" / "tf_debug" / "v2"
+    write_tfdbg_v2_dump(run, [("y", "Relu", 0, np.ones(2, np.float32), 1_800_000_000.0)])
+    folder = run / "precision_tool_graphs"
+    folder.mkdir()
+    (folder / "10_later.pb").write_bytes(node("only", "NoOp"))
+    (folder / "2_train_step.pb").write_bytes(graph_bytes())
+    (folder / "3_broken.pb").write_bytes(graph_bytes()[:-7])
+    os.mkfifo(str(folder / "4_fifo.pb"))
+    report = dispatch([], ws)
+    assert [(g["file"], g["nodes"], g["device"]) for g in report.data["graphs"]] == [
+        ("graph_v2_2_train_step.pb", 4, ""), ("graph_v2_10_later.pb", 1, "")]  # numbers in order, not text
+    assert (ws / "tf" / "graph" / "graph_v2_2_train_step.pb").read_bytes() == graph_bytes()
+    notes = " | ".join(report.data["notes"])
+    assert "3_broken.pb" in notes and "4_fifo.pb: not a regular file; the graph was not kept." in notes
+
+
+def test_a_tfdbg_v2_capture_without_graphs_says_why(tmp_path):
     ws = tmp_path / "ws"
     write_tfdbg_v2_dump(ws / "tf" / "tf_debug" / "v2", [("y", "Relu", 0, np.ones(2, np.float32), 1_800_000_000.0)])
     report = dispatch([], ws)
     assert report.data["graphs"] == [] and not (ws / "tf" / "graph").exists()
-    assert ("The executed graph of a tfdbg v2 run is not kept yet (the captures' DebuggedGraph.original_graph_def "
-            "is empty in TF 2.6 and 2.21).") in report.data["notes"]
+    assert any(n.endswith("no function graph (precision_tool_graphs/ is written by "
+                          "npu_tf_config.enable_reference_dump); the graph was not kept.")
+               for n in report.data["notes"])
+
+
+def test_tfdbg_v2_debug_ops_are_removed_and_consumers_keep_their_inputs():
+    data = (node("x", "Placeholder") + node("DebugIdentityV2_1", "DebugIdentityV2", ["x"])
+            + node("relu", "Relu", ["x", "^DebugIdentityV2_1"])
+            + node("relu/DebugIdentityV2_2", "DebugIdentityV2", ["relu", "^DebugIdentityV2_1"]))
+    graph = parse_graph_def(data).without_debug_ops()
+    assert [(n.name, n.inputs) for n in graph.nodes] == [("x", ()), ("relu", ("x",))]
