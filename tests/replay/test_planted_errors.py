@@ -7,7 +7,8 @@ from precision_tool.checks.autocheck import AutocheckOptions, run_autocheck
 WITH_REPLAY = AutocheckOptions(compare=True, workers=1)
 SMALL = ["mobilenet_depthwise", "mobilenet_bn_add", "transformer_softmax", "transformer_matmul", "lstm_matmul",
          "tf1_conv"]
-BIG = ["ResNet50_conv", "ResNet50_bn_add", "EfficientNetB0_depthwise", "EfficientNetB0_bn_add", "DenseNet121_conv",
+BIG = ["ResNet50_conv", "ResNet50_bn_add", "MobileNetV2_depthwise", "MobileNetV2_bn_add", "InceptionV3_conv",
+       "InceptionV3_bn_add", "EfficientNetB0_depthwise", "EfficientNetB0_bn_add", "DenseNet121_conv",
        "DenseNet121_bn_add", "VGG16_conv", "VGG16_matmul"]
 
 
@@ -51,6 +52,7 @@ def test_keras_applications_planted(planted_big, name):
 
 @pytest.mark.tf
 @pytest.mark.slow
-@pytest.mark.parametrize("model", ["ResNet50", "EfficientNetB0", "VGG16", "DenseNet121"])
+@pytest.mark.parametrize("model", ["ResNet50", "MobileNetV2", "InceptionV3", "EfficientNetB0", "VGG16",
+                                   "DenseNet121"])
 def test_keras_applications_clean(planted_big, model):
     _check_clean(planted_big[f"{model}_clean"])

@@ -15,6 +15,7 @@ SIZE = int(os.environ.get("PRECISION_TOOL_APP_SIZE", "64"))
 
 
 def model():
+    keras.backend.clear_session()  # auto-named layers (InceptionV3's conv2d_N) get the same names in every build
     build = getattr(keras.applications, os.environ.get("PRECISION_TOOL_APP", "ResNet50"))
     net = build(input_shape=(SIZE, SIZE, 3), weights=None, classes=10)
     batch_norms = [layer for layer in net.layers if isinstance(layer, keras.layers.BatchNormalization)]

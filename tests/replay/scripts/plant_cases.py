@@ -1,7 +1,7 @@
 """Emulate every replay test case into OUT (one process: TensorFlow is imported once), then write
 OUT/summary.json: per case the workspace, the TF op planted and the NPU op that implements it.
 
-usage: plant_cases.py OUT [--big]
+usage: plant_cases.py OUT [--big] [MODEL ...]   (MODEL: only these; default all of the set)
 
 Each model is emulated clean first (``<model>_clean``); the plant sites are then chosen from its plan --
 the middle op of a kind, so the error enters mid-network and must be told from the drift around it -- and
@@ -32,12 +32,16 @@ SMALL = {
 }
 _CONV, _BN_ADD = ("type", "Conv2D"), ("fused_member", "batchnorm/add_1")
 _APPS = HERE.parent / "models" / "applications.py"
+_DEPTHWISE = ("type", "DepthwiseConv2dNative")
 BIG = {
     "ResNet50": (_APPS, {"conv": _CONV, "bn_add": _BN_ADD}),
-    "EfficientNetB0": (_APPS, {"depthwise": ("type", "DepthwiseConv2dNative"), "bn_add": _BN_ADD}),
+    "MobileNetV2": (_APPS, {"depthwise": _DEPTHWISE, "bn_add": _BN_ADD}),
+    "InceptionV3": (_APPS, {"conv": _CONV, "bn_add": _BN_ADD}),
+    "EfficientNetB0": (_APPS, {"depthwise": _DEPTHWISE, "bn_add": _BN_ADD}),
     "DenseNet121": (_APPS, {"conv": _CONV, "bn_add": _BN_ADD}),
     "VGG16": (_APPS, {"conv": _CONV, "matmul": ("type", "MatMul")}),
 }
+SIZES = {"InceptionV3": "75"}  # its smallest input; the others run at applications.py's 64
 
 
 def choose(plan, rule):
@@ -52,11 +56,14 @@ def choose(plan, rule):
     return names[(len(names) - 1) // 2]
 
 
-def main(out, big):
+def main(out, big, only=None):
     cases = {}
     for model, (script, sites) in (BIG if big else SMALL).items():
+        if only and model not in only:
+            continue
         if big:
             os.environ["PRECISION_TOOL_APP"] = model
+            os.environ["PRECISION_TOOL_APP_SIZE"] = SIZES.get(model, "64")
         clean = emulate(str(script), str(out / f"{model}_clean"))
         cases[f"{model}_clean"] = {"workspace": clean.workspace, "planted": None, "npu_op": None}
         plan = clean.plans["debug_0"]
@@ -70,4 +77,4 @@ def main(out, big):
 
 
 if __name__ == "__main__":
-    main(Path(sys.argv[1]), "--big" in sys.argv[2:])
+    main(Path(sys.argv[1]), "--big" in sys.argv[2:], [a for a in sys.argv[2:] if not a.startswith("--")])
