@@ -44,7 +44,7 @@ class BackgroundImport:
         self._thread: Optional[threading.Thread] = None
 
     def start(self) -> None:
-        if self._thread is None:
+        if self._thread is None and "tensorflow" not in sys.modules:  # imported once per process (a shell)
             quiet_tensorflow_import()
             collecting = gc.isenabled()
             if collecting:
