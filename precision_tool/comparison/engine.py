@@ -167,7 +167,7 @@ def _run(tasks: List[PairTask], cosine_threshold, workers: int, progress: Option
         return outcomes, 1
     context = multiprocessing.get_context("fork" if "fork" in multiprocessing.get_all_start_methods() else None)
     processes = min(workers, len(chunks))
-    with context.Pool(processes, initializer=init_pool_worker, initargs=(cosine_threshold,)) as pool:
+    with context.Pool(processes, initializer=init_pool_worker, initargs=(cosine_threshold, os.getpid())) as pool:
         started()  # the pool forks its workers when made; it forks again only to replace one that died
         for chunk_outcomes in pool.imap(run_chunk, chunks):
             outcomes.extend(chunk_outcomes)

@@ -1,6 +1,7 @@
 """The comparator engine: verdicts per tensor, shared input results, coverage rows, workers, first divergence."""
 import dataclasses
 import os
+import sys
 
 import numpy as np
 import pytest
@@ -153,3 +154,42 @@ def test_workers_started_is_called_once_after_the_workers_exist(tmp_path):
     seen.clear()  # too little to split: compared in this process, called before comparing, nothing forked
     assert _run([], 0.99, 2, None, lambda: seen.append(len(multiprocessing.active_children()))) == ([], 1)
     assert seen == [0]
+
+
+def _alive(pid):
+    """True while ``pid`` runs (a zombie waiting for its reaper counts as gone)."""
+    try:
+        with open(f"/proc/{pid}/status") as handle:
+            return not any(line.startswith("State:") and "Z" in line.split()[1] for line in handle)
+    except OSError:
+        return False
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="prctl(PR_SET_PDEATHSIG) is Linux's")
+def test_a_busy_worker_dies_when_the_comparing_process_is_killed(tmp_path):
+    """A pool worker ends at its queue's end-of-file only after its current chunk (a large tensor: seconds or
+    more). die_with_parent ends it at once: here a 'worker' busy for a minute, whose parent is SIGKILLed."""
+    import subprocess
+    import time
+
+    pid_file = tmp_path / "worker.pid"
+    script = (
+        "import os, signal, sys, time\n"
+        "from precision_tool.comparison.worker import die_with_parent\n"
+        "parent = os.getpid()\n"
+        "if os.fork() == 0:\n"
+        "    assert die_with_parent(parent)\n"
+        f"    open({str(pid_file)!r}, 'w').write(str(os.getpid()))\n"
+        "    time.sleep(60)\n"
+        "    os._exit(0)\n"
+        f"while not os.path.exists({str(pid_file)!r}):\n"
+        "    time.sleep(0.01)\n"
+        "os.kill(parent, signal.SIGKILL)\n")
+    repo = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+    done = subprocess.run([sys.executable, "-c", script], env=dict(os.environ, PYTHONPATH=repo), timeout=60)
+    assert done.returncode == -9
+    worker = int(pid_file.read_text())
+    deadline = time.monotonic() + 10
+    while _alive(worker) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not _alive(worker)
