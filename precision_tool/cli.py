@@ -17,7 +17,7 @@ from precision_tool.commands import build_registry
 from precision_tool.commands.registry import Context
 from precision_tool.config import ENV_DATA_DIR, default_data_dir
 from precision_tool.errors import PrecisionToolError
-from precision_tool.reports.format import format_report, report_to_json
+from precision_tool.reports.format import format_report, report_to_json, terminal_safe
 
 
 def _global_parser() -> argparse.ArgumentParser:
@@ -66,7 +66,7 @@ def _main(args: List[str]) -> int:
     try:
         report = registry.dispatch([options.command, *options.args], ctx)
     except PrecisionToolError as error:
-        print(f"precision_tool: error: {error}", file=sys.stderr)
+        print(f"precision_tool: error: {terminal_safe(str(error))}", file=sys.stderr)
         return error.exit_code
     except KeyboardInterrupt:
         print("precision_tool: interrupted", file=sys.stderr)

@@ -14,16 +14,26 @@
       temp/...                           tool outputs
 
 The workspace is ``-d DIR``, else ``$PRECISION_TOOL_DATA``, else ``./precision_data``.
+
+Outputs never go into an input folder: every folder or file a command writes is checked first by
+:func:`check_output_dir` / :func:`check_output_file` (or their ``ensure_`` forms, which also create the
+folder) against the command's inputs and, in a workspace, :attr:`Workspace.input_folders`.
 """
 from __future__ import annotations
 
+import hashlib
 import os
+import re
 from dataclasses import dataclass
+from typing import Sequence, Tuple
 
 from precision_tool.errors import WorkspaceError
 
 ENV_DATA_DIR = "PRECISION_TOOL_DATA"
 DEFAULT_DATA_DIR = "precision_data"
+_ELSEWHERE = "choose an output folder outside the input"
+MAX_FILE_NAME_BYTES = 255  # Linux's NAME_MAX
+_NOT_IN_FILE_NAMES = re.compile('[\x00-\x1f\x7f-\x9f/\\\\:*?"<>|\ud800-\udfff]')
 
 
 def default_data_dir() -> str:
@@ -88,26 +98,113 @@ class Workspace:
     def temp(self) -> str:
         return os.path.join(self.root, "temp")
 
+    @property
+    def input_folders(self) -> Tuple[str, ...]:
+        """The folders the tool reads and never writes into, whether they exist yet or not: ``npu`` (every NPU
+        run: dumps, graphs, ``debug_dir``), ``overflow``, ``tf/dump``, ``tf/tf_debug``, ``tf/graph`` and
+        ``fusion``. The workspace root and ``temp`` (the tool's outputs) are not inputs. (``tf_dump`` writes
+        ``tf/dump`` and ``tf/graph`` from ``tf/tf_debug``: it leaves those two out of its check.)"""
+        return (os.path.join(self.root, "npu"), os.path.dirname(self.overflow_dump), self.tf_dump, self.tf_debug,
+                self.tf_graph, os.path.dirname(self.fusion_result))
 
-def ensure_output_dir(out_dir: str, *input_paths: str) -> str:
-    """Create ``out_dir`` and return its real path, refusing to write into the user's inputs.
 
-    For an input folder, ``out_dir`` may be neither the folder nor anywhere below it (a later scan of
-    the folder would find our outputs). For an input file, ``out_dir`` may not be the file's own folder.
-    The check runs before anything is written and raises :class:`WorkspaceError`.
+def input_folders_of(*paths: str) -> Tuple[str, ...]:
+    """The folder each input stands for: a folder itself, a file (or anything that is not a folder) the
+    folder holding it. Pass them as ``folders=`` when a command's input file lies in a folder the tool scans
+    (a dump file's step folder, a graph file's graph folder): then no output goes into that folder or below.
+
+    >>> input_folders_of("/no/such/dump/Add.add.1.1.1700000000000000")
+    ('/no/such/dump',)
     """
+    return tuple(path if os.path.isdir(path) else os.path.dirname(os.path.abspath(path)) for path in paths)
+
+
+def _inside(real_path: str, real_folder: str) -> bool:
+    """``real_path`` is ``real_folder`` or below it (both already resolved)."""
+    return real_path == real_folder or real_path.startswith(real_folder.rstrip(os.sep) + os.sep)
+
+
+def _refuse_inside_inputs(name: str, out_dir: str, input_paths: Sequence[str], folders: Sequence[str]) -> str:
+    """The real path of ``out_dir``; :class:`WorkspaceError` naming ``name`` when it lies in an input (the
+    rules of :func:`check_output_dir`)."""
     real_out = os.path.realpath(out_dir)
     for path in input_paths:
         real_in = os.path.realpath(path)
-        if os.path.isdir(real_in):
-            inside = real_out == real_in or real_out.startswith(real_in.rstrip(os.sep) + os.sep)
-        else:
-            inside = real_out == os.path.dirname(real_in)
+        inside = _inside(real_out, real_in) if os.path.isdir(real_in) else real_out == os.path.dirname(real_in)
         if inside:
-            raise WorkspaceError(f"{out_dir}: output folder would be inside the input {path}",
-                                 "choose an output folder outside the input")
+            raise WorkspaceError(f"{name}: output folder would be inside the input {path}", _ELSEWHERE)
+    for folder in folders:
+        if _inside(real_out, os.path.realpath(folder)):
+            raise WorkspaceError(f"{name}: output folder would be inside the input {folder}", _ELSEWHERE)
+    return real_out
+
+
+def check_output_dir(out_dir: str, *input_paths: str, folders: Sequence[str] = ()) -> str:
+    """The real path of output folder ``out_dir``, refusing one in the user's inputs; nothing is created.
+
+    For an input folder, ``out_dir`` may be neither the folder nor anywhere below it (a later scan of
+    the folder would find our outputs). For an input file (or a path that does not exist), ``out_dir`` may
+    not be the file's own folder; pass the file's folder in ``folders`` (:func:`input_folders_of`) to forbid
+    everything below it too. ``folders`` are input folders whether or not they exist yet (a workspace's
+    :attr:`Workspace.input_folders`). Paths are compared after resolving symbolic links. Raises
+    :class:`WorkspaceError` naming ``out_dir`` and the input.
+    """
+    return _refuse_inside_inputs(out_dir, out_dir, input_paths, folders)
+
+
+def ensure_output_dir(out_dir: str, *input_paths: str, folders: Sequence[str] = ()) -> str:
+    """:func:`check_output_dir`, then create the folder; returns its real path. The check runs before
+    anything is written."""
+    real_out = check_output_dir(out_dir, *input_paths, folders=folders)
     try:
         os.makedirs(real_out, exist_ok=True)
     except OSError as exc:
         raise WorkspaceError(f"{out_dir}: cannot create output folder ({exc.strerror})") from exc
     return real_out
+
+
+def check_output_file(out_file: str, *input_paths: str, folders: Sequence[str] = ()) -> str:
+    """Output file ``out_file`` as ``{real path of its folder}/{its name}``, refusing one in the user's inputs;
+    nothing is created.
+
+    The file's folder obeys :func:`check_output_dir`'s rules (same ``input_paths`` and ``folders``), and the
+    file may not be one of the ``input_paths`` itself (a symbolic link to it included). A symbolic link at
+    ``out_file`` is not followed: an atomic write replaces it. Raises :class:`WorkspaceError` naming
+    ``out_file``.
+    """
+    real_file = os.path.realpath(out_file)
+    for path in input_paths:
+        if real_file == os.path.realpath(path):
+            raise WorkspaceError(f"{out_file}: the output file is the input {path}", "choose another output file")
+    folder = _refuse_inside_inputs(out_file, os.path.dirname(os.path.abspath(out_file)), input_paths, folders)
+    return os.path.join(folder, os.path.basename(out_file))
+
+
+def ensure_output_file(out_file: str, *input_paths: str, folders: Sequence[str] = ()) -> str:
+    """:func:`check_output_file`, then create the file's folder; returns the checked path. The file itself
+    is left to the caller's atomic write."""
+    path = check_output_file(out_file, *input_paths, folders=folders)
+    ensure_output_dir(os.path.dirname(path))
+    return path
+
+
+def output_file_name(text: str, suffix: str = "") -> str:
+    """A file name for an output named after ``text`` (an op or tensor name from the user's files), ending in
+    ``suffix``.
+
+    ``/ \\ : * ? " < > |``, control characters (NUL included) and lone surrogates become ``_``, so the name
+    can be neither a path nor refused by ``open``. A name longer than 255 UTF-8 bytes (Linux's limit) keeps
+    as much of its start as fits and ends in ``-`` and 16 hex digits of ``text``'s SHA-256, so two long names
+    sharing a start stay two files; ``suffix`` is always kept.
+
+    >>> output_file_name("scope/conv:0", ".npy"), output_file_name("a" + chr(0) + "b")
+    ('scope_conv_0.npy', 'a_b')
+    >>> name = output_file_name("x" * 300, ".dot"); len(name), name.endswith(".dot")
+    (255, True)
+    """
+    stem = _NOT_IN_FILE_NAMES.sub("_", text)
+    if len((stem + suffix).encode("utf-8")) <= MAX_FILE_NAME_BYTES:
+        return stem + suffix
+    digest = "-" + hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+    room = MAX_FILE_NAME_BYTES - len((digest + suffix).encode("utf-8"))
+    return stem.encode("utf-8")[:max(room, 0)].decode("utf-8", "ignore") + digest + suffix

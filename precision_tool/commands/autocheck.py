@@ -8,7 +8,8 @@ with the most likely culprit and the next commands (:mod:`precision_tool.checks.
 shell, or as whole ``precision_tool -d WORKSPACE ...`` lines when run from a terminal.
 
 With ``-c`` the result CSV and ``summary.json`` go where ``compare`` writes them: a new
-``WORKSPACE/temp/vector_compare/{timestamp}/`` (where ``vcs`` looks), or ``OUT_DIR`` with ``-o``.
+``WORKSPACE/temp/vector_compare/{timestamp}/`` (where ``vcs`` looks), or ``OUT_DIR`` with ``-o``. ``-o`` and
+``--html`` inside one of the workspace's input folders are refused (exit 2) before anything runs.
 
 Exit codes: with ``-c`` as ``compare`` -- 0 every compared tensor passes, 1 one fails, 2 nothing could be
 compared (no reference, nothing aligned). Without ``-c``: 1 when an overflow (Opdebug record, or inf/NaN/fp16
@@ -53,6 +54,7 @@ def handle(args, ctx: Context):
 
     if args.html and not args.compare:
         raise UsageError("ac: --html needs -c (the page shows the comparison)", "run 'ac -c --html FILE'")
+    _check_outputs(args, ctx)
     started = time.perf_counter()
     options = AutocheckOptions(compare=args.compare, limit=args.limit, cosine=args.cosine, workers=args.workers,
                                fusion_floor=args.fusion_floor, fusion_growth=args.fusion_growth, replay=args.replay)
@@ -86,6 +88,18 @@ def handle(args, ctx: Context):
         report.add_text(f"HTML report: {html}")
         report.data["html"] = os.path.abspath(html)
     return report
+
+
+def _check_outputs(args, ctx: Context) -> None:
+    """Refuse ``-o`` and ``--html`` inside the workspace's input folders before anything runs (the result's own
+    inputs are checked again when it is written)."""
+    from precision_tool.config import Workspace, check_output_dir, check_output_file
+
+    inputs = Workspace(ctx.data_dir).input_folders
+    if args.out_dir:
+        check_output_dir(args.out_dir, folders=inputs)
+    if args.html:
+        check_output_file(args.html, folders=inputs)
 
 
 COMMAND = Command(

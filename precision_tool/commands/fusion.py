@@ -7,12 +7,16 @@ off), compares the two runs op by op and names the fused ops whose output differ
 (:mod:`precision_tool.checks.fusion_compare` gives the rule and its thresholds); ``-a`` shows every compared
 op with its distances.
 
-Exit code 1 when a fused op differs from its unfused TF ops, else 0.
+Exit code 1 when a fused op differs from its unfused TF ops; else 2 when an input could not be read (the Build
+graph; an unreadable ``fusion_result.json`` ends the command with its one-line error) or there is nothing to
+examine (no workspace folder, neither a Build graph folder nor ``fusion_result.json``); else 0.
 """
 from __future__ import annotations
 
+import os
+
 from precision_tool.commands.registry import Command, Context
-from precision_tool.errors import EXIT_FAILED_CHECK, EXIT_OK
+from precision_tool.errors import EXIT_FAILED_CHECK, EXIT_OK, EXIT_UNUSABLE_INPUT, WorkspaceError
 
 
 def add_arguments(parser):
@@ -34,6 +38,7 @@ def handle(args, ctx: Context):
     from precision_tool.reports.report import Report
 
     workspace = Workspace(ctx.data_dir)
+    _require_inputs(workspace)
     section = check_fusion(workspace, args.fusion_floor, args.fusion_growth, compare=not args.no_compare)
     overview = section.overview
     report = Report(title=f"Fusion in {workspace.npu_run(0)}")
@@ -46,16 +51,37 @@ def handle(args, ctx: Context):
     if section.notes:
         report.add_text(*section.notes)
     culprits = section.comparison.culprits if section.comparison is not None else ()
+    graph_unread = not section.graph_path and os.path.isdir(workspace.npu_graph(0))
     if culprits:
         report.status = "fusion culprit(s): " + "; ".join(f"{op.op_name} ({_passes(op)})" for op in culprits)
+    elif graph_unread:
+        report.status = (f"the Build graph of {workspace.npu_graph(0)} could not be read (see the notes): fused ops "
+                         "unknown")
     elif section.comparison is not None:
         report.status = "every fused op computes what its unfused TF ops compute"
     else:
         report.status = "no fusion-off comparison"
-    report.exit_code = EXIT_FAILED_CHECK if culprits else EXIT_OK
+    report.exit_code = EXIT_FAILED_CHECK if culprits else EXIT_UNUSABLE_INPUT if graph_unread else EXIT_OK
     report.data = section.to_dict()
     report.data["listed_ops"] = [op.name for op in ops]
     return report
+
+
+def _require_inputs(workspace) -> None:
+    """:class:`WorkspaceError` (one line naming the path) when the workspace is not a folder, when it has
+    neither a Build graph folder nor ``fusion/fusion_result.json``, or when ``fusion_result.json`` exists but
+    cannot be read (a folder, a FIFO, broken JSON: the reader's error)."""
+    from precision_tool.formats.fusion_result import read_fusion_result
+
+    root = workspace.root
+    if not os.path.isdir(root):
+        raise WorkspaceError(f"{root}: {'not a folder' if os.path.lexists(root) else 'no such workspace folder'}",
+                             "pass -d DATA_DIR or set PRECISION_TOOL_DATA")
+    if os.path.lexists(workspace.fusion_result):
+        read_fusion_result(workspace.fusion_result)  # checks/autocheck reads it again; it is small
+    elif not os.path.isdir(workspace.npu_graph(0)):
+        raise WorkspaceError(f"{root}: nothing to examine: no Build graph folder {workspace.npu_graph(0)} and no "
+                             f"{workspace.fusion_result}", "capture a dump run with its graphs first")
 
 
 def _passes(op) -> str:

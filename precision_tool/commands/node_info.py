@@ -9,6 +9,7 @@ Graphviz DOT text written to ``WORKSPACE/temp/node_info/``.
 from __future__ import annotations
 
 import os
+import shlex
 from typing import List
 
 from precision_tool.commands import node_sections
@@ -84,16 +85,19 @@ def handle(args, ctx: Context) -> Report:
 
 def _add_subgraph(report: Report, data: dict, graph, op, depth: int, lookup) -> None:
     from precision_tool.commands.subgraph_dot import neighbourhood, to_dot
-    from precision_tool.config import ensure_output_dir
+    from precision_tool.config import ensure_output_dir, output_file_name
     from precision_tool.formats.ge_io import atomic_write_text
 
     nodes, edges = neighbourhood(graph, op.name, depth)
     dot = to_dot(nodes, edges, op.name)
     folder = ensure_output_dir(os.path.join(lookup.workspace.temp, "node_info"))
-    path = os.path.join(folder, f"{sanitize_op_name(op.name)}.depth{depth}.dot")
-    atomic_write_text(path, dot + "\n")
+    path = os.path.join(folder, output_file_name(sanitize_op_name(op.name), f".depth{depth}.dot"))
+    try:
+        atomic_write_text(path, dot + "\n")
+    except OSError as error:
+        raise WorkspaceError(f"{path}: cannot write ({error.strerror or error})") from None
     lines: List[str] = [f"Subgraph within {depth} edges: {len(nodes)} ops, {len(edges)} edges, written to {path}",
-                        f"(render: dot -Tsvg '{path}' -o subgraph.svg)"]
+                        f"(render: dot -Tsvg {shlex.quote(path)} -o subgraph.svg)"]
     if dot.count("\n") < DOT_PRINT_LINES:
         lines.append(dot)
     report.add_text(*lines)

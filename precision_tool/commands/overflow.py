@@ -6,14 +6,19 @@ are detailed with every input and output's statistics (:mod:`precision_tool.chec
 records -- or with ``--scan`` -- the dumps themselves are scanned for inf/NaN and fp16 saturation, and the
 Cast ops checked for lost information: FOLDER's dumps when it holds any, else ``WORKSPACE/npu/debug_0/dump``.
 
-Exit code 1 when something overflowed, 0 when nothing did, 2 when FOLDER does not exist.
+A record that cannot be decoded is listed with its cause; when no readable record shows an overflow, the
+dumps are scanned for the verdict, as without records.
+
+Exit code 1 when something overflowed; else 2 when a record or a dump could not be read (nothing found in
+what was readable is no proof), or when there is nothing to check at all (FOLDER missing or not a folder; no
+records and no dump files to scan); else 0.
 """
 from __future__ import annotations
 
 import os
 
 from precision_tool.commands.registry import Command, Context
-from precision_tool.errors import EXIT_FAILED_CHECK, EXIT_OK, WorkspaceError
+from precision_tool.errors import EXIT_FAILED_CHECK, EXIT_OK, EXIT_UNUSABLE_INPUT, WorkspaceError
 
 
 def add_arguments(parser):
@@ -28,48 +33,73 @@ def add_arguments(parser):
 
 
 def handle(args, ctx: Context):
-    from precision_tool.checks.casts import check_casts
-    from precision_tool.checks.nonfinite import scan_dumps_for_overflow
     from precision_tool.checks.overflow import check_overflow_records
     from precision_tool.config import Workspace
     from precision_tool.formats.dump_names import scan_dump_folder
-    from precision_tool.reports.overflow_report import add_casts, add_dump_scan, add_overflow_records
+    from precision_tool.reports.overflow_report import add_overflow_records
     from precision_tool.reports.report import Report
 
     workspace = Workspace(ctx.data_dir)
     folder = args.folder or workspace.overflow_dump
     if args.folder is not None and not os.path.isdir(folder):
-        raise WorkspaceError(f"{folder}: no such folder", "give the folder holding the Opdebug records")
+        cause = "not a folder" if os.path.lexists(folder) else "no such folder"
+        raise WorkspaceError(f"{folder}: {cause}", "give the folder holding the Opdebug records")
     scan = scan_dump_folder(folder) if os.path.isdir(folder) else None
     records = check_overflow_records(folder, args.limit, scan=scan)
     report = Report(title=f"Overflow check of {folder}")
     add_overflow_records(report, records)
     scanned = None
-    if args.scan or records.records == 0:
+    if args.scan or records.records == 0 or (records.failures and not records.overflowed):
         target = folder if scan is not None and scan.ops else workspace.npu_dump(0)
-        if not records.folder_exists:
-            report.add_text(f"No overflow run ({folder} is missing): scanning {target} instead.")
-        elif records.records == 0 and not args.scan:
-            report.add_text(f"No Opdebug records: scanning {target} instead.")
-        if os.path.isdir(target):
-            target_scan = scan if target == folder and scan is not None else scan_dump_folder(target)
-            scanned = scan_dumps_for_overflow(target, target_scan)
-            add_dump_scan(report, scanned, args.limit)
-            add_casts(report, check_casts(target_scan), args.limit)
-        else:
-            report.add_text(f"{target}: no such folder either: nothing to scan.")
+        scanned = _scan(report, records, target, scan if target == folder else None, args)
+        if records.records == 0 and (scanned is None or scanned.ops_scanned == 0):
+            raise WorkspaceError(f"{folder}: nothing to scan: no Opdebug records there and no dump files in {target}",
+                                 "give the folder of an overflow run (action='overflow'), or -d a workspace with "
+                                 "a dump run")
     found = records.overflowed or bool(scanned and scanned.ops)
-    first = records.first
-    if first is not None:
-        report.status = (f"first overflow: {first.op_name or f'task {first.task_id} stream {first.stream_id}'} "
-                         f"({'; '.join(first.status_lines)})")
-    elif scanned is not None and scanned.first_introduced is not None:  # there is one whenever ops were found
-        report.status = f"inf/NaN or saturation first appears at {scanned.first_introduced.op_name}"
-    else:
-        report.status = "no overflow found"
-    report.exit_code = EXIT_FAILED_CHECK if found else EXIT_OK
+    unreadable = [*records.failures, *(scanned.unreadable if scanned is not None else ())]
+    report.status = _status(records, scanned, unreadable)
+    report.exit_code = EXIT_FAILED_CHECK if found else EXIT_UNUSABLE_INPUT if unreadable else EXIT_OK
     report.data = {"records": records.to_dict(), "scan": None if scanned is None else scanned.to_dict()}
     return report
+
+
+def _scan(report, records, target: str, target_scan, args):
+    """Scan ``target``'s dumps (``target_scan``: its folder scan when already made) into ``report``; the
+    :class:`~precision_tool.checks.nonfinite.DumpScanCheck`, or ``None`` when ``target`` is not a folder."""
+    from precision_tool.checks.casts import check_casts
+    from precision_tool.checks.nonfinite import scan_dumps_for_overflow
+    from precision_tool.formats.dump_names import scan_dump_folder
+    from precision_tool.reports.overflow_report import add_casts, add_dump_scan
+
+    if not records.folder_exists:
+        report.add_text(f"No overflow run ({records.folder} is missing): scanning {target} instead.")
+    elif records.records == 0 and not args.scan:
+        report.add_text(f"No Opdebug records: scanning {target} instead.")
+    elif not args.scan and records.failures:
+        report.add_text(f"No readable Opdebug record shows an overflow: scanning {target} for the verdict.")
+    if not os.path.isdir(target):
+        report.add_text(f"{target}: no such folder either: nothing to scan.")
+        return None
+    target_scan = target_scan if target_scan is not None else scan_dump_folder(target)
+    scanned = scan_dumps_for_overflow(target, target_scan)
+    add_dump_scan(report, scanned, args.limit)
+    add_casts(report, check_casts(target_scan), args.limit)
+    return scanned
+
+
+def _status(records, scanned, unreadable) -> str:
+    """The first overflow (record, else dump scan), else "no overflow found" and, when some input could not be
+    read, the first such input with its cause (the exit code is then 2, not 0)."""
+    first = records.first
+    if first is not None:
+        return (f"first overflow: {first.op_name or f'task {first.task_id} stream {first.stream_id}'} "
+                f"({'; '.join(first.status_lines)})")
+    if scanned is not None and scanned.first_introduced is not None:  # there is one whenever ops were found
+        return f"inf/NaN or saturation first appears at {scanned.first_introduced.op_name}"
+    if unreadable:
+        return f"no overflow found, but {len(unreadable)} input(s) could not be read, e.g. {unreadable[0]}"
+    return "no overflow found"
 
 
 COMMAND = Command(
@@ -78,5 +108,6 @@ COMMAND = Command(
     add_arguments=add_arguments,
     handler=handle,
     aliases=("overflow",),
-    epilog="Exit codes: 0 no overflow, 1 an overflow was found, 2 unusable input.",
+    epilog="Exit codes: 0 no overflow, 1 an overflow was found, 2 unusable input (an unreadable record or dump, "
+           "nothing to scan).",
 )

@@ -121,10 +121,14 @@ def parse_tensor_spec(text: str) -> ParsedSpec:
 
 
 def existing_path(text: str, workspace_root: str) -> Optional[str]:
-    """``text`` as an existing file: relative to the current folder, then to the workspace."""
+    """``text`` as an existing entry other than a folder: relative to the current folder, then to the workspace.
+
+    Not only regular files: a FIFO, a device or a dangling symbolic link named on the command line is returned
+    too, so the reader refuses it naming the file and what it is, instead of its name being taken for an op.
+    """
     expanded = os.path.expanduser(text)
     for candidate in (expanded, os.path.join(workspace_root, expanded)):
-        if os.path.isfile(candidate):
+        if os.path.lexists(candidate) and not os.path.isdir(candidate):
             return candidate
     return None
 

@@ -92,11 +92,17 @@ def handle(args, ctx: Context) -> Report:
         raise WorkspaceError(f"{root}: run {args.run} does not exist "
                              f"({len(runs)} run(s); see 'tf_dump --list')") from None
     aliases = _parse_aliases(args.alias)
-    # The library only guards the run folder; the command also keeps the output out of the whole -i tree.
-    out_dir = ensure_output_dir(args.output or workspace.tf_dump, root, run.path)
+    # The library only guards the run folder; the command also keeps the output out of the whole -i tree and
+    # out of the workspace's other inputs.
+    out_dir = ensure_output_dir(args.output or workspace.tf_dump, root, run.path, folders=_other_inputs(workspace))
     graph_dir, graph_note = _graph_dir(workspace, run, root)
     conversion = convert_tfdbg_run(run, out_dir, clean=args.clean, aliases=aliases, graph_dir=graph_dir or None)
     return _conversion_report(conversion, _run_choice_note(runs, runs.index(run)), graph_dir, graph_note)
+
+
+def _other_inputs(workspace: Workspace) -> List[str]:
+    """The workspace's input folders but ``tf/dump`` and ``tf/graph``, which tf_dump itself writes."""
+    return [folder for folder in workspace.input_folders if folder not in (workspace.tf_dump, workspace.tf_graph)]
 
 
 def _graph_dir(workspace: Workspace, run: TfdbgRun, root: str) -> Tuple[str, str]:
@@ -104,7 +110,7 @@ def _graph_dir(workspace: Workspace, run: TfdbgRun, root: str) -> Tuple[str, str
     if run.version != 1:
         return workspace.tf_graph, ""
     try:
-        return ensure_output_dir(workspace.tf_graph, root, run.path), ""
+        return ensure_output_dir(workspace.tf_graph, root, run.path, folders=_other_inputs(workspace)), ""
     except WorkspaceError as error:
         return "", f"{error}; the graph was not kept."
 

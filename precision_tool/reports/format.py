@@ -1,15 +1,49 @@
-"""Render a :class:`~precision_tool.reports.report.Report` as terminal text or JSON (one place for both)."""
+"""Render a :class:`~precision_tool.reports.report.Report` as terminal text or JSON (one place for both).
+
+Everything shown on a terminal -- report text here, and the one-line errors of ``cli.main`` and the shell --
+goes through :func:`terminal_safe`, so names from hostile dumps and graphs cannot send escape sequences.
+"""
 from __future__ import annotations
 
 import json
 import math
 import numbers
+import re
 from dataclasses import dataclass
 from typing import Any, List
 
 from tabulate import tabulate
 
 from precision_tool.reports.report import Report, Table, Text
+
+# C0 controls but tab and newline, DEL, C1 controls, the bidirectional overrides and isolates, lone surrogates.
+_UNSAFE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069\ud800-\udfff]")
+
+
+def terminal_safe(text: str) -> str:
+    r"""``text`` with every character that could drive a terminal shown as its Python escape instead.
+
+    Replaced: the C0 controls (ESC, BEL, NUL, CR, backspace ...) except tab and newline, DEL, the C1 controls
+    (0x80-0x9f; 0x9b starts an escape sequence on its own), the bidirectional overrides and isolates
+    (U+202A-U+202E, U+2066-U+2069, which reorder the rest of the line) and lone surrogates (undecodable bytes
+    of a file name; ``print`` cannot encode them). Each becomes ``\xNN`` (``\uNNNN`` above 0xff), as ``repr``
+    writes it, rather than ``?``: the name stays recognisable, two names differing only in a control
+    character stay different on screen, and the user can see that the name holds one. A backslash already in
+    ``text`` is kept, so ``\x1b`` on screen may also be those four characters; ``--json`` keeps the exact
+    string. Tab and newline are kept because reports lay out their lines with them (a one-line error has
+    none: :class:`~precision_tool.errors.PrecisionToolError` folds white space).
+
+    >>> print(terminal_safe("conv\x1b[31m\x07/a\x9b\x7f b"))
+    conv\x1b[31m\x07/a\x9b\x7f b
+    >>> print(terminal_safe("\u202eabc \udcff"))
+    \u202eabc \udcff
+    """
+    return _UNSAFE.sub(_escape, text)
+
+
+def _escape(match) -> str:
+    code = ord(match.group())
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
 
 
 @dataclass(frozen=True)
@@ -34,17 +68,21 @@ class OutputSettings:
 
 
 def format_report(report: Report, settings: OutputSettings = OutputSettings()) -> str:
-    """The report as text: title, each block, status; blocks separated by a blank line."""
+    """The report as terminal text: title, each block, status; blocks separated by a blank line.
+
+    Every piece of text (title, lines, table titles, headers and cells) is made :func:`terminal_safe` before
+    the tables are laid out, so columns line up with the escapes as shown.
+    """
     parts: List[str] = []
     if report.title:
-        parts.append(report.title)
+        parts.append(terminal_safe(report.title))
     for block in report.blocks:
         if isinstance(block, Table):
             parts.append(_format_table(block, settings))
         elif isinstance(block, Text):
-            parts.append("\n".join(block.lines))
+            parts.append(terminal_safe("\n".join(block.lines)))
     if report.status:
-        parts.append(report.status)
+        parts.append(terminal_safe(report.status))
     return "\n\n".join(p for p in parts if p)
 
 
@@ -55,9 +93,10 @@ def _format_table(table: Table, settings: OutputSettings) -> str:
         note = f"... {len(rows) - settings.max_rows} more rows not shown"
         rows = rows[: settings.max_rows]
     cells = [[_cell(value, settings.float_format) for value in row] for row in rows]
-    text = tabulate(cells, headers=list(table.headers), tablefmt=settings.table_format,
+    headers = [terminal_safe(str(header)) for header in table.headers]
+    text = tabulate(cells, headers=headers, tablefmt=settings.table_format,
                     disable_numparse=True) if rows else "(none)"
-    lines = [table.title] if table.title else []
+    lines = [terminal_safe(table.title)] if table.title else []
     lines.append(text)
     if note:
         lines.append(note)
@@ -65,13 +104,16 @@ def _format_table(table: Table, settings: OutputSettings) -> str:
 
 
 def _cell(value: Any, float_format: str) -> Any:
-    """``value`` formatted with ``float_format`` when it is a real, non-integer number, else as it is.
+    """``value`` formatted with ``float_format`` when it is a real, non-integer number; integers and ``None``
+    as they are; anything else as its ``str``, made :func:`terminal_safe`.
 
     (tabulate's own ``floatfmt`` is ignored with ``disable_numparse``, which keeps number-like text intact.)
     """
     if isinstance(value, numbers.Real) and not isinstance(value, numbers.Integral):
         return format(value, float_format)
-    return value
+    if value is None or isinstance(value, numbers.Integral):
+        return value
+    return terminal_safe(str(value))
 
 
 def _json_safe(value: Any) -> Any:

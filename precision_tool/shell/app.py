@@ -3,10 +3,12 @@
 The loop follows pgcli's ``run_cli``: read a line (prompt_toolkit, set up once in :meth:`Shell._build_session`),
 split it (:mod:`.command_line`), dispatch it through the same registry as the batch CLI, format the report
 for the terminal and print it. Long tables are cut to the terminal's height with a note; ``CMD > FILE``
-writes the whole output to a file instead. A user error prints one line ``error: ...``; a bug prints its
-traceback; either way the shell stays. Ctrl-C cancels the running command (or clears the line), Ctrl-D,
-``exit`` or ``quit`` leave. History is kept in ``$XDG_STATE_HOME/precision_tool/history`` (default
-``~/.local/state/...``) and suggested as you type.
+writes the whole output to a file instead (never into one of the workspace's input folders). A user error
+prints one line ``error: ...``; a bug prints its traceback; either way the shell stays. Everything printed
+goes through :func:`~precision_tool.reports.format.terminal_safe`, so names in the workspace cannot drive the
+terminal (the completion menu is prompt_toolkit's, which shows control characters as ``^[``). Ctrl-C cancels
+the running command (or clears the line), Ctrl-D, ``exit`` or ``quit`` leave. History is kept in
+``$XDG_STATE_HOME/precision_tool/history`` (default ``~/.local/state/...``) and suggested as you type.
 
 Nothing of the workspace is read at start-up: the completion index and the commands read it when first
 needed. When standard input is not a terminal, lines are read from it and run one after the other
@@ -27,7 +29,7 @@ from precision_tool.commands import build_registry
 from precision_tool.commands.registry import Context
 from precision_tool.commands.workspace_lookup import lookup_for
 from precision_tool.errors import EXIT_OK, PrecisionToolError, UsageError
-from precision_tool.reports.format import OutputSettings, format_report
+from precision_tool.reports.format import OutputSettings, format_report, terminal_safe
 from precision_tool.reports.report import Table
 from precision_tool.shell.command_line import parse_command_line
 from precision_tool.shell.completer import PrecisionToolCompleter
@@ -72,7 +74,12 @@ class Shell:
 
     # ------------------------------------------------------------------ one line
     def execute(self, line: str, size: Optional[Tuple[int, int]] = None) -> ShellResult:
-        """Run one line; ``size`` is the terminal's ``(columns, lines)`` (default: the real one)."""
+        """Run one line; ``size`` is the terminal's ``(columns, lines)`` (default: the real one). The text is
+        :func:`terminal_safe`, whatever produced it: a report, an error line or a traceback."""
+        result = self._execute(line, size)
+        return dataclasses.replace(result, text=terminal_safe(result.text))
+
+    def _execute(self, line: str, size: Optional[Tuple[int, int]]) -> ShellResult:
         stripped = line.strip()
         if not stripped or stripped.startswith("#"):
             return ShellResult()
@@ -97,9 +104,12 @@ class Shell:
                                + traceback.format_exc().rstrip(), exit_code=70)
 
     def _write(self, report, target: str) -> str:
+        """``CMD > target``: the whole report into ``target`` (its folder created), refused with a
+        :class:`~precision_tool.errors.WorkspaceError` inside a workspace input folder."""
+        from precision_tool.config import Workspace, ensure_output_file
         from precision_tool.fileio import atomic_write
 
-        path = os.path.expanduser(target)
+        path = ensure_output_file(os.path.expanduser(target), folders=Workspace(self.ctx.data_dir).input_folders)
         text = format_report(report)
         try:
             with atomic_write(path, "w") as out:
@@ -144,7 +154,7 @@ class Shell:
     def run(self) -> int:
         """The interactive loop; returns the exit status of the shell (0)."""
         prompt_session = self.prompt_session = self._build_session(_open_history())
-        print(self.banner())
+        print(terminal_safe(self.banner()))
         while True:
             try:
                 line = prompt_session.prompt()

@@ -71,13 +71,16 @@ def write_report(data: ReportData, path: str) -> str:
 
 
 def ensure_report_folder(path: str, inputs) -> str:
-    """Create the folder ``path`` will go in, refusing one inside the run's input folders (the result's
-    ``inputs``: NPU dump, reference, graphs) with :class:`~precision_tool.errors.WorkspaceError`; returns
-    ``path``."""
-    from precision_tool.config import ensure_output_dir
+    """Create the folder ``path`` will go in and return ``path``, refusing one inside the run's inputs with
+    :class:`~precision_tool.errors.WorkspaceError` naming ``path``: the result's ``inputs`` (NPU dump,
+    reference, graphs) and, when the NPU dump lies in a workspace, every input folder of that workspace
+    (:attr:`~precision_tool.config.Workspace.input_folders`: ``tf/tf_debug``, ``fusion`` ... too)."""
+    from precision_tool.config import Workspace, ensure_output_file
 
-    folders = [inputs.get(key) for key in ("npu", "reference", "graph", "reference_graph")]
-    ensure_output_dir(os.path.dirname(os.path.abspath(path)), *[p for p in folders if p and os.path.exists(p)])
+    paths = [inputs.get(key) for key in ("npu", "reference", "graph", "reference_graph")]
+    workspace = workspace_of_result("", inputs)
+    ensure_output_file(path, *[p for p in paths if p and os.path.exists(p)],
+                       folders=Workspace(workspace).input_folders if workspace else ())
     return path
 
 
