@@ -106,10 +106,10 @@ class NpuTensorRef:
         layout in that dtype in the same pass (see ``read_origin_tensor``; an array not converted keeps the
         stored dtype). For the comparator and replay: alignment itself never calls this.
         """
-        from precision_tool.formats.dump_file import read_dump_header
+        from precision_tool.formats.dump_file import read_dump_header_cached
         from precision_tool.formats.origin_tensor import read_origin_tensor
 
-        dump = read_dump_header(self.path)
+        dump = read_dump_header_cached(self.path)  # one parse for every tensor of a file, not one per tensor
         entry = dump.tensor(self.kind, self.index)
         if entry.original_shape is None and self.origin_shape is not None:
             entry = dataclasses.replace(entry, original_shape=tuple(self.origin_shape))
@@ -209,6 +209,9 @@ class Coverage:
     ambiguous : one line per name that could mean several tensors and was therefore not guessed.
     unaligned : ``(tensor_id, reason)`` for every NPU tensor without a reference.
     unreadable : ``(path, message)`` for dump files whose header could not be read.
+    unreadable_references : ``(path, message)`` for reference ``.npy`` files (NPU vs TF) whose header could
+        not be read -- truncated, damaged, a FIFO, folder or dangling symlink named like a reference; their
+        tensors are not compared (the NPU tensors they would serve say why in :attr:`unaligned`).
     """
 
     aligned_count: int = 0
@@ -220,6 +223,7 @@ class Coverage:
     ambiguous: Tuple[str, ...] = ()
     unaligned: Tuple[Tuple[str, str], ...] = ()
     unreadable: Tuple[Tuple[str, str], ...] = ()
+    unreadable_references: Tuple[Tuple[str, str], ...] = ()
 
     def to_dict(self) -> dict:
         return {"aligned_count": self.aligned_count, "npu_tensors": self.npu_tensors,
@@ -227,7 +231,8 @@ class Coverage:
                 "dumped_not_in_graph": list(self.dumped_not_in_graph),
                 "graph_ops_without_dump": list(self.graph_ops_without_dump), "ambiguous": list(self.ambiguous),
                 "unaligned": [list(item) for item in self.unaligned],
-                "unreadable": [list(item) for item in self.unreadable]}
+                "unreadable": [list(item) for item in self.unreadable],
+                "unreadable_references": [list(item) for item in self.unreadable_references]}
 
 
 

@@ -34,8 +34,9 @@ def align_npu_vs_tf(npu_dump_dir, reference_dir, graph=None, tf_op_names: Iterab
     names = {target.name for _, _, target in jobs if isinstance(target, Target)}
     if run.index is not None:
         names |= run.index.tf_names()
-    files = tuple(read_npy_dir(reference_dir))
-    references = ReferenceIndex(files, names | set(tf_op_names))
+    listing = read_npy_dir(reference_dir)
+    files = tuple(listing)
+    references = ReferenceIndex(files, names | set(tf_op_names), listing.unreadable)
     order, order_source = run.order()
     position = {name: p for p, name in enumerate(order)}
     jobs.sort(key=lambda job: (position.get(job[1].op_name, len(position)), job[1].kind != INPUT, job[1].index))
@@ -74,6 +75,7 @@ def align_npu_vs_tf(npu_dump_dir, reference_dir, graph=None, tf_op_names: Iterab
         graph_ops_without_dump=run.graph_ops_without_dump(),
         ambiguous=tuple(dict.fromkeys(ambiguous)),
         unaligned=tuple((item.npu.tensor_id, item.reason) for item in unaligned),
-        unreadable=tuple(run.unreadable))
+        unreadable=tuple(run.unreadable),
+        unreadable_references=listing.unreadable)
     return Alignment(MODE_NPU_VS_TF, tuple(pairs), tuple(unaligned), coverage, order, order_source,
                      run.data_inputs(), files)

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import Dict, Iterable, List, Optional, Sequence, Set, Tuple
 
 from precision_tool.formats.dump_names import sanitize_op_name
-from precision_tool.formats.npy_dir import NpyReference, build_name_mapping, reference_op_name
+from precision_tool.formats.npy_dir import NpyReference, build_name_mapping, reference_key, reference_op_name
 from precision_tool.alignment.model import NpyTensorRef
 from precision_tool.formats.tensor_kind import OUTPUT
 
@@ -43,8 +43,16 @@ class ReferenceIndex:
     name shares. Lookups are dict lookups; :meth:`unused` lists the tensors nothing asked for.
     """
 
-    def __init__(self, references: Sequence[NpyReference], known_names: Iterable[str]):
+    def __init__(self, references: Sequence[NpyReference], known_names: Iterable[str],
+                 unreadable: Sequence[Tuple[str, str]] = ()):
+        """``unreadable``: ``(path, message)`` of reference files that could not be read
+        (:attr:`~precision_tool.formats.npy_dir.NpyListing.unreadable`); a lookup of their tensor says so."""
         self._by_key: Dict[Tuple[str, int], NpyReference] = {}
+        self._unreadable: Dict[Tuple[str, int], str] = {}
+        for path, message in unreadable:
+            parsed = reference_key(os.path.basename(path))
+            if parsed is not None:
+                self._unreadable[parsed[:2]] = message
         self._indices: Dict[str, List[int]] = {}
         self._normalised: Dict[str, List[str]] = {}
         for record in references:
@@ -68,6 +76,8 @@ class ReferenceIndex:
                               ambiguous=f"{name}:{index} -> files {listed}")
             if len(hits) == 1:
                 record, normalised = self._by_key[(hits[0], index)], True
+        if record is None and (key, index) in self._unreadable:
+            return Lookup(None, reason=f"the reference file could not be read: {self._unreadable[(key, index)]}")
         if record is None:
             others = sorted(self._indices.get(key, ()))
             if others:

@@ -2,8 +2,9 @@
 
 Each input and output of each dump becomes ``OUT_DIR/{dump file name}.{input|output}.{i}.npy``, in its
 origin layout and original shape (what a user compares with TensorFlow), or as stored with
-``--keep-layout``. Payloads are read one tensor at a time, by offset. A bad file or tensor is reported
-in one line and skipped; the rest converts; the exit code is 0 only if everything converted.
+``--keep-layout``. Payloads are read one tensor at a time, by offset. In a folder, a bad file or tensor is
+reported in one line and skipped; the rest converts; the exit code is 0 only if everything converted. One
+file given whose header cannot be read is the command's error (one line, exit 2), before any folder is made.
 """
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ from precision_tool.config import Workspace, ensure_output_dir
 from precision_tool.errors import EXIT_OK, EXIT_UNUSABLE_INPUT, PrecisionToolError, WorkspaceError
 from precision_tool.fileio import save_npy_atomic
 from precision_tool.formats import layouts
-from precision_tool.formats.dump_file import read_dump_header
+from precision_tool.formats.dump_file import read_dump_header, read_dump_header_cached
 from precision_tool.formats.dump_names import dump_name_of_file, scan_dump_folder
 from precision_tool.formats.origin_tensor import read_origin_tensor
 from precision_tool.metrics.array_stats import STATS_HEADERS, array_stats
@@ -33,11 +34,15 @@ def add_arguments(parser):
 
 
 def _dump_files(path: str) -> List[str]:
-    if os.path.isfile(path):
+    """The dump files to convert: ``path`` itself unless it is a folder, else every dump under it.
+
+    Anything at ``path`` that is not a folder -- a FIFO, a dangling symlink too -- is taken as the one file
+    to convert, so that the dump reader names its cause; only nothing at all is "no such file or folder"."""
+    if not os.path.lexists(path):
+        raise WorkspaceError(f"{path}: no such file or folder")
+    if not os.path.isdir(path):
         dump_name_of_file(path)  # a single explicit file must have a dump file name
         return [path]
-    if not os.path.isdir(path):
-        raise WorkspaceError(f"{path}: no such file or folder")
     scan = scan_dump_folder(path)
     files = [ref.path for op in scan.ops for ref in (op.latest, *op.superseded)]
     files += [ref.path for ref in scan.overflow_records]
@@ -51,6 +56,8 @@ def handle(args, ctx: Context):
     from precision_tool.reports.report import Report
 
     files = _dump_files(args.path)
+    if not os.path.isdir(args.path):
+        read_dump_header(files[0])  # one file given: its unreadable header is the command's one-line error
     out_dir = args.out_dir or os.path.join(Workspace(ctx.data_dir).temp, "dump_convert",
                                            time.strftime("%Y%m%d%H%M%S"))
     out_dir = ensure_output_dir(out_dir, args.path)
@@ -58,7 +65,7 @@ def handle(args, ctx: Context):
     written = 0
     for path in files:
         try:
-            dump = read_dump_header(path)
+            dump = read_dump_header_cached(path)
         except PrecisionToolError as error:
             failures.append(str(error))
             continue
@@ -71,7 +78,7 @@ def handle(args, ctx: Context):
             except OSError as error:
                 raise WorkspaceError(f"{out_dir}: cannot write ({error.strerror or error})") from None
             except PrecisionToolError as error:
-                failures.append(f"{path}: {entry.label}: {error}")
+                failures.append(_failure_line(path, entry.label, error))
                 continue
             written += 1
             if decoded.note:
@@ -86,12 +93,29 @@ def handle(args, ctx: Context):
         report.add_text("Notes:", *notes)
     if failures:
         report.add_text(f"Failed ({len(failures)}):", *failures)
-    report.status = (f"{len(failures)} failures; the other tensors were written" if failures
-                     else "all tensors converted")
+    report.status = _status(len(failures), written)
     report.exit_code = EXIT_UNUSABLE_INPUT if failures else EXIT_OK
     report.data = {"out_dir": out_dir, "files": len(files), "tensors_written": written, "failures": failures,
                    "notes": notes}
     return report
+
+
+def _failure_line(path: str, label: str, error: PrecisionToolError) -> str:
+    """``PATH: output 0: cause``, once: a dump reader's error already starts with the path and the label."""
+    text = str(error)
+    if text.startswith(f"{path}: {label}: "):
+        return text
+    if text.startswith(f"{path}: "):
+        text = text[len(path) + 2:]
+    return f"{path}: {label}: {text}"
+
+
+def _status(failures: int, written: int) -> str:
+    """The last line: all converted, or how many failed and whether anything was written at all."""
+    if not failures:
+        return "all tensors converted"
+    failed = f"{failures} failure{'s' if failures != 1 else ''}"
+    return f"{failed}; the other tensors were written" if written else f"{failed}; no tensor was converted"
 
 
 COMMAND = Command(

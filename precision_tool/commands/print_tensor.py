@@ -6,7 +6,10 @@ the terminal. TENSOR takes every form of :mod:`.tensor_spec` (``OP:output:0``, `
 the slice may follow it directly (``pt X[0, :4]``) or as a second argument.
 
 ``-s`` saves what is shown as ``WORKSPACE/temp/print_tensor/{name}.npy`` (the decoded copy) and
-``{name}.txt`` beside it: never next to the input.
+``{name}.txt`` beside it: never next to the input, nor anywhere below a dump file's folder (refused, exit 2).
+
+A dump with more than :data:`MAX_VALUE_BLOCKS` tensors (a 10,000-input Concat) gets a statistics row for every
+tensor and the values of the first ones; its header is parsed once for all of them.
 """
 from __future__ import annotations
 
@@ -58,6 +61,11 @@ def tensor_argument(args) -> str:
     return text
 
 
+MAX_VALUE_BLOCKS = 64
+"""Tensors whose values are printed; a dump with more (a 10,000-input Concat) gets a statistics row for every
+tensor, values for the first 64 and one line saying how to print any other."""
+
+
 def handle(args, ctx: Context) -> Report:
     text = tensor_argument(args)
     lookup = lookup_for(ctx, args.run)
@@ -65,18 +73,16 @@ def handle(args, ctx: Context) -> Report:
     spec, tensors = load_tensors(text, lookup, keep_layout=args.keep_layout)
     index = parse_slice(spec.slice_text) if spec.slice_text else None
     columns, lines = terminal_size(ctx)
-    report = Report(title=text)
+    value_lines_each = max(8, lines // max(1, min(len(tensors), MAX_VALUE_BLOCKS)))
     rows, data, saved = [], [], []
     value_lines: List[str] = []
-    for tensor in tensors:
+    for number, tensor in enumerate(tensors):
         shown = _apply_slice(tensor, index, spec.slice_text)
         stats = array_stats(tensor.array)
         rows.append([tensor.label, tensor.stored, f"{tensor.layout} {shape_text(tensor.array.shape)}".strip(),
                      *stats.cells()])
-        heading = f"{tensor.label}{spec.slice_text}: {shown.dtype} {shape_text(shown.shape)}"
-        value_lines += [heading, array_text(shown, columns, max(8, lines // max(1, len(tensors)))), ""]
-        if tensor.note:
-            value_lines.insert(len(value_lines) - 1, f"note: {tensor.note}")
+        if number < MAX_VALUE_BLOCKS:
+            value_lines += _value_block(tensor, shown, spec.slice_text, columns, value_lines_each)
         item = {"tensor": tensor.label, "path": tensor.path, "stored": tensor.stored, "layout": tensor.layout,
                 "shape": list(tensor.array.shape), "dtype": str(tensor.array.dtype), **stats.to_dict(),
                 "shown_shape": list(shown.shape), "values": shown.tolist() if shown.size <= 10000 else None}
@@ -84,12 +90,24 @@ def handle(args, ctx: Context) -> Report:
             item["saved"] = _save(tensor, shown, spec.slice_text, lookup)
             saved += item["saved"]
         data.append(item)
+    if len(tensors) > MAX_VALUE_BLOCKS:
+        value_lines.append(f"values of the other {len(tensors) - MAX_VALUE_BLOCKS:,} tensors are not printed "
+                           f"(their statistics are above): name one, e.g. pt {spec.base}:output:0")
+    report = Report(title=text)
     report.add_table(["tensor", "stored", "shown as", *STATS_HEADERS], rows)
-    report.add_text(*value_lines[:-1])
+    report.add_text(*(value_lines[:-1] if value_lines and not value_lines[-1] else value_lines))
     if saved:
         report.status = "saved " + ", ".join(saved)
     report.data = {"spec": text, "slice": spec.slice_text, "tensors": data}
     return with_graph_notes(report, lookup.graph_notes)
+
+
+def _value_block(tensor: LoadedTensor, shown: np.ndarray, slice_text: str, columns: int, lines: int) -> List[str]:
+    """Heading, values sized to ``columns`` x ``lines``, the tensor's note if any, and a blank line."""
+    block = [f"{tensor.label}{slice_text}: {shown.dtype} {shape_text(shown.shape)}", array_text(shown, columns, lines)]
+    if tensor.note:
+        block.append(f"note: {tensor.note}")
+    return block + [""]
 
 
 def _apply_slice(tensor: LoadedTensor, index, slice_text: str) -> np.ndarray:
@@ -109,10 +127,12 @@ def safe_file_stem(label: str) -> str:
 
 
 def _save(tensor: LoadedTensor, shown: np.ndarray, slice_text: str, lookup) -> List[str]:
-    from precision_tool.config import ensure_output_dir
+    from precision_tool.config import ensure_output_dir, input_folders_of
     from precision_tool.fileio import atomic_write, save_npy_atomic
 
-    folder = ensure_output_dir(os.path.join(lookup.workspace.temp, "print_tensor"), tensor.path)
+    # a dump file's folder is scanned for dumps: nothing goes in it or below (a workspace given as -d DUMP_DIR)
+    dump_folders = () if tensor.path.lower().endswith(".npy") else input_folders_of(tensor.path)
+    folder = ensure_output_dir(os.path.join(lookup.workspace.temp, "print_tensor"), tensor.path, folders=dump_folders)
     stem = safe_file_stem(tensor.label) + (".slice" if slice_text else "")
     npy_path, txt_path = os.path.join(folder, stem + ".npy"), os.path.join(folder, stem + ".txt")
     values = np.asarray(shown)

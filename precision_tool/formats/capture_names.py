@@ -27,7 +27,8 @@ from dataclasses import dataclass
 from typing import Dict, Optional, Sequence, Tuple
 
 from precision_tool.errors import ReferenceFormatError, WorkspaceError
-from precision_tool.fileio import atomic_write
+from precision_tool.fileio import atomic_write, read_input_text
+from precision_tool.formats.bounds import loads_json, parse_decimal, shown_name
 
 NAMES_FILE = "precision_tool_names.json"
 FORMAT = "precision_tool.capture_names/1"
@@ -80,31 +81,51 @@ class CaptureNames:
         """Parse the JSON object; ``ReferenceFormatError`` naming ``source`` when it is not one."""
         try:
             if data.get("format") != FORMAT:
-                raise ValueError(f"format is {data.get('format')!r}, expected {FORMAT!r}")
+                raise ValueError(f"format is {shown_name(str(data.get('format')))}, expected {FORMAT!r}")
             models = tuple(ModelNames(str(m["name"]), tuple(ModelInput(str(i["name"]),
                                                                        tuple(str(c) for c in i.get("consumers", ())))
                                                             for i in m.get("inputs", ())))
                            for m in data.get("models", ()))
-            variables = tuple(VariableName(str(v["name"]), int(v["handle_id"])) for v in data.get("variables", ()))
-        except (AttributeError, KeyError, TypeError, ValueError) as error:
-            raise ReferenceFormatError(source, f"not a precision_tool names file ({error})") from None
+            variables = tuple(VariableName(str(v["name"]), _handle_id(v["handle_id"]))
+                              for v in data.get("variables", ()))
+        except (AttributeError, KeyError, TypeError, ValueError, RecursionError) as error:
+            raise ReferenceFormatError(source, f"not a precision_tool names file ({_short(error)})") from None
         return cls(models, variables)
 
 
+def _short(error: BaseException, limit: int = 160) -> str:
+    """An exception's text cut to ``limit`` characters (a ``KeyError`` quotes the whole key)."""
+    text = str(error) if not isinstance(error, RecursionError) else "nested too deeply"
+    return text if len(text) <= limit else text[:limit - 3] + "..."
+
+
+def _handle_id(value) -> int:
+    """An eager tensor id: a JSON integer or a string of ASCII digits (not a bool, a float or ``'²'``)."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value
+    parsed = parse_decimal(value) if isinstance(value, str) else None
+    if parsed is None:
+        raise ValueError(f"handle_id {shown_name(str(value))} is not an integer")
+    return parsed
+
+
 def read_capture_names(folder) -> Optional[CaptureNames]:
-    """The names file in ``folder``; ``None`` if there is none."""
+    """The names file in ``folder``; ``None`` if there is none.
+
+    Raises :class:`ReferenceFormatError` naming the file when it is there but not a readable names file: not
+    a regular file (a FIFO, a folder, a dangling symlink, ...), not UTF-8 JSON, nested too deeply, a number
+    of more than 30 digits, or fields of the wrong type.
+    """
     path = os.path.join(os.fspath(folder), NAMES_FILE)
-    try:
-        with open(path, encoding="utf-8") as handle:
-            text = handle.read()
-    except FileNotFoundError:
+    if not os.path.lexists(path):
         return None
-    except OSError as error:
-        raise ReferenceFormatError(path, f"cannot read the names file ({error.strerror})") from None
+    text = read_input_text(path, ReferenceFormatError)
     try:
-        data = json.loads(text)
+        data = loads_json(text)
     except ValueError as error:
         raise ReferenceFormatError(path, f"not JSON ({error})") from None
+    except RecursionError:
+        raise ReferenceFormatError(path, "not a precision_tool names file (JSON nested too deeply)") from None
     return CaptureNames.from_dict(data, path)
 
 

@@ -19,17 +19,21 @@ before anything is allocated, so a truncated file or a lying header gives one cl
 """
 from __future__ import annotations
 
+import io
 import os
-import stat
 import struct
+import threading
+from collections import OrderedDict
 from dataclasses import dataclass
-from typing import Optional, Sequence, Tuple, Union
+from typing import Optional, Sequence, Tuple, Union, cast
 
 import numpy as np
 from google.protobuf.message import DecodeError
 
 from precision_tool.errors import DumpFormatError, NanoDumpError
+from precision_tool.fileio import open_input
 from precision_tool.formats import dtypes
+from precision_tool.formats.bounds import ndim_problem
 from precision_tool.formats.dump_schema import DumpData
 from precision_tool.formats.tensor_kind import INPUT, OUTPUT, TensorKind
 
@@ -249,12 +253,15 @@ def read_dump_header(path: Union[str, os.PathLike]) -> DumpFile:
 
     Checks, in this order, each failing with one line starting with the path:
 
-    1. the file is a regular file of more than 8 bytes;
+    1. the file is a regular file (:func:`~precision_tool.fileio.open_input`: not a FIFO, device, folder,
+       dangling symlink or symlink loop) of more than 8 bytes;
     2. it is not a nano (TLV) dump -- uint32 ``0x5A5A5A5A`` at byte 8 -- (:class:`NanoDumpError`);
-    3. the header length ``L <= filesize - 8`` (checked on the file's size before reading ``L`` bytes);
+    3. the header length ``0 < L <= filesize - 8`` (checked on the file's size before reading ``L`` bytes;
+       ``L = 0`` is no header at all: every real dump names its op and version);
     4. the header decodes as ``DumpData``;
     5. the sizes of all inputs, outputs, buffers and spaces fit in ``filesize - 8 - L``;
-    6. each tensor's ``prod(shape) * itemsize`` fits in its ``size`` (skipped for data types numpy
+    6. no shape (stored or original) has more dimensions than numpy holds (``bounds.MAX_NDIM``);
+    7. each tensor's ``prod(shape) * itemsize`` fits in its ``size`` (skipped for data types numpy
        cannot hold, whose item size is unknown).
 
     Returns
@@ -268,9 +275,7 @@ def read_dump_header(path: Union[str, os.PathLike]) -> DumpFile:
     """
     path = os.fspath(path)
     try:
-        if not stat.S_ISREG(os.stat(path).st_mode):  # before open(): opening a FIFO would block
-            raise DumpFormatError(path, "is not a regular file")
-        with open(path, "rb") as handle:
+        with open_input(path, DumpFormatError) as handle:  # regular files only: a FIFO cannot block
             info = os.fstat(handle.fileno())
             header_length, header = _read_length_and_header(path, handle, info.st_size)
     except OSError as error:
@@ -281,7 +286,9 @@ def read_dump_header(path: Union[str, os.PathLike]) -> DumpFile:
         raise DumpFormatError(
             path, f"header ({header_length} bytes) is not a DumpData protobuf: {error}",
             "not an Ascend op dump, or a corrupted one") from None
-    return _build_dump_file(path, message, header_length, info.st_size, info.st_mtime_ns)
+    dump = _build_dump_file(path, message, header_length, info.st_size, info.st_mtime_ns)
+    _remember_header((info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns), dump)
+    return dump
 
 
 def _read_length_and_header(path: str, handle, file_size: int) -> Tuple[int, bytes]:
@@ -297,6 +304,9 @@ def _read_length_and_header(path: str, handle, file_size: int) -> Tuple[int, byt
             path, "nano (TLV) dump format, not supported: magic 0x5A5A5A5A at byte 8",
             "dump without nano mode, or convert it with msaccucmp")
     available = file_size - LENGTH_FIELD_BYTES
+    if header_length == 0:
+        raise DumpFormatError(path, "header length is 0: the file holds no DumpData header",
+                              "not an Ascend op dump, or a corrupted one")
     if header_length > available:
         raise DumpFormatError(
             path, f"header length {header_length} exceeds the {available} bytes after the length field",
@@ -343,6 +353,7 @@ def _tensor_entries(path: str, kind: TensorKind, messages, offset: int) -> Tuple
         if kind is OUTPUT and item.HasField("original_op"):
             original_name, original_index = item.original_op.name, item.original_op.output_index
             original_format = item.original_op.format
+        _check_ndim(path, kind, index, item)
         entry = TensorEntry(
             kind=kind, index=index, dtype_code=item.data_type, format_code=item.format,
             shape=tuple(item.shape.dim), original_shape=_optional_shape(item, "original_shape"),
@@ -355,10 +366,21 @@ def _tensor_entries(path: str, kind: TensorKind, messages, offset: int) -> Tuple
     return tuple(entries), offset
 
 
-def _check_tensor_fits(path: str, entry: TensorEntry) -> None:
-    storage = entry.storage_dtype
-    if storage is None:
-        return  # item size unknown: only the size total is checked
+def _check_ndim(path: str, kind: TensorKind, index: int, item) -> None:
+    """Refuse a stored or original shape with more dimensions than numpy holds, before any array exists."""
+    for field_name, what in (("shape", "shape"), ("original_shape", "original shape")):
+        if field_name == "original_shape" and not item.HasField(field_name):
+            continue
+        problem = ndim_problem(len(getattr(item, field_name).dim), what)
+        if problem is not None:
+            raise DumpFormatError(path, f"{kind} {index}: {problem}", "a corrupted header")
+
+
+def _check_tensor_fits(path: str, entry: TensorEntry) -> Optional[int]:
+    """``entry.nbytes`` after checking it fits ``entry.size``; ``None`` for a data type numpy cannot hold (its
+    item size is unknown: only the size total is checked)."""
+    if entry.storage_dtype is None:
+        return None
     needed = entry.nbytes
     if needed is None:
         raise DumpFormatError(
@@ -368,6 +390,7 @@ def _check_tensor_fits(path: str, entry: TensorEntry) -> None:
         raise DumpFormatError(
             path, f"{entry.label}: shape {format_shape(entry.shape)} {dtype_label(entry.dtype_code)} needs "
                   f"{needed} bytes but size is {entry.size}")
+    return needed
 
 
 def _blob_entries(kind: str, messages, type_field: str, offset: int) -> Tuple[Tuple[BlobEntry, ...], int]:
@@ -398,8 +421,7 @@ def read_tensor(dump_file: DumpFile, entry: TensorEntry) -> np.ndarray:
     if storage is None:
         raise DumpFormatError(
             dump_file.path, f"{entry.label}: data type {entry.dtype_name} is not supported (numpy cannot hold it)")
-    _check_tensor_fits(dump_file.path, entry)
-    nbytes = entry.nbytes
+    nbytes = _check_tensor_fits(dump_file.path, entry)
     assert nbytes is not None  # the storage dtype is known and _check_tensor_fits refused a too-large shape
     payload = _read_payload(dump_file, entry.offset, nbytes)
     array = np.frombuffer(payload, dtype=storage).reshape(entry.shape)
@@ -418,7 +440,7 @@ def _read_payload(dump_file: DumpFile, offset: int, length: int) -> bytearray:
     if offset + length > dump_file.file_size:
         raise DumpFormatError(path, f"payload at offset {offset} ({length} bytes) lies past the end of the file")
     try:
-        with open(path, "rb") as handle:
+        with open_input(path, DumpFormatError) as handle:
             info = os.fstat(handle.fileno())
             if info.st_size != dump_file.file_size or info.st_mtime_ns != dump_file.mtime_ns:
                 raise DumpFormatError(
@@ -426,9 +448,48 @@ def _read_payload(dump_file: DumpFile, offset: int, length: int) -> bytearray:
                           f"{info.st_size} bytes)", "read the header again")
             handle.seek(offset)
             payload = bytearray(length)
-            got = handle.readinto(payload)
+            got = cast(io.BufferedReader, handle).readinto(payload)  # open_input gives a BufferedReader
     except OSError as error:
         raise DumpFormatError(path, f"cannot read: {error.strerror or error}") from None
     if got != length:
         raise DumpFormatError(path, f"file shrank while being read (wanted {length} bytes at offset {offset})")
     return payload
+
+
+# --------------------------------------------------------------------------------------------- cached headers
+
+_HEADER_CACHE_SIZE = 8
+_header_cache: "OrderedDict[str, Tuple[Tuple[int, int, int, int], DumpFile]]" = OrderedDict()
+_header_cache_lock = threading.Lock()
+
+
+def read_dump_header_cached(path: Union[str, os.PathLike]) -> DumpFile:
+    """:func:`read_dump_header`, parsed once per file version: the last few headers read are kept.
+
+    Every :func:`read_dump_header` remembers its result with the file's ``(device, inode, size, mtime_ns)``
+    (from ``fstat`` on the descriptor it read). A kept header is returned while ``os.stat(path)`` still gives
+    that identity; anything else (a rewritten or replaced file, a path that no longer stats) is parsed again,
+    so errors are :func:`read_dump_header`'s own. Reading every tensor of a dump one by one (``pt`` on a
+    10,000-tensor file, the comparator) then costs one header parse, not one per tensor;
+    :func:`read_tensor` still refuses a file that changed after the parse.
+    """
+    path = os.fspath(path)
+    try:
+        info = os.stat(path)
+    except (OSError, ValueError):
+        return read_dump_header(path)
+    identity = (info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns)
+    with _header_cache_lock:
+        kept = _header_cache.get(path)
+        if kept is not None and kept[0] == identity:
+            _header_cache.move_to_end(path)
+            return kept[1]
+    return read_dump_header(path)
+
+
+def _remember_header(identity: Tuple[int, int, int, int], dump: DumpFile) -> None:
+    with _header_cache_lock:
+        _header_cache[dump.path] = (identity, dump)
+        _header_cache.move_to_end(dump.path)
+        while len(_header_cache) > _HEADER_CACHE_SIZE:
+            _header_cache.popitem(last=False)

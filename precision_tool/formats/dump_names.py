@@ -19,15 +19,18 @@ from __future__ import annotations
 
 import csv
 import hashlib
+import io
 import os
 import re
 from dataclasses import dataclass
 from typing import Dict, List, Optional, Sequence, Tuple, Union
 
 from precision_tool.errors import DumpFormatError, WorkspaceError
+from precision_tool.fileio import read_input_text
 
 MAPPING_FILE_NAME = "mapping.csv"
 MAX_FILE_NAME_BYTES = 255  # names this long or longer are stored under a hash
+MAPPING_LIMIT = 256 << 20  # bytes of mapping.csv read: ~1,000,000 rows of 255-byte names
 TIMESTAMP_DIGITS = 16
 MAX_EXTRA_FIELDS = 4
 OPDEBUG_OP_TYPE = "Opdebug"
@@ -35,7 +38,7 @@ OPDEBUG_OP_NAME = "Node_OpDebug"
 # Side files found in dump trees (converted tensors, mappings, reports): never dumps.
 SIDE_FILE_SUFFIXES = (".npy", ".csv", ".json", ".txt")
 _SANITISED = re.compile(r"[/.\\ ]")
-_NUMBER = re.compile(r"[0-9]+")
+_NUMBER = re.compile(r"[0-9]{1,20}")  # ASCII digits of a uint64 at most: int() can never fail on them
 
 
 def sanitize_op_name(op_name: str) -> str:
@@ -44,6 +47,7 @@ def sanitize_op_name(op_name: str) -> str:
 
 
 def _is_number(text: str) -> bool:
+    """1 to 20 ASCII digits (a uint64): ``'²'`` or a 5,000-digit field is not a number, so not a dump name."""
     return _NUMBER.fullmatch(text) is not None
 
 
@@ -124,17 +128,19 @@ def parse_dump_name(file_name: str) -> Optional[DumpName]:
 def read_mapping(folder: Union[str, os.PathLike]) -> Dict[str, str]:
     """``{hashed file name: original file name}`` from ``folder/mapping.csv``; ``{}`` if absent.
 
-    Rows that do not have exactly two cells are ignored; an unreadable file counts as absent
-    (the hashed files then show up as unrecognised in a scan).
+    Rows that do not have exactly two cells are ignored; an unreadable file -- missing, not a regular file
+    (a FIFO cannot hang the scan), not CSV -- counts as absent (the hashed files then show up as
+    unrecognised in a scan). The names it gives are parsed like any file name, so a field of 5,000 digits or
+    a ``'²'`` simply makes the name unrecognised.
     """
     path = os.path.join(os.fspath(folder), MAPPING_FILE_NAME)
     mapping: Dict[str, str] = {}
     try:
-        with open(path, newline="", encoding="utf-8", errors="replace") as handle:
-            for row in csv.reader(handle):
-                if len(row) == 2 and row[0].strip():
-                    mapping[row[0].strip()] = os.path.basename(row[1].strip())
-    except (OSError, csv.Error):
+        text = read_input_text(path, DumpFormatError, MAPPING_LIMIT, errors="replace")
+        for row in csv.reader(io.StringIO(text, newline="")):
+            if len(row) == 2 and row[0].strip():
+                mapping[row[0].strip()] = os.path.basename(row[1].strip())
+    except (DumpFormatError, csv.Error):
         return {}
     return mapping
 
@@ -243,7 +249,11 @@ class DumpScan:
 
 def _walk_files(root: str, unreadable: List[str]):
     """Yield ``(folder, entry names)`` depth-first; follows symlinked folders once (loops are cut
-    by remembering each folder's device and inode)."""
+    by remembering each folder's device and inode).
+
+    The names are every entry that is not a folder: regular files, and also FIFOs, devices, sockets and
+    dangling symlinks, so that one named like a dump is found and then refused by the dump reader in one
+    line naming it, rather than silently missing."""
     seen = set()
     stack = [root]
     while stack:
@@ -264,10 +274,10 @@ def _walk_files(root: str, unreadable: List[str]):
             try:
                 if entry.is_dir():
                     folders.append(entry.path)
-                elif entry.is_file():
+                else:
                     files.append(entry.name)
-            except OSError:
-                continue
+            except OSError:  # e.g. a symlink loop: not a folder to enter; the reader names the cause
+                files.append(entry.name)
         stack.extend(reversed(folders))  # visit sub-folders in name order
         yield folder, files
 

@@ -15,20 +15,25 @@ JSON.
 from __future__ import annotations
 
 import json
+import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Dict, List, Mapping, Optional, Tuple
 
 from precision_tool.errors import FusionFormatError, WorkspaceError
+from precision_tool.fileio import read_input_bytes
+from precision_tool.formats.bounds import json_decoder, shown_name
 from precision_tool.formats.ge_io import PathLike, atomic_write_text
 
 GRAPH_FUSION, UB_FUSION = "graph_fusion", "ub_fusion"
 FAMILIES = (GRAPH_FUSION, UB_FUSION)
 _SWITCH_FAMILY_KEYS = {GRAPH_FUSION: "GraphFusion", UB_FUSION: "UBFusion"}
-_CURRENT_KEY = re.compile(r"(?:session_and_graph_id_(\d+)_|graph_id_)(\d+)\Z")
-_OLD_SESSION_AND_GRAPH = re.compile(r"(\d+)_(\d+)\Z")
-_COUNT = re.compile(r"[0-9]+")
+# Ids and counts: 1 to 20 ASCII digits (a uint64). '²' or a 5,000-digit number is damage, never an int() crash.
+_CURRENT_KEY = re.compile(r"(?:session_and_graph_id_([0-9]{1,20})_|graph_id_)([0-9]{1,20})\Z")
+_OLD_SESSION_AND_GRAPH = re.compile(r"([0-9]{1,20})_([0-9]{1,20})\Z")
+_COUNT = re.compile(r"[0-9]{1,20}")
+_ID_KEY_PREFIXES = ("session_and_graph_id_", "graph_id_")
 ALL_PASSES = "ALL"
 
 
@@ -81,9 +86,7 @@ def parse_fusion_result(text: str, source: Optional[PathLike] = None) -> FusionR
         for key, value in obj.items():
             if not isinstance(value, dict):
                 raise FusionFormatError(source, f"{key}: expected an object of graph_fusion/ub_fusion")
-            match = _CURRENT_KEY.match(key)
-            session_id = int(match.group(1)) if match and match.group(1) else None
-            graph_id = int(match.group(2)) if match else None
+            session_id, graph_id = _key_ids(key, source)
             graphs.append(GraphFusion(key, _passes(value, source, key), session_id, graph_id))
     return FusionResult(tuple(graphs))
 
@@ -109,13 +112,33 @@ def write_fusion_result(result: FusionResult, path: PathLike) -> Path:
     return atomic_write_text(path, json.dumps(fusion_result_to_json(result), indent=4) + "\n")
 
 
+def _key_ids(key: str, source) -> Tuple[Optional[int], Optional[int]]:
+    """``(session id, graph id)`` of a current-form key (``session_and_graph_id_{s}_{g}`` or ``graph_id_{g}``);
+    ``(None, None)`` for a key of another form. A key of this form whose ids are not 1 to 20 ASCII digits
+    (``'²'``, 5,000 digits) is damage: :class:`FusionFormatError`."""
+    match = _CURRENT_KEY.match(key)
+    if match:
+        return (int(match.group(1)) if match.group(1) else None), int(match.group(2))
+    if key.startswith(_ID_KEY_PREFIXES):
+        raise FusionFormatError(source, f"key {shown_name(key)}: its ids are not 1 to 20 ASCII digits")
+    return None, None
+
+
 def _old_form_graph(obj: dict, source) -> GraphFusion:
+    """An older-form object: ids from ``session_and_graph_id`` (``"{s}_{g}"``), else ``graphId``; either, when
+    present, must be 1 to 20 ASCII digits each (else :class:`FusionFormatError`)."""
     session_id = graph_id = None
-    pair = obj.get("session_and_graph_id")
-    if isinstance(pair, str) and _OLD_SESSION_AND_GRAPH.match(pair):
+    pair, graph_field = obj.get("session_and_graph_id"), obj.get("graphId")
+    if pair is not None:
+        if not (isinstance(pair, str) and _OLD_SESSION_AND_GRAPH.match(pair)):
+            raise FusionFormatError(source, f"session_and_graph_id {_shown_value(pair)} is not "
+                                            "'{session}_{graph}' of 1 to 20 ASCII digits each")
         session_id, graph_id = (int(v) for v in pair.split("_"))
-    elif isinstance(obj.get("graphId"), (str, int)) and _COUNT.fullmatch(str(obj["graphId"])):
-        graph_id = int(obj["graphId"])
+    elif graph_field is not None:
+        if isinstance(graph_field, bool) or not (isinstance(graph_field, (str, int))
+                                                 and _COUNT.fullmatch(str(graph_field))):
+            raise FusionFormatError(source, f"graphId {_shown_value(graph_field)} is not 1 to 20 ASCII digits")
+        graph_id = int(graph_field)
     if session_id is not None:
         key = f"session_and_graph_id_{session_id}_{graph_id}"
     else:
@@ -141,16 +164,22 @@ def _passes(obj: dict, source, where: str) -> Tuple[PassRecord, ...]:
 
 
 def _count(value, source, where: str) -> int:
+    """A pass count: a non-negative JSON integer, or a string of 1 to 20 ASCII digits (the engine's form)."""
     if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
         return value
     if isinstance(value, str) and _COUNT.fullmatch(value.strip()):
         return int(value)
-    raise FusionFormatError(source, f"{where}: expected a count, got {value!r}")
+    raise FusionFormatError(source, f"{where}: expected a count, got {_shown_value(value)}")
+
+
+def _shown_value(value) -> str:
+    """A JSON value for a one-line message: a string quoted and cut (:func:`~.bounds.shown_name`), else its repr cut."""
+    return shown_name(value) if isinstance(value, str) else shown_name(repr(value))[1:-1]
 
 
 def _json_objects(text: str, source) -> List[dict]:
     """Every JSON object in ``text``: one, or several written back to back."""
-    decoder = json.JSONDecoder()
+    decoder = json_decoder()  # integers of at most 30 digits
     objects, position = [], 0
     while True:
         while position < len(text) and text[position].isspace():
@@ -161,6 +190,8 @@ def _json_objects(text: str, source) -> List[dict]:
             obj, position = decoder.raw_decode(text, position)
         except json.JSONDecodeError as exc:
             raise FusionFormatError(source, f"line {exc.lineno}, column {exc.colno}: {exc.msg}") from None
+        except ValueError as exc:  # a number too long to be a count (bounds.JsonNumberTooLong)
+            raise FusionFormatError(source, f"not a fusion result: {exc}") from None
         except RecursionError:
             raise FusionFormatError(source, "nested too deeply to read") from None
         if not isinstance(obj, dict):
@@ -172,13 +203,12 @@ def _json_objects(text: str, source) -> List[dict]:
 
 
 def _read_text(path: PathLike) -> str:
-    try:
-        with open(path, "rb") as handle:
-            data = handle.read()
-    except FileNotFoundError:
-        raise WorkspaceError(f"{path}: no such file") from None
-    except OSError as exc:
-        raise FusionFormatError(path, f"cannot be read ({exc.strerror or exc})") from None
+    """The text of a fusion artifact: a missing file is a :class:`WorkspaceError`; anything that is there
+    but not a readable regular UTF-8 file (a FIFO, a folder, a dangling symlink, ...) a
+    :class:`FusionFormatError` naming it."""
+    if not os.path.lexists(path):
+        raise WorkspaceError(f"{os.fspath(path)}: no such file")
+    data = read_input_bytes(path, FusionFormatError)
     try:
         return data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:

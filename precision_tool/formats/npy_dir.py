@@ -15,18 +15,21 @@ from __future__ import annotations
 
 import os
 import re
+import struct
 import time
+import tokenize
 from dataclasses import dataclass
 from typing import Dict, Iterable, List, Mapping, Optional, Tuple, Union
 
 import numpy as np
 
-from precision_tool.errors import ReferenceFormatError, WorkspaceError
-from precision_tool.fileio import save_npy_atomic
+from precision_tool.errors import PrecisionToolError, ReferenceFormatError, WorkspaceError
+from precision_tool.fileio import open_input, save_npy_atomic
+from precision_tool.formats.bounds import ndim_problem, shown_name
 
 TIMESTAMP_DIGITS = 16
 _REPLACED = re.compile(r"[/.]")
-_FILE_NAME = re.compile(r"(?P<name>[^.]+)\.(?P<index>[0-9]+)\.(?P<stamp>[0-9]+)\.npy")
+_FILE_NAME = re.compile(r"(?P<name>[^.]+)\.(?P<index>[0-9]{1,20})\.(?P<stamp>[0-9]{1,20})\.npy")
 
 
 def reference_op_name(op_name: str) -> str:
@@ -66,11 +69,17 @@ def write_reference_npy(folder, op_name: str, output_index: int, array, timestam
     ------
     ReferenceFormatError
         Arrays whose dtype plain numpy (and so msaccucmp) cannot load: objects, strings, records,
-        ml_dtypes' bfloat16/float8; or a file that cannot be written (the message names it).
+        ml_dtypes' bfloat16/float8; an op name holding a NUL character or a negative output index (no file
+        can be named after them: they come from a damaged dump); or a file that cannot be written (the
+        message names it).
     """
     folder = os.fspath(folder)
     if timestamp_us is None:
         timestamp_us = time.time_ns() // 1000
+    if "\0" in op_name or output_index < 0:
+        raise ReferenceFormatError(os.path.join(folder, f"{shown_name(reference_op_name(op_name))}.{output_index}"),
+                                   "no reference file can be named after an op name holding a NUL character "
+                                   "or a negative output index")
     path = os.path.join(folder, reference_file_name(op_name, output_index, timestamp_us))
     array = np.asarray(array)
     if not _is_plain_numeric(array.dtype):
@@ -143,34 +152,56 @@ def read_npy_header(path) -> Tuple[np.dtype, Tuple[int, ...]]:
     """dtype and shape of a ``.npy`` file from its header, after checking the data fits the file.
 
     Raises :class:`ReferenceFormatError` (naming the file) for anything ``np.load`` with
-    ``allow_pickle=False`` could not read: bad magic or header, object dtype, truncated data.
+    ``allow_pickle=False`` could not read -- bad magic or header, object dtype, too many dimensions,
+    truncated data -- and for anything that is not a regular file (see :func:`_checked_header`).
     """
     path = os.fspath(path)
     try:
-        with open(path, "rb") as handle:
+        with open_input(path, ReferenceFormatError) as handle:
             dtype, shape, _ = _checked_header(handle, path)
-    except (ValueError, TypeError, OSError, EOFError) as error:
-        raise ReferenceFormatError(path, f"not a readable .npy file ({error})") from None
+    except OSError as error:
+        raise ReferenceFormatError(path, f"not a readable .npy file ({error.strerror or error})") from None
     return dtype, shape
+
+
+NPY_MAGIC = b"\x93NUMPY"
+MAX_NPY_HEADER_BYTES = 1 << 16
+"""Longest ``.npy`` header read: numpy's own limit is 10,000 bytes (numpy >= 1.24) and a header of 64 dims of
+20 digits is under 2 KB, so a longer one is damage, refused before numpy reads it."""
+_LENGTH_FORMATS = {1: "<H", 2: "<I"}  # header length field by major version
+# What numpy's header parser (ast.literal_eval over a tokenised header) raises for damaged text.
+_HEADER_PARSE_ERRORS = (ValueError, TypeError, SyntaxError, tokenize.TokenError, MemoryError, RecursionError,
+                        EOFError, KeyError, IndexError, AttributeError, OverflowError, UnicodeDecodeError)
 
 
 def _checked_header(handle, path: str) -> Tuple[np.dtype, Tuple[int, ...], bool]:
     """``(dtype, shape, fortran_order)`` from an open ``.npy`` file, left at the start of the data.
 
-    Raises :class:`ReferenceFormatError` for an object dtype, a negative dimension or truncated data, and
-    numpy's ``ValueError`` for a bad magic or header (the callers name the file).
+    The preamble -- the 6-byte magic ``b"\\x93NUMPY"``, major and minor version bytes, then the header length
+    ``L`` (uint16 for version 1, uint32 for version 2) -- is read here first, and ``L`` is checked against the file
+    size and :data:`MAX_NPY_HEADER_BYTES` before numpy reads ``L`` bytes (numpy 1.x reads a declared
+    4 GiB header into memory). Then numpy parses the header; whatever its parser raises is a damaged
+    header. Refused, as :class:`ReferenceFormatError`: a version other than 1.0 or 2.0, an object dtype,
+    more dimensions than numpy holds, a negative dimension, and data shorter than
+    ``prod(shape) * itemsize``.
     """
-    version = np.lib.format.read_magic(handle)
-    if version == (1, 0):
-        shape, fortran_order, dtype = np.lib.format.read_array_header_1_0(handle)
-    elif version == (2, 0):
-        shape, fortran_order, dtype = np.lib.format.read_array_header_2_0(handle)
-    else:
-        raise ValueError(f"npy format version {version[0]}.{version[1]} is not supported")
-    data_offset = handle.tell()
     file_size = os.fstat(handle.fileno()).st_size
+    _check_preamble(handle, path, file_size)
+    handle.seek(0)
+    try:
+        version = np.lib.format.read_magic(handle)
+        if version == (1, 0):
+            shape, fortran_order, dtype = np.lib.format.read_array_header_1_0(handle)
+        else:
+            shape, fortran_order, dtype = np.lib.format.read_array_header_2_0(handle)
+    except _HEADER_PARSE_ERRORS as error:
+        raise ReferenceFormatError(path, f"damaged .npy header ({_first_line(error)})") from None
+    data_offset = handle.tell()
     if dtype.hasobject:
         raise ReferenceFormatError(path, "holds Python objects (pickled); refused, only numeric arrays are read")
+    problem = ndim_problem(len(shape))
+    if problem is not None:
+        raise ReferenceFormatError(path, f".npy header {problem}")
     if any(dim < 0 for dim in shape):
         raise ReferenceFormatError(path, f"header has a negative dimension {list(shape)}")
     needed = _element_count(shape) * dtype.itemsize
@@ -178,6 +209,38 @@ def _checked_header(handle, path: str) -> Tuple[np.dtype, Tuple[int, ...], bool]
         raise ReferenceFormatError(path, f"truncated: the header promises {needed} bytes of data, the file holds "
                                          f"{file_size - data_offset}")
     return dtype, tuple(shape), bool(fortran_order)
+
+
+def _check_preamble(handle, path: str, file_size: int) -> None:
+    """Magic, version and a header length that fits the file (see :func:`_checked_header`)."""
+    start = handle.read(len(NPY_MAGIC) + 2)
+    if len(start) < len(NPY_MAGIC) + 2 or not start.startswith(NPY_MAGIC):
+        raise ReferenceFormatError(path, f"not a readable .npy file (it does not start with {NPY_MAGIC!r})")
+    major, minor = start[-2], start[-1]
+    if (major, minor) not in ((1, 0), (2, 0)):
+        raise ReferenceFormatError(path, f"npy format version {major}.{minor} is not supported (1.0 and 2.0 are)")
+    length_format = _LENGTH_FORMATS[major]
+    length_field = handle.read(struct.calcsize(length_format))
+    if len(length_field) < struct.calcsize(length_format):
+        raise ReferenceFormatError(path, "truncated: the .npy header length is cut off")
+    (header_length,) = struct.unpack(length_format, length_field)
+    available = file_size - len(start) - len(length_field)
+    if header_length > available:
+        raise ReferenceFormatError(path, f"truncated: the .npy header declares {header_length:,} bytes, the file "
+                                         f"holds {available:,} after the header length")
+    if header_length > MAX_NPY_HEADER_BYTES:
+        raise ReferenceFormatError(path, f".npy header of {header_length:,} bytes, more than a header needs "
+                                         f"({MAX_NPY_HEADER_BYTES:,})")
+
+
+def _first_line(error: BaseException, limit: int = 160) -> str:
+    """The first line of an exception's text, cut to ``limit`` characters (numpy quotes the whole header);
+    a tokenizer error's message without its position tuple; the exception's type when it has no text."""
+    if isinstance(error, tokenize.TokenError) and error.args:
+        text = str(error.args[0])
+    else:
+        text = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+    return text if len(text) <= limit else text[:limit - 3] + "..."
 
 
 def _element_count(shape) -> int:
@@ -195,11 +258,14 @@ def _load_npy(path: str) -> np.ndarray:
     second time (a third of the cost of loading a 1 MB reference).
     """
     try:
-        with open(path, "rb") as handle:
+        with open_input(path, ReferenceFormatError) as handle:
             dtype, shape, fortran_order = _checked_header(handle, path)
             array = np.fromfile(handle, dtype=dtype, count=_element_count(shape))
-    except (ValueError, TypeError, OSError, EOFError) as error:
-        raise ReferenceFormatError(path, f"not a readable .npy file ({error})") from None
+    except (ValueError, TypeError, OSError, EOFError, MemoryError) as error:
+        raise ReferenceFormatError(path, f"not a readable .npy file ({_first_line(error)})") from None
+    if array.size != _element_count(shape):
+        raise ReferenceFormatError(path, f"file shrank while being read ({array.size} of "
+                                         f"{_element_count(shape)} elements)")
     if fortran_order:
         return array.reshape(shape[::-1]).transpose()
     return array.reshape(shape)
@@ -208,7 +274,32 @@ def _load_npy(path: str) -> np.ndarray:
 MappingValue = Union[str, Iterable[str]]
 
 
-def read_npy_dir(folder, name_mapping: Optional[Mapping[str, MappingValue]] = None) -> List[NpyReference]:
+def reference_key(file_name: str) -> Optional[Tuple[str, int, int]]:
+    """``(file op name, output index, timestamp)`` of a reference file name, or ``None`` if it is not one.
+
+    Index and timestamp are ASCII digits, at most 20 each (a uint64), so no name can make ``int()`` fail.
+
+    >>> reference_key("conv1_relu.0.1700000000000000.npy")
+    ('conv1_relu', 0, 1700000000000000)
+    >>> reference_key("conv1_relu.\u00b2.1700000000000000.npy") is None
+    True
+    """
+    match = _FILE_NAME.fullmatch(file_name)
+    if not match:
+        return None
+    return match.group("name"), int(match.group("index")), int(match.group("stamp"))
+
+
+class NpyListing(List[NpyReference]):
+    """What :func:`read_npy_dir` returns: the readable references (a list, as before), and ``unreadable``:
+    ``(path, message)`` for every reference file whose header could not be read, in name order."""
+
+    def __init__(self, records: Iterable[NpyReference] = (), unreadable: Iterable[Tuple[str, str]] = ()):
+        super().__init__(records)
+        self.unreadable: Tuple[Tuple[str, str], ...] = tuple(unreadable)
+
+
+def read_npy_dir(folder, name_mapping: Optional[Mapping[str, MappingValue]] = None) -> NpyListing:
     """List the reference tensors of a flat msaccucmp reference folder.
 
     Parameters
@@ -219,37 +310,43 @@ def read_npy_dir(folder, name_mapping: Optional[Mapping[str, MappingValue]] = No
 
     Returns
     -------
-    list of NpyReference
-        One per (file op name, output index): the file with the latest timestamp. Sorted by op name
-        then output index. Files not named ``{name}.{index}.{timestamp}.npy`` are ignored.
+    NpyListing
+        One :class:`NpyReference` per (file op name, output index): the file with the latest timestamp,
+        sorted by op name then output index; files not named ``{name}.{index}.{timestamp}.npy`` are
+        ignored. A latest file that cannot be read -- truncated, a damaged header, a FIFO, a folder or a
+        dangling symlink named like a reference -- is left out and listed in ``.unreadable`` as
+        ``(path, one-line message)``; the others are still read (an older file of the same tensor is not
+        used in its place: it would compare against stale values).
 
     Raises
     ------
     WorkspaceError
         ``folder`` does not exist.
-    ReferenceFormatError
-        A ``.npy`` file whose header cannot be read (the message names the file).
     """
     folder = os.fspath(folder)
     if not os.path.isdir(folder):
         raise WorkspaceError(f"{folder}: no such folder (expected a folder of reference .npy files)")
     latest: Dict[Tuple[str, int], Tuple[int, str]] = {}
     for name in os.listdir(folder):
-        match = _FILE_NAME.fullmatch(name)
-        path = os.path.join(folder, name)
-        if not match or not os.path.isfile(path):
+        key = reference_key(name)
+        if key is None:
             continue
-        key = (match.group("name"), int(match.group("index")))
-        stamp = int(match.group("stamp"))
-        if key not in latest or (stamp, name) > (latest[key][0], os.path.basename(latest[key][1])):
-            latest[key] = (stamp, path)
-    records = []
+        file_op_name, output_index, stamp = key
+        path = os.path.join(folder, name)
+        held = latest.get((file_op_name, output_index))
+        if held is None or (stamp, name) > (held[0], os.path.basename(held[1])):
+            latest[(file_op_name, output_index)] = (stamp, path)
+    records, unreadable = [], []
     for (file_op_name, output_index), (stamp, path) in latest.items():
         candidates = _candidates(name_mapping, file_op_name)
         op_name = candidates[0] if len(candidates) == 1 else file_op_name
-        dtype, shape = read_npy_header(path)
+        try:
+            dtype, shape = read_npy_header(path)
+        except PrecisionToolError as error:
+            unreadable.append((path, str(error)))
+            continue
         records.append(NpyReference(op_name, output_index, stamp, dtype, shape, path, file_op_name, candidates))
-    return sorted(records, key=lambda record: (record.op_name, record.output_index))
+    return NpyListing(sorted(records, key=lambda record: (record.op_name, record.output_index)), sorted(unreadable))
 
 
 def _candidates(name_mapping, file_op_name: str) -> Tuple[str, ...]:

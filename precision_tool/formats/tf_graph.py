@@ -36,15 +36,15 @@ from __future__ import annotations
 import json
 import os
 import re
-import stat
 from dataclasses import dataclass
 from typing import Any, Dict, List, Mapping, Optional, Tuple
 
 from google.protobuf.message import DecodeError
 
 from precision_tool.errors import ReferenceFormatError
-from precision_tool.fileio import atomic_write
+from precision_tool.fileio import atomic_write, read_input_bytes, read_input_text
 from precision_tool.formats import tf_schema
+from precision_tool.formats.bounds import loads_json
 from precision_tool.formats.protoschema import build_messages
 from precision_tool.formats.tf_schema import WIRE_LEN, WIRE_VARINT, iter_wire_fields, tf_dtype_name
 from precision_tool.formats.tfdbg import DEVICE_DIR_PREFIX, device_name_from_folder
@@ -285,18 +285,9 @@ def parse_graph_def(data: bytes, path=None) -> TfGraph:
 
 
 def _read_regular_file(path: str) -> bytes:
-    """The bytes of a regular file; anything else (a FIFO, a folder, unreadable) is a one-line error."""
-    try:
-        info = os.stat(path)
-    except OSError as error:
-        raise ReferenceFormatError(path, f"cannot read ({error.strerror})") from None
-    if not stat.S_ISREG(info.st_mode):
-        raise ReferenceFormatError(path, "not a regular file")
-    try:
-        with open(path, "rb") as handle:
-            return handle.read()
-    except OSError as error:
-        raise ReferenceFormatError(path, f"cannot read ({error.strerror})") from None
+    """The bytes of a regular file (:func:`~precision_tool.fileio.read_input_bytes`); anything else (a FIFO, a
+    device, a folder, a dangling symlink or loop, an unreadable file, one over 1 GiB) is a one-line error."""
+    return read_input_bytes(path, ReferenceFormatError)
 
 
 def read_tf_graph(path) -> TfGraph:
@@ -374,7 +365,10 @@ def keep_tfdbg_v2_graphs(run_path, graph_dir) -> Tuple[List[KeptGraph], List[str
 
 def natural_key(name: str) -> list:
     """Sort key reading digit runs as numbers: ``graph_r_cpu_2.pb`` before ``graph_r_cpu_10.pb``."""
-    return [int(part) if part.isdigit() else part for part in re.split(r"(\d+)", name)]
+    return [int(part) if _DIGIT_RUN.fullmatch(part) else part for part in _DIGIT_RUN.split(name)]
+
+
+_DIGIT_RUN = re.compile(r"([0-9]+)")  # ASCII only: int() of '²' fails; a file name has < 4,300 digits
 
 
 def _graph_def_bytes(path: str) -> Tuple[bytes, TfGraph]:
@@ -417,14 +411,13 @@ def _keep(run_path: str, graph_dir, sources: List[Tuple[str, str]], read) -> Tup
 def _update_index(graph_dir: str, kept: List[KeptGraph]) -> List[str]:
     path = os.path.join(graph_dir, INDEX_FILE)
     entries: Dict[str, dict] = {}
-    if os.path.isfile(path):
+    if os.path.lexists(path):
         try:
-            with open(path, encoding="utf-8") as handle:
-                old = json.load(handle)
+            old = loads_json(read_input_text(path, ReferenceFormatError))
             entries = {entry["file"]: entry for entry in old.get("graphs", []) if isinstance(entry, dict)
-                       and "file" in entry}
-        except (OSError, ValueError, AttributeError):
-            entries = {}
+                       and isinstance(entry.get("file"), str)}
+        except (ReferenceFormatError, ValueError, AttributeError, TypeError, RecursionError):
+            entries = {}  # a damaged index is rewritten from the graphs kept now
     for graph in kept:
         entries[graph.file] = graph.to_dict()
     try:

@@ -40,6 +40,7 @@ from typing import Dict, Iterable, List, Mapping, Optional, Tuple, Union
 from precision_tool.config import ensure_output_dir
 from precision_tool.errors import PrecisionToolError, WorkspaceError
 from precision_tool.fileio import TEMP_PREFIX
+from precision_tool.formats.bounds import parse_decimal, shown_name
 from precision_tool.formats.npy_dir import build_name_mapping, reference_file_name, write_reference_npy
 from precision_tool.formats.tf_graph import KeptGraph, keep_tfdbg_v1_graphs, keep_tfdbg_v2_graphs
 from precision_tool.formats.tf_tensor import DT_RESOURCE, base_dtype_code
@@ -352,7 +353,8 @@ def _user_aliases(aliases: Mapping[str, str]) -> List[Alias]:
 def _split_tensor(name: str) -> Tuple[str, int]:
     """``"a/b:1"`` -> ``("a/b", 1)``, ``"a/b"`` -> ``("a/b", 0)``."""
     op_name, sep, slot = name.rpartition(":")
-    return (op_name, int(slot)) if sep and slot.isdigit() else (name, 0)
+    number = parse_decimal(slot) if sep else None
+    return (op_name, number) if number is not None else (name, 0)
 
 
 def _link(source: str, destination: str) -> None:
@@ -396,6 +398,10 @@ def _write_aliases(out_dir: str, tensors: Iterable[ReferenceTensor], aliases: It
             _link(target.path, path)
         except OSError as error:
             notes.append(f"{path}: alias {alias.tensor_name} not written ({error.strerror or error}).")
+            continue
+        except ValueError:  # a NUL character in a name from a damaged names file: no file can be named so
+            notes.append(f"alias {shown_name(alias.tensor_name)} not written: a NUL character cannot be in a file "
+                         "name.")
             continue
         if earlier is not None:
             if os.path.realpath(earlier.path) != os.path.realpath(path):

@@ -27,6 +27,7 @@ from google.protobuf.message import DecodeError, Message
 
 from precision_tool.errors import ReferenceFormatError
 from precision_tool.formats import tf_schema
+from precision_tool.formats.bounds import ndim_problem
 from precision_tool.formats.tf_schema import WIRE_LEN, WIRE_VARINT, iter_wire_fields, signed64, tf_dtype_name
 
 DT_STRING, DT_RESOURCE, DT_VARIANT = 7, 20, 21
@@ -169,6 +170,9 @@ def _check_shape(dims, unknown_rank: bool, source) -> Tuple[int, ...]:
     if unknown_rank:
         raise ReferenceFormatError(source, "TensorProto has an unknown rank (not a concrete tensor)")
     shape = tuple(int(dim) for dim in dims)
+    problem = ndim_problem(len(shape), "TensorProto shape")
+    if problem is not None:
+        raise ReferenceFormatError(source, problem)
     if any(dim < 0 for dim in shape):
         raise ReferenceFormatError(source, f"TensorProto shape {list(shape)} has an unknown (negative) dim")
     return shape

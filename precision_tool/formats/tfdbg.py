@@ -23,9 +23,9 @@ from precision_tool.formats import tf_schema
 from precision_tool.formats.tf_tensor import array_dtype, numpy_to_tensor_proto
 
 DEVICE_DIR_PREFIX = "_tfdbg_device_"
-_RUN_DIR = re.compile(r"run_(\d+)_(\d+)")
+_RUN_DIR = re.compile(r"run_([0-9]{1,20})_([0-9]{1,20})")
 V2_TRACES_SUFFIX = ".graph_execution_traces"
-_V2_FILE_TIME = re.compile(r"tfdbg_events\.(\d+)\.")
+_V2_FILE_TIME = re.compile(r"tfdbg_events\.([0-9]{1,20})\.")
 
 
 @dataclass(frozen=True)
@@ -111,8 +111,10 @@ def is_v1_run(folder: str) -> bool:
 
 
 def v2_files(folder: str, suffix: str) -> List[str]:
+    """Paths in ``folder`` ending in ``suffix``, sorted. Every entry that is not a folder counts -- a FIFO or a
+    dangling symlink too -- so that the TFRecord reader refuses it in one line naming it, not silently."""
     return sorted(os.path.join(folder, name) for name in os.listdir(folder)
-                  if name.endswith(suffix) and os.path.isfile(os.path.join(folder, name)))
+                  if name.endswith(suffix) and not os.path.isdir(os.path.join(folder, name)))
 
 
 def _v2_run(folder: str) -> TfdbgRun:

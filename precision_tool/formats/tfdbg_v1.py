@@ -16,15 +16,18 @@ Each tensor file is ONE serialized ``Event`` (no framing) whose ``summary.value[
 from __future__ import annotations
 
 import functools
+import io
 import mmap
 import os
 import re
-from typing import Dict, Iterator, List, Optional, Tuple
+from typing import Dict, Iterator, List, Optional, Tuple, cast
 
 import numpy as np
 from google.protobuf.message import DecodeError
 
 from precision_tool.errors import ReferenceFormatError, WorkspaceError
+from precision_tool.fileio import open_input, read_input_bytes
+from precision_tool.formats.bounds import parse_decimal, shown_name
 from precision_tool.formats import tf_schema
 from precision_tool.formats.tf_schema import WIRE_LEN, iter_wire_fields, wire_string
 from precision_tool.formats.tf_tensor import (DT_RESOURCE, TensorLocation, base_dtype_code, load_located_tensor,
@@ -34,20 +37,25 @@ from precision_tool.formats.tfdbg import (DEFAULT_DEVICE, DEVICE_DIR_PREFIX, Tfd
 
 GRAPH_FILE_PREFIX = "_tfdbg_graph_"
 FULL_TENSOR_DEBUG_OP = "DebugIdentity"
-_TENSOR_FILE = re.compile(r"(?P<node>.+)_(?P<slot>\d+)_(?P<debug_op>[A-Za-z]+)_(?P<us>\d+)")
+_TENSOR_FILE = re.compile(r"(?P<node>.+)_(?P<slot>[0-9]{1,20})_(?P<debug_op>[A-Za-z]+)_(?P<us>[0-9]{1,20})")
 
 
 class _MappedFile:
-    """A whole file as a read-only buffer (mmap; ``b""`` for an empty file)."""
+    """A whole regular file as a read-only buffer (mmap; ``b""`` for an empty file).
+
+    Opened with :func:`~precision_tool.fileio.open_input`: a FIFO, device, folder, dangling symlink or
+    symlink loop is a :class:`ReferenceFormatError` naming the file, never a hang.
+    """
 
     def __init__(self, path: str):
         self.path = path
+        self._file = open_input(path, ReferenceFormatError)
         try:
-            self._file = open(path, "rb")
-        except OSError as error:
-            raise ReferenceFormatError(path, f"cannot open ({error.strerror})") from None
-        self.size = os.fstat(self._file.fileno()).st_size
-        self.buffer = mmap.mmap(self._file.fileno(), 0, access=mmap.ACCESS_READ) if self.size else b""
+            self.size = os.fstat(self._file.fileno()).st_size
+            self.buffer = mmap.mmap(self._file.fileno(), 0, access=mmap.ACCESS_READ) if self.size else b""
+        except (OSError, ValueError) as error:
+            self._file.close()
+            raise ReferenceFormatError(path, f"cannot map the file ({error})") from None
 
     def __enter__(self) -> "_MappedFile":
         return self
@@ -86,10 +94,14 @@ def _scan_v1_event(buf, size: int, path: str) -> Tuple[str, TensorLocation]:
 
 
 def _split_debug_node_name(node_name: str, path: str) -> Tuple[str, int]:
+    """``"conv1/relu:0:DebugIdentity"`` -> ``("conv1/relu", 0)``; the slot is ASCII digits (at most 20: a
+    ``'²'`` or a 5,000-digit slot is a damaged file, not an ``int()`` traceback)."""
     parts = node_name.rsplit(":", 2)
-    if len(parts) != 3 or not parts[1].isdigit():
-        raise ReferenceFormatError(path, f"node_name {node_name!r} is not 'op:slot:DebugOp'")
-    return parts[0], int(parts[1])
+    slot = parse_decimal(parts[1]) if len(parts) == 3 else None
+    if slot is None or not parts[0] or "\0" in parts[0]:
+        raise ReferenceFormatError(path, f"node_name {shown_name(node_name)} is not 'op:slot:DebugOp' (an op name "
+                                         "without NUL characters, a slot of ASCII digits)")
+    return parts[0], slot
 
 
 def _load_v1_tensor(path: str) -> Optional[np.ndarray]:
@@ -99,10 +111,14 @@ def _load_v1_tensor(path: str) -> Optional[np.ndarray]:
             return load_located_tensor(mapped.buffer, location, path)
     start, end = location.content
     content = bytearray(end - start)
-    with open(path, "rb") as handle:
-        handle.seek(start)
-        if handle.readinto(content) != len(content):
-            raise ReferenceFormatError(path, "file shrank while reading (truncated)")
+    try:
+        with open_input(path, ReferenceFormatError) as handle:
+            handle.seek(start)
+            got = cast(io.BufferedReader, handle).readinto(content)  # open_input gives a BufferedReader
+    except OSError as error:
+        raise ReferenceFormatError(path, f"cannot read ({error.strerror or error})") from None
+    if got != len(content):
+        raise ReferenceFormatError(path, "file shrank while reading (truncated)")
     return load_located_tensor(content, TensorLocation(location.dtype_code, location.shape,
                                                        (0, len(content)), (0, len(content))), path)
 
@@ -118,10 +134,9 @@ def _v1_op_types(device_dir: str) -> Dict[str, str]:
         if not (name.startswith(GRAPH_FILE_PREFIX) and os.path.isfile(path)):
             continue
         try:
-            with open(path, "rb") as handle:
-                event = tf_schema.Event.FromString(handle.read())
+            event = tf_schema.Event.FromString(read_input_bytes(path, ReferenceFormatError))
             graph = tf_schema.GraphDef.FromString(event.graph_def)
-        except (DecodeError, OSError):
+        except (DecodeError, RuntimeError, ReferenceFormatError):
             continue
         op_types.update((node.name, node.op) for node in graph.node)
     return op_types
@@ -141,8 +156,8 @@ def _v1_tensor_files(device_dir: str) -> List[Tuple[int, str]]:
 
 
 _FEED_KEYS_FILE = "_tfdbg_feed_keys_info_"
-_FED_TENSOR = re.compile(rb"'([^'<>]+):\d+'")  # <tf.Tensor 'scope/x:0' ...> or 'scope/x:0' (string keys)
-_ARG_NODE = re.compile(r"_arg_(?P<name>.+)_0_\d+")
+_FED_TENSOR = re.compile(rb"'([^'<>]+):[0-9]+'")  # <tf.Tensor 'scope/x:0' ...> or 'scope/x:0' (string keys)
+_ARG_NODE = re.compile(r"_arg_(?P<name>.+)_0_[0-9]+")
 
 
 def _v1_fed_placeholders(run_dir: str) -> set:
@@ -151,10 +166,10 @@ def _v1_fed_placeholders(run_dir: str) -> set:
     is missing or says nothing."""
     path = os.path.join(run_dir, _FEED_KEYS_FILE)
     try:
-        with open(path, "rb") as handle:
+        with open_input(path, ReferenceFormatError) as handle:
             content = handle.read(1 << 20)
-    except OSError:
-        return set()
+    except (OSError, ReferenceFormatError):
+        return set()  # missing or not a regular file: no placeholder is renamed
     return {name.decode("utf-8", "replace") for name in _FED_TENSOR.findall(content)}
 
 

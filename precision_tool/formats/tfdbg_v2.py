@@ -25,6 +25,7 @@ from google.protobuf.message import DecodeError
 
 from precision_tool.errors import ReferenceFormatError, WorkspaceError
 from precision_tool.formats import tf_schema
+from precision_tool.formats.bounds import shown_name
 from precision_tool.formats.tf_schema import WIRE_I64, WIRE_LEN, WIRE_VARINT, iter_wire_fields, signed64, wire_string
 from precision_tool.formats.tf_tensor import (DT_RESOURCE, TensorLocation, base_dtype_code, load_located_tensor,
                                               scan_tensor_proto)
@@ -114,6 +115,18 @@ def wall_time_us(wall_time: float, path: str, span: RecordSpan) -> int:
     return int(round(timestamp))
 
 
+def check_trace_names(op_name: str, output_slot: int, path: str, span: RecordSpan) -> None:
+    """Refuse a traced tensor name no TensorFlow run writes: a NUL character in the op name (TF op names hold
+    letters, digits and ``_ . / > - \\`` only, and no file can be named after a NUL) or a negative output slot
+    (a slot is an index into the op's outputs). Each is damaged bytes; the message names the file and record."""
+    if "\0" in op_name:
+        raise ReferenceFormatError(path, f"record {span.index}: op name {shown_name(op_name)} holds a NUL "
+                                         "character (corrupt record)")
+    if output_slot < 0:
+        raise ReferenceFormatError(path, f"record {span.index}: op {shown_name(op_name)} has output_slot "
+                                         f"{output_slot}, a negative index (corrupt record)")
+
+
 def _load_v2_tensor(path: str, span: RecordSpan, verify: bool) -> Optional[np.ndarray]:
     data = read_span(path, span, verify)
     trace = _scan_trace(data, 0, len(data), path)
@@ -144,6 +157,7 @@ def iter_tfdbg_v2(folder, skip_resources: bool = True, verify: bool = True) -> I
                 if trace is None:
                     continue
                 index += 1
+                check_trace_names(trace.op_name, trace.output_slot, path, span)
                 if trace.debug_mode != tf_schema.FULL_TENSOR_MODE or trace.tensor is None:
                     mode = tf_schema.TENSOR_DEBUG_MODES.get(trace.debug_mode, str(trace.debug_mode))
                     raise ReferenceFormatError(

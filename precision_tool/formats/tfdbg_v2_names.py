@@ -43,8 +43,9 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Dict, Iterable, List, Optional, Set, Tuple
+from typing import Dict, Iterable, List, Optional, Sequence, Set, Tuple
 
+from precision_tool.formats.bounds import parse_decimal, shown_name
 from precision_tool.formats.capture_names import CaptureNames, ModelNames, read_capture_names
 from precision_tool.formats.tfdbg import TfdbgTensor
 from precision_tool.formats.tfdbg_v2 import iter_tfdbg_v2
@@ -105,12 +106,32 @@ class V2Naming:
 
 
 def _tensor(name: str) -> Tuple[str, int]:
-    """``"a/b:1"`` -> ``("a/b", 1)``; ``"a/b"`` -> ``("a/b", 0)``; control inputs lose their ``^``."""
+    """``"a/b:1"`` -> ``("a/b", 1)``; ``"a/b"`` -> ``("a/b", 0)``; control inputs lose their ``^``.
+
+    The slot is ASCII digits (at most 20); anything else (``"a:²"``) is part of the name."""
     name = name.lstrip("^")
     op_name, sep, slot = name.rpartition(":")
-    if sep and slot.isdigit():
-        return op_name, int(slot)
+    number = parse_decimal(slot) if sep else None
+    if number is not None:
+        return op_name, number
     return name, 0
+
+
+def _slot_notes(structure: V2Structure, traces: Sequence[TfdbgTensor]) -> List[str]:
+    """One note when traced tensors name an output slot at or past their op's ``num_outputs`` (as its
+    ``GraphOpCreation`` records it; 0 = not recorded, not checked): damaged bytes or a dump mixing runs.
+    The tensors are still written under the slot they name."""
+    beyond = []
+    for record in traces:
+        op = structure.ops.get((record.graph_id or "", record.op_name))
+        if op is not None and 0 < op.num_outputs <= record.output_slot:
+            beyond.append((record, op.num_outputs))
+    if not beyond:
+        return []
+    record, outputs = beyond[0]
+    return [f"{record.path}: {len(beyond)} traced tensor(s) name an output past their op's outputs (first: trace "
+            f"{record.index}, {shown_name(record.op_name)} output {record.output_slot} of {outputs}); written under "
+            "that slot, check the dump"]
 
 
 class _Names:
@@ -261,7 +282,7 @@ def _variable_aliases(structure: V2Structure, names: CaptureNames, first: Dict[T
 
 def _model_scopes(structure: V2Structure, model: ModelNames) -> Dict[Tuple[str, str], List[str]]:
     """(graph id, scope prefix such as ``net_1/``) -> names of ops under it."""
-    pattern = re.compile(r"(?:^|/)" + re.escape(model.name) + r"(?:_\d+)?/")
+    pattern = re.compile(r"(?:^|/)" + re.escape(model.name) + r"(?:_[0-9]+)?/")
     scopes: Dict[Tuple[str, str], List[str]] = {}
     for graph_id, op_name in structure.ops:
         match = pattern.search(op_name)
@@ -274,7 +295,7 @@ def _entry_tensors(structure: V2Structure, graph_id: str, prefix: str, op_names:
                    consumers: Tuple[str, ...]) -> Dict[Tuple[str, int], List[str]]:
     """Tensors from outside ``prefix`` consumed by data ops under it (by the given layers, if any), each with
     the ops under ``prefix`` that consume it."""
-    layer = (re.compile(re.escape(prefix) + "(?:" + "|".join(re.escape(c) for c in consumers) + r")(?:_\d+)?/")
+    layer = (re.compile(re.escape(prefix) + "(?:" + "|".join(re.escape(c) for c in consumers) + r")(?:_[0-9]+)?/")
              if consumers else None)
     found: Dict[Tuple[str, int], List[str]] = {}
     for op_name in op_names:
@@ -374,7 +395,7 @@ def name_v2_dump(folder, verify: bool = True) -> V2Naming:
         if key not in first:
             first[key], order[key] = named, len(tensors) - 1
 
-    notes: List[str] = []
+    notes: List[str] = _slot_notes(structure, traces)
     if missing:
         notes.append(f"{missing} tf.function arguments have no value in the dump: TF 2.21 does not trace function "
                      "arguments, and these were not made by a recorded eager op (tf.constant or NumPy input). Feed "

@@ -22,16 +22,18 @@ CRCs are merged using CRC linearity (about 150-250 MB/s at 64 KiB-1 MiB, 400-700
 """
 from __future__ import annotations
 
+import io
 import mmap
 import os
 import struct
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Iterator, List, Optional
+from typing import Iterator, List, Optional, cast
 
 import numpy as np
 
 from precision_tool.errors import ReferenceFormatError
+from precision_tool.fileio import open_input
 
 _POLY_REFLECTED = 0x82F63B78  # CRC-32C, bit-reflected
 _MASK_DELTA = 0xA282EAD8
@@ -199,13 +201,16 @@ class TFRecordFile:
     """
 
     def __init__(self, path):
+        """Open and map ``path``: a regular file only (:func:`~precision_tool.fileio.open_input`), so a FIFO,
+        device, folder, dangling symlink or symlink loop is a :class:`ReferenceFormatError` naming it."""
         self.path = os.fspath(path)
+        self._file = open_input(self.path, ReferenceFormatError)
         try:
-            self._file = open(self.path, "rb")
-        except OSError as error:
-            raise ReferenceFormatError(self.path, f"cannot open TFRecord file ({error.strerror})") from None
-        self.size = os.fstat(self._file.fileno()).st_size
-        self._map = mmap.mmap(self._file.fileno(), 0, access=mmap.ACCESS_READ) if self.size else b""
+            self.size = os.fstat(self._file.fileno()).st_size
+            self._map = mmap.mmap(self._file.fileno(), 0, access=mmap.ACCESS_READ) if self.size else b""
+        except (OSError, ValueError) as error:
+            self._file.close()
+            raise ReferenceFormatError(self.path, f"cannot map the TFRecord file ({error})") from None
 
     def close(self) -> None:
         """Release the mapping and the file."""
@@ -285,10 +290,13 @@ def read_span(path: str, span: RecordSpan, verify: bool = True) -> bytearray:
     or, with ``verify``, when the data's CRC does not match.
     """
     data = bytearray(span.length)
-    with open(path, "rb") as handle:
-        handle.seek(span.offset)
-        read = handle.readinto(data)
-        stored = handle.read(FOOTER_BYTES)
+    try:
+        with open_input(path, ReferenceFormatError) as handle:
+            handle.seek(span.offset)
+            read = cast(io.BufferedReader, handle).readinto(data)  # open_input gives a BufferedReader
+            stored = handle.read(FOOTER_BYTES)
+    except OSError as error:
+        raise ReferenceFormatError(path, f"cannot read ({error.strerror or error})") from None
     if read != span.length or len(stored) != FOOTER_BYTES:
         raise ReferenceFormatError(path, f"record {span.index} is truncated (file changed since it was listed?)")
     if verify and masked_crc32c(data) != struct.unpack("<I", stored)[0]:

@@ -211,16 +211,16 @@ def test_format_accepts_the_enum_style_name(tmp_path):
 
 def test_missing_file(tmp_path):
     path = str(tmp_path / "absent")
-    with pytest.raises(DumpFormatError, match=r"absent: cannot read: No such file or directory$"):
+    with pytest.raises(DumpFormatError, match=r"absent: does not exist \(or is a dangling symlink\)$"):
         read_dump_header(path)
 
 
 def test_folders_and_fifos_are_not_dump_files(tmp_path):
     (tmp_path / "folder").mkdir()
-    with pytest.raises(DumpFormatError, match=r"folder: is not a regular file$"):
+    with pytest.raises(DumpFormatError, match=r"folder: is a folder, not a regular file$"):
         read_dump_header(tmp_path / "folder")
     os.mkfifo(tmp_path / "fifo")
-    with pytest.raises(DumpFormatError, match=r"fifo: is not a regular file$"):
+    with pytest.raises(DumpFormatError, match=r"fifo: is a FIFO \(named pipe\), not a regular file$"):
         read_dump_header(tmp_path / "fifo")
 
 
@@ -292,10 +292,10 @@ def test_astronomical_dims_give_an_error_without_allocation(tmp_path):
 
 
 def test_many_dims_are_elided_in_messages(tmp_path):
-    spec = TensorSpec(np.ones(1, np.int8), shape=(1,) * 299 + (2,))
+    spec = TensorSpec(np.ones(1, np.int8), shape=(1,) * 19 + (2,))  # 20 dims: numpy 1.x holds 32, 2.x 64
     path = write_dump(tmp_path / "d", "op", outputs=[spec])
     with pytest.raises(DumpFormatError, match=r"output 0: shape \[1, 1, 1, 1, 1, 1, 1, 1, 1, 1, \.\.\., 2\] "
-                                              r"\(300 dims\) int8 needs 2 bytes but size is 1$"):
+                                              r"\(20 dims\) int8 needs 2 bytes but size is 1$"):
         read_dump_header(path)
 
 

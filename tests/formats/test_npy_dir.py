@@ -9,7 +9,7 @@ import pytest
 
 from precision_tool.errors import ReferenceFormatError, WorkspaceError
 from precision_tool.formats import npy_dir
-from precision_tool.formats.npy_dir import (build_name_mapping, read_npy_dir, reference_file_name,
+from precision_tool.formats.npy_dir import (build_name_mapping, read_npy_dir, read_npy_header, reference_file_name,
                                             reference_op_name, write_reference_npy)
 
 STAMP = 1_700_000_000_000_000
@@ -135,8 +135,10 @@ def test_bad_npy_files_name_the_file_in_one_line(tmp_path, content, cause):
     path = tmp_path / "op.0.1700000000000000.npy"
     path.write_bytes(content)
     with pytest.raises(ReferenceFormatError, match=cause) as caught:
-        read_npy_dir(tmp_path)
+        read_npy_header(path)
     assert str(caught.value).startswith(str(path) + ": ") and "\n" not in str(caught.value)
+    listing = read_npy_dir(tmp_path)  # the folder listing goes on, naming the file
+    assert list(listing) == [] and listing.unreadable == ((str(path), str(caught.value)),)
 
 
 def test_lying_header_is_refused_before_allocating(tmp_path):
