@@ -6,7 +6,8 @@ graph as protobuf text or JSON, or its ``DUMP_GRAPH_PATH`` folder: flat (CANN 7 
 (:mod:`precision_tool.formats.ge_graph_folders`). Without flags the workspace is
 compared: ``npu/debug_0/dump`` with its graph against ``tf/dump``, into
 ``temp/vector_compare/{timestamp}/result_{timestamp}.csv`` (where ``vcs`` looks). Outputs, verdicts and exit
-codes: :mod:`precision_tool.commands.compare_run`.
+codes: :mod:`precision_tool.commands.compare_run`; unique result names per run:
+:mod:`precision_tool.reports.result_outputs`.
 """
 from __future__ import annotations
 
@@ -82,8 +83,10 @@ COMMAND = Command(
     summary="Compare NPU dump tensors with reference tensors (msaccucmp's compare, faster and honest).",
     add_arguments=add_arguments,
     handler=handle,
-    epilog=("Writes result_{timestamp}.csv (msaccucmp's columns) and summary.json; --junit adds JUnit XML.\n"
+    epilog=("Writes result_{timestamp}.csv (msaccucmp's columns; result_{timestamp}_N.csv when another run took "
+            "the name) and summary.json; --junit adds JUnit XML.\n"
             "Exit codes: 0 every compared tensor passes, 1 at least one fails, 2 unusable input (missing folder, "
-            "unreadable graph, nothing aligned).\nTensors without a reference and ops without a dump are "
-            "reported as coverage and do not fail the run."),
+            "unreadable graph, nothing aligned, or dump/reference files that could not be read while nothing "
+            "fails).\nTensors without a reference and ops without a dump are reported as coverage and do not fail "
+            "the run."),
 )

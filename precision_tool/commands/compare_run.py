@@ -1,15 +1,17 @@
 """What ``compare``, ``vc`` and ``ac -c`` share: one comparison job from request to written outputs.
 
-:func:`execute` aligns (:func:`~precision_tool.comparison.pipeline.align_request`), plans the outputs only
-then (so an unreadable input leaves no empty folder), compares with a progress bar, and writes the outputs
-(:func:`~precision_tool.reports.result_outputs.write_outputs`: ``summary.json``, JUnit, the lossless result
-file, then the CSV). :func:`run_compare` adds ``compare``'s and ``vc``'s report.
+:func:`execute` aligns (:func:`~precision_tool.comparison.pipeline.align_request`), checks the output folders
+only then (so an unreadable input leaves no empty folder) and before the comparison (so a bad ``-out`` is
+refused at once), compares with a progress bar, then takes the run's unique result name and writes the
+outputs (:mod:`~precision_tool.reports.result_outputs`: the lossless result file, the CSV, JUnit, then
+``summary.json``). :func:`run_compare` adds ``compare``'s and ``vc``'s report.
 
-Exit codes (:meth:`~precision_tool.comparison.ComparisonResult.exit_code`): 0 every compared tensor passes;
-1 at least one fails (threshold or an honest status such as NaN/inf, or an aligned tensor that cannot be
-read); 2 nothing could be compared (nothing aligned), or a missing folder / unreadable graph (raised as errors
-before anything is written). Tensors without a reference and ops without a dump are listed in the coverage
-report; they do not fail the run.
+Exit codes: :func:`~precision_tool.reports.summary.exit_code_for` -- 0 every compared tensor passes and every
+input file was read; 1 at least one fails (threshold or an honest status such as NaN/inf, or an aligned
+tensor that cannot be read); 2 nothing could be compared, or some dump or reference files could not be read
+(and nothing failed), or a missing folder / unreadable graph (raised as errors before anything is written).
+Tensors without a reference and ops without a dump are listed in the coverage report; they do not fail the
+run.
 """
 from __future__ import annotations
 
@@ -39,7 +41,7 @@ class CompareRun:
 
     @property
     def exit_code(self) -> int:
-        return self.result.exit_code()
+        return int(self.summary["exit_code"])
 
 
 def execute(request: CompareRequest, out_dir: Optional[str], default_root: str, *, junit: Optional[str] = None,
@@ -48,17 +50,18 @@ def execute(request: CompareRequest, out_dir: Optional[str], default_root: str, 
     command began (``perf_counter``), for the summary's total time; default now."""
     from precision_tool.comparison import terminal_progress
     from precision_tool.comparison.pipeline import align_request, compare_aligned
-    from precision_tool.reports.result_outputs import plan_outputs, write_outputs
+    from precision_tool.reports.result_outputs import check_outputs, plan_outputs, write_outputs
 
     started = time.perf_counter() if started is None else started
     aligned = align_request(request)
-    paths = plan_outputs(out_dir, default_root, request.input_paths, junit)  # after every input check
+    check_outputs(out_dir, default_root, request.input_paths, junit)  # after every input check
     progress = terminal_progress(progress_label)
     try:
         result = compare_aligned(aligned, progress)
     finally:
         if progress is not None:
             progress.close()
+    paths = plan_outputs(out_dir, default_root, request.input_paths, junit)  # the name is taken only now
     summary = write_outputs(result, paths, total_s=time.perf_counter() - started)
     return CompareRun(result, paths, summary, aligned.notes)
 
@@ -74,19 +77,11 @@ def _report(result: ComparisonResult, summary: Dict[str, Any], paths: OutputPath
             graph_notes: Sequence[str] = ()) -> Report:
     from precision_tool.alignment import Coverage
     from precision_tool.reports.result_csv import number_text
+    from precision_tool.reports.summary import unusable_inputs
 
     counts = summary["counts"]
-    threshold = result.cosine_threshold
-    gate = f"cosine >= {threshold:g}" if threshold is not None else "cosine gate off"
-    if counts["compared"] == 0:
-        npu_tensors = result.facts.coverage.npu_tensors if result.facts.coverage is not None else 0
-        title = f"Nothing could be compared: {npu_tensors} NPU tensors, none aligned"
-    else:
-        title = (f"Compared {counts['compared']} tensors ({gate}): {counts['passed']} passed, "
-                 f"{counts['failed']} failed")
-        if counts["errors"]:
-            title += f", {counts['errors']} unreadable"
-    report = Report(title=title)
+    unusable = unusable_inputs(result.facts.coverage)
+    report = Report(title=_title(result, counts, len(unusable)))
     failing = result.failing_in_order()
     if failing:
         rows = [[r.index, r.tensor_id or r.op_name, r.op_type, r.status.value, number_text(r.cosine),
@@ -103,10 +98,10 @@ def _report(result: ComparisonResult, summary: Dict[str, Any], paths: OutputPath
             line += f"; inputs {list(first.unknown_inputs)} were not compared"
         report.add_text(line + f"; {inherited} later ops only inherit errors, {other_roots} other roots.")
     coverage = result.facts.coverage or Coverage()
-    notes = [f"unreadable, not compared: {message}" for _, message in coverage.unreadable[:UNREADABLE_SHOWN]]
-    if len(coverage.unreadable) > UNREADABLE_SHOWN:
-        notes.append(f"... {len(coverage.unreadable) - UNREADABLE_SHOWN} more unreadable dump files "
-                     f"(listed in the summary)")
+    notes = [f"unreadable, not compared: {message}" for _, message in unusable[:UNREADABLE_SHOWN]]
+    if len(unusable) > UNREADABLE_SHOWN:
+        notes.append(f"... {len(unusable) - UNREADABLE_SHOWN} more unreadable input files (listed in the summary's "
+                     f"coverage)")
     if counts["not_compared"]:
         notes.append(f"{counts['not_compared']} NPU tensors have no reference (listed in the CSV and summary).")
     if coverage.graph_ops_without_dump:
@@ -139,3 +134,23 @@ def _report(result: ComparisonResult, summary: Dict[str, Any], paths: OutputPath
                 junit_path=paths.junit, graph_notes=list(graph_notes))
     report.data = data
     return report
+
+
+def _title(result: ComparisonResult, counts: Dict[str, Any], unusable: int) -> str:
+    """``Compared N tensors (cosine >= T): P passed, F failed[, E unreadable][; U input files could not be
+    read]``, or ``Nothing could be compared ...``."""
+    from precision_tool.reports.summary import unusable_text
+
+    threshold = result.cosine_threshold
+    gate = f"cosine >= {threshold:g}" if threshold is not None else "cosine gate off"
+    if counts["compared"] == 0:
+        npu_tensors = result.facts.coverage.npu_tensors if result.facts.coverage is not None else 0
+        title = f"Nothing could be compared: {npu_tensors} NPU tensors, none aligned"
+    else:
+        title = (f"Compared {counts['compared']} tensors ({gate}): {counts['passed']} passed, "
+                 f"{counts['failed']} failed")
+        if counts["errors"]:
+            title += f", {counts['errors']} unreadable"
+    if unusable:
+        title += f"; {unusable_text(unusable)}"
+    return title

@@ -10,15 +10,16 @@ histograms and worst elements, every CSV row in a sortable, filterable table, an
 The page goes beside the CSV as ``report_{timestamp}.html`` unless ``-o`` says where; ``--plots DIR`` also
 writes the plots as SVG files, and as PNG when Chromium is installed.
 
-Exit codes, as ``vcs``: 0 every compared tensor passes, 1 some fail (the page is written either way), 2 no
-result to read or nowhere to write.
+Exit codes, as ``vcs`` (:func:`~precision_tool.reports.summary.exit_code_for`): 0 every compared tensor
+passes, 1 some fail (the page is written either way), 2 nothing was compared or the run could not read some
+input files (and nothing fails), no result to read, or nowhere to write.
 """
 from __future__ import annotations
 
 import os
 
 from precision_tool.commands.registry import Command, Context
-from precision_tool.errors import EXIT_FAILED_CHECK, EXIT_OK, WorkspaceError
+from precision_tool.errors import WorkspaceError
 
 
 def add_arguments(parser):
@@ -44,6 +45,7 @@ def handle(args, ctx: Context):
     from precision_tool.reports.result_outputs import workspace_result_folder
     from precision_tool.reports.html import build_report, default_report_path, ensure_report_folder, write_report
     from precision_tool.reports.report import Report
+    from precision_tool.reports.summary import exit_code_for, exit_status, unusable_inputs, unusable_note
 
     target = args.file or workspace_result_folder(ctx.data_dir)
     if not args.file and not os.path.isdir(target):
@@ -76,10 +78,14 @@ def handle(args, ctx: Context):
     report = Report(title=f"{data.csv_path}: {data.counts['compared']} tensors compared, {failing} failing at cosine "
                           f"{data.threshold:g}")
     report.add_text(headline, *lines)
-    report.exit_code = EXIT_FAILED_CHECK if failing else EXIT_OK
-    report.status = "all compared tensors pass" if not failing else f"{failing} failing"
+    unusable = unusable_inputs(data.facts.coverage if data.facts is not None else None)
+    if unusable:
+        report.add_text(unusable_note(unusable))
+    report.exit_code = exit_code_for(failing > 0, data.counts["compared"], len(unusable))
+    report.status = exit_status(report.exit_code, failing, data.counts["compared"], len(unusable))
     report.data = {"html": os.path.abspath(html_path), "csv": data.csv_path, "compared": data.counts["compared"],
                    "failing": failing, "first_divergence": data.first_divergence,
+                   "unusable_inputs": [list(item) for item in unusable],
                    "verdict": data.findings.verdict.to_dict() if data.findings is not None else None,
                    "plots": list(plots.files) if plots is not None else [],
                    "png_note": plots.png_note if plots is not None else None}
@@ -93,6 +99,7 @@ COMMAND = Command(
     handler=handle,
     aliases=("html",),
     epilog=("Example: precision_tool -d precision_data report -o accuracy.html --plots plots/\n"
-            "Exit codes: 0 every compared tensor passes, 1 some fail (the page is written either way), 2 no result "
-            "to read (run ac -c or compare first) or nowhere to write."),
+            "Exit codes: 0 every compared tensor passes, 1 some fail (the page is written either way), 2 nothing "
+            "compared or some inputs of the run unreadable (and nothing fails), no result to read (run ac -c or "
+            "compare first) or nowhere to write."),
 )

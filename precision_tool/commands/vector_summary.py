@@ -11,6 +11,10 @@ statuses in CompareFailReason (``NAN_INF: ...``) fail whatever the cosine, other
 the threshold or with a ``NaN`` cosine, and without the run's facts (msaccucmp's CSV) the order is the
 ``Index`` column and only compared inputs are known. The reason column shows CompareFailReason as the CSV has
 it (msaccucmp's remarks included).
+
+Exit code: :func:`~precision_tool.reports.summary.exit_code_for` of the result read back, as ``compare`` decided
+it -- 1 a tensor is listed; 2 nothing was compared, or the run could not read some input files (its coverage
+says so) and nothing fails, or the result itself cannot be read; else 0.
 """
 from __future__ import annotations
 
@@ -18,7 +22,7 @@ import os
 from typing import Optional
 
 from precision_tool.commands.registry import Command, Context
-from precision_tool.errors import EXIT_FAILED_CHECK, EXIT_OK, WorkspaceError
+from precision_tool.errors import WorkspaceError
 from precision_tool.status import Status
 
 DEFAULT_LIMIT = 10
@@ -37,9 +41,10 @@ def handle(args, ctx: Context):
     from precision_tool.reports.result_csv import number_text
     from precision_tool.reports.result_outputs import workspace_result_folder
     from precision_tool.reports.result_store import FROM_CSV, RUN_FIRST, load_result
+    from precision_tool.reports.summary import exit_status, run_exit_code, unusable_inputs, unusable_note
 
     target = args.file or workspace_result_folder(ctx.data_dir)
-    if args.file and not os.path.exists(args.file):
+    if args.file and not os.path.lexists(args.file):  # a dangling symlink is named as one by its reader
         raise WorkspaceError(f"{args.file}: no such file or folder")
     if not args.file and not os.path.isdir(target):
         raise WorkspaceError(f"{target}: no such folder", RUN_FIRST)
@@ -48,6 +53,7 @@ def handle(args, ctx: Context):
     compared = [r for r in comparison.results if r.compared]
     errors = [r for r in comparison.results if r.status is Status.ERROR]
     not_compared = sum(1 for r in comparison.results if not r.compared and r.status is not Status.ERROR)
+    unusable = unusable_inputs(comparison.facts.coverage)
     divergence = comparison.divergence
     first = divergence.first.op_name if divergence.first is not None else None
     failing_at = [(k, r) for k, r in enumerate(comparison.results) if r.compared and not r.passed]
@@ -78,19 +84,21 @@ def handle(args, ctx: Context):
         lines.append(f"{len(errors)} aligned tensors could not be read: " + ", ".join(r.tensor_id for r in errors[:5]))
     if not_compared:
         lines.append(f"{not_compared} rows were not compared (no reference or no dump)")
+    if unusable:
+        lines.append(unusable_note(unusable))
     if stored.origin == FROM_CSV:
         lines.append("No summary.json for this CSV: order from the Index column, no graph edges")
     if lines:
         report.add_text(*lines)
-    report.exit_code = EXIT_FAILED_CHECK if failing or errors else EXIT_OK
-    report.status = "all compared tensors pass" if report.exit_code == EXIT_OK else \
-        f"{len(failing)} failing, {len(errors)} unreadable"
+    report.exit_code = run_exit_code(comparison)
+    report.status = exit_status(report.exit_code, len(failing) + len(errors), len(compared), len(unusable))
     report.data = {"csv": stored.csv_path, "cosine_threshold": threshold, "compared": len(compared),
                    "first_divergence": None if divergence.first is None else divergence.first.to_dict(),
                    "failing": [{"index": _index_value(r.index), "tensor_id": r.tensor_id, "op_type": r.op_type,
                                 "cosine": r.cosine, "reason": stored.reason_cell(k), "local_error": r.local_error,
                                 "local_floor": r.local_floor} for k, r in failing_at],
                    "errors": [r.tensor_id for r in errors], "not_compared": not_compared,
+                   "unusable_inputs": [list(item) for item in unusable],
                    "summary": stored.summary is not None, "source": stored.origin}
     return report
 
@@ -116,5 +124,7 @@ COMMAND = Command(
     add_arguments=add_arguments,
     handler=handle,
     aliases=("vector_summary",),
-    epilog="Reads precision_tool's and msaccucmp's result CSVs. Exit code 1 when any tensor is listed.",
+    epilog=("Reads precision_tool's and msaccucmp's result CSVs. Exit code 1 when any tensor is listed; 2 when "
+            "nothing was compared or the run could not read some input files (and nothing fails), or the result "
+            "cannot be read."),
 )

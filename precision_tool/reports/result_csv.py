@@ -35,15 +35,16 @@ open the CSV in Excel through *Data > From Text/CSV* with the name columns typed
 from __future__ import annotations
 
 import csv
+import io
 import math
 import os
 import re
 from dataclasses import dataclass
-from typing import Iterable, List, Optional, Sequence, Tuple
+from typing import IO, Iterable, Iterator, List, Optional, Sequence, Tuple
 
 from precision_tool.comparison.result import TensorResult
 from precision_tool.errors import ResultCsvError
-from precision_tool.fileio import atomic_write
+from precision_tool.fileio import TEXT_LIMIT, atomic_write, open_input
 from precision_tool.formats.tensor_kind import TensorKind
 from precision_tool.metrics import ALL, DEFAULT_COSINE_THRESHOLD, MeanStd, format_value
 from precision_tool.status import Status
@@ -124,6 +125,13 @@ def write_result_csv(path, results: Iterable[TensorResult], npu_vs_npu: bool = F
 
 
 # --------------------------------------------------------------------------------------------- reading
+MAX_ROW_CHARS = 8 << 20
+"""The longest row :func:`read_result_csv` takes (8 Mi characters, quoted line breaks included): a real row
+is a few hundred characters, a fused op naming thousands of TF ops a few hundred thousand. The bound is
+checked before ``csv`` splits the row, so a gigabyte of commas never becomes a billion cells."""
+_WHOLE_NUMBER = re.compile(r"-?[0-9]{1,18}")
+
+
 @dataclass(frozen=True)
 class CsvResult:
     """A result CSV read back: its rows as :class:`TensorResult` records in file order, whether it has the
@@ -148,28 +156,75 @@ def read_result_csv(path, cosine_threshold: Optional[float] = DEFAULT_COSINE_THR
     CompareFailReason cell (often empty) as its reason. What a CSV does not hold (dump file, reference name,
     rule, allclose ratio) is left empty.
 
+    The file is opened with :func:`~precision_tool.fileio.open_input` (a regular file of at most 1 GiB: a
+    FIFO or a symlink to ``/dev/zero`` is refused, never read) and streamed row by row. Cells that locate a
+    tensor must be exact: ``Index`` is empty, ``NaN`` or an ASCII whole number of at most 18 digits, and a
+    ``TensorIndex`` of the form ``op:input|output:k`` has an ASCII ``k`` of at most 9 digits (``²`` or a
+    4,000-digit number is a damaged file, not a guess). Other cells are display text: an unparsable metric is
+    ``NaN``, an unparsable ``Shape`` unknown.
+
     Raises
     ------
-    ResultCsvError : the file cannot be read, or its header lacks the columns every result has.
+    ResultCsvError : one line naming the file (and the line, for a damaged row): it cannot be read, it is
+        not UTF-8 or not CSV, its header lacks the columns every result has, a row is longer than
+        :data:`MAX_ROW_CHARS`, or a row holds a bad ``Index``/``TensorIndex``.
     """
     path = os.fspath(path)
-    try:
-        with open(path, newline="", encoding="utf-8-sig") as handle:
-            lines = list(csv.reader(handle))
-    except (OSError, UnicodeDecodeError, csv.Error) as error:
-        raise ResultCsvError(path, f"cannot read as CSV ({getattr(error, 'strerror', None) or error})") from None
-    if not lines:
+    with open_input(path, ResultCsvError, TEXT_LIMIT) as raw, \
+            io.TextIOWrapper(raw, encoding="utf-8-sig", newline="") as text:
+        lines = _BoundedLines(path, text)
+        reader = csv.reader(lines)
+        try:
+            return _table(path, reader, lines, cosine_threshold)
+        except UnicodeDecodeError as error:  # decoded ahead, in blocks: the line is not known
+            raise ResultCsvError(path, f"is not UTF-8 text ({error.reason})") from None
+        except csv.Error as error:
+            raise ResultCsvError(path, f"line {reader.line_num}: not CSV ({error})") from None
+        except OSError as error:
+            raise ResultCsvError(path, f"cannot read ({error.strerror or error})") from None
+
+
+def _table(path: str, reader, lines: "_BoundedLines", threshold: Optional[float]) -> CsvResult:
+    """The rows ``reader`` yields, after the header, as :class:`CsvResult`."""
+    header = next(reader, None)
+    if header is None:
         raise ResultCsvError(path, "is empty; a result CSV starts with msaccucmp's header line")
-    columns = _columns(path, lines[0])
+    columns = _columns(path, header)
+    lines.row_done()
     rows, reasons = [], []
-    for number, cells in enumerate(lines[1:], start=2):
+    for cells in reader:
+        lines.row_done()
         if not cells or all(not cell for cell in cells):
             continue
-        rows.append(_row(path, number, cells, columns, cosine_threshold))
-        reasons.append(cells[columns["reason"]] if columns["reason"] is not None and columns["reason"] < len(cells)
-                       else "")
+        rows.append(_row(path, reader.line_num, cells, columns, threshold))
+        reasons.append(_raw_cell(cells, columns["reason"]))
     return CsvResult(path, tuple(rows), npu_vs_npu=columns["ref_address"] is not None,
                      metric_columns=tuple(columns["metrics"]), reason_cells=tuple(reasons))
+
+
+class _BoundedLines:
+    """The physical lines of ``text`` for ``csv.reader``, refusing a row longer than :data:`MAX_ROW_CHARS`
+    before it is split into cells (``csv.reader`` pulls exactly one row's lines per row)."""
+
+    def __init__(self, path: str, text: IO[str]):
+        self.path, self.text, self.row_chars, self.number = path, text, 0, 0
+
+    def row_done(self) -> None:
+        self.row_chars = 0
+
+    def __iter__(self) -> Iterator[str]:
+        return self
+
+    def __next__(self) -> str:
+        line = self.text.readline(MAX_ROW_CHARS + 1 - self.row_chars)
+        if not line:
+            raise StopIteration
+        self.row_chars += len(line)
+        self.number += 1
+        if self.row_chars > MAX_ROW_CHARS:
+            raise ResultCsvError(self.path, f"line {self.number}: a row is longer than {MAX_ROW_CHARS:,} characters: "
+                                            "not a result CSV")
+        return line
 
 
 def _columns(path: str, header: List[str]) -> dict:
@@ -193,10 +248,14 @@ def _columns(path: str, header: List[str]) -> dict:
     }
 
 
+def _raw_cell(cells: List[str], position: Optional[int]) -> str:
+    """The cell at ``position`` as written; ``""`` for a column the header or the row lacks."""
+    return cells[position] if position is not None and position < len(cells) else ""
+
+
 def _cell(cells: List[str], position: Optional[int]) -> str:
-    if position is None or position >= len(cells):
-        return ""
-    text = cells[position]
+    """The cell at ``position``; ``""`` also for ``NaN`` (msaccucmp's "does not apply")."""
+    text = _raw_cell(cells, position)
     return "" if text == NOT_APPLICABLE else text
 
 
@@ -217,14 +276,19 @@ def _metric(text: str, name: str):
 def parse_tensor_id(tensor_id: str) -> Optional[Tuple[str, TensorKind, int]]:
     """``(op, kind, k)`` from ``op:input|output:k``; ``None`` for anything else (op names may hold colons).
 
+    ``k`` is ASCII digits only, at most 9 of them (``str.isdigit`` would take ``²``, which ``int`` refuses).
+
     >>> parse_tensor_id("a/b:c:output:12"), parse_tensor_id("x:output:\u00b2"), parse_tensor_id("")
     (('a/b:c', <TensorKind.OUTPUT: 'output'>, 12), None, None)
     """
     parts = tensor_id.rsplit(":", 2)
-    if len(parts) != 3 or not (parts[2].isascii() and parts[2].isdigit()) or len(parts[2]) > 9:
+    if len(parts) != 3 or not _TENSOR_NUMBER.fullmatch(parts[2]):
         return None
     kind = TensorKind.parse(parts[1])
     return None if kind is None else (parts[0], kind, int(parts[2]))
+
+
+_TENSOR_NUMBER = re.compile(r"[0-9]{1,9}")
 
 
 def _shape(text: str) -> Optional[Tuple[int, ...]]:
@@ -233,22 +297,42 @@ def _shape(text: str) -> Optional[Tuple[int, ...]]:
         return None
     inner = text[1:-1].strip()
     dims = [d.strip() for d in inner.split(",")] if inner else []
-    if not all(d.isascii() and d.isdigit() and len(d) <= 18 for d in dims):
+    if not all(_WHOLE_NUMBER.fullmatch(d) and not d.startswith("-") for d in dims):
         return None
     return tuple(int(d) for d in dims)
 
 
-def _index(text: str) -> int:
-    digits = text[1:] if text.startswith("-") else text
-    return int(text) if digits.isascii() and digits.isdigit() and len(digits) <= 18 else -1
+def _shown(text: str) -> str:
+    """A cell quoted for an error message: ``repr`` (control characters escaped), at most 40 characters."""
+    return repr(text[:40] + ("..." if len(text) > 40 else ""))
+
+
+def _index(path: str, number: int, text: str) -> int:
+    """The ``Index`` cell: ``-1`` when empty or ``NaN``; an ASCII whole number of at most 18 digits."""
+    if not text:
+        return -1
+    if not _WHOLE_NUMBER.fullmatch(text):
+        raise ResultCsvError(path, f"line {number}: Index {_shown(text)} is not a whole number of at most 18 digits")
+    return int(text)
+
+
+def _tensor_id(path: str, number: int, text: str) -> Optional[Tuple[str, TensorKind, int]]:
+    """The ``TensorIndex`` cell parsed; a cell shaped ``op:input|output:k`` whose ``k`` is not a tensor number
+    (``²``, thousands of digits) is a damaged row, not a name."""
+    parsed = parse_tensor_id(text)
+    parts = text.rsplit(":", 2)
+    if parsed is None and len(parts) == 3 and TensorKind.parse(parts[1]) is not None:
+        raise ResultCsvError(path, f"line {number}: TensorIndex {_shown(text)} does not end in a tensor number "
+                                   "of at most 9 ASCII digits")
+    return parsed
 
 
 def _row(path: str, number: int, cells: List[str], columns: dict, threshold: Optional[float]) -> TensorResult:
     metrics = {name: _metric(_cell(cells, position), name) for name, position in columns["metrics"].items()}
     values = tuple(metrics.get(name) for name in ALL)
-    reason = cells[columns["reason"]] if columns["reason"] is not None and columns["reason"] < len(cells) else ""
+    reason = _raw_cell(cells, columns["reason"])
     tensor_id = _cell(cells, columns["tensor_id"])
-    parsed = parse_tensor_id(tensor_id)
+    parsed = _tensor_id(path, number, tensor_id)
     op_name, kind, tensor_index = parsed if parsed is not None else (_cell(cells, columns["npu_dump"]), "", -1)
     match = _STATUS_PREFIX.match(reason)
     if match:
@@ -260,8 +344,8 @@ def _row(path: str, number: int, cells: List[str], columns: dict, threshold: Opt
         cosine = metrics.get("CosineSimilarity")
         passed = threshold is None or (isinstance(cosine, float) and cosine >= threshold)
         status = Status.PASS if passed else Status.FAIL
-    return TensorResult(index=_index(_cell(cells, columns["index"])), tensor_id=tensor_id, op_name=op_name,
-                        kind=kind, tensor_index=tensor_index, op_type=_cell(cells, columns["op_type"]),
+    return TensorResult(index=_index(path, number, _cell(cells, columns["index"])), tensor_id=tensor_id,
+                        op_name=op_name, kind=kind, tensor_index=tensor_index, op_type=_cell(cells, columns["op_type"]),
                         status=status, reason=reason, npu_dtype=_cell(cells, columns["npu_dtype"]),
                         address=_cell(cells, columns["address"]),
                         ground_truth=_cell(cells, columns["ground_truth"]) or "*",

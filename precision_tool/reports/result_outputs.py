@@ -1,29 +1,49 @@
 """Where a compare run's outputs go, and writing them: the same files for ``compare``, ``vc`` and ``ac -c``.
 
-Outputs, written atomically in this order so that the CSV -- what ``vcs`` looks for -- appears last, only
-when everything else is in place:
+Names, unique per run
+---------------------
+With ``-out OUT`` a run writes ``OUT/result_{YYYYmmddHHMMSS}.csv``; without, ``ROOT/{ts}/result_{ts}.csv``
+(``ROOT`` = ``WORKSPACE/temp/vector_compare``). The name is msaccucmp's ``result_{timestamp}.csv`` unless
+another run took it: then the first free ``result_{ts}_{n}.csv`` (n = 1, 2, ...), and likewise the first free
+folder ``{ts}_{n}``. Taking a name is atomic, so two runs into one folder -- even in the same second, even
+in parallel -- never share a name and never overwrite each other: the folder is made with ``mkdir`` (which
+fails when it exists) and the name is taken by creating its lossless file ``result_{ts}[_n].jsonl`` with
+``O_EXCL`` (which fails when another run created it first) -- readers look for CSVs, so this empty
+placeholder is invisible until it is replaced by the complete file. A name whose CSV already exists
+(msaccucmp's, an older tool's) is not taken either.
 
-1. ``summary.json`` (names the CSV it describes; :mod:`.summary`),
-2. the JUnit XML, when asked for (:mod:`.junit`),
-3. ``result_{YYYYmmddHHMMSS}.jsonl``, the lossless record (:mod:`.result_store`),
-4. ``result_{YYYYmmddHHMMSS}.csv``, msaccucmp's columns (:mod:`.result_csv`).
+Order of writing
+----------------
+Every file is written atomically (:func:`~precision_tool.fileio.atomic_write`), in this order:
 
-A run killed at any point leaves no CSV, or a complete one with everything beside it. Output folders are
-checked against every input first (:func:`~precision_tool.config.ensure_output_dir`): nothing is ever
-written into an input folder.
+1. ``result_{ts}.jsonl``, the lossless record (:mod:`.result_store`),
+2. ``result_{ts}.csv``, msaccucmp's columns (:mod:`.result_csv`),
+3. the JUnit XML, when asked for (:mod:`.junit`),
+4. ``summary.json`` last (:mod:`.summary`): whatever CSV it names exists, complete, with its lossless file.
+
+A run killed at any point leaves no CSV, or a complete one with its lossless file beside it (which is all
+``vcs``, ``ni`` and ``report`` need): never a summary naming a missing CSV.
+
+Before writing, temporary files that killed runs left in the output folders (``.precision_tool-{PID}-*.tmp``,
+:func:`remove_stale_temp_files`) are removed. Output folders are checked against every input first
+(:func:`~precision_tool.config.ensure_output_dir`): nothing is ever written into an input folder.
 """
 from __future__ import annotations
 
 import os
+import re
 import time
 from dataclasses import dataclass
-from typing import Any, Dict, Optional, Sequence
+from typing import Any, Dict, List, Optional, Sequence
 
 from precision_tool.comparison import ComparisonResult
 from precision_tool.config import Workspace, ensure_output_dir
 from precision_tool.errors import WorkspaceError
+from precision_tool.fileio import TEMP_PREFIX
 
 RESULT_FOLDER = "vector_compare"
+_STALE_TEMP = re.compile(re.escape(TEMP_PREFIX) + r"([0-9]{1,10})-[0-9a-f]+\.tmp")
+_RUN_FOLDER = re.compile(r"[0-9]{14}(?:_[0-9]+)?")
 
 
 @dataclass(frozen=True)
@@ -46,54 +66,174 @@ def workspace_result_folder(data_dir: str) -> str:
     return os.path.join(Workspace(data_dir).temp, RESULT_FOLDER)
 
 
+def check_outputs(out_dir: Optional[str], default_root: str, inputs: Sequence[str],
+                  junit: Optional[str] = None) -> None:
+    """Refuse output folders inside an input (and create them), before a long comparison: what
+    :func:`plan_outputs` checks again when it takes the names. Raises :class:`WorkspaceError`."""
+    ensure_output_dir(out_dir or default_root, *inputs)
+    if junit:
+        ensure_output_dir(os.path.dirname(os.path.abspath(junit)), *inputs)
+
+
 def plan_outputs(out_dir: Optional[str], default_root: str, inputs: Sequence[str],
                  junit: Optional[str] = None) -> OutputPaths:
-    """Where this run writes: ``OUT/result_{ts}.csv`` with ``-out``, else ``ROOT/{ts}/result_{ts}.csv``;
-    a second run in the same second gets ``_1``, ``_2``... Checks no output lies inside an input."""
+    """Take this run's names (see *Names, unique per run* in the module docstring) and remove stale
+    temporary files from the folders written to. Checks no output lies inside an input.
+
+    Call it when the result is ready to be written: the name stays taken (an empty ``result_*.jsonl``)
+    until :func:`write_outputs` replaces it. Raises :class:`WorkspaceError`.
+    """
     from precision_tool.reports.result_store import results_path_for
     from precision_tool.reports.summary import SUMMARY_NAME
 
     stamp = timestamp()
     if out_dir:
         folder = ensure_output_dir(out_dir, *inputs)
-        name, n = f"result_{stamp}.csv", 0
-        while os.path.exists(os.path.join(folder, name)):
-            n += 1
-            name = f"result_{stamp}_{n}.csv"
+        remove_stale_temp_files(folder)
     else:
-        ensure_output_dir(default_root, *inputs)
-        folder_name, n = stamp, 0
-        while os.path.exists(os.path.join(default_root, folder_name)):
-            n += 1
-            folder_name = f"{stamp}_{n}"
-        folder = ensure_output_dir(os.path.join(default_root, folder_name), *inputs)
-        name = f"result_{stamp}.csv"
+        root = ensure_output_dir(default_root, *inputs)
+        for old_run in _run_folders(root):
+            remove_stale_temp_files(old_run)
+        folder = _take_run_folder(root, stamp)
     junit_path = None
     if junit:
-        ensure_output_dir(os.path.dirname(os.path.abspath(junit)), *inputs)
+        junit_folder = ensure_output_dir(os.path.dirname(os.path.abspath(junit)), *inputs)
+        remove_stale_temp_files(junit_folder)
         junit_path = os.path.abspath(junit)
-    csv_path = os.path.join(folder, name)
+    csv_path = take_result_name(folder, stamp)
     return OutputPaths(folder, csv_path, results_path_for(csv_path), os.path.join(folder, SUMMARY_NAME), junit_path)
+
+
+def _numbered(stem: str, n: int) -> str:
+    """``stem`` for the first run, ``stem_1``, ``stem_2``... for the next ones."""
+    return stem if n == 0 else f"{stem}_{n}"
+
+
+def _take_run_folder(root: str, stamp: str) -> str:
+    """Make and return the first free ``ROOT/{stamp}[_n]`` (``mkdir`` fails on an existing folder)."""
+    n = 0
+    while True:
+        folder = os.path.join(root, _numbered(stamp, n))
+        try:
+            os.mkdir(folder)
+            return folder
+        except FileExistsError:
+            n += 1
+        except OSError as error:
+            raise WorkspaceError(f"{folder}: cannot create output folder ({error.strerror or error})") from None
+
+
+def take_result_name(folder: str, stamp: str) -> str:
+    """The path of the first ``result_{stamp}[_n].csv`` in ``folder`` that no other run has taken, taken now.
+
+    Taken by creating its lossless file ``result_{stamp}[_n].jsonl`` with ``O_EXCL`` (atomic: of two runs
+    asking at once, one gets it, the other moves on to ``_n+1``); a name whose CSV exists already (written
+    by msaccucmp or an older tool) is given back and skipped. Raises :class:`WorkspaceError` when the
+    folder cannot be written.
+    """
+    from precision_tool.reports.result_store import results_path_for
+
+    n = 0
+    while True:
+        csv_path = os.path.join(folder, _numbered(f"result_{stamp}", n) + ".csv")
+        placeholder = results_path_for(csv_path)
+        n += 1
+        try:
+            os.close(os.open(placeholder, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666))
+        except FileExistsError:
+            continue
+        except OSError as error:
+            raise WorkspaceError(f"{folder}: cannot write results ({error.strerror or error})") from None
+        if not os.path.lexists(csv_path):
+            return csv_path
+        os.unlink(placeholder)
+
+
+def _run_folders(root: str) -> List[str]:
+    """The ``{ts}[_n]`` run folders under ``root`` (where killed runs may have left temporary files)."""
+    try:
+        names = os.listdir(root)
+    except OSError:
+        return []
+    return [os.path.join(root, name) for name in names
+            if _RUN_FOLDER.fullmatch(name) and os.path.isdir(os.path.join(root, name))]
+
+
+def remove_stale_temp_files(folder: str) -> List[str]:
+    """Remove the temporary files (``.precision_tool-{PID}-{hex}.tmp``, made by
+    :func:`~precision_tool.fileio.atomic_write`) that runs killed while writing left in ``folder``; returns
+    the paths removed.
+
+    A file is stale when its process is gone: ``os.kill(PID, 0)`` raises ``ProcessLookupError``. A live
+    process's file -- another run writing right now, or this one -- is never touched, nor one whose PID
+    cannot be checked (owned by another user: ``PermissionError``; PID 0 or beyond 2**31; not a POSIX
+    system). PIDs are this machine's: a folder shared with another machine may hold a live process's file
+    under a PID that is free here. Files that cannot be removed stay; nothing is raised.
+    """
+    removed: List[str] = []
+    try:
+        names = os.listdir(folder)
+    except OSError:
+        return removed
+    for name in names:
+        match = _STALE_TEMP.fullmatch(name)
+        if match and not _process_alive(int(match.group(1))):
+            path = os.path.join(folder, name)
+            try:
+                os.unlink(path)
+            except OSError:  # removed meanwhile, or not ours to remove
+                continue
+            removed.append(path)
+    return removed
+
+
+def _process_alive(pid: int) -> bool:
+    """False only when process ``pid`` surely does not exist (see :func:`remove_stale_temp_files`)."""
+    if os.name != "posix" or not 0 < pid < 2 ** 31:  # kill(0) would signal our own group; Windows differs
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:  # PermissionError: alive, another user's
+        return True
+    return True
 
 
 def write_outputs(result: ComparisonResult, paths: OutputPaths, *, total_s: Optional[float] = None
                   ) -> Dict[str, Any]:
     """Write every output of ``result`` in the order of the module docstring; returns the summary written.
 
-    Raises :class:`WorkspaceError` when a file cannot be written (a full disk, a read-only folder).
+    Raises :class:`WorkspaceError` when a file cannot be written (a full disk, a read-only folder); the name
+    :func:`plan_outputs` took is given back when its lossless file could not be written.
     """
     from precision_tool.reports.junit import write_junit
     from precision_tool.reports.result_csv import write_result_csv
-    from precision_tool.reports.result_store import write_results_file
-    from precision_tool.reports.summary import build_summary, write_summary
+    from precision_tool.reports.summary import build_summary, run_exit_code, write_summary
 
-    summary = build_summary(result, result_csv=paths.csv, exit_code=result.exit_code(), total_s=total_s)
+    summary = build_summary(result, result_csv=paths.csv, exit_code=run_exit_code(result), total_s=total_s)
     try:
-        write_summary(paths.summary, summary)
+        _write_results_file(paths, result)
+        write_result_csv(paths.csv, result.results, npu_vs_npu=result.npu_vs_npu)
         if paths.junit:
             write_junit(paths.junit, result)
-        write_results_file(paths.results, result, paths.csv)
-        write_result_csv(paths.csv, result.results, npu_vs_npu=result.npu_vs_npu)
+        write_summary(paths.summary, summary)
     except OSError as error:
         raise WorkspaceError(f"{paths.folder}: cannot write results ({error.strerror or error})") from None
     return summary
+
+
+def _write_results_file(paths: OutputPaths, result: ComparisonResult) -> None:
+    """Write the lossless file over its placeholder; on any failure (or Ctrl-C) remove the placeholder if it
+    is still the empty one, so the name is free again."""
+    from precision_tool.reports.result_store import write_results_file
+
+    try:
+        write_results_file(paths.results, result, paths.csv)
+    except BaseException:
+        try:
+            if os.path.getsize(paths.results) == 0:
+                os.unlink(paths.results)
+        except OSError:
+            pass
+        raise

@@ -10,8 +10,11 @@ Every compare run (``compare``, ``vc``, ``ac -c``) writes, beside ``summary.json
 
   then one :meth:`TensorResult.to_dict` per line, in the CSV's order: every value at full precision
   (non-finite floats as ``"nan"``/``"inf"``/``"-inf"``), the status, the reason, the reference, the rule;
-* ``result_{timestamp}.csv`` -- msaccucmp's columns, written last: an export for users' scripts
+* ``result_{timestamp}.csv`` -- msaccucmp's columns, written after it: an export for users' scripts
   (:mod:`.result_csv`).
+
+(Names, order of writing and the ``_n`` suffix of a second run in the same second:
+:mod:`.result_outputs`.)
 
 :func:`load_result` reads a stored result for ``vcs``, ``ni``, ``report`` and ``ac``'s page. It finds the CSV
 (:func:`find_result_csv`), then takes the best source there is:
@@ -28,24 +31,31 @@ Every compare run (``compare``, ``vc``, ``ac -c``) writes, beside ``summary.json
 
 and judges every row at the threshold asked for (default: the run's, else 0.99) with
 :meth:`ComparisonResult.judged_at`, so the first divergence is found again at that threshold.
+
+Hostile files: each of the three is opened with :func:`~precision_tool.fileio.open_input` (regular files
+only, size-bounded: a FIFO or a symlink to ``/dev/zero`` is refused before a byte is read), parsed with
+bounds (:func:`parse_stored_json`; the CSV's own bounds in :func:`.result_csv.read_result_csv`) and checked
+field by field (:func:`check_run_facts`, :func:`.summary.check_summary`): anything wrong is one
+:class:`ResultFileError` or ``ResultCsvError`` naming the file (and the line), never a guess.
 """
 from __future__ import annotations
 
+import io
 import json
 import os
 import re
 from dataclasses import dataclass, replace
-from typing import Any, Dict, Iterable, List, Optional, Tuple
+from typing import Any, Dict, Iterable, Iterator, List, Optional, Tuple
 
 from precision_tool.comparison.result import ComparisonResult, RunFacts, TensorResult, Timing, order_by_index
-from precision_tool.errors import ResultFileError, WorkspaceError
-from precision_tool.fileio import atomic_write
+from precision_tool.errors import ResultCsvError, ResultFileError, WorkspaceError
+from precision_tool.fileio import TEXT_LIMIT, atomic_write, open_input
 from precision_tool.metrics import ALL, DEFAULT_COSINE_THRESHOLD
 from precision_tool.status import Status
 
 FORMAT = "precision_tool.results"
 VERSION = 1
-RESULT_NAME = re.compile(r"result_(\d{14})(?:_(\d+))?\.csv")
+RESULT_NAME = re.compile(r"result_([0-9]{14})(?:_([0-9]{1,9}))?\.csv")
 FROM_RESULTS_FILE, FROM_CSV_AND_SUMMARY, FROM_CSV = "results file", "csv+summary", "csv"
 RUN_FIRST = "run 'compare' or 'vc' first, or give -f CSV"
 
@@ -73,6 +83,10 @@ def write_results_file(path: str, result: ComparisonResult, result_csv: str) -> 
 def read_results_file(path: str) -> Tuple[Dict[str, Any], ComparisonResult]:
     """``(header, result)`` from a file :func:`write_results_file` wrote; the result at the run's threshold.
 
+    The file is opened with :func:`~precision_tool.fileio.open_input` (a regular file of at most 1 GiB; a
+    FIFO or a symlink to ``/dev/zero`` is refused, never read) and read line by line; each line is
+    :func:`parse_stored_json` and every header field is type-checked (:func:`check_run_facts`).
+
     Raises :class:`ResultFileError` naming the file and line on anything malformed (with a hint: the CSV
     beside it can still be read alone). A damaged file is never silently replaced by the rounded CSV.
     """
@@ -86,79 +100,269 @@ _DAMAGED_HINT = "move it aside to read the result CSV beside it instead, at six 
 
 
 def _read_results_file(path: str) -> Tuple[Dict[str, Any], ComparisonResult]:
-    try:
-        with open(path, encoding="utf-8") as handle:
-            lines = handle.read().split("\n")  # not splitlines(): U+2028 or U+0085 may stand in a name
-    except (OSError, UnicodeDecodeError) as error:
-        raise ResultFileError(path, f"cannot read ({getattr(error, 'strerror', None) or error})") from None
-    if not any(line.strip() for line in lines):
-        raise ResultFileError(path, "is empty")
-    header = _json_line(path, 1, lines[0])
-    if not isinstance(header, dict) or header.get("format") != FORMAT:
-        raise ResultFileError(path, f"line 1 is not a {FORMAT} header")
-    if header.get("version") != VERSION:
-        raise ResultFileError(path, f"version {header.get('version')!r} is not one this tool reads ({VERSION})")
+    header: Optional[Dict[str, Any]] = None
     rows: List[TensorResult] = []
-    for number, line in enumerate(lines[1:], start=2):
-        if line.strip():
+    for number, line in _numbered_lines(path):
+        if not line.strip():
+            continue
+        if header is None:
+            header = _header(path, number, _json_line(path, number, line))
+        else:
             rows.append(_row(path, number, _json_line(path, number, line)))
+    if header is None:
+        raise ResultFileError(path, "is empty")
     try:
-        facts = RunFacts.from_dict(header["facts"])
-        threshold = header["cosine_threshold"]
-        if threshold is not None and not (isinstance(threshold, (int, float)) and not isinstance(threshold, bool)
-                                          and -1.0 <= threshold <= 1.0):
-            raise ValueError(f"cosine_threshold {str(threshold)[:20]} is not a number from -1 to 1")
-        if threshold is not None:
-            threshold = float(threshold)
-        inputs = {str(k): (None if v is None else str(v)) for k, v in dict(header.get("inputs") or {}).items()}
-        timing = header.get("timing") or {}
+        facts_data = header["facts"]
+        check_run_facts(facts_data, "facts")
+        facts = RunFacts.from_dict(facts_data)
+        threshold = check_threshold(header["cosine_threshold"], "cosine_threshold")
+        inputs = check_inputs(optional(header, "inputs", {}), "inputs")
+        timing = optional(header, "timing", {})
+        check_timing(timing, "timing")
         run_timing = Timing(float(timing.get("align_s", 0.0)), float(timing.get("compare_s", 0.0)),
                             int(timing.get("workers", 1)))
-    except (KeyError, TypeError, ValueError, AttributeError) as error:
-        raise ResultFileError(path, f"line 1: malformed header ({type(error).__name__}: {error})") from None
+    except KeyError as error:
+        raise ResultFileError(path, f"line 1: the header lacks {error}") from None
+    except (TypeError, ValueError, AttributeError) as error:
+        raise ResultFileError(path, f"line 1: malformed header ({error})") from None
     return header, ComparisonResult.judged(rows, facts, threshold, run_timing, inputs)
+
+
+def _numbered_lines(path: str) -> Iterator[Tuple[int, str]]:
+    """``(number, line)`` of the file at ``path``, split at ``\\n`` only (U+2028 or U+0085 may stand in a
+    name), streamed: the file is never held whole beside its parsed rows."""
+    with open_input(path, ResultFileError, TEXT_LIMIT) as raw, \
+            io.TextIOWrapper(raw, encoding="utf-8", newline="\n") as text:
+        try:
+            yield from enumerate(text, start=1)
+        except UnicodeDecodeError as error:  # decoded ahead, in blocks: the line is not known
+            raise ResultFileError(path, f"is not UTF-8 text ({error.reason})") from None
+        except OSError as error:
+            raise ResultFileError(path, f"cannot read ({error.strerror or error})") from None
+
+
+def _header(path: str, number: int, data: Any) -> Dict[str, Any]:
+    if number != 1 or not isinstance(data, dict) or data.get("format") != FORMAT:
+        raise ResultFileError(path, f"line {number} is not a {FORMAT} header")
+    if data.get("version") != VERSION:
+        raise ResultFileError(path, f"version {repr(data.get('version'))[:40]} is not one this tool reads "
+                                    f"({VERSION})")
+    return data
+
+
+def _json_line(path: str, number: int, line: str) -> Any:
+    try:
+        return parse_stored_json(line)
+    except ValueError as error:
+        raise ResultFileError(path, f"line {number} is not JSON ({error})") from None
+
+
+def _row(path: str, number: int, data: Any) -> TensorResult:
+    try:
+        if not isinstance(data, dict):
+            raise TypeError(f"a row is an object, not {json_kind(data)}")
+        return TensorResult.from_dict(data)
+    except KeyError as error:
+        raise ResultFileError(path, f"line {number}: malformed row (it lacks {error})") from None
+    except (TypeError, ValueError, AttributeError, OverflowError) as error:
+        raise ResultFileError(path, f"line {number}: malformed row ({error})") from None
+
+
+# --------------------------------------------------------------------------------------------- stored JSON
+MAX_JSON_INT_DIGITS = 30
+"""The longest integer our JSON files hold (counts, indices, dims are at most 19 digits): a longer one is
+refused before ``int()`` sees it -- Python 3.11+ refuses 4,300 digits with ``ValueError``, older versions
+spend minutes on a million."""
+
+
+def parse_stored_json(text: str) -> Any:
+    """``text`` parsed as the strict JSON of our result files and ``summary.json``.
+
+    ``ValueError`` with a short cause (at most 80 characters) for: not JSON; ``NaN``/``Infinity`` literals
+    (we write non-finite numbers as strings); an integer of more than :data:`MAX_JSON_INT_DIGITS` digits;
+    nesting too deep for the parser (its ``RecursionError``, e.g. 100,000 ``[``).
+    """
+    try:
+        return json.loads(text, parse_int=_bounded_int, parse_constant=_no_constant)
+    except RecursionError:
+        raise ValueError("nested too deeply") from None
+    except ValueError as error:
+        raise ValueError(str(error)[:80]) from None
+
+
+def _bounded_int(digits: str) -> int:
+    if len(digits.lstrip("-")) > MAX_JSON_INT_DIGITS:
+        raise ValueError(f"an integer of {len(digits.lstrip('-')):,} digits, more than {MAX_JSON_INT_DIGITS}")
+    return int(digits)
 
 
 def _no_constant(name: str) -> Any:
     raise ValueError(f"{name} is not JSON (non-finite numbers are written as strings)")
 
 
-def _json_line(path: str, number: int, line: str) -> Any:
-    try:
-        return json.loads(line, parse_constant=_no_constant)
-    except (ValueError, RecursionError) as error:
-        raise ResultFileError(path, f"line {number} is not JSON ({str(error)[:80]})") from None
+def json_kind(value: Any) -> str:
+    """What ``value`` is, in JSON's words (``an object``, ``a list``, ``a string``...), for error messages."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true/false"
+    if isinstance(value, (int, float)):
+        return "a number"
+    if isinstance(value, dict):
+        return "an object"
+    return "a list" if isinstance(value, list) else "a string" if isinstance(value, str) else type(value).__name__
 
 
-def _row(path: str, number: int, data: Any) -> TensorResult:
-    try:
-        if not isinstance(data, dict):
-            raise TypeError(f"a row is an object, not {type(data).__name__}")
-        return TensorResult.from_dict(data)
-    except (KeyError, TypeError, ValueError, AttributeError, OverflowError) as error:
-        raise ResultFileError(path, f"line {number}: malformed row ({type(error).__name__}: {error})") from None
+def expect(ok: bool, value: Any, field: str, expected: str) -> None:
+    """Raise ``ValueError("FIELD is a list, not an object")`` unless ``ok``: the one message of every check."""
+    if not ok:
+        raise ValueError(f"{field} is {json_kind(value)}, not {expected}")
+
+
+def is_count(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+
+
+def is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def optional(data: Dict[str, Any], key: str, empty: Any) -> Any:
+    """``data[key]``, or ``empty`` when the key is absent or ``null`` -- but a wrong-typed ``0``, ``""`` or
+    ``[]`` is kept, for its check to refuse."""
+    value = data.get(key)
+    return empty if value is None else value
+
+
+def check_list(value: Any, field: str, item_ok, expected_item: str) -> None:
+    """A list whose every item passes ``item_ok``; the message names the first bad item (``order[3] is a
+    number, not a string``)."""
+    expect(isinstance(value, list), value, field, "a list")
+    for position, item in enumerate(value):
+        expect(item_ok(item), item, f"{field}[{position}]", expected_item)
+
+
+def check_texts(value: Any, field: str) -> None:
+    check_list(value, field, lambda item: isinstance(item, str), "a string")
+
+
+def check_object(value: Any, field: str) -> None:
+    expect(isinstance(value, dict), value, field, "an object")
+
+
+def _check_pairs(value: Any, field: str, second: str) -> None:
+    """A list of two-item lists ``[string, string]`` (``second="text"``) or ``[string, count]``."""
+    second_ok = (lambda item: isinstance(item, str)) if second == "text" else is_count
+    check_list(value, field, lambda pair: isinstance(pair, list) and len(pair) == 2 and isinstance(pair[0], str)
+               and second_ok(pair[1]), "a [string, string] pair" if second == "text" else "a [string, count] pair")
+
+
+_COVERAGE_COUNTS = ("aligned_count", "npu_tensors")
+_COVERAGE_NAMES = ("npu_only_ops", "reference_only", "dumped_not_in_graph", "graph_ops_without_dump", "ambiguous")
+_COVERAGE_PAIRS = ("unaligned", "unreadable", "unreadable_references")
+
+
+def check_run_facts(data: Any, field: str = "") -> None:
+    """Type-check the run facts :meth:`RunFacts.to_dict` writes (the result file's ``facts``, and the same keys
+    at the top of ``summary.json``), field by field, before :meth:`RunFacts.from_dict` reads them.
+
+    ``mode``, ``order_source``: strings; ``order``: a list of strings; ``data_inputs``: an object of lists of
+    ``[producer, output index]``; ``coverage``: ``null`` or an object whose counts are counts, whose name lists
+    are lists of strings and whose ``unaligned``/``unreadable``/``unreadable_references`` are ``[string,
+    string]`` pairs. A key that is absent or ``null`` is empty; keys this version does not know are left
+    alone. ``ValueError`` naming the first wrong field (``facts.order is a string, not a list``,
+    ``facts.order[3] is a number, not a string``).
+    """
+    prefix = f"{field}." if field else ""
+    check_object(data, field or "the facts")
+    for key in ("mode", "order_source"):
+        if key in data:
+            expect(isinstance(data[key], str), data[key], prefix + key, "a string")
+    if "order" in data:
+        check_texts(data["order"], prefix + "order")
+    edges = optional(data, "data_inputs", {})
+    check_object(edges, prefix + "data_inputs")
+    for op, pairs in edges.items():
+        _check_pairs(pairs, f"{prefix}data_inputs[{op[:40]!r}]", "count")
+    coverage = data.get("coverage")
+    if coverage is not None:
+        _check_coverage(coverage, prefix + "coverage")
+
+
+def _check_coverage(coverage: Any, field: str) -> None:
+    check_object(coverage, field)
+    for key in _COVERAGE_COUNTS:
+        if key in coverage:
+            expect(is_count(coverage[key]), coverage[key], f"{field}.{key}", "a count")
+    for key in _COVERAGE_NAMES:
+        check_texts(optional(coverage, key, []), f"{field}.{key}")
+    for key in _COVERAGE_PAIRS:
+        _check_pairs(optional(coverage, key, []), f"{field}.{key}", "text")
+
+
+def check_threshold(value: Any, field: str) -> Optional[float]:
+    """A stored cosine threshold: ``null`` (gate off) or a number from -1 to 1; returned as a float."""
+    if value is None:
+        return None
+    expect(is_number(value), value, field, "a number from -1 to 1")
+    if not -1.0 <= value <= 1.0:
+        raise ValueError(f"{field} {value:g} is not a number from -1 to 1")
+    return float(value)
+
+
+def check_inputs(value: Any, field: str) -> Dict[str, Optional[str]]:
+    """The folders a run compared: an object of strings (or ``null``: not given); returned as a dict."""
+    check_object(value, field)
+    for key, path in value.items():
+        expect(path is None or isinstance(path, str), path, f"{field}.{key}", "a string or null")
+    return dict(value)
+
+
+def check_timing(value: Any, field: str) -> None:
+    """``{align_s, compare_s, total_s: seconds, workers: count}``, every key optional."""
+    check_object(value, field)
+    for key in ("align_s", "compare_s", "total_s"):
+        if key in value:
+            expect(is_number(value[key]), value[key], f"{field}.{key}", "a number of seconds")
+    if "workers" in value:
+        expect(is_count(value["workers"]), value["workers"], f"{field}.workers", "a count")
 
 
 # --------------------------------------------------------------------------------------------- finding
 def result_csvs(folder: str) -> List[str]:
     """Every ``result_{timestamp}[_n].csv`` under ``folder``, oldest first (temporary files never match);
-    file time breaks ties between equal names."""
+    the file's own time (``lstat``: a symlink is not followed) breaks ties between equal names. Whatever the
+    entry is -- a FIFO, a symlink or a folder named like a result -- it is listed: its reader refuses it in
+    one line."""
     found: List[Tuple[tuple, str]] = []
-    for root, _dirs, files in os.walk(folder):
-        for name in files:
+    for root, dirs, files in os.walk(folder):
+        named_like_results = [name for name in dirs if RESULT_NAME.fullmatch(name)]  # listed, not searched
+        dirs[:] = [name for name in dirs if name not in named_like_results]
+        for name in files + named_like_results:
             match = RESULT_NAME.fullmatch(name)
             if match:
                 path = os.path.join(root, name)
-                found.append(((match.group(1), int(match.group(2) or 0), os.stat(path).st_mtime_ns, path), path))
+                found.append(((match.group(1), int(match.group(2) or 0), _mtime(path), path), path))
     return [path for _key, path in sorted(found)]
 
 
+def _mtime(path: str) -> int:
+    try:
+        return os.lstat(path).st_mtime_ns
+    except OSError:  # removed since it was listed
+        return 0
+
+
 def find_result_csv(target: str, hint: str = RUN_FIRST) -> str:
-    """``target`` itself when it is a file, else the latest ``result_{timestamp}[_n].csv`` under it.
+    """``target`` itself when it is not a folder, else the latest ``result_{timestamp}[_n].csv`` under it.
+
+    A ``-f result_{ts}.jsonl`` means the CSV beside it, when there is one. Anything else that exists -- a
+    file, but also a FIFO, a device or a dangling symlink -- is returned as it is, for its reader to refuse
+    in one line saying what it is.
 
     Raises :class:`WorkspaceError` (with ``hint``) when there is no such file or folder, or no result in it.
     """
-    if os.path.isfile(target):
+    if os.path.lexists(target) and not os.path.isdir(target):
         root, ext = os.path.splitext(target)
         if ext == ".jsonl" and os.path.isfile(root + ".csv"):  # -f result_{ts}.jsonl: the result it belongs to
             return root + ".csv"
@@ -233,54 +437,38 @@ def load_result(target: str, threshold: Optional[float] = None, hint: str = RUN_
     csv_path = find_result_csv(target, hint)
     summary = summary_for_csv(csv_path)
     results_path = results_path_for(csv_path)
-    if os.path.isfile(results_path):
+    if os.path.lexists(results_path):  # a FIFO or a dangling symlink named like it is refused, not skipped
         header, comparison = read_results_file(results_path)
         if header.get("result_csv") == os.path.basename(csv_path):
+            _check_csv_is_a_file(csv_path)
             chosen = comparison.cosine_threshold if threshold is None else threshold
             return StoredResult(csv_path, comparison.judged_at(chosen), FROM_RESULTS_FILE, ALL, summary)
-    run_threshold = _summary_threshold(summary)
+    run_threshold = None if summary is None else summary.get("cosine_threshold")
     chosen = threshold if threshold is not None else (run_threshold if run_threshold is not None
                                                       else DEFAULT_COSINE_THRESHOLD)
     table = read_result_csv(csv_path, chosen)
     if summary is not None and summary.get("order"):
         rows = _failing_from_summary(table.rows, summary) if run_threshold == chosen else table.rows
-        facts = _summary_facts(summary)
+        facts = RunFacts.from_dict(summary)  # checked field by field by summary_for_csv
     else:
-        rows, facts = table.rows, None
-    if facts is None:
+        rows = table.rows
         facts = RunFacts("npu_vs_npu" if table.npu_vs_npu else "npu_vs_tf", order_by_index(rows), "dump_time")
     origin = FROM_CSV if summary is None else FROM_CSV_AND_SUMMARY
-    inputs = {str(k): (v if isinstance(v, str) else None) for k, v in _dict(summary, "inputs").items()
-              if k != "mode"}
+    inputs = {key: path for key, path in optional(summary or {}, "inputs", {}).items() if key != "mode"}
     comparison = ComparisonResult.judged(rows, facts, chosen, inputs=inputs)
     return StoredResult(csv_path, comparison, origin, table.metric_columns, summary, table.reason_cells)
 
 
-def _dict(data: Optional[Dict[str, Any]], key: str) -> Dict[str, Any]:
-    value = (data or {}).get(key)
-    return value if isinstance(value, dict) else {}
-
-
-def _summary_facts(summary: Dict[str, Any]) -> Optional[RunFacts]:
-    """The run's facts from an older ``summary.json``; ``None`` when they are malformed (order by Index then)."""
-    try:
-        return RunFacts.from_dict(summary)
-    except (KeyError, TypeError, ValueError, AttributeError):
-        return None
-
-
-def _summary_threshold(summary: Optional[Dict[str, Any]]) -> Optional[float]:
-    recorded = (summary or {}).get("cosine_threshold")
-    return float(recorded) if isinstance(recorded, (int, float)) and not isinstance(recorded, bool) else None
+def _check_csv_is_a_file(csv_path: str) -> None:
+    """The CSV a result file belongs to must be a regular file too, though its rows come from the result file:
+    a FIFO, a folder or a dangling symlink in its place is named (``ResultCsvError``), not passed over."""
+    with open_input(csv_path, ResultCsvError, TEXT_LIMIT):
+        pass
 
 
 def _failing_from_summary(rows: Iterable[TensorResult], summary: Dict[str, Any]) -> Tuple[TensorResult, ...]:
     """At the run's own threshold, the run's list of failing tensors decides the cosine-gated rows."""
-    failing = summary.get("failing")
-    if not isinstance(failing, list):
-        return tuple(rows)
-    ids = {item.get("tensor_id") for item in failing
-           if isinstance(item, dict) and isinstance(item.get("tensor_id"), str)}
+    ids = {item["tensor_id"] for item in summary.get("failing") or ()}
     decided = []
     for row in rows:
         if row.status.cosine_gated:

@@ -4,11 +4,13 @@ Keys
 ----
 ``result_csv``       the CSV this summary describes (file name, same folder); a reader checks it, since an
                      output folder given with ``-out`` may hold several runs' CSVs and only the last summary
-``exit_code``        0 every compared tensor passes, 1 some fail, 2 nothing could be compared
+``exit_code``        :func:`exit_code_for`: 0 all compared tensors pass and every input was usable, 1 some
+                     fail, 2 nothing could be compared or some input files could not be read
 ``cosine_threshold`` the cosine gate; ``allclose_gate`` is off, ``allclose_below_default`` lists the tensors
                      whose allclose ratio is below their dtype's default minimum (reported, not failed)
 ``counts``           compared / passed / failed / errors / not compared / ops without dump / reused inputs,
-                     and every status's count
+                     ``unusable_inputs`` (input files that could not be read: :func:`unusable_inputs`), and
+                     every status's count
 ``coverage``         :meth:`Coverage.to_dict` of the alignment: what was not compared, and why
 ``failing``          every failing tensor (first divergence first, then execution order) with its reason
 ``first_divergence`` the op that most likely introduced the error (``None`` when nothing fails), with
@@ -16,6 +18,10 @@ Keys
 ``order``, ``data_inputs``, ``order_source``  the execution order and data edges (also in the lossless
                      result file, :mod:`.result_store`, which is what ``vcs`` and the reports read back)
 ``inputs``, ``timing``, ``tool``, ``created``
+
+It is written last of a run's outputs (:mod:`.result_outputs`), so the CSV it names is always there, complete.
+Reading it back (:func:`summary_for_csv`) checks every field's type: a damaged summary is one
+``ResultFileError`` naming it, never a traceback or a guess.
 """
 from __future__ import annotations
 
@@ -23,13 +29,75 @@ import json
 import math
 import os
 import time
-from typing import Any, Dict, Optional
+from typing import Any, Dict, Optional, Tuple
 
 from precision_tool import __version__
 from precision_tool.comparison import ComparisonResult
-from precision_tool.fileio import atomic_write
+from precision_tool.errors import EXIT_FAILED_CHECK, EXIT_OK, EXIT_UNUSABLE_INPUT, ResultFileError
+from precision_tool.fileio import atomic_write, read_input_text
+from precision_tool.reports.result_store import (check_inputs, check_list, check_object, check_run_facts,
+                                                 check_threshold, check_timing, expect, is_count, optional,
+                                                 parse_stored_json)
 
 SUMMARY_NAME = "summary.json"
+UNUSABLE_INPUT_FIELDS = ("unreadable", "unreadable_references")
+"""The :class:`~precision_tool.alignment.Coverage` fields listing ``(path, message)`` for input files that
+could not be read: NPU dump files, reference files (a field read only when the alignment has it)."""
+
+
+def unusable_inputs(coverage: Any) -> Tuple[Tuple[str, str], ...]:
+    """``(path, message)`` of every input file the run could not read (:data:`UNUSABLE_INPUT_FIELDS`);
+    ``()`` for ``None`` (a CSV without its run's facts: unknown)."""
+    if coverage is None:
+        return ()
+    return tuple(tuple(item) for field in UNUSABLE_INPUT_FIELDS for item in getattr(coverage, field, ()) or ())
+
+
+def unusable_text(count: int) -> str:
+    """``"3 input files could not be read"``: how every report says it."""
+    return f"{count} input file{'s' if count != 1 else ''} could not be read"
+
+
+def unusable_note(unusable: Tuple[Tuple[str, str], ...]) -> str:
+    """The line a report on a stored result adds for :func:`unusable_inputs` (not empty), naming the first."""
+    were = "was" if len(unusable) == 1 else "were"
+    return f"{unusable_text(len(unusable))} and {were} not compared; first: {unusable[0][1]}"
+
+
+def exit_code_for(any_failed: bool, compared: int, unusable: int) -> int:
+    """The exit code of a comparison, for ``compare``, ``vc``, ``ac -c``, ``vcs`` and ``report`` alike.
+
+    ======  ==================================================================================================
+    ``1``   a tensor failed: below the cosine gate, an honest status (NaN/inf, shape or count mismatch, one
+            side zero) or aligned but unreadable (``ERROR``). It wins over 2: the failure is real whatever
+            else could not be read -- the summary's ``counts.unusable_inputs`` and the report still say how
+            many input files could not be read.
+    ``2``   nothing failed, but nothing could be compared (nothing aligned) or ``unusable`` input files (dump
+            or reference files that could not be read, :func:`unusable_inputs`) were left out: unusable input
+            outranks "all passed", since a culprit may hide among them.
+    ``0``   every compared tensor passes and every input file was read.
+    ======  ==================================================================================================
+
+    Tensors without a reference and ops without a dump file are coverage, not failures: they change nothing.
+    """
+    if any_failed:
+        return EXIT_FAILED_CHECK
+    return EXIT_UNUSABLE_INPUT if compared == 0 or unusable else EXIT_OK
+
+
+def exit_status(exit_code: int, failing: int, compared: int, unusable: int) -> str:
+    """The status line of a report on a comparison: what decided its :func:`exit_code_for` code."""
+    if exit_code == EXIT_OK:
+        return "all compared tensors pass"
+    if exit_code == EXIT_FAILED_CHECK:
+        return f"{failing} failing" + (f"; {unusable_text(unusable)}" if unusable else "")
+    return "nothing was compared" if compared == 0 else unusable_text(unusable)
+
+
+def run_exit_code(result: ComparisonResult) -> int:
+    """:func:`exit_code_for` of a comparison result (made now, or read back from disk)."""
+    return exit_code_for(any(r.failed for r in result.results), len(result.compared),
+                         len(unusable_inputs(result.facts.coverage)))
 
 
 def build_summary(result: ComparisonResult, *, result_csv: str, exit_code: int,
@@ -56,7 +124,7 @@ def build_summary(result: ComparisonResult, *, result_csv: str, exit_code: int,
         "mode": facts.mode,
         "cosine_threshold": result.cosine_threshold,
         "allclose_gate": False,
-        "counts": result.counts(),
+        "counts": dict(result.counts(), unusable_inputs=len(unusable_inputs(facts.coverage))),
         "coverage": facts.coverage.to_dict() if facts.coverage is not None else None,
         "failing": failing,
         "first_divergence": None if divergence.first is None else divergence.first.to_dict(),
@@ -90,14 +158,67 @@ def write_summary(path, summary: Dict[str, Any]) -> str:
 def summary_for_csv(csv_path) -> Optional[Dict[str, Any]]:
     """The ``summary.json`` beside ``csv_path`` when it describes that CSV; ``None`` otherwise.
 
-    A missing, unreadable or other run's summary gives ``None``: the CSV alone is still a complete result.
+    ``None`` when there is no ``summary.json``, or when it names another CSV (``-out`` folders hold several
+    runs and the last summary): the CSV, with its lossless result file, is still a complete result. A
+    ``summary.json`` that is there but cannot be trusted raises :class:`ResultFileError` naming it -- it is
+    not a regular file (a FIFO, a symlink to ``/dev/zero``, a dangling symlink: refused by
+    :func:`~precision_tool.fileio.open_input` before a byte is read), not strict JSON
+    (:func:`~precision_tool.reports.result_store.parse_stored_json`: no ``NaN``, no 31-digit integers, no
+    100,000-deep nesting), not an object with a ``result_csv`` string, or, when it names this CSV, a field
+    of the wrong type (:func:`check_summary`). Nothing is guessed from a damaged summary.
     """
     path = os.path.join(os.path.dirname(os.fspath(csv_path)), SUMMARY_NAME)
+    if not os.path.lexists(path):
+        return None
     try:
-        with open(path, encoding="utf-8") as handle:
-            summary = json.load(handle)
-    except (OSError, ValueError):
-        return None
-    if not isinstance(summary, dict) or summary.get("result_csv") != os.path.basename(os.fspath(csv_path)):
-        return None
+        summary = parse_stored_json(read_input_text(path, ResultFileError))
+    except ValueError as error:
+        raise ResultFileError(path, f"is not JSON ({error})", _DAMAGED_HINT) from None
+    try:
+        check_object(summary, "the summary")
+        expect(isinstance(summary.get("result_csv"), str), summary.get("result_csv"), "result_csv", "a file name")
+        if summary["result_csv"] != os.path.basename(os.fspath(csv_path)):
+            return None
+        check_summary(summary)
+    except ValueError as error:
+        raise ResultFileError(path, str(error), _DAMAGED_HINT) from None
     return summary
+
+
+_DAMAGED_HINT = "move it aside to read the result without it"
+
+
+def check_summary(summary: Dict[str, Any]) -> None:
+    """Type-check every key of the module docstring that a reader may use; ``ValueError`` naming the first
+    wrong one (``counts.compared is a string, not a count``). The run facts (``order``, ``data_inputs``,
+    ``coverage``...) are :func:`~precision_tool.reports.result_store.check_run_facts`'s."""
+    check_run_facts(summary)
+    for key in ("tool", "created", "mode", "order_source"):
+        if key in summary:
+            expect(isinstance(summary[key], str), summary[key], key, "a string")
+    if "exit_code" in summary:
+        expect(summary["exit_code"] in (EXIT_OK, EXIT_FAILED_CHECK, EXIT_UNUSABLE_INPUT) and
+               is_count(summary["exit_code"]), summary["exit_code"], "exit_code", "0, 1 or 2")
+    check_threshold(summary.get("cosine_threshold"), "cosine_threshold")
+    check_inputs(optional(summary, "inputs", {}), "inputs")
+    check_timing(optional(summary, "timing", {}), "timing")
+    _check_counts(optional(summary, "counts", {}))
+    check_list(optional(summary, "failing", []), "failing",
+               lambda item: isinstance(item, dict) and isinstance(item.get("tensor_id"), str),
+               "an object with a tensor_id string")
+    if summary.get("first_divergence") is not None:
+        check_object(summary["first_divergence"], "first_divergence")
+    check_object(optional(summary, "divergence", {}), "divergence")
+    below = optional(summary, "allclose_below_default", [])
+    expect(isinstance(below, list), below, "allclose_below_default", "a list")
+
+
+def _check_counts(counts: Any) -> None:
+    check_object(counts, "counts")
+    for key, value in counts.items():
+        if key == "by_status":
+            check_object(value, "counts.by_status")
+            for status, count in value.items():
+                expect(is_count(count), count, f"counts.by_status.{status[:40]}", "a count")
+        else:
+            expect(is_count(value), value, f"counts.{key[:40]}", "a count")

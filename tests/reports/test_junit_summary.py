@@ -4,11 +4,14 @@ import os
 import sys
 import xml.etree.ElementTree as ET
 
+import pytest
+
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), os.pardir, "comparison"))
 
 from cmp_builders import chain_case
 from precision_tool.alignment import align, load_graph
 from precision_tool.comparison import compare_alignment
+from precision_tool.errors import ResultFileError
 from precision_tool.reports.junit import build_junit, write_junit, xml_text
 from precision_tool.reports.summary import build_summary, summary_for_csv, write_summary
 
@@ -47,8 +50,11 @@ def test_summary_is_found_only_beside_the_csv_it_describes(tmp_path):
     other = csv_path.parent / "result_20240101000001.csv"
     other.write_text("")
     assert summary_for_csv(other) is None
-    (csv_path.parent / "summary.json").write_text("{not json")
+    (csv_path.parent / "summary.json").unlink()
     assert summary_for_csv(csv_path) is None
+    (csv_path.parent / "summary.json").write_text("{not json")  # damaged: said, never taken for "no summary"
+    with pytest.raises(ResultFileError, match=r"summary.json: is not JSON \(Expecting property name"):
+        summary_for_csv(csv_path)
 
 
 def test_junit_has_one_case_per_tensor_with_failures_and_skips(tmp_path):

@@ -123,7 +123,7 @@ def test_a_result_file_of_another_csv_is_not_used(broken, tmp_path):
     (lambda lines: lines[:1] + [lines[1].replace('"notes": [', '"notes": "x", "n": [')] + lines[2:],
      "line 2: malformed row"),
     (lambda lines: [lines[0].replace('"cosine_threshold": 0.99', '"cosine_threshold": "nan"')] + lines[1:],
-     "cosine_threshold nan is not a number"),
+     "cosine_threshold is a string, not a number from -1 to 1"),
     (lambda lines: [lines[0].replace('"cosine_threshold": 0.99', '"cosine_threshold": NaN')] + lines[1:],
      "NaN is not JSON"),
 ])
