@@ -234,6 +234,10 @@ class Coverage:
                 "unreadable": [list(item) for item in self.unreadable],
                 "unreadable_references": [list(item) for item in self.unreadable_references]}
 
+    @property
+    def unusable_inputs(self) -> Tuple[Tuple[str, str], ...]:
+        """``(path, message)`` of every input file the run could not read: dump files, then references."""
+        return self.unreadable + self.unreadable_references
 
 
 

@@ -125,16 +125,18 @@ class AutocheckResult:
     timing: Dict[str, float] = field(default_factory=dict)
 
     def exit_code(self) -> int:
-        """With the comparison, as ``compare`` (0 all pass, 1 one fails, 2 nothing compared or it could not
-        run), and 1 when an op's local error stands out although every tensor passes; without it, 1 when an
-        overflow or a fusion culprit was found, else 0."""
+        """With the comparison, as ``compare`` (:func:`~precision_tool.comparison.result.exit_code_for`: 1 a
+        tensor fails, else 2 when nothing was compared, the comparison could not run or input files could not
+        be read, else 0), and 1 when an op's local error stands out although every tensor passes (a finding,
+        which outranks unusable input as a failing tensor does); without it, 1 when an overflow or a fusion
+        culprit was found, else 0."""
         if self.compare is not None:
             outcome = self.compare.result
             if outcome is None:
                 return EXIT_UNUSABLE_INPUT
             code = outcome.exit_code()
             attribution = self.compare.attribution
-            if code == EXIT_OK and attribution is not None and attribution.culprit is not None:
+            if code != EXIT_FAILED_CHECK and attribution is not None and attribution.culprit is not None:
                 return EXIT_FAILED_CHECK
             return code
         comparison = self.fusion.comparison

@@ -345,7 +345,11 @@ def _also(culprit: Optional[Culprit], overflow, fusion, compare) -> List[str]:
     if compare is not None and compare.error:
         lines.append(f"comparison not run: {compare.error}")
     coverage = compare.result.facts.coverage if compare is not None and compare.result is not None else None
-    unreadable = coverage.unreadable if coverage is not None else ()  # None: unknown (msaccucmp's CSV)
+    references = coverage.unreadable_references if coverage is not None else ()  # None: unknown (a CSV)
+    if references:
+        lines.insert(0, f"{len(references)} reference file(s) could not be read and their tensors were not "
+                        f"compared (first: {references[0][1]}): a culprit among them stays hidden; re-run tf_dump")
+    unreadable = coverage.unreadable if coverage is not None else ()
     if unreadable:  # first: an op that could not be compared may be the real culprit
         lines.insert(0, f"{len(unreadable)} NPU dump file(s) could not be read and were not compared (first: "
                         f"{_dump_op_label(unreadable[0][0])}): a culprit among them stays hidden; re-dump them")

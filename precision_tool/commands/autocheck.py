@@ -48,6 +48,7 @@ def add_arguments(parser):
 
 def handle(args, ctx: Context):
     from precision_tool.checks.autocheck import AutocheckOptions, run_autocheck
+    from precision_tool.config import Workspace
     from precision_tool.comparison import terminal_progress
     from precision_tool.reports.autocheck_report import autocheck_report
     from precision_tool.reports.result_outputs import plan_outputs, workspace_result_folder, write_outputs
@@ -63,7 +64,8 @@ def handle(args, ctx: Context):
     def write(result) -> str:
         """Write the comparison's outputs where ``compare`` would; name the folder when it was ``-o``'s."""
         paths = plan_outputs(args.out_dir, workspace_result_folder(ctx.data_dir),
-                             [path for path in result.inputs.values() if path])
+                             [path for path in result.inputs.values() if path],
+                             folders=Workspace(ctx.data_dir).input_folders)
         write_outputs(result, paths, total_s=time.perf_counter() - started)
         written.append(paths)
         return paths.folder if args.out_dir else ""

@@ -68,7 +68,8 @@ def handle(args, ctx: Context):
     request = CompareRequest(npu_dir=args.npu or workspace.npu_dump(0), reference=args.reference or workspace.tf_dump,
                              graph=graph, mode=args.mode, reference_graph=args.reference_graph, cosine=args.cosine,
                              workers=args.workers)
-    report = run_compare(request, args.out_dir, workspace_result_folder(ctx.data_dir), junit=args.junit)
+    report = run_compare(request, args.out_dir, workspace_result_folder(ctx.data_dir), junit=args.junit,
+                         folders=workspace.input_folders)
     if args.html:
         from precision_tool.reports.html import write_run_report
 

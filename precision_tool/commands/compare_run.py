@@ -6,7 +6,7 @@ refused at once), compares with a progress bar, then takes the run's unique resu
 outputs (:mod:`~precision_tool.reports.result_outputs`: the lossless result file, the CSV, JUnit, then
 ``summary.json``). :func:`run_compare` adds ``compare``'s and ``vc``'s report.
 
-Exit codes: :func:`~precision_tool.reports.summary.exit_code_for` -- 0 every compared tensor passes and every
+Exit codes: :func:`~precision_tool.comparison.result.exit_code_for` -- 0 every compared tensor passes and every
 input file was read; 1 at least one fails (threshold or an honest status such as NaN/inf, or an aligned
 tensor that cannot be read); 2 nothing could be compared, or some dump or reference files could not be read
 (and nothing failed), or a missing folder / unreadable graph (raised as errors before anything is written).
@@ -45,31 +45,33 @@ class CompareRun:
 
 
 def execute(request: CompareRequest, out_dir: Optional[str], default_root: str, *, junit: Optional[str] = None,
-            progress_label: str = "compare", started: Optional[float] = None) -> CompareRun:
+            progress_label: str = "compare", started: Optional[float] = None,
+            folders: Sequence[str] = ()) -> CompareRun:
     """Align, plan the outputs, compare and write (see the module docstring). ``started``: when the caller's
-    command began (``perf_counter``), for the summary's total time; default now."""
+    command began (``perf_counter``), for the summary's total time; default now. ``folders``: input folders no
+    output may go into (the workspace's), besides the request's inputs."""
     from precision_tool.comparison import terminal_progress
     from precision_tool.comparison.pipeline import align_request, compare_aligned
     from precision_tool.reports.result_outputs import check_outputs, plan_outputs, write_outputs
 
     started = time.perf_counter() if started is None else started
     aligned = align_request(request)
-    check_outputs(out_dir, default_root, request.input_paths, junit)  # after every input check
+    check_outputs(out_dir, default_root, request.input_paths, junit, folders)  # after every input check
     progress = terminal_progress(progress_label)
     try:
         result = compare_aligned(aligned, progress)
     finally:
         if progress is not None:
             progress.close()
-    paths = plan_outputs(out_dir, default_root, request.input_paths, junit)  # the name is taken only now
+    paths = plan_outputs(out_dir, default_root, request.input_paths, junit, folders)  # the name is taken now
     summary = write_outputs(result, paths, total_s=time.perf_counter() - started)
     return CompareRun(result, paths, summary, aligned.notes)
 
 
 def run_compare(request: CompareRequest, out_dir: Optional[str], default_root: str, *, junit: Optional[str] = None,
-                progress_label: str = "compare") -> Report:
+                progress_label: str = "compare", folders: Sequence[str] = ()) -> Report:
     """:func:`execute`, then the report ``compare`` and ``vc`` print."""
-    run = execute(request, out_dir, default_root, junit=junit, progress_label=progress_label)
+    run = execute(request, out_dir, default_root, junit=junit, progress_label=progress_label, folders=folders)
     return _report(run.result, run.summary, run.paths, run.exit_code, run.notes)
 
 

@@ -14,7 +14,7 @@ from typing import List
 
 from precision_tool.commands.options import add_output_dir_option
 from precision_tool.commands.registry import Command, Context
-from precision_tool.config import Workspace, ensure_output_dir
+from precision_tool.config import Workspace, ensure_output_dir, input_folders_of
 from precision_tool.errors import EXIT_OK, EXIT_UNUSABLE_INPUT, PrecisionToolError, WorkspaceError
 from precision_tool.fileio import save_npy_atomic
 from precision_tool.formats import layouts
@@ -60,7 +60,8 @@ def handle(args, ctx: Context):
         read_dump_header(files[0])  # one file given: its unreadable header is the command's one-line error
     out_dir = args.out_dir or os.path.join(Workspace(ctx.data_dir).temp, "dump_convert",
                                            time.strftime("%Y%m%d%H%M%S"))
-    out_dir = ensure_output_dir(out_dir, args.path)
+    workspace_inputs = Workspace(ctx.data_dir).input_folders
+    out_dir = ensure_output_dir(out_dir, args.path, folders=(*input_folders_of(args.path), *workspace_inputs))
     rows, failures, notes = [], [], []
     written = 0
     for path in files:

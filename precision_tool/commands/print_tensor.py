@@ -132,7 +132,8 @@ def _save(tensor: LoadedTensor, shown: np.ndarray, slice_text: str, lookup) -> L
 
     # a dump file's folder is scanned for dumps: nothing goes in it or below (a workspace given as -d DUMP_DIR)
     dump_folders = () if tensor.path.lower().endswith(".npy") else input_folders_of(tensor.path)
-    folder = ensure_output_dir(os.path.join(lookup.workspace.temp, "print_tensor"), tensor.path, folders=dump_folders)
+    folder = ensure_output_dir(os.path.join(lookup.workspace.temp, "print_tensor"), tensor.path,
+                               folders=(*dump_folders, *lookup.workspace.input_folders))
     stem = safe_file_stem(tensor.label) + (".slice" if slice_text else "")
     npy_path, txt_path = os.path.join(folder, stem + ".npy"), os.path.join(folder, stem + ".txt")
     values = np.asarray(shown)

@@ -10,7 +10,7 @@ histograms and worst elements, every CSV row in a sortable, filterable table, an
 The page goes beside the CSV as ``report_{timestamp}.html`` unless ``-o`` says where; ``--plots DIR`` also
 writes the plots as SVG files, and as PNG when Chromium is installed.
 
-Exit codes, as ``vcs`` (:func:`~precision_tool.reports.summary.exit_code_for`): 0 every compared tensor
+Exit codes, as ``vcs`` (:func:`~precision_tool.comparison.result.exit_code_for`): 0 every compared tensor
 passes, 1 some fail (the page is written either way), 2 nothing was compared or the run could not read some
 input files (and nothing fails), no result to read, or nowhere to write.
 """
@@ -45,7 +45,8 @@ def handle(args, ctx: Context):
     from precision_tool.reports.result_outputs import workspace_result_folder
     from precision_tool.reports.html import build_report, default_report_path, ensure_report_folder, write_report
     from precision_tool.reports.report import Report
-    from precision_tool.reports.summary import exit_code_for, exit_status, unusable_inputs, unusable_note
+    from precision_tool.comparison.result import exit_code_for
+    from precision_tool.reports.summary import exit_status, unusable_inputs, unusable_note
 
     target = args.file or workspace_result_folder(ctx.data_dir)
     if not args.file and not os.path.isdir(target):

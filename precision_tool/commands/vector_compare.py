@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from precision_tool.commands.compare import MODES, add_shared_options
 from precision_tool.commands.registry import Command, Context
+from precision_tool.config import Workspace
 
 
 def add_arguments(parser):
@@ -31,7 +32,8 @@ def handle(args, ctx: Context):
 
     request = CompareRequest(npu_dir=args.left, reference=args.right, graph=args.graph, mode=args.mode,
                              reference_graph=args.right_graph, cosine=args.cosine, workers=args.workers)
-    return run_compare(request, None, workspace_result_folder(ctx.data_dir), junit=args.junit, progress_label="vc")
+    return run_compare(request, None, workspace_result_folder(ctx.data_dir), junit=args.junit, progress_label="vc",
+                       folders=Workspace(ctx.data_dir).input_folders)
 
 
 COMMAND = Command(

@@ -12,7 +12,7 @@ the threshold or with a ``NaN`` cosine, and without the run's facts (msaccucmp's
 ``Index`` column and only compared inputs are known. The reason column shows CompareFailReason as the CSV has
 it (msaccucmp's remarks included).
 
-Exit code: :func:`~precision_tool.reports.summary.exit_code_for` of the result read back, as ``compare`` decided
+Exit code: :func:`~precision_tool.comparison.result.exit_code_for` of the result read back, as ``compare`` decided
 it -- 1 a tensor is listed; 2 nothing was compared, or the run could not read some input files (its coverage
 says so) and nothing fails, or the result itself cannot be read; else 0.
 """

@@ -333,6 +333,27 @@ class RunFacts:
                    None if coverage is None else _coverage_from_dict(coverage))
 
 
+def exit_code_for(any_failed: bool, compared: int, unusable: int) -> int:
+    """The exit code of a comparison, for ``compare``, ``vc``, ``ac -c``, ``vcs`` and ``report`` alike.
+
+    ======  ==================================================================================================
+    ``1``   a tensor failed: below the cosine gate, an honest status (NaN/inf, shape or count mismatch, one
+            side zero) or aligned but unreadable (``ERROR``). It wins over 2: the failure is real whatever
+            else could not be read -- the summary's ``counts.unusable_inputs`` and the report still say how
+            many input files could not be read.
+    ``2``   nothing failed, but nothing could be compared (nothing aligned) or ``unusable`` input files (dump
+            or reference files that could not be read: :attr:`Coverage.unusable_inputs`) were left out:
+            unusable input outranks "all passed", since a culprit may hide among them.
+    ``0``   every compared tensor passes and every input file was read.
+    ======  ==================================================================================================
+
+    Tensors without a reference and ops without a dump file are coverage, not failures: they change nothing.
+    """
+    if any_failed:
+        return EXIT_FAILED_CHECK
+    return EXIT_UNUSABLE_INPUT if compared == 0 or unusable else EXIT_OK
+
+
 def _coverage_from_dict(data: Mapping[str, Any]) -> Coverage:
     def names(key: str) -> Tuple[str, ...]:
         return tuple(str(item) for item in data.get(key) or ())
@@ -344,7 +365,8 @@ def _coverage_from_dict(data: Mapping[str, Any]) -> Coverage:
                     npu_only_ops=names("npu_only_ops"), reference_only=names("reference_only"),
                     dumped_not_in_graph=names("dumped_not_in_graph"),
                     graph_ops_without_dump=names("graph_ops_without_dump"), ambiguous=names("ambiguous"),
-                    unaligned=pairs("unaligned"), unreadable=pairs("unreadable"))
+                    unaligned=pairs("unaligned"), unreadable=pairs("unreadable"),
+                    unreadable_references=pairs("unreadable_references"))
 
 
 def order_by_index(results: Sequence[TensorResult]) -> Tuple[str, ...]:
@@ -405,10 +427,10 @@ class ComparisonResult:
         return sorted(self.failing, key=lambda r: (r.op_name != first, r.order_key))
 
     def exit_code(self) -> int:
-        """0 every compared tensor passes; 1 one fails (or is unreadable); 2 nothing could be compared."""
-        if not any(r.compared for r in self.results):
-            return EXIT_UNUSABLE_INPUT
-        return EXIT_FAILED_CHECK if any(r.failed for r in self.results) else EXIT_OK
+        """:func:`exit_code_for` this result (its coverage's unusable inputs; none known without facts)."""
+        coverage = self.facts.coverage if self.facts is not None else None
+        unusable = len(coverage.unusable_inputs) if coverage is not None else 0
+        return exit_code_for(any(r.failed for r in self.results), len(self.compared), unusable)
 
     def verdicts(self) -> Dict[Key, bool]:
         """``{(op, kind, k): passed}`` over the compared tensors: what the first divergence is found from."""

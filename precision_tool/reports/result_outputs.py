@@ -67,18 +67,20 @@ def workspace_result_folder(data_dir: str) -> str:
 
 
 def check_outputs(out_dir: Optional[str], default_root: str, inputs: Sequence[str],
-                  junit: Optional[str] = None) -> None:
-    """Refuse output folders inside an input (and create them), before a long comparison: what
+                  junit: Optional[str] = None, folders: Sequence[str] = ()) -> None:
+    """Refuse output folders inside an input -- the ``inputs`` and the input ``folders`` (a workspace's
+    :attr:`~precision_tool.config.Workspace.input_folders`) -- and create them, before a long comparison: what
     :func:`plan_outputs` checks again when it takes the names. Raises :class:`WorkspaceError`."""
-    ensure_output_dir(out_dir or default_root, *inputs)
+    ensure_output_dir(out_dir or default_root, *inputs, folders=folders)
     if junit:
-        ensure_output_dir(os.path.dirname(os.path.abspath(junit)), *inputs)
+        ensure_output_dir(os.path.dirname(os.path.abspath(junit)), *inputs, folders=folders)
 
 
 def plan_outputs(out_dir: Optional[str], default_root: str, inputs: Sequence[str],
-                 junit: Optional[str] = None) -> OutputPaths:
+                 junit: Optional[str] = None, folders: Sequence[str] = ()) -> OutputPaths:
     """Take this run's names (see *Names, unique per run* in the module docstring) and remove stale
-    temporary files from the folders written to. Checks no output lies inside an input.
+    temporary files from the folders written to. Checks no output lies inside an input (as
+    :func:`check_outputs`).
 
     Call it when the result is ready to be written: the name stays taken (an empty ``result_*.jsonl``)
     until :func:`write_outputs` replaces it. Raises :class:`WorkspaceError`.
@@ -88,16 +90,16 @@ def plan_outputs(out_dir: Optional[str], default_root: str, inputs: Sequence[str
 
     stamp = timestamp()
     if out_dir:
-        folder = ensure_output_dir(out_dir, *inputs)
+        folder = ensure_output_dir(out_dir, *inputs, folders=folders)
         remove_stale_temp_files(folder)
     else:
-        root = ensure_output_dir(default_root, *inputs)
+        root = ensure_output_dir(default_root, *inputs, folders=folders)
         for old_run in _run_folders(root):
             remove_stale_temp_files(old_run)
         folder = _take_run_folder(root, stamp)
     junit_path = None
     if junit:
-        junit_folder = ensure_output_dir(os.path.dirname(os.path.abspath(junit)), *inputs)
+        junit_folder = ensure_output_dir(os.path.dirname(os.path.abspath(junit)), *inputs, folders=folders)
         remove_stale_temp_files(junit_folder)
         junit_path = os.path.abspath(junit)
     csv_path = take_result_name(folder, stamp)

@@ -4,8 +4,8 @@ Keys
 ----
 ``result_csv``       the CSV this summary describes (file name, same folder); a reader checks it, since an
                      output folder given with ``-out`` may hold several runs' CSVs and only the last summary
-``exit_code``        :func:`exit_code_for`: 0 all compared tensors pass and every input was usable, 1 some
-                     fail, 2 nothing could be compared or some input files could not be read
+``exit_code``        ``comparison.result.exit_code_for``: 0 all compared tensors pass and every input was
+                     usable, 1 some fail, 2 nothing could be compared or some input files could not be read
 ``cosine_threshold`` the cosine gate; ``allclose_gate`` is off, ``allclose_below_default`` lists the tensors
                      whose allclose ratio is below their dtype's default minimum (reported, not failed)
 ``counts``           compared / passed / failed / errors / not compared / ops without dump / reused inputs,
@@ -40,17 +40,13 @@ from precision_tool.reports.result_store import (check_inputs, check_list, check
                                                  parse_stored_json)
 
 SUMMARY_NAME = "summary.json"
-UNUSABLE_INPUT_FIELDS = ("unreadable", "unreadable_references")
-"""The :class:`~precision_tool.alignment.Coverage` fields listing ``(path, message)`` for input files that
-could not be read: NPU dump files, reference files (a field read only when the alignment has it)."""
 
 
 def unusable_inputs(coverage: Any) -> Tuple[Tuple[str, str], ...]:
-    """``(path, message)`` of every input file the run could not read (:data:`UNUSABLE_INPUT_FIELDS`);
-    ``()`` for ``None`` (a CSV without its run's facts: unknown)."""
-    if coverage is None:
-        return ()
-    return tuple(tuple(item) for field in UNUSABLE_INPUT_FIELDS for item in getattr(coverage, field, ()) or ())
+    """``(path, message)`` of every input file the run could not read
+    (:attr:`~precision_tool.alignment.Coverage.unusable_inputs`); ``()`` for ``None`` (a CSV without its run's
+    facts: unknown)."""
+    return () if coverage is None else tuple(coverage.unusable_inputs)
 
 
 def unusable_text(count: int) -> str:
@@ -64,29 +60,9 @@ def unusable_note(unusable: Tuple[Tuple[str, str], ...]) -> str:
     return f"{unusable_text(len(unusable))} and {were} not compared; first: {unusable[0][1]}"
 
 
-def exit_code_for(any_failed: bool, compared: int, unusable: int) -> int:
-    """The exit code of a comparison, for ``compare``, ``vc``, ``ac -c``, ``vcs`` and ``report`` alike.
-
-    ======  ==================================================================================================
-    ``1``   a tensor failed: below the cosine gate, an honest status (NaN/inf, shape or count mismatch, one
-            side zero) or aligned but unreadable (``ERROR``). It wins over 2: the failure is real whatever
-            else could not be read -- the summary's ``counts.unusable_inputs`` and the report still say how
-            many input files could not be read.
-    ``2``   nothing failed, but nothing could be compared (nothing aligned) or ``unusable`` input files (dump
-            or reference files that could not be read, :func:`unusable_inputs`) were left out: unusable input
-            outranks "all passed", since a culprit may hide among them.
-    ``0``   every compared tensor passes and every input file was read.
-    ======  ==================================================================================================
-
-    Tensors without a reference and ops without a dump file are coverage, not failures: they change nothing.
-    """
-    if any_failed:
-        return EXIT_FAILED_CHECK
-    return EXIT_UNUSABLE_INPUT if compared == 0 or unusable else EXIT_OK
-
-
 def exit_status(exit_code: int, failing: int, compared: int, unusable: int) -> str:
-    """The status line of a report on a comparison: what decided its :func:`exit_code_for` code."""
+    """The status line of a report on a comparison: what decided its exit code
+    (:func:`~precision_tool.comparison.result.exit_code_for`)."""
     if exit_code == EXIT_OK:
         return "all compared tensors pass"
     if exit_code == EXIT_FAILED_CHECK:
@@ -95,9 +71,9 @@ def exit_status(exit_code: int, failing: int, compared: int, unusable: int) -> s
 
 
 def run_exit_code(result: ComparisonResult) -> int:
-    """:func:`exit_code_for` of a comparison result (made now, or read back from disk)."""
-    return exit_code_for(any(r.failed for r in result.results), len(result.compared),
-                         len(unusable_inputs(result.facts.coverage)))
+    """The exit code of a comparison result, made now or read back from disk
+    (:meth:`~precision_tool.comparison.ComparisonResult.exit_code`)."""
+    return result.exit_code()
 
 
 def build_summary(result: ComparisonResult, *, result_csv: str, exit_code: int,

@@ -228,3 +228,25 @@ def test_vcs_on_a_result_where_nothing_was_compared_exits_2(tmp_path, capsys):
                     "1,Add,op0,float16,0,*,NaN,op0:output:0,[4],NaN,\r\n", encoding="utf-8")
     assert main(["vcs", "-f", str(path)]) == 2
     assert capsys.readouterr().out.rstrip().endswith("nothing was compared")
+
+
+def test_compare_and_vc_outputs_never_go_into_the_workspace_inputs(tmp_path, capsys):
+    """-o and --junit inside tf/tf_debug or npu/... are refused before anything is written."""
+    import shutil
+
+    from precision_tool.cli import main
+
+    workspace = tmp_path / "ws"
+    shutil.copytree(os.path.join(os.path.dirname(__file__), "..", "..", "sample_dumps", "cnn_workspace"), workspace)
+    def inputs():  # the workspace without temp/, the tool's own output area
+        return sorted(str(p) for p in workspace.rglob("*") if not p.relative_to(workspace).parts[0] == "temp")
+
+    before = inputs()
+    npu, ref = str(workspace / "npu" / "debug_0" / "dump"), str(workspace / "tf" / "dump")
+    for argv in (["compare", "-m", npu, "-g", ref, "-o", str(workspace / "tf" / "tf_debug" / "out")],
+                 ["compare", "-m", npu, "-g", ref, "--junit", str(workspace / "fusion" / "j.xml")],
+                 ["vc", "-lt", npu, "-rt", ref, "--junit", str(workspace / "tf" / "graph" / "j.xml")]):
+        assert main(["-d", str(workspace), *argv]) == 2, argv
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and "output folder would be inside the input" in err, err
+    assert inputs() == before

@@ -48,14 +48,16 @@ def test_ambiguous_origin_layout_is_noted_and_overridable(tmp_path, capsys):
 
 def test_header_original_format_decides(tmp_path, capsys):
     x = np.arange(16 ** 4, dtype=np.float32).reshape(16, 16, 16, 16)
+    src = tmp_path / "dump"
+    src.mkdir()
     for origin in ("HWCN", "NCHW"):
-        path = tmp_path / f"Conv2D.{origin}.1.1.1700000000000001"
+        path = src / f"Conv2D.{origin}.1.1.1700000000000001"
         write_dump(path, origin, outputs=[TensorSpec(to_device(x, origin, "NC1HWC0"), format="NC1HWC0",
                                                      original_shape=x.shape, original_format=origin)])
-    assert main(["dc", str(tmp_path / "Conv2D.HWCN.1.1.1700000000000001"), "-o", str(tmp_path / "h")]) == 0
+    assert main(["dc", str(src / "Conv2D.HWCN.1.1.1700000000000001"), "-o", str(tmp_path / "h")]) == 0
     assert np.array_equal(np.load(tmp_path / "h" / "Conv2D.HWCN.1.1.1700000000000001.output.0.npy"), x)
     # NCHW is enum value 0, the proto3 default: indistinguishable from "not written", so it is inferred
-    assert main(["dc", str(tmp_path / "Conv2D.NCHW.1.1.1700000000000001"), "-o", str(tmp_path / "n")]) == 0
+    assert main(["dc", str(src / "Conv2D.NCHW.1.1.1700000000000001"), "-o", str(tmp_path / "n")]) == 0
     assert "assumed NHWC" in capsys.readouterr().out
 
 
@@ -113,7 +115,8 @@ def test_default_output_goes_to_the_workspace_temp(tmp_path):
 @pytest.mark.parametrize("dtype", ["float16", "float32", "int8", "int32", "uint8", "int64", "float64", "bool"])
 def test_plain_dtypes_round_trip(tmp_path, dtype):
     values = (np.random.default_rng(1).standard_normal((3, 5)) * 50).astype(dtype)
-    path = tmp_path / "Cast.op.1.1.1700000000000001"
+    (tmp_path / "dump").mkdir()
+    path = tmp_path / "dump" / "Cast.op.1.1.1700000000000001"
     write_dump(path, "op", inputs=[values], outputs=[values])
     assert main(["dc", str(path), "-o", str(tmp_path / "o")]) == 0
     back = np.load(tmp_path / "o" / f"{path.name}.output.0.npy")
