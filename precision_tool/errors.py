@@ -87,7 +87,8 @@ class ResultCsvError(FileFormatError):
 
 
 class ResultFileError(FileFormatError):
-    """A lossless result file (``result_*.jsonl``, written beside the result CSV) that cannot be read."""
+    """A lossless result file (``result_*.jsonl``, written beside the result CSV) or a run's ``summary.json``
+    that cannot be read."""
 
     format_name = "result file"
 
