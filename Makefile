@@ -106,6 +106,7 @@ bench: venv peer
 	$(PY) benchmarks/run.py
 	$(PY) benchmarks/alignment_scale.py
 	$(PY) benchmarks/replay_cost.py
+	$(PY) benchmarks/ge_graph_memory.py
 
 clean:
 	rm -rf $(VENV) $(TF115_VENV) $(TF26_VENV) .pytest_cache build *.egg-info

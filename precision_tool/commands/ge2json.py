@@ -5,7 +5,12 @@ flat (CANN 7 and older), or holding CANN 8's ``pid_*_deviceid_*`` / ``{pid}_{dev
 is read -- the one of ``--device`` when given, else the newest, and the report names the others
 (:mod:`precision_tool.formats.ge_graph_folders`). In that folder the newest Build graph is used, or the one
 whose root graph is ``--graph-name``. The output is written atomically and may go anywhere except over the input
-itself; an existing folder as ``-o`` gets ``{input name}.json``.
+itself or to a name GE's Build graphs have (``ge_proto_*_Build.txt``: readers would take it for the newest Build
+graph of its folder); an existing folder as ``-o`` gets ``{input name}.json``.
+
+The input is read through :func:`~precision_tool.formats.ge_io.read_ge_graph`: a FIFO, a device, a symlink loop or
+a damaged graph ends in one line naming the file (exit 2), and a large graph is read op by op and written op by
+op (peak memory about twice the file's size for a 200,000-op graph; ``benchmarks/ge_graph_memory.py``).
 """
 from __future__ import annotations
 
@@ -15,7 +20,7 @@ from typing import Tuple
 from precision_tool.commands.registry import Command, Context
 from precision_tool.errors import WorkspaceError
 from precision_tool.formats.ge_graph_folders import choose_build_graph
-from precision_tool.formats.ge_io import read_ge_graph, write_ge_graph_json
+from precision_tool.formats.ge_io import BUILD_GRAPH_NAME, read_ge_graph, write_ge_graph_json
 from precision_tool.reports.report import Report
 
 # msaccucmp refuses a graph JSON larger than this (FileUtils.load_json_file).
@@ -48,9 +53,14 @@ def _input_file(path: str, graph_name, device) -> Tuple[str, Tuple[str, ...]]:
 
 
 def _output_file(output: str, input_path: str) -> str:
+    """Where to write: ``output``, or ``{input name}.json`` in it when it is a folder; never the input itself nor a
+    file named as GE names its Build graphs."""
     if os.path.isdir(output):
         stem = os.path.splitext(os.path.basename(input_path))[0]
         output = os.path.join(output, stem + ".json")
+    if BUILD_GRAPH_NAME.match(os.path.basename(output)):
+        raise WorkspaceError(f"{output}: refused, a file of that name is read as a GE Build graph",
+                             "write the JSON to a .json file")
     if os.path.exists(output) and os.path.samefile(output, input_path):
         raise WorkspaceError(f"{output} is the input graph itself", "choose another output file")
     return output

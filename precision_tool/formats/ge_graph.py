@@ -26,9 +26,11 @@ The attributes precision_tool relies on are exposed as properties (:attr:`OpNode
 """
 from __future__ import annotations
 
+import dataclasses
 import heapq
+import re
 from dataclasses import dataclass, field
-from typing import Any, Dict, Iterator, List, Mapping, Optional, Sequence, Tuple
+from typing import Any, Dict, Iterator, List, Mapping, Optional, Sequence, Tuple, Type, TypeVar, cast
 
 ORIGINAL_OP_NAMES = "_datadump_original_op_names"
 PASS_NAME = "pass_name"
@@ -42,8 +44,44 @@ ORIGIN_OUTPUT_INDEX = "_datadump_origin_output_index"
 ORIGIN_FORMAT = "origin_format"
 DATADUMP_ORIGIN_FORMAT = "_datadump_origin_format"
 ORIGIN_SHAPE = "origin_shape"
+_INPUT_INDEX = re.compile(r"-?[0-9]{1,19}\Z")  # ASCII digits only, at most int64's 19: never int()'s digit limit
+_Record = TypeVar("_Record")
 
 
+def _slotted(cls: Type[_Record]) -> Type[_Record]:
+    """``cls`` (a frozen dataclass) rebuilt with ``__slots__``, as ``dataclass(slots=True)`` does on Python 3.10+.
+
+    A graph holds one :class:`OpNode`, :class:`InputRef` and :class:`TensorDesc` per op, input and descriptor --
+    millions in a large Build graph -- and an instance without a ``__dict__`` is about a third the size. Copying
+    and pickling go through ``__getstate__`` / ``__setstate__`` (the default would call the frozen
+    ``__setattr__``). Assigning any attribute raises :class:`dataclasses.FrozenInstanceError`.
+    """
+    names = tuple(item.name for item in dataclasses.fields(cls))  # type: ignore[arg-type]
+    namespace = {key: value for key, value in vars(cls).items()
+                 if key not in names and key not in ("__dict__", "__weakref__")}
+    namespace["__slots__"] = names
+
+    def __getstate__(self):
+        return tuple(getattr(self, name) for name in names)
+
+    def __setstate__(self, state):
+        for name, value in zip(names, state):
+            object.__setattr__(self, name, value)
+
+    def __setattr__(self, name, value):
+        raise dataclasses.FrozenInstanceError(f"cannot assign to field {name!r}")
+
+    def __delattr__(self, name):
+        raise dataclasses.FrozenInstanceError(f"cannot delete field {name!r}")
+
+    namespace.update(__getstate__=__getstate__, __setstate__=__setstate__, __setattr__=__setattr__,
+                     __delattr__=__delattr__)
+    rebuilt = type(cls.__name__, cls.__bases__, namespace)
+    rebuilt.__qualname__ = cls.__qualname__
+    return cast(Type[_Record], rebuilt)
+
+
+@_slotted
 @dataclass(frozen=True)
 class DataTypeValue:
     """An ``AttrDef.dt`` value (a ge.proto DataType stored as int64), by enum name: ``"DT_FLOAT"``."""
@@ -51,6 +89,7 @@ class DataTypeValue:
     name: str
 
 
+@_slotted
 @dataclass(frozen=True)
 class NamedAttrs:
     """An ``AttrDef.func`` / ``list.na`` value: a name plus its own attributes."""
@@ -59,6 +98,7 @@ class NamedAttrs:
     attrs: Mapping[str, Any] = field(default_factory=dict, hash=False)
 
 
+@_slotted
 @dataclass(frozen=True)
 class TensorValue:
     """An ``AttrDef.t`` value (a constant): its descriptor and raw bytes."""
@@ -67,6 +107,7 @@ class TensorValue:
     data: bytes = b""
 
 
+@_slotted
 @dataclass(frozen=True)
 class TensorDesc:
     """One input or output descriptor of an op (ge.proto ``TensorDescriptor``).
@@ -129,6 +170,7 @@ class TensorDesc:
         return int(self.extra_fields.get("size", 0))
 
 
+@_slotted
 @dataclass(frozen=True)
 class InputRef:
     """One entry of an op's input list: ``"producer:index"``; index ``-1`` is a control edge.
@@ -151,19 +193,24 @@ class InputRef:
     def parse(cls, text: str) -> "InputRef":
         """``"conv:0"`` -> ``InputRef("conv", 0)``; ``"conv"`` -> index 0; ``""`` -> empty.
 
-        Raises ``ValueError`` when the part after the last ``:`` is not an integer.
+        Raises ``ValueError`` when the part after the last ``:`` is not an integer written in ASCII digits
+        (``-`` allowed, at most 19 digits: no sign ``+``, spaces, ``_`` or other scripts' digits, which
+        ``int()`` would take).
         """
         if text == "":
             return cls("", 0)
         producer, colon, index = text.rpartition(":")
         if not colon:
             return cls(text, 0)
+        if not _INPUT_INDEX.match(index):
+            raise ValueError(f"the output index of an input is not an integer: {index[:30]!r}")
         return cls(producer, int(index))
 
     def __str__(self) -> str:
         return "" if self.is_empty else f"{self.producer}:{self.index}"
 
 
+@_slotted
 @dataclass(frozen=True)
 class OpNode:
     """One op of a graph (ge.proto ``OpDef``).

@@ -37,12 +37,14 @@ from typing import Dict, Iterable, List, Optional, Sequence, Set, Tuple
 
 from precision_tool.errors import GraphFormatError, WorkspaceError
 
-# pid_{pid}_deviceid_{deviceid} (CANN 8.5+) or {pid}_{deviceid} (CANN 8.0).
-_GRAPH_FOLDER_NAME = re.compile(r"(?:pid_(\d+)_deviceid_(\d+)|(\d+)_(\d+))\Z")
+# pid_{pid}_deviceid_{deviceid} (CANN 8.5+) or {pid}_{deviceid} (CANN 8.0); ASCII digits, at most 10 (a pid or
+# device id is below 2**32): a longer run is a look-alike name, never int()'s 4,300-digit limit.
+_GRAPH_FOLDER_NAME = re.compile(r"(?:pid_([0-9]{1,10})_deviceid_([0-9]{1,10})"
+                                r"|([0-9]{1,10})_([0-9]{1,10}))\Z")
 # Names that look like an attempt at one of those, to be reported when they do not match.
-_LOOKS_LIKE_GRAPH_FOLDER = re.compile(r"(?:pid_?|\d+_)|.*deviceid", re.IGNORECASE)
-_TIME_FOLDER = re.compile(r"\d{14}\Z")  # {time} level of the data-dump tree: YYYYMMDDHHMMSS
-_DEVICE_FOLDER = re.compile(r"\d+\Z")
+_LOOKS_LIKE_GRAPH_FOLDER = re.compile(r"(?:pid_?|[0-9]+_)|.*deviceid", re.IGNORECASE)
+_TIME_FOLDER = re.compile(r"[0-9]{14}\Z")  # {time} level of the data-dump tree: YYYYMMDDHHMMSS
+_DEVICE_FOLDER = re.compile(r"[0-9]{1,10}\Z")
 FOLDER_FORMS = "pid_<pid>_deviceid_<device> or <pid>_<device>"
 
 
@@ -100,8 +102,10 @@ class BuildGraphChoice:
 def build_files_in(folder: str, problems: Optional[List[str]] = None) -> List[Tuple[int, int, Path]]:
     """``(mtime_ns, index, path)`` of each Build graph file directly in ``folder``, newest first.
 
-    Entries that cannot be examined (a symlink loop, a dangling link) are skipped, with a note in ``problems``
-    when given. Raises :class:`WorkspaceError` when ``folder`` is not a folder or cannot be listed.
+    Only regular files count (a symlink to one too). Entries named like a Build file that are something else
+    (a FIFO, a device such as a symlink to ``/dev/zero``, a folder) or cannot be examined (a symlink loop, a
+    dangling link) are skipped, with a note in ``problems`` when given. Raises :class:`WorkspaceError` when
+    ``folder`` is not a folder or cannot be listed.
     """
     from precision_tool.formats.ge_io import BUILD_GRAPH_NAME
 
@@ -111,16 +115,21 @@ def build_files_in(folder: str, problems: Optional[List[str]] = None) -> List[Tu
         if not match:
             continue
         try:
-            if not entry.is_file():
-                continue
-            mtime = entry.stat().st_mtime_ns
+            info = entry.stat()
         except OSError as exc:
-            if problems is not None:
-                problems.append(f"{entry.path}: skipped, {_os_reason(exc)}")
+            _note(problems, f"{entry.path}: skipped, {_os_reason(exc)}")
             continue
-        found.append((mtime, int(match.group(1)), Path(entry.path)))
+        if not stat.S_ISREG(info.st_mode):
+            _note(problems, f"{entry.path}: skipped, {_kind(info.st_mode)}, not a regular file")
+            continue
+        found.append((info.st_mtime_ns, int(match.group(1)), Path(entry.path)))
     found.sort(reverse=True)
     return found
+
+
+def _note(problems: Optional[List[str]], line: str) -> None:
+    if problems is not None:
+        problems.append(line)
 
 
 def _list(folder: str) -> List[os.DirEntry]:
@@ -144,6 +153,8 @@ def _os_reason(exc: OSError) -> str:
 
 
 def _kind(mode: int) -> str:
+    if stat.S_ISDIR(mode):
+        return "a folder"
     if stat.S_ISFIFO(mode):
         return "a FIFO"
     if stat.S_ISSOCK(mode):

@@ -9,47 +9,66 @@ Readers sniff the form (JSON starts with ``{``), so one call reads either. Every
 content is a :class:`GraphFormatError` naming the file and where in it (line and column for text, the
 JSON path for JSON); a missing file or folder is a :class:`WorkspaceError`. Writers replace the target
 atomically (temporary file in the same folder, then ``os.replace``).
+
+Files are opened with :func:`precision_tool.fileio.open_input` (regular files of at most
+:data:`GRAPH_FILE_LIMIT` bytes: a FIFO, a device, a symlink loop is one error line, never a hang). Text is
+read line by line and each op of a root graph becomes a model op as soon as its block closes, and JSON is
+written op by op, so a large Build graph costs about its model, not its text, its message or its JSON
+(``benchmarks/ge_graph_memory.py``: about 2.3x the file's size for 200,000 ops, interpreter included).
 """
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import re
 from pathlib import Path
-from typing import List, Optional, Union
+from typing import IO, Any, Callable, Iterable, Iterator, List, Optional, Union
 
 from precision_tool.errors import GraphFormatError, WorkspaceError
-from precision_tool.fileio import atomic_write
-from precision_tool.formats.ge_graph import GraphModel
-from precision_tool.formats.ge_json_codec import json_to_message, message_to_json
-from precision_tool.formats.ge_proto_codec import model_from_message, model_to_message
+from precision_tool.fileio import TEXT_LIMIT, atomic_write, open_input
+from precision_tool.formats.ge_graph import Graph, GraphModel, OpNode
+from precision_tool.formats.ge_json_codec import json_to_message, load_json_text, message_to_json
+from precision_tool.formats.ge_proto_codec import (MessageReader, fill_graph, fill_op, model_from_message,
+                                                  model_to_message)
 from precision_tool.formats.ge_schema import ge_messages
-from precision_tool.formats.ge_text import format_ge_text, parse_ge_text
+from precision_tool.formats.ge_text import NotCanonicalText, format_ge_text, parse_canonical_lines, parse_full_text
 
 PathLike = Union[str, "os.PathLike[str]"]
 
 # ge_proto_00000123_Build.txt, ge_proto_00123_Build.txt, ge_proto_00000123_graph_1_Build.txt; but not
 # the ..._PreRunAfterBuild.txt stage.
-BUILD_GRAPH_NAME = re.compile(r"ge_proto_(\d{5}|\d{8})_(?:\S*_)?Build\.txt\Z")
+BUILD_GRAPH_NAME = re.compile(r"ge_proto_([0-9]{5}|[0-9]{8})_(?:\S*_)?Build\.txt\Z")
 _ROOT_GRAPH_NAME_IN_HEAD = re.compile(r'(?m)^[ \t]*graph[ \t]*\{\s*name:[ \t]*"((?:[^"\\\n]|\\.)*)"')
 _HEAD_BYTES = 4096
+GRAPH_FILE_LIMIT = TEXT_LIMIT
+"""The largest GE graph file read (bytes): a 200,000-op Build graph is about 130 MB."""
 BUILD_GRAPH_HINT = "GE writes it when DUMP_GE_GRAPH=2, DUMP_GRAPH_LEVEL=3 and DUMP_GRAPH_PATH=<folder> are set"
+_NOT_UTF8_HINT = "a GE graph dump is UTF-8 text"
 
 
 # ----------------------------------------------------------------------------------------- reading
 def read_ge_graph(path: PathLike) -> GraphModel:
-    """Read a GE graph file, text or JSON form."""
+    """Read a GE graph file, text or JSON form.
+
+    The file is opened with :func:`precision_tool.fileio.open_input`: a FIFO, a device (a symlink to
+    ``/dev/zero``), a symlink loop or a file over :data:`GRAPH_FILE_LIMIT` is a :class:`GraphFormatError`
+    naming it, before anything is read. Text in GE's layout is parsed line by line as it is read and each
+    root graph op becomes a model op when its block closes, so memory holds the model, not the text; any
+    other layout is read whole by protobuf's parser (:mod:`precision_tool.formats.ge_text`). A folder or a
+    missing file is a :class:`WorkspaceError`.
+    """
     path = Path(path)
-    if path.is_dir():
+    if os.path.isdir(path):
         raise WorkspaceError(f"{path} is a folder, not a GE graph file",
                              "give the ge_proto_*_Build.txt itself, or use find_build_graph()")
+    if not os.path.lexists(path):
+        raise WorkspaceError(f"{path}: no such file")
     try:
-        data = path.read_bytes()
-    except FileNotFoundError:
-        raise WorkspaceError(f"{path}: no such file") from None
+        with open_input(path, GraphFormatError, GRAPH_FILE_LIMIT) as handle:
+            return _read_open_graph(handle, path)
     except OSError as exc:
         raise GraphFormatError(path, f"cannot be read ({exc.strerror or exc})") from None
-    return parse_ge_graph(data, source=path)
 
 
 def parse_ge_graph(data: Union[bytes, str], source: Optional[PathLike] = None) -> GraphModel:
@@ -57,10 +76,7 @@ def parse_ge_graph(data: Union[bytes, str], source: Optional[PathLike] = None) -
     text = _decode(data, source)
     if text.lstrip()[:1] == "{":
         return _parse_json_text(text, source)
-    try:
-        return model_from_message(parse_ge_text(text, source), source)
-    except RecursionError:
-        raise GraphFormatError(source, "nested too deeply to read") from None
+    return _model_from_lines(text.split("\n"), lambda: text.split("\n"), source)
 
 
 def ge_graph_from_json(obj, source: Optional[PathLike] = None) -> GraphModel:
@@ -75,15 +91,103 @@ def ge_graph_from_json(obj, source: Optional[PathLike] = None) -> GraphModel:
         raise GraphFormatError(source, "nested too deeply to read") from None
 
 
-def _parse_json_text(text: str, source) -> GraphModel:
+def _read_open_graph(handle: IO[bytes], source: Path) -> GraphModel:
+    """The model in the open file ``handle``: JSON (first non-blank character ``{``) is read whole, text line by
+    line."""
+    lines = _decoded_lines(handle, source)
+    first = next((line for line in lines if line.strip()), None)
+    if first is not None and first.lstrip()[:1] == "{":
+        handle.seek(0)
+        return _parse_json_text(_decode(handle.read(), source), source)
+
+    def lines_again() -> Iterator[str]:
+        handle.seek(0)
+        return _decoded_lines(handle, source)
+
+    return _model_from_lines(lines if first is None else itertools.chain((first,), lines), lines_again, source)
+
+
+def _decoded_lines(handle: IO[bytes], source) -> Iterator[str]:
+    """The lines of ``handle`` as text, each with its ``\\n``, a byte order mark dropped; bytes that are not
+    UTF-8 are a :class:`GraphFormatError` naming the line and the file offset of the first bad byte."""
+    offset = 0
+    for number, raw in enumerate(handle, 1):
+        try:
+            line = raw.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise GraphFormatError(source, f"line {number}: byte {offset + exc.start} is not UTF-8",
+                                   _NOT_UTF8_HINT) from None
+        yield line[1:] if number == 1 and line.startswith("\ufeff") else line
+        offset += len(raw)
+
+
+def _model_from_lines(lines: Iterable[str], lines_again: Callable[[], Iterable[str]], source) -> GraphModel:
+    """The model of a text graph: GE's layout as the lines come; any other layout by protobuf's parser from
+    ``lines_again()`` (same result; the whole message is then built before the model)."""
+    assembler = _ModelAssembler(source)
     try:
-        obj = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise GraphFormatError(source, f"line {exc.lineno}, column {exc.colno}: {exc.msg}",
-                               "not valid JSON") from None
+        parse_canonical_lines(lines, assembler.root, assembler.add_op, assembler.add_graph)
+        return assembler.model()
+    except NotCanonicalText:
+        pass
+    del assembler  # its partial graph, before the whole message is built
+    message = parse_full_text(lines_again(), ge_messages()["ModelDef"](), source, lines_again)
+    try:
+        return model_from_message(message, source)
     except RecursionError:
         raise GraphFormatError(source, "nested too deeply to read") from None
-    return ge_graph_from_json(obj, source)
+
+
+class _ModelAssembler:
+    """The model built while the line parser reads: each op of a root graph is converted when its block closes
+    (its message then dropped), each root graph when its block closes, the model at the end.
+
+    The first conversion error (an input that is not ``producer:index``, nesting too deep) is kept and raised by
+    :meth:`model` once the whole text has parsed, so a syntax error or bad UTF-8 later in the file still wins, as
+    when the whole message is parsed first and converted after.
+    """
+
+    def __init__(self, source):
+        self.source = source
+        self.root = ge_messages()["ModelDef"]()
+        self._reader = MessageReader(source)
+        self._ops: List[OpNode] = []
+        self._graphs: List[Graph] = []
+        self._error: Optional[GraphFormatError] = None
+
+    def add_op(self, op_message) -> None:
+        op = self._converted(self._reader.op, op_message)
+        if op is not None:
+            self._ops.append(op)
+
+    def add_graph(self, graph_message) -> None:
+        ops, self._ops = self._ops, []
+        graph = self._converted(lambda message: self._reader.graph(message, ops), graph_message)
+        if graph is not None:
+            self._graphs.append(graph)
+
+    def model(self) -> GraphModel:
+        if self._error is not None:
+            raise self._error
+        model = self._converted(lambda message: self._reader.model(message, self._graphs), self.root)
+        if self._error is not None:
+            raise self._error
+        return model
+
+    def _converted(self, convert: Callable[[Any], Any], message) -> Any:
+        if self._error is not None:
+            return None
+        try:
+            return convert(message)
+        except GraphFormatError as error:
+            self._error = error
+        except RecursionError:
+            self._error = GraphFormatError(self.source, "nested too deeply to read")
+        return None
+
+
+def _parse_json_text(text: str, source) -> GraphModel:
+    return ge_graph_from_json(load_json_text(text, source), source)
 
 
 def _decode(data: Union[bytes, str], source) -> str:
@@ -94,8 +198,7 @@ def _decode(data: Union[bytes, str], source) -> str:
             text = data.decode("utf-8")
         except UnicodeDecodeError as exc:
             line = data.count(b"\n", 0, exc.start) + 1
-            raise GraphFormatError(source, f"line {line}: byte {exc.start} is not UTF-8",
-                                   "a GE graph dump is UTF-8 text") from None
+            raise GraphFormatError(source, f"line {line}: byte {exc.start} is not UTF-8", _NOT_UTF8_HINT) from None
     return text[1:] if text.startswith("\ufeff") else text
 
 
@@ -119,25 +222,66 @@ def ge_graph_to_json(model: GraphModel) -> dict:
     return {**obj, "graph": graphs}
 
 
+def iter_ge_graph_json(model: GraphModel) -> Iterator[str]:
+    """``json.dumps(ge_graph_to_json(model))`` in pieces, one op at a time: the same characters, without the
+    whole JSON object or string ever in memory."""
+    head = message_to_json(model_to_message(GraphModel((), model.name, model.version, model.custom_version,
+                                                       model.attrs)))
+    yield _open_object(head, "graph")
+    for number, graph in enumerate(model.graphs):
+        yield ", " if number else ""
+        yield from _graph_json(graph)
+    yield "]}"
+
+
+def _graph_json(graph: Graph) -> Iterator[str]:
+    """One graph of :func:`iter_ge_graph_json`: ``{"name": ..., <other fields>, "op": [...]}``."""
+    message = ge_messages()["GraphDef"]()
+    fill_graph(message, Graph(graph.name, (), graph.inputs, graph.outputs, graph.attrs))
+    fields = message_to_json(message)
+    yield _open_object({"name": fields.pop("name", ""), **fields}, "op")
+    for number, op in enumerate(graph.ops):
+        yield ", " if number else ""
+        yield json.dumps(_op_json(op))
+    yield "]}"
+
+
+def _op_json(op: OpNode) -> dict:
+    message = ge_messages()["OpDef"]()
+    fill_op(message, op)
+    fields = message_to_json(message)
+    return {"name": fields.pop("name", ""), "type": fields.pop("type", ""), **fields}
+
+
+def _open_object(fields: dict, list_key: str) -> str:
+    """``json.dumps({**fields, list_key: [...]})`` up to and including the ``[`` of the list."""
+    text = json.dumps({**fields, list_key: []})
+    return text[:-2]  # drop "]}"
+
+
 def write_ge_graph_text(model: GraphModel, path: PathLike) -> Path:
     """Write ``model`` as protobuf text (the form of ``ge_proto_00000123_Build.txt``); returns the path."""
     return atomic_write_text(path, ge_graph_to_text(model))
 
 
 def write_ge_graph_json(model: GraphModel, path: PathLike) -> Path:
-    """Write ``model`` in GE's JSON form (one line, ASCII); returns the path."""
-    return atomic_write_text(path, json.dumps(ge_graph_to_json(model), ensure_ascii=True))
+    """Write ``model`` in GE's JSON form (one line, ASCII), op by op (:func:`iter_ge_graph_json`); returns the
+    path."""
+    return atomic_write_text(path, iter_ge_graph_json(model))
 
 
-def atomic_write_text(path: PathLike, text: str) -> Path:
-    """Write ``text`` (UTF-8) to ``path`` atomically (:func:`precision_tool.fileio.atomic_write`).
+def atomic_write_text(path: PathLike, text: Union[str, Iterable[str]]) -> Path:
+    """Write ``text`` (UTF-8; a string, or pieces written one after the other) to ``path`` atomically
+    (:func:`precision_tool.fileio.atomic_write`).
 
     Raises :class:`WorkspaceError` when the folder is missing or not writable.
     """
     path = Path(path)
+    pieces = [text] if isinstance(text, str) else text
     try:
         with atomic_write(path, "w") as out:
-            out.write(text)
+            for piece in pieces:
+                out.write(piece)
     except OSError as exc:
         raise WorkspaceError(f"cannot write {path}: {exc.strerror or exc}") from None
     return path
@@ -183,7 +327,7 @@ def root_graph_name(path: PathLike) -> str:
     """The root graph's name of a text graph file, read from its first lines when GE's layout allows."""
     path = Path(path)
     try:
-        with open(path, "rb") as handle:
+        with open_input(path, GraphFormatError, GRAPH_FILE_LIMIT) as handle:
             head = handle.read(_HEAD_BYTES).decode("utf-8", "replace")
     except OSError as exc:
         raise GraphFormatError(path, f"cannot be read ({exc.strerror or exc})") from None

@@ -14,11 +14,18 @@ floats with ``%g``), int64 may be a decimal string (protobuf's mapping), a map m
 ``null`` (GE's output for an empty message) counts as absent. Other bytes fields (``bt``, tensor
 ``data``) are C-escaped strings both ways, as GE writes them. GE also C-escapes singular ``s`` values;
 for names (printable ASCII without quotes or backslashes) that is the identity, so ``s`` is read as is.
+
+Numbers are checked before Python converts them: an integer of more than 20 digits (more than any GE field
+holds; Python 3.11+ refuses ``int()`` of more than 4,300) is kept as a :class:`LongInteger` and refused where a
+field is read, naming its JSON path; a number given as a string must be ASCII (``"٣"`` is not 3, though
+``int()`` and ``float()`` would say so).
 """
 from __future__ import annotations
 
+import json
 import math
 import re
+import reprlib
 from typing import Any, Dict
 
 from google.protobuf import text_encoding
@@ -27,14 +34,47 @@ from google.protobuf.descriptor import FieldDescriptor
 from precision_tool.errors import GraphFormatError
 from precision_tool.formats.ge_proto_codec import shortest_float32
 from precision_tool.formats.ge_schema import field_table
-from precision_tool.formats.ge_text import c_unescape
+from precision_tool.formats.ge_text import MAX_INT_DIGITS, c_unescape
 
 _FD = FieldDescriptor
 _INT_TYPES = {_FD.TYPE_INT32, _FD.TYPE_INT64, _FD.TYPE_UINT32, _FD.TYPE_UINT64, _FD.TYPE_SINT32,
               _FD.TYPE_SINT64, _FD.TYPE_FIXED32, _FD.TYPE_FIXED64, _FD.TYPE_SFIXED32, _FD.TYPE_SFIXED64}
 _FLOAT_TYPES = {_FD.TYPE_FLOAT, _FD.TYPE_DOUBLE}
-_DECIMAL = re.compile(r"-?[0-9]+")
+_DECIMAL = re.compile(r"-?[0-9]{1,%d}" % MAX_INT_DIGITS)
+# What GE (``%g``: 1e-05, inf, nan) and protobuf's JSON mapping (Infinity, NaN) write for a float, in ASCII.
+_FLOAT_TEXT = re.compile(r"[-+]?(?:(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][-+]?[0-9]+)?|inf(?:inity)?|nan)", re.IGNORECASE)
 PLAIN_BYTES_FIELDS = frozenset({"s"})  # AttrDef.s and ListValue.s: text, read and written as plain strings
+
+
+class LongInteger:
+    """A JSON integer of more than :data:`MAX_INT_DIGITS` digits, kept as text: no field takes it."""
+
+    __slots__ = ("digits",)
+
+    def __init__(self, digits: str):
+        self.digits = digits
+
+    def __repr__(self) -> str:
+        return f"<an integer of {len(self.digits.lstrip('-')):,} digits>"
+
+
+def json_integer(digits: str):
+    """``json.loads``' ``parse_int``: ``int(digits)``, or a :class:`LongInteger` past :data:`MAX_INT_DIGITS`."""
+    return int(digits) if len(digits.lstrip("-")) <= MAX_INT_DIGITS else LongInteger(digits)
+
+
+def load_json_text(text: str, source=None) -> Any:
+    """``json.loads(text)`` with long integers kept as :class:`LongInteger`.
+
+    Raises :class:`GraphFormatError` naming ``source``, the line and column of a syntax error, or nesting too
+    deep to read.
+    """
+    try:
+        return json.loads(text, parse_int=json_integer)
+    except json.JSONDecodeError as exc:
+        raise GraphFormatError(source, f"line {exc.lineno}, column {exc.colno}: {exc.msg}", "not valid JSON") from None
+    except RecursionError:
+        raise GraphFormatError(source, "nested too deeply to read") from None
 
 
 # ----------------------------------------------------------------------------------------- message -> JSON
@@ -155,6 +195,8 @@ def _scalar(field, value, source, where) -> Any:
             return int(value)
         raise _bad(source, where, "expected an integer", value)
     if kind in _FLOAT_TYPES:
+        if isinstance(value, str) and not _FLOAT_TEXT.fullmatch(value):
+            raise _bad(source, where, "expected a number", value)
         if isinstance(value, (int, float, str)) and not isinstance(value, bool):
             try:
                 return float(value)
@@ -197,7 +239,26 @@ def _set_item(target, key, value, source, where) -> None:
 
 
 def _bad(source, where: str, what: str, value: Any) -> GraphFormatError:
-    shown = repr(value)
-    if len(shown) > 60:
-        shown = shown[:57] + "..."
-    return GraphFormatError(source, f"{where or 'top level'}: {what}, got {shown}")
+    return GraphFormatError(source, f"{where or 'top level'}: {what}, got {shown_value(value)}")
+
+
+class _ShortRepr(reprlib.Repr):
+    """``repr`` that looks at a few items and levels only, and never converts a huge integer to text."""
+
+    def __init__(self):
+        super().__init__()
+        self.maxlevel, self.maxlist, self.maxdict, self.maxstring, self.maxother = 3, 4, 4, 60, 60
+
+    def repr_int(self, x, level):
+        if x.bit_length() <= 200:
+            return repr(x)
+        return f"<an integer of about {int(x.bit_length() * math.log10(2)) + 1:,} digits>"
+
+
+_SHORT_REPR = _ShortRepr()
+
+
+def shown_value(value: Any) -> str:
+    """A short ``repr`` of ``value`` for an error message: at most 60 characters, cheap for any size."""
+    shown = _SHORT_REPR.repr(value)
+    return shown if len(shown) <= 60 else shown[:57] + "..."

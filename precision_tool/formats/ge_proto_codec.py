@@ -10,7 +10,7 @@ from __future__ import annotations
 import numbers
 import re
 import struct
-from typing import Any, Callable, Dict, Mapping, Optional, Tuple
+from typing import Any, Callable, Dict, Mapping, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -28,7 +28,7 @@ _DESC_MODEL_FIELDS = frozenset({"name", "dtype", "shape", "layout", "attr"})
 # ListValue.val_type -> the repeated member it announces, and back.
 _LIST_MEMBER_BY_TYPE = {1: "s", 2: "i", 3: "f", 4: "b", 5: "bt", 6: "td", 7: "t", 8: "g", 9: "na", 10: "dt"}
 _LIST_TYPE_BY_MEMBER = {member: vt for vt, member in _LIST_MEMBER_BY_TYPE.items()}
-_UNKNOWN_DTYPE = re.compile(r"DT_UNKNOWN\((-?\d+)\)\Z")
+_UNKNOWN_DTYPE = re.compile(r"DT_UNKNOWN\((-?[0-9]{1,19})\)\Z")
 
 
 def shortest_float32(value: float) -> float:
@@ -55,6 +55,11 @@ def dtype_number(name: str) -> int:
     raise ValueError(f"unknown GE data type {name!r}")
 
 
+def _shortened(text: str, limit: int = 60) -> str:
+    """``text``, cut to ``limit`` characters (ending in ``...``) so that an error message stays readable."""
+    return text if len(text) <= limit else text[:limit - 3] + "..."
+
+
 # ----------------------------------------------------------------------------------------- message -> model
 def model_from_message(message, source=None) -> GraphModel:
     """A :class:`GraphModel` from a ``ModelDef`` message.
@@ -62,93 +67,124 @@ def model_from_message(message, source=None) -> GraphModel:
     Raises :class:`GraphFormatError` (naming ``source``) when the model holds no graph or an op input is
     not ``producer:index``.
     """
-    if not message.graph:
-        raise GraphFormatError(source, "holds no graph", "a GE graph dump has one 'graph { ... }' block per graph")
-    return GraphModel(graphs=tuple(_graph_from_message(g, source) for g in message.graph), name=message.name,
-                      version=message.version, custom_version=message.custom_version,
-                      attrs=_attrs_from_map(message.attr, source))
+    return MessageReader(source).model(message)
 
 
-def _graph_from_message(graph, source) -> Graph:
-    return Graph(name=graph.name, ops=tuple(_op_from_message(op, source) for op in graph.op),
-                 inputs=tuple(graph.input), outputs=tuple(graph.output), attrs=_attrs_from_map(graph.attr, source))
+class MessageReader:
+    """Converts ``ge.proto`` messages of one file (``source``) into the model, op by op if need be.
 
+    A reader that streams a file hands over each root graph's ops as it meets them (:meth:`op`), then the
+    graph without its ops (:meth:`graph` with ``ops``), then the model without its graphs (:meth:`model`
+    with ``graphs``); the result equals :func:`model_from_message` on the whole message. Equal short
+    strings (attribute keys, op types, layouts, op names and the inputs naming them, short ``s`` values)
+    are stored once per file: protobuf makes a new ``str`` at every access, and a large Build graph
+    repeats the same few hundred of them millions of times.
+    """
 
-def _op_from_message(op, source) -> OpNode:
-    inputs = []
-    for text in op.input:
-        try:
-            inputs.append(InputRef.parse(text))
-        except ValueError:
-            raise GraphFormatError(source, f"op {op.name!r} has input {text!r}, which is not 'producer:index'") \
-                from None
-    extras = {fd.name: (list(value) if is_repeated(fd) else value)
-              for fd, value in op.ListFields() if fd.name not in _OP_MODEL_FIELDS}
-    return OpNode(name=op.name, type=op.type, id=op.id, stream_id=op.stream_id, inputs=tuple(inputs),
-                  input_descs=tuple(_desc_from_message(d, source) for d in op.input_desc),
-                  output_descs=tuple(_desc_from_message(d, source) for d in op.output_desc),
-                  attrs=_attrs_from_map(op.attr, source), subgraph_names=tuple(op.subgraph_name),
-                  extra_fields=extras)
+    SHARED_LENGTH = 128  # longer strings are rarely repeated; kept as read
 
+    def __init__(self, source=None):
+        self.source = source
+        self._strings: Dict[str, str] = {}
 
-def _desc_from_message(desc, source) -> TensorDesc:
-    extras = {fd.name: value for fd, value in desc.ListFields() if fd.name not in _DESC_MODEL_FIELDS}
-    return TensorDesc(dtype=dtype_name(desc.dtype), layout=desc.layout, shape=tuple(desc.shape.dim),
-                      attrs=_attrs_from_map(desc.attr, source), name=desc.name, extra_fields=extras)
+    def shared(self, text: str) -> str:
+        """``text``, or the equal string met before in this file (for strings up to :attr:`SHARED_LENGTH`)."""
+        if len(text) > self.SHARED_LENGTH:
+            return text
+        return self._strings.setdefault(text, text)
 
+    def model(self, message, graphs: Optional[Sequence[Graph]] = None) -> GraphModel:
+        """The model of a ``ModelDef``; ``graphs`` are its graphs already converted (then ``message.graph``
+        only says whether there was one)."""
+        if not message.graph:
+            raise GraphFormatError(self.source, "holds no graph",
+                                   "a GE graph dump has one 'graph { ... }' block per graph")
+        if graphs is None:
+            graphs = [self.graph(graph) for graph in message.graph]
+        return GraphModel(graphs=tuple(graphs), name=message.name, version=message.version,
+                          custom_version=message.custom_version, attrs=self._attrs(message.attr))
 
-def _attrs_from_map(attr_map, source) -> Dict[str, Any]:
-    return {key: _attr_from_message(attr_map[key], source) for key in attr_map}
+    def graph(self, graph, ops: Optional[Sequence[OpNode]] = None) -> Graph:
+        """The :class:`Graph` of a ``GraphDef``; ``ops`` are its ops already converted."""
+        if ops is None:
+            ops = [self.op(op) for op in graph.op]
+        return Graph(name=graph.name, ops=tuple(ops), inputs=tuple(graph.input), outputs=tuple(graph.output),
+                     attrs=self._attrs(graph.attr))
 
+    def op(self, op) -> OpNode:
+        """The :class:`OpNode` of an ``OpDef``; ``GraphFormatError`` for an input that is not ``producer:index``."""
+        inputs = []
+        for text in op.input:
+            try:
+                ref = InputRef.parse(text)
+            except ValueError:
+                raise GraphFormatError(self.source, f"op {_shortened(op.name)!r} has input {_shortened(text)!r}, "
+                                                    "which is not 'producer:index'") from None
+            inputs.append(InputRef(self.shared(ref.producer), ref.index))
+        extras = {fd.name: (list(value) if is_repeated(fd) else value)
+                  for fd, value in op.ListFields() if fd.name not in _OP_MODEL_FIELDS}
+        return OpNode(name=self.shared(op.name), type=self.shared(op.type), id=op.id, stream_id=op.stream_id,
+                      inputs=tuple(inputs), input_descs=tuple(self._desc(d) for d in op.input_desc),
+                      output_descs=tuple(self._desc(d) for d in op.output_desc), attrs=self._attrs(op.attr),
+                      subgraph_names=tuple(op.subgraph_name), extra_fields=extras)
 
-def _attr_from_message(attr, source) -> Any:
-    kind = attr.WhichOneof("value")
-    if kind is None:
-        return None
-    if kind == "s":
-        return attr.s.decode("utf-8", "surrogateescape")
-    if kind in ("i", "b", "bt"):
-        return getattr(attr, kind)
-    if kind == "f":
-        return shortest_float32(attr.f)
-    if kind == "dt":
-        return DataTypeValue(dtype_name(attr.dt))
-    if kind == "list":
-        return _list_from_message(attr.list, source)
-    if kind == "list_list_int":
-        return [list(inner.list_i) for inner in attr.list_list_int.list_list_i]
-    if kind == "list_list_float":
-        return [[shortest_float32(v) for v in inner.list_f] for inner in attr.list_list_float.list_list_f]
-    return _message_value(kind, getattr(attr, kind), source)
+    def _desc(self, desc) -> TensorDesc:
+        extras = {fd.name: value for fd, value in desc.ListFields() if fd.name not in _DESC_MODEL_FIELDS}
+        return TensorDesc(dtype=dtype_name(desc.dtype), layout=self.shared(desc.layout), shape=tuple(desc.shape.dim),
+                          attrs=self._attrs(desc.attr), name=desc.name, extra_fields=extras)
 
+    def _attrs(self, attr_map) -> Dict[str, Any]:
+        return {self.shared(key): self._attr(attr_map[key]) for key in attr_map}
 
-def _message_value(kind: str, value, source) -> Any:
-    if kind == "td":
-        return _desc_from_message(value, source)
-    if kind == "t":
-        return TensorValue(_desc_from_message(value.desc, source), bytes(value.data))
-    if kind == "g":
-        return _graph_from_message(value, source)
-    return NamedAttrs(value.name, _attrs_from_map(value.attr, source))  # func / list.na
+    def _text(self, value: bytes) -> str:
+        return self.shared(value.decode("utf-8", "surrogateescape"))
 
+    def _attr(self, attr) -> Any:
+        kind = attr.WhichOneof("value")
+        if kind is None:
+            return None
+        if kind == "s":
+            return self._text(attr.s)
+        if kind in ("i", "b", "bt"):
+            return getattr(attr, kind)
+        if kind == "f":
+            return shortest_float32(attr.f)
+        if kind == "dt":
+            return DataTypeValue(dtype_name(attr.dt))
+        if kind == "list":
+            return self._list(attr.list)
+        if kind == "list_list_int":
+            return [list(inner.list_i) for inner in attr.list_list_int.list_list_i]
+        if kind == "list_list_float":
+            return [[shortest_float32(v) for v in inner.list_f] for inner in attr.list_list_float.list_list_f]
+        return self._message_value(kind, getattr(attr, kind))
 
-def _list_from_message(list_value, source) -> list:
-    member = _LIST_MEMBER_BY_TYPE.get(list_value.val_type)
-    if member is None or not len(getattr(list_value, member)):
-        member = next((m for m in _LIST_TYPE_BY_MEMBER if len(getattr(list_value, m))), None)
-        if member is None:
-            return []
-    items = getattr(list_value, member)
-    if member == "s":
-        return [item.decode("utf-8", "surrogateescape") for item in items]
-    if member == "f":
-        return [shortest_float32(v) for v in items]
-    if member == "dt":
-        return [DataTypeValue(dtype_name(v)) for v in items]
-    if member in ("i", "b", "bt"):
-        return list(items)
-    kind = {"na": "func"}.get(member, member)
-    return [_message_value(kind, item, source) for item in items]
+    def _message_value(self, kind: str, value) -> Any:
+        if kind == "td":
+            return self._desc(value)
+        if kind == "t":
+            return TensorValue(self._desc(value.desc), bytes(value.data))
+        if kind == "g":
+            return self.graph(value)
+        return NamedAttrs(value.name, self._attrs(value.attr))  # func / list.na
+
+    def _list(self, list_value) -> list:
+        member = _LIST_MEMBER_BY_TYPE.get(list_value.val_type)
+        if member is None or not len(getattr(list_value, member)):
+            member = next((m for m in _LIST_TYPE_BY_MEMBER if len(getattr(list_value, m))), None)
+            if member is None:
+                return []
+        items = getattr(list_value, member)
+        if member == "s":
+            return [self._text(item) for item in items]
+        if member == "f":
+            return [shortest_float32(v) for v in items]
+        if member == "dt":
+            return [DataTypeValue(dtype_name(v)) for v in items]
+        if member in ("i", "b", "bt"):
+            return list(items)
+        kind = {"na": "func"}.get(member, member)
+        return [self._message_value(kind, item) for item in items]
 
 
 # ----------------------------------------------------------------------------------------- model -> message
@@ -161,21 +197,23 @@ def model_to_message(model: GraphModel):
     message = ge_messages()["ModelDef"](name=model.name, version=model.version,
                                         custom_version=model.custom_version)
     for graph in model.graphs:
-        _fill_graph(message.graph.add(), graph)
+        fill_graph(message.graph.add(), graph)
     _fill_attrs(message.attr, model.attrs)
     return message
 
 
-def _fill_graph(message, graph: Graph) -> None:
+def fill_graph(message, graph: Graph) -> None:
+    """Fill the empty ``GraphDef`` ``message`` from ``graph``."""
     message.name = graph.name
     message.input.extend(graph.inputs)
     message.output.extend(graph.outputs)
     for op in graph.ops:
-        _fill_op(message.op.add(), op)
+        fill_op(message.op.add(), op)
     _fill_attrs(message.attr, graph.attrs)
 
 
-def _fill_op(message, op: OpNode) -> None:
+def fill_op(message, op: OpNode) -> None:
+    """Fill the empty ``OpDef`` ``message`` from ``op``."""
     message.name, message.type, message.id, message.stream_id = op.name, op.type, op.id, op.stream_id
     message.input.extend(str(ref) for ref in op.inputs)
     _fill_attrs(message.attr, op.attrs)
@@ -243,7 +281,7 @@ def _fill_named(message, value: NamedAttrs) -> None:
 # Python type -> (AttrDef member, ListValue member, filler) for values stored as sub-messages.
 _MESSAGE_KINDS: Dict[type, Tuple[str, str, Callable[[Any, Any], None]]] = {
     TensorDesc: ("td", "td", _fill_desc), TensorValue: ("t", "t", _fill_tensor),
-    Graph: ("g", "g", _fill_graph), NamedAttrs: ("func", "na", _fill_named)}
+    Graph: ("g", "g", fill_graph), NamedAttrs: ("func", "na", _fill_named)}
 
 
 def _fill_message_value(message, value: Any) -> None:

@@ -5,14 +5,25 @@ the 2-core machine this was written on. GE prints one field per line (``name: va
 so :func:`parse_ge_text` first tries a line parser for exactly that layout, which fills the same message
 through the same descriptors (about 1.3 s for that graph; 1.6 s with the conversion to the model). On
 anything it does not handle -- comments, ``[1, 2]`` lists, several fields on a line, a field given twice, an
-unknown enum name, a bad escape -- it gives up and the full parser (``text_format.Parse`` with unknown fields
-allowed) reads the file from the start, so every result and every error message is the full parser's. A
-differential fuzz test checks that the two agree.
+unknown enum name, a bad escape, an integer of more than 20 digits -- it gives up and the full parser
+(``text_format.ParseLines`` with unknown fields allowed) reads the file from the start, so every result and every
+error message is the full parser's. A differential fuzz test checks that the two agree.
+
+The line parser takes the lines from any iterable, so a file is read line by line and never whole
+(:func:`parse_canonical_lines`); a caller may also take each root graph's ops as they close instead of
+keeping them in the message (a 200,000-op graph then never exists as one message).
+
+Numbers are ASCII: the line parser reads only ``[0-9]``, and before the full parser runs, a digit of another
+script outside strings and comments (``²``, ``٣``, which Python's ``int()`` and so protobuf's parser would
+take) is an error naming its line. The full parser reads lines too (``text_format.ParseLines``), so it never
+needs the whole text either, only the whole message. Its messages quote the offending line; any run of more
+than 60 characters without a space or quote is cut there (a 5,000-digit integer is shown by its length).
 """
 from __future__ import annotations
 
 import re
 import warnings
+from typing import Callable, Iterable, Iterator, List, Optional, Union
 
 from google.protobuf import text_encoding, text_format
 from google.protobuf.descriptor import FieldDescriptor
@@ -22,16 +33,30 @@ from precision_tool.formats.ge_schema import FieldInfo, field_table, ge_messages
 
 _FD = FieldDescriptor
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
-_INT = re.compile(r"-?(?:0|[1-9][0-9]*)")
+MAX_INT_DIGITS = 20  # uint64's maximum has 20 digits; a longer integer is out of range for every field
+_INT = re.compile(r"-?(?:0|[1-9][0-9]{0,%d})" % (MAX_INT_DIGITS - 1))
 _FLOAT = re.compile(r"-?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?|-?inf|nan")
 _STRING = re.compile(r'"(?:[^"\\\n]|\\.)*"')
 _ANY_TOKEN = re.compile("|".join(p.pattern for p in (_STRING, _NAME, _INT, _FLOAT)))
 _INT_TYPES = {_FD.TYPE_INT32, _FD.TYPE_INT64, _FD.TYPE_UINT32, _FD.TYPE_UINT64}
 _MESSAGE, _MAP_ENTRY, _SKIP = 0, 1, 2
+# Outside quoted strings and comments, a character that is not ASCII.
+_STRING_COMMENT_OR_NON_ASCII = re.compile(r'"(?:[^"\\\n]|\\.)*"|\'(?:[^\'\\\n]|\\.)*\'|#[^\n]*|[^\x00-\x7f]')
+_LONG_WORD = re.compile(r"[^\s'\"]{61,}")
+MAX_CAUSE = 300
+MAX_NESTING = 100
+"""Blocks nested deeper than this are left to the full parser (protobuf C++'s own default recursion limit): C++
+protobuf (the runtime of TensorFlow 1.15's users) crashes freeing a message nested some 10,000 deep, and the full
+parser stops at Python's recursion limit long before."""
+Lines = Union[str, Iterable[str]]
+MessageHook = Callable[[object], None]
 
 
-class _NotCanonical(Exception):
-    """The fast parser met something outside GE's one-field-per-line layout."""
+class NotCanonicalText(Exception):
+    """The line parser met something outside GE's one-field-per-line layout."""
+
+
+_NotCanonical = NotCanonicalText
 
 
 def _fields_of(message) -> dict:
@@ -45,14 +70,30 @@ def parse_ge_text(text: str, source=None):
     """
     message = ge_messages()["ModelDef"]()
     try:
-        _parse_canonical(text, message)
+        parse_canonical_lines(text, message)
         return message
-    except _NotCanonical:
+    except NotCanonicalText:
         message.Clear()
+    return parse_full_text(text, message, source)
+
+
+def parse_full_text(text: Lines, message, source=None, lines_again: Optional[Callable[[], Iterable[str]]] = None):
+    """Parse ``text`` into the empty ``message`` with protobuf's own parser (any layout); returns ``message``.
+
+    ``text`` is the whole text, or its lines (each may end in ``\\n``) with ``lines_again`` giving them once
+    more: a first pass checks the digits (:func:`refuse_non_ascii_digits`), the second parses, and neither
+    needs the whole text in memory. Raises :class:`GraphFormatError` naming ``source``, the line and column and
+    the cause: also for a non-ASCII digit outside strings, and for nesting too deep to read.
+    """
+    if isinstance(text, str):
+        whole = text
+        text, lines_again = whole.split("\n"), lambda: whole.split("\n")
+    refuse_non_ascii_digits(text, source)
+    lines = _as_split(lines_again() if lines_again else text)
     try:
         with warnings.catch_warnings():  # Python's note on an obsolete escape such as "\\q" in a string
             warnings.simplefilter("ignore", DeprecationWarning)
-            text_format.Parse(text, message, allow_unknown_field=True)
+            text_format.ParseLines(lines, message, allow_unknown_field=True)
     except text_format.ParseError as exc:
         line, column = exc.GetLine(), exc.GetColumn()
         cause = str(exc)
@@ -60,10 +101,50 @@ def parse_ge_text(text: str, source=None):
         if cause.startswith(prefix):
             cause = cause[len(prefix):]
         where = f"line {line}, column {column}: " if line else ""
-        raise GraphFormatError(source, f"{where}{cause}", "not protobuf text of a GE ModelDef") from None
+        raise GraphFormatError(source, f"{where}{readable_cause(cause)}", "not protobuf text of a GE ModelDef") \
+            from None
     except RecursionError:
         raise GraphFormatError(source, "blocks nested too deeply to read") from None
     return message
+
+
+def _as_split(lines: Iterable[str]) -> Iterator[str]:
+    """``lines`` as ``str.split("\\n")`` gives them: without their ``\\n``, and an empty last line after a final
+    ``\\n`` (protobuf's parser places an error at the end of the text on that line)."""
+    ended = True
+    for line in lines:
+        ended = line.endswith("\n")
+        yield line[:-1] if ended else line
+    if ended:
+        yield ""
+
+
+def readable_cause(cause: str) -> str:
+    """``cause`` with every run of more than 60 characters other than spaces and quotes cut (its length said
+    instead), and at most :data:`MAX_CAUSE` characters in all.
+
+    >>> readable_cause("Couldn't parse integer: " + "9" * 5000)
+    "Couldn't parse integer: 9999999999999999999999999999999999999999...(5,000 characters)"
+    """
+    cause = _LONG_WORD.sub(lambda match: f"{match.group()[:40]}...({len(match.group()):,} characters)", cause)
+    return cause if len(cause) <= MAX_CAUSE else cause[:MAX_CAUSE - 3] + "..."
+
+
+def refuse_non_ascii_digits(lines: Iterable[str], source=None) -> None:
+    """Raise :class:`GraphFormatError` (line, column) for a digit of another script outside strings and comments.
+
+    protobuf's parser would read ``٣`` as 3 (it calls ``int()``, which takes any script's digits); the
+    protobuf text format has ASCII numbers only. Strings and comments end with their line, so lines are
+    checked one at a time.
+    """
+    for number, line in enumerate(lines, 1):
+        if line.isascii():
+            continue
+        for match in _STRING_COMMENT_OR_NON_ASCII.finditer(line):
+            character = match.group()
+            if len(character) == 1 and character.isnumeric():
+                raise GraphFormatError(source, f"line {number}, column {match.start() + 1}: {character!r} is not "
+                                               "an ASCII digit", "numbers in a GE graph are written with 0-9")
 
 
 def format_ge_text(message) -> str:
@@ -71,11 +152,24 @@ def format_ge_text(message) -> str:
     return text_format.MessageToString(message)
 
 
-def _parse_canonical(text: str, root) -> None:
-    # Frames: [_MESSAGE, message, fields by name, names already set] -- [_MAP_ENTRY, map, key or None,
-    # whether 'value' was read] -- [_SKIP, nesting depth inside an unknown field].
-    stack = [[_MESSAGE, root, _fields_of(root), set()]]
-    for raw in text.split("\n"):
+def parse_canonical_lines(lines: Lines, root, on_root_op: Optional[MessageHook] = None,
+                          on_root_graph: Optional[MessageHook] = None) -> None:
+    """Fill ``root`` (a ``ModelDef``) from ``lines`` in GE's one-field-per-line layout.
+
+    ``lines`` is the whole text or any iterable of lines (a file's, read one at a time); surrounding
+    whitespace and blank lines are ignored. With ``on_root_op``, each op of a root graph is parsed into a
+    message of its own, handed to ``on_root_op`` when its block closes and then dropped: the root graph keeps
+    no ops. ``on_root_graph`` is called with each root graph's message when its block closes.
+
+    Raises :class:`NotCanonicalText` on anything outside that layout, or on blocks nested more than
+    :data:`MAX_NESTING` deep (then the full parser must read the text from the start; what the hooks were given
+    is void).
+    """
+    if isinstance(lines, str):
+        lines = lines.split("\n")
+    stack: List[list] = [_message_frame(root)]
+    hooks = (on_root_op, on_root_graph)
+    for raw in lines:
         line = raw.strip()
         if not line:
             continue
@@ -83,7 +177,9 @@ def _parse_canonical(text: str, root) -> None:
         if line == "}":
             _close(stack)
         elif line[-1] == "{":
-            _open(stack, frame, line[:-1].rstrip())
+            if len(stack) > MAX_NESTING:
+                raise _NotCanonical
+            _open(stack, frame, line[:-1].rstrip(), hooks)
         else:
             name, colon, value = line.partition(":")
             name, value = name.rstrip(), value.lstrip()
@@ -94,7 +190,19 @@ def _parse_canonical(text: str, root) -> None:
         raise _NotCanonical
 
 
-def _open(stack, frame, name: str) -> None:
+def _parse_canonical(text: str, root) -> None:
+    """:func:`parse_canonical_lines` on a whole text (the form the differential tests call)."""
+    parse_canonical_lines(text, root)
+
+
+def _message_frame(message, on_close: Optional[MessageHook] = None) -> list:
+    """A stack frame of a message block: [_MESSAGE, message, fields by name, names already set, hook on close]."""
+    return [_MESSAGE, message, _fields_of(message), set(), on_close]
+
+
+def _open(stack, frame, name: str, hooks=(None, None)) -> None:
+    # Frames: _message_frame -- [_MAP_ENTRY, map, key or None, whether 'value' was read] -- [_SKIP, nesting
+    # depth inside an unknown field].
     if not _NAME.fullmatch(name):
         raise _NotCanonical
     kind = frame[0]
@@ -105,8 +213,7 @@ def _open(stack, frame, name: str) -> None:
         if name != "value" or frame[2] is None or frame[3]:
             raise _NotCanonical
         frame[3] = True
-        child = frame[1][frame[2]]
-        stack.append([_MESSAGE, child, _fields_of(child), set()])
+        stack.append(_message_frame(frame[1][frame[2]]))
         return
     field = frame[2].get(name)
     if field is None:
@@ -120,13 +227,18 @@ def _open(stack, frame, name: str) -> None:
             raise _NotCanonical
         stack.append([_MAP_ENTRY, getattr(message, name), None, False])
         return
-    if field.repeated:
+    on_root_op, on_root_graph = hooks
+    on_close = None
+    if len(stack) == 2 and name == "op" and on_root_op is not None:  # stack: ModelDef, a root GraphDef
+        child, on_close = ge_messages()["OpDef"](), on_root_op  # a message of its own, dropped after the hook
+    elif field.repeated:
         child = getattr(message, name).add()
+        on_close = on_root_graph if len(stack) == 1 else None  # a root graph (ModelDef's only repeated message)
     else:
         _mark_set(frame, field)
         child = getattr(message, name)
         child.SetInParent()
-    stack.append([_MESSAGE, child, _fields_of(child), set()])
+    stack.append(_message_frame(child, on_close))
 
 
 def _close(stack) -> None:
@@ -142,6 +254,8 @@ def _close(stack) -> None:
             raise _NotCanonical
         frame[1][key]  # reading a map key adds it: an entry without 'value' still exists, empty
     stack.pop()
+    if frame[0] == _MESSAGE and frame[4] is not None:
+        frame[4](frame[1])
 
 
 def _scalar_line(frame, name: str, value: str) -> None:
