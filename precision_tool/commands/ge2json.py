@@ -18,6 +18,7 @@ import os
 from typing import Tuple
 
 from precision_tool.commands.registry import Command, Context
+from precision_tool.config import Workspace, check_output_file
 from precision_tool.errors import WorkspaceError
 from precision_tool.formats.ge_graph_folders import choose_build_graph
 from precision_tool.formats.ge_io import BUILD_GRAPH_NAME, read_ge_graph, write_ge_graph_json
@@ -69,7 +70,9 @@ def _output_file(output: str, input_path: str) -> str:
 def handle(args, ctx: Context) -> Report:
     input_path, notes = _input_file(args.graph, args.graph_name, args.device)
     output = _output_file(args.output, input_path)
-    model = read_ge_graph(input_path)
+    model = read_ge_graph(input_path)  # the input's own error first
+    graph_folders = (args.graph,) if os.path.isdir(args.graph) else ()  # a folder of Build graphs is scanned
+    output = check_output_file(output, input_path, folders=(*graph_folders, *Workspace(ctx.data_dir).input_folders))
     write_ge_graph_json(model, output)
     rows, graphs = [], []
     for graph in model.graphs:

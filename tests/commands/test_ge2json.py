@@ -136,7 +136,8 @@ def test_msaccucmp_compares_with_the_json_we_write(peer, tmp_path):
     # References: scope/bn is off by 0.01 everywhere, so the fused op's output and relu's input show it.
     for tf_name, array in [("x", x), ("scope/conv", x * 0.5), ("scope/bn", bn + 0.01), ("scope/relu", relu)]:
         np.save(ref / f"{tf_name.replace('/', '_')}.0.1700000000000000.npy", array)
-    graph_txt = write_ge_graph_text(_model(), tmp_path / "ge_proto_00000042_Build.txt")
+    (tmp_path / "graph").mkdir()
+    graph_txt = write_ge_graph_text(_model(), tmp_path / "graph" / "ge_proto_00000042_Build.txt")
     _run(graph_txt, "-o", tmp_path / "graph.json")
 
     result = peer.run("compare", "-m", npu, "-g", ref, "-f", tmp_path / "graph.json", "-out", out, check=False)

@@ -447,3 +447,23 @@ def test_parse_ge_graph_in_memory_follows_the_same_rules(tmp_path):
     assert str(caught.value) == ("g.txt: line 19, column 9: '\u0663' is not an ASCII digit (numbers in a GE graph are "
                                  "written with 0-9)")
     assert parse_ge_graph(GRAPH_TEXT.encode()) == read_ge_graph(_write(tmp_path, GRAPH_TEXT))
+
+
+def test_ge2json_never_writes_into_a_graph_folder_or_the_workspace_inputs(tmp_path):
+    """A JSON written into the folder of Build graphs (or any workspace input folder) is refused, nothing
+    written; a loose graph file's folder is an input too (as for every command), a folder elsewhere is fine."""
+    from precision_tool.cli import main as cli_main
+
+    graphs = tmp_path / "ws" / "npu" / "debug_0" / "graph"
+    graphs.mkdir(parents=True)
+    source = graphs / "ge_proto_00000001_Build.txt"
+    source.write_text('graph {\n  name: "g"\n  op {\n    name: "x"\n    type: "Data"\n  }\n}\n')
+    loose = tmp_path / "loose" / "ge_proto_00000001_Build.txt"
+    loose.parent.mkdir()
+    loose.write_text(source.read_text())
+    workspace = ["-d", str(tmp_path / "ws")]
+    assert cli_main([*workspace, "ge2json", str(graphs), "-o", str(graphs / "g.json")]) == 2
+    assert cli_main([*workspace, "ge2json", str(loose), "-o", str(tmp_path / "ws" / "tf" / "graph" / "g.json")]) == 2
+    assert sorted(p.name for p in graphs.iterdir()) == ["ge_proto_00000001_Build.txt"]
+    assert not (tmp_path / "ws" / "tf").exists()
+    assert cli_main([*workspace, "ge2json", str(loose), "-o", str(tmp_path / "g.json")]) == 0
