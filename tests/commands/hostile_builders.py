@@ -69,3 +69,13 @@ def dump_of(root, op_name: str) -> str:
     folder = os.path.join(os.fspath(root), ib.DUMP_SUBDIR)
     wanted = op_name.replace("/", "_")
     return next(os.path.join(folder, name) for name in os.listdir(folder) if name.split(".")[1] == wanted)
+
+
+def listing(root) -> list:
+    """Every folder and file under ``root`` (relative), with file sizes: what a refused write must not change."""
+    found = []
+    for folder, folders, files in os.walk(root):
+        found += [(os.path.relpath(os.path.join(folder, name), root), None) for name in folders]
+        found += [(os.path.relpath(os.path.join(folder, name), root), os.path.getsize(os.path.join(folder, name)))
+                  for name in files]
+    return sorted(found)

@@ -8,6 +8,7 @@ import os
 import numpy as np
 import pytest
 
+from hostile_builders import listing
 from inspect_builders import build_graph, write_inspect_workspace
 from precision_tool.cli import main
 from precision_tool.config import (Workspace, check_output_dir, check_output_file, ensure_output_dir,
@@ -24,16 +25,6 @@ def run(capsys, *argv):
     code = main([os.fspath(a) for a in argv])
     captured = capsys.readouterr()
     return code, captured.out, captured.err
-
-
-def listing(root) -> list:
-    """Every folder and file under ``root`` (relative), with file sizes: what a refused write must not change."""
-    found = []
-    for folder, folders, files in os.walk(root):
-        found += [(os.path.relpath(os.path.join(folder, name), root), None) for name in folders]
-        found += [(os.path.relpath(os.path.join(folder, name), root), os.path.getsize(os.path.join(folder, name)))
-                  for name in files]
-    return sorted(found)
 
 
 def assert_refused(code, out, err, path) -> None:

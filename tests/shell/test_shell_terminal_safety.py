@@ -4,7 +4,7 @@ import os
 
 import pytest
 
-from hostile_builders import EVIL, EVIL_SHOWN, write_hostile_workspace
+from hostile_builders import EVIL, EVIL_SHOWN, listing, write_hostile_workspace
 from precision_tool.commands.registry import Command, CommandRegistry, Context
 from precision_tool.shell.app import Shell
 
@@ -13,16 +13,6 @@ SIZE = (120, 40)
 
 def raw_controls(text: str) -> list:
     return [c for c in text if (ord(c) < 32 and c not in "\n\t") or 127 <= ord(c) < 160]
-
-
-def listing(root) -> list:
-    """Every folder and file under ``root`` (relative), with file sizes: what a refused write must not change."""
-    found = []
-    for folder, folders, files in os.walk(root):
-        found += [(os.path.relpath(os.path.join(folder, name), root), None) for name in folders]
-        found += [(os.path.relpath(os.path.join(folder, name), root), os.path.getsize(os.path.join(folder, name)))
-                  for name in files]
-    return sorted(found)
 
 
 @pytest.fixture(scope="module")

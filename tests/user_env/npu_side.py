@@ -1,10 +1,14 @@
-"""An NPU side written from a reference with precision_tool's writers (plain numpy): for the user flows.
+"""The user flows' helpers: the CLI as a user types it, and an NPU side written from a reference with
+precision_tool's writers (plain numpy).
 
 :func:`build_npu_side` writes ``npu/debug_0`` as an unfused NPU run would: one dump per compute op holding
 the reference output rounded to float16 (or perturbed), the op's inputs as its producers' NPU outputs, and
 the Build graph naming each op after its TF op.
 """
 import os
+import subprocess
+import sys
+from pathlib import Path
 
 import numpy as np
 
@@ -16,6 +20,7 @@ from precision_tool.formats.dump_writer import TensorSpec, write_dump
 from precision_tool.formats.ge_io import write_ge_graph_text
 from precision_tool.formats.npy_dir import reference_op_name
 
+REPO = Path(__file__).resolve().parents[2]
 TASK_TYPES = {"Conv2D", "BiasAdd", "Relu", "MaxPool", "Reshape", "MatMul", "Softmax"}
 WEIGHT_TYPES = {"Identity", "ReadVariableOp"}  # TF1 variables are read through Identity, TF2 ones ReadVariableOp
 
@@ -111,3 +116,10 @@ def build_npu_side(workspace, ops, values, perturb=None):
     write_ge_graph_text(G.GraphModel((graph,), name=model),
                         workspace / "npu" / "debug_0" / "graph" / GRAPH_FILE_NAME)
     return npu
+
+
+def cli(workspace, *argv):
+    """``python -m precision_tool -d WORKSPACE ...`` as the user types it."""
+    return subprocess.run([sys.executable, "-m", "precision_tool", "-d", str(workspace), *argv],
+                          env=dict(os.environ, PYTHONPATH=str(REPO)), stdout=subprocess.PIPE,
+                          stderr=subprocess.STDOUT, universal_newlines=True, timeout=300)

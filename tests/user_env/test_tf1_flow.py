@@ -25,7 +25,7 @@ import pytest
 
 from precision_tool.formats.npy_dir import read_npy_dir, reference_op_name
 
-from .npu_side import build_npu_side, tensorflow_version
+from .npu_side import build_npu_side, cli, tensorflow_version
 
 
 TF_VERSION = tensorflow_version()
@@ -36,13 +36,6 @@ pytestmark = [pytest.mark.compat,
 REPO = Path(__file__).resolve().parents[2]
 SCRIPT = REPO / "tests" / "capture" / "scripts" / "tf1_readme_flow.py"
 PERTURBED, DELTA = "relu1", 1.0
-
-
-def cli(workspace, *argv):
-    """``python -m precision_tool -d WORKSPACE ...`` as the user types it."""
-    return subprocess.run([sys.executable, "-m", "precision_tool", "-d", str(workspace), *argv],
-                          env=dict(os.environ, PYTHONPATH=str(REPO)), stdout=subprocess.PIPE,
-                          stderr=subprocess.STDOUT, universal_newlines=True, timeout=300)
 
 
 @pytest.fixture(scope="module")

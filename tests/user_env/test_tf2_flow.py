@@ -20,7 +20,7 @@ import pytest
 from precision_tool.formats.npy_dir import read_npy_dir
 from precision_tool.replay.reference_graph import load_reference_graph
 
-from .npu_side import build_npu_side, tensorflow_version
+from .npu_side import build_npu_side, cli, tensorflow_version
 
 TF_VERSION = tensorflow_version()
 pytestmark = [pytest.mark.compat,
@@ -30,12 +30,6 @@ pytestmark = [pytest.mark.compat,
 REPO = Path(__file__).resolve().parents[2]
 SCRIPT = REPO / "tests" / "capture" / "scripts" / "tf2_flow.py"
 DEBUG_OPS = ("DebugIdentityV2", "DebugIdentityV3", "DebugNumericSummaryV2")
-
-
-def cli(workspace, *argv):
-    return subprocess.run([sys.executable, "-m", "precision_tool", "-d", str(workspace), *argv],
-                          env=dict(os.environ, PYTHONPATH=str(REPO)), stdout=subprocess.PIPE,
-                          stderr=subprocess.STDOUT, universal_newlines=True, timeout=300)
 
 
 @pytest.fixture(scope="module")
