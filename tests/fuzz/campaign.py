@@ -478,6 +478,8 @@ def run_campaign(files: int, seed: int, out, jobs: int = 2, python: Optional[str
             if progress is not None:
                 progress(done, len(cases), case_records)
     _named_exit0(records)
+    with open(out / "runs.jsonl", "w", encoding="utf-8") as log:  # again, with the named-exit0 marks
+        log.writelines(json.dumps(dataclasses.asdict(record)) + "\n" for record in records)
     files_per_format = collections.Counter(c.fmt for c in cases if c.index >= 0)
     campaign = Campaign(records, {s.name: files_per_format[s.name] for s in chosen}, time.monotonic() - started, out)
     _prune(campaign)

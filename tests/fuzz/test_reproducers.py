@@ -482,6 +482,3 @@ def test_summary_is_written_after_the_result_rows(ws, tmp_path):
     csv_path = out / json.loads(summary.read_text())["result_csv"]
     rows = [csv_path] + list(out.glob("result_*.jsonl"))
     assert all(summary.stat().st_mtime_ns >= row.stat().st_mtime_ns for row in rows)
-
-
-# ------------------------------------------------------------------------------------------ memory
