@@ -14,13 +14,14 @@ Two rewrites make the executed graph speak the reference's names:
 """
 from __future__ import annotations
 
-import json
 import os
 import re
 from dataclasses import dataclass
 from typing import Dict, List, Optional, Tuple
 
-from precision_tool.errors import PrecisionToolError
+from precision_tool.errors import PrecisionToolError, ReferenceFormatError
+from precision_tool.fileio import read_input_text
+from precision_tool.formats.bounds import loads_json
 from precision_tool.formats.tf_graph import INDEX_FILE, TfGraph, TfNode, natural_key, read_tf_graph
 
 _ARG_NODE = re.compile(r"_arg_(?P<name>.+)_0_\d+")
@@ -79,12 +80,11 @@ def graph_files(graph_dir: str) -> List[str]:
     """The graph files of ``graph_dir``, oldest first (``index.json``'s list when readable, else ``*.pb``)."""
     listed: List[str] = []
     try:
-        with open(os.path.join(graph_dir, INDEX_FILE), encoding="utf-8") as handle:
-            index = json.load(handle)
+        index = loads_json(read_input_text(os.path.join(graph_dir, INDEX_FILE), ReferenceFormatError))
         listed = [entry["file"] for entry in index.get("graphs", []) if isinstance(entry, dict)
                   and isinstance(entry.get("file"), str) and "/" not in entry["file"]]
-    except (OSError, ValueError, AttributeError, TypeError):
-        listed = []
+    except (PrecisionToolError, ValueError, AttributeError, TypeError, RecursionError):
+        listed = []  # an unreadable index (a FIFO, /dev/zero, deep nesting...) is no index: every *.pb is read
     if not listed:
         try:
             listed = [name for name in os.listdir(graph_dir) if name.endswith(".pb")]
