@@ -24,7 +24,6 @@ import ctypes.util
 import dataclasses
 import os
 import signal
-from collections import OrderedDict
 from dataclasses import dataclass
 from typing import List, Optional, Sequence, Tuple
 
@@ -33,14 +32,13 @@ import numpy as np
 from precision_tool.alignment import AlignedPair, NpuTensorRef, NpyTensorRef
 from precision_tool.comparison.result import TensorResult
 from precision_tool.errors import PrecisionToolError
-from precision_tool.formats.dump_file import DumpFile, read_blob, read_dump_header
+from precision_tool.formats.dump_file import DumpFile, read_blob, read_dump_header_cached
 from precision_tool.formats.origin_tensor import read_origin_tensor
 from precision_tool.metrics import DEFAULT_TOLERANCES, TensorComparison, compare_tensors
 from precision_tool.metrics.closeness import canonical_dtype, lower_precision
 from precision_tool.status import Status
 
 THREAD_VARIABLES = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
-_HEADER_CACHE_SIZE = 8
 # glibc mallopt parameters (malloc.h)
 _M_TRIM_THRESHOLD, _M_TOP_PAD, _M_MMAP_THRESHOLD = -1, -2, -3
 
@@ -108,26 +106,18 @@ def prepare_worker_process() -> None:
 
 
 class PairComparer:
-    """Compares pairs one at a time, with a per-process header cache and a one-entry reference cache."""
+    """Compares pairs one at a time; dump headers come from the process's header cache
+    (:func:`~precision_tool.formats.dump_file.read_dump_header_cached`), references from a one-entry cache."""
 
     def __init__(self, cosine_threshold: Optional[float]):
         self.cosine_threshold = cosine_threshold
-        self._headers: "OrderedDict[str, DumpFile]" = OrderedDict()
         self._reference_key: Optional[tuple] = None
         self._reference_array: Optional[np.ndarray] = None
 
     # ------------------------------------------------------------------ loading
     def header(self, path: str) -> DumpFile:
-        """The parsed header of a dump file, from the cache when recently read."""
-        cached = self._headers.get(path)
-        if cached is not None:
-            self._headers.move_to_end(path)
-            return cached
-        dump = read_dump_header(path)
-        self._headers[path] = dump
-        if len(self._headers) > _HEADER_CACHE_SIZE:
-            self._headers.popitem(last=False)
-        return dump
+        """The parsed header of a dump file, from the cache when recently read (and unchanged)."""
+        return read_dump_header_cached(path)
 
     def load_npu(self, ref: NpuTensorRef, widen: bool = False):
         """``(OriginTensor, TensorEntry)``: as :meth:`NpuTensorRef.load`, with the header from the cache.
