@@ -70,6 +70,12 @@ class OverflowSection:
         """True when a record reports an overflow or the scan found inf/NaN/saturation."""
         return self.records.overflowed or bool(self.scan and self.scan.ops)
 
+    @property
+    def unreadable(self) -> Tuple[str, ...]:
+        """One line (file: cause) per Opdebug record that could not be decoded and per dump the scan could not
+        read: an overflow in them stays hidden, so "no overflow" is then not a clean bill."""
+        return self.records.failures + (self.scan.unreadable if self.scan is not None else ())
+
     def to_dict(self) -> dict:
         return {"records": self.records.to_dict(), "scan": None if self.scan is None else self.scan.to_dict(),
                 "casts": None if self.casts is None else self.casts.to_dict(), "scanned_folder": self.scanned_folder,
@@ -126,10 +132,11 @@ class AutocheckResult:
 
     def exit_code(self) -> int:
         """With the comparison, as ``compare`` (:func:`~precision_tool.comparison.result.exit_code_for`: 1 a
-        tensor fails, else 2 when nothing was compared, the comparison could not run or input files could not
-        be read, else 0), and 1 when an op's local error stands out although every tensor passes (a finding,
-        which outranks unusable input as a failing tensor does); without it, 1 when an overflow or a fusion
-        culprit was found, else 0."""
+        tensor fails, else 2 when nothing was compared, the comparison could not run or input files -- an
+        Opdebug record too -- could not be read, else 0), and 1 when an op's local error stands out although
+        every tensor passes (a finding, which outranks unusable input as a failing tensor does); without it, 1
+        when an overflow or a fusion culprit was found, else 2 when an Opdebug record or a scanned dump could
+        not be read (as ``ov``), else 0."""
         if self.compare is not None:
             outcome = self.compare.result
             if outcome is None:
@@ -138,10 +145,14 @@ class AutocheckResult:
             attribution = self.compare.attribution
             if code != EXIT_FAILED_CHECK and attribution is not None and attribution.culprit is not None:
                 return EXIT_FAILED_CHECK
+            if code == EXIT_OK and self.overflow.unreadable and not self.overflow.found:
+                return EXIT_UNUSABLE_INPUT
             return code
         comparison = self.fusion.comparison
         found = self.overflow.found or (comparison is not None and bool(comparison.culprits))
-        return EXIT_FAILED_CHECK if found else EXIT_OK
+        if found:
+            return EXIT_FAILED_CHECK
+        return EXIT_UNUSABLE_INPUT if self.overflow.unreadable else EXIT_OK
 
 
 def _require_workspace(workspace: Workspace) -> None:

@@ -349,6 +349,10 @@ def _also(culprit: Optional[Culprit], overflow, fusion, compare) -> List[str]:
     if references:
         lines.insert(0, f"{len(references)} reference file(s) could not be read and their tensors were not "
                         f"compared (first: {references[0][1]}): a culprit among them stays hidden; re-run tf_dump")
+    overflow_inputs = overflow.unreadable
+    if overflow_inputs and overflow.records.first is None:
+        lines.insert(0, f"{len(overflow_inputs)} overflow input(s) could not be read (first: {overflow_inputs[0]}): "
+                        "an overflow recorded there stays hidden")
     unreadable = coverage.unreadable if coverage is not None else ()
     if unreadable:  # first: an op that could not be compared may be the real culprit
         lines.insert(0, f"{len(unreadable)} NPU dump file(s) could not be read and were not compared (first: "
