@@ -14,7 +14,7 @@ from typing import Callable, List, Optional
 from precision_tool.commands.arg_hints import GRAPH_NAME, KERNEL_NAME, OP_NAME, OP_TYPE, PASS_NAME, completes
 from precision_tool.commands.options import add_run_option
 from precision_tool.commands.registry import Command, Context
-from precision_tool.commands.workspace_lookup import lookup_for, with_graph_notes
+from precision_tool.commands.workspace_lookup import lookup_for, with_graph_notes, without_graph
 from precision_tool.formats.dump_names import sanitize_op_name
 from precision_tool.reports.report import Report
 
@@ -57,7 +57,7 @@ def handle(args, ctx: Context) -> Report:
     scan = lookup.dump_scan(required=False)
     dumped = {op.op_name for op in scan.ops} if scan is not None else set()
     if model is None:
-        return with_graph_notes(_dumped_ops_report(args, scan, lookup), notes)
+        return without_graph(_dumped_ops_report(args, scan, lookup), notes)
     filters = [(pattern_matcher(args.name), lambda op: op.name),
                (pattern_matcher(args.op_type), lambda op: op.type),
                (pattern_matcher(args.fusion_pass), lambda op: " ".join(op.pass_names)),

@@ -15,7 +15,7 @@ from typing import List
 from precision_tool.commands import node_sections
 from precision_tool.commands.arg_hints import GRAPH_NAME, OP_NAME, completes
 from precision_tool.commands.registry import Command, Context
-from precision_tool.commands.workspace_lookup import lookup_for, with_graph_notes
+from precision_tool.commands.workspace_lookup import lookup_for, with_graph_notes, without_graph
 from precision_tool.errors import UsageError, WorkspaceError
 from precision_tool.formats.dump_names import sanitize_op_name
 from precision_tool.reports.report import Report
@@ -58,7 +58,7 @@ def handle(args, ctx: Context) -> Report:
     model = lookup.graph_model(args.graph, required=False)
     notes = lookup.graph_notes  # which per-process graph folder (CANN 8) when not clear-cut; skipped entries
     if model is None:
-        return with_graph_notes(_dump_only_report(name, args, lookup, f"no GE graph in {lookup.graph_dir}"), notes)
+        return without_graph(_dump_only_report(name, args, lookup, f"no GE graph in {lookup.graph_dir}"), notes)
     try:
         op = lookup.find_op(name, args.graph)
     except WorkspaceError:

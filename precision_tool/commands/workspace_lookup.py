@@ -241,6 +241,23 @@ class WorkspaceLookup:
         return value
 
 
+def without_graph(report, notes: Sequence[str]):
+    """``report`` -- made from the dumps alone because no Build graph could be used -- with the graph lookup's
+    ``notes``; when some of them name a Build graph entry that could not be read (a FIFO, a dangling link ...:
+    with no graph found, every note is one), the listing may lack what that graph holds, so the report exits 2
+    and its status names the first. Returns ``report``."""
+    from precision_tool.errors import EXIT_UNUSABLE_INPUT
+
+    if not notes:
+        return with_graph_notes(report, notes)
+    report.exit_code = max(report.exit_code, EXIT_UNUSABLE_INPUT)
+    report.status = f"made from the dump files alone: the Build graph could not be read ({notes[0]})"
+    if notes[1:]:
+        report.add_text(*notes[1:])
+    report.data["graph_notes"] = list(notes)
+    return report
+
+
 def with_graph_notes(report, notes: Sequence[str]):
     """``report`` with a graph lookup's notes (:attr:`WorkspaceLookup.graph_notes`) as its last text block and
     in its data as ``graph_notes`` (a list, empty when there are none); returns ``report``."""
