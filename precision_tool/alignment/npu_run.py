@@ -4,7 +4,7 @@ Dumped ops that the graph does not hold are kept (and listed): they are resolved
 """
 from __future__ import annotations
 
-from typing import Dict, Iterator, List, Optional, Tuple
+from typing import Dict, Iterator, List, Optional, Sequence, Tuple
 
 from precision_tool.alignment.graph_alignment import GraphResolver
 from precision_tool.alignment.model import INPUT, ORDER_DUMP_TIME, ORDER_GRAPH, OUTPUT, NpuTensorRef
@@ -24,15 +24,19 @@ class NpuRun:
 
     Attributes
     ----------
-    ops : readable dumped ops; :attr:`unreadable` holds ``(path, message)`` for the rest.
+    ops : readable dumped ops; :attr:`unreadable` holds ``(path, message)`` for the rest, and for files that
+        could not be identified as dumps (hashed names whose ``mapping.csv`` cannot be read).
     nodes : graph op of ``ops[i]`` or ``None``.
     not_in_graph : names of dumped ops the graph lacks (empty without a graph).
     ambiguous : dump files that could be several graph ops.
     """
 
-    def __init__(self, dumped: List[DumpedOp], graph=None):
-        self.ops: List[DumpedOp] = [d for d in dumped if d.header is not None]
-        self.unreadable: List[Tuple[str, str]] = [(d.path, d.error) for d in dumped if d.header is None]
+    def __init__(self, dumped: Tuple[List[DumpedOp], Sequence[Tuple[str, str]]], graph=None):
+        """``dumped``: what :func:`~precision_tool.alignment.npu_side.read_dumped_ops` returns."""
+        ops, unresolved = dumped
+        self.ops: List[DumpedOp] = [d for d in ops if d.header is not None]
+        self.unreadable: List[Tuple[str, str]] = [(d.path, d.error) for d in ops if d.header is None]
+        self.unreadable.extend(unresolved)
         self.index: Optional[GraphIndex] = GraphIndex(graph) if graphs_of(graph) else None
         self.nodes: List[Optional[OpNode]] = []
         self.not_in_graph: List[str] = []

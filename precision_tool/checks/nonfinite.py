@@ -93,7 +93,7 @@ def scan_dumps_for_overflow(folder: str, scan: Optional[DumpScan] = None) -> Dum
     folder = os.fspath(folder)
     scan = scan or scan_dump_folder(folder)
     found: List[NonFiniteOp] = []
-    unreadable: List[str] = []
+    unreadable: List[str] = [message for _, message in scan.unresolved]
     for position, op in enumerate(scan.ops, start=1):
         try:
             dump = read_dump_header(op.latest.path)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 import time
-from typing import List
+from typing import List, Tuple
 
 from precision_tool.commands.options import add_output_dir_option
 from precision_tool.commands.registry import Command, Context
@@ -33,8 +33,9 @@ def add_arguments(parser):
                         help="origin format of 4-D device tensors when the header does not say (NHWC, NCHW)")
 
 
-def _dump_files(path: str) -> List[str]:
-    """The dump files to convert: ``path`` itself unless it is a folder, else every dump under it.
+def _dump_files(path: str) -> Tuple[List[str], List[str]]:
+    """The dump files to convert -- ``path`` itself unless it is a folder, else every dump under it -- and one
+    line per file under it that cannot be identified because its ``mapping.csv`` cannot be read.
 
     Anything at ``path`` that is not a folder -- a FIFO, a dangling symlink too -- is taken as the one file
     to convert, so that the dump reader names its cause; only nothing at all is "no such file or folder"."""
@@ -42,27 +43,30 @@ def _dump_files(path: str) -> List[str]:
         raise WorkspaceError(f"{path}: no such file or folder")
     if not os.path.isdir(path):
         dump_name_of_file(path)  # a single explicit file must have a dump file name
-        return [path]
+        return [path], []
     scan = scan_dump_folder(path)
     files = [ref.path for op in scan.ops for ref in (op.latest, *op.superseded)]
     files += [ref.path for ref in scan.overflow_records]
+    unresolved = [message for _, message in scan.unresolved]
+    if not files and unresolved:
+        raise WorkspaceError(unresolved[0])
     if not files:
         raise WorkspaceError(f"{path}: no Ascend dump files in this folder",
                              "dump files are named {op_type}.{op_name}.{task_id}.{stream_id}.{timestamp}")
-    return sorted(files)
+    return sorted(files), unresolved
 
 
 def handle(args, ctx: Context):
     from precision_tool.reports.report import Report
 
-    files = _dump_files(args.path)
+    files, unresolved = _dump_files(args.path)
     if not os.path.isdir(args.path):
         read_dump_header(files[0])  # one file given: its unreadable header is the command's one-line error
     out_dir = args.out_dir or os.path.join(Workspace(ctx.data_dir).temp, "dump_convert",
                                            time.strftime("%Y%m%d%H%M%S"))
     workspace_inputs = Workspace(ctx.data_dir).input_folders
     out_dir = ensure_output_dir(out_dir, args.path, folders=(*input_folders_of(args.path), *workspace_inputs))
-    rows, failures, notes = [], [], []
+    rows, failures, notes = [], list(unresolved), []
     written = 0
     for path in files:
         try:

@@ -128,20 +128,23 @@ def parse_dump_name(file_name: str) -> Optional[DumpName]:
 def read_mapping(folder: Union[str, os.PathLike]) -> Dict[str, str]:
     """``{hashed file name: original file name}`` from ``folder/mapping.csv``; ``{}`` if absent.
 
-    Rows that do not have exactly two cells are ignored; an unreadable file -- missing, not a regular file
-    (a FIFO cannot hang the scan), not CSV -- counts as absent (the hashed files then show up as
-    unrecognised in a scan). The names it gives are parsed like any file name, so a field of 5,000 digits or
-    a ``'²'`` simply makes the name unrecognised.
+    Rows that do not have exactly two cells are ignored. The names it gives are parsed like any file name, so
+    a field of 5,000 digits or a ``'²'`` simply makes the name unrecognised. Raises :class:`DumpFormatError`
+    naming the file when it is there but cannot be read -- not a regular file (a FIFO cannot hang the scan),
+    a dangling or looping symlink, over :data:`MAPPING_LIMIT`, not CSV: then the hashed names it lists cannot
+    be resolved, which the caller must say rather than treat as "no mapping".
     """
     path = os.path.join(os.fspath(folder), MAPPING_FILE_NAME)
+    if not os.path.lexists(path):
+        return {}
     mapping: Dict[str, str] = {}
+    text = read_input_text(path, DumpFormatError, MAPPING_LIMIT, errors="replace")
     try:
-        text = read_input_text(path, DumpFormatError, MAPPING_LIMIT, errors="replace")
         for row in csv.reader(io.StringIO(text, newline="")):
             if len(row) == 2 and row[0].strip():
                 mapping[row[0].strip()] = os.path.basename(row[1].strip())
-    except (DumpFormatError, csv.Error):
-        return {}
+    except csv.Error as error:
+        raise DumpFormatError(path, f"not CSV ({error})") from None
     return mapping
 
 
@@ -150,7 +153,14 @@ def dump_name_of_file(path: Union[str, os.PathLike]) -> DumpName:
     ``mapping.csv`` beside it. Raises :class:`DumpFormatError` when the name is not a dump name."""
     path = os.fspath(path)
     base = os.path.basename(path)
-    resolved = read_mapping(os.path.dirname(path) or ".").get(base, base)
+    name = parse_dump_name(base)
+    if name is not None:
+        return name
+    try:
+        resolved = read_mapping(os.path.dirname(path) or ".").get(base, base)
+    except DumpFormatError as error:
+        raise DumpFormatError(path, f"file name {base!r} is not a dump name and the mapping.csv that could "
+                                    f"resolve a hashed name cannot be read ({error.cause})") from None
     name = parse_dump_name(resolved)
     if name is None:
         raise DumpFormatError(
@@ -233,6 +243,9 @@ class DumpScan:
     unrecognised : paths of files that are neither dumps nor side files (npy, csv, json, txt),
         including hashed names missing from ``mapping.csv``.
     unreadable : folders that could not be listed.
+    unresolved : ``(path, message)`` of each file not named like a dump in a folder whose ``mapping.csv``
+        could not be read: a hashed dump, probably, that is lost unless the mapping is repaired -- unusable
+        input, not a stray file (these paths are in ``unrecognised`` too).
     """
 
     root: str
@@ -240,6 +253,7 @@ class DumpScan:
     overflow_records: Tuple[DumpFileRef, ...]
     unrecognised: Tuple[str, ...]
     unreadable: Tuple[str, ...]
+    unresolved: Tuple[Tuple[str, str], ...] = ()
 
     def find(self, op_name: str) -> Optional[DumpOp]:
         """The op whose name (raw GE name or sanitised) matches, or ``None``."""
@@ -298,8 +312,15 @@ def scan_dump_folder(root: Union[str, os.PathLike]) -> DumpScan:
     found: List[DumpFileRef] = []
     unrecognised: List[str] = []
     unreadable: List[str] = []
+    unresolved: List[Tuple[str, str]] = []
     for folder, files in _walk_files(root, unreadable):
-        mapping = read_mapping(folder) if MAPPING_FILE_NAME in files else {}
+        mapping: Dict[str, str] = {}
+        mapping_error = None
+        if MAPPING_FILE_NAME in files:
+            try:
+                mapping = read_mapping(folder)
+            except DumpFormatError as error:
+                mapping_error = error
         for file_name in files:
             if file_name.startswith(".") or file_name.lower().endswith(SIDE_FILE_SUFFIXES):
                 continue
@@ -308,12 +329,15 @@ def scan_dump_folder(root: Union[str, os.PathLike]) -> DumpScan:
             path = os.path.join(folder, file_name)
             if name is None:
                 unrecognised.append(path)
+                if mapping_error is not None:
+                    unresolved.append((path, f"{path}: not named like a dump, and the mapping.csv that could "
+                                             f"resolve a hashed name cannot be read ({mapping_error.cause})"))
                 continue
             found.append(DumpFileRef(path, name, file_name if real_name != file_name else None))
     return DumpScan(root=root, ops=_group_by_op(ref for ref in found if not ref.name.is_opdebug),
                     overflow_records=tuple(sorted((ref for ref in found if ref.name.is_opdebug),
                                                   key=lambda ref: (ref.name.timestamp, ref.path))),
-                    unrecognised=tuple(unrecognised), unreadable=tuple(unreadable))
+                    unrecognised=tuple(unrecognised), unreadable=tuple(unreadable), unresolved=tuple(unresolved))
 
 
 def _group_by_op(refs) -> Tuple[DumpOp, ...]:

@@ -129,9 +129,14 @@ def test_a_fifo_named_like_a_dump_is_found_then_refused_not_silently_missing(tmp
 
 
 @needs_fifo
-def test_a_fifo_mapping_csv_or_feed_keys_file_counts_as_absent_without_hanging(tmp_path):
+def test_a_fifo_mapping_csv_is_named_and_a_feed_keys_file_counts_as_absent_without_hanging(tmp_path):
     os.mkfifo(tmp_path / "mapping.csv")
-    assert finishes(lambda: read_mapping(tmp_path)) == {}
+    with pytest.raises(DumpFormatError, match=r"mapping\.csv: is a FIFO"):
+        finishes(lambda: read_mapping(tmp_path))
+    (tmp_path / "16874986667008813088").write_bytes(b"x" * 16)  # a hashed dump it would have named
+    scan = finishes(lambda: scan_dump_folder(tmp_path))
+    assert [path for path, _ in scan.unresolved] == [str(tmp_path / "16874986667008813088")]
+    assert "mapping.csv that could resolve a hashed name cannot be read (is a FIFO" in scan.unresolved[0][1]
     run = tmp_path / "run_1_0"
     write_tfdbg_v1_tensor(run, "x", 0, np.arange(3, dtype=np.float32), TS)
     os.mkfifo(run / "_tfdbg_feed_keys_info_")
