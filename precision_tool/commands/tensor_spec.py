@@ -206,11 +206,15 @@ def _latest_dump(name: str, op, lookup) -> str:
 
 
 def _reference_file(tf_name: str, index: int, lookup) -> str:
-    from precision_tool.formats.npy_dir import reference_op_name
+    from precision_tool.formats.npy_dir import reference_key, reference_op_name
 
     wanted = reference_op_name(tf_name)
-    found: List = [ref for ref in lookup.reference_files()
-                   if ref.file_op_name == wanted and ref.output_index == index]
+    listing = lookup.reference_files()
+    found: List = [ref for ref in listing if ref.file_op_name == wanted and ref.output_index == index]
+    unreadable = [message for path, message in getattr(listing, "unreadable", ())
+                  if (reference_key(os.path.basename(path)) or ())[:2] == (wanted, index)]
+    if not found and unreadable:
+        raise WorkspaceError(f"the reference tensor {tf_name}:{index} cannot be read: {unreadable[0]}")
     if not found:
         raise WorkspaceError(f"no reference tensor {tf_name}:{index} ({wanted}.{index}.*.npy) in "
                              f"{lookup.reference_dir}", "NPU tensors are written OP:output:K")
