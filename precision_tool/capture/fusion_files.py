@@ -40,7 +40,8 @@ def workspace_fusion_switch_file(settings: Optional[CaptureSettings] = None) -> 
 
 def ensure_fusion_switch_file(path: str, check: bool = True) -> str:
     """Copy the shipped template to ``path`` unless a file is there; check it parses (unless ``check`` is
-    False); return ``path``.
+    False); return ``path``. A dangling symlink at ``path`` is an error, not a place to write through (the
+    link's target may be anywhere, an input folder included).
 
     Raises
     ------
@@ -49,7 +50,10 @@ def ensure_fusion_switch_file(path: str, check: bool = True) -> str:
     CaptureError
         The copy cannot be written.
     """
-    if not os.path.exists(path):
+    if os.path.islink(path) and not os.path.exists(path):  # never create the file a broken link points at
+        raise CaptureError(f"{path}: a symlink to {os.readlink(path)!r}, which does not exist",
+                           "fix or remove the link; the template is copied only where no file is")
+    if not os.path.lexists(path):
         try:
             os.makedirs(os.path.dirname(path), exist_ok=True)
             shutil.copyfile(FUSION_SWITCH_TEMPLATE, path)

@@ -181,3 +181,19 @@ def test_settings_made_in_code_are_checked_too():
         settings(op_debug_level=True)
     with pytest.raises(CaptureError, match=r"dump_step='0\|\|5': use step numbers"):
         settings(dump_step="0||5")
+
+
+def test_the_switch_file_is_never_written_through_a_dangling_symlink(tmp_path):
+    """The fuzz campaign found the template copied to wherever a dangling ``fusion_switch.cfg`` link pointed.
+    A broken link is now an error naming it, and its target is not created."""
+    from precision_tool.capture.fusion_files import ensure_fusion_switch_file
+
+    target = tmp_path / "elsewhere" / "switch.cfg"
+    target.parent.mkdir()
+    link = tmp_path / "fusion_switch.cfg"
+    os.symlink(target, link)
+    with pytest.raises(CaptureError, match=r"fusion_switch\.cfg: a symlink to .*switch\.cfg.*which does not exist"):
+        ensure_fusion_switch_file(str(link))
+    assert not target.exists()
+    created = ensure_fusion_switch_file(str(tmp_path / "new" / "fusion_switch.cfg"))  # no link: copied
+    assert json.loads(open(created).read())["Switch"]
