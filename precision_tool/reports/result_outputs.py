@@ -8,8 +8,9 @@ another run took it: then the first free ``result_{ts}_{n}.csv`` (n = 1, 2, ...)
 folder ``{ts}_{n}``. Taking a name is atomic, so two runs into one folder -- even in the same second, even
 in parallel -- never share a name and never overwrite each other: the folder is made with ``mkdir`` (which
 fails when it exists) and the name is taken by creating its lossless file ``result_{ts}[_n].jsonl`` with
-``O_EXCL`` (which fails when another run created it first) -- readers look for CSVs, so this empty
-placeholder is invisible until it is replaced by the complete file. A name whose CSV already exists
+``O_EXCL`` (which fails when another run created it first) -- readers look for CSVs, so this placeholder
+(one line: the claiming PID) is invisible until it is replaced by the complete file, and a killed run's is
+removed with its temporary files. A name whose CSV already exists
 (msaccucmp's, an older tool's) is not taken either.
 
 Order of writing
@@ -44,6 +45,11 @@ from precision_tool.fileio import TEMP_PREFIX
 RESULT_FOLDER = "vector_compare"
 _STALE_TEMP = re.compile(re.escape(TEMP_PREFIX) + r"([0-9]{1,10})-[0-9a-f]+\.tmp")
 _RUN_FOLDER = re.compile(r"[0-9]{14}(?:_[0-9]+)?")
+#: What a result name's placeholder holds until the complete lossless file replaces it: the claiming PID, so
+#: that a placeholder left by a killed run is removed like its temporary files.
+_CLAIM = "precision_tool result name claimed by pid {pid}\n"
+_CLAIM_PATTERN = re.compile(r"precision_tool result name claimed by pid ([0-9]{1,10})\n")
+_PLACEHOLDER_NAME = re.compile(r"result_[0-9]{14}(?:_[0-9]+)?\.jsonl")
 
 
 @dataclass(frozen=True)
@@ -141,7 +147,11 @@ def take_result_name(folder: str, stamp: str) -> str:
         placeholder = results_path_for(csv_path)
         n += 1
         try:
-            os.close(os.open(placeholder, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666))
+            descriptor = os.open(placeholder, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+            try:
+                os.write(descriptor, _CLAIM.format(pid=os.getpid()).encode("ascii"))
+            finally:
+                os.close(descriptor)
         except FileExistsError:
             continue
         except OSError as error:
@@ -163,7 +173,8 @@ def _run_folders(root: str) -> List[str]:
 
 def remove_stale_temp_files(folder: str) -> List[str]:
     """Remove the temporary files (``.precision_tool-{PID}-{hex}.tmp``, made by
-    :func:`~precision_tool.fileio.atomic_write`) that runs killed while writing left in ``folder``; returns
+    :func:`~precision_tool.fileio.atomic_write`) and result name placeholders (``result_{ts}.jsonl`` holding
+    only the claim of :func:`take_result_name`) that runs killed while writing left in ``folder``; returns
     the paths removed.
 
     A file is stale when its process is gone: ``os.kill(PID, 0)`` raises ``ProcessLookupError``. A live
@@ -178,15 +189,27 @@ def remove_stale_temp_files(folder: str) -> List[str]:
     except OSError:
         return removed
     for name in names:
-        match = _STALE_TEMP.fullmatch(name)
+        path = os.path.join(folder, name)
+        match = _STALE_TEMP.fullmatch(name) or (_PLACEHOLDER_NAME.fullmatch(name) and _claim_of(path))
         if match and not _process_alive(int(match.group(1))):
-            path = os.path.join(folder, name)
             try:
                 os.unlink(path)
             except OSError:  # removed meanwhile, or not ours to remove
                 continue
             removed.append(path)
     return removed
+
+
+def _claim_of(path: str):
+    """The claim in a result name's placeholder (:func:`take_result_name`; group 1 the PID), or ``None`` for
+    anything else -- a complete lossless file is never mistaken for one (it starts with ``{``)."""
+    try:
+        if os.path.getsize(path) > 80:
+            return None
+        with open(path, "rb") as handle:
+            return _CLAIM_PATTERN.fullmatch(handle.read(81).decode("ascii", "replace"))
+    except OSError:
+        return None
 
 
 def _process_alive(pid: int) -> bool:
