@@ -202,6 +202,24 @@ def test_mapping_csv_with_5000_digits(ws, tmp_path):
     assert hashed.name in text or "mapping.csv" in text, repr(done)
 
 
+@pytest.mark.parametrize("kind", SWAPS + ("dangling",))
+@pytest.mark.parametrize("command", ["compare", "dc", "ov --scan"])
+def test_an_unreadable_mapping_csv_does_not_silently_drop_hashed_dumps(ws, tmp_path, kind, command):
+    """The Relu dump stored under a hashed name, its mapping.csv swapped for something unreadable: the
+    campaign found ``compare`` exiting 0 without the Relu. Every command that scans the folder names the
+    hashed file and exits 2."""
+    relu = rb.relu_dump(ws)
+    hashed = relu.with_name("16874986667008813088")
+    relu.rename(hashed)
+    swap(Path(append_mapping_row(hashed.parent, (hashed.name, relu.name))), kind)
+    args = {"compare": ["compare", "-o", tmp_path / "out"], "dc": ["dc", hashed.parent, "-o", tmp_path / "out"],
+            "ov --scan": ["ov", "--scan", hashed.parent]}[command]
+    done = tool(ws, *args)
+    assert_clean(done, codes=(2,))
+    assert_names(done, hashed)
+    assert "mapping.csv" in done.out + done.err
+
+
 @pytest.mark.parametrize("column,value", [("Index", HUGE), ("Index", "²"), ("TensorIndex", "relu1/Relu:output:²"),
                                           ("TensorIndex", f"relu1/Relu:output:{HUGE}")])
 @pytest.mark.parametrize("command", ["vcs", "report"])
@@ -352,6 +370,32 @@ def test_corrupt_only_opdebug_record_is_not_no_overflow(ws):
     assert_names(done, record)
 
 
+@pytest.mark.parametrize("kind", SWAPS + ("dangling",))
+@pytest.mark.parametrize("args", [("ac",), ("ac", "-c", "--no-replay", "-o", "{out}")])
+def test_ac_with_only_an_unreadable_opdebug_record_is_not_all_clear(ws, tmp_path, kind, args):
+    """The clean tiny workspace plus an overflow run whose one record cannot be read: ``ov`` exits 2, and so
+    must ``ac`` -- alone and with a comparison where every tensor passes -- naming the record."""
+    folder = ws / rb.OVERFLOW_DIR
+    folder.mkdir(parents=True)
+    record = write_overflow_record(folder, bytes(100), timestamp=rb.TS + 9, task_id=3, stream_id=1)
+    record = swap(Path(record), kind)
+    done = tool(ws, *(arg.format(out=tmp_path / "out") for arg in args))
+    assert_clean(done, codes=(2,))
+    assert_names(done, record)
+
+
+@pytest.mark.parametrize("kind", SWAPS + ("dangling",))
+@pytest.mark.parametrize("args", [("ls",), ("ls", "-t", "Relu"), ("ni", rb.RELU)])
+def test_ls_and_ni_without_their_unreadable_build_graph_exit_2(ws, kind, args):
+    """With the only Build graph unreadable, ``ls``/``ni`` fall back to the dump files -- a listing that may
+    lack every op the graph holds -- so they name the graph and exit 2, as the fuzz campaign found."""
+    graph_file = swap(ws / rb.GRAPH_FILE, kind)
+    done = tool(ws, *args)
+    assert_clean(done, codes=(2,))
+    assert_names(done, graph_file)
+    assert "relu1" in done.out.lower()  # the fallback listing is still shown
+
+
 @pytest.mark.parametrize("text", ['{"session_and_graph_id_0_1": {"graph_fusion": ', "[1, 2]", "\x00\x01"])
 def test_broken_fusion_result_is_not_exit_0(ws, text):
     path = ws / "fusion" / "fusion_result.json"
@@ -386,6 +430,20 @@ def test_unreadable_reference_is_not_no_reference(ws, tmp_path, kind):
     done = tool(ws, "compare", "-o", tmp_path / "out")
     assert_clean(done, codes=(2,))
     assert_names(done, ref)
+
+
+@pytest.mark.parametrize("kind", ["dangling", "fifo", "folder", "truncated"])
+def test_pt_of_an_unreadable_reference_names_the_file(ws, kind):
+    """``pt relu1/Relu:0`` when the reference file is unreadable: not "no reference tensor" but the file and
+    its cause, exit 2."""
+    ref = rb.relu_reference(ws)
+    if kind == "truncated":
+        ref.write_bytes(ref.read_bytes()[:70])
+    else:
+        swap(ref, kind)
+    done = tool(ws, "pt", f"{rb.RELU}:0")
+    assert_unusable(done, ref)
+    assert "no reference tensor" not in done.err
 
 
 def test_two_truncated_references_are_both_named(ws, tmp_path):
@@ -472,6 +530,34 @@ def test_stale_temp_files_are_cleaned_on_the_next_run(ws, tmp_path):
     done = tool(ws, "compare", "-o", out)
     assert_clean(done, codes=(0,))
     assert not stale.exists()
+
+
+def test_a_result_name_claimed_by_a_killed_run_is_released_on_the_next_run(ws, tmp_path):
+    """A run killed between taking its result name and writing its lossless file left an empty
+    ``result_{ts}.jsonl`` forever. A process takes a name and dies without writing (SIGKILL); another
+    still-running one holds a name too: the next compare removes only the dead one's placeholder."""
+    out = tmp_path / "out"
+    out.mkdir()
+    claim = ("import sys, os, signal; from precision_tool.reports.result_outputs import take_result_name; "
+             "print(take_result_name(sys.argv[1], sys.argv[2]), flush=True); {end}")
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
+    dead = subprocess.run([sys.executable, "-c", claim.format(end="os.kill(os.getpid(), signal.SIGKILL)"),
+                           str(out), "20000101000000"], stdout=subprocess.PIPE, env=env, universal_newlines=True)
+    alive = subprocess.Popen([sys.executable, "-c", claim.format(end="sys.stdin.read()"), str(out),
+                              "20000101000001"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env,
+                             universal_newlines=True)
+    try:
+        alive_csv = alive.stdout.readline().strip()
+        dead_placeholder = out / (Path(dead.stdout.strip()).stem + ".jsonl")
+        alive_placeholder = out / (Path(alive_csv).stem + ".jsonl")
+        assert dead.returncode == -9 and dead_placeholder.exists() and alive_placeholder.exists()
+        done = tool(ws, "compare", "-o", out)
+        assert_clean(done, codes=(0,))
+        assert not dead_placeholder.exists()
+        assert alive_placeholder.exists()  # a live run's claim is never touched
+    finally:
+        alive.communicate("")
+    assert len(list(out.glob("result_*.csv"))) == 1  # only the compare's: a placeholder is never a result
 
 
 def test_summary_is_written_after_the_result_rows(ws, tmp_path):
