@@ -25,6 +25,19 @@ NOT_DUMPED_OP_TYPES = frozenset({
 })
 
 
+def why_not_dumped(op_type: str, dump_dir: str) -> str:
+    """Why a graph op of ``op_type`` has no dump file under ``dump_dir``, as far as can be told: never for
+    :data:`NOT_DUMPED_OP_TYPES` (not tasks); no dump folder at all; else left out by the dump settings."""
+    if op_type in NOT_DUMPED_OP_TYPES:
+        return "ops GE does not run as tasks (Data, Const, ...) are never dumped"
+    if not os.path.isdir(dump_dir):
+        return f"there is no dump folder {dump_dir}"
+    if not op_type:
+        return "no op of that name was dumped: ls lists the dumped ops"
+    return (f"a {op_type} op runs as a task, so the dump settings left it out (dump_mode, dump_layer or "
+            "dump_step) or it did not run in the dumped step")
+
+
 @dataclass(frozen=True)
 class DumpedOp:
     """One dumped op: its latest file and that file's header (``None`` when unreadable, see ``error``)."""

@@ -71,7 +71,7 @@ def handle(args, ctx: Context) -> Report:
     node_sections.add_graph_sections(report, data, op, graph)
     scan = lookup.dump_scan(required=False)
     dumped = lookup.dumped_op(op.name, scan)
-    node_sections.add_dump_section(report, data, dumped, op)
+    node_sections.add_dump_section(report, data, dumped, op, lookup.dump_dir)
     node_sections.add_reference_section(report, data, op.name, lookup)
     node_sections.add_compare_section(report, data, op.name, lookup)
     node_sections.add_local_error_section(report, data, op.name, lookup)

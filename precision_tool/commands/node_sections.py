@@ -60,13 +60,15 @@ def add_graph_sections(report: Report, data: dict, op, graph) -> None:
                 kernel=op.kernel_name, kernel_lib=op.kernel_lib, control_inputs=control)
 
 
-def add_dump_section(report: Report, data: dict, dumped, op) -> None:
-    """The op's latest dump file and per-tensor statistics (origin layout), or why there is none."""
+def add_dump_section(report: Report, data: dict, dumped, op, dump_dir: str = "") -> None:
+    """The op's latest dump file and per-tensor statistics (origin layout), or why there is none
+    (:func:`~precision_tool.alignment.npu_side.why_not_dumped`, for graph op ``op`` under ``dump_dir``)."""
+    from precision_tool.alignment.npu_side import why_not_dumped
     from precision_tool.commands.tensor_source import npu_tensor_ref
     from precision_tool.formats.dump_file import read_dump_header
 
     if dumped is None:
-        report.add_text("NPU dump: none (ops GE does not run as tasks, e.g. Data and Const, are never dumped)")
+        report.add_text(f"NPU dump: none ({why_not_dumped(op.type if op is not None else '', dump_dir)})")
         data["dump"] = None
         return
     older = f"; {len(dumped.superseded)} older executions" if dumped.superseded else ""

@@ -199,9 +199,11 @@ def _graph_op(name: str, lookup):
 def _latest_dump(name: str, op, lookup) -> str:
     dumped = lookup.dumped_op(op.name if op is not None else name)
     if dumped is None:
+        from precision_tool.alignment.npu_side import why_not_dumped
+
         where = f"graph op {op.name!r} ({op.type})" if op is not None else repr(name)
         raise WorkspaceError(f"{where} has no dump file under {lookup.dump_dir}",
-                             "ops GE does not run as tasks (Data, Const, ...) are never dumped")
+                             why_not_dumped(op.type if op is not None else "", lookup.dump_dir))
     return dumped.latest.path
 
 

@@ -116,3 +116,25 @@ def test_without_a_graph_the_dump_files_still_answer(tmp_path):
     assert report.data["references"]["pairs"][-1]["reference"] == "relu1/Relu:output:0"
     with pytest.raises(WorkspaceError, match="no GE Build graph"):
         run(root, "relu1_Relu", "-a")
+
+
+REAL_GRAPH = (os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "shared", "real-world",
+                           "graph", "oam_resnet50_ge_proto_00000062_Build.txt"))
+
+
+@pytest.mark.skipif(not os.path.isfile(REAL_GRAPH), reason="no ../shared/real-world/graph beside the checkout")
+@pytest.mark.parametrize("op, dump_folder, expected", [
+    ("conv1conv1_relu", False, "NPU dump: none (there is no dump folder "),
+    ("conv1conv1_relu", True, "NPU dump: none (a Conv2D op runs as a task, so the dump settings left it out"),
+    ("data", True, "NPU dump: none (ops GE does not run as tasks (Data, Const, ...) are never dumped)")])
+def test_why_a_graph_op_of_a_real_resnet50_has_no_dump(tmp_path, op, dump_folder, expected):
+    """A real CANN ResNet-50 Build graph without dumps: a Conv2D (a task) was said to be "never dumped" like
+    a Data op. The graph file says which op is which type (``conv1conv1_relu`` is a Conv2D, ``data`` a Data)."""
+    graph_dir = tmp_path / "npu" / "debug_0" / "graph"
+    graph_dir.mkdir(parents=True)
+    with open(REAL_GRAPH, "rb") as source:
+        (graph_dir / "ge_proto_00000062_Build.txt").write_bytes(source.read())
+    if dump_folder:
+        (tmp_path / "npu" / "debug_0" / "dump").mkdir()
+    text = format_report(run(str(tmp_path), op))
+    assert expected in text
