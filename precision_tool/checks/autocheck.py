@@ -90,11 +90,13 @@ class FusionSection:
     comparison: Optional[FusionComparison] = None
     graph_path: str = ""
     notes: Tuple[str, ...] = ()
+    result_problem: str = ""
+    """One line when fusion_result.json is there but could not be read, or only in part (damaged)."""
 
     def to_dict(self) -> dict:
         return {"overview": self.overview.to_dict(), "graph": self.graph_path or None,
                 "comparison": None if self.comparison is None else self.comparison.to_dict(),
-                "notes": list(self.notes)}
+                "notes": list(self.notes), "result_problem": self.result_problem or None}
 
 
 @dataclass(frozen=True)
@@ -209,11 +211,17 @@ def check_fusion(workspace: Workspace, floor: float = DEFAULT_FLOOR, growth: flo
     notes: list = []
     model, graph_path = _load_build_graph(workspace.npu_graph(0), workspace.npu_dump(0), notes)
     result = None
-    if os.path.isfile(workspace.fusion_result):
+    result_problem = ""
+    if os.path.lexists(workspace.fusion_result):
         try:
             result = read_fusion_result(workspace.fusion_result)
         except PrecisionToolError as error:
-            notes.append(f"fusion result not read: {error}")
+            result_problem = f"fusion result not read: {error}"
+        else:
+            if result.damage:
+                result_problem = f"{workspace.fusion_result}: {result.damage}"
+        if result_problem:
+            notes.append(result_problem)
     else:
         notes.append(f"no {workspace.fusion_result}: pass counts unknown")
     overview = summarize_fusion(model, result)
@@ -238,7 +246,7 @@ def check_fusion(workspace: Workspace, floor: float = DEFAULT_FLOOR, growth: flo
                                              growth=growth)
         except PrecisionToolError as error:
             notes.append(f"fusion-on vs fusion-off comparison failed: {error}")
-    return FusionSection(overview, comparison, graph_path, tuple(notes))
+    return FusionSection(overview, comparison, graph_path, tuple(notes), result_problem)
 
 
 def _early_tensorflow_import(workspace: Workspace):

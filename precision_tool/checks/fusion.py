@@ -71,14 +71,33 @@ class FusedOp:
                 "graph_passes": list(self.graph_passes), "ub_pass": self.ub_pass or None, "kernel": self.kernel}
 
 
+_UB_PASS_NAME = re.compile(r"A?Tbe[A-Z0-9]|.*UbFusion")
+
+
+def looks_like_ub_pass(name: str) -> bool:
+    """Whether a pass name is a UB-fusion pass's, by the names CANN gives them: ``Tbe...`` (also
+    ``ATbe...``) or ``...UbFusion`` -- every ``ub_fusion`` pass of the real fusion_result.json files in
+    ``../shared/real-world`` and no ``graph_fusion`` one. Older CANN stores UB passes in ``pass_name`` (the
+    graph-pass attribute), so the attribute alone does not tell."""
+    return _UB_PASS_NAME.match(name) is not None
+
+
 def fused_op_of(op: OpNode) -> Optional[FusedOp]:
-    """The :class:`FusedOp` view of ``op``, or ``None`` when fusion did not make it."""
+    """The :class:`FusedOp` view of ``op``, or ``None`` when fusion did not make it. A UB pass found in
+    ``pass_name`` (:func:`looks_like_ub_pass`) is its UB pass when ``pass_name_ub`` names none."""
     if not op.is_fused:
         return None
-    graph_passes = op.attrs.get(PASS_NAME) or ()
-    graph_passes = (graph_passes,) if isinstance(graph_passes, str) else tuple(str(p) for p in graph_passes)
-    return FusedOp(op.name, op.type, op.original_op_names, graph_passes, str(op.attrs.get(PASS_NAME_UB) or ""),
-                   op.kernel_name)
+    named = op.attrs.get(PASS_NAME) or ()
+    named = (named,) if isinstance(named, str) else tuple(str(p) for p in named)
+    ub_pass = str(op.attrs.get(PASS_NAME_UB) or "")
+    graph_passes = tuple(name for name in named if not looks_like_ub_pass(name))
+    ub_in_graph_attr = [name for name in named if looks_like_ub_pass(name)]
+    if ub_in_graph_attr and not ub_pass:
+        ub_pass = ub_in_graph_attr[0]
+        graph_passes += tuple(ub_in_graph_attr[1:])  # a second one has no other place: listed, as recorded
+    elif ub_in_graph_attr:
+        graph_passes += tuple(ub_in_graph_attr)
+    return FusedOp(op.name, op.type, op.original_op_names, graph_passes, ub_pass, op.kernel_name)
 
 
 @dataclass(frozen=True)
@@ -89,6 +108,8 @@ class FusionOverview:
     fused_ops: Tuple[FusedOp, ...] = ()
     graph_ops: int = 0
     notes: Tuple[str, ...] = ()
+    records: Optional[int] = None
+    """Records (graphs) read from fusion_result.json; ``None`` when no result file was read."""
 
     @property
     def effective_passes(self) -> Tuple[PassUse, ...]:
@@ -109,7 +130,7 @@ class FusionOverview:
 
     def to_dict(self) -> dict:
         return {"passes": [p.to_dict() for p in self.passes], "fused_ops": [op.to_dict() for op in self.fused_ops],
-                "graph_ops": self.graph_ops, "notes": list(self.notes)}
+                "graph_ops": self.graph_ops, "notes": list(self.notes), "records": self.records}
 
 
 def _families(result: Optional[FusionResult]) -> Dict[str, Tuple[str, int, int]]:
@@ -126,8 +147,9 @@ def summarize_fusion(model: Optional[GraphModel], result: Optional[FusionResult]
                      notes: Iterable[str] = ()) -> FusionOverview:
     """Combine the Build graph and the fusion result (either may be ``None``) into a :class:`FusionOverview`.
 
-    Counts of a pass are summed over the result file's graphs. A pass found only on graph ops gets family
-    ``graph_fusion`` or ``ub_fusion`` from the attribute that names it, and zero counts.
+    Counts of a pass are summed over the result file's records, as written (a graph recorded by several
+    processes counts once per record). A pass found only on graph ops gets family ``graph_fusion`` or
+    ``ub_fusion`` from the attribute that names it (:func:`fused_op_of`), and zero counts.
     """
     fused: List[FusedOp] = []
     graph_ops = 0
@@ -152,4 +174,5 @@ def summarize_fusion(model: Optional[GraphModel], result: Optional[FusionResult]
         family, match, effect = counts.get(name, (family_of_marked.get(name, GRAPH_FUSION), 0, 0))
         passes.append(PassUse(name, family, match, effect, tuple(marked.get(name, ()))))
     passes.sort(key=lambda p: (not p.took_effect, p.family, p.name))
-    return FusionOverview(tuple(passes), tuple(fused), graph_ops, tuple(notes))
+    return FusionOverview(tuple(passes), tuple(fused), graph_ops, tuple(notes),
+                          len(result.graphs) if result is not None else None)

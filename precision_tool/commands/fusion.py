@@ -57,11 +57,16 @@ def handle(args, ctx: Context):
     elif graph_unread:
         report.status = (f"the Build graph of {workspace.npu_graph(0)} could not be read (see the notes): fused ops "
                          "unknown")
+    elif section.result_problem:
+        report.status = (f"{workspace.fusion_result} could be read only in part (see the note above): pass counts "
+                         "may be low" if section.overview.records else
+                         f"{workspace.fusion_result} could not be read (see the note above): pass counts unknown")
     elif section.comparison is not None:
         report.status = "every fused op computes what its unfused TF ops compute"
     else:
         report.status = "no fusion-off comparison"
-    report.exit_code = EXIT_FAILED_CHECK if culprits else EXIT_UNUSABLE_INPUT if graph_unread else EXIT_OK
+    unusable = graph_unread or bool(section.result_problem)
+    report.exit_code = EXIT_FAILED_CHECK if culprits else EXIT_UNUSABLE_INPUT if unusable else EXIT_OK
     report.data = section.to_dict()
     report.data["listed_ops"] = [op.name for op in ops]
     return report

@@ -1,11 +1,20 @@
 """Fusion artifacts: ``fusion_result.json`` (which passes fired) and the fusion switch file.
 
-``fusion_result.json`` comes in two forms (docs/ascend-formats.md §7). Current: one object keyed by
-``"session_and_graph_id_{s}_{g}"``, each value holding ``"graph_fusion"`` and ``"ub_fusion"`` maps of pass
-name -> ``{"match_times": "3", "effect_times": "3"}`` (counts as strings; ``repository_hit_times`` too in
-ub_fusion). Older: ``graph_fusion`` / ``ub_fusion`` at top level beside ``graphId`` or
-``session_and_graph_id``, several such objects possibly concatenated. Both read into
-:class:`FusionResult`; it is written in the current form.
+``fusion_result.json`` holds *records*, one per compiled graph, each with ``"graph_fusion"`` and
+``"ub_fusion"`` maps of pass name -> ``{"match_times": "3", "effect_times": "3"}`` (counts as strings;
+``repository_hit_times`` too in newer ub_fusion; either map may be absent). Every shape found in the wild is
+read (``docs/ascend-formats.md`` §7, ``../shared/docs/ascend-dump-trees.md`` §5):
+
+* current: one object keyed ``"session_and_graph_id_{s}_{g}"`` (or ``graph_id_{g}``), one record per key;
+* older: the record's maps at top level beside ``"session_and_graph_id": "{s}_{g}"``, or ``"graphId"`` and
+  ``"sessionId"`` apart (older TF runs), or no id at all;
+* a JSON array of such records -- the commonest shape --, several arrays written back to back (``}][{``),
+  or several objects back to back (``}{``): one process appends after another;
+* damaged by concurrent writers: ``}[,{``, runs of NUL bytes, records cut short. Every complete record is
+  salvaged and :attr:`FusionResult.damage` names the first damaged byte offset in one line.
+
+Records are kept apart, session and graph included, in file order; :class:`FusionResult` is written in the
+current form.
 
 The switch file turns passes on and off: JSON ``{"Switch": {"GraphFusion": {"ALL": "off", "APass": "on"},
 "UBFusion": {...}}}`` (``ALL`` sets the family default, named passes override it), or older lines
@@ -19,7 +28,7 @@ import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Dict, List, Mapping, Optional, Tuple
+from typing import Dict, List, Mapping, Optional, Sequence, Tuple
 
 from precision_tool.errors import FusionFormatError, WorkspaceError
 from precision_tool.fileio import read_input_bytes
@@ -34,6 +43,7 @@ _CURRENT_KEY = re.compile(r"(?:session_and_graph_id_([0-9]{1,20})_|graph_id_)([0
 _OLD_SESSION_AND_GRAPH = re.compile(r"([0-9]{1,20})_([0-9]{1,20})\Z")
 _COUNT = re.compile(r"[0-9]{1,20}")
 _ID_KEY_PREFIXES = ("session_and_graph_id_", "graph_id_")
+_ID_FIELDS = ("session_and_graph_id", "graphId", "sessionId")
 ALL_PASSES = "ALL"
 
 
@@ -68,7 +78,12 @@ class GraphFusion:
 
 @dataclass(frozen=True)
 class FusionResult:
+    """Every record of a fusion_result.json, in file order (one per graph, several for the same graph when
+    several processes wrote it), and ``damage``: one line naming the first damaged place of a damaged file
+    (its byte offset and cause) and how many more there are, ``""`` for an intact file."""
+
     graphs: Tuple[GraphFusion, ...] = ()
+    damage: str = ""
 
     def effective_passes(self, family: Optional[str] = None) -> Tuple[str, ...]:
         """Names of passes with effect_times > 0 in any graph (of ``family`` if given), sorted."""
@@ -77,18 +92,18 @@ class FusionResult:
 
 
 def parse_fusion_result(text: str, source: Optional[PathLike] = None) -> FusionResult:
-    """A :class:`FusionResult` from the text of a fusion_result.json, either form."""
-    graphs: List[GraphFusion] = []
-    for obj in _json_objects(text, source):
-        if GRAPH_FUSION in obj or UB_FUSION in obj:
-            graphs.append(_old_form_graph(obj, source))
-            continue
-        for key, value in obj.items():
-            if not isinstance(value, dict):
-                raise FusionFormatError(source, f"{key}: expected an object of graph_fusion/ub_fusion")
-            session_id, graph_id = _key_ids(key, source)
-            graphs.append(GraphFusion(key, _passes(value, source, key), session_id, graph_id))
-    return FusionResult(tuple(graphs))
+    """A :class:`FusionResult` from the text of a fusion_result.json, in any of its shapes (module docstring).
+
+    Records are kept one by one, in file order -- the same session and graph may appear several times (one
+    record per process that wrote it), and the overview sums them as written. A damaged file is salvaged:
+    every complete record is read and :attr:`FusionResult.damage` names the first damaged place (byte offset)
+    and how many more there are. Raises :class:`FusionFormatError` when not one record could be read (the
+    message is the first damage's), or when the text is empty.
+    """
+    records, damage = _scan_records(text, source)
+    if damage and not records:
+        raise FusionFormatError(source, f"byte {damage[0].offset}: {damage[0].cause}")
+    return FusionResult(tuple(records), _damage_text(damage, len(records)))
 
 
 def read_fusion_result(path: PathLike) -> FusionResult:
@@ -125,25 +140,34 @@ def _key_ids(key: str, source) -> Tuple[Optional[int], Optional[int]]:
 
 
 def _old_form_graph(obj: dict, source) -> GraphFusion:
-    """An older-form object: ids from ``session_and_graph_id`` (``"{s}_{g}"``), else ``graphId``; either, when
-    present, must be 1 to 20 ASCII digits each (else :class:`FusionFormatError`)."""
+    """An older-form object: ids from ``session_and_graph_id`` (``"{s}_{g}"``), else ``graphId`` and
+    ``sessionId`` (older TF runs write them apart); each, when present, must be 1 to 20 ASCII digits (else
+    :class:`FusionFormatError`)."""
     session_id = graph_id = None
-    pair, graph_field = obj.get("session_and_graph_id"), obj.get("graphId")
+    pair = obj.get("session_and_graph_id")
     if pair is not None:
         if not (isinstance(pair, str) and _OLD_SESSION_AND_GRAPH.match(pair)):
             raise FusionFormatError(source, f"session_and_graph_id {_shown_value(pair)} is not "
                                             "'{session}_{graph}' of 1 to 20 ASCII digits each")
         session_id, graph_id = (int(v) for v in pair.split("_"))
-    elif graph_field is not None:
-        if isinstance(graph_field, bool) or not (isinstance(graph_field, (str, int))
-                                                 and _COUNT.fullmatch(str(graph_field))):
-            raise FusionFormatError(source, f"graphId {_shown_value(graph_field)} is not 1 to 20 ASCII digits")
-        graph_id = int(graph_field)
-    if session_id is not None:
+    else:
+        graph_id = _id_field(obj, "graphId", source)
+        session_id = _id_field(obj, "sessionId", source)
+    if session_id is not None and graph_id is not None:
         key = f"session_and_graph_id_{session_id}_{graph_id}"
     else:
         key = f"graph_id_{graph_id}" if graph_id is not None else "graph"
     return GraphFusion(key, _passes(obj, source, key), session_id, graph_id)
+
+
+def _id_field(obj: dict, name: str, source) -> Optional[int]:
+    """``obj[name]`` as an id (a JSON integer or a string of 1 to 20 ASCII digits); ``None`` when absent."""
+    value = obj.get(name)
+    if value is None:
+        return None
+    if isinstance(value, bool) or not (isinstance(value, (str, int)) and _COUNT.fullmatch(str(value))):
+        raise FusionFormatError(source, f"{name} {_shown_value(value)} is not 1 to 20 ASCII digits")
+    return int(value)
 
 
 def _passes(obj: dict, source, where: str) -> Tuple[PassRecord, ...]:
@@ -155,6 +179,10 @@ def _passes(obj: dict, source, where: str) -> Tuple[PassRecord, ...]:
         for name, counts in passes.items():
             if not isinstance(counts, dict):
                 raise FusionFormatError(source, f"{where}.{family}.{name}: expected an object of counts")
+            nested = next((key for key, value in counts.items() if isinstance(value, (dict, list))), None)
+            if nested is not None:  # two writers interleaved: a record spliced into this one
+                raise FusionFormatError(source, f"{where}.{family}.{name}.{shown_name(nested)[1:-1]}: an object "
+                                                "where a count should be")
             hits = counts.get("repository_hit_times")
             records.append(PassRecord(
                 name, family, _count(counts.get("match_times", 0), source, f"{where}.{family}.{name}.match_times"),
@@ -177,8 +205,179 @@ def _shown_value(value) -> str:
     return shown_name(value) if isinstance(value, str) else shown_name(repr(value))[1:-1]
 
 
+@dataclass(frozen=True)
+class _Damage:
+    """One damaged place: ``offset`` in bytes from the start of the file, ``cause`` what is wrong there."""
+
+    offset: int
+    cause: str
+
+
+class _Grammar:
+    """The separators allowed between records: objects back to back (``}{``), in an array (``[{},{}]``), or
+    arrays back to back (``}][{``) -- whitespace anywhere. ``depth`` is 1 inside an array, 0 outside, ``None``
+    after damage (unknown: the next separator or record sets it); ``last`` is what came before."""
+
+    def __init__(self):
+        self.depth: Optional[int] = 0
+        self.last = "start"  # start | record | open | close | comma | damage
+
+    def separator(self, char: str) -> bool:
+        """Take ``[``, ``]`` or ``,``; False when it cannot stand here."""
+        depth, last = self.depth, self.last
+        if char == "[":
+            ok = depth in (0, None) and last != "comma"
+            self.depth, self.last = 1, "open"
+        elif char == "]":
+            ok = depth in (1, None) and last in ("record", "open", "damage")
+            self.depth, self.last = 0, "close"
+        else:
+            ok = depth in (1, None) and last in ("record", "damage")
+            self.depth, self.last = 1, "comma"
+        return ok
+
+    def record(self) -> bool:
+        """Take a record; False when one cannot start here (a missing ``,`` between two in an array)."""
+        ok = not (self.depth == 1 and self.last == "record")
+        self.last = "record"
+        return ok
+
+    def end(self) -> bool:
+        return self.depth in (0, None) and self.last != "comma"
+
+
+def _scan_records(text: str, source) -> Tuple[List[GraphFusion], List[_Damage]]:
+    """Every record of ``text`` and every damaged place, walking the text once.
+
+    A record is decoded with :meth:`json.JSONDecoder.raw_decode` wherever a ``{`` stands where a record may;
+    the text between records must follow :class:`_Grammar`. Where it does not -- a NUL run, a stray
+    character, ``[,`` from two writers interleaving, a record cut short -- the damage is noted and the walk
+    resynchronises on the next ``{`` that decodes into a record-shaped object (:func:`_looks_like_record`);
+    fragments of a broken record met on the way (its pass maps) are skipped.
+    """
+    decoder = json_decoder()  # integers of at most 30 digits
+    records: List[GraphFusion] = []
+    damage: List[_Damage] = []
+    grammar = _Grammar()
+    position, size = 0, len(text)
+    resyncing = False
+    objects = 0  # top-level objects read: ``{}`` is an empty result, not an empty file
+    while True:
+        while position < size and text[position] in _WHITESPACE:
+            position += 1
+        if position == size:
+            break
+        char = text[position]
+        if char in "[],":
+            if not grammar.separator(char) and not resyncing:
+                damage.append(_Damage(_byte_offset(text, position), f"{char!r} cannot stand there"))
+                grammar.last = "damage"
+            position += 1
+            continue
+        if char != "{":
+            end = position + 1
+            while end < size and text[end] not in "[]{},":
+                end += 1
+            if not resyncing:  # inside a broken record, or NULs where one was: resynchronise
+                damage.append(_Damage(_byte_offset(text, position), _stray_text(text[position:end].rstrip())))
+                grammar.depth, grammar.last, resyncing = None, "damage", True
+            position = end
+            continue
+        try:
+            obj, end = decoder.raw_decode(text, position)
+        except json.JSONDecodeError as exc:
+            if not resyncing:
+                damage.append(_Damage(_byte_offset(text, exc.pos),
+                                      f"line {exc.lineno}, column {exc.colno}: {exc.msg} (a record cut short)"))
+                grammar.depth, grammar.last, resyncing = None, "damage", True
+            position += 1
+            continue
+        except ValueError as exc:  # a number too long to be a count (bounds.JsonNumberTooLong)
+            damage.append(_Damage(_byte_offset(text, position), f"not a fusion result: {exc}"))
+            grammar.depth, grammar.last, resyncing = None, "damage", True
+            position += 1
+            continue
+        except RecursionError:
+            damage.append(_Damage(_byte_offset(text, position), "nested too deeply to read"))
+            grammar.depth, grammar.last, resyncing = None, "damage", True
+            position += 1
+            continue
+        if resyncing and not _looks_like_record(obj):
+            position += 1  # a fragment of the broken record (a pass map), which may hold a whole record
+            continue
+        try:
+            found = _records_of(obj, source)
+        except FusionFormatError as error:  # e.g. another writer's record spliced into this one's pass map
+            damage.append(_Damage(_byte_offset(text, position), error.cause))
+            grammar.depth, grammar.last, resyncing = None, "damage", True
+            position += 1
+            continue
+        if not grammar.record():
+            damage.append(_Damage(_byte_offset(text, position), "two records without a ',' between them"))
+        resyncing = False
+        objects += 1
+        records.extend(found)
+        position = end
+    if not objects and not damage:
+        raise FusionFormatError(source, "is empty")
+    if not grammar.end() and not resyncing:
+        damage.append(_Damage(_byte_offset(text, size), "the file ends inside an array"))
+    return records, damage
+
+
+_WHITESPACE = frozenset(" \t\r\n")
+
+
+def _records_of(obj, source) -> List[GraphFusion]:
+    """The records of one top-level JSON object: itself (older forms), or one per key (current form)."""
+    if not isinstance(obj, dict):
+        raise FusionFormatError(source, f"expected a JSON object, got {type(obj).__name__}")
+    if GRAPH_FUSION in obj or UB_FUSION in obj:
+        return [_old_form_graph(obj, source)]
+    graphs = []
+    for key, value in obj.items():
+        if not isinstance(value, dict):
+            raise FusionFormatError(source, f"{shown_name(key)[1:-1]}: expected an object of graph_fusion/ub_fusion")
+        session_id, graph_id = _key_ids(key, source)
+        graphs.append(GraphFusion(key, _passes(value, source, key), session_id, graph_id))
+    return graphs
+
+
+def _looks_like_record(obj) -> bool:
+    """Whether an object met while resynchronising is a whole record, not a fragment of a broken one: it holds
+    ``graph_fusion``/``ub_fusion`` with its ids (an id-less one is the value of a current-form key whose key
+    was damaged: it cannot be told from its neighbours), or every key is a current-form graph key."""
+    if not isinstance(obj, dict) or not obj:
+        return False
+    if GRAPH_FUSION in obj or UB_FUSION in obj:
+        return any(key in obj for key in _ID_FIELDS)
+    return all(isinstance(key, str) and key.startswith(_ID_KEY_PREFIXES) for key in obj)
+
+
+def _stray_text(fragment: str) -> str:
+    nul = len(fragment) - len(fragment.lstrip("\0"))
+    if nul:
+        return f"{nul} NUL byte(s)" if nul == len(fragment) else f"{nul} NUL byte(s), then other text"
+    return f"stray text {shown_name(fragment, 40)}"
+
+
+def _byte_offset(text: str, position: int) -> int:
+    """The byte offset in the UTF-8 file of character ``position`` of its text."""
+    prefix = text[:position]
+    return position if prefix.isascii() else len(prefix.encode("utf-8", "surrogatepass"))
+
+
+def _damage_text(damage: Sequence[_Damage], records: int) -> str:
+    """One line naming the first damaged place and how many more there are; ``""`` without damage."""
+    if not damage:
+        return ""
+    more = f", and {len(damage) - 1} more damaged place(s)" if len(damage) > 1 else ""
+    return (f"damaged at byte {damage[0].offset} ({damage[0].cause}){more}: read the {records} complete record(s), "
+            "the damaged parts are lost")
+
+
 def _json_objects(text: str, source) -> List[dict]:
-    """Every JSON object in ``text``: one, or several written back to back."""
+    """Every JSON object in ``text``, strictly (a switch file): one, or several written back to back."""
     decoder = json_decoder()  # integers of at most 30 digits
     objects, position = [], 0
     while True:

@@ -9,17 +9,31 @@ _FAMILY = {"graph_fusion": "graph", "ub_fusion": "UB"}
 
 
 def add_passes(report: Report, overview) -> None:
-    """Every pass with its counts and how many graph ops it marks (effective passes first)."""
+    """Every pass with its counts and how many graph ops it marks (effective passes first). Without a
+    fusion_result.json the counts are unknown, shown as ``-``, and the headline counts the passes the graph
+    names instead of claiming none took effect."""
+    records = overview.records
+    source = ("no fusion_result.json was read (see the notes)" if records is None
+              else f"fusion_result.json holds {records} graph record(s)")
     if not overview.passes:
-        report.add_text("Fusion: no pass recorded (no fusion_result.json entry, no pass_name on any graph op).")
+        report.add_text(f"Fusion: no pass recorded: {source}, and no graph op names a pass.")
         return
-    rows = [[p.name, _FAMILY.get(p.family, p.family), p.match_times, p.effect_times, len(p.ops)]
+    counted = records is not None
+
+    def count(value: int):
+        return value if counted else "-"
+
+    rows = [[p.name, _FAMILY.get(p.family, p.family), count(p.match_times), count(p.effect_times), len(p.ops)]
             for p in overview.passes]
-    effective = len(overview.effective_passes)
-    report.add_table(["pass", "family", "matched", "took effect", "ops marked"], rows,
-                     title=f"Fusion: {effective} pass(es) took effect; {len(overview.fused_ops)} of "
-                           f"{overview.graph_ops} graph ops are fused (fusion lists them with the TF ops they "
-                           f"replaced):")
+    if counted:
+        headline = (f"Fusion: {len(overview.effective_passes)} pass(es) took effect ({source}, counts summed "
+                    "over them as written); ")
+    else:
+        headline = f"Fusion: {len(overview.passes)} pass(es) named on graph ops ({source}: no pass counts); "
+    headline += (f"{len(overview.fused_ops)} of {overview.graph_ops} graph ops are fused (fusion lists them with the "
+                 "TF ops they replaced):" if overview.graph_ops else
+                 "no Build graph read, so which ops they fused is unknown:")
+    report.add_table(["pass", "family", "matched", "took effect", "ops marked"], rows, title=headline)
 
 
 def _tf_ops_text(tf_ops, width: int = 3) -> str:

@@ -48,3 +48,54 @@ def test_passes_that_did_nothing_sort_last_and_unlisted_passes_still_show():
 def test_without_graph_or_result_there_is_nothing_to_list():
     overview = summarize_fusion(None, None, notes=["no graph"])
     assert overview.passes == () and overview.fused_ops == () and overview.notes == ("no graph",)
+
+
+# ------------------------------------------------------------------------------------------ real CANN files
+import json  # noqa: E402
+import re  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+import pytest  # noqa: E402
+
+from precision_tool.checks.fusion import looks_like_ub_pass  # noqa: E402
+
+REAL = Path(__file__).resolve().parents[3] / "shared" / "real-world"
+needs_real = pytest.mark.skipif(not REAL.is_dir(), reason=f"{REAL} is absent (real artifacts live beside the "
+                                                          "checkout)")
+
+
+def _real_pass_names():
+    """``{family: {pass names}}`` over every real fusion_result.json, read with json where it parses."""
+    names = {"graph_fusion": set(), "ub_fusion": set()}
+    decoder = json.JSONDecoder()
+    for path in sorted((REAL / "fusion").glob("*/fusion_result.json")):
+        text = path.read_text(encoding="utf-8")
+        for match in re.finditer(r'"(graph_fusion|ub_fusion)"\s*:\s*', text):
+            try:
+                passes, _ = decoder.raw_decode(text, match.end())
+            except ValueError:
+                continue
+            names[match.group(1)].update(passes)
+    return names
+
+
+@needs_real
+def test_the_ub_pass_rule_matches_every_family_the_real_files_state():
+    names = _real_pass_names()
+    assert len(names["ub_fusion"]) >= 10 and len(names["graph_fusion"]) >= 50  # enough to mean something
+    assert sorted(n for n in names["ub_fusion"] if not looks_like_ub_pass(n)) == []
+    assert sorted(n for n in names["graph_fusion"] if looks_like_ub_pass(n)) == []
+
+
+@needs_real
+def test_ub_passes_stored_in_pass_name_by_older_cann_are_labelled_ub():
+    """The real ResNet-50 Build graph stores its UB passes in ``pass_name`` (counted here in the raw text)."""
+    path = REAL / "graph" / "oam_resnet50_ge_proto_00000062_Build.txt"
+    text = path.read_text(encoding="utf-8")
+    stated = re.findall(r'key: "pass_name"\n\s*value \{\n\s*s: "([^"]+)"', text)
+    overview = summarize_fusion(read_ge_graph(path), None)
+    by_name = {p.name: p for p in overview.passes}
+    assert set(by_name) == set(stated)
+    for name in set(stated):
+        assert by_name[name].family == "ub_fusion" and len(by_name[name].ops) == stated.count(name)
+    assert all(op.graph_passes == () and op.ub_pass in stated for op in overview.fused_ops if op.ub_pass)

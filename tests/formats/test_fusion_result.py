@@ -69,7 +69,7 @@ def test_an_empty_object_is_no_passes_but_an_empty_file_is_an_error():
     ('{"k": {"graph_fusion": {"P": {"effect_times": "-1"}}}}',
      r"k.graph_fusion.P.effect_times: expected a count, got '-1'"),
     ('{"k": {"graph_fusion": {"P": {"match_times": true}}}}', "match_times: expected a count, got True"),
-    ('{"k": {}} [1]', "expected a JSON object, got list"),
+    ("[1]", "byte 1: stray text '1'"),
     ('{"k": ', "line 1, column 7: Expecting value"),
 ])
 def test_bad_fusion_results_say_where(text, message):

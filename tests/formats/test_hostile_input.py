@@ -305,7 +305,7 @@ def test_fusion_result_counts_of_huge_or_unicode_digits_are_one_line(tmp_path, c
     path.write_text(fusion_text(count), encoding="utf-8")
     with pytest.raises(FusionFormatError) as caught:
         read_fusion_result(path)
-    assert str(caught.value).startswith(f"{path}: {cause}") and len(str(caught.value)) < 400
+    assert str(caught.value).startswith(f"{path}: byte 0: {cause}") and len(str(caught.value)) < 400
 
 
 @pytest.mark.parametrize("key", [f"session_and_graph_id_0_{HUGE}", f"session_and_graph_id_{HUGE}_1", "graph_id_²"])
@@ -317,7 +317,7 @@ def test_fusion_result_keys_with_huge_or_unicode_ids_are_one_line(tmp_path, key)
     with pytest.raises(FusionFormatError) as caught:
         read_fusion_result(path)
     shown = repr(key) if len(repr(key)) <= 120 else repr(key)[:116] + "...'"
-    assert str(caught.value) == f"{path}: key {shown}: its ids are not 1 to 20 ASCII digits"
+    assert str(caught.value) == f"{path}: byte 0: key {shown}: its ids are not 1 to 20 ASCII digits"
 
 
 def test_a_key_of_another_form_is_kept_without_ids(tmp_path):
