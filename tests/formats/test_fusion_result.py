@@ -146,3 +146,23 @@ def test_every_real_world_switch_file_still_reads():
     read = {path.name: read_fusion_switches(path) for path in files}  # the key check must accept them all
     off = read["tools_fusion_off.cfg"]  # the original tool's all-off file
     assert off.graph_fusion == {"ALL": False} and off.ub_fusion == {"ALL": False}
+
+
+@pytest.mark.compat
+@pytest.mark.skipif(not REAL_SWITCHES.is_dir(), reason="no ../shared/real-world/switch beside the checkout")
+@pytest.mark.parametrize("name", sorted(p.name for p in REAL_SWITCHES.glob("*.cfg")) if REAL_SWITCHES.is_dir()
+                         else [])
+def test_each_real_switch_file_reads_as_its_raw_text_says(name):
+    """Every switch of each real file, derived here from the raw text: ``json.loads`` for the JSON form,
+    ``Pass:state`` lines for the old form (which apply to both families)."""
+    text = (REAL_SWITCHES / name).read_text(encoding="utf-8")
+    switches = read_fusion_switches(REAL_SWITCHES / name)
+    if text.lstrip().startswith("{"):
+        raw = json.loads(text)["Switch"]
+        expected = {family: {k: v.strip().lower() == "on" for k, v in raw.get(key, {}).items()}
+                    for family, key in ((GRAPH_FUSION, "GraphFusion"), (UB_FUSION, "UBFusion"))}
+        assert (switches.graph_fusion, switches.ub_fusion) == (expected[GRAPH_FUSION], expected[UB_FUSION])
+    else:
+        lines = [line.split(":") for line in text.splitlines() if line.strip() and not line.startswith("#")]
+        expected = {k.strip(): v.strip().lower() == "on" for k, v in lines}
+        assert switches.graph_fusion == switches.ub_fusion == expected
