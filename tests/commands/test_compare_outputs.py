@@ -44,9 +44,11 @@ def test_names_taken_at_once_by_many_threads_are_all_different(tmp_path):
         thread.join()
     expected = [f"result_{STAMP}.csv"] + [f"result_{STAMP}_{n}.csv" for n in range(1, 16)]
     assert sorted(taken) == sorted(expected)
-    # each name is held by its empty lossless file until the run writes it; no CSV exists yet
+    # each name is held by its lossless file, holding only the claim (this process's PID) until the run writes
+    # it; no CSV exists yet
     assert result_names(tmp_path, ".jsonl") == sorted(name[:-4] + ".jsonl" for name in expected)
-    assert result_names(tmp_path) == [] and all(os.path.getsize(tmp_path / name) == 0
+    claim = f"precision_tool result name claimed by pid {os.getpid()}\n".encode()
+    assert result_names(tmp_path) == [] and all((tmp_path / name).read_bytes() == claim
                                                 for name in os.listdir(tmp_path))
 
 

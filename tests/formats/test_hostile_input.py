@@ -339,7 +339,7 @@ def test_an_old_form_id_of_unicode_or_too_many_digits_is_one_line(field, value, 
     text = '{"%s": %s, "graph_fusion": {"P": {"match_times": 1, "effect_times": 0}}}' % (field, value)
     with pytest.raises(FusionFormatError) as caught:
         parse_fusion_result(text, "f.json")
-    assert str(caught.value) == f"f.json: {cause}"
+    assert str(caught.value) == f"f.json: byte 0: {cause}"
 
 
 def test_a_tfdbg_v1_slot_of_unicode_digits_is_a_reference_error(tmp_path):
