@@ -8,6 +8,7 @@ the comparator, and return frozen records (each with ``to_dict()`` for ``--json`
 - :mod:`.overflow` -- Opdebug records decoded, ordered by timestamp, located by task/stream id, with tensor stats;
 - :mod:`.nonfinite` -- without records: the dumps scanned for inf/NaN and fp16 saturation, where they appear;
 - :mod:`.casts` -- Cast ops that lose information (float -> int, fp32 -> fp16 beyond range, ...);
+- :mod:`.exception_dumps` -- exception dumps (the inputs of an op that raised an AI Core error), listed apart;
 - :mod:`.fusion` -- passes that fired and fused ops with the TF ops they replaced (what ``ls -f`` filters);
 - :mod:`.fusion_compare` -- fusion-on vs fusion-off run: the fused ops that compute something else, and why
   that rule (the fp16 thresholds are documented there);

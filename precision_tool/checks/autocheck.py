@@ -5,7 +5,8 @@
 * :class:`OverflowSection` -- the overflow run's Opdebug records (:mod:`.overflow`; ``overflow/dump``), and
   the normal run's dumps (``npu/debug_0/dump``) scanned for inf/NaN/fp16 saturation (:mod:`.nonfinite`) and
   for casts that lose information (:mod:`.casts`). Without an overflow run the scan is what there is, and
-  the section says so;
+  the section says so. Exception dumps in either folder (the inputs of an op that raised an AI Core error,
+  :mod:`.exception_dumps`) are listed in the section apart from the overflow findings;
 * :class:`FusionSection` -- the passes that fired and the fused ops (:mod:`.fusion`), and with a second run
   in ``npu/debug_1`` the fusion-on vs fusion-off comparison naming culprit fused ops (:mod:`.fusion_compare`);
 * :class:`CompareSection` (``compare=True``) -- ``npu/debug_0`` against ``tf/dump`` through the one compare
@@ -26,6 +27,7 @@ from typing import Callable, Dict, Optional, Tuple
 
 from precision_tool.checks.attribution import Attribution, apply_replay, attribute
 from precision_tool.checks.casts import CastCheck, check_casts
+from precision_tool.checks.exception_dumps import ExceptionDumpInfo, describe_exception_dumps, exception_refs
 from precision_tool.checks.fusion import FusionOverview, summarize_fusion
 from precision_tool.checks.fusion_compare import (DEFAULT_FLOOR, DEFAULT_GROWTH, FusionComparison,
                                                   compare_fusion_runs)
@@ -57,13 +59,15 @@ class AutocheckOptions:
 
 @dataclass(frozen=True)
 class OverflowSection:
-    """``records`` from the overflow run; ``scan``/``casts`` over the normal run (``None`` without one)."""
+    """``records`` from the overflow run; ``scan``/``casts`` over the normal run (``None`` without one);
+    ``exception_dumps``: the exception dumps of both folders (AI Core errors, not overflows)."""
 
     records: OverflowCheck
     scan: Optional[DumpScanCheck] = None
     casts: Optional[CastCheck] = None
     scanned_folder: str = ""
     notes: Tuple[str, ...] = ()
+    exception_dumps: Tuple[ExceptionDumpInfo, ...] = ()
 
     @property
     def found(self) -> bool:
@@ -79,7 +83,7 @@ class OverflowSection:
     def to_dict(self) -> dict:
         return {"records": self.records.to_dict(), "scan": None if self.scan is None else self.scan.to_dict(),
                 "casts": None if self.casts is None else self.casts.to_dict(), "scanned_folder": self.scanned_folder,
-                "notes": list(self.notes)}
+                "notes": list(self.notes), "exception_dumps": [info.to_dict() for info in self.exception_dumps]}
 
 
 @dataclass(frozen=True)
@@ -167,8 +171,10 @@ def _require_workspace(workspace: Workspace) -> None:
 
 
 def check_overflow(workspace: Workspace, limit: int = DEFAULT_LIMIT) -> OverflowSection:
-    """The overflow section: records of ``overflow/dump``, then a scan of ``npu/debug_0/dump``."""
-    records = check_overflow_records(workspace.overflow_dump, limit)
+    """The overflow section: records of ``overflow/dump``, then a scan of ``npu/debug_0/dump``; the exception
+    dumps of both."""
+    overflow_scan = scan_dump_folder(workspace.overflow_dump) if os.path.isdir(workspace.overflow_dump) else None
+    records = check_overflow_records(workspace.overflow_dump, limit, scan=overflow_scan)
     notes = []
     if not records.folder_exists:
         notes.append(f"no overflow run ({workspace.overflow_dump} is missing): scanned the dumps of "
@@ -179,9 +185,11 @@ def check_overflow(workspace: Workspace, limit: int = DEFAULT_LIMIT) -> Overflow
     folder = workspace.npu_dump(0)
     if not os.path.isdir(folder):
         notes.append(f"no normal dump run ({folder} is missing): no dump scan, no cast check")
-        return OverflowSection(records, notes=tuple(notes))
+        return OverflowSection(records, notes=tuple(notes),
+                               exception_dumps=describe_exception_dumps(exception_refs(overflow_scan)))
     scan = scan_dump_folder(folder)
-    return OverflowSection(records, scan_dumps_for_overflow(folder, scan), check_casts(scan), folder, tuple(notes))
+    return OverflowSection(records, scan_dumps_for_overflow(folder, scan), check_casts(scan), folder, tuple(notes),
+                           describe_exception_dumps(exception_refs(overflow_scan, scan)))
 
 
 def _load_build_graph(folder: str, dump_folder: str, notes: list):

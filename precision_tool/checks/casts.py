@@ -133,7 +133,8 @@ def check_casts(scan: DumpScan) -> CastCheck:
             continue
         try:
             dump = read_dump_header(op.latest.path)
-            if len(dump.inputs) != 1 or len(dump.outputs) != 1:
+            if len(dump.inputs) != 1 or len(dump.outputs) != 1 or dump.inputs[0].is_raw_bytes \
+                    or dump.outputs[0].is_raw_bytes:  # raw bytes (DT_UNDEFINED): the types are unknown
                 continue
             source, target = dump.inputs[0].numpy_dtype, dump.outputs[0].numpy_dtype
             if source is None or target is None or _rule(source, target) is None:

@@ -12,8 +12,8 @@ from typing import Optional, Tuple
 import numpy as np
 
 from precision_tool.errors import LayoutError
-from precision_tool.formats.dump_file import DumpFile, TensorEntry, read_tensor
-from precision_tool.formats.origin_tensor import read_origin_tensor
+from precision_tool.formats.dump_file import DumpFile, TensorEntry, raw_bytes_note, read_tensor
+from precision_tool.formats.origin_tensor import RAW_BYTES_LAYOUT, read_origin_tensor
 from precision_tool.formats.tensor_kind import TensorKind
 from precision_tool.metrics.array_stats import array_stats
 
@@ -25,14 +25,16 @@ class TensorSummary:
     Attributes
     ----------
     kind, index : :data:`~precision_tool.formats.tensor_kind.INPUT` or ``OUTPUT``, and the position among them.
-    dtype : numpy name (``"float16"``) or CANN's (``"DT_STRING"``) when numpy cannot hold it.
+    dtype : numpy name (``"float16"``) or CANN's (``"DT_STRING"``) when numpy cannot hold it; ``"DT_UNDEFINED"``
+        for a tensor of unknown type, whose statistics are then those of its raw bytes as int8 (``note`` says so).
     layout, shape : the layout and shape the statistics were taken in: the origin layout (``"NHWC"``) when
         the tensor could be converted back, else as stored (``note`` says why).
     size : element count.
     max, min, mean : over the finite values; ``None`` when there are none (or the tensor is not numeric).
     inf, nan, saturated : counts; ``saturated`` is fp16 only (``|x| == 65504``).
     first_non_finite : index (in ``shape``) of the first inf/NaN element, ``None`` when there is none.
-    note : one line: why the tensor was kept as stored, or why it could not be read.
+    note : one line: why the tensor was kept as stored, that its type is unknown (raw bytes), or why it could
+        not be read.
     """
 
     kind: TensorKind
@@ -81,19 +83,20 @@ def summarize_entry(dump: DumpFile, entry: TensorEntry, *, origin_layout: bool =
     """
     from precision_tool.errors import PrecisionToolError
 
-    dtype = entry.numpy_dtype.name if entry.numpy_dtype is not None else entry.dtype_name
+    dtype = entry.numpy_dtype.name if entry.numpy_dtype is not None and not entry.is_raw_bytes else entry.dtype_name
     note = ""
     try:
         if origin_layout:
             try:
                 decoded = read_origin_tensor(dump, entry)
                 array, layout = decoded.array, decoded.origin_format
-                note = decoded.note if decoded.note.startswith("kept") else ""
+                note = decoded.note if decoded.note.startswith("kept") or entry.is_raw_bytes else ""
             except LayoutError as error:
                 array, layout = read_tensor(dump, entry), entry.format_name
                 note = f"kept {entry.format_name}: {error}"
         else:
-            array, layout = read_tensor(dump, entry), entry.format_name
+            array, note = read_tensor(dump, entry), raw_bytes_note(entry)
+            layout = RAW_BYTES_LAYOUT if entry.is_raw_bytes else entry.format_name
     except PrecisionToolError as error:
         return TensorSummary(entry.kind, entry.index, dtype, entry.format_name, tuple(entry.shape),
                              note=f"unreadable: {error}")

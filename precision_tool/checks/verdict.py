@@ -21,7 +21,8 @@ Rules, first match wins (:func:`decide_verdict`); rules 1 and 1b give the earlie
 4. none -- and the next step that could find one.
 
 Whatever does not make the culprit is listed in :attr:`Verdict.also` (the first overflow when it is not the
-culprit, other fusion culprits, other independent divergences, lossy casts). Commands are given as typed in
+culprit, other fusion culprits, other independent divergences, lossy casts, exception dumps of an AI Core
+error -- which never make a culprit: they name a task, not a graph op). Commands are given as typed in
 the shell (``ni OP``); prefix ``precision_tool -d WORKSPACE`` in a terminal.
 """
 from __future__ import annotations
@@ -316,6 +317,12 @@ def _also(culprit: Optional[Culprit], overflow, fusion, compare) -> List[str]:
         if _outputs_match(compare, scan_op.op_name):
             text += "; its outputs match the reference, so it cost no accuracy"
         lines.append(text)
+    exceptions = getattr(overflow, "exception_dumps", ())
+    if exceptions:
+        first = exceptions[0].name
+        ids = f"task {first.task_id}" if first.stream_id is None else f"stream {first.stream_id}, task {first.task_id}"
+        lines.append(f"{len(exceptions)} exception dump(s) of an AI Core error (the inputs of the op that raised it; "
+                     f"first: {ids}, {first.time_text}): look at them with pt or convert them with dc")
     if overflow.casts is not None and overflow.casts.lossy:
         cast = overflow.casts.lossy[0]
         lines.append(f"{len(overflow.casts.lossy)} cast(s) lose information, first {cast.op_name} "

@@ -5,6 +5,10 @@ origin layout and original shape (what a user compares with TensorFlow), or as s
 ``--keep-layout``. Payloads are read one tensor at a time, by offset. In a folder, a bad file or tensor is
 reported in one line and skipped; the rest converts; the exit code is 0 only if everything converted. One
 file given whose header cannot be read is the command's error (one line, exit 2), before any folder is made.
+
+Exception dumps (``exception_info.{stream}.{task}.{timestamp}``: the tensors of an op that raised an AI Core
+error) convert too, under the same names as msaccucmp's: their ``DT_UNDEFINED`` tensors become flat int8 arrays
+of their raw bytes (the note says so).
 """
 from __future__ import annotations
 
@@ -47,12 +51,14 @@ def _dump_files(path: str) -> Tuple[List[str], List[str]]:
     scan = scan_dump_folder(path)
     files = [ref.path for op in scan.ops for ref in (op.latest, *op.superseded)]
     files += [ref.path for ref in scan.overflow_records]
+    files += [ref.path for ref in scan.exception_dumps]
     unresolved = [message for _, message in scan.unresolved]
     if not files and unresolved:
         raise WorkspaceError(unresolved[0])
     if not files:
         raise WorkspaceError(f"{path}: no Ascend dump files in this folder",
-                             "dump files are named {op_type}.{op_name}.{task_id}.{stream_id}.{timestamp}")
+                             "dump files are named {op_type}.{op_name}.{task_id}.{stream_id}.{timestamp}, "
+                             "exception dumps exception_info.{stream_id}.{task_id}.{timestamp}")
     return sorted(files), unresolved
 
 
@@ -88,8 +94,7 @@ def handle(args, ctx: Context):
             written += 1
             if decoded.note:
                 notes.append(f"{base} {entry.label}: {decoded.note}")
-            rows.append([dump.op_name, entry.label, entry.dtype_name,
-                         f"{entry.format_name} {layouts.shape_text(entry.shape)}",
+            rows.append([dump.op_name, entry.label, entry.dtype_name, entry.stored_text,
                          f"{decoded.origin_format} {layouts.shape_text(decoded.array.shape)}",
                          *array_stats(decoded.array).cells(".4g"), os.path.basename(target)])
     report = Report(title=f"Converted {written} tensors from {len(files)} dump files to {out_dir}")

@@ -3,7 +3,9 @@
 Each filter is a regular expression searched in its field, case-insensitively (so a plain substring works
 too; a pattern that is not a valid regular expression is taken literally); filters combine with AND.
 Without any filter the command counts ops per type instead. Without a graph it lists the dumped ops by
-their file names.
+their file names, then the exception dumps found among them (``exception_info.{stream}.{task}.{timestamp}``: the
+inputs of an op that raised an AI Core error), one row each, also by name alone; with a graph one line says how
+many there are.
 """
 from __future__ import annotations
 
@@ -58,15 +60,24 @@ def handle(args, ctx: Context) -> Report:
     dumped = {op.op_name for op in scan.ops} if scan is not None else set()
     if model is None:
         return without_graph(_dumped_ops_report(args, scan, lookup), notes)
+    report = _graph_report(args, model, f"graph {model.root.name} ({lookup.graph_file(args.graph)})", dumped)
+    exceptions = scan.exception_dumps if scan is not None else ()
+    if exceptions:
+        report.add_text(f"{len(exceptions)} exception dump(s) of an AI Core error under {lookup.dump_dir} (not ops): "
+                        f"ov {lookup.dump_dir} lists them")
+    report.data["exception_dumps"] = [ref.path for ref in exceptions]
+    return with_graph_notes(report, notes)
+
+
+def _graph_report(args, model, source: str, dumped) -> Report:
     filters = [(pattern_matcher(args.name), lambda op: op.name),
                (pattern_matcher(args.op_type), lambda op: op.type),
                (pattern_matcher(args.fusion_pass), lambda op: " ".join(op.pass_names)),
                (pattern_matcher(args.kernel), lambda op: op.kernel_name)]
     active = [(match, field) for match, field in filters if match is not None]
     ops = [op for _, op in model.all_ops()]
-    source = f"graph {model.root.name} ({lookup.graph_file(args.graph)})"
     if not active:
-        return with_graph_notes(_counts_report(ops, dumped, source), notes)
+        return _counts_report(ops, dumped, source)
     chosen = [op for op in ops if all(match(field(op)) for match, field in active)]
     rows = [[op.id, op.name, op.type, ", ".join(op.pass_names), op.kernel_name,
              "yes" if sanitize_op_name(op.name) in dumped else "-"] for op in chosen]
@@ -75,7 +86,7 @@ def handle(args, ctx: Context) -> Report:
     report.data = {"graph": model.root.name, "ops": [
         {"id": op.id, "name": op.name, "type": op.type, "passes": list(op.pass_names), "kernel": op.kernel_name,
          "dumped": sanitize_op_name(op.name) in dumped} for op in chosen]}
-    return with_graph_notes(report, notes)
+    return report
 
 
 def _counts_report(ops, dumped, source: str) -> Report:
@@ -92,6 +103,9 @@ def _counts_report(ops, dumped, source: str) -> Report:
 
 
 def _dumped_ops_report(args, scan, lookup) -> Report:
+    from precision_tool.checks.exception_dumps import describe_exception_dumps
+    from precision_tool.reports.exception_report import add_exception_dumps
+
     if scan is None:
         lookup.graph_model(args.graph)  # raises the "no Build graph" error with its hint
     if args.fusion_pass or args.kernel:
@@ -102,7 +116,10 @@ def _dumped_ops_report(args, scan, lookup) -> Report:
                         and (type_match is None or type_match(op.op_type))]
     report = Report(title=f"{len(rows)} dumped ops under {lookup.dump_dir} (no GE graph: names as in the files)")
     report.add_table(["op (file name)", "type", "dump files"], rows)
-    report.data = {"graph": None, "ops": [{"name": r[0], "type": r[1], "files": r[2]} for r in rows]}
+    exceptions = describe_exception_dumps(scan.exception_dumps, read_headers=False)
+    add_exception_dumps(report, exceptions)
+    report.data = {"graph": None, "ops": [{"name": r[0], "type": r[1], "files": r[2]} for r in rows],
+                   "exception_dumps": [info.to_dict() for info in exceptions]}
     return report
 
 

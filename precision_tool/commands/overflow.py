@@ -9,9 +9,14 @@ Cast ops checked for lost information: FOLDER's dumps when it holds any, else ``
 A record that cannot be decoded is listed with its cause; when no readable record shows an overflow, the
 dumps are scanned for the verdict, as without records.
 
+Exception dumps in FOLDER or in the scanned dump folder (``exception_info.{stream}.{task}.{timestamp}``: the
+inputs of an op that raised an AI Core error; a run writes them to ``extra-info/data-dump/{device_id}/``, which
+can be given as FOLDER) are listed apart, one row each with stream, task, time and path
+(:mod:`precision_tool.checks.exception_dumps`). They are not overflows and do not change the exit code.
+
 Exit code 1 when something overflowed; else 2 when a record or a dump could not be read (nothing found in
 what was readable is no proof), or when there is nothing to check at all (FOLDER missing or not a folder; no
-records and no dump files to scan); else 0.
+records and no dump files to scan -- then only exception dumps, if any, are listed); else 0.
 """
 from __future__ import annotations
 
@@ -26,16 +31,19 @@ def add_arguments(parser):
     from precision_tool.commands.options import add_limit_option
 
     parser.add_argument("folder", nargs="?", default=None,
-                        help="folder holding Opdebug records beside the op dumps (default WORKSPACE/overflow/dump)")
+                        help="folder holding Opdebug records beside the op dumps (default WORKSPACE/overflow/dump); "
+                             "exception dumps in it (extra-info/data-dump/N) are listed too")
     add_limit_option(parser, DEFAULT_LIMIT, "detail the first N records and list at most N rows per table")
     parser.add_argument("--scan", action="store_true",
                         help="also scan the dumps for inf/NaN, fp16 saturation and lossy casts")
 
 
 def handle(args, ctx: Context):
+    from precision_tool.checks.exception_dumps import describe_exception_dumps, exception_refs
     from precision_tool.checks.overflow import check_overflow_records
     from precision_tool.config import Workspace
     from precision_tool.formats.dump_names import scan_dump_folder
+    from precision_tool.reports.exception_report import add_exception_dumps, exception_status
     from precision_tool.reports.overflow_report import add_overflow_records
     from precision_tool.reports.report import Report
 
@@ -48,25 +56,34 @@ def handle(args, ctx: Context):
     records = check_overflow_records(folder, args.limit, scan=scan)
     report = Report(title=f"Overflow check of {folder}")
     add_overflow_records(report, records)
-    scanned = None
+    scanned = target_scan = None
+    nothing = ""
     if args.scan or records.records == 0 or (records.failures and not records.overflowed):
         target = folder if scan is not None and scan.ops else workspace.npu_dump(0)
-        scanned = _scan(report, records, target, scan if target == folder else None, args)
+        scanned, target_scan = _scan(report, records, target, scan if target == folder else None, args)
         if records.records == 0 and (scanned is None or scanned.ops_scanned == 0):
-            raise WorkspaceError(f"{folder}: nothing to scan: no Opdebug records there and no dump files in {target}",
-                                 "give the folder of an overflow run (action='overflow'), or -d a workspace with "
-                                 "a dump run")
+            nothing = f"{folder}: nothing to scan: no Opdebug records there and no dump files in {target}"
+    exceptions = describe_exception_dumps(exception_refs(scan, target_scan))
+    if nothing and not exceptions:
+        raise WorkspaceError(nothing, "give the folder of an overflow run (action='overflow'), or -d a workspace "
+                                      "with a dump run")
+    add_exception_dumps(report, exceptions, args.limit)
     found = records.overflowed or bool(scanned and scanned.ops)
     unreadable = [*records.failures, *(scanned.unreadable if scanned is not None else ())]
-    report.status = _status(records, scanned, unreadable)
-    report.exit_code = EXIT_FAILED_CHECK if found else EXIT_UNUSABLE_INPUT if unreadable else EXIT_OK
-    report.data = {"records": records.to_dict(), "scan": None if scanned is None else scanned.to_dict()}
+    report.status = nothing or _status(records, scanned, unreadable)
+    if exceptions:
+        report.status += f"; {exception_status(exceptions)}"
+    report.exit_code = (EXIT_FAILED_CHECK if found else EXIT_UNUSABLE_INPUT if unreadable or nothing
+                        else EXIT_OK)
+    report.data = {"records": records.to_dict(), "scan": None if scanned is None else scanned.to_dict(),
+                   "exception_dumps": [info.to_dict() for info in exceptions]}
     return report
 
 
 def _scan(report, records, target: str, target_scan, args):
     """Scan ``target``'s dumps (``target_scan``: its folder scan when already made) into ``report``; the
-    :class:`~precision_tool.checks.nonfinite.DumpScanCheck`, or ``None`` when ``target`` is not a folder."""
+    :class:`~precision_tool.checks.nonfinite.DumpScanCheck` and the folder's
+    :class:`~precision_tool.formats.dump_names.DumpScan`, or ``(None, None)`` when ``target`` is not a folder."""
     from precision_tool.checks.casts import check_casts
     from precision_tool.checks.nonfinite import scan_dumps_for_overflow
     from precision_tool.formats.dump_names import scan_dump_folder
@@ -80,12 +97,12 @@ def _scan(report, records, target: str, target_scan, args):
         report.add_text(f"No readable Opdebug record shows an overflow: scanning {target} for the verdict.")
     if not os.path.isdir(target):
         report.add_text(f"{target}: no such folder either: nothing to scan.")
-        return None
+        return None, None
     target_scan = target_scan if target_scan is not None else scan_dump_folder(target)
     scanned = scan_dumps_for_overflow(target, target_scan)
     add_dump_scan(report, scanned, args.limit)
     add_casts(report, check_casts(target_scan), args.limit)
-    return scanned
+    return scanned, target_scan
 
 
 def _status(records, scanned, unreadable) -> str:
@@ -109,5 +126,5 @@ COMMAND = Command(
     handler=handle,
     aliases=("overflow",),
     epilog="Exit codes: 0 no overflow, 1 an overflow was found, 2 unusable input (an unreadable record or dump, "
-           "nothing to scan).",
+           "nothing to scan). Exception dumps (AI Core errors) are listed apart and do not change them.",
 )

@@ -69,7 +69,6 @@ def _load_npy(path: str) -> LoadedTensor:
 
 def _load_dump(choice: TensorChoice, lookup, keep_layout: bool) -> List[LoadedTensor]:
     from precision_tool.formats.dump_file import read_dump_header
-    from precision_tool.formats.layouts import shape_text
 
     dump = read_dump_header(choice.path)
     kind = choice.tensor_kind
@@ -84,7 +83,7 @@ def _load_dump(choice: TensorChoice, lookup, keep_layout: bool) -> List[LoadedTe
     for entry in entries:
         ref = npu_tensor_ref(choice.path, dump, entry, node)
         decoded = ref.load(keep_layout=keep_layout)
-        stored = f"{ref.dtype} {entry.format_name} {shape_text(entry.shape)}"
+        stored = f"{ref.dtype} {entry.stored_text}"
         loaded.append(LoadedTensor(ref.tensor_id, choice.path, decoded.array, stored, decoded.origin_format,
                                    decoded.note, ref.dtype))
     return loaded
@@ -105,16 +104,18 @@ def npu_tensor_ref(path: str, dump, entry, node):
     from precision_tool.alignment import NpuTensorRef
     from precision_tool.alignment.npu_side import input_desc, origin_of
     from precision_tool.formats.dump_file import dtype_label
-    from precision_tool.formats.dump_names import parse_dump_name
+    from precision_tool.formats.dump_names import DumpName, parse_any_dump_name
 
     desc = None
     if node is not None:
         desc = input_desc(node, entry.index) if entry.kind == INPUT else (
             node.output_descs[entry.index] if entry.index < len(node.output_descs) else None)
     fmt, shape, fmt_from, shape_from = origin_of(desc, entry)
-    name = parse_dump_name(os.path.basename(path))
-    op_name = node.name if node is not None else (dump.op_name or (name.op_name if name else os.path.basename(path)))
-    op_type = node.type if node is not None else (name.op_type if name else "")
-    return NpuTensorRef(path, op_name, op_type, entry.kind, entry.index, name.timestamp if name else 0,
+    name = parse_any_dump_name(os.path.basename(path))  # an exception dump's: a Lite name has no op
+    file_op_name = name.op_name if name is not None else ""
+    op_name = node.name if node is not None else (dump.op_name or file_op_name or os.path.basename(path))
+    op_type = node.type if node is not None else (name.op_type if name is not None else "")
+    timestamp = name.timestamp if isinstance(name, DumpName) else 0  # microseconds: normal dump names only
+    return NpuTensorRef(path, op_name, op_type, entry.kind, entry.index, timestamp,
                         dtype_label(entry.dtype_code), entry.shape, fmt, shape, fmt_from, shape_from)
 

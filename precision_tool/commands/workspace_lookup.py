@@ -21,12 +21,13 @@ from __future__ import annotations
 import difflib
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING, Dict, List, Optional, Sequence, Tuple, overload
+from typing import TYPE_CHECKING, Dict, List, Optional, Sequence, Tuple, Union, overload
 
 from precision_tool.commands.registry import Context
 from precision_tool.config import Workspace
 from precision_tool.errors import WorkspaceError
-from precision_tool.formats.dump_names import DumpOp, DumpScan, sanitize_op_name, scan_dump_folder
+from precision_tool.formats.dump_names import (DumpFileRef, DumpOp, DumpScan, ExceptionDumpRef, sanitize_op_name,
+                                              scan_dump_folder)
 from precision_tool.formats.ge_graph import GraphModel, OpNode
 
 if TYPE_CHECKING:  # typing.Literal is Python 3.8+; annotations are never evaluated at run time here
@@ -189,14 +190,16 @@ class WorkspaceLookup:
         return scan.find(op_name) if scan is not None else None
 
     def find_dump_file(self, base_name: str) -> Optional[str]:
-        """The path of the dump file called ``base_name`` somewhere under the run's dump folder."""
+        """The path of the dump file (or exception dump) called ``base_name`` somewhere under the run's dump
+        folder."""
         scan = self.dump_scan(required=False)
         if scan is None:
             return None
-        for op in scan.ops:
-            for ref in (op.latest, *op.superseded):
-                if os.path.basename(ref.path) == base_name or ref.name.file_name == base_name:
-                    return ref.path
+        refs: List[Union[DumpFileRef, ExceptionDumpRef]] = [*scan.exception_dumps]
+        refs += [ref for op in scan.ops for ref in (op.latest, *op.superseded)]
+        for ref in refs:
+            if os.path.basename(ref.path) == base_name or ref.name.file_name == base_name:
+                return ref.path
         return None
 
     # ------------------------------------------------------------------ references

@@ -31,7 +31,7 @@ import numpy as np
 
 from precision_tool.alignment import AlignedPair, NpuTensorRef, NpyTensorRef
 from precision_tool.comparison.result import TensorResult
-from precision_tool.errors import PrecisionToolError
+from precision_tool.errors import DumpFormatError, PrecisionToolError
 from precision_tool.formats.dump_file import DumpFile, read_blob, read_dump_header_cached
 from precision_tool.formats.origin_tensor import read_origin_tensor
 from precision_tool.metrics import DEFAULT_TOLERANCES, TensorComparison, compare_tensors
@@ -124,9 +124,13 @@ class PairComparer:
 
         ``widen=True`` (the compared NPU side): a float tensor whose layout is converted comes back as
         float64, made in the same pass as the layout copy; :func:`compare_tensors` would widen it anyway.
+        A ``DT_UNDEFINED`` tensor (type unknown) raises :class:`DumpFormatError`: it is not compared.
         """
         dump = self.header(ref.path)
         entry = dump.tensor(ref.kind, ref.index)
+        if entry.is_raw_bytes:  # its bytes as int8 (what pt and dc show) mean nothing against a reference
+            raise DumpFormatError(ref.path, f"{entry.label}: data type DT_UNDEFINED (unknown: raw bytes), not "
+                                            "compared")
         if entry.original_shape is None and ref.origin_shape is not None:
             entry = dataclasses.replace(entry, original_shape=tuple(ref.origin_shape))
         dtype = np.float64 if widen and _is_float(entry.storage_dtype) else None

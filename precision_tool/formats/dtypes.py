@@ -5,6 +5,11 @@ and the GE graph (``ge.proto.DataType``), so one table serves both readers.
 
 bfloat16 has no numpy dtype: it is stored as its raw ``uint16`` bits and widened exactly to float32 by
 :func:`bf16_bits_to_float32` (a bf16 value is the upper half of a float32).
+
+``DT_UNDEFINED`` (0) has no numpy dtype either: it means "data type unknown". Lite exception dumps write every
+tensor so, since only the kernel argument's address and size are known. A dump reader takes such a payload as
+raw bytes, :data:`RAW_BYTES_DTYPE` (int8) of the entry's size, as msaccucmp does; :func:`numpy_dtype` still
+says ``None`` for it, so no other reader mistakes 0 for a real type.
 """
 from __future__ import annotations
 
@@ -26,7 +31,8 @@ DTYPE_NAMES: Dict[int, str] = {
 DTYPE_ENUM_NAMES: Dict[int, str] = {num: f"DT_{name}" for num, name in DTYPE_NAMES.items()}
 DTYPE_BY_ENUM_NAME: Dict[str, int] = {name: num for num, name in DTYPE_ENUM_NAMES.items()}
 
-DT_FLOAT, DT_FLOAT16, DT_BF16 = 1, 2, 27
+DT_UNDEFINED, DT_FLOAT, DT_FLOAT16, DT_BF16 = 0, 1, 2, 27
+RAW_BYTES_DTYPE: np.dtype = np.dtype("i1")  # what a DT_UNDEFINED payload is read as: a flat int8 array of its bytes
 
 # number -> numpy dtype (little-endian). bf16 is carried as uint16 bits, see module docstring.
 NUMPY_DTYPES: Dict[int, np.dtype] = {

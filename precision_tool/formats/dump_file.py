@@ -12,6 +12,10 @@ the first ``prod(shape) * itemsize`` bytes of its ``size``; shape ``[]`` is a sc
 empty tensor. Bytes after the last payload are tolerated (``DumpFile.trailing_bytes``), as CANN's
 own comparator does.
 
+A tensor of data type ``DT_UNDEFINED`` (0: every tensor of a Lite exception dump, ``ascend-dump-trees.md`` §3)
+has no known type: it is read as raw bytes, a flat int8 array of its entry's ``size`` whatever shape the
+header gives (:attr:`TensorEntry.is_raw_bytes`, :func:`raw_bytes_note`) -- what msaccucmp converts it to.
+
 :func:`read_dump_header` reads only the length field and the header: payloads stay on disk until
 :func:`read_tensor` asks for one. Every size a header states is checked against the real file size
 before anything is allocated, so a truncated file or a lying header gives one clear
@@ -122,6 +126,26 @@ class TensorEntry:
         return f"{self.kind} {self.index}"
 
     @property
+    def is_raw_bytes(self) -> bool:
+        """True for ``DT_UNDEFINED``: the data type is unknown, the payload is read as :attr:`size` raw bytes
+        (int8, flat)."""
+        return self.dtype_code == dtypes.DT_UNDEFINED
+
+    @property
+    def array_shape(self) -> Tuple[int, ...]:
+        """Shape of the array :func:`read_tensor` returns: :attr:`shape`, or ``(size,)`` for raw bytes."""
+        return (self.size,) if self.is_raw_bytes else self.shape
+
+    @property
+    def stored_text(self) -> str:
+        """The layout and shape as stored, for tables: ``NC1HWC0 [1, 1, 4, 4, 16]``; raw bytes:
+        ``raw 32 bytes``, plus ``(header shape [2, 16])`` when the header gives a shape."""
+        if self.is_raw_bytes:
+            shape = f" (header shape {format_shape(self.shape)})" if self.shape else ""
+            return f"raw {self.size} bytes{shape}"
+        return f"{self.format_name} [{', '.join(str(dim) for dim in self.shape)}]"
+
+    @property
     def dtype_name(self) -> str:
         """CANN enum name, ``"DT_FLOAT16"``."""
         return dtypes.dtype_name(self.dtype_code)
@@ -133,7 +157,10 @@ class TensorEntry:
 
     @property
     def storage_dtype(self) -> Optional[np.dtype]:
-        """numpy dtype of the stored bytes (``uint16`` for bf16); ``None`` if numpy cannot hold them."""
+        """numpy dtype of the stored bytes (``uint16`` for bf16, int8 for raw bytes); ``None`` if numpy cannot
+        hold them."""
+        if self.is_raw_bytes:
+            return dtypes.RAW_BYTES_DTYPE
         return dtypes.numpy_dtype(self.dtype_code)
 
     @property
@@ -145,13 +172,13 @@ class TensorEntry:
 
     @property
     def element_count(self) -> Optional[int]:
-        """``prod(shape)``; ``None`` if astronomically large (see :func:`element_count`)."""
-        return element_count(self.shape)
+        """``prod(array_shape)``; ``None`` if astronomically large (see :func:`element_count`)."""
+        return element_count(self.array_shape)
 
     @property
     def nbytes(self) -> Optional[int]:
-        """Bytes the tensor needs, ``prod(shape) * itemsize``; ``None`` if the dtype is not supported
-        or the shape is astronomically large."""
+        """Bytes the tensor needs, ``prod(shape) * itemsize`` (``size`` for raw bytes); ``None`` if the dtype is
+        not supported or the shape is astronomically large."""
         storage = self.storage_dtype
         count = self.element_count
         if storage is None or count is None:
@@ -409,7 +436,8 @@ def read_tensor(dump_file: DumpFile, entry: TensorEntry) -> np.ndarray:
     -------
     numpy.ndarray
         A writable array in the STORED shape and layout (e.g. NC1HWC0 5-D; no conversion). bf16 is
-        widened exactly to float32; bool bytes are taken as they are.
+        widened exactly to float32; bool bytes are taken as they are. A ``DT_UNDEFINED`` tensor is its
+        ``size`` raw bytes as a flat int8 array (:attr:`TensorEntry.array_shape`).
 
     Raises
     ------
@@ -424,10 +452,21 @@ def read_tensor(dump_file: DumpFile, entry: TensorEntry) -> np.ndarray:
     nbytes = _check_tensor_fits(dump_file.path, entry)
     assert nbytes is not None  # the storage dtype is known and _check_tensor_fits refused a too-large shape
     payload = _read_payload(dump_file, entry.offset, nbytes)
-    array = np.frombuffer(payload, dtype=storage).reshape(entry.shape)
+    array = np.frombuffer(payload, dtype=storage).reshape(entry.array_shape)
     if entry.dtype_code == dtypes.DT_BF16:
         return dtypes.bf16_bits_to_float32(array)
     return array
+
+
+def raw_bytes_note(entry: TensorEntry) -> str:
+    """The note every reader gives a ``DT_UNDEFINED`` tensor (``""`` for any other).
+
+    >>> raw_bytes_note(TensorEntry(INPUT, 0, 0, 0, (), None, 32, 26))
+    'data type unknown (DT_UNDEFINED): its 32 bytes as int8, as msaccucmp converts them'
+    """
+    if not entry.is_raw_bytes:
+        return ""
+    return f"data type unknown (DT_UNDEFINED): its {entry.size} bytes as int8, as msaccucmp converts them"
 
 
 def read_blob(dump_file: DumpFile, entry: Union[BlobEntry, TensorEntry]) -> bytes:

@@ -6,6 +6,22 @@ timestamp is 16 digits (microseconds). Newer CANN versions (FFTS+ tasks) append 
 numeric fields (task type, ..., context id, thread id); they are kept in :attr:`DumpName.extra`.
 Overflow records are ``Opdebug.Node_OpDebug.{task_id}.{stream_id}.{timestamp}``.
 
+Exception dumps (``enable_exception_dump``, ``ascend-dump-trees.md`` §3: the tensors of an op that raised an AI
+Core error, written to ``{root}/extra-info/data-dump/{device_id}/``) are a kind of their own,
+:class:`ExceptionDumpName`, parsed by :func:`parse_exception_dump_name`:
+
+* Lite (mode 2): ``exception_info.{stream_id}.{task_id}.{timestamp}`` -- stream id first, then task id; the
+  timestamp is 16 digits of microseconds since the epoch (2024 builds) or 17 digits ``YYYYMMDDhhmmssmmm``
+  (current code). Every tensor in them is ``DT_UNDEFINED`` (raw bytes).
+* mode 1: ``{op_type}.{op_name}.{task_id}.{timestamp}`` -- no stream id; FFTS+ tasks append up to four numeric
+  fields (``.4.{ctx}.{thread}``). Its tensors carry their real data types. The op name must be one field (file
+  names carry it sanitised, without dots): ``Add.op.x.1.{timestamp}`` is a normal dump name with a bad task id,
+  not op ``op.x``. A name that parses as a normal dump name (``{op_type}.{op_name}.{task_id}.{stream_id}.
+  {timestamp}``) is a normal dump: that reading wins.
+
+The other Lite variants (``{kernel}.{stream}.{task}.{coreType}.{coreId}.{time}``, ``*.core``,
+``*.custom.{time}``) are not recognised.
+
 A name of 255 bytes or more cannot be a Linux file name: the file is then named by a decimal hash
 and a ``mapping.csv`` row ``hash,original_name`` in the same folder gives the real name.
 
@@ -13,7 +29,9 @@ Parsing works from the right, so an op name that still holds dots is recovered w
 timestamp is the right-most 16-digit field followed only by at most four numeric fields and
 preceded by two numeric fields (task id, stream id); the first field is the op type and
 everything between is the op name. Only a name without any 16-digit field falls back to "the
-last three fields are task id, stream id, timestamp".
+last three fields are task id, stream id, timestamp" -- and not one with a 17-digit field either, which is an
+exception dump's calendar timestamp (``Add.x.7.20250611171538370.4.3.0`` is a mode-1 FFTS+ exception dump, not
+op ``x.7.20250611171538370`` with task 4, stream 3).
 """
 from __future__ import annotations
 
@@ -23,6 +41,7 @@ import io
 import os
 import re
 from dataclasses import dataclass
+from datetime import datetime, timedelta
 from typing import Dict, List, Optional, Sequence, Tuple, Union
 
 from precision_tool.errors import DumpFormatError, WorkspaceError
@@ -35,6 +54,8 @@ TIMESTAMP_DIGITS = 16
 MAX_EXTRA_FIELDS = 4
 OPDEBUG_OP_TYPE = "Opdebug"
 OPDEBUG_OP_NAME = "Node_OpDebug"
+EXCEPTION_DUMP_PREFIX = "exception_info"  # Lite exception dumps: exception_info.{stream}.{task}.{timestamp}
+CALENDAR_TIMESTAMP_DIGITS = 17  # YYYYMMDDhhmmssmmm, the Lite timestamp of current CANN code
 # Side files found in dump trees (converted tensors, mappings, reports): never dumps.
 SIDE_FILE_SUFFIXES = (".npy", ".csv", ".json", ".txt")
 _SANITISED = re.compile(r"[/.\\ ]")
@@ -97,7 +118,8 @@ def _timestamp_index(fields: Sequence[str]) -> Optional[int]:
                 return index
         if not _is_number(fields[index]):
             break  # a timestamp is only ever followed by numbers
-    has_timestamp_like_field = any(len(field) == TIMESTAMP_DIGITS and _is_number(field) for field in fields[2:])
+    has_timestamp_like_field = any(len(field) in (TIMESTAMP_DIGITS, CALENDAR_TIMESTAMP_DIGITS) and _is_number(field)
+                                   for field in fields[2:])
     if not has_timestamp_like_field and all(_is_number(field) for field in fields[-3:]):
         return last
     return None
@@ -125,6 +147,119 @@ def parse_dump_name(file_name: str) -> Optional[DumpName]:
                     extra=tuple(int(field) for field in fields[index + 1:]))
 
 
+@dataclass(frozen=True)
+class ExceptionDumpName:
+    """The fields of an exception dump's file name (see the module docstring for both forms).
+
+    Attributes
+    ----------
+    task_id : the task that raised the AI Core error.
+    stream_id : its stream (Lite names); ``None`` for mode-1 names, which carry none.
+    timestamp : the timestamp field as a number: microseconds since the epoch (16 digits) or the digits of
+        ``YYYYMMDDhhmmssmmm`` (17 digits); :attr:`time_text` puts either in words.
+    op_type, op_name : mode-1 names only (``op_name`` as written, sanitised); ``""`` for Lite names.
+    extra : mode-1 FFTS+ fields after the timestamp.
+    timestamp_digits : how many digits the timestamp field has (16 or 17 for the known forms).
+    """
+
+    task_id: int
+    timestamp: int
+    stream_id: Optional[int] = None
+    op_type: str = ""
+    op_name: str = ""
+    extra: Tuple[int, ...] = ()
+    timestamp_digits: int = TIMESTAMP_DIGITS
+
+    @property
+    def lite(self) -> bool:
+        """True for ``exception_info.{stream}.{task}.{timestamp}`` (raw-byte tensors)."""
+        return self.stream_id is not None
+
+    @property
+    def when(self) -> Optional[datetime]:
+        """The timestamp as a naive :class:`~datetime.datetime`: UTC for a microsecond epoch, as written (the
+        device's clock) for ``YYYYMMDDhhmmssmmm``; ``None`` when it is neither (or not a real date)."""
+        if self.timestamp_digits == TIMESTAMP_DIGITS:
+            return datetime(1970, 1, 1) + timedelta(microseconds=self.timestamp)
+        if self.timestamp_digits == CALENDAR_TIMESTAMP_DIGITS:
+            text = f"{self.timestamp:0{CALENDAR_TIMESTAMP_DIGITS}d}"
+            try:
+                return datetime.strptime(text[:14], "%Y%m%d%H%M%S") + timedelta(milliseconds=int(text[14:]))
+            except ValueError:
+                return None
+        return None
+
+    @property
+    def time_text(self) -> str:
+        """``2024-06-04 08:20:51.810963 UTC`` (microsecond epoch), ``2025-06-11 17:15:38.370`` (calendar form, no
+        time zone known), else the digits as written.
+
+        >>> ExceptionDumpName(3, 20250611171538370, 2, timestamp_digits=17).time_text
+        '2025-06-11 17:15:38.370'
+        """
+        when = self.when
+        if when is None:
+            return self.timestamp_text
+        if self.timestamp_digits == TIMESTAMP_DIGITS:
+            return when.strftime("%Y-%m-%d %H:%M:%S.%f") + " UTC"
+        return when.strftime("%Y-%m-%d %H:%M:%S.%f")[:-3]
+
+    @property
+    def timestamp_text(self) -> str:
+        """The timestamp field as written (zero-padded to :attr:`timestamp_digits`)."""
+        return f"{self.timestamp:0{self.timestamp_digits}d}"
+
+    @property
+    def file_name(self) -> str:
+        """The name back in file form."""
+        if self.lite:
+            return f"{EXCEPTION_DUMP_PREFIX}.{self.stream_id}.{self.task_id}.{self.timestamp_text}"
+        fields = [self.op_type, self.op_name, str(self.task_id), self.timestamp_text,
+                  *(str(value) for value in self.extra)]
+        return ".".join(fields)
+
+    def to_dict(self) -> dict:
+        return {"form": "lite" if self.lite else "mode1", "stream_id": self.stream_id, "task_id": self.task_id,
+                "timestamp": self.timestamp_text, "time": self.time_text, "op_type": self.op_type or None,
+                "op_name": self.op_name or None}
+
+
+def _is_exception_timestamp(text: str) -> bool:
+    return len(text) in (TIMESTAMP_DIGITS, CALENDAR_TIMESTAMP_DIGITS) and _is_number(text)
+
+
+def parse_exception_dump_name(file_name: str) -> Optional[ExceptionDumpName]:
+    """Parse an exception dump's file name (a base name); ``None`` if it is not one.
+
+    A Lite name is exactly four fields, ``exception_info`` and three numbers; its timestamp may have any length
+    (1 to 20 digits). A mode-1 name needs a 16- or 17-digit timestamp, a numeric task id before it, an op type
+    and a one-field op name before that, and must not parse as a normal dump name (:func:`parse_dump_name`
+    wins).
+
+    >>> name = parse_exception_dump_name("exception_info.13.3.1717489251810963")
+    >>> name.stream_id, name.task_id, name.lite, name.time_text
+    (13, 3, True, '2024-06-04 08:20:51.810963 UTC')
+    >>> parse_exception_dump_name("Add.add_1.3.20250611171538370").op_name
+    'add_1'
+    >>> parse_exception_dump_name("Add.add_1.3.2.1717489251810963") is None  # a normal dump name
+    True
+    """
+    fields = file_name.split(".")
+    if fields[0] == EXCEPTION_DUMP_PREFIX:
+        if len(fields) != 4 or not all(_is_number(field) for field in fields[1:]):
+            return None
+        return ExceptionDumpName(task_id=int(fields[2]), timestamp=int(fields[3]), stream_id=int(fields[1]),
+                                 timestamp_digits=len(fields[3]))
+    if len(fields) < 4 or not fields[0] or parse_dump_name(file_name) is not None:
+        return None
+    op_type, op_name, task_id, timestamp, *trailing = fields
+    if op_name and _is_number(task_id) and _is_exception_timestamp(timestamp) \
+            and len(trailing) <= MAX_EXTRA_FIELDS and all(_is_number(field) for field in trailing):
+        return ExceptionDumpName(task_id=int(task_id), timestamp=int(timestamp), op_type=op_type, op_name=op_name,
+                                 extra=tuple(int(field) for field in trailing), timestamp_digits=len(timestamp))
+    return None
+
+
 def read_mapping(folder: Union[str, os.PathLike]) -> Dict[str, str]:
     """``{hashed file name: original file name}`` from ``folder/mapping.csv``; ``{}`` if absent.
 
@@ -148,12 +283,19 @@ def read_mapping(folder: Union[str, os.PathLike]) -> Dict[str, str]:
     return mapping
 
 
-def dump_name_of_file(path: Union[str, os.PathLike]) -> DumpName:
-    """The :class:`DumpName` of one explicitly given file, resolving a hashed name through the
-    ``mapping.csv`` beside it. Raises :class:`DumpFormatError` when the name is not a dump name."""
+def parse_any_dump_name(file_name: str) -> Optional[Union[DumpName, ExceptionDumpName]]:
+    """:func:`parse_dump_name`, else :func:`parse_exception_dump_name`; ``None`` if the name is neither."""
+    name = parse_dump_name(file_name)
+    return name if name is not None else parse_exception_dump_name(file_name)
+
+
+def dump_name_of_file(path: Union[str, os.PathLike]) -> Union[DumpName, ExceptionDumpName]:
+    """The :class:`DumpName` (or, for an exception dump, :class:`ExceptionDumpName`) of one explicitly given
+    file, resolving a hashed name through the ``mapping.csv`` beside it. Raises :class:`DumpFormatError` when
+    the name is neither."""
     path = os.fspath(path)
     base = os.path.basename(path)
-    name = parse_dump_name(base)
+    name = parse_any_dump_name(base)
     if name is not None:
         return name
     try:
@@ -161,10 +303,11 @@ def dump_name_of_file(path: Union[str, os.PathLike]) -> DumpName:
     except DumpFormatError as error:
         raise DumpFormatError(path, f"file name {base!r} is not a dump name and the mapping.csv that could "
                                     f"resolve a hashed name cannot be read ({error.cause})") from None
-    name = parse_dump_name(resolved)
+    name = parse_any_dump_name(resolved)
     if name is None:
         raise DumpFormatError(
-            path, f"file name {resolved!r} is not {{op_type}}.{{op_name}}.{{task_id}}.{{stream_id}}.{{timestamp}}",
+            path, f"file name {resolved!r} is not {{op_type}}.{{op_name}}.{{task_id}}.{{stream_id}}.{{timestamp}} "
+                  f"nor an exception dump's {EXCEPTION_DUMP_PREFIX}.{{stream_id}}.{{task_id}}.{{timestamp}}",
             "rename it, or list hashed names in mapping.csv")
     return name
 
@@ -221,6 +364,15 @@ class DumpFileRef:
 
 
 @dataclass(frozen=True)
+class ExceptionDumpRef:
+    """An exception dump found on disk (see :class:`DumpFileRef` for ``stored_name``)."""
+
+    path: str
+    name: ExceptionDumpName
+    stored_name: Optional[str] = None
+
+
+@dataclass(frozen=True)
 class DumpOp:
     """Every dump of one op (same op type and name): ``latest`` is the one to compare,
     ``superseded`` the older executions, newest first."""
@@ -246,6 +398,8 @@ class DumpScan:
     unresolved : ``(path, message)`` of each file not named like a dump in a folder whose ``mapping.csv``
         could not be read: a hashed dump, probably, that is lost unless the mapping is repaired -- unusable
         input, not a stray file (these paths are in ``unrecognised`` too).
+    exception_dumps : every exception dump (the tensors of an op that raised an AI Core error), oldest first
+        (by :attr:`ExceptionDumpName.when`, then path); never among ``ops``: they are not compared.
     """
 
     root: str
@@ -254,6 +408,7 @@ class DumpScan:
     unrecognised: Tuple[str, ...]
     unreadable: Tuple[str, ...]
     unresolved: Tuple[Tuple[str, str], ...] = ()
+    exception_dumps: Tuple[ExceptionDumpRef, ...] = ()
 
     def find(self, op_name: str) -> Optional[DumpOp]:
         """The op whose name (raw GE name or sanitised) matches, or ``None``."""
@@ -302,7 +457,7 @@ def scan_dump_folder(root: Union[str, os.PathLike]) -> DumpScan:
     Dot files (temporary files) and side files (``.npy``, ``.csv``, ``.json``, ``.txt``) are
     skipped. Hashed names are resolved through each folder's own ``mapping.csv``. Dumps are grouped
     by ``(op_type, op_name)``; the latest timestamp wins (ties broken by path) and the rest are kept
-    in :attr:`DumpOp.superseded`. Opdebug overflow records are listed apart.
+    in :attr:`DumpOp.superseded`. Opdebug overflow records and exception dumps are listed apart.
 
     Raises :class:`WorkspaceError` if ``root`` is not a folder.
     """
@@ -313,6 +468,7 @@ def scan_dump_folder(root: Union[str, os.PathLike]) -> DumpScan:
     unrecognised: List[str] = []
     unreadable: List[str] = []
     unresolved: List[Tuple[str, str]] = []
+    exceptions: List[ExceptionDumpRef] = []
     for folder, files in _walk_files(root, unreadable):
         mapping: Dict[str, str] = {}
         mapping_error = None
@@ -327,6 +483,10 @@ def scan_dump_folder(root: Union[str, os.PathLike]) -> DumpScan:
             real_name = mapping.get(file_name, file_name)
             name = parse_dump_name(real_name)
             path = os.path.join(folder, file_name)
+            exception = parse_exception_dump_name(real_name) if name is None else None
+            if exception is not None:
+                exceptions.append(ExceptionDumpRef(path, exception, file_name if real_name != file_name else None))
+                continue
             if name is None:
                 unrecognised.append(path)
                 if mapping_error is not None:
@@ -337,7 +497,15 @@ def scan_dump_folder(root: Union[str, os.PathLike]) -> DumpScan:
     return DumpScan(root=root, ops=_group_by_op(ref for ref in found if not ref.name.is_opdebug),
                     overflow_records=tuple(sorted((ref for ref in found if ref.name.is_opdebug),
                                                   key=lambda ref: (ref.name.timestamp, ref.path))),
-                    unrecognised=tuple(unrecognised), unreadable=tuple(unreadable), unresolved=tuple(unresolved))
+                    unrecognised=tuple(unrecognised), unreadable=tuple(unreadable), unresolved=tuple(unresolved),
+                    exception_dumps=tuple(sorted(exceptions, key=exception_dump_order)))
+
+
+def exception_dump_order(ref: ExceptionDumpRef) -> Tuple[datetime, str]:
+    """Sort key of exception dumps, oldest first; a timestamp in no known form sorts last; ties by path. (A
+    microsecond epoch is UTC and a calendar timestamp the device's clock: across the two forms the order is
+    only as good as the device's time zone is close to UTC.)"""
+    return (ref.name.when or datetime.max, ref.path)
 
 
 def _group_by_op(refs) -> Tuple[DumpOp, ...]:

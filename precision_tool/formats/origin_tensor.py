@@ -13,6 +13,11 @@ NCHW, so an unset field and NCHW look alike. The origin format is therefore chos
 
 Plain formats (ND, NCHW, NHWC, ...) are only reshaped to the original shape when the element counts agree.
 A device-layout tensor without an original shape is returned as stored, with a note saying why.
+
+A ``DT_UNDEFINED`` tensor (data type unknown: Lite exception dumps) is never converted: it comes back as its raw
+bytes, a flat int8 array of the entry's size, in layout ``ND``, with :func:`~.dump_file.raw_bytes_note` as its
+note -- whatever format, shape or original shape the header gives, since those describe elements of an unknown
+type.
 """
 from __future__ import annotations
 
@@ -23,7 +28,9 @@ import numpy as np
 
 from precision_tool.errors import LayoutError
 from precision_tool.formats import layouts
-from precision_tool.formats.dump_file import DumpFile, TensorEntry, read_tensor
+from precision_tool.formats.dump_file import DumpFile, TensorEntry, raw_bytes_note, read_tensor
+
+RAW_BYTES_LAYOUT = "ND"  # the layout of a DT_UNDEFINED tensor as read: a flat array of its bytes
 
 # Stored (device) format -> origin formats to try, most likely for a TensorFlow model first.
 CANDIDATES = {
@@ -88,9 +95,13 @@ def read_origin_tensor(dump_file: DumpFile, entry: TensorEntry, origin_format: O
     ``keep_layout=True`` returns the stored array untouched. ``dtype`` is only for a device layout that is
     converted: the converted array is built in that dtype in the same pass as the layout copy (the
     comparison asks for float64, which it would otherwise make with a second pass); every other array keeps
-    the stored dtype. Raises :class:`LayoutError` when the shapes contradict each other, and the dump
-    reader's errors for unreadable payloads.
+    the stored dtype. A ``DT_UNDEFINED`` tensor is returned as raw bytes with a note (module docstring). Raises
+    :class:`LayoutError` when the shapes contradict each other, and the dump reader's errors for unreadable
+    payloads.
     """
+    if entry.is_raw_bytes:
+        return OriginTensor(read_tensor(dump_file, entry), RAW_BYTES_LAYOUT, converted=False,
+                            note=raw_bytes_note(entry))
     stored_format = layouts.format_of(entry.format_code)
     array = read_tensor(dump_file, entry)
     if keep_layout:

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from typing import Optional
 
+from precision_tool.reports.exception_report import add_exception_dumps
 from precision_tool.reports.fusion_report import add_fusion_comparison, add_passes
 from precision_tool.reports.overflow_report import add_casts, add_dump_scan, add_overflow_records
 from precision_tool.reports.report import Report
@@ -14,6 +15,7 @@ def add_overflow_section(report: Report, section, limit: int) -> None:
         report.add_text(*section.notes)
     add_dump_scan(report, section.scan, limit)
     add_casts(report, section.casts, limit)
+    add_exception_dumps(report, section.exception_dumps, limit)
 
 
 def add_fusion_section(report: Report, section, limit: int) -> None:

@@ -77,7 +77,8 @@ def test_explicit_file_with_a_bad_name_is_an_error(tmp_path):
     with pytest.raises(DumpFormatError) as caught:
         dump_name_of_file(path)
     assert str(caught.value) == (f"{path}: file name 'notes.bin' is not {{op_type}}.{{op_name}}.{{task_id}}."
-                                 "{stream_id}.{timestamp} (rename it, or list hashed names in mapping.csv)")
+                                 "{stream_id}.{timestamp} nor an exception dump's exception_info.{stream_id}."
+                                 "{task_id}.{timestamp} (rename it, or list hashed names in mapping.csv)")
 
 
 # --------------------------------------------------------------------------------------------- building
