@@ -47,23 +47,26 @@ NANO_MAGIC = 0x5A5A5A5A
 # Beyond this many bits of sum(bit_length(dim)) the element count is not worth computing exactly:
 # the product is then at least 2**64, more than any file can hold.
 _MAX_EXACT_COUNT_BITS = 128
+_MAX_EMPTY_SHAPE_PRODUCT = 2 ** 58  # times the largest item size (16) stays below numpy's 2**63
 
 
 def element_count(shape: Sequence[int]) -> Optional[int]:
     """``prod(shape)`` without building astronomically large integers.
 
     Returns ``0`` if any dim is 0, ``1`` for the scalar shape ``()``, and ``None`` when the product
-    is certainly above ``2**64`` (a lying header). Dims of 1 cost nothing, so a shape of a million
-    ones is fine.
+    is certainly above ``2**64`` (a lying header) -- or, for a shape with a zero dim, when the product of
+    its other dims is above ``2**58``: numpy refuses a shape whose other dims times the item size pass
+    ``2**63`` even for an empty array ("array is too big"), and no real tensor comes near. Dims of 1 cost nothing, so a shape of a million ones is fine.
     """
-    if any(dim == 0 for dim in shape):
-        return 0
-    bits = sum(dim.bit_length() for dim in shape if dim > 1)
+    nonzero = [dim for dim in shape if dim != 0]
+    bits = sum(dim.bit_length() for dim in nonzero if dim > 1)
     if bits > _MAX_EXACT_COUNT_BITS:
         return None
     count = 1
-    for dim in shape:
+    for dim in nonzero:
         count *= dim
+    if len(nonzero) < len(shape):
+        return 0 if count <= _MAX_EMPTY_SHAPE_PRODUCT else None
     return count
 
 
