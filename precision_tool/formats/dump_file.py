@@ -56,7 +56,8 @@ def element_count(shape: Sequence[int]) -> Optional[int]:
     Returns ``0`` if any dim is 0, ``1`` for the scalar shape ``()``, and ``None`` when the product
     is certainly above ``2**64`` (a lying header) -- or, for a shape with a zero dim, when the product of
     its other dims is above ``2**58``: numpy refuses a shape whose other dims times the item size pass
-    ``2**63`` even for an empty array ("array is too big"), and no real tensor comes near. Dims of 1 cost nothing, so a shape of a million ones is fine.
+    ``2**63`` even for an empty array ("array is too big"), and no real tensor comes near. Dims of 1 cost
+    nothing, so a shape of a million ones is fine.
     """
     nonzero = [dim for dim in shape if dim != 0]
     bits = sum(dim.bit_length() for dim in nonzero if dim > 1)
