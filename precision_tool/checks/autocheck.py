@@ -204,7 +204,9 @@ def _load_build_graph(folder: str, dump_folder: str, notes: list):
     try:
         choice = choose_build_graph(folder, device_id=dump_device_id(dump_folder))
         notes.extend(choice.notes)
-        return read_ge_graph(choice.path), os.fspath(choice.path)
+        model = read_ge_graph(choice.path)
+        notes.extend(model.notes)
+        return model, os.fspath(choice.path)
     except PrecisionToolError as error:
         notes.append(f"Build graph not read: {error}")
         return None, ""

@@ -142,9 +142,11 @@ class WorkspaceLookup:
         signature = _signature(path)
         cached = self._graphs.get(os.fspath(path))
         if cached is not None and cached[0] == signature:
-            return cached[1]
-        model = read_ge_graph(path)
-        self._graphs[os.fspath(path)] = (signature, model)
+            model = cached[1]
+        else:
+            model = read_ge_graph(path)
+            self._graphs[os.fspath(path)] = (signature, model)
+        self.graph_notes = tuple(dict.fromkeys(self.graph_notes + model.notes))  # what the file could not carry
         return model
 
     def find_op(self, name: str, graph_name: Optional[str] = None) -> OpNode:

@@ -77,7 +77,9 @@ def align_request(request: CompareRequest) -> AlignedRequest:
     reference_graph = load_graph(reference_graph_file)
     alignment = align(request.npu_dir, request.reference, graph, mode=request.mode,
                       reference_graph=reference_graph)
-    return AlignedRequest(request, alignment, graph, time.perf_counter() - started, notes + reference_notes)
+    read_notes = tuple(note for model in (graph, reference_graph) for note in getattr(model, "notes", ()))
+    return AlignedRequest(request, alignment, graph, time.perf_counter() - started,
+                          notes + reference_notes + read_notes)
 
 
 def compare_aligned(aligned: AlignedRequest, progress: Optional[Progress] = None,

@@ -407,6 +407,9 @@ class GraphModel:
     version: int = 0
     custom_version: str = ""
     attrs: Mapping[str, Any] = field(default_factory=dict, hash=False)
+    notes: Tuple[str, ...] = field(default=(), compare=False)
+    """What the file it was read from could not carry into the model (the ONNX form's gaps), one line each
+    naming the file; not part of the model's value."""
 
     def __post_init__(self):
         object.__setattr__(self, "graphs", tuple(self.graphs))

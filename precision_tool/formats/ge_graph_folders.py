@@ -11,7 +11,8 @@ tree (``{dump_path}/{time}/{device_id}/{model_name}/...``); the pid ties the fol
 
 The rule (:func:`choose_build_graph`), so that graphs of different processes or devices are never mixed:
 
-1. Candidates: ``DUMP_GRAPH_PATH`` itself when it directly holds ``ge_proto_*_Build.txt`` files, and each
+1. Candidates: ``DUMP_GRAPH_PATH`` itself when it directly holds Build files (``ge_proto_*_Build.txt``, or the
+   ONNX form ``ge_onnx_*_Build.pbtxt`` when no ge_proto file holds the same graph), and each
    ``pid_{pid}_deviceid_{n}`` / ``{pid}_{n}`` sub-folder that does. Exactly one folder is read.
 2. With a graph name (``-g NAME``), only the folders holding a Build graph whose root graph has that name.
 3. When the command knows the dump's device (the one ``{device_id}`` of the NPU dump tree), the folders of that
@@ -33,9 +34,12 @@ import re
 import stat
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Dict, Iterable, List, Optional, Sequence, Set, Tuple
+from typing import TYPE_CHECKING, Dict, Iterable, List, Optional, Sequence, Set, Tuple
 
 from precision_tool.errors import GraphFormatError, WorkspaceError
+
+if TYPE_CHECKING:  # pragma: no cover - ge_io imports this module
+    from precision_tool.formats.ge_io import BuildGraphName
 
 # pid_{pid}_deviceid_{deviceid} (CANN 8.5+) or {pid}_{deviceid} (CANN 8.0); ASCII digits, at most 10 (a pid or
 # device id is below 2**32): a longer run is a look-alike name, never int()'s 4,300-digit limit.
@@ -102,17 +106,21 @@ class BuildGraphChoice:
 def build_files_in(folder: str, problems: Optional[List[str]] = None) -> List[Tuple[int, int, Path]]:
     """``(mtime_ns, index, path)`` of each Build graph file directly in ``folder``, newest first.
 
-    Only regular files count (a symlink to one too). Entries named like a Build file that are something else
-    (a FIFO, a device such as a symlink to ``/dev/zero``, a folder) or cannot be examined (a symlink loop, a
-    dangling link) are skipped, with a note in ``problems`` when given. Raises :class:`WorkspaceError` when
-    ``folder`` is not a folder or cannot be listed.
+    Build files are ``ge_proto_*_Build.txt`` and the ONNX form GE writes beside them, ``ge_onnx_*_Build.pbtxt``
+    (:func:`~precision_tool.formats.ge_io.parse_build_graph_name`). An ONNX file is left out when a ge_proto file
+    of the same dump index (and graph id, when both names have one) is there: the two hold the same graph, and
+    only ge_proto keeps string attributes at every DUMP_GE_GRAPH level. Only regular files count (a symlink to
+    one too). Entries named like a Build file that are something else (a FIFO, a device such as a symlink to
+    ``/dev/zero``, a folder) or cannot be examined (a symlink loop, a dangling link) are skipped, with a note in
+    ``problems`` when given. Raises :class:`WorkspaceError` when ``folder`` is not a folder or cannot be listed.
     """
-    from precision_tool.formats.ge_io import BUILD_GRAPH_NAME
+    from precision_tool.formats.ge_io import parse_build_graph_name
 
     found = []
+    names: Dict[str, "BuildGraphName"] = {}
     for entry in _list(folder):
-        match = BUILD_GRAPH_NAME.match(entry.name)
-        if not match:
+        name = parse_build_graph_name(entry.name)
+        if name is None:
             continue
         try:
             info = entry.stat()
@@ -122,9 +130,21 @@ def build_files_in(folder: str, problems: Optional[List[str]] = None) -> List[Tu
         if not stat.S_ISREG(info.st_mode):
             _note(problems, f"{entry.path}: skipped, {_kind(info.st_mode)}, not a regular file")
             continue
-        found.append((info.st_mtime_ns, int(match.group(1)), Path(entry.path)))
+        found.append((info.st_mtime_ns, name.index, Path(entry.path)))
+        names[entry.path] = name
+    proto_names = [name for name in names.values() if name.form == "ge_proto"]
+    found = [item for item in found if not _has_proto_twin(names[os.fspath(item[2])], proto_names)]
     found.sort(reverse=True)
     return found
+
+
+def _has_proto_twin(name: "BuildGraphName", proto_names: Sequence["BuildGraphName"]) -> bool:
+    """Whether ``name`` is an ONNX Build file whose graph a ge_proto file of ``proto_names`` also holds: same
+    dump index, and same graph id unless one of the names has none (ge_proto names before late 2023)."""
+    if name.form != "ge_onnx":
+        return False
+    return any(proto.index == name.index and (None in (proto.graph_id, name.graph_id) or
+                                              proto.graph_id == name.graph_id) for proto in proto_names)
 
 
 def _note(problems: Optional[List[str]], line: str) -> None:

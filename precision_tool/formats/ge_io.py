@@ -1,13 +1,16 @@
-"""Read and write GE graph dumps: protobuf text (``ge_proto_*_Build.txt``) and GE's JSON form.
+"""Read and write GE graph dumps: protobuf text (``ge_proto_*_Build.txt``) and GE's JSON form; read GE's ONNX text
+(``ge_onnx_*_Build.pbtxt``, :mod:`precision_tool.formats.ge_onnx`) too.
 
 >>> from precision_tool.formats.ge_graph import Graph, GraphModel, OpNode
 >>> model = GraphModel((Graph("ge_default_1", (OpNode("x", "Data"),)),))
 >>> parse_ge_graph(ge_graph_to_text(model)) == parse_ge_graph(json.dumps(ge_graph_to_json(model))) == model
 True
 
-Readers sniff the form (JSON starts with ``{``), so one call reads either. Every problem with a file's
-content is a :class:`GraphFormatError` naming the file and where in it (line and column for text, the
-JSON path for JSON); a missing file or folder is a :class:`WorkspaceError`. Writers replace the target
+Readers sniff the form (JSON starts with ``{``; ONNX text by its first fields or a ``.pbtxt`` name), so one call
+reads any. Every problem with a file's content is a :class:`GraphFormatError` naming the file and where in it
+(line and column for text, the JSON path for JSON); so is a file that holds no op at all (an empty graph is never
+a silent success). A missing file or folder is a :class:`WorkspaceError`. What the ONNX form cannot carry is
+said in notes (:attr:`GraphModel.notes`, naming the file), which commands show. Writers replace the target
 atomically (temporary file in the same folder, then ``os.replace``).
 
 Files are opened with :func:`precision_tool.fileio.open_input` (regular files of at most
@@ -22,13 +25,16 @@ import itertools
 import json
 import os
 import re
+from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import IO, Any, Callable, Iterable, Iterator, List, Optional, Union
+from typing import IO, Any, Callable, Iterable, Iterator, List, Optional, Tuple, Union
 
 from precision_tool.errors import GraphFormatError, WorkspaceError
 from precision_tool.fileio import TEXT_LIMIT, atomic_write, open_input
 from precision_tool.formats.ge_graph import Graph, GraphModel, OpNode
 from precision_tool.formats.ge_json_codec import json_to_message, load_json_text, message_to_json
+from precision_tool.formats.ge_onnx import (HEAD_LINES, OnnxModel, looks_like_onnx_text, model_from_onnx,
+                                            parse_onnx_lines)
 from precision_tool.formats.ge_proto_codec import (MessageReader, fill_graph, fill_op, model_from_message,
                                                   model_to_message)
 from precision_tool.formats.ge_schema import ge_messages
@@ -36,27 +42,73 @@ from precision_tool.formats.ge_text import NotCanonicalText, format_ge_text, par
 
 PathLike = Union[str, "os.PathLike[str]"]
 
-# ge_proto_00000123_Build.txt, ge_proto_00123_Build.txt, ge_proto_00000123_graph_1_Build.txt; but not
-# the ..._PreRunAfterBuild.txt stage.
-BUILD_GRAPH_NAME = re.compile(r"ge_proto_([0-9]{5}|[0-9]{8})_(?:\S*_)?Build\.txt\Z")
+# ge_proto_00000123_Build.txt, ge_proto_00123_Build.txt, ge_proto_00000123_graph_1_Build.txt, and the ONNX form
+# beside them, ge_onnx_00000123_graph_1_Build.pbtxt / ge_onnx_00000123_aclop_graph_1_Build.pbtxt; but not the
+# ..._PreRunAfterBuild stage.
+BUILD_GRAPH_NAME = re.compile(r"ge_(?:proto_(?P<proto>[0-9]{5}|[0-9]{8})_(?:\S*_)?Build\.txt"
+                              r"|onnx_(?P<onnx>[0-9]{5}|[0-9]{8})_(?:\S*_)?Build\.pbtxt)\Z")
+_GRAPH_ID_IN_NAME = re.compile(r"_graph_([0-9]{1,10})_")
 _ROOT_GRAPH_NAME_IN_HEAD = re.compile(r'(?m)^[ \t]*graph[ \t]*\{\s*name:[ \t]*"((?:[^"\\\n]|\\.)*)"')
+# GE prints an ONNX graph's name after its nodes, followed only by the graph's input / output value infos (blocks
+# of lines indented deeper), then the "}" closing the file's graph block.
+_ROOT_GRAPH_NAME_IN_ONNX_TAIL = re.compile(r'\n  name: "((?:[^"\\\n]|\\.)*)"\n'
+                                           r'(?:  (?:input|output) \{\n(?:   [^\n]*\n)*?  \}\n)*\}\s*\Z')
 _HEAD_BYTES = 4096
 GRAPH_FILE_LIMIT = TEXT_LIMIT
 """The largest GE graph file read (bytes): a 200,000-op Build graph is about 130 MB."""
 BUILD_GRAPH_HINT = "GE writes it when DUMP_GE_GRAPH=2, DUMP_GRAPH_LEVEL=3 and DUMP_GRAPH_PATH=<folder> are set"
 _NOT_UTF8_HINT = "a GE graph dump is UTF-8 text"
+_NO_OPS_HINT = "a GE graph dump lists its ops as 'op { ... }' (ge_proto) or 'node { ... }' (ONNX) blocks"
+
+
+@dataclass(frozen=True)
+class BuildGraphName:
+    """What a Build graph file's name says: ``form`` (``"ge_proto"`` or ``"ge_onnx"``), GE's per-process dump
+    ``index`` and, when the name has ``_graph_{id}_``, GE's ``graph_id`` (``None`` in old ge_proto names)."""
+
+    form: str
+    index: int
+    graph_id: Optional[int] = None
+
+
+def parse_build_graph_name(name: str) -> Optional[BuildGraphName]:
+    """The :class:`BuildGraphName` of a Build graph file name, or ``None`` for any other name.
+
+    >>> parse_build_graph_name("ge_onnx_00000001_graph_11_Build.pbtxt")
+    BuildGraphName(form='ge_onnx', index=1, graph_id=11)
+    >>> parse_build_graph_name("ge_proto_00292_Build.txt"), parse_build_graph_name("ge_proto_00001_Build.pbtxt")
+    (BuildGraphName(form='ge_proto', index=292, graph_id=None), None)
+    """
+    match = BUILD_GRAPH_NAME.match(name)
+    if match is None:
+        return None
+    form = "ge_proto" if match.group("proto") is not None else "ge_onnx"
+    graph_id = _GRAPH_ID_IN_NAME.search(name)
+    return BuildGraphName(form, int(match.group("proto") or match.group("onnx")),
+                          int(graph_id.group(1)) if graph_id else None)
 
 
 # ----------------------------------------------------------------------------------------- reading
 def read_ge_graph(path: PathLike) -> GraphModel:
-    """Read a GE graph file, text or JSON form.
+    """Read a GE graph file: ge_proto text, GE's JSON form or GE's ONNX text.
 
     The file is opened with :func:`precision_tool.fileio.open_input`: a FIFO, a device (a symlink to
     ``/dev/zero``), a symlink loop or a file over :data:`GRAPH_FILE_LIMIT` is a :class:`GraphFormatError`
-    naming it, before anything is read. Text in GE's layout is parsed line by line as it is read and each
-    root graph op becomes a model op when its block closes, so memory holds the model, not the text; any
-    other layout is read whole by protobuf's parser (:mod:`precision_tool.formats.ge_text`). A folder or a
-    missing file is a :class:`WorkspaceError`.
+    naming it, before anything is read. ge_proto text in GE's layout is parsed line by line as it is read and
+    each root graph op becomes a model op when its block closes, so memory holds the model, not the text; any
+    other layout, and ONNX text, is read into one message first (:mod:`precision_tool.formats.ge_text`). A file
+    holding no op is a :class:`GraphFormatError` (``no ops: ...``). Each note of
+    :func:`read_ge_graph_with_notes` is kept in :attr:`GraphModel.notes` naming the file, for the commands to
+    show beside their output. A folder or a missing file is a :class:`WorkspaceError`.
+    """
+    model, notes = read_ge_graph_with_notes(path)
+    return replace(model, notes=tuple(f"{path}: {note}" for note in notes)) if notes else model
+
+
+def read_ge_graph_with_notes(path: PathLike) -> Tuple[GraphModel, Tuple[str, ...]]:
+    """:func:`read_ge_graph` returning its notes apart (one line each, without the file name).
+
+    Only the ONNX form has notes (:func:`precision_tool.formats.ge_onnx.model_from_onnx`).
     """
     path = Path(path)
     if os.path.isdir(path):
@@ -66,17 +118,45 @@ def read_ge_graph(path: PathLike) -> GraphModel:
         raise WorkspaceError(f"{path}: no such file")
     try:
         with open_input(path, GraphFormatError, GRAPH_FILE_LIMIT) as handle:
-            return _read_open_graph(handle, path)
+            model, notes = _read_open_graph(handle, path)
     except OSError as exc:
         raise GraphFormatError(path, f"cannot be read ({exc.strerror or exc})") from None
+    return _with_ops(model, path), notes
 
 
 def parse_ge_graph(data: Union[bytes, str], source: Optional[PathLike] = None) -> GraphModel:
-    """A :class:`GraphModel` from the bytes or text of a GE graph file (either form)."""
+    """A :class:`GraphModel` from the bytes or text of a GE graph file (any form; ``source``'s name helps tell
+    ONNX text, see :func:`~precision_tool.formats.ge_onnx.looks_like_onnx_text`); notes are dropped.
+
+    Raises :class:`GraphFormatError` naming ``source`` for a file that cannot be read or holds no op.
+    """
     text = _decode(data, source)
     if text.lstrip()[:1] == "{":
-        return _parse_json_text(text, source)
-    return _model_from_lines(text.split("\n"), lambda: text.split("\n"), source)
+        return _with_ops(_parse_json_text(text, source), source)
+    lines = text.split("\n")
+    head = list(itertools.islice((line for line in lines if line.strip()), HEAD_LINES))
+    if looks_like_onnx_text(head, os.fspath(source) if source is not None else ""):
+        return _with_ops(_onnx_from_lines(lines, lambda: text.split("\n"), source).model, source)
+    return _with_ops(_model_from_lines(lines, lambda: text.split("\n"), source), source)
+
+
+def _with_ops(model: GraphModel, source) -> GraphModel:
+    """``model``, or a :class:`GraphFormatError` naming ``source`` when none of its graphs holds an op."""
+    if any(graph.ops for graph in model.graphs):
+        return model
+    names = ", ".join(repr(graph.name) for graph in model.graphs[:5]) + (", ..." if len(model.graphs) > 5 else "")
+    raise GraphFormatError(source, f"no ops: {len(model.graphs)} graph(s) ({names}) and not one op in them",
+                           _NO_OPS_HINT)
+
+
+def _onnx_from_lines(lines: Iterable[str], lines_again: Callable[[], Iterable[str]], source) -> OnnxModel:
+    """The model of GE's ONNX text, with the parser's notes before the converter's."""
+    message, parse_notes = parse_onnx_lines(lines, lines_again, source)
+    try:
+        converted = model_from_onnx(message, source)
+    except RecursionError:
+        raise GraphFormatError(source, "nested too deeply to read") from None
+    return OnnxModel(converted.model, tuple(parse_notes) + converted.notes)
 
 
 def ge_graph_from_json(obj, source: Optional[PathLike] = None) -> GraphModel:
@@ -91,20 +171,28 @@ def ge_graph_from_json(obj, source: Optional[PathLike] = None) -> GraphModel:
         raise GraphFormatError(source, "nested too deeply to read") from None
 
 
-def _read_open_graph(handle: IO[bytes], source: Path) -> GraphModel:
-    """The model in the open file ``handle``: JSON (first non-blank character ``{``) is read whole, text line by
-    line."""
+def _read_open_graph(handle: IO[bytes], source: Path) -> Tuple[GraphModel, Tuple[str, ...]]:
+    """The model (and notes) in the open file ``handle``: JSON (first non-blank character ``{``) is read whole,
+    ONNX text into one message, ge_proto text line by line."""
     lines = _decoded_lines(handle, source)
-    first = next((line for line in lines if line.strip()), None)
-    if first is not None and first.lstrip()[:1] == "{":
+    head: List[str] = []
+    for line in lines:
+        if line.strip():
+            head.append(line)
+            if len(head) == HEAD_LINES:
+                break
+    if head and head[0].lstrip()[:1] == "{":
         handle.seek(0)
-        return _parse_json_text(_decode(handle.read(), source), source)
+        return _parse_json_text(_decode(handle.read(), source), source), ()
 
     def lines_again() -> Iterator[str]:
         handle.seek(0)
         return _decoded_lines(handle, source)
 
-    return _model_from_lines(lines if first is None else itertools.chain((first,), lines), lines_again, source)
+    if looks_like_onnx_text(head, source.name):
+        onnx = _onnx_from_lines(itertools.chain(head, lines), lines_again, source)
+        return onnx.model, onnx.notes
+    return _model_from_lines(itertools.chain(head, lines), lines_again, source), ()
 
 
 def _decoded_lines(handle: IO[bytes], source) -> Iterator[str]:
@@ -324,14 +412,19 @@ def find_build_graph(folder: PathLike, graph_name: Optional[str] = None) -> Path
 
 
 def root_graph_name(path: PathLike) -> str:
-    """The root graph's name of a text graph file, read from its first lines when GE's layout allows."""
+    """The root graph's name of a text graph file: for ge_proto read from its first lines, for ONNX (which GE
+    prints after the graph's nodes) from its last ones, when GE's layout allows; else by reading the whole file."""
     path = Path(path)
     try:
         with open_input(path, GraphFormatError, GRAPH_FILE_LIMIT) as handle:
             head = handle.read(_HEAD_BYTES).decode("utf-8", "replace")
+            onnx = looks_like_onnx_text([line for line in head.split("\n") if line.strip()], path.name)
+            if onnx:
+                handle.seek(max(0, os.fstat(handle.fileno()).st_size - _HEAD_BYTES))
+                head = handle.read(_HEAD_BYTES).decode("utf-8", "replace")
     except OSError as exc:
         raise GraphFormatError(path, f"cannot be read ({exc.strerror or exc})") from None
-    match = _ROOT_GRAPH_NAME_IN_HEAD.search(head)
-    if match and "\\" not in match.group(1):
+    match = (_ROOT_GRAPH_NAME_IN_ONNX_TAIL if onnx else _ROOT_GRAPH_NAME_IN_HEAD).search(head)
+    if match and "\\" not in match.group(1) and "\ufffd" not in match.group(1):
         return match.group(1)
     return read_ge_graph(path).root.name

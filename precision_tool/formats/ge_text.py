@@ -77,13 +77,16 @@ def parse_ge_text(text: str, source=None):
     return parse_full_text(text, message, source)
 
 
-def parse_full_text(text: Lines, message, source=None, lines_again: Optional[Callable[[], Iterable[str]]] = None):
+def parse_full_text(text: Lines, message, source=None, lines_again: Optional[Callable[[], Iterable[str]]] = None,
+                    allow_unknown_field: bool = True, hint: str = "not protobuf text of a GE ModelDef"):
     """Parse ``text`` into the empty ``message`` with protobuf's own parser (any layout); returns ``message``.
 
     ``text`` is the whole text, or its lines (each may end in ``\\n``) with ``lines_again`` giving them once
     more: a first pass checks the digits (:func:`refuse_non_ascii_digits`), the second parses, and neither
-    needs the whole text in memory. Raises :class:`GraphFormatError` naming ``source``, the line and column and
-    the cause: also for a non-ASCII digit outside strings, and for nesting too deep to read.
+    needs the whole text in memory. Fields the schema lacks are skipped, or with ``allow_unknown_field=False``
+    are an error (``Message type "T" has no field named "f"``). Raises :class:`GraphFormatError` naming
+    ``source``, the line and column and the cause (with ``hint``): also for a non-ASCII digit outside strings,
+    and for nesting too deep to read.
     """
     if isinstance(text, str):
         whole = text
@@ -93,7 +96,7 @@ def parse_full_text(text: Lines, message, source=None, lines_again: Optional[Cal
     try:
         with warnings.catch_warnings():  # Python's note on an obsolete escape such as "\\q" in a string
             warnings.simplefilter("ignore", DeprecationWarning)
-            text_format.ParseLines(lines, message, allow_unknown_field=True)
+            text_format.ParseLines(lines, message, allow_unknown_field=allow_unknown_field)
     except text_format.ParseError as exc:
         line, column = exc.GetLine(), exc.GetColumn()
         cause = str(exc)
@@ -101,8 +104,7 @@ def parse_full_text(text: Lines, message, source=None, lines_again: Optional[Cal
         if cause.startswith(prefix):
             cause = cause[len(prefix):]
         where = f"line {line}, column {column}: " if line else ""
-        raise GraphFormatError(source, f"{where}{readable_cause(cause)}", "not protobuf text of a GE ModelDef") \
-            from None
+        raise GraphFormatError(source, f"{where}{readable_cause(cause)}", hint) from None
     except RecursionError:
         raise GraphFormatError(source, "blocks nested too deeply to read") from None
     return message
@@ -153,13 +155,17 @@ def format_ge_text(message) -> str:
 
 
 def parse_canonical_lines(lines: Lines, root, on_root_op: Optional[MessageHook] = None,
-                          on_root_graph: Optional[MessageHook] = None) -> None:
-    """Fill ``root`` (a ``ModelDef``) from ``lines`` in GE's one-field-per-line layout.
+                          on_root_graph: Optional[MessageHook] = None,
+                          on_unknown_field: Optional[Callable[[str], None]] = None) -> None:
+    """Fill ``root`` (a ``ModelDef``, or any message in the same layout) from ``lines`` in GE's one-field-per-line
+    layout.
 
     ``lines`` is the whole text or any iterable of lines (a file's, read one at a time); surrounding
     whitespace and blank lines are ignored. With ``on_root_op``, each op of a root graph is parsed into a
     message of its own, handed to ``on_root_op`` when its block closes and then dropped: the root graph keeps
-    no ops. ``on_root_graph`` is called with each root graph's message when its block closes.
+    no ops. ``on_root_graph`` is called with each root graph's message when its block closes. A field the
+    schema does not have is skipped; ``on_unknown_field`` is then called with ``"MessageType.field"`` (the
+    type's full name), once per occurrence.
 
     Raises :class:`NotCanonicalText` on anything outside that layout, or on blocks nested more than
     :data:`MAX_NESTING` deep (then the full parser must read the text from the start; what the hooks were given
@@ -168,7 +174,7 @@ def parse_canonical_lines(lines: Lines, root, on_root_op: Optional[MessageHook] 
     if isinstance(lines, str):
         lines = lines.split("\n")
     stack: List[list] = [_message_frame(root)]
-    hooks = (on_root_op, on_root_graph)
+    hooks = (on_root_op, on_root_graph, on_unknown_field)
     for raw in lines:
         line = raw.strip()
         if not line:
@@ -185,7 +191,7 @@ def parse_canonical_lines(lines: Lines, root, on_root_op: Optional[MessageHook] 
             name, value = name.rstrip(), value.lstrip()
             if not colon or not _NAME.fullmatch(name):
                 raise _NotCanonical
-            _scalar_line(frame, name, value)
+            _scalar_line(frame, name, value, on_unknown_field)
     if len(stack) != 1:
         raise _NotCanonical
 
@@ -200,7 +206,7 @@ def _message_frame(message, on_close: Optional[MessageHook] = None) -> list:
     return [_MESSAGE, message, _fields_of(message), set(), on_close]
 
 
-def _open(stack, frame, name: str, hooks=(None, None)) -> None:
+def _open(stack, frame, name: str, hooks=(None, None, None)) -> None:
     # Frames: _message_frame -- [_MAP_ENTRY, map, key or None, whether 'value' was read] -- [_SKIP, nesting
     # depth inside an unknown field].
     if not _NAME.fullmatch(name):
@@ -217,6 +223,7 @@ def _open(stack, frame, name: str, hooks=(None, None)) -> None:
         return
     field = frame[2].get(name)
     if field is None:
+        _report_unknown(hooks[2], frame, name)
         stack.append([_SKIP, 0])
         return
     if field.type != _FD.TYPE_MESSAGE:
@@ -227,7 +234,7 @@ def _open(stack, frame, name: str, hooks=(None, None)) -> None:
             raise _NotCanonical
         stack.append([_MAP_ENTRY, getattr(message, name), None, False])
         return
-    on_root_op, on_root_graph = hooks
+    on_root_op, on_root_graph = hooks[:2]
     on_close = None
     if len(stack) == 2 and name == "op" and on_root_op is not None:  # stack: ModelDef, a root GraphDef
         child, on_close = ge_messages()["OpDef"](), on_root_op  # a message of its own, dropped after the hook
@@ -258,7 +265,12 @@ def _close(stack) -> None:
         frame[4](frame[1])
 
 
-def _scalar_line(frame, name: str, value: str) -> None:
+def _report_unknown(on_unknown_field: Optional[Callable[[str], None]], frame, name: str) -> None:
+    if on_unknown_field is not None:
+        on_unknown_field(f"{frame[1].DESCRIPTOR.full_name}.{name}")
+
+
+def _scalar_line(frame, name: str, value: str, on_unknown_field: Optional[Callable[[str], None]] = None) -> None:
     kind = frame[0]
     if kind == _SKIP:
         if not _ANY_TOKEN.fullmatch(value):
@@ -279,6 +291,7 @@ def _scalar_line(frame, name: str, value: str) -> None:
     if field is None:
         if not _ANY_TOKEN.fullmatch(value):
             raise _NotCanonical
+        _report_unknown(on_unknown_field, frame, name)
         return
     parsed = _value(field, value)
     message = frame[1]

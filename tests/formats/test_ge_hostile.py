@@ -210,7 +210,7 @@ def test_a_5000_digit_integer_as_a_json_string_is_refused(tmp_path):
 
 
 def test_a_long_json_integer_in_a_key_no_field_reads_is_ignored_like_the_key(tmp_path):
-    path = _write(tmp_path, '{"graph": [{"name": "g", "not_a_field": %s}]}' % HUGE, "g.json")
+    path = _write(tmp_path, '{"graph": [{"name": "g", "not_a_field": %s, "op": [{"name": "x"}]}]}' % HUGE, "g.json")
     assert read_ge_graph(path).root.name == "g"
 
 

@@ -130,7 +130,7 @@ def test_an_unknown_graph_name_lists_what_each_folder_holds(tmp_path):
 # ------------------------------------------------------------------------------------------ nothing to read
 def test_no_build_graph_anywhere_names_the_per_process_folders_looked_in(tmp_path):
     (tmp_path / "pid_1_deviceid_0").mkdir()
-    (tmp_path / "pid_1_deviceid_0" / "ge_onnx_00000001_graph_1_Build.pbtxt").write_text("")  # ONNX only
+    (tmp_path / "pid_1_deviceid_0" / "ge_onnx_00000001_graph_1_PreRunAfterBuild.pbtxt").write_text("")  # not Build
     with pytest.raises(WorkspaceError, match=r"no GE Build graph \(ge_proto_\*_Build\.txt\) in .* or its "
                                              r"per-process folders \(pid_1_deviceid_0\) \(GE writes it when"):
         choose_build_graph(tmp_path)
@@ -237,7 +237,7 @@ def test_a_real_cann_graph_folder_in_its_pid_device_layout(tmp_path):
         shutil.copyfile(str(REAL_GRAPHS / f"oam_370_0_ge_proto_{index:08d}_Build.txt"), str(target))
         os.utime(str(target), (1000, 1000))
     shutil.copyfile(str(REAL_GRAPHS / "oam_370_0_ge_onnx_00000001_graph_11_Build.pbtxt"),
-                    str(folder / "ge_onnx_00000001_graph_11_Build.pbtxt"))  # written beside: never a candidate
+                    str(folder / "ge_onnx_00000001_graph_11_Build.pbtxt"))  # beside: the ge_proto of index 1 wins
     choice = choose_build_graph(tmp_path / "graph", device_id=0)
     assert (choice.folder.pid, choice.folder.device_id, choice.notes) == (370, 0, ())
     assert choice.path.name == "ge_proto_00000001_Build.txt"  # equal times: the larger index
