@@ -36,7 +36,7 @@ from precision_tool.formats import tf_schema  # noqa: E402
 from precision_tool.formats.capture_names import ModelInput, ModelNames, VariableName, write_capture_names  # noqa: E402
 from precision_tool.formats.dump_file import read_blob, read_dump_header  # noqa: E402
 from precision_tool.formats.dump_names import MAPPING_FILE_NAME, append_mapping_row  # noqa: E402
-from precision_tool.formats.dump_writer import TensorSpec, build_dump_bytes  # noqa: E402
+from precision_tool.formats.dump_writer import TensorSpec, build_dump_bytes, write_dump  # noqa: E402
 from precision_tool.formats.fusion_result import (FusionSwitches, read_fusion_result,  # noqa: E402
                                                   write_fusion_result, write_fusion_switches)
 from precision_tool.formats.ge_io import read_ge_graph, write_ge_graph_json, write_ge_graph_text  # noqa: E402
@@ -61,6 +61,8 @@ MAPPING_CSV = f"{DUMP_LEAF}/{MAPPING_FILE_NAME}"
 OPDEBUG = f"{OVERFLOW_LEAF}/Opdebug.Node_OpDebug.11.2.1732007200000091"
 OPDEBUG_TIMESTAMP = 1732007200000091
 GE_JSON = "ge_json/ge_proto_00000001_Build.json"
+GE_ONNX = "ge_onnx/ge_onnx_00000001_graph_1_Build.pbtxt"  # apart: beside the ge_proto it would never be read
+EXCEPTION_DUMP = f"{DUMP_LEAF}/exception_info.13.3.1732000000000200"
 FUSION_RESULT = "fusion/fusion_result.json"
 FUSION_SWITCH = "fusion/fusion_switch.cfg"
 RESULT_DIR = "temp/vector_compare/20260101000000"
@@ -348,6 +350,12 @@ def _commands() -> Dict[str, Tuple[Command, ...]]:
         "ge_json": (cmd("ge2json {file} -o {out}/graph.json", EXPLICIT),
                     cmd("compare -f {file} -c -1 -o {out}", EXPLICIT),
                     cmd(f"vc -lt {leaf} -rt {ref_dir} -g {{file}} -c -1", EXPLICIT)),
+        "ge_onnx": (cmd("ge2json {file} -o {out}/graph.json", EXPLICIT),
+                    cmd("compare -f {file} -c -1 -o {out}", EXPLICIT),
+                    cmd(f"vc -lt {leaf} -rt {ref_dir} -g {{file}} -c -1", EXPLICIT)),
+        "exception_dump": (cmd("dc {file} -o {out}", EXPLICIT), cmd("pt {file}", EXPLICIT),
+                           cmd("pt {file}:input:0", EXPLICIT), cmd(f"ov --scan {leaf}"), cmd("ls"), cmd("ac"),
+                           cmd("compare -c -1 -o {out}")),
         "fusion_result": fusion_cmds,
         # a missing switch file is created from the template (a dangling symlink is missing to os.path.exists)
         "fusion_switch": (cmd("fusion_switch {file}", HARD | {"folder"}, api=True),),
@@ -410,6 +418,15 @@ def build_seeds(ws: Path, python: Optional[str] = None) -> List[Seed]:
     graph = read_ge_graph(SAMPLE / GRAPH_FILE)
     add("ge_text", GRAPH_FILE, _via_writer(lambda p: write_ge_graph_text(graph, p)), "ge_text", text=True)
     add("ge_json", GE_JSON, _via_writer(lambda p: write_ge_graph_json(graph, p)), "json", text=True)
+
+    # GE graph in GE's ONNX text form, written here from the same graph (the project writes no ONNX).
+    add("ge_onnx", GE_ONNX, onnx_text(graph).encode(), "ge_text", text=True)
+
+    # An exception dump (AI Core error), Lite form: one DT_UNDEFINED input of 32 raw bytes, as CANN writes it.
+    exception = _via_writer(lambda p: write_dump(p, "", inputs=[TensorSpec(np.arange(32, dtype=np.int8),
+                                                                             dtype_code=0)]),
+                            os.path.basename(EXCEPTION_DUMP))
+    add("exception_dump", EXCEPTION_DUMP, exception, "dump", model=dump_model_from_bytes(exception))
 
     # fusion_result.json (current object form), the fusion switch file.
     fusion = read_fusion_result(SAMPLE / FUSION_RESULT)
@@ -476,6 +493,28 @@ def build_seeds(ws: Path, python: Optional[str] = None) -> List[Seed]:
     return seeds
 
 
+def onnx_text(graph) -> str:
+    """``graph`` (a GraphModel) in GE's ONNX text form (``../shared/docs/ascend-dump-trees.md`` §4): one
+    ``node`` per op with its data inputs ``src:idx``, type ``ge:TYPE``, its ``id`` and its first output's
+    dtype and shape as flattened descriptor attributes; each graph's name after its nodes."""
+    lines = ["ir_version: 6", 'producer_name: "GE"']
+    for sub in graph.graphs[:1]:  # the root graph (the sample's graph has no subgraph)
+        lines.append("graph {")
+        for op in sub.ops:
+            lines.append("  node {")
+            lines += [f'    input: "{ref}"' for ref in op.inputs]
+            lines += [f'    name: "{op.name}"', f'    op_type: "ge:{op.type}"']
+            lines += ["    attribute {", '      name: "id"', f"      i: {op.id}", "      type: INT", "    }"]
+            if op.output_descs:
+                desc = op.output_descs[0]
+                lines += ["    attribute {", '      name: "output_desc_dtype:0"', f'      s: "{desc.dtype}"',
+                          "      type: STRING", "    }", "    attribute {", '      name: "output_desc_shape:0"']
+                lines += [f"      ints: {dim}" for dim in desc.shape] + ["      type: INTS", "    }"]
+            lines.append("  }")
+        lines += [f'  name: "{sub.name}"', "}"]
+    return "\n".join(lines) + "\n"
+
+
 def _first_output(path):
     dump = read_dump_header(path)
     return dump, dump.outputs[0]
@@ -495,7 +534,7 @@ def build_workspace(dest, python: Optional[str] = None) -> List[Seed]:
     return build_seeds(dest.resolve(), python)
 
 
-SEED_NAMES = ("dump", "opdebug", "npy", "ge_text", "ge_json", "fusion_result", "fusion_result_concat",
+SEED_NAMES = ("dump", "opdebug", "npy", "ge_text", "ge_json", "ge_onnx", "exception_dump", "fusion_result", "fusion_result_concat",
               "fusion_result_list", "fusion_switch", "mapping_csv", "result_csv", "result_jsonl", "summary_json",
               "tfdbg_v1_tensor", "tfdbg_v1_graph", "tfdbg_v2_traces", "tfdbg_v2_graphs", "capture_names",
               "tf_graph_pb", "tf_graph_index")
