@@ -534,7 +534,8 @@ def build_workspace(dest, python: Optional[str] = None) -> List[Seed]:
     return build_seeds(dest.resolve(), python)
 
 
-SEED_NAMES = ("dump", "opdebug", "npy", "ge_text", "ge_json", "ge_onnx", "exception_dump", "fusion_result", "fusion_result_concat",
+SEED_NAMES = ("dump", "opdebug", "npy", "ge_text", "ge_json", "ge_onnx", "exception_dump", "fusion_result",
+              "fusion_result_concat",
               "fusion_result_list", "fusion_switch", "mapping_csv", "result_csv", "result_jsonl", "summary_json",
               "tfdbg_v1_tensor", "tfdbg_v1_graph", "tfdbg_v2_traces", "tfdbg_v2_graphs", "capture_names",
               "tf_graph_pb", "tf_graph_index")
