@@ -127,7 +127,7 @@ class WorkspaceLookup:
 
     def graph_model(self, graph_name: Optional[str] = None, required: bool = True) -> Optional[GraphModel]:
         """The parsed Build graph (kept until its file changes); ``None`` when absent and not ``required``."""
-        from precision_tool.formats.ge_io import BUILD_GRAPH_HINT, read_ge_graph
+        from precision_tool.formats.ge_io import no_build_graph, read_ge_graph
 
         path = self.graph_file(graph_name)
         if path is None:
@@ -136,8 +136,7 @@ class WorkspaceLookup:
                     from precision_tool.formats.ge_graph_folders import choose_build_graph
 
                     choose_build_graph(self.graph_dir)
-                raise WorkspaceError(f"no GE Build graph (ge_proto_*_Build.txt) in {self.graph_dir}",
-                                     BUILD_GRAPH_HINT)
+                raise no_build_graph(self.graph_dir)
             return None
         signature = _signature(path)
         cached = self._graphs.get(os.fspath(path))

@@ -269,14 +269,13 @@ def choose_build_graph(root, graph_name: Optional[str] = None, device_id: Option
 def choose_from_scan(scan: GraphFolderScan, graph_name: Optional[str] = None,
                      device_id: Optional[int] = None) -> BuildGraphChoice:
     """:func:`choose_build_graph` on a scan already made (a caller that first checks ``scan.folders``)."""
-    from precision_tool.formats.ge_io import BUILD_GRAPH_HINT
+    from precision_tool.formats.ge_io import BUILD_GRAPH_HINT, no_build_graph
 
     root, folders, problems = scan.root, scan.folders, scan.problems
     notes = list(problems)
     if not folders:
         where = f" or its per-process folders ({', '.join(scan.empty)})" if scan.empty else ""
-        raise WorkspaceError(f"no GE Build graph (ge_proto_*_Build.txt) in {root}{where}",
-                             _with_problems(BUILD_GRAPH_HINT, problems))
+        raise no_build_graph(f"{root}{where}", _with_problems(BUILD_GRAPH_HINT, problems))
     files: Dict[str, Path] = {}
     pool: List[GraphFolder] = list(folders)
     seen: List[str] = []

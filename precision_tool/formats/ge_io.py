@@ -57,6 +57,11 @@ _HEAD_BYTES = 4096
 GRAPH_FILE_LIMIT = TEXT_LIMIT
 """The largest GE graph file read (bytes): a 200,000-op Build graph is about 130 MB."""
 BUILD_GRAPH_HINT = "GE writes it when DUMP_GE_GRAPH=2, DUMP_GRAPH_LEVEL=3 and DUMP_GRAPH_PATH=<folder> are set"
+
+
+def no_build_graph(where: str, hint: str = BUILD_GRAPH_HINT) -> WorkspaceError:
+    """The one error for "no Build graph in ``where``" (either form), with ``hint``."""
+    return WorkspaceError(f"no GE Build graph (ge_proto_*_Build.txt or ge_onnx_*_Build.pbtxt) in {where}", hint)
 _NOT_UTF8_HINT = "a GE graph dump is UTF-8 text"
 _NO_OPS_HINT = "a GE graph dump lists its ops as 'op { ... }' (ge_proto) or 'node { ... }' (ONNX) blocks"
 
@@ -398,7 +403,7 @@ def find_build_graph(folder: PathLike, graph_name: Optional[str] = None) -> Path
     """
     candidates = build_graph_files(folder)
     if not candidates:
-        raise WorkspaceError(f"no GE Build graph (ge_proto_*_Build.txt) in {folder}", BUILD_GRAPH_HINT)
+        raise no_build_graph(os.fspath(folder))
     if graph_name is None:
         return candidates[0]
     seen = []

@@ -156,8 +156,8 @@ def test_per_process_folders_without_a_build_graph_fall_back_to_the_dump_names(t
     (graph_dir / "pid_1_deviceid_0").mkdir()
     report = dispatch(workspace, "ls")
     assert report.data["graph"] is None and report.title.startswith("3 dumped ops under ")
-    with pytest.raises(WorkspaceError, match=r"no GE Build graph \(ge_proto_\*_Build\.txt\) in .*graph or its "
-                                             r"per-process folders \(pid_1_deviceid_0\)"):
+    with pytest.raises(WorkspaceError, match=r"no GE Build graph \(ge_proto_\*_Build\.txt or ge_onnx_\*_Build\.pbtxt\) "
+                                             r"in .*graph or its per-process folders \(pid_1_deviceid_0\)"):
         dispatch(workspace, "ls", "-f", "Conv")
 
 

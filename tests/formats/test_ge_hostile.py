@@ -145,9 +145,9 @@ def test_ls_and_ni_skip_a_build_file_that_is_not_a_regular_file_and_say_so(tmp_p
     problems: list = []
     assert build_files_in(str(graph_dir), problems) == []
     assert problems == [f"{path}: skipped, {note}"]
-    expected = (f"precision_tool: error: no GE Build graph (ge_proto_*_Build.txt) in {graph_dir} (GE writes it when "
-                "DUMP_GE_GRAPH=2, DUMP_GRAPH_LEVEL=3 and DUMP_GRAPH_PATH=<folder> are set; "
-                f"{path}: skipped, {note})\n")
+    expected = ("precision_tool: error: no GE Build graph (ge_proto_*_Build.txt or ge_onnx_*_Build.pbtxt) in "
+                f"{graph_dir} (GE writes it when DUMP_GE_GRAPH=2, DUMP_GRAPH_LEVEL=3 and DUMP_GRAPH_PATH=<folder> "
+                f"are set; {path}: skipped, {note})\n")
     for command in (["ls"], ["ni", "y"]):
         done = _cli("-d", tmp_path, *command)
         assert (done.returncode, done.stderr) == (2, expected)

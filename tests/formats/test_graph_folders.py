@@ -131,8 +131,9 @@ def test_an_unknown_graph_name_lists_what_each_folder_holds(tmp_path):
 def test_no_build_graph_anywhere_names_the_per_process_folders_looked_in(tmp_path):
     (tmp_path / "pid_1_deviceid_0").mkdir()
     (tmp_path / "pid_1_deviceid_0" / "ge_onnx_00000001_graph_1_PreRunAfterBuild.pbtxt").write_text("")  # not Build
-    with pytest.raises(WorkspaceError, match=r"no GE Build graph \(ge_proto_\*_Build\.txt\) in .* or its "
-                                             r"per-process folders \(pid_1_deviceid_0\) \(GE writes it when"):
+    with pytest.raises(WorkspaceError, match=r"no GE Build graph \(ge_proto_\*_Build\.txt or ge_onnx_\*_Build\.pbtxt\) "
+                                             r"in .* or its per-process folders \(pid_1_deviceid_0\) "
+                                             r"\(GE writes it when"):
         choose_build_graph(tmp_path)
     with pytest.raises(WorkspaceError, match="no such folder"):
         choose_build_graph(tmp_path / "missing")
