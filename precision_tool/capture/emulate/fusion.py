@@ -9,6 +9,8 @@ after                        absorbed                                    pass re
 Conv2D / DepthwiseConv2D     BiasAdd / Add / AddV2 / Sub of a constant   ``ConvBiasaddFusionPass``
 Conv2D / DepthwiseConv2D     Mul by a constant, then adds (inference     ``ConvBatchnormFusionPass``
                              batch norm as Keras 3 writes it)
+Conv2D (after its bias adds) one inference ``FusedBatchNorm``/``V2``/``V3`` ``ConvBatchnormFusionPass``
+                             (Keras 2, ``tf.compat.v1``): BNInfer
 MatMul / BatchMatMul         one BiasAdd / Add / AddV2 of a constant     ``MatMulBiasAddFusionPass``
 any of the above             one activation (Relu, Relu6, LeakyRelu,     UB fusion:
                              Elu, Selu, Sigmoid, Tanh, Softplus)         ``TbeConvElemwiseFusionPass``
@@ -18,6 +20,14 @@ any of the above             one activation (Relu, Relu6, LeakyRelu,     UB fusi
 Constants must broadcast per output channel (shape all ones but the last axis, which is the
 channel count or 1). The fused op is named after the Cube op and stands for the last absorbed op's
 output. With fusion off every compute op is a group of its own.
+
+A fused batch norm is absorbed as CANN's ``ConvBatchnormFusionPass`` restricts it: the convolution is a
+``Conv2D`` (a ``DepthwiseConv2D`` only merges a 2-input batch norm, and TensorFlow's has four parameters:
+scale, offset, mean, variance) whose filter is a constant, the batch norm reads the convolution's output
+(or its bias add's) as ``x`` and constants as parameters, none of its outputs but ``y`` is read, and no
+``Mul`` came before it. Only an activation may follow it into the group. Its parameters are not folded into
+the filter (GE folds them); they stay float32 inputs of the fused op, applied in float32 to the
+convolution's float32 result, as for Keras 3's ``Mul``/``Add`` form.
 
 Batch-norm links (:func:`batchnorm_links`): in a chain ``ConvBatchnormFusionPass`` matches, the first
 ``Mul`` by a channel vector (a constant whose last axis is the channel count, not a scalar) and every
@@ -89,11 +99,28 @@ class _Grouper:
         self.outputs = {aliases.get(t, t) for t in graph.outputs}
 
     def _only_consumer(self, op_name: str) -> Optional[TfOp]:
+        """The op reading ``op_name:0``, if it is the only reader of any of ``op_name``'s outputs and
+        ``op_name:0`` is no model output."""
         tensor = tensor_name(op_name)
         users = self.consumers.get(tensor, [])
-        if tensor in self.outputs or len(users) != 1 or len(self.graph.op(op_name).outputs) != 1:
+        if tensor in self.outputs or len(users) != 1:
             return None
+        for k in range(1, len(self.graph.op(op_name).outputs)):  # FusedBatchNorm's statistics, unread
+            other = tensor_name(op_name, k)
+            if self.consumers.get(other) or other in self.outputs:
+                return None
         return self.graph.op(users[0][0])
+
+    def _batchnorm_ok(self, lead: TfOp, link: TfOp, previous: str) -> bool:
+        """``link`` is a batch norm ``ConvBatchnormFusionPass`` merges into ``lead`` (module docstring)."""
+        if lead.type not in T.CONV_BATCHNORM_LEADS or len(link.inputs) < 5 or len(lead.inputs) < 2:
+            return False
+        if split_tensor_name(self.aliases.get(lead.inputs[1], lead.inputs[1]))[0] not in self.constants:
+            return False  # CANN: no fusion when the convolution's filter is not a constant
+        sources = [self.aliases.get(t, t) for t in link.inputs]
+        if sources[0] != tensor_name(previous) or tensor_name(previous) in sources[1:]:
+            return False
+        return all(split_tensor_name(t)[0] in self.constants for t in sources[1:5])
 
     def _constant_operand_ok(self, link: TfOp, previous: str, channels: int) -> bool:
         """``link`` reads ``previous:0`` once (first input for Sub/BiasAdd) and a per-channel constant."""
@@ -111,7 +138,7 @@ class _Grouper:
     def group(self, lead: TfOp) -> FusionGroup:
         members, passes = [lead.name], []
         channels = lead.outputs[0].shape[-1] if lead.outputs and lead.outputs[0].shape else 0
-        seen_mul = False
+        seen_mul = seen_batchnorm = False
         affine_count = 0
         activation = None
         current = lead.name
@@ -123,6 +150,17 @@ class _Grouper:
                 activation = link.name
                 members.append(link.name)
                 break
+            if seen_batchnorm:
+                break
+            if link.type in T.BATCHNORM_TYPES:
+                if seen_mul or not self._batchnorm_ok(lead, link, current):
+                    break
+                seen_batchnorm = True
+                members.append(link.name)
+                if T.PASS_CONV_BATCHNORM not in passes:
+                    passes.append(T.PASS_CONV_BATCHNORM)
+                current = link.name
+                continue
             if link.type not in T.AFFINE_TYPES or not self._constant_operand_ok(link, current, channels):
                 break
             if lead.type in T.MATMUL_TYPES and affine_count == 1:

@@ -41,10 +41,16 @@ def split_tensor_name(name: str) -> Tuple[str, int]:
 
 @dataclass(frozen=True)
 class TfTensor:
-    """dtype (numpy name: ``"float32"``, ``"int32"``) and static shape of one op output."""
+    """dtype (numpy name: ``"float32"``, ``"int32"``) and static shape of one op output.
+
+    ``dynamic`` marks the one output whose shape TensorFlow leaves to the kernel and the emulator lets
+    through: a ``FusedBatchNormV3`` reserve space (``reserve_space_3``), which nothing reads in inference
+    and the NPU's ``BNInfer`` does not produce. Its ``shape`` is then ``()`` and means nothing.
+    """
 
     dtype: str
     shape: Tuple[int, ...]
+    dynamic: bool = False
 
     @property
     def is_float(self) -> bool:

@@ -10,8 +10,10 @@ Precision (Ascend's ``allow_mix_precision``, as emulated)
     * batch-norm parameters are read in float32 whatever the op's precision, as Ascend's batch-norm
       family (``BNInference``, ``BatchNorm``, ``BNTrainingUpdate`` ...) takes scale, offset, mean
       and variance in float32 under mixed precision; only the activation path is float16. They are
-      inputs 1-4 (scale, offset, mean, variance) of :data:`BATCHNORM_TYPES`, whose outputs past
-      ``y`` are float32 too, and the constant operands of the batch-norm links after a convolution
+      inputs 1-4 (scale, offset, mean, variance) of :data:`BATCHNORM_TYPES` (inference batch norms,
+      Ascend's ``BNInfer``, whose one output is ``y``: the statistics and reserve spaces TensorFlow
+      lists after it exist neither on the NPU nor in its dumps), and the constant operands of the
+      batch-norm links after a convolution
       (:func:`~precision_tool.capture.emulate.fusion.batchnorm_links`: the ``Mul`` by a per-channel
       constant Keras 3 writes for inference batch norm, and the adds after it), fused by
       ``ConvBatchnormFusionPass`` or not. Such an op computes in float32 on its float16 activation
@@ -27,7 +29,8 @@ Layout
 
 Fusion (see :mod:`precision_tool.capture.emulate.fusion`)
     a Cube op absorbs the per-channel constant ops after it (:data:`AFFINE_TYPES`) and one
-    activation (:data:`ACTIVATION_TYPES`).
+    activation (:data:`ACTIVATION_TYPES`); a ``Conv2D`` (:data:`CONV_BATCHNORM_LEADS`) absorbs an
+    inference batch norm too.
 """
 from __future__ import annotations
 
@@ -42,6 +45,13 @@ FP32_KEPT_TYPES = frozenset({
 
 BATCHNORM_TYPES = frozenset({"FusedBatchNorm", "FusedBatchNormV2", "FusedBatchNormV3"})
 BATCHNORM_PARAMETER_POSITIONS = (1, 2, 3, 4)  # scale, offset, mean, variance: read in float32
+# FusedBatchNorm's outputs. In inference (is_training=False) only ``y`` is computed: TensorFlow's CPU kernel
+# copies mean and variance into outputs 1-2 and writes zeros into 3-5; Ascend's BNInfer has ``y`` alone.
+BATCHNORM_OUTPUT_NAMES = ("y", "batch_mean", "batch_variance", "reserve_space_1", "reserve_space_2",
+                          "reserve_space_3")
+# Convolutions ConvBatchnormFusionPass merges a following 4-parameter batch norm into. CANN lets
+# DepthwiseConv2D in only with a 2-input (mean, variance) batch norm, which TensorFlow never writes.
+CONV_BATCHNORM_LEADS = frozenset({"Conv2D"})
 
 VECTOR_5HD_TYPES = frozenset({"MaxPool", "AvgPool"}) | BATCHNORM_TYPES
 

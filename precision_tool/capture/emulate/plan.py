@@ -9,6 +9,10 @@ conversion): leaving a device layout, ``TransData`` comes first, then ``Cast``; 
 first. Weights are folded by GE, so constants arrive as ``Const`` ops already in the dtype and layout
 their consumer wants (FRACTAL_Z filters, FRACTAL_NZ matrices, float16 for float16 ops -- but float32
 for batch-norm parameters, which every op reads in float32: :attr:`NpuPlan.fp32_inputs`).
+An inference ``FusedBatchNorm``/``V2``/``V3`` becomes ``BNInfer`` (inputs x, scale, offset, mean, variance;
+one output, ``y``), or joins the ``Conv2D`` before it (:mod:`~precision_tool.capture.emulate.fusion`). Its
+other outputs -- batch mean and variance, reserve spaces 1-3 -- exist on neither path: nothing may read
+them (:func:`~precision_tool.capture.emulate.tf_graph.check_batchnorms` rejects a graph that does).
 Order: ``Data`` ops, ``Const`` ops, then everything executed, then ``NetOutput`` (inputs cast back to
 the model's output dtype in a plain layout).
 """
@@ -207,15 +211,15 @@ class _Planner:
                 inputs.append(self.convert(self.produced[tensor], want_dtype, fmt))
         out_format = self.output_format(lead, group_format)
         last = members[-1]
-        slots = [0] if group.is_fused else range(len(last.outputs))
+        # A fused op stands for its last member's y; so does BNInfer, which has no other output (the
+        # inference batch norm's statistics and reserve spaces are neither computed nor dumped).
+        slots = [0] if group.is_fused or last.type in T.BATCHNORM_TYPES else range(len(last.outputs))
         outputs = []
         for k in slots:
             info = last.outputs[k]
-            same_rank = len(info.shape) == len(last.outputs[0].shape)  # FusedBatchNorm's statistics are 1-D
+            same_rank = len(info.shape) == len(last.outputs[0].shape)
             fmt = out_format if info.is_float and same_rank else T.plain_format(len(info.shape))
             out_dtype = dtype if info.dtype == FLOAT32 else info.dtype
-            if info.dtype == FLOAT32 and last.type in T.BATCHNORM_TYPES and k > 0:
-                out_dtype = FLOAT32  # batch mean, variance and reserve spaces: parameters, float32
             outputs.append(NpuTensor(tensor_name(last.name, k), out_dtype, fmt, _origin_format(fmt, len(info.shape)),
                                      info.shape))
         op = self.add(NpuOp(group.name, T.npu_op_type(lead.type), "compute", tuple(inputs), tuple(outputs),

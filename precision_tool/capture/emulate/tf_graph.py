@@ -6,22 +6,32 @@ frozen graph runs in ``tf.compat.v1`` sessions configured so that TensorFlow exe
 of the graph: Grappler off, graph-level constant folding and CSE off, one thread (bit-identical
 results from run to run), and oneDNN off (``TF_ENABLE_ONEDNN_OPTS=0``, set before TensorFlow is
 imported by :mod:`precision_tool.capture.emulate`).
+
+Every shape must be static, with one exception: the reserve space of ``FusedBatchNormV3`` (output 5),
+whose size TensorFlow leaves to the kernel. An inference batch norm (the only kind emulated,
+:func:`check_batchnorms`) runs as Ascend's ``BNInfer``, which writes ``y`` alone, so that output is
+recorded with ``dynamic=True`` and never planned, computed or dumped.
 """
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass
 from typing import Sequence, Tuple
 
 import numpy as np
 
+from precision_tool.capture.emulate import op_tables as T
 from precision_tool.capture.emulate.errors import EmulationError, ModelScriptError
-from precision_tool.capture.emulate.graph_info import TfGraph, TfOp, TfTensor, topological_order
+from precision_tool.capture.emulate.graph_info import (TfGraph, TfOp, TfTensor, consumers, tensor_aliases,
+                                                       tensor_name, topological_order)
 from precision_tool.tf_runtime import session_config
 from precision_tool.lazy import lazy_import
 
 tf = lazy_import("tensorflow")
 
-_KEPT_ATTRS = ("transpose_a", "transpose_b", "adj_x", "adj_y", "data_format", "padding", "strides")
+_KEPT_ATTRS = ("transpose_a", "transpose_b", "adj_x", "adj_y", "data_format", "padding", "strides", "is_training",
+               "epsilon")
+KERAS_MODULES = ("keras", "tf_keras")  # Keras 3, and Keras 2 (tf.keras with TF_USE_LEGACY_KERAS=1)
 
 
 @dataclass(frozen=True)
@@ -34,11 +44,31 @@ class FrozenModel:
 
 
 def _is_keras(model) -> bool:
-    try:
-        keras = __import__("keras")
-    except ImportError:
-        return False
-    return isinstance(model, (keras.Model, keras.layers.Layer))
+    """A Keras 3 or Keras 2 (``tf_keras``) model or layer. A model's Keras is imported already, so only
+    imported modules are looked at."""
+    for module_name in KERAS_MODULES:
+        keras = sys.modules.get(module_name)
+        layer = getattr(getattr(keras, "layers", None), "Layer", None)
+        classes = tuple(c for c in (getattr(keras, "Model", None), layer) if isinstance(c, type))
+        if classes and isinstance(model, classes):
+            return True
+    return False
+
+
+# What TensorFlow and Keras say when TF1 graph code runs under tf.function (e.g. tf.compat.v1.layers).
+_TF1_MARKS = ("eager execution", "not available with Keras 3")
+TF1_HINT = ("model() is traced with tf.function; TF1 graph code (tf.compat.v1.layers, get_variable) is not "
+            "supported yet: use tf.compat.v1.nn ops on constants, or a Keras model")
+
+
+def _error_line(error: BaseException) -> str:
+    """``Type: first line``; for TensorFlow's ``in user code:`` errors, the last line, which holds the cause."""
+    lines = [line.strip() for line in str(error).splitlines() if line.strip()]
+    if not lines:
+        return type(error).__name__
+    if lines[0] == "in user code:" and len(lines) > 1:
+        return lines[-1] if ":" in lines[-1] else f"{type(error).__name__}: {lines[-1]}"
+    return f"{type(error).__name__}: {lines[0]}"
 
 
 def _input_names(model, count: int) -> Tuple[str, ...]:
@@ -55,8 +85,10 @@ def _input_names(model, count: int) -> Tuple[str, ...]:
 def freeze_model(model, batch: Sequence[np.ndarray], script: str = "MODEL_SCRIPT") -> FrozenModel:
     """Trace ``model`` on ``batch`` and freeze it.
 
-    ``model`` is a Keras model (or layer), called with ``training=False`` on one tensor, or on a list
-    when ``batch`` holds several arrays; or a plain function of TF ops taking one tensor per array.
+    ``model`` is a Keras model (or layer; Keras 3 or Keras 2's ``tf_keras``), called with ``training=False``
+    on one tensor, or on a list when ``batch`` holds several arrays; or a plain function of TF ops taking
+    one tensor per array. An exception while tracing is a :class:`ModelScriptError` giving its cause in
+    one line (for TensorFlow's multi-line ``in user code:`` errors, their last line).
     """
     from tensorflow.python.framework.convert_to_constants import convert_variables_to_constants_v2
 
@@ -73,9 +105,10 @@ def freeze_model(model, batch: Sequence[np.ndarray], script: str = "MODEL_SCRIPT
         concrete = tf.function(call).get_concrete_function(*specs)
         frozen = convert_variables_to_constants_v2(concrete)
     except Exception as error:  # the user's model code raised while being traced
+        cause = _error_line(error)
         raise ModelScriptError(f"{script}: tracing model() on inputs of shape "
-                               f"{', '.join(str(a.shape) for a in batch)} failed: "
-                               f"{type(error).__name__}: {str(error).splitlines()[0] if str(error) else ''}") from error
+                               f"{', '.join(str(a.shape) for a in batch)} failed: {cause}",
+                               TF1_HINT if any(mark in cause for mark in _TF1_MARKS) else None) from error
     graph_def = frozen.graph.as_graph_def()
     inputs = tuple(t.name for t in frozen.inputs)
     outputs = tuple(t.name for t in frozen.outputs)
@@ -104,19 +137,73 @@ def _dtype_name(dtype) -> str:
 
 
 def describe_graph(frozen: FrozenModel, script: str = "MODEL_SCRIPT") -> TfGraph:
-    """The frozen graph as :class:`TfGraph` records (dtypes and static shapes from TensorFlow)."""
+    """The frozen graph as :class:`TfGraph` records (dtypes and static shapes from TensorFlow), its batch
+    norms checked (:func:`check_batchnorms`).
+
+    Raises :class:`EmulationError` for a tensor of dynamic shape (but a batch norm's reserve space, see
+    the module docstring) and for a batch norm the emulator does not take.
+    """
     graph = import_graph(frozen)
     ops = []
     for op in graph.get_operations():
         outputs = []
-        for tensor in op.outputs:
+        for k, tensor in enumerate(op.outputs):
+            dtype = _dtype_name(tensor.dtype)
             if not tensor.shape.is_fully_defined():
+                if op.type in T.BATCHNORM_TYPES and k > 0:  # reserve_space_3: the kernel's own business
+                    outputs.append(TfTensor(dtype, (), dynamic=True))
+                    continue
                 raise EmulationError(f"{script}: tensor {tensor.name} has a dynamic shape {tensor.shape}",
                                      "the emulator needs static shapes; give inputs() a fixed batch")
-            outputs.append(TfTensor(_dtype_name(tensor.dtype), tuple(int(d) for d in tensor.shape)))
+            outputs.append(TfTensor(dtype, tuple(int(d) for d in tensor.shape)))
         attrs = {key: _attr_value(op.node_def.attr[key]) for key in _KEPT_ATTRS if key in op.node_def.attr}
         ops.append(TfOp(op.name, op.type, tuple(t.name for t in op.inputs), tuple(outputs), attrs))
-    return TfGraph(tuple(topological_order(ops)), frozen.inputs, frozen.outputs)
+    described = TfGraph(tuple(topological_order(ops)), frozen.inputs, frozen.outputs)
+    check_batchnorms(described, script)
+    return described
+
+
+def check_batchnorms(graph: TfGraph, script: str = "MODEL_SCRIPT") -> None:
+    """Refuse, in one line naming the op, a ``FusedBatchNorm``/``V2``/``V3`` that cannot run as ``BNInfer``.
+
+    * training mode (``is_training`` true): Ascend runs it as ``BNTrainingReduce`` + ``BNTrainingUpdate``,
+      not emulated yet. A record without the attribute (built by hand) counts as inference;
+    * a ``data_format`` other than NHWC: the emulator lays 4-D activations out from NHWC only;
+    * any read of an output other than ``y`` (batch mean and variance, reserve spaces 1-3), by an op
+      (through pass-through ops) or as a model output: ``BNInfer`` has no such output. In inference
+      TensorFlow's CPU kernel only copies mean and variance there and writes zeros.
+
+    Raises
+    ------
+    EmulationError
+    """
+    aliases = tensor_aliases(graph)
+    readers = consumers(graph, aliases)
+    returned = {aliases.get(t, t) for t in graph.outputs}
+    for op in graph.ops:
+        if op.type not in T.BATCHNORM_TYPES:
+            continue
+        if op.attr("is_training") is True:
+            raise EmulationError(f"{script}: {op.name} ({op.type}) is a training-mode batch norm "
+                                 "(is_training=True), which is not emulated yet",
+                                 "emulate inference: is_training=False, or training=False for a Keras layer")
+        data_format = op.attr("data_format", "NHWC")
+        if data_format != "NHWC":
+            raise EmulationError(f"{script}: {op.name} ({op.type}) has data_format {data_format}, which is not "
+                                 "emulated", "use channels-last (NHWC) batch norm")
+        for k in range(1, len(op.outputs)):
+            tensor = tensor_name(op.name, k)
+            reader = next((name for name, _ in readers.get(tensor, [])), None)
+            if tensor in returned or reader is not None:
+                who = "model() returns" if tensor in returned else f"{reader} reads"
+                raise EmulationError(f"{script}: {who} {tensor} ({_batchnorm_output(k)}) of inference batch norm "
+                                     f"{op.name} ({op.type}), which the NPU's BNInfer does not produce",
+                                     "use only its output y")
+
+
+def _batchnorm_output(index: int) -> str:
+    names = T.BATCHNORM_OUTPUT_NAMES
+    return names[index] if index < len(names) else f"output {index}"
 
 
 def import_graph(frozen: FrozenModel, graph_def=None):
