@@ -12,15 +12,23 @@ status             pass?  compared?  meaning
 ``FAIL``           no     yes        cosine below the threshold
 ``SHAPE_MISMATCH`` no     yes        same element count, different shapes: metrics on the flat data
 ``COUNT_MISMATCH`` no     yes        element counts differ: nothing computed
-``NAN_INF``        no     yes        NaN/inf on either side: metrics over the pairs finite on both
+``NAN_INF``        no     yes        NaN/inf that differ between the sides (on one side only, at other
+                                     positions, or of another kind): metrics over the pairs finite on both
 ``BOTH_ZERO``      yes    yes        both sides all zero: identical
 ``ONE_SIDE_ZERO``  no     yes        one side all zero, the other not
-``EMPTY``          yes    yes        no elements on either side
+``EMPTY``          yes    yes        nothing to measure: no elements on either side, or every element NaN/inf
+                                     matching the reference's
 ``ERROR``          no     no         aligned but unreadable (payload, layout): counts as failed, since
                                      nothing shows it is right, but no metric exists
 ``NOT_COMPARED``   --     no         the NPU tensor has no reference: coverage, not a failure
 ``NO_DUMP``        --     no         an op that runs as a task has no dump file: coverage, not a failure
 =================  =====  =========  ====================================================================
+
+NaN/inf at identical positions with identical kinds on both sides (NaN/NaN, +inf/+inf, -inf/-inf: the
+reference computes them too) are no status of their own: they are left out, the tensor gets the status its
+finite elements earn (``PASS``, ``FAIL``, ``BOTH_ZERO``, ...; ``EMPTY`` when none is finite), and the row is
+classified *matching non-finite* by its count
+(:attr:`~precision_tool.comparison.result.TensorResult.matched_non_finite`) and a note.
 
 Each status also has a :attr:`~Status.verdict`, the coarse word ``ni`` and the HTML table show: ``pass``,
 ``fail``, ``error`` or ``not_compared``.

@@ -8,7 +8,10 @@ Definitions
 -----------
 ``verdicts`` maps ``(npu op name, kind, index)`` to ``True`` (passed) or ``False`` (failed), the kind being
 :data:`~precision_tool.formats.tensor_kind.INPUT` or ``OUTPUT`` (or their text); a tensor with no entry was
-**not compared** (no reference, unreadable, ...).
+**not compared** (no reference, unreadable, ...). The verdicts are the comparator's: a tensor whose NaN/inf
+all match the reference's (same positions, same kinds -- TensorFlow computes them too) passes or fails on its
+finite elements (:func:`~precision_tool.metrics.compare_tensors`), so such values never make a divergence by
+themselves; NaN/inf that differ between the sides fail (``NAN_INF``) and do.
 
 Walking ops producers-first (``order``), each op's outputs get a *suspect* flag: a failed output is suspect, a
 passed one is clean, an uncompared one is suspect when the op has a failed output or a failing input (the error

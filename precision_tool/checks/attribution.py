@@ -22,7 +22,8 @@ Each op with a compared output is measured by the first method that can:
 
 3. **not measured**: no replay, and a float input not compared (it may carry error nobody saw) or none at
    all. The first divergence (:mod:`precision_tool.alignment.divergence`) then speaks for the op, saying which
-   inputs it assumed right.
+   inputs it assumed right. (An input with nothing to measure -- ``EMPTY``: no element, or only NaN/inf that
+   match the reference's -- was compared and carries no error: 0.)
 
 The **culprit** is the earliest op (execution order) that stands out by replay, else the earliest that stands
 out by error jump; the others are listed. The method that decided is named with every figure.
@@ -36,6 +37,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 
 from precision_tool.formats.tensor_kind import TensorKind
 from precision_tool.replay.local_error import FLOOR_FACTOR, UNIT_ROUNDOFF, local_ratio
+from precision_tool.status import Status
 
 METHOD_REPLAY, METHOD_ERROR_JUMP, METHOD_NONE = "replay", "error jump", "not measured"
 STANDOUT_FACTOR = 10.0
@@ -166,6 +168,10 @@ def apply_replay(result, report):
 
 
 def _red(row) -> Optional[float]:
+    """The row's RED against the reference (over its finite elements); ``0`` for an ``EMPTY`` row -- no
+    element, or only NaN/inf matching the reference's: identical, it carries no error; ``None`` when unknown."""
+    if row.status is Status.EMPTY:
+        return 0.0
     value = row.metric(_RED) if row.compared else None
     return value if isinstance(value, float) and not math.isnan(value) else None
 

@@ -8,21 +8,27 @@ Rules, first match wins (:func:`decide_verdict`); rules 1 and 1b give the earlie
    error jumps above its inputs'. Ops whose local error was measured are judged by it alone, so a tensor that
    fails the cosine gate through accumulated drift blames nobody;
 1b. **first divergence** (``"first divergence and fusion"``) -- for an op whose local error could not be
-   measured, and only when it comes before any op of rule 1: the first op whose output fails on inputs that
-   still match the reference. Its reasons say
-   whether it overflowed (an Opdebug record names it, or its output holds inf/NaN), whether fusion is to
+   measured, or whose output fails for NaN/inf the reference does not hold (``NAN_INF``: local error covers
+   only the finite elements, so it cannot clear such an op), and only when it comes before any op of rule 1:
+   the first op whose output fails on inputs that still match the reference. Its reasons say whether it
+   overflowed (an Opdebug record names it, or its output holds inf/NaN), whether fusion is to
    blame (it is a fusion culprit of the fusion-off comparison), whether fusion is cleared (it is fused but the
    fusion-off run computes the same), or else that its kernel is imprecise;
 2. **fusion** -- else the first fused op that differs from its unfused TF ops (fusion-off run), with its passes;
 3. **overflow** -- else the op of the first overflow record, or the first op whose output introduces
    inf/NaN/fp16 saturation in the normal run -- unless the comparison found that op's outputs all match the
-   reference: an overflow that cost no accuracy blames nobody (it goes to :attr:`Verdict.also`). Without a
-   comparison the op is named, and its reasons say it was not checked against the reference;
+   reference: an overflow that cost no accuracy blames nobody (it goes to :attr:`Verdict.also`). Nor does an
+   op the dump scan flags only for NaN/inf the reference holds too, at the same positions and of the same
+   kinds (TensorFlow computes them: a NaN label guard, say): the next op the scan finds introducing
+   inf/NaN is considered instead. Without a comparison the op is named, and its reasons say it was not
+   checked against the reference; with one, they say which of its NaN/inf the reference shares;
 4. none -- and the next step that could find one.
 
 Whatever does not make the culprit is listed in :attr:`Verdict.also` (the first overflow when it is not the
 culprit, other fusion culprits, other independent divergences, lossy casts, exception dumps of an AI Core
-error -- which never make a culprit: they name a task, not a graph op). Commands are given as typed in
+error -- which never make a culprit: they name a task, not a graph op -- and the tensors whose NaN/inf all
+match the reference's: the comparator judges them on their finite elements, so they are never a first
+divergence by their NaN/inf). Commands are given as typed in
 the shell (``ni OP``); prefix ``precision_tool -d WORKSPACE`` in a terminal.
 """
 from __future__ import annotations
@@ -34,8 +40,10 @@ from dataclasses import dataclass
 from typing import List, Optional, Tuple
 
 from precision_tool.checks.attribution import METHOD_NONE, METHOD_REPLAY, STANDOUT_FACTOR
+from precision_tool.checks.nonfinite import INTRODUCED
 from precision_tool.formats.dump_names import sanitize_op_name
 from precision_tool.replay.plan import SOURCE_REFERENCE
+from precision_tool.status import Status
 from precision_tool.formats.tensor_kind import TensorKind
 
 FIRST_DIVERGENCE, FUSION, OVERFLOW_RECORD, DUMP_SCAN = "first divergence", "fusion", "overflow record", "dump scan"
@@ -103,6 +111,28 @@ def _rows_of(compare, op_name: str):
     return [row for row in compare.result.results if row.op_name == op_name]
 
 
+def _matched_outputs(compare, op_name: str) -> dict:
+    """``{output index: matched NaN/inf count}`` of the op's compared outputs whose NaN/inf all match the
+    reference's (:attr:`~precision_tool.comparison.result.TensorResult.matched_non_finite`)."""
+    return {row.tensor_index: row.matched_non_finite for row in _compared_outputs(compare, op_name)
+            if row.matched_non_finite}
+
+
+def _scan_matches_reference(compare, scan_op) -> bool:
+    """True when every output the dump scan flags holds only NaN/inf the reference holds too (same count,
+    every one matched; no fp16 saturation): the scan saw TensorFlow's own values, not an NPU overflow."""
+    matched = _matched_outputs(compare, scan_op.op_name)
+    return bool(matched) and all(not tensor.saturated and tensor.non_finite
+                                 and matched.get(tensor.index) == tensor.non_finite for tensor in scan_op.outputs)
+
+
+def _shared_text(matched: dict, lead: str = "its") -> str:
+    """``its NaN/inf in output 0 (6) are the reference's too ...``: what the comparison says about them."""
+    where = ", ".join(f"output {index} ({count})" for index, count in sorted(matched.items()))
+    return (f"{lead} NaN/inf in {where} are the reference's too (same positions, same kinds): the reference "
+            "computes them, so they are no overflow of the NPU's")
+
+
 def _non_finite_text(scan_op) -> str:
     worst = scan_op.worst
     parts = [f"{worst.inf} inf" if worst.inf else "", f"{worst.nan} NaN" if worst.nan else "",
@@ -168,18 +198,22 @@ class _Causes:
     explained: bool
 
 
-def _causes(op_name: str, overflow, fusion) -> _Causes:
+def _causes(op_name: str, overflow, fusion, compare=None) -> _Causes:
     lines = []
     finding = _overflow_finding(overflow, op_name)
     if finding is not None:
         lines.append(f"overflow: record {finding.position} of the overflow run names it: "
                      f"{'; '.join(finding.status_lines)}")
     scan_op = _scan_op(overflow, op_name)
-    if scan_op is not None:
+    shared = scan_op is not None and _scan_matches_reference(compare, scan_op)
+    if shared:
+        lines.append(f"not overflow: in the normal run its {_non_finite_text(scan_op)}, but "
+                     + _shared_text(_matched_outputs(compare, op_name), lead="the"))
+    elif scan_op is not None:
         lines.append(f"overflow: in the normal run its {_non_finite_text(scan_op)}")
     fused = _fusion_reason(fusion, op_name)
     lines.extend(fused.lines)
-    explained = finding is not None or scan_op is not None or fused.blamed or fused.undecided
+    explained = finding is not None or (scan_op is not None and not shared) or fused.blamed or fused.undecided
     return _Causes(tuple(lines), fused.passes, fused.blamed, explained)
 
 
@@ -201,11 +235,15 @@ def _divergence_culprit(divergence, overflow, fusion, compare) -> Culprit:
         worst = min(failing, key=lambda row: row.cosine if row.cosine is not None else -2.0)
         reasons.append(f"its output {worst.tensor_index} fails against the reference ({worst.status.value}: "
                        f"{worst.reason}){_inputs_text(divergence, rows)}")
+        if worst.matched_non_finite:
+            reasons.append(f"its output {worst.tensor_index}'s {worst.matched_non_finite} NaN/inf are the "
+                           "reference's too (same positions, same kinds) and left out: it fails on its finite "
+                           "elements")
     attribution = compare.attribution if compare is not None else None
     measured = attribution.op(op_name) if attribution is not None else None
     if measured is not None:
         reasons.append(f"its local error is {measured.summary}")
-    causes = _causes(op_name, overflow, fusion)
+    causes = _causes(op_name, overflow, fusion, compare)
     reasons.extend(causes.lines)
     if not causes.explained:
         reasons.append("no overflow and no fusion explain it: the kernel itself loses accuracy on good inputs"
@@ -235,7 +273,7 @@ def _local_error_culprit(measured, overflow, fusion, compare) -> Culprit:
         if from_reference:
             reasons.append(f"{len(from_reference)} of its {len(replay.feeds)} replay inputs came from the reference, "
                            f"not the NPU dump (first: {from_reference[0]})")
-    causes = _causes(op_name, overflow, fusion)
+    causes = _causes(op_name, overflow, fusion, compare)
     reasons.extend(causes.lines)
     if not causes.explained:
         reasons.append("no overflow and no fusion explain it: the kernel itself loses accuracy")
@@ -275,12 +313,27 @@ def _reference_check_text(compare, op_name: str) -> str:
     if compare.result is None:
         return "not checked against the reference: the comparison did not run"
     if _compared_outputs(compare, op_name):
-        return "its outputs fail against the reference"
+        matched = _matched_outputs(compare, op_name)
+        return "its outputs fail against the reference" + (f"; {_shared_text(matched)}" if matched else "")
     return "not checked against the reference: none of its outputs was compared (no reference for them)"
 
 
+def _scan_culprit_op(overflow, compare):
+    """The dump scan's op to name: its first op introducing inf/NaN/saturation (else the first it lists);
+    with a comparison, the first such op whose outputs do not all match the reference and whose NaN/inf are
+    not all the reference's own (:func:`_scan_matches_reference`). ``None`` when there is none."""
+    scan = overflow.scan
+    first = scan.first_introduced if scan is not None else None
+    if first is None or compare is None or compare.result is None:
+        return first
+    introduced = [op for op in scan.ops if op.origin == INTRODUCED] or [first]
+    return next((op for op in introduced
+                 if not (_outputs_match(compare, op.op_name) or _scan_matches_reference(compare, op))), None)
+
+
 def _overflow_culprit(overflow, compare=None) -> Optional[Culprit]:
-    """The overflow record's op, else the dump scan's; ``None`` for an op whose compared outputs all match."""
+    """The overflow record's op, else the dump scan's (:func:`_scan_culprit_op`); ``None`` for an op whose
+    compared outputs all match."""
     first = overflow.records.first
     if first is not None and not (first.located and _outputs_match(compare, first.op_name)):
         reasons = [f"record {first.position} of {overflow.records.records} in the overflow run, the earliest "
@@ -292,8 +345,8 @@ def _overflow_culprit(overflow, compare=None) -> Optional[Culprit]:
         reasons.append(_reference_check_text(compare, first.op_name))
         return Culprit(first.op_name, first.op_type, OVERFLOW_RECORD, tuple(reasons),
                        (f"ni {_q(first.op_name)}", f"pt {_q(first.dump_path)}", "ov"))
-    scan_op = overflow.scan.first_introduced if overflow.scan is not None else None
-    if scan_op is None or _outputs_match(compare, scan_op.op_name):
+    scan_op = _scan_culprit_op(overflow, compare)
+    if scan_op is None:
         return None
     return Culprit(scan_op.op_name, scan_op.op_type, DUMP_SCAN,
                    (f"the first op of the normal run whose {_non_finite_text(scan_op)} "
@@ -309,11 +362,14 @@ def _also(culprit: Optional[Culprit], overflow, fusion, compare) -> List[str]:
         text = (f"overflow run: first overflow at {first.op_name or f'task {first.task_id}'} "
                 f"({first.op_type or '?'}): {'; '.join(first.status_lines)}")
         if _outputs_match(compare, first.op_name):
-            text += "; its outputs match the reference in the dump run, so it cost no accuracy there"
+            shared = " (its NaN/inf are the reference's too)" if _matched_outputs(compare, first.op_name) else ""
+            text += f"; its outputs match the reference in the dump run{shared}, so it cost no accuracy there"
         lines.append(text)
     scan_op = overflow.scan.first_introduced if overflow.scan is not None else None
     if scan_op is not None and not (named and _same_op(scan_op.op_name, named)):
         text = f"normal run: {scan_op.op_name} {_non_finite_text(scan_op)}"
+        if _scan_matches_reference(compare, scan_op):
+            text += f"; {_shared_text(_matched_outputs(compare, scan_op.op_name))}"
         if _outputs_match(compare, scan_op.op_name):
             text += "; its outputs match the reference, so it cost no accuracy"
         lines.append(text)
@@ -341,9 +397,13 @@ def _also(culprit: Optional[Culprit], overflow, fusion, compare) -> List[str]:
         lines.extend(_attribution_lines(attribution, compare, named))
     if compare is not None and compare.result is not None:
         roots = [op.op_name for op in compare.result.divergence.roots if op.op_name != named
-                 and not _measured(attribution, op.op_name)]
+                 and not _judged_by_local_error(compare, op.op_name)]
         if roots:
             lines.append(f"{len(roots)} more op(s) fail on good inputs (independent errors): " + ", ".join(roots[:5]))
+    matching = compare.result.matching_non_finite_line() if compare is not None and compare.result is not None \
+        else ""
+    if matching:
+        lines.append(matching)
     if compare is not None and compare.result is not None and compare.result.failing \
             and compare.result.divergence.first is None:
         failing = compare.result.failing
@@ -427,6 +487,15 @@ def _measured(attribution, op_name: str) -> bool:
     return measured is not None and measured.method != METHOD_NONE
 
 
+def _judged_by_local_error(compare, op_name: str) -> bool:
+    """True when the op's local error speaks for it (:func:`_measured`) -- unless an output of it fails for
+    NaN/inf the reference does not hold (``NAN_INF``): local error is measured over the finite elements and
+    never sees them, so the first divergence speaks for such an op."""
+    attribution = compare.attribution if compare is not None else None
+    return _measured(attribution, op_name) and not any(row.status is Status.NAN_INF
+                                                       for row in _compared_outputs(compare, op_name))
+
+
 def decide_verdict(overflow, fusion, compare=None) -> "Verdict":
     """Apply the rules of the module docstring to the three sections (``compare`` may be ``None``; its
     ``out_folder`` goes into the ``vcs`` hint)."""
@@ -436,7 +505,7 @@ def decide_verdict(overflow, fusion, compare=None) -> "Verdict":
         divergence = compare.result.divergence.first
     attribution = compare.attribution if compare is not None else None
     local = attribution.culprit if attribution is not None else None
-    unmeasured = divergence is not None and not _measured(attribution, divergence.op_name)
+    unmeasured = divergence is not None and not _judged_by_local_error(compare, divergence.op_name)
     if divergence is not None and unmeasured and (local is None
                                                    or _position(compare, divergence.op_name) < local.position):
         culprit = _divergence_culprit(divergence, overflow, fusion, compare)

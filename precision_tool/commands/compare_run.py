@@ -99,6 +99,9 @@ def _report(result: ComparisonResult, summary: Dict[str, Any], paths: OutputPath
         if first.unknown_inputs:
             line += f"; inputs {list(first.unknown_inputs)} were not compared"
         report.add_text(line + f"; {inherited} later ops only inherit errors, {other_roots} other roots.")
+    matched = result.matching_non_finite_line()
+    if matched:
+        report.add_text(matched)
     coverage = result.facts.coverage or Coverage()
     notes = [f"unreadable, not compared: {message}" for _, message in unusable[:UNREADABLE_SHOWN]]
     if len(unusable) > UNREADABLE_SHOWN:

@@ -66,11 +66,13 @@ def handle(args, ctx: Context) -> Report:
     report.add_table(["side", "tensor", "stored", "dtype", "shape", *STATS_HEADERS],
                      [_side_row("left", left), _side_row("right", right)])
     tol = result.tolerance
+    counted = (f"{result.compared_count} finite elements" if result.matched_non_finite  # the others match
+               else str(result.element_count))
     summary = [["verdict", f"{result.status.value}: {result.reason}"],
                ["cosine", _number(result.cosine)],
                ["allclose", "-" if result.allclose_ratio is None else
                 f"{result.allclose_ratio:.4%} within rtol {tol.rtol:g}, atol {tol.atol:g} "
-                f"({result.mismatch_count} of {result.element_count} outside)"],
+                f"({result.mismatch_count} of {counted} outside)"],
                *([metric.name, metric.formatted if metric.reason is None else f"NaN ({metric.reason})"]
                  for metric in result.metrics if metric.name != "CosineSimilarity")]
     report.add_table(["metric", "value"], summary)

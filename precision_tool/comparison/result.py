@@ -78,6 +78,12 @@ class TensorResult:
         RED(replay, reference); ``None`` when the op was not replayed.
     local_method : how they were measured (``"replay float64"``, ``"replay float32"``, ``"replay numpy
         conversion"``); ``""`` when not replayed.
+    matched_non_finite : the classification "matching non-finite": how many elements are NaN/+inf/-inf at
+        identical positions with identical kinds on both sides (the reference computes them too). They are
+        left out of every metric; the row is judged on its finite elements like any tensor (``PASS``/``FAIL``,
+        ``BOTH_ZERO``, ...; ``EMPTY`` when nothing is finite) and ``notes`` holds the line saying so
+        (:meth:`~precision_tool.metrics.NonFiniteSummary.matching_text`). ``0`` when the tensor has no
+        non-finite value, or when its non-finite values differ from the reference's (``NAN_INF``: a failure).
     """
 
     index: int
@@ -107,6 +113,7 @@ class TensorResult:
     local_floor: Optional[float] = None
     inherited_error: Optional[float] = None
     local_method: str = ""
+    matched_non_finite: int = 0
 
     @property
     def key(self) -> Key:
@@ -174,7 +181,8 @@ class TensorResult:
         return replace(self, status=other.status, reason=other.reason, shape=other.shape, metrics=other.metrics,
                        ref_dtype=other.ref_dtype, ref_address=other.ref_address,
                        allclose_ratio=other.allclose_ratio, allclose_min_ratio=other.allclose_min_ratio,
-                       tolerance_dtype=other.tolerance_dtype, notes=other.notes, reused_from=other.tensor_id)
+                       tolerance_dtype=other.tolerance_dtype, notes=other.notes, reused_from=other.tensor_id,
+                       matched_non_finite=other.matched_non_finite)
 
     # ------------------------------------------------------------------ lossless round trip
     def to_dict(self) -> Dict[str, Any]:
@@ -191,7 +199,8 @@ class TensorResult:
                 "allclose_min_ratio": _json_value(self.allclose_min_ratio),
                 "tolerance_dtype": self.tolerance_dtype, "reused_from": self.reused_from, "notes": list(self.notes),
                 "local_error": _json_value(self.local_error), "local_floor": _json_value(self.local_floor),
-                "inherited_error": _json_value(self.inherited_error), "local_method": self.local_method}
+                "inherited_error": _json_value(self.inherited_error), "local_method": self.local_method,
+                "matched_non_finite": self.matched_non_finite}
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> "TensorResult":
@@ -229,7 +238,8 @@ class TensorResult:
                    notes=tuple(notes), local_error=_float_value(data.get("local_error")),
                    local_floor=_float_value(data.get("local_floor")),
                    inherited_error=_float_value(data.get("inherited_error")),
-                   local_method=_text(data, "local_method") if "local_method" in data else "")
+                   local_method=_text(data, "local_method") if "local_method" in data else "",
+                   matched_non_finite=_count(data, "matched_non_finite"))
 
 
 def _is_int(value: Any) -> bool:
@@ -241,6 +251,16 @@ def _integer(data: Mapping[str, Any], key: str) -> int:
     if not _is_int(value):
         raise TypeError(f"{key} must be an integer, not {type(value).__name__}")
     return int(value)
+
+
+def _count(data: Mapping[str, Any], key: str) -> int:
+    """A count that older result files do not hold (0 then)."""
+    if key not in data:
+        return 0
+    value = _integer(data, key)
+    if value < 0:
+        raise ValueError(f"{key} must not be negative")
+    return value
 
 
 def _text(data: Mapping[str, Any], key: str) -> str:
@@ -432,12 +452,33 @@ class ComparisonResult:
         unusable = len(coverage.unusable_inputs) if coverage is not None else 0
         return exit_code_for(any(r.failed for r in self.results), len(self.compared), unusable)
 
+    def matching_non_finite_line(self) -> str:
+        """One line on the compared tensors whose NaN/inf all match the reference's
+        (:attr:`TensorResult.matched_non_finite`), naming the first; ``""`` when there are none. ``compare``
+        prints it and ``ac``'s verdict lists it.
+
+        >>> row = TensorResult(3, "loss:output:0", "loss", "output", 0, "Select", Status.PASS, matched_non_finite=4)
+        >>> facts = RunFacts("npu_vs_tf", ("loss",), "graph")
+        >>> print(ComparisonResult.judged([row], facts, 0.99).matching_non_finite_line().replace("): ", "):\\n"))
+        1 tensor(s) hold NaN/inf exactly where the reference does (same positions and kinds; first: loss:output:0, 4):
+        the reference computes them too, so they are no divergence: judged on their finite elements
+        """
+        rows = [row for row in self.compared if row.matched_non_finite]
+        if not rows:
+            return ""
+        first = rows[0]
+        return (f"{len(rows)} tensor(s) hold NaN/inf exactly where the reference does (same positions and kinds; "
+                f"first: {first.tensor_id or first.op_name}, {first.matched_non_finite}): the reference computes "
+                f"them too, so they are no divergence: judged on their finite elements")
+
     def verdicts(self) -> Dict[Key, bool]:
         """``{(op, kind, k): passed}`` over the compared tensors: what the first divergence is found from."""
         return _verdicts(self.results)
 
     def counts(self) -> Dict[str, Any]:
-        """Counts by status plus totals: compared, passed, failed, errors, not compared, reused."""
+        """Counts by status plus totals: compared, passed, failed, errors, not compared, reused, and
+        ``matching_non_finite``: compared tensors whose NaN/inf all match the reference's
+        (:attr:`TensorResult.matched_non_finite`), judged on their finite elements."""
         by_status: Dict[Status, int] = {}
         for result in self.results:
             by_status[result.status] = by_status.get(result.status, 0) + 1
@@ -447,6 +488,7 @@ class ComparisonResult:
                 "not_compared": by_status.get(Status.NOT_COMPARED, 0),
                 "ops_without_dump": by_status.get(Status.NO_DUMP, 0),
                 "reused_input_results": sum(1 for r in compared if r.reused_from),
+                "matching_non_finite": sum(1 for r in compared if r.matched_non_finite),
                 "by_status": {status.value: by_status[status] for status in Status if status in by_status}}
 
 

@@ -200,7 +200,7 @@ class PairComparer:
             shape=tuple(int(d) for d in decoded.array.shape),
             metrics=values, allclose_ratio=comparison.allclose_ratio,
             allclose_min_ratio=DEFAULT_TOLERANCES[comparison.dtype].min_ratio, tolerance_dtype=comparison.dtype,
-            notes=notes), ""
+            notes=notes, matched_non_finite=comparison.matched_non_finite), ""
 
     def run_all(self, tasks: Sequence[PairTask]) -> List[Outcome]:
         return [self.run(task) for task in tasks]
@@ -229,9 +229,11 @@ def judge_pair(npu, reference, *, cosine_threshold: Optional[float], dtype: Opti
     """``compare``'s verdict on one NPU/reference pair: the one rule ``compare``, ``ac -c`` and ``cp`` share.
 
     :func:`~precision_tool.metrics.compare_tensors` with the cosine gate and its honest statuses (NaN/inf,
-    shape, count, zero tensors). The allclose gate is off (``min_allclose_ratio=0``, see
-    :mod:`precision_tool.comparison.engine`): the ratio is reported, not judged -- unless the caller gives
-    ``rtol`` or ``atol`` explicitly (``cp -al/-rl``), which asks for that gate with the dtype's minimum ratio.
+    shape, count, zero tensors); NaN/inf at identical positions and of identical kinds on both sides are left
+    out and the tensor is judged on its finite elements (:attr:`TensorComparison.matched_non_finite`). The
+    allclose gate is off (``min_allclose_ratio=0``, see :mod:`precision_tool.comparison.engine`): the ratio is
+    reported, not judged -- unless the caller gives ``rtol`` or ``atol`` explicitly (``cp -al/-rl``), which
+    asks for that gate with the dtype's minimum ratio.
 
     ``dtype`` names the tolerance class (``None``: inferred from the arrays); ``dtype_labels`` are the two
     sides' dtype names as stored, and ``"bfloat16"`` among them selects bf16's tolerances (bf16 arrives as

@@ -7,13 +7,29 @@ is read:
 2. shapes differ (beyond size-1 dimensions) -> ``SHAPE_MISMATCH``: metrics are computed on the flattened data,
    for information, and the tensor fails (msaccucmp compares flat without a word);
 3. no elements -> ``EMPTY`` (msaccucmp writes cosine 1.0);
-4. NaN positions, then +inf/-inf positions and signs, are classified per side -> ``NAN_INF``: metrics are
-   computed on the pairs finite on both sides, and the tensor fails (msaccucmp writes ``nan``, easily read
-   as a pass);
+4. NaN positions, then +inf/-inf positions and signs, are classified per side. Non-finite values that
+   differ between the sides -- a NaN or an inf on one side only, at other positions, or of another kind
+   (NaN against inf, +inf against -inf) -> ``NAN_INF``: metrics are computed on the pairs finite on both
+   sides, and the tensor fails (msaccucmp writes ``nan``, easily read as a pass). This is what an NPU
+   overflow looks like.
+   **Matching non-finite values** -- both sides hold NaN/inf at exactly the same positions, each of the same
+   kind (NaN and NaN, +inf and +inf, -inf and -inf), as when TensorFlow's own graph computes them (the NaN
+   label guard of ``SparseSoftmaxCrossEntropyWithLogits``) -- are no divergence: they are left out and the
+   tensor is judged on its finite elements by steps 5 and 6 like any tensor, with the note
+   ``matching non-finite: K NaN/inf at identical positions on both sides (...); metrics over the M finite
+   elements`` among :attr:`TensorComparison.notes` (:attr:`TensorComparison.matched_non_finite` is K).
+   When no element is finite it is ``EMPTY`` (passes: nothing disagrees, nothing to measure) with that
+   note as its reason;
 5. on the finite pairs: all zero on both sides -> ``BOTH_ZERO``; on one side only -> ``ONE_SIDE_ZERO``;
 6. otherwise the two gates: cosine similarity at least ``cosine_threshold`` and the allclose ratio at least
    the tolerance's ``min_ratio`` -> ``PASS``, else ``FAIL``. A tensor whose dims are all 1 is compared
    like any other (msaccucmp writes cosine 1.0 for it whatever the values).
+
+msaccucmp has no rule for matching non-finite values: it computes over every element in float32, so a single
+NaN on both sides makes its cosine, absolute errors, relative Euclidean distance, KL divergence, standard
+deviations and RMSE ``nan`` (its relative errors happen to skip a NaN *reference* -- ``|nan| > eps`` is false,
+as for a zero reference -- but count it in the mean's N; a matching inf makes them ``nan`` too). We give the
+numbers of the finite elements instead, and say so.
 
 ``PASS``, ``BOTH_ZERO`` and ``EMPTY`` pass (nothing disagrees); every other status fails. The statuses are
 those of :class:`precision_tool.status.Status`, the one vocabulary of every result.
@@ -35,12 +51,16 @@ from precision_tool.metrics.registry import ALL, MetricInfo, format_value, get_m
 from precision_tool.status import Status
 
 __all__ = ["Status", "NonFiniteClass", "NonFiniteSummary", "WorstElement", "MetricValue", "TensorComparison",
-           "compare_tensors", "DEFAULT_COSINE_THRESHOLD"]
+           "compare_tensors", "DEFAULT_COSINE_THRESHOLD", "MATCHING_NON_FINITE"]
 
 #: The cosine gate msaccucmp users usually apply.
 DEFAULT_COSINE_THRESHOLD = 0.99
 
 _RELATIVE = ("AccumulatedRelativeError", "MaxRelativeError", "MeanRelativeError")
+
+#: How the note on a tensor with matching non-finite values begins (:meth:`NonFiniteSummary.matching_text`);
+#: the result CSV writes that note in ``CompareFailReason`` and reads the count back from it.
+MATCHING_NON_FINITE = "matching non-finite"
 
 
 class NonFiniteClass(str, Enum):
@@ -80,6 +100,46 @@ class NonFiniteSummary:
     @property
     def any(self) -> bool:
         return self.nan_class is not NonFiniteClass.NONE or self.inf_class is not NonFiniteClass.NONE
+
+    @property
+    def matching(self) -> bool:
+        """True when there are non-finite values and each one has its twin on the other side: NaN where the
+        other side has NaN, +inf where it has +inf, -inf where it has -inf, and nothing else non-finite.
+
+        >>> NonFiniteSummary(npu_nan=2, ref_nan=2, nan_class=NonFiniteClass.BOTH_SAME_POSITIONS).matching
+        True
+        >>> NonFiniteSummary(npu_nan=1, ref_posinf=1, nan_class=NonFiniteClass.NPU_ONLY,
+        ...                  inf_class=NonFiniteClass.REFERENCE_ONLY).matching  # NaN against inf
+        False
+        """
+        same = (NonFiniteClass.NONE, NonFiniteClass.BOTH_SAME_POSITIONS)
+        return self.any and self.nan_class in same and self.inf_class in same
+
+    @property
+    def matched(self) -> int:
+        """Elements left out as matching non-finite values (:attr:`matching`); 0 when they do not match."""
+        return self.npu_nan + self.npu_inf if self.matching else 0
+
+    def matching_text(self, finite: int) -> str:
+        """The note on a tensor whose non-finite values match (:attr:`matching`), ``finite`` elements left.
+
+        >>> summary = NonFiniteSummary(npu_nan=2, npu_posinf=1, ref_nan=2, ref_posinf=1,
+        ...                            nan_class=NonFiniteClass.BOTH_SAME_POSITIONS,
+        ...                            inf_class=NonFiniteClass.BOTH_SAME_POSITIONS)
+        >>> print(summary.matching_text(997).replace("; ", ";\\n"))
+        matching non-finite: 3 NaN/inf at identical positions on both sides (2 NaN, 1 +inf);
+        metrics over the 997 finite elements
+        >>> print(summary.matching_text(0).replace("; ", ";\\n"))
+        matching non-finite: 3 NaN/inf at identical positions on both sides (2 NaN, 1 +inf);
+        no finite element: nothing to measure
+        """
+        kinds = ", ".join(f"{count} {kind}" for count, kind in
+                          ((self.npu_nan, "NaN"), (self.npu_posinf, "+inf"), (self.npu_neginf, "-inf")) if count)
+        total = self.npu_nan + self.npu_inf
+        head = f"{MATCHING_NON_FINITE}: {total} NaN/inf at identical positions on both sides ({kinds})"
+        if not finite:
+            return f"{head}; no finite element: nothing to measure"
+        return f"{head}; metrics over the {finite} finite element{'' if finite == 1 else 's'}"
 
 
 @dataclass(frozen=True)
@@ -131,9 +191,12 @@ class TensorComparison:
     metrics : tuple of MetricValue
         The requested metrics, in the order requested.
     allclose_ratio : float or None
-        Share of all elements within tolerance (matching NaN and same-sign inf count as close).
+        Share of the elements within tolerance: of all elements for ``NAN_INF`` and all-finite tensors (NaN
+        on both sides and same-sign inf count as close), of the finite elements for a tensor whose
+        non-finite values all match (:attr:`matched_non_finite`), like every metric; None when nothing was
+        compared.
     mismatch_count : int or None
-        Elements outside tolerance.
+        Elements outside tolerance (among those the ratio counts).
     tolerance : Tolerance
     cosine_threshold : float or None
         None: the cosine gate was off.
@@ -171,6 +234,13 @@ class TensorComparison:
 
     def __bool__(self) -> bool:
         return self.passed
+
+    @property
+    def matched_non_finite(self) -> int:
+        """NaN/inf elements at identical positions with identical kinds on both sides, left out of every metric
+        (:attr:`NonFiniteSummary.matched`): 0 when there are none, or when the non-finite values differ
+        (``NAN_INF``)."""
+        return self.non_finite.matched
 
     def metric(self, name) -> MetricValue:
         """The :class:`MetricValue` for a metric name or alias; ``KeyError`` if it was not requested."""
@@ -234,6 +304,14 @@ def compare_tensors(npu, ref, *, dtype=None, metrics: Sequence = ALL,
     ('float16', <Status.PASS: 'PASS'>, '0.000974')
     >>> result.reason
     'cosine 1.000000 >= 0.99; 0 of 1000 elements (0%) outside rtol 0.001, atol 0.001 (up to 0.1% allowed)'
+
+    A NaN the reference holds too, at the same position, is left out and noted; a NaN it lacks fails:
+
+    >>> result = compare_tensors(np.float32([1, np.nan, 3]), np.float32([1, np.nan, 3]))
+    >>> result.status, result.matched_non_finite, result.compared_count
+    (<Status.PASS: 'PASS'>, 1, 2)
+    >>> compare_tensors(np.float32([1, np.nan, 3]), np.float32([1, 2, 3])).status
+    <Status.NAN_INF: 'NAN_INF'>
     """
     npu_array, ref_array = _as_real_array(npu, "NPU"), _as_real_array(ref, "reference")
     infos = resolve_metrics(metrics)
@@ -279,18 +357,22 @@ def compare_tensors(npu, ref, *, dtype=None, metrics: Sequence = ALL,
     pair = PairData(x_finite, y_finite, sums)
     m = pair.n
     npu_zero, ref_zero = _all_zero(pair)
+    matching = non_finite.matching
+    if matching:
+        notes.append(non_finite.matching_text(m))
 
     values = {info.name: (info.kernel(pair) if m else math.nan) for info in infos}
     cosine_info = get_metric("CosineSimilarity")
     cosine = values[cosine_info.name] if cosine_info.name in values else (cosine_info.kernel(pair) if m else math.nan)
     cosine = None if math.isnan(cosine) else cosine
-    metric_values = tuple(_metric_value(info, values[info.name], pair, npu_zero, ref_zero) for info in infos)
+    metric_values = tuple(_metric_value(info, values[info.name], pair, npu_zero, ref_zero, matching) for info in infos)
 
     close = close_count(pair, tolerance.rtol, tolerance.atol) if m else 0
-    if not all_finite:
+    counted = m if matching else n  # matching non-finite values are left out of the allclose ratio too
+    if not (all_finite or matching):
         close += nonfinite_close_count(x, y, ~finite)
-    mismatch = n - close
-    ratio = close / n
+    mismatch: Optional[int] = counted - close if counted else None
+    ratio = close / counted if counted else None
     worst = _worst_element(pair, finite, all_finite, npu_shape) if m else None
     zero_refs = m - pair.nonzero_reference_count if m else 0
 
@@ -300,7 +382,7 @@ def compare_tensors(npu, ref, *, dtype=None, metrics: Sequence = ALL,
         notes.append(f"{zero_refs} of {m} reference elements are zero (|y| <= 2.2e-16): left out of relative "
                      f"errors")
 
-    status, reason = _judge(cosine, cosine_threshold, mismatch, n, tolerance, non_finite, m, x_finite, y_finite,
+    status, reason = _judge(cosine, cosine_threshold, mismatch, tolerance, non_finite, m, x_finite, y_finite,
                             npu_zero, ref_zero)
     if shape_mismatch:
         notes.insert(0, f"also {status.value}: {reason}")
@@ -312,17 +394,23 @@ def compare_tensors(npu, ref, *, dtype=None, metrics: Sequence = ALL,
                             notes=tuple(notes), **common)
 
 
-def _judge(cosine, threshold, mismatch, n, tolerance, non_finite, compared, x_finite, y_finite, npu_zero,
-           ref_zero):
-    """Steps 4-6 of the module docstring: non-finite values, then zero tensors, then the two gates."""
-    if non_finite.any:
+def _judge(cosine, threshold, mismatch, tolerance, non_finite, compared, x_finite, y_finite, npu_zero, ref_zero):
+    """Steps 4-6 of the module docstring: non-finite values, then zero tensors, then the two gates.
+
+    Past step 4 every element is finite, or the non-finite ones match and are left out: ``compared`` finite
+    elements are judged (and ``mismatch`` counts among them).
+    """
+    if non_finite.any and not non_finite.matching:
         return Status.NAN_INF, _non_finite_reason(non_finite, compared)
+    if not compared:  # every element is NaN/inf, matching the reference's
+        return Status.EMPTY, non_finite.matching_text(0)
     if npu_zero and ref_zero:
-        return Status.BOTH_ZERO, (f"both tensors are all zero ({n} elements): identical; cosine and relative errors "
-                                  f"are undefined")
+        where = " where finite" if non_finite.any else ""
+        what = f"are all zero{where} ({compared} element{'' if compared == 1 else 's'})"
+        return Status.BOTH_ZERO, f"both tensors {what}: identical; cosine and relative errors are undefined"
     if npu_zero or ref_zero:
         return Status.ONE_SIDE_ZERO, _one_side_zero_reason(x_finite, y_finite, npu_zero, tolerance)
-    return _gates(cosine, threshold, mismatch, n, tolerance)
+    return _gates(cosine, threshold, mismatch, compared, tolerance)
 
 
 def _split_finite(x: np.ndarray, y: np.ndarray):
@@ -373,9 +461,11 @@ def _not_computed(infos: Sequence[MetricInfo], reason: str) -> Tuple[MetricValue
     return tuple(MetricValue(info.name, None, reason) for info in infos)
 
 
-def _metric_value(info: MetricInfo, value, pair: PairData, npu_zero: bool, ref_zero: bool) -> MetricValue:
+def _metric_value(info: MetricInfo, value, pair: PairData, npu_zero: bool, ref_zero: bool,
+                  matching: bool = False) -> MetricValue:
     if pair.n == 0:
-        return MetricValue(info.name, None, "not computed: no pair is finite on both sides")
+        return MetricValue(info.name, None, "not computed: every element is NaN/inf, as in the reference" if matching
+                           else "not computed: no pair is finite on both sides")
     if isinstance(value, tuple) or not math.isnan(value):
         return MetricValue(info.name, value)
     if info.name == "CosineSimilarity":

@@ -18,6 +18,13 @@ Cells, as msaccucmp writes them (checked against its CSV on the same files):
 - ``CompareFailReason``: empty for a plain pass or a cosine below the threshold (the cell shows it); else
   ``STATUS: reason`` (``NAN_INF: NPU has 3 NaN, reference none; ...``, ``NOT_COMPARED: no reference file
   for ...``, ``NO_DUMP: ...``), so every ``NaN`` cell and every honest failure is explained in the row.
+- A tensor whose NaN/inf all match the reference's (same positions, same kinds:
+  :attr:`TensorResult.matched_non_finite`) has the ten metrics of its *finite* elements in the metric cells
+  (msaccucmp writes ``nan`` in most of them: it computes over every element) and its note in
+  ``CompareFailReason``: ``matching non-finite: 6 NaN/inf at identical positions on both sides (6 NaN);
+  metrics over the 58 finite elements`` alone for a ``PASS``/``FAIL`` (the cosine cell is its verdict),
+  after ``STATUS: reason;`` otherwise (``BOTH_ZERO: ...; matching non-finite: ...``), and as the reason of
+  ``EMPTY`` when nothing is finite (every metric cell ``NaN``). :func:`read_result_csv` reads the count back.
 - ``NaN`` also fills every cell that does not apply (no dump, no reference), as msaccucmp does.
 
 Quoting and spreadsheet formulas
@@ -47,6 +54,7 @@ from precision_tool.errors import ResultCsvError
 from precision_tool.fileio import TEXT_LIMIT, atomic_write, open_input
 from precision_tool.formats.tensor_kind import TensorKind
 from precision_tool.metrics import ALL, DEFAULT_COSINE_THRESHOLD, MeanStd, format_value
+from precision_tool.metrics.verdict import MATCHING_NON_FINITE
 from precision_tool.status import Status
 
 NOT_APPLICABLE = "NaN"
@@ -60,6 +68,7 @@ _NEEDS_QUOTES = re.compile(r'[,"\r\n]')
 _EXPLAINED = tuple(s.value for s in Status if not s.cosine_gated)
 _STATUS_PREFIX = re.compile(r"^(" + "|".join(map(re.escape, _EXPLAINED)) + r"): ")
 _MEAN_STD = re.compile(r"\(([^;()]+);([^;()]+)\),\(([^;()]+);([^;()]+)\)")
+_MATCHED = re.compile(r"(?:^|; )" + re.escape(MATCHING_NON_FINITE) + r": ([0-9]{1,18}) NaN/inf ")
 
 
 # --------------------------------------------------------------------------------------------- writing
@@ -92,10 +101,29 @@ def shape_text(shape: Optional[Sequence[int]]) -> str:
 
 
 def fail_reason_cell(result: TensorResult) -> str:
-    """``""`` for PASS and FAIL, else ``"STATUS: reason"``."""
+    """``""`` for PASS and FAIL, else ``"STATUS: reason"``; the matching non-finite note (see the module
+    docstring) alone for PASS and FAIL, else after the reason unless the reason is that note."""
+    note = matching_non_finite_note(result)
     if result.status.cosine_gated:
+        return note
+    cell = f"{result.status.value}: {result.reason}"
+    return f"{cell}; {note}" if note and not result.reason.startswith(MATCHING_NON_FINITE) else cell
+
+
+def matching_non_finite_note(result: TensorResult) -> str:
+    """The row's ``matching non-finite: ...`` note (:attr:`TensorResult.matched_non_finite`), or ``""``.
+
+    From ``notes`` when the comparator wrote it there; a row that has only the count (a CSV read back) gets
+    the short form ``matching non-finite: K NaN/inf at identical positions on both sides``.
+    """
+    if not result.matched_non_finite:
         return ""
-    return f"{result.status.value}: {result.reason}"
+    for note in result.notes:
+        if note.startswith(MATCHING_NON_FINITE):
+            return note
+    if result.reason.startswith(MATCHING_NON_FINITE):
+        return result.reason
+    return f"{MATCHING_NON_FINITE}: {result.matched_non_finite} NaN/inf at identical positions on both sides"
 
 
 def result_row(result: TensorResult, npu_vs_npu: bool = False) -> List[str]:
@@ -344,10 +372,12 @@ def _row(path: str, number: int, cells: List[str], columns: dict, threshold: Opt
         cosine = metrics.get("CosineSimilarity")
         passed = threshold is None or (isinstance(cosine, float) and cosine >= threshold)
         status = Status.PASS if passed else Status.FAIL
+    matched = _MATCHED.search(reason) if status.compared else None
     return TensorResult(index=_index(path, number, _cell(cells, columns["index"])), tensor_id=tensor_id,
                         op_name=op_name, kind=kind, tensor_index=tensor_index, op_type=_cell(cells, columns["op_type"]),
                         status=status, reason=reason, npu_dtype=_cell(cells, columns["npu_dtype"]),
                         address=_cell(cells, columns["address"]),
                         ground_truth=_cell(cells, columns["ground_truth"]) or "*",
                         ref_dtype=_cell(cells, columns["ref_dtype"]), ref_address=_cell(cells, columns["ref_address"]),
-                        shape=_shape(_cell(cells, columns["shape"])), metrics=values)
+                        shape=_shape(_cell(cells, columns["shape"])), metrics=values,
+                        matched_non_finite=int(matched.group(1)) if matched else 0)

@@ -9,8 +9,9 @@ Keys
 ``cosine_threshold`` the cosine gate; ``allclose_gate`` is off, ``allclose_below_default`` lists the tensors
                      whose allclose ratio is below their dtype's default minimum (reported, not failed)
 ``counts``           compared / passed / failed / errors / not compared / ops without dump / reused inputs,
-                     ``unusable_inputs`` (input files that could not be read: :func:`unusable_inputs`), and
-                     every status's count
+                     ``matching_non_finite`` (tensors whose NaN/inf all match the reference's, judged on
+                     their finite elements), ``unusable_inputs`` (input files that could not be read:
+                     :func:`unusable_inputs`), and every status's count
 ``coverage``         :meth:`Coverage.to_dict` of the alignment: what was not compared, and why
 ``failing``          every failing tensor (first divergence first, then execution order) with its reason
 ``first_divergence`` the op that most likely introduced the error (``None`` when nothing fails), with

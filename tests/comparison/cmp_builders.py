@@ -5,7 +5,8 @@
 output 0), the reference ``.npy`` of every tensor and the GE Build graph (text or
 JSON). Each op computes ``0.5 * in + 0.25 * (i + 1)``; the reference in float32, the NPU in the chosen dtype.
 Faults: ``break_at`` adds noise to that op's NPU output (later ops inherit it), ``nan_at`` puts a NaN in it,
-``no_ref`` leaves out its reference, ``no_dump`` its dump file.
+``ref_nan_at`` one in that op's reference output (both at ``[0, 0]``: with the same op, NaN the reference computes
+too), ``no_ref`` leaves out its reference, ``no_dump`` its dump file.
 """
 from __future__ import annotations
 
@@ -40,7 +41,8 @@ def _desc(origin: str = "", shape=SHAPE):
 
 
 def chain_case(root, names: Sequence[str] = ("op0", "op1", "op2", "op3"), *, break_at: Optional[str] = None,
-               nan_at: Optional[str] = None, no_ref: Iterable[str] = (), no_dump: Iterable[str] = (),
+               nan_at: Optional[str] = None, ref_nan_at: Optional[str] = None, no_ref: Iterable[str] = (),
+               no_dump: Iterable[str] = (),
                json_graph: bool = False, dtype=np.float16, seed: int = 0, graph_layout: str = "workspace") -> Case:
     """Write the chain under ``root``; ``graph_layout="workspace"`` puts it in ``root/graph/`` (a folder with
     ``ge_proto_*_Build.txt``), else ``root/graph.txt``/``graph.json``."""
@@ -56,6 +58,9 @@ def chain_case(root, names: Sequence[str] = ("op0", "op1", "op2", "op3"), *, bre
         if name == nan_at:
             npu_out = npu_out.copy()
             npu_out[0, 0] = np.nan
+        if name == ref_nan_at:
+            reference_out = reference_out.copy()
+            reference_out[0, 0] = np.nan
         steps.append(Step(name, npu_out, None if name in no_ref else reference_out, name not in no_dump))
         reference, npu = reference_out, npu_out
     return write_chain(root, x, x.astype(dtype), steps, json_graph=json_graph, graph_layout=graph_layout)

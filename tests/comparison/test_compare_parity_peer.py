@@ -129,6 +129,33 @@ def test_where_msaccucmp_is_wrong_we_give_the_honest_verdict(peer, tmp_path, cap
     assert listed == ["nan_out:output:0", "more_npu:input:0"]
 
 
+def test_nan_the_reference_holds_too_msaccucmp_writes_nan_we_the_finite_elements(peer, tmp_path, capsys):
+    """Issue 16: the NPU (float16) and the reference (float32) hold NaN at the same two positions. msaccucmp's
+    cells are ``nan`` (it computes over every element); ours are the finite elements', which equal what
+    msaccucmp computes on those 30 elements alone (step ``finite_part``), and the tensor passes."""
+    x = np.random.default_rng(3).standard_normal((4, 8)).astype(np.float32)
+    reference = x * 0.5
+    reference[1, 1] = reference[2, 5] = np.nan
+    npu = reference.astype(np.float16)
+    finite = np.isfinite(reference)
+    steps = [Step("nan_both", npu, reference), Step("finite_part", npu[finite], reference[finite])]
+    write_chain(tmp_path / "case", x, x.astype(np.float16), steps, json_graph=True, graph_layout="file")
+    ours, theirs, ours_code, _ = both(peer, tmp_path / "case", tmp_path)
+    capsys.readouterr()
+    mine = {row.tensor_id: (row, cell) for row, cell in zip(ours.rows, ours.reason_cells)}
+    peer_rows = {row.tensor_id: row for row in theirs.rows if row.tensor_id}
+    row, cell = mine["nan_both:output:0"]
+    assert peer_rows["nan_both:output:0"].metric("CosineSimilarity") is None  # msaccucmp: nan
+    assert row.status == "PASS" and row.matched_non_finite == 2 and ours_code == 0
+    assert cell == ("matching non-finite: 2 NaN/inf at identical positions on both sides (2 NaN); metrics over the "
+                    "30 finite elements")
+    alone = peer_rows["finite_part:output:0"]
+    for name in ALL:
+        if name != SD:
+            assert _agrees(row.metric(name), alone.metric(name), name, 30), name
+    assert _sd_cells(ours)["nan_both:output:0"] == _sd_cells(theirs)["finite_part:output:0"]
+
+
 def test_an_op_name_starting_with_minus_aborts_msaccucmp_not_us(peer, tmp_path, capsys):
     x = np.random.default_rng(2).standard_normal((4, 8)).astype(np.float32)
     steps = [Step("-neg/Add", (x * 0.5).astype(np.float16), x * 0.5), Step("after", (x * 0.5).astype(np.float16),

@@ -98,13 +98,25 @@ def test_allclose_ratio_bounds(pair, rtol, atol):
 
 @settings(max_examples=200)
 @given(pairs(elements=anything))
-def test_verdict_never_passes_with_npu_nan_or_inf(pair):
+@example((np.float32([np.nan, 1.0, np.inf]), np.float32([np.nan, 2.0, np.inf])))
+@example((np.float32([np.nan, -np.inf]), np.float32([np.nan, -np.inf])))
+def test_verdict_never_passes_with_npu_nan_or_inf_the_reference_lacks(pair):
     x, y = pair
     result = compare_tensors(x, y)
     if not (np.isfinite(x).all() and np.isfinite(y).all()):
-        assert result.status is Status.NAN_INF and not result
         summary = result.non_finite
         assert summary.npu_nan == int(np.isnan(x).sum()) and summary.ref_inf == int(np.isinf(y).sum())
+        # the same NaN positions, and the same infinities (sign included) at the same positions
+        same = bool((np.isnan(x) == np.isnan(y)).all()
+                    and (np.where(np.isinf(x), x, 0) == np.where(np.isinf(y), y, 0)).all())
+        if same:
+            finite = np.isfinite(x)
+            assert result.status is not Status.NAN_INF and result.matched_non_finite == int((~finite).sum())
+            assert result.compared_count == int(finite.sum())
+            alone = compare_tensors(x[finite], y[finite])  # judged as the finite elements alone would be
+            assert result.status is alone.status and result.cosine == alone.cosine
+        else:
+            assert result.status is Status.NAN_INF and not result and result.matched_non_finite == 0
     assert len(result.metrics) == len(ALL)
     if result.worst is not None:
         assert result.worst.abs_error == result.value("MaxAbsoluteError")

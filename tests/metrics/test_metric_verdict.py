@@ -120,23 +120,24 @@ class TestNonFinite:
          "NPU has 1 NaN, reference none; metrics over the 3 pairs finite on both sides"),
         ([1, 2, 3, 4], [np.nan, 2, 3, np.nan], "reference_only", "none",
          "reference has 2 NaN, NPU none; metrics over the 2 pairs finite on both sides"),
-        ([np.nan, 2, 3], [np.nan, 2, 3], "both_same_positions", "none",
-         "both have 1 NaN at the same positions; metrics over the 2 pairs finite on both sides"),
         ([np.nan, 2, 3], [1, np.nan, 3], "both_different_positions", "none",
          "NaN positions differ (NPU 1, reference 1); metrics over the 1 pair finite on both sides"),
         ([1, np.inf, -np.inf], [1, 2, 3], "none", "npu_only",
          "NPU has 1 +inf and 1 -inf, reference none; metrics over the 1 pair finite on both sides"),
-        ([1, np.inf, 3], [1, np.inf, 3], "none", "both_same_positions",
-         "both have 1 +inf at the same positions; metrics over the 2 pairs finite on both sides"),
         ([1, np.inf, 3], [1, -np.inf, 3], "none", "both_different_positions",
          "inf positions or signs differ (NPU 1 +inf, reference 1 -inf); metrics over the 2 pairs finite on both sides"),
         ([np.nan, np.inf, 3, 4], [1, 2, 3, 4], "npu_only", "npu_only",
          "NPU has 1 NaN, reference none; NPU has 1 +inf, reference none; "
          "metrics over the 2 pairs finite on both sides"),
-        ([np.nan, np.nan], [np.nan, np.nan], "both_same_positions", "none",
-         "both have 2 NaN at the same positions; no pair is finite on both sides"),
+        ([np.nan, 2, np.inf], [np.nan, 2, 3], "both_same_positions", "npu_only",
+         "both have 1 NaN at the same positions; NPU has 1 +inf, reference none; "
+         "metrics over the 1 pair finite on both sides"),
+        ([np.nan, 2, 3], [np.inf, 2, 3], "npu_only", "reference_only",
+         "NPU has 1 NaN, reference none; reference has 1 +inf, NPU none; "
+         "metrics over the 2 pairs finite on both sides"),
     ])
-    def test_classified_and_never_a_pass(self, npu, ref, nan_class, inf_class, reason):
+    def test_differing_non_finite_is_classified_and_never_a_pass(self, npu, ref, nan_class, inf_class, reason):
+        """Matching NaN/inf (same positions, same kinds) are test_matching_non_finite.py's."""
         result = _cmp(npu, ref)
         assert result.status is Status.NAN_INF and not result
         assert (result.non_finite.nan_class.value, result.non_finite.inf_class.value) == (nan_class, inf_class)

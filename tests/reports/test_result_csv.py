@@ -101,6 +101,44 @@ def test_our_csv_round_trips_through_our_reader(tmp_path):
         {row.key for row in result.results if row.failed}
 
 
+def test_matching_non_finite_cells_and_round_trips(tmp_path):
+    """Issue 16: the classification is written in CompareFailReason and read back; the result file keeps it."""
+    note = ("matching non-finite: 2 NaN/inf at identical positions on both sides (2 NaN); metrics over the 6 finite "
+            "elements")
+    empty_note = ("matching non-finite: 4 NaN/inf at identical positions on both sides (4 NaN); no finite element: "
+                  "nothing to measure")
+    base = dict(kind="output", tensor_index=0, op_type="Select", shape=(2, 4))
+    std = MeanStd(0.5, 1.0, 0.5, 1.0)
+    rows = [TensorResult(index=0, tensor_id="a:output:0", op_name="a", status=Status.PASS, reason="cosine 1 >= 0.99",
+                         metrics=(1.0,) + (0.0,) * 4 + (std,) + (0.0,) * 4, notes=(note,), matched_non_finite=2,
+                         **base),
+            TensorResult(index=1, tensor_id="b:output:0", op_name="b", status=Status.EMPTY, reason=empty_note,
+                         notes=(empty_note,), matched_non_finite=4, **base),
+            TensorResult(index=2, tensor_id="c:output:0", op_name="c", status=Status.BOTH_ZERO,
+                         reason="both tensors are all zero where finite (6 elements): identical", notes=(note,),
+                         matched_non_finite=2, **base),
+            TensorResult(index=3, tensor_id="d:output:0", op_name="d", status=Status.FAIL, reason="cosine 0.5 < 0.99",
+                         metrics=(0.5,) + (0.1,) * 4 + (std,) + (0.1,) * 4, matched_non_finite=3,
+                         **base)]  # no note: the short form
+    cells = [result_row(row)[19] for row in rows]
+    assert cells == [note, f"EMPTY: {empty_note}",
+                     f"BOTH_ZERO: both tensors are all zero where finite (6 elements): identical; {note}",
+                     "matching non-finite: 3 NaN/inf at identical positions on both sides"]
+    assert result_row(rows[1])[9:19] == ["NaN"] * 10
+    table = read_result_csv(write_result_csv(tmp_path / "r.csv", rows))
+    assert [(row.status, row.matched_non_finite) for row in table.rows] == \
+        [(Status.PASS, 2), (Status.EMPTY, 4), (Status.BOTH_ZERO, 2), (Status.FAIL, 3)]
+    assert list(table.reason_cells) == cells
+    assert [TensorResult.from_dict(row.to_dict()) for row in rows] == rows
+    older = rows[0].to_dict()
+    del older["matched_non_finite"]  # a result file written before issue 16
+    assert TensorResult.from_dict(older).matched_non_finite == 0
+    plain = TensorResult(index=4, tensor_id="e:output:0", op_name="e", status=Status.NOT_COMPARED,
+                         reason="matching non-finite: 9 NaN/inf in a file name", **base)
+    back = read_result_csv(write_result_csv(tmp_path / "p.csv", [plain])).rows[0]
+    assert back.matched_non_finite == 0  # only compared rows carry the classification
+
+
 def test_reader_refuses_what_is_not_a_result_csv(tmp_path):
     (tmp_path / "x.csv").write_text("a,b,c\r\n1,2,3\r\n")
     with pytest.raises(ResultCsvError, match="header lacks Index, OpType, NPUDump, GroundTruth, TensorIndex"):
