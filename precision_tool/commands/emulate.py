@@ -4,7 +4,8 @@ Runs a TensorFlow model on the CPU under Ascend NPU numerics and writes what an 
 ``action='dump'`` (and ``'overflow'``, ``'fusion_off'`` with ``--fusion both``) would have written,
 next to the float32 reference: ``npu/debug_0`` (and ``npu/debug_1``), ``overflow/dump``,
 ``fusion/fusion_result.json``, ``tf/dump`` and a ``manifest.json`` of what was planted. MODEL_SCRIPT
-defines ``model()`` (a Keras model, or a function of TF ops) and ``inputs()`` (the batch); see
+defines ``model()`` (a Keras model, or a function of TF ops) or ``graph_model()`` (TF1 graph code), and
+``inputs()`` (the batch); see
 :mod:`precision_tool.capture.emulate.model_script`. TensorFlow is imported only when this runs.
 """
 from __future__ import annotations
@@ -17,7 +18,8 @@ from precision_tool.reports.report import Report
 
 
 def add_arguments(parser) -> None:
-    parser.add_argument("script", metavar="MODEL_SCRIPT", help="Python file defining model() and inputs()")
+    parser.add_argument("script", metavar="MODEL_SCRIPT",
+                        help="Python file defining model() or graph_model() (TF1 graph code), and inputs()")
     parser.add_argument("-o", "--output", default=None, metavar="WORKSPACE",
                         help="workspace to write (default: the workspace, -d / $PRECISION_TOOL_DATA)")
     parser.add_argument("--scale", type=float, default=1.0, metavar="S",
@@ -52,12 +54,22 @@ def parse_perturbations(items) -> dict:
 
 def handle(args, ctx: Context) -> Report:
     from precision_tool.capture.emulate import EmulationOptions, emulate
+    from precision_tool.capture.emulate.progress import terminal_status
 
     if args.seed < 0:
         raise UsageError(f"--seed {args.seed}: must be >= 0")
     options = EmulationOptions(scale=args.scale, fusion=args.fusion, perturb=parse_perturbations(args.perturb),
                                seed=args.seed, keep_tfdbg=args.keep_tfdbg)
-    result = emulate(args.script, args.output or ctx.data_dir, options, force=args.force)
+    status = terminal_status()  # a status line on stderr, when it is a terminal
+    if status is None:
+        result = emulate(args.script, args.output or ctx.data_dir, options, force=args.force)
+    else:
+        try:
+            with status.redirect():
+                result = emulate(args.script, args.output or ctx.data_dir, options, force=args.force,
+                                 progress=status)
+        finally:
+            status.close()
     manifest = result.manifest
     report = Report(title=f"Emulated {args.script} -> {result.workspace}")
     report.add_table(["run", "fusion", "executed ops", "dump files", "dump folder"],

@@ -278,5 +278,5 @@ def test_training_mode_statistics_and_tf1_layers_are_refused_in_one_line(cases):
     tf1 = refused["tf1_layers"]
     assert tf1["type"] == "ModelScriptError" and not tf1["left_folder"] and "\n" not in tf1["error"]
     assert "failed: AttributeError: `batch_normalization` is not available with Keras 3." in tf1["error"]
-    assert "TF1 graph code (tf.compat.v1.layers, get_variable) is not supported yet" in tf1["error"]
+    assert "for TF1 graph code (tf.compat.v1.layers, get_variable) define graph_model(inputs)" in tf1["error"]
     assert "dynamic shape" not in " ".join(r["error"] for r in refused.values())

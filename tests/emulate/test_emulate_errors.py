@@ -1,4 +1,7 @@
 """A bad MODEL_SCRIPT or option is one clear line naming the script (no TensorFlow needed)."""
+import os
+from pathlib import Path
+
 import pytest
 
 from precision_tool.capture.emulate.errors import EmulationError, ModelScriptError
@@ -74,3 +77,92 @@ def test_model_that_is_not_callable(tmp_path):
     with pytest.raises(ModelScriptError, match=r"cnn\.py: model\(\) returned int; expected a Keras model"):
         emulate_model(3, [], str(tmp_path / "ws"), script="cnn.py")
     assert not (tmp_path / "ws").exists()
+
+
+def test_graph_model_script_and_scripts_defining_both_or_neither(tmp_path):
+    from precision_tool.capture.emulate.tf_graph import GraphFunction
+
+    path = script(tmp_path, "def graph_model(image):\n    return image\n\ndef inputs():\n    return 1.0\n")
+    built = load_model_script(path).build_model()
+    assert isinstance(built, GraphFunction) and built.function(7) == 7  # not called while loading
+    path = script(tmp_path, "def graph_model(x):\n    return x\n\ndef model():\n    return None\n\n"
+                            "def inputs():\n    return 1.0\n")
+    with pytest.raises(ModelScriptError, match=r"model_script\.py: defines both model\(\) and graph_model\(\) "
+                                               r"\(keep one: model\(\) for Keras"):
+        load_model_script(path)
+    path = script(tmp_path, "def graph_model(x):\n    return x\n")
+    with pytest.raises(ModelScriptError, match=r"model_script\.py: defines no inputs\(\) function \("):
+        load_model_script(path)
+
+
+def test_graph_model_placeholders_take_its_parameter_names():
+    from precision_tool.capture.emulate.tf_graph import GraphFunction, _input_names
+
+    def two(image, mask):
+        return image
+
+    def bad(_x):
+        return _x
+
+    assert _input_names(GraphFunction(two), 2) == ("image", "mask")
+    assert _input_names(GraphFunction(two), 1) == ("input",)  # a batch of another arity: generic names
+    assert _input_names(GraphFunction(bad), 1) == ("input",)  # "_x" is no valid TensorFlow op name
+    assert _input_names(lambda *tensors: tensors, 2) == ("input_0", "input_1")
+
+
+def test_tracing_hints_point_to_the_right_fix():
+    from precision_tool.capture.emulate.tf_graph import KERAS2_HINT, TF1_HINT, _trace_hint
+
+    keras3 = "AttributeError: `conv2d` is not available with Keras 3."
+    assert _trace_hint(keras3, graph_code=False) == TF1_HINT  # model(): use graph_model()
+    assert _trace_hint(keras3, graph_code=True) == KERAS2_HINT  # graph_model(): Keras 2 was not loaded
+    assert "graph_model(inputs)" in TF1_HINT and "TF_USE_LEGACY_KERAS=1" in KERAS2_HINT
+    assert _trace_hint("ValueError: shapes (2, 3) and (4, 5) are incompatible", graph_code=True) is None
+
+
+@pytest.mark.parametrize("ops, named", [
+    ([("x", "Placeholder"), ("c/input/_5", "Switch"), ("c/output/_6", "Merge")], "op c/input/_5 (Switch, from tf.cond"),
+    ([("x", "Placeholder"), ("c", "StatelessIf")], "op c (StatelessIf, from tf.cond / tf.case)"),
+    ([("x", "Placeholder"), ("w/enter/_1", "Enter"), ("w/merge/_2", "Merge"), ("w/LoopCond/_3", "LoopCond"),
+      ("w/switch/_4", "Switch"), ("w/exit/_5", "Exit")], "op w/LoopCond/_3 (LoopCond, from a while loop / Keras RNN)"),
+    ([("c/input/_5", "Switch"), ("w", "StatelessWhile")], "op w (StatelessWhile, from a while loop / Keras RNN)"),
+])
+def test_control_flow_names_the_loop_before_any_switch(ops, named):
+    from precision_tool.capture.emulate.tf_graph import check_control_flow
+
+    with pytest.raises(EmulationError) as info:
+        check_control_flow(ops, "m.py")
+    assert str(info.value).startswith(f"m.py: {named}") and "\n" not in str(info.value)
+    assert "is control flow, which the emulator does not run yet" in str(info.value)
+    check_control_flow([("x", "Placeholder"), ("y", "Relu")], "m.py")  # none: no error
+
+
+def test_staged_workspace_replaces_only_when_committed(tmp_path):
+    from precision_tool.capture.emulate.run import StagedWorkspace
+
+    target = tmp_path / "new" / "deeper" / "ws"
+    staged = StagedWorkspace(str(target), force=False)
+    assert Path(staged.path).parent == target.parent and not target.exists()
+    staged.discard()
+    assert not (tmp_path / "new").exists()  # the parents it created go too
+    earlier = tmp_path / "earlier"
+    earlier.mkdir()
+    (earlier / "manifest.json").write_text("old")
+    staged = StagedWorkspace(str(earlier), force=True)
+    (Path(staged.path) / "manifest.json").write_text("new")
+    assert (earlier / "manifest.json").read_text() == "old"  # untouched until the commit
+    assert staged.commit() == str(earlier)
+    assert (earlier / "manifest.json").read_text() == "new" and sorted(os.listdir(tmp_path)) == ["earlier"]
+    staged = StagedWorkspace(str(earlier), force=False)  # not forced: the finished emulation stays
+    with pytest.raises(WorkspaceError, match="not empty"):
+        staged.commit()
+    staged.discard()
+    assert sorted(os.listdir(tmp_path)) == ["earlier"]
+
+
+def test_a_folder_without_manifest_is_never_replaced_and_the_message_says_why(tmp_path):
+    (tmp_path / "tf").mkdir()
+    with pytest.raises(WorkspaceError) as info:
+        check_workspace(str(tmp_path), force=True)
+    assert "holds no manifest.json, so it is not a finished emulation" in str(info.value)
+    assert "a failed emulation leaves no folder" in str(info.value)

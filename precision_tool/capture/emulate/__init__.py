@@ -10,7 +10,8 @@ Python API::
 
 Modules: :mod:`.model_script` (MODEL_SCRIPT forms), :mod:`.op_tables` (float32-kept ops, layouts),
 :mod:`.fusion` (passes), :mod:`.plan` (Build graph with Cast/TransData), :mod:`.numerics` (float16
-arithmetic), :mod:`.npu_values` (Opdebug status words), :mod:`.artifacts` (files), :mod:`.reference`.
+arithmetic), :mod:`.npu_values` (Opdebug status words), :mod:`.artifacts` (files), :mod:`.reference`,
+:mod:`.progress` (the terminal status line).
 
 TensorFlow is imported lazily, only by this package (and :mod:`precision_tool.capture`). Importing
 it switches oneDNN off for TensorFlow imported afterwards, so that op names match the Python names.

@@ -10,6 +10,6 @@ class ModelScriptError(PrecisionToolError):
 
 
 class EmulationError(PrecisionToolError):
-    """The model cannot be emulated as asked: a bad ``--perturb`` op or value, dynamic shapes, a batch
-    norm the emulator does not take yet (training mode, NCHW, a statistic read), or a reference capture
-    whose op names do not match the graph."""
+    """The model cannot be emulated as asked: a bad ``--perturb`` op or value, control flow (tf.cond,
+    while loops), dynamic shapes, a batch norm the emulator does not take yet (training mode, NCHW, a
+    statistic read), or a reference capture whose op names do not match the graph."""

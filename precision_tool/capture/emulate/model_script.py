@@ -1,11 +1,17 @@
-"""Load a MODEL_SCRIPT: a Python file defining ``model()`` and ``inputs()``.
+"""Load a MODEL_SCRIPT: a Python file defining ``inputs()`` and one of ``model()`` or ``graph_model()``.
 
 ``model()`` returns either
 
 * a Keras model (or layer) -- called with ``training=False``; Keras 3 with the TensorFlow backend, or
+  Keras 2 (``tf_keras``), or
 * a plain Python function of TensorFlow ops taking one ``tf.Tensor`` per input array and returning
   the output tensor (weights as ``tf.constant`` or variables created on the first call); give ops
   ``name=`` arguments and those are the names the dumps will carry.
+
+``graph_model(*inputs)`` is TF1 graph code itself (``tf.compat.v1.layers``, ``tf.compat.v1.get_variable``):
+it takes one placeholder per input array, named after its parameters, builds the graph and returns the
+output tensor(s). It is called once, inside ``tf.compat.v1.wrap_function``
+(:class:`~precision_tool.capture.emulate.tf_graph.GraphFunction`).
 
 ``inputs()`` returns the batch: one numpy array, or a tuple/list of arrays for several inputs. Its
 shapes fix every shape of the emulated graph. Both are called after the random seeds are set, so
@@ -20,24 +26,33 @@ import importlib.util
 import os
 import sys
 from dataclasses import dataclass
-from typing import Any, Callable, Tuple
+from typing import Any, Callable, Optional, Tuple
 
 import numpy as np
 
 from precision_tool.capture.emulate.errors import ModelScriptError
+from precision_tool.capture.emulate.tf_graph import GraphFunction
+
+MODEL_FUNCTIONS = ("model", "graph_model")
 
 
 @dataclass(frozen=True)
 class ModelScript:
     path: str
-    model_fn: Callable[[], Any]
+    model_fn: Optional[Callable[[], Any]]
     inputs_fn: Callable[[], Any]
+    graph_fn: Optional[Callable[..., Any]] = None
 
     @property
     def label(self) -> str:
         return os.path.basename(self.path)
 
     def build_model(self):
+        """``model()``'s model, or the script's ``graph_model`` as a :class:`GraphFunction` (called later,
+        while the graph is built)."""
+        if self.graph_fn is not None:
+            return GraphFunction(self.graph_fn)
+        assert self.model_fn is not None
         return _call(self, self.model_fn, "model()")
 
     def batch(self) -> Tuple[np.ndarray, ...]:
@@ -96,8 +111,15 @@ def load_model_script(path: str) -> ModelScript:
     finally:
         if added:
             sys.path.remove(script_dir)
-    missing = [name for name in ("model", "inputs") if not callable(getattr(module, name, None))]
+    defined = [name for name in MODEL_FUNCTIONS if callable(getattr(module, name, None))]
+    missing = [name for name in ("model", "inputs") if not callable(getattr(module, name, None))
+               and not (name == "model" and defined)]
     if missing:
         raise ModelScriptError(f"{path}: defines no {' and no '.join(f'{m}()' for m in missing)} function",
-                               "a model script defines model() (a Keras model or a TF function) and inputs()")
-    return ModelScript(path, module.model, module.inputs)
+                               "a model script defines model() (a Keras model or a TF function), or "
+                               "graph_model(inputs) (TF1 graph code), and inputs()")
+    if len(defined) > 1:
+        raise ModelScriptError(f"{path}: defines both model() and graph_model()",
+                               "keep one: model() for Keras or tf.function code, graph_model() for TF1 graph code")
+    graph_fn = getattr(module, "graph_model", None)
+    return ModelScript(path, None if graph_fn else module.model, module.inputs, graph_fn)

@@ -103,3 +103,15 @@ def npu_op_type(tf_type: str) -> str:
 def plain_format(rank: int) -> str:
     """The plain layout label GE gives a tensor of this rank from a TF model: NHWC for 4-D, else ND."""
     return "NHWC" if rank == 4 else "ND"
+
+# Control flow, which the emulator does not run (it refuses the graph, naming the construct). Functional
+# ops (If/While/Case) and, after freezing lowers them, TF1's Switch/Merge (conditionals) and
+# Enter/Exit/NextIteration/LoopCond (loops; a lowered loop has Switch/Merge too).
+LOOP_TYPES = frozenset({"While", "StatelessWhile", "Enter", "RefEnter", "Exit", "RefExit", "NextIteration",
+                        "RefNextIteration", "LoopCond"})
+BRANCH_TYPES = frozenset({"If", "StatelessIf", "Case", "StatelessCase", "Switch", "RefSwitch", "Merge",
+                          "RefMerge", "_SwitchN"})
+CONTROL_FLOW_TYPES = LOOP_TYPES | BRANCH_TYPES
+# The op that names a construct in the error: one per loop / conditional, named after its scope.
+LOOP_ANCHORS = ("While", "StatelessWhile", "LoopCond")
+BRANCH_ANCHORS = ("If", "StatelessIf", "Case", "StatelessCase", "Switch", "RefSwitch", "_SwitchN")

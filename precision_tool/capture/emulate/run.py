@@ -4,13 +4,19 @@ Steps: seed everything, build the model and the batch (scaled by ``scale``), fre
 float32 reference under tfdbg (``tf/dump``), then for each NPU run plan the Build graph, compute NPU
 numerics and write dumps, graph and (first run) ``fusion/fusion_result.json`` and the overflow run,
 and finally ``manifest.json`` saying what was planted and what was written.
+
+Everything is written into a hidden staging folder next to the workspace (``.NAME.emulating-XXXX``),
+which is renamed into place once ``manifest.json`` is written. A failed (or interrupted) emulation
+removes it: the workspace folder is either a complete emulation or untouched. Only a killed process
+(SIGKILL, power loss) leaves a staging folder behind.
 """
 from __future__ import annotations
 
 import os
 import shutil
+import tempfile
 from dataclasses import dataclass, field
-from typing import Dict, List, Mapping, Sequence, Tuple
+from typing import Dict, List, Mapping, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -23,8 +29,9 @@ from precision_tool.capture.emulate.model_script import load_model_script
 from precision_tool.capture.emulate.npu_values import NpuValues, find_overflows
 from precision_tool.capture.emulate.numerics import run_numerics
 from precision_tool.capture.emulate.plan import NpuPlan, plan_npu_graph
+from precision_tool.capture.emulate.progress import Progress, no_progress
 from precision_tool.capture.emulate.reference import capture_reference, check_reference_names
-from precision_tool.capture.emulate.tf_graph import describe_graph, freeze_model
+from precision_tool.capture.emulate.tf_graph import GraphFunction, describe_graph, freeze_model
 from precision_tool.config import Workspace
 from precision_tool.errors import WorkspaceError
 
@@ -91,18 +98,68 @@ def check_workspace(path: str, force: bool = False) -> str:
             raise WorkspaceError(f"{path}: folder exists and is not empty",
                                  "choose a new folder, or pass --force to replace an earlier emulation")
         if not os.path.isfile(os.path.join(path, MANIFEST_NAME)):
-            raise WorkspaceError(f"{path}: not replaced: it holds no {MANIFEST_NAME}, so it is not an "
-                                 "emulated workspace", "choose a new folder")
+            raise WorkspaceError(f"{path}: not replaced: it holds no {MANIFEST_NAME}, so it is not a finished "
+                                 "emulation", "choose a new folder (a failed emulation leaves no folder; one left "
+                                 "by an older precision_tool must be removed by hand)")
     return path
 
 
-def prepare_workspace(path: str, force: bool = False) -> str:
-    """:func:`check_workspace`, then an empty folder there (an earlier emulation is removed)."""
-    path = check_workspace(path, force)
-    if os.path.isdir(path) and os.listdir(path):
-        shutil.rmtree(path)
-    os.makedirs(path, exist_ok=True)
-    return path
+def _first_missing(path: str) -> Optional[str]:
+    """The outermost folder of ``path`` (itself included) that does not exist yet."""
+    missing = None
+    while not os.path.exists(path):
+        missing, parent = path, os.path.dirname(path)
+        if parent == path:
+            break
+        path = parent
+    return missing
+
+
+class StagedWorkspace:
+    """A hidden folder next to the workspace, where the emulation writes; :meth:`commit` renames it into
+    place (replacing an earlier emulation, checked again by :func:`check_workspace`), :meth:`discard`
+    removes it and any parent folder it had to create."""
+
+    def __init__(self, target: str, force: bool):
+        self.target, self.force = target, force
+        parent = os.path.dirname(target)
+        self.created = _first_missing(parent)
+        os.makedirs(parent, exist_ok=True)
+        self.path = tempfile.mkdtemp(prefix=f".{os.path.basename(target)}.emulating-", dir=parent)
+
+    def commit(self) -> str:
+        target = check_workspace(self.target, self.force)
+        old = None
+        if os.path.isdir(target):
+            if os.listdir(target):  # an earlier emulation: moved aside first, removed once the new one is in
+                old = tempfile.mkdtemp(prefix=f".{os.path.basename(target)}.replaced-", dir=os.path.dirname(target))
+                os.rmdir(old)
+                os.rename(target, old)
+            else:
+                os.rmdir(target)
+        try:
+            os.rename(self.path, target)
+        except OSError:
+            if old is not None:  # the earlier emulation goes back where it was
+                os.rename(old, target)
+            raise
+        if old is not None:
+            shutil.rmtree(old, ignore_errors=True)
+        return target
+
+    def discard(self) -> None:
+        shutil.rmtree(self.path, ignore_errors=True)
+        if self.created is None:
+            return
+        folder = os.path.dirname(self.path)
+        while True:  # the parents it created, innermost first, as long as they are empty
+            try:
+                os.rmdir(folder)
+            except OSError:
+                return
+            if folder == self.created:
+                return
+            folder = os.path.dirname(folder)
 
 
 def _check_perturb(graph: TfGraph, perturb: Mapping[str, float]) -> None:
@@ -145,16 +202,19 @@ def _write_overflow_run(workspace: Workspace, plan: NpuPlan, values: NpuValues, 
 
 def emulate_model(model, batch: Sequence[np.ndarray], workspace_dir: str,
                   options: EmulationOptions = EmulationOptions(), script: str = "<model>",
-                  force: bool = False) -> EmulationResult:
+                  force: bool = False, progress: Progress = no_progress) -> EmulationResult:
     """Emulate an already built model on ``batch`` into ``workspace_dir``.
 
     Parameters
     ----------
-    model : a Keras model or a function of TF ops (see :mod:`~.model_script`); seed before building it.
+    model : a Keras model, a function of TF ops, or a :class:`~.tf_graph.GraphFunction` of TF1 graph code
+        (see :mod:`~.model_script`); seed before building it.
     batch : the input arrays (before ``options.scale``).
     workspace_dir : folder to write; must be new or empty (or, with ``force``, an earlier emulation).
     options : :class:`EmulationOptions`.
     script : how messages and the manifest name the model.
+    progress : called with the name of each step as it starts (``precision_tool emulate`` shows it on a
+        terminal, :mod:`~.progress`).
 
     Returns
     -------
@@ -164,36 +224,57 @@ def emulate_model(model, batch: Sequence[np.ndarray], workspace_dir: str,
     Raises
     ------
     ModelScriptError, EmulationError, WorkspaceError
-        one line each; nothing is written before the model traced and the options were checked.
+        one line each; nothing is written before the model traced and the options were checked, and a
+        failure leaves nothing (see the module docstring).
     """
-    if not callable(model):
+    if not (callable(model) or isinstance(model, GraphFunction)):
         raise ModelScriptError(f"{script}: model() returned {type(model).__name__}; expected a Keras model "
                                "or a function of tf.Tensors")
-    check_workspace(workspace_dir, force)
+    target = check_workspace(workspace_dir, force)
     batch = _scaled(batch, options.scale)
+    progress("tracing and freezing the model")
     frozen = freeze_model(model, batch, script)
+    progress("checking the graph")
     graph = describe_graph(frozen, script)
     _check_perturb(graph, options.perturb)
+    progress("planning the NPU graph")
     plans = {run_name: plan_npu_graph(graph, fusion) for run_name, fusion in options.runs}
-    workspace = Workspace(prepare_workspace(workspace_dir, force))
+    staging = StagedWorkspace(target, force)
+    try:
+        manifest = _write_workspace(Workspace(staging.path), frozen, graph, plans, batch, options, script,
+                                    progress)
+        workspace = staging.commit()
+    except BaseException:  # interrupted too: nothing half-written stays
+        staging.discard()
+        raise
+    return EmulationResult(workspace, manifest, plans)
+
+
+def _write_workspace(workspace: Workspace, frozen, graph: TfGraph, plans: Dict[str, NpuPlan],
+                     batch: Sequence[np.ndarray], options: EmulationOptions, script: str,
+                     progress: Progress) -> dict:
+    """Write every file of the workspace into ``workspace`` (the staging folder); returns the manifest."""
+    progress("float32 reference (tfdbg)")
     reference = capture_reference(frozen, batch, workspace, [op.name for op in graph.ops], options.keep_tfdbg)
     check_reference_names(reference.dump_dir, [m for g in plans["debug_0"].groups for m in g.members])
     model_name = artifacts.model_name_for()
     runs, overflow = [], None
     for run_name, plan in plans.items():
+        progress(f"npu/{run_name}: NPU numerics and dumps" + (" and the overflow run" if run_name == "debug_0" else ""))
         values = NpuValues(plan, run_numerics(frozen, plan, batch, options.perturb, options.seed))
         runs.append(_write_run(workspace, plan, values, run_name, model_name))
         if run_name == "debug_0":
             if plan.fusion:
                 artifacts.write_fusion_result_file(plan, workspace.fusion_result)
             overflow = _write_overflow_run(workspace, plan, values, model_name)
+    progress("manifest")
     manifest = build_manifest(workspace.root, script, model_name, options, batch, frozen, reference, runs, overflow)
     write_manifest(manifest, os.path.join(workspace.root, MANIFEST_NAME))
-    return EmulationResult(workspace.root, manifest, plans)
+    return manifest
 
 
 def emulate(model_script: str, workspace_dir: str, options: EmulationOptions = EmulationOptions(),
-            force: bool = False) -> EmulationResult:
+            force: bool = False, progress: Progress = no_progress) -> EmulationResult:
     """Emulate the model of a MODEL_SCRIPT into ``workspace_dir``: seeds are set (``options.seed``),
     then ``model()`` and ``inputs()`` are called and :func:`emulate_model` does the rest.
 
@@ -202,8 +283,10 @@ def emulate(model_script: str, workspace_dir: str, options: EmulationOptions = E
     'small_cnn_1/conv3_1/convolution'
     """
     check_workspace(workspace_dir, force)
+    progress("loading the model script")
     script = load_model_script(model_script)
     seed_everything(options.seed, deterministic=True)
+    progress("building the model and its inputs")
     model = script.build_model()
     batch = script.batch()
-    return emulate_model(model, batch, workspace_dir, options, script=script.path, force=force)
+    return emulate_model(model, batch, workspace_dir, options, script=script.path, force=force, progress=progress)

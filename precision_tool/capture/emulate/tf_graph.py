@@ -1,11 +1,16 @@
 """TensorFlow side of the emulator: freeze a model into a GraphDef, describe it, make sessions.
 
-A model is traced once with ``tf.function`` on inputs of the batch's exact shapes and its variables
-are turned into constants, so op names are the Python (Keras) names and every shape is static. The
+A model is traced once with ``tf.function`` on inputs of the batch's exact shapes -- a TF1
+graph-building function (:class:`GraphFunction`, a MODEL_SCRIPT's ``graph_model``) is built once in a
+TF1 graph by ``tf.compat.v1.wrap_function`` instead -- and its variables are turned into constants, so
+op names are the Python (Keras) names and every shape is static. The
 frozen graph runs in ``tf.compat.v1`` sessions configured so that TensorFlow executes exactly the ops
 of the graph: Grappler off, graph-level constant folding and CSE off, one thread (bit-identical
 results from run to run), and oneDNN off (``TF_ENABLE_ONEDNN_OPTS=0``, set before TensorFlow is
 imported by :mod:`precision_tool.capture.emulate`).
+
+Control flow (``tf.cond``, ``tf.case``, while loops, Keras RNNs without ``unroll``) is refused before
+anything else is looked at (:func:`check_control_flow`).
 
 Every shape must be static, with one exception: the reserve space of ``FusedBatchNormV3`` (output 5),
 whose size TensorFlow leaves to the kernel. An inference batch norm (the only kind emulated,
@@ -14,9 +19,13 @@ recorded with ``dynamic=True`` and never planned, computed or dumped.
 """
 from __future__ import annotations
 
+import contextlib
+import inspect
+import os
+import re
 import sys
 from dataclasses import dataclass
-from typing import Sequence, Tuple
+from typing import Callable, Iterator, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -32,6 +41,19 @@ tf = lazy_import("tensorflow")
 _KEPT_ATTRS = ("transpose_a", "transpose_b", "adj_x", "adj_y", "data_format", "padding", "strides", "is_training",
                "epsilon")
 KERAS_MODULES = ("keras", "tf_keras")  # Keras 3, and Keras 2 (tf.keras with TF_USE_LEGACY_KERAS=1)
+LEGACY_KERAS = "TF_USE_LEGACY_KERAS"  # TensorFlow's switch: tf.keras and tf.compat.v1.layers from tf_keras
+_OP_NAME = re.compile(r"[A-Za-z0-9.][A-Za-z0-9_.\-/>]*$")  # TensorFlow's rule for an op name
+
+
+@dataclass(frozen=True)
+class GraphFunction:
+    """A TF1 graph-building function: ``function(*inputs)`` builds ops on one placeholder per input array
+    (named after its parameters) and returns the output tensor(s). It runs once, in a TF1 graph made by
+    ``tf.compat.v1.wrap_function``: ``tf.compat.v1.layers``, ``tf.compat.v1.get_variable`` and other graph
+    code work there, and variables take their initialisers' values."""
+
+    function: Callable
+    label: str = "graph_model()"
 
 
 @dataclass(frozen=True)
@@ -57,8 +79,10 @@ def _is_keras(model) -> bool:
 
 # What TensorFlow and Keras say when TF1 graph code runs under tf.function (e.g. tf.compat.v1.layers).
 _TF1_MARKS = ("eager execution", "not available with Keras 3")
-TF1_HINT = ("model() is traced with tf.function; TF1 graph code (tf.compat.v1.layers, get_variable) is not "
-            "supported yet: use tf.compat.v1.nn ops on constants, or a Keras model")
+TF1_HINT = ("model() is traced with tf.function; for TF1 graph code (tf.compat.v1.layers, get_variable) define "
+            "graph_model(inputs) instead of model(): see MODEL_SCRIPT in docs/emulate.md")
+KERAS2_HINT = ("tf.compat.v1.layers needs Keras 2: pip install tf_keras, and set TF_USE_LEGACY_KERAS=1 before "
+               "anything uses tf.keras (first lines of the script)")
 
 
 def _error_line(error: BaseException) -> str:
@@ -72,48 +96,91 @@ def _error_line(error: BaseException) -> str:
 
 
 def _input_names(model, count: int) -> Tuple[str, ...]:
-    names = []
-    keras_inputs = getattr(model, "inputs", None) if _is_keras(model) else None
-    for k in range(count):
-        name = None
+    """Placeholder names: a Keras model's input names, a graph function's parameter names, else ``input``
+    (``input_K`` for several)."""
+    found: Sequence[Optional[str]] = [None] * count
+    if _is_keras(model):
+        keras_inputs = getattr(model, "inputs", None)
         if keras_inputs and len(keras_inputs) == count:
-            name = str(getattr(keras_inputs[k], "name", "") or "").split(":")[0].replace("/", "_") or None
-        names.append(name or ("input" if count == 1 else f"input_{k}"))
-    return tuple(names)
+            found = [str(getattr(t, "name", "") or "").split(":")[0].replace("/", "_") or None for t in keras_inputs]
+    elif isinstance(model, GraphFunction):
+        found = _parameter_names(model.function, count)
+    return tuple(name or ("input" if count == 1 else f"input_{k}") for k, name in enumerate(found))
 
 
-def freeze_model(model, batch: Sequence[np.ndarray], script: str = "MODEL_SCRIPT") -> FrozenModel:
-    """Trace ``model`` on ``batch`` and freeze it.
+def _parameter_names(function, count: int) -> Sequence[Optional[str]]:
+    try:
+        parameters = list(inspect.signature(function).parameters.values())
+    except (TypeError, ValueError):
+        return [None] * count
+    positional = [p.name for p in parameters if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    if len(positional) != count or len(set(positional)) != count:
+        return [None] * count
+    return [name if _OP_NAME.match(name) else None for name in positional]
 
-    ``model`` is a Keras model (or layer; Keras 3 or Keras 2's ``tf_keras``), called with ``training=False``
-    on one tensor, or on a list when ``batch`` holds several arrays; or a plain function of TF ops taking
-    one tensor per array. An exception while tracing is a :class:`ModelScriptError` giving its cause in
-    one line (for TensorFlow's multi-line ``in user code:`` errors, their last line).
-    """
-    from tensorflow.python.framework.convert_to_constants import convert_variables_to_constants_v2
 
-    keras_model = _is_keras(model)
-    names = _input_names(model, len(batch))
-    specs = [tf.TensorSpec(array.shape, tf.as_dtype(array.dtype), name=name) for array, name in zip(batch, names)]
+@contextlib.contextmanager
+def _quiet_tensorflow_logger() -> Iterator[None]:
+    """Freezing a wrapped TF1 function logs collection-serialisation warnings that mean nothing here."""
+    logger = tf.get_logger()
+    level = logger.level
+    logger.setLevel("ERROR")
+    try:
+        yield
+    finally:
+        logger.setLevel(level)
+
+
+def _trace(model, specs, keras_model: bool):
+    """A concrete function of ``model`` on ``specs``."""
+    if isinstance(model, GraphFunction):
+        os.environ.setdefault(LEGACY_KERAS, "1")  # tf.compat.v1.layers is Keras 2's (until tf.keras is loaded)
+        return tf.compat.v1.wrap_function(model.function, list(specs))
 
     def call(*tensors):
         if keras_model:
             return model(tensors[0] if len(tensors) == 1 else list(tensors), training=False)
         return model(*tensors)
 
+    return tf.function(call).get_concrete_function(*specs)
+
+
+def _trace_hint(cause: str, graph_code: bool) -> Optional[str]:
+    if graph_code:
+        return KERAS2_HINT if "not available with Keras 3" in cause else None
+    return TF1_HINT if any(mark in cause for mark in _TF1_MARKS) else None
+
+
+def freeze_model(model, batch: Sequence[np.ndarray], script: str = "MODEL_SCRIPT") -> FrozenModel:
+    """Trace ``model`` on ``batch`` and freeze it.
+
+    ``model`` is a Keras model (or layer; Keras 3 or Keras 2's ``tf_keras``), called with ``training=False``
+    on one tensor, or on a list when ``batch`` holds several arrays; a plain function of TF ops taking
+    one tensor per array; or a :class:`GraphFunction` (TF1 graph code, built by
+    ``tf.compat.v1.wrap_function``, with ``TF_USE_LEGACY_KERAS=1`` set unless it is set already). An
+    exception while tracing is a :class:`ModelScriptError` giving its cause in one line (for
+    TensorFlow's multi-line ``in user code:`` errors, their last line).
+    """
+    from tensorflow.python.framework.convert_to_constants import convert_variables_to_constants_v2
+
+    keras_model = _is_keras(model)
+    graph_code = isinstance(model, GraphFunction)
+    label = model.label if graph_code else "model()"
+    names = _input_names(model, len(batch))
+    specs = [tf.TensorSpec(array.shape, tf.as_dtype(array.dtype), name=name) for array, name in zip(batch, names)]
     try:
-        concrete = tf.function(call).get_concrete_function(*specs)
-        frozen = convert_variables_to_constants_v2(concrete)
+        with _quiet_tensorflow_logger():
+            frozen = convert_variables_to_constants_v2(_trace(model, specs, keras_model))
     except Exception as error:  # the user's model code raised while being traced
         cause = _error_line(error)
-        raise ModelScriptError(f"{script}: tracing model() on inputs of shape "
+        raise ModelScriptError(f"{script}: tracing {label} on inputs of shape "
                                f"{', '.join(str(a.shape) for a in batch)} failed: {cause}",
-                               TF1_HINT if any(mark in cause for mark in _TF1_MARKS) else None) from error
+                               _trace_hint(cause, graph_code)) from error
     graph_def = frozen.graph.as_graph_def()
     inputs = tuple(t.name for t in frozen.inputs)
     outputs = tuple(t.name for t in frozen.outputs)
     if not outputs:
-        raise ModelScriptError(f"{script}: model() returned no tensor")
+        raise ModelScriptError(f"{script}: {label} returned no tensor")
     return FrozenModel(graph_def.SerializeToString(), inputs, outputs)
 
 
@@ -140,10 +207,12 @@ def describe_graph(frozen: FrozenModel, script: str = "MODEL_SCRIPT") -> TfGraph
     """The frozen graph as :class:`TfGraph` records (dtypes and static shapes from TensorFlow), its batch
     norms checked (:func:`check_batchnorms`).
 
-    Raises :class:`EmulationError` for a tensor of dynamic shape (but a batch norm's reserve space, see
-    the module docstring) and for a batch norm the emulator does not take.
+    Raises :class:`EmulationError` for control flow (:func:`check_control_flow`, checked first: a loop's
+    tensors have dynamic shapes), a tensor of dynamic shape (but a batch norm's reserve space, see the
+    module docstring) and a batch norm the emulator does not take.
     """
     graph = import_graph(frozen)
+    check_control_flow([(op.name, op.type) for op in graph.get_operations()], script)
     ops = []
     for op in graph.get_operations():
         outputs = []
@@ -161,6 +230,36 @@ def describe_graph(frozen: FrozenModel, script: str = "MODEL_SCRIPT") -> TfGraph
     described = TfGraph(tuple(topological_order(ops)), frozen.inputs, frozen.outputs)
     check_batchnorms(described, script)
     return described
+
+
+def check_control_flow(ops: Sequence[Tuple[str, str]], script: str = "MODEL_SCRIPT") -> None:
+    """Refuse control flow in one line naming the construct and an op of it.
+
+    ``ops`` are ``(name, type)`` in graph order. A loop (functional ``While``/``StatelessWhile``, or
+    TF1's ``Enter``/``Exit``/``NextIteration``/``LoopCond``, which freezing lowers a loop to) is named by
+    its ``While`` or ``LoopCond`` op; failing a loop, a conditional (``If``/``Case``, or ``Switch``/``Merge``)
+    by its ``If``/``Case`` or first ``Switch``. A lowered loop holds ``Switch``/``Merge`` ops too, so loops
+    are looked for first.
+
+    Raises
+    ------
+    EmulationError
+    """
+    flow = [(name, kind) for name, kind in ops if kind in T.CONTROL_FLOW_TYPES]
+    if not flow:
+        return
+    loop = any(kind in T.LOOP_TYPES for _, kind in flow)
+    anchors = T.LOOP_ANCHORS if loop else T.BRANCH_ANCHORS
+    name, kind = next(((n, k) for n, k in flow if k in anchors), flow[0])
+    if loop:
+        construct = "a while loop / Keras RNN"
+        hint = ("unroll the loop: e.g. LSTM(..., unroll=True) for a Keras RNN, a Python for loop instead of "
+                "tf.while_loop")
+    else:
+        construct = "tf.cond / tf.case"
+        hint = "decide in Python, or compute both branches and select with tf.where"
+    raise EmulationError(f"{script}: op {name} ({kind}, from {construct}) is control flow, which the emulator "
+                         "does not run yet", hint)
 
 
 def check_batchnorms(graph: TfGraph, script: str = "MODEL_SCRIPT") -> None:
