@@ -280,3 +280,16 @@ def test_training_mode_statistics_and_tf1_layers_are_refused_in_one_line(cases):
     assert "failed: AttributeError: `batch_normalization` is not available with Keras 3." in tf1["error"]
     assert "for TF1 graph code (tf.compat.v1.layers, get_variable) define graph_model(inputs)" in tf1["error"]
     assert "dynamic shape" not in " ".join(r["error"] for r in refused.values())
+
+
+def test_the_reference_keeps_no_batch_norm_reserve_space(cases):
+    """TensorFlow's CPU kernel leaves outputs 3-5 of an inference batch norm uninitialised: a reference file of
+    them would differ between two emulations of one model. Outputs 0-2 are kept."""
+    seen = 0
+    for ws in (p for p in cases.root.iterdir() if (p / "manifest.json").is_file()):
+        names = [path.name for path in (ws / "tf" / "dump").glob("*FusedBatchNorm*.npy")]
+        slots = {int(name.rsplit(".", 3)[1]) for name in names}
+        seen += len(names)
+        if names:
+            assert slots <= {0, 1, 2} and 0 in slots, (ws, sorted(names))
+    assert seen, "no batch-norm reference file at all: the test would prove nothing"

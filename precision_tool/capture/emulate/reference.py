@@ -127,6 +127,22 @@ def check_reference_names(dump_dir: str, expected_ops: Sequence[str]) -> None:
                              "set TF_ENABLE_ONEDNN_OPTS=0")
 
 
+def drop_reserve_spaces(dump_dir: str, tensors: Sequence[ReferenceTensor], graph) -> List[ReferenceTensor]:
+    """``tensors`` without the reserve spaces of batch-norm ops (outputs 3 to 5 of ``FusedBatchNorm*``), whose
+    files are removed: TensorFlow's CPU kernel leaves them uninitialised in inference, so they would differ
+    from run to run, and Ascend's ``BNInfer`` has no such output to compare them with."""
+    from precision_tool.capture.emulate.op_tables import BATCHNORM_TYPES
+
+    reserve = {op.name for op in graph.get_operations() if op.type in BATCHNORM_TYPES}
+    kept = []
+    for tensor in tensors:
+        if tensor.op_name in reserve and tensor.output_slot >= 3:
+            os.remove(os.path.join(dump_dir, tensor.file))
+        else:
+            kept.append(tensor)
+    return kept
+
+
 def capture_reference(frozen: FrozenModel, batch: Sequence[np.ndarray], workspace: Workspace,
                       op_order: Sequence[str], keep_tfdbg: bool = False) -> ReferenceResult:
     """Run the float32 reference once under ``sess_dump`` and convert it (see the module docstring)."""
@@ -138,7 +154,8 @@ def capture_reference(frozen: FrozenModel, batch: Sequence[np.ndarray], workspac
         dumping = sess_dump(session, capture_dir)
         dumping.run(list(frozen.outputs), feed_dict=feed_dict(frozen, batch))
     conversion = convert_capture(capture_dir, workspace.tf_dump, workspace.tf_graph)
-    files = normalise_names(workspace.tf_dump, conversion.tensors, op_order)
+    tensors = drop_reserve_spaces(workspace.tf_dump, conversion.tensors, graph)
+    files = normalise_names(workspace.tf_dump, tensors, op_order)
     normalise_graph(workspace.tf_graph, conversion)
     if not keep_tfdbg:
         shutil.rmtree(workspace.tf_debug)
