@@ -1,4 +1,5 @@
-"""Load a MODEL_SCRIPT: a Python file defining ``inputs()`` and one of ``model()`` or ``graph_model()``.
+"""Load a MODEL_SCRIPT: a Python file defining ``inputs()`` and one of ``model()``, ``graph_model()`` or
+``graph_def()``.
 
 ``model()`` returns either
 
@@ -13,12 +14,18 @@ it takes one placeholder per input array, named after its parameters, builds the
 output tensor(s). It is called once, inside ``tf.compat.v1.wrap_function``
 (:class:`~precision_tool.capture.emulate.tf_graph.GraphFunction`).
 
+``graph_def()`` returns a frozen TF1 graph with its feeds and fetches: ``(graph, feeds, fetches)``, where
+``graph`` is a ``tf.compat.v1.GraphDef``, a path to a binary ``.pb`` file, or a meta graph with its
+checkpoint (``.meta`` path, or ``(meta_path, checkpoint_prefix)``); ``feeds`` are placeholder names, one per
+input array in order, and ``fetches`` output tensor names (:mod:`~precision_tool.capture.emulate.graph_def_model`).
+
 ``inputs()`` returns the batch: one numpy array, or a tuple/list of arrays for several inputs. Its
 shapes fix every shape of the emulated graph. Both are called after the random seeds are set, so
 Keras initialisers and numpy draws are reproducible.
 
 Every problem is a :class:`ModelScriptError` naming the script: missing file, no ``model``/``inputs``,
-an exception while importing or calling them, or a batch that is not numeric arrays.
+more than one of ``model``/``graph_model``/``graph_def``, an exception while importing or calling them,
+or a batch that is not numeric arrays.
 """
 from __future__ import annotations
 
@@ -31,9 +38,12 @@ from typing import Any, Callable, Optional, Tuple
 import numpy as np
 
 from precision_tool.capture.emulate.errors import ModelScriptError
+from precision_tool.capture.emulate.graph_def_model import load_graph_def
 from precision_tool.capture.emulate.tf_graph import GraphFunction
 
-MODEL_FUNCTIONS = ("model", "graph_model")
+MODEL_FUNCTIONS = ("model", "graph_model", "graph_def")
+MODEL_KINDS = ("model() for Keras or tf.function code, graph_model() for TF1 graph code, graph_def() for a frozen "
+               "GraphDef or meta graph")
 
 
 @dataclass(frozen=True)
@@ -42,14 +52,18 @@ class ModelScript:
     model_fn: Optional[Callable[[], Any]]
     inputs_fn: Callable[[], Any]
     graph_fn: Optional[Callable[..., Any]] = None
+    graph_def_fn: Optional[Callable[[], Any]] = None
 
     @property
     def label(self) -> str:
         return os.path.basename(self.path)
 
     def build_model(self):
-        """``model()``'s model, or the script's ``graph_model`` as a :class:`GraphFunction` (called later,
-        while the graph is built)."""
+        """``model()``'s model, the script's ``graph_model`` as a :class:`GraphFunction` (called later,
+        while the graph is built), or what ``graph_def()`` gives as a
+        :class:`~precision_tool.capture.emulate.graph_def_model.GraphDefModel`."""
+        if self.graph_def_fn is not None:
+            return load_graph_def(_call(self, self.graph_def_fn, "graph_def()"), self.path)
         if self.graph_fn is not None:
             return GraphFunction(self.graph_fn)
         assert self.model_fn is not None
@@ -116,10 +130,12 @@ def load_model_script(path: str) -> ModelScript:
                and not (name == "model" and defined)]
     if missing:
         raise ModelScriptError(f"{path}: defines no {' and no '.join(f'{m}()' for m in missing)} function",
-                               "a model script defines model() (a Keras model or a TF function), or "
-                               "graph_model(inputs) (TF1 graph code), and inputs()")
+                               "a model script defines model() (a Keras model or a TF function), "
+                               "graph_model(inputs) (TF1 graph code) or graph_def() (a frozen GraphDef), "
+                               "and inputs()")
     if len(defined) > 1:
-        raise ModelScriptError(f"{path}: defines both model() and graph_model()",
-                               "keep one: model() for Keras or tf.function code, graph_model() for TF1 graph code")
-    graph_fn = getattr(module, "graph_model", None)
-    return ModelScript(path, None if graph_fn else module.model, module.inputs, graph_fn)
+        names = [f"{name}()" for name in defined]
+        listed = f"both {names[0]} and {names[1]}" if len(names) == 2 else f"{', '.join(names[:-1])} and {names[-1]}"
+        raise ModelScriptError(f"{path}: defines {listed}", f"keep one: {MODEL_KINDS}")
+    found = {name: getattr(module, name) for name in defined}
+    return ModelScript(path, found.get("model"), module.inputs, found.get("graph_model"), found.get("graph_def"))

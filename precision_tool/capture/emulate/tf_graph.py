@@ -3,7 +3,9 @@
 A model is traced once with ``tf.function`` on inputs of the batch's exact shapes -- a TF1
 graph-building function (:class:`GraphFunction`, a MODEL_SCRIPT's ``graph_model``) is built once in a
 TF1 graph by ``tf.compat.v1.wrap_function`` instead -- and its variables are turned into constants, so
-op names are the Python (Keras) names and every shape is static. The
+op names are the Python (Keras) names and every shape is static. A frozen GraphDef (a MODEL_SCRIPT's
+``graph_def()``, :mod:`~.graph_def_model`) is not traced: it is cut to its fetches and its placeholders take
+the batch's shapes, its node names unchanged. The
 frozen graph runs in ``tf.compat.v1`` sessions configured so that TensorFlow executes exactly the ops
 of the graph: Grappler off, graph-level constant folding and CSE off, one thread (bit-identical
 results from run to run), and oneDNN off (``TF_ENABLE_ONEDNN_OPTS=0``, set before TensorFlow is
@@ -156,13 +158,19 @@ def freeze_model(model, batch: Sequence[np.ndarray], script: str = "MODEL_SCRIPT
 
     ``model`` is a Keras model (or layer; Keras 3 or Keras 2's ``tf_keras``), called with ``training=False``
     on one tensor, or on a list when ``batch`` holds several arrays; a plain function of TF ops taking
-    one tensor per array; or a :class:`GraphFunction` (TF1 graph code, built by
-    ``tf.compat.v1.wrap_function``, with ``TF_USE_LEGACY_KERAS=1`` set unless it is set already). An
+    one tensor per array; a :class:`GraphFunction` (TF1 graph code, built by
+    ``tf.compat.v1.wrap_function``, with ``TF_USE_LEGACY_KERAS=1`` set unless it is set already); or a
+    :class:`~.graph_def_model.GraphDefModel` (a frozen GraphDef, not traced: see
+    :func:`~.graph_def_model.freeze_graph_def`, which raises its own one-line errors). An
     exception while tracing is a :class:`ModelScriptError` giving its cause in one line (for
     TensorFlow's multi-line ``in user code:`` errors, their last line).
     """
     from tensorflow.python.framework.convert_to_constants import convert_variables_to_constants_v2
 
+    from precision_tool.capture.emulate.graph_def_model import GraphDefModel, freeze_graph_def
+
+    if isinstance(model, GraphDefModel):  # frozen already: cut, and shaped to the batch
+        return freeze_graph_def(model, batch, script)
     keras_model = _is_keras(model)
     graph_code = isinstance(model, GraphFunction)
     label = model.label if graph_code else "model()"
