@@ -1,4 +1,4 @@
-"""``emulate MODEL_SCRIPT [-o WORKSPACE] [--scale S] [--fusion on|off|both] [--perturb OP=REL ...] [--seed N]``.
+"""``emulate MODEL_SCRIPT [-o WORKSPACE] [--scale S] [--fusion on|off|both] [--perturb OP=FAULT ...] [--seed N]``.
 
 Runs a TensorFlow model on the CPU under Ascend NPU numerics and writes what an Ascend run with
 ``action='dump'`` (and ``'overflow'``, ``'fusion_off'`` with ``--fusion both``) would have written,
@@ -6,7 +6,9 @@ next to the float32 reference: ``npu/debug_0`` (and ``npu/debug_1``), ``overflow
 ``fusion/fusion_result.json``, ``tf/dump`` and a ``manifest.json`` of what was planted. MODEL_SCRIPT
 defines ``model()`` (a Keras model, or a function of TF ops) or ``graph_model()`` (TF1 graph code), and
 ``inputs()`` (the batch); see
-:mod:`precision_tool.capture.emulate.model_script`. TensorFlow is imported only when this runs.
+:mod:`precision_tool.capture.emulate.model_script`. FAULT is ``REL`` or ``noise:REL``, ``bias:REL``,
+``fp16acc[:CHUNK]``, ``saturate:LIMIT``, ``positions:N`` (:mod:`precision_tool.capture.emulate.faults`).
+TensorFlow is imported only when this runs.
 """
 from __future__ import annotations
 
@@ -27,10 +29,14 @@ def add_arguments(parser) -> None:
     parser.add_argument("--fusion", choices=("on", "off", "both"), default="on",
                         help="npu/debug_0 fused (on) or not (off); both: fused debug_0 and a fusion-off "
                              "second run in npu/debug_1 (default: on)")
-    parser.add_argument("--perturb", action="append", default=[], metavar="OP=REL",
-                        help="plant an imprecise kernel: relative noise REL on TF op OP's output, "
-                             "propagated downstream (repeatable)")
-    parser.add_argument("--seed", type=int, default=0, metavar="N", help="seed for weights, inputs and noise")
+    parser.add_argument("--perturb", action="append", default=[], metavar="OP=FAULT",
+                        help="plant a faulty kernel on TF op OP's output, propagated downstream (repeatable). "
+                             "FAULT: REL or noise:REL (x*(1+REL*z)), bias:REL (x+REL*rms(x)), fp16acc[:CHUNK] "
+                             "(Cube op accumulating in float16, CHUNK terms per partial sum, default 16), "
+                             "saturate:LIMIT (clip to +-LIMIT), positions:N (N seeded elements set to "
+                             "-x-4*rms*s, s=1 if x>0 else -1)")
+    parser.add_argument("--seed", type=int, default=0, metavar="N",
+                        help="seed for weights, inputs, noise and faulty positions")
     parser.add_argument("--keep-tfdbg", action="store_true",
                         help="keep the raw tfdbg capture in tf/tf_debug (it holds wall-clock times)")
     parser.add_argument("--force", action="store_true",
@@ -38,17 +44,23 @@ def add_arguments(parser) -> None:
 
 
 def parse_perturbations(items) -> dict:
-    """``["conv/Conv2D=0.3"]`` -> ``{"conv/Conv2D": 0.3}``; :class:`UsageError` for a malformed item."""
-    planted = {}
+    """``["conv/Conv2D=0.3", "fc/MatMul=bias:0.05"]`` -> ``{"conv/Conv2D": Fault("noise", 0.3),
+    "fc/MatMul": Fault("bias", 0.05)}``, each FAULT parsed by
+    :func:`~precision_tool.capture.emulate.faults.parse_fault`. The op is what comes before the last ``=``.
+    :class:`UsageError` (one line, naming the item) for a malformed item or fault."""
+    from precision_tool.capture.emulate.errors import EmulationError
+    from precision_tool.capture.emulate.faults import parse_fault
+
+    planted: dict = {}
     for item in items:
         op, sep, value = item.rpartition("=")
+        if not sep or not op or not value.strip():
+            raise UsageError(f"--perturb {item!r}: expected OP=FAULT, e.g. model/conv2/Conv2D=0.3 or "
+                             "model/conv2/Conv2D=bias:0.05")
         try:
-            rel = float(value)
-        except ValueError:
-            rel = None
-        if not sep or not op or rel is None:
-            raise UsageError(f"--perturb {item!r}: expected OP=REL, e.g. model/conv2/Conv2D=0.3")
-        planted[op] = rel
+            planted[op] = parse_fault(op, value)
+        except EmulationError as error:
+            raise UsageError(str(error)) from None
     return planted
 
 
@@ -79,7 +91,8 @@ def handle(args, ctx: Context) -> Report:
              f"fused ops: {len(manifest['fusion_groups'])}"]
     for planted in manifest["perturbations"]:
         where = ", ".join(f"{run}: {op}" for run, op in planted["npu_op"].items())
-        lines.append(f"planted noise {planted['rel']} on {planted['tf_op']} (NPU op {where})")
+        what = f"noise {planted['rel']}" if "kind" not in planted else planted["spec"]
+        lines.append(f"planted {what} on {planted['tf_op']} (NPU op {where})")
     overflow = manifest["overflow"]
     if overflow["first_op"]:
         lines.append(f"fp16 overflow: first at {overflow['first_op']}; {len(overflow['ops'])} op(s) report, "

@@ -5,6 +5,7 @@ from pathlib import Path
 import pytest
 
 from precision_tool.capture.emulate.errors import EmulationError, ModelScriptError
+from precision_tool.capture.emulate.faults import Fault
 from precision_tool.capture.emulate.model_script import load_model_script
 from precision_tool.capture.emulate.run import EmulationOptions, check_workspace
 from precision_tool.cli import main
@@ -52,9 +53,9 @@ def test_bad_options():
         EmulationOptions(perturb={"conv": -1.0})
     with pytest.raises(EmulationError, match="--fusion must be one of on, off, both"):
         EmulationOptions(fusion="maybe")
-    with pytest.raises(UsageError, match="expected OP=REL"):
+    with pytest.raises(UsageError, match="expected OP=FAULT"):
         parse_perturbations(["conv:0.3"])
-    assert parse_perturbations(["a/b=c=0.25"]) == {"a/b=c": 0.25}
+    assert parse_perturbations(["a/b=c=0.25"]) == {"a/b=c": Fault("noise", 0.25)}
 
 
 def test_workspace_is_never_replaced_unless_it_is_an_emulation(tmp_path):

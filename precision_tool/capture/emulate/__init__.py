@@ -7,11 +7,13 @@ Python API::
     from precision_tool.capture.emulate import EmulationOptions, emulate
     result = emulate("models/cnn.py", "ws", EmulationOptions(perturb={"res/conv/Conv2D": 0.5}, fusion="both"))
     result.manifest["overflow"]["first_op"]
+    emulate("models/cnn.py", "ws2", EmulationOptions(perturb={"res/conv/Conv2D": "fp16acc"}))  # other faults
+
 
 Modules: :mod:`.model_script` (MODEL_SCRIPT forms), :mod:`.op_tables` (float32-kept ops, layouts),
 :mod:`.fusion` (passes), :mod:`.plan` (Build graph with Cast/TransData), :mod:`.numerics` (float16
 arithmetic), :mod:`.npu_values` (Opdebug status words), :mod:`.artifacts` (files), :mod:`.reference`,
-:mod:`.progress` (the terminal status line).
+:mod:`.progress` (the terminal status line), :mod:`.faults` (the ``--perturb`` kinds).
 
 TensorFlow is imported lazily, only by this package (and :mod:`precision_tool.capture`). Importing
 it switches oneDNN off for TensorFlow imported afterwards, so that op names match the Python names.
@@ -20,6 +22,7 @@ import os as _os
 import sys as _sys
 
 from precision_tool.capture.emulate.errors import EmulationError, ModelScriptError
+from precision_tool.capture.emulate.faults import Fault, parse_fault
 from precision_tool.capture.emulate.run import (EmulationOptions, EmulationResult, emulate, emulate_model,
                                                 seed_everything)
 from precision_tool.capture.environment import disable_onednn_before_tensorflow as _no_onednn
@@ -29,5 +32,5 @@ _no_onednn()
 if "tensorflow" not in _sys.modules:
     _os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # keep TensorFlow's start-up chatter out of reports
 
-__all__ = ["EmulationError", "EmulationOptions", "EmulationResult", "ModelScriptError", "emulate",
-           "emulate_model", "seed_everything"]
+__all__ = ["EmulationError", "EmulationOptions", "EmulationResult", "Fault", "ModelScriptError", "emulate",
+           "emulate_model", "parse_fault", "seed_everything"]

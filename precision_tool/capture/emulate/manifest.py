@@ -3,9 +3,17 @@
 Keys: ``model_script``, ``model_name`` (root graph = dump ``model_name`` folder), ``seed``, ``scale``,
 ``fusion``, ``inputs`` (name, dtype, shape), ``reference`` (folder, file count), ``runs`` (per NPU run:
 folder, fusion, dump folder, graph file, executed ops, files), ``fusion_groups`` (first run's fused ops:
-NPU op, TF ops, passes), ``perturbations`` (TF op, relative noise, NPU op per run), ``overflow``
+NPU op, TF ops, passes), ``perturbations`` (the planted faults, below), ``overflow``
 (first overflowing op, the ops where overflows start, every reporting op, the records) and ``files``
 (every file written, relative to the workspace, sorted). Paths use ``/``.
+
+``perturbations``: one entry per planted TF op, sorted by name. Noise keeps its original form,
+``{"tf_op", "rel", "npu_op": {run: NPU op or null}}`` (no ``kind``: workspaces written before read the
+same). Every other kind is ``{"tf_op", "kind", "spec", "params", "npu_op", "effect"}``: ``spec`` as
+``--perturb`` takes it (``"bias:0.05"``), ``params`` its value by name (``rel``, ``chunk``, ``limit``,
+``n``), ``effect`` per run what it did to the op's float32 output (:func:`~.faults.fault_effect`:
+``elements``, ``changed``, ``rms_before``, ``red``, and ``shift`` for bias, ``max_abs_after`` for saturate,
+``positions`` -- the indices changed -- for positions, ``chunks`` for fp16acc).
 """
 from __future__ import annotations
 
@@ -34,12 +42,17 @@ def _all_files(root: str) -> List[str]:
 
 def _perturbations(options, runs) -> list:
     planted = []
-    for tf_op, rel in sorted(options.perturb.items()):
+    for tf_op, fault in sorted(options.faults.items()):
         npu_ops = {}
         for run in runs:
             op = run["plan"].op_for_tf(tf_op)
             npu_ops[run["name"]] = op.name if op is not None else None
-        planted.append({"tf_op": tf_op, "rel": rel, "npu_op": npu_ops})
+        if fault.kind == "noise":
+            planted.append({"tf_op": tf_op, "rel": fault.value, "npu_op": npu_ops})
+            continue
+        planted.append({"tf_op": tf_op, "kind": fault.kind, "spec": fault.spec, "params": fault.parameters(),
+                        "npu_op": npu_ops,
+                        "effect": {run["name"]: run.get("faults", {}).get(tf_op) for run in runs}})
     return planted
 
 

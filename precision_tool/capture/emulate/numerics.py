@@ -11,20 +11,22 @@ kernels but fed with the values the NPU would feed them:
 * a fused op keeps its internal values in float32 and rounds once, at its output, and once before
   its absorbed activation (where the Cube result leaves the accumulator -- where an overflow shows);
 * an unfused op rounds its float16 output, so with fusion off every op boundary rounds;
-* ``--perturb OP=REL`` multiplies OP's output by ``1 + REL * z`` (``z`` standard normal, fixed by the
-  seed and the op name) before anything reads it: an imprecise kernel whose error propagates.
+* ``--perturb OP=KIND:VALUE`` replaces OP's float32 output by a faulty one before anything reads it
+  (and before its NPU op rounds it): noise, a bias, float16 accumulation, saturation or a few wrong
+  elements, built from TF ops as :mod:`~precision_tool.capture.emulate.faults` defines them; the error
+  propagates. ``OP=REL`` is noise: OP's output times ``1 + REL * z``.
 
 Values come back as float32 arrays holding float16-representable numbers for float16 tensors (the
 casting to float16 is exact), in the TF (origin) layout.
 """
 from __future__ import annotations
 
-import zlib
 from dataclasses import dataclass, field
-from typing import Dict, List, Mapping, Optional, Sequence
+from typing import Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
+from precision_tool.capture.emulate import faults as F
 from precision_tool.capture.emulate.graph_info import split_tensor_name, tensor_name
 from precision_tool.capture.emulate.plan import FLOAT16, FLOAT32, NpuPlan
 from precision_tool.capture.emulate.tf_graph import FrozenModel, run_graph
@@ -36,29 +38,34 @@ SCOPE = "npu_emu"
 
 
 def perturbation_factor(op_name: str, shape, rel: float, seed: int) -> np.ndarray:
-    """``1 + rel * z`` with ``z`` standard normal, reproducible from ``seed`` and ``op_name``."""
-    rng = np.random.default_rng([int(seed), zlib.crc32(op_name.encode("utf-8"))])
-    return (1.0 + rel * rng.standard_normal(tuple(shape))).astype(np.float32)
+    """``1 + rel * z`` with ``z`` standard normal, reproducible from ``seed`` and ``op_name``
+    (:func:`~precision_tool.capture.emulate.faults.noise_factor`)."""
+    return F.noise_factor(op_name, shape, rel, seed)
 
 
 @dataclass
 class NumericsResult:
     """``values``: NPU value of every Data/compute output TF tensor (float32 arrays);
     ``constants``: every folded constant tensor an NPU op reads; ``rounding``: per compute op, the
-    values rounded inside it before its activation (overflow shows there first)."""
+    values rounded inside it before its activation (overflow shows there first); ``faults``: per planted
+    TF op, what its fault did to its float32 output (:func:`~.faults.fault_effect`, plus ``positions``, the
+    indices changed, or ``chunks``, the partial sums of fp16acc)."""
 
     values: Dict[str, np.ndarray] = field(default_factory=dict)
     constants: Dict[str, np.ndarray] = field(default_factory=dict)
     rounding: Dict[str, List[np.ndarray]] = field(default_factory=dict)
+    faults: Dict[str, dict] = field(default_factory=dict)
 
 
 class _Builder:
-    def __init__(self, frozen: FrozenModel, plan: NpuPlan, perturb: Mapping[str, float], seed: int):
+    def __init__(self, frozen: FrozenModel, plan: NpuPlan, faults: Mapping[str, F.Fault], seed: int):
         self.plan = plan
         self.graph_def = tf.compat.v1.GraphDef.FromString(frozen.graph_def)
         self.nodes = {node.name: node for node in self.graph_def.node}
-        self.perturb = dict(perturb)
+        self.faults = dict(faults)
         self.seed = seed
+        self.fault_points: Dict[str, Tuple[str, str]] = {}  # planted TF op -> (output before, after)
+        self.fault_details: Dict[str, dict] = {}
         self.value: Dict[str, str] = {}      # TF tensor -> emulated tensor name (NPU value)
         self.rounded: Dict[str, str] = {}
         self.rounding_points: Dict[str, List[str]] = {}
@@ -90,15 +97,93 @@ class _Builder:
             return self.round16(base)
         return base
 
-    def perturbed(self, member: str, source: str) -> str:
+    def _const(self, name: str, array: np.ndarray) -> str:
+        array = np.asarray(array)
+        dtype = tf.as_dtype(array.dtype).as_datatype_enum
+        self._add("Const", name, [], dtype=tf.compat.v1.AttrValue(type=dtype),
+                  value=tf.compat.v1.AttrValue(tensor=tf.make_tensor_proto(array)))
+        return name
+
+    def _op(self, op: str, name: str, inputs: Sequence[str], **attrs) -> str:
+        float32 = tf.compat.v1.AttrValue(type=tf.float32.as_datatype_enum)
+        self._add(op, name, inputs, **dict({"T": float32}, **attrs))
+        return name
+
+    def _rms(self, base: str, source: str, rank: int) -> str:
+        """``sqrt(mean(x**2))`` over every element of ``source`` (float32 scalar)."""
+        axes = self._const(f"{base}/rms_axes", np.arange(rank, dtype=np.int32))
+        square = self._op("Square", f"{base}/square", [source])
+        mean = self._op("Mean", f"{base}/mean_square", [square, axes],
+                        Tidx=tf.compat.v1.AttrValue(type=tf.int32.as_datatype_enum),
+                        keep_dims=tf.compat.v1.AttrValue(b=False))
+        return self._op("Sqrt", f"{base}/rms", [mean])
+
+    def perturbed(self, member: str, source: str, node, inputs: Sequence[str]) -> str:
+        """``source`` (the member's float32 output) with its fault planted; see :mod:`~.faults`."""
+        fault = self.faults[member]
         shape = self.plan.graph.op(member).outputs[0].shape
-        factor = perturbation_factor(member, shape, self.perturb[member], self.seed)
-        const = self._add("Const", f"{SCOPE}/{member}/perturb_factor", [],
-                          dtype=tf.compat.v1.AttrValue(type=tf.float32.as_datatype_enum),
-                          value=tf.compat.v1.AttrValue(tensor=tf.make_tensor_proto(factor)))
-        self._add("Mul", f"{SCOPE}/{member}/perturbed", [source, const.name],
-                  T=tf.compat.v1.AttrValue(type=tf.float32.as_datatype_enum))
-        return f"{SCOPE}/{member}/perturbed:0"
+        base = f"{SCOPE}/{member}"
+        if fault.kind == F.NOISE:  # the original graph, node for node (committed samples stay bit-identical)
+            factor = perturbation_factor(member, shape, fault.value, self.seed)
+            const = self._const(f"{base}/perturb_factor", factor)
+            out = self._op("Mul", f"{base}/perturbed", [source, const])
+        elif fault.kind == F.BIAS:
+            rms = self._rms(base, source, len(shape))
+            shift = self._op("Mul", f"{base}/bias_shift", [rms, self._const(f"{base}/bias_rel",
+                                                                             np.float32(fault.value))])
+            out = self._op("Add", f"{base}/biased", [source, shift])
+        elif fault.kind == F.SATURATE:
+            limit = np.float32(fault.value)
+            low = self._op("Minimum", f"{base}/saturate_max", [source, self._const(f"{base}/limit", limit)])
+            out = self._op("Maximum", f"{base}/saturated", [low, self._const(f"{base}/minus_limit", -limit)])
+        elif fault.kind == F.POSITIONS:
+            positions = F.chosen_positions(member, shape, fault.count, self.seed)
+            self.fault_details[member] = {"positions": [list(p) for p in positions]}
+            out = self._wrong_positions(base, source, shape, positions)
+        else:
+            out = self._fp16_accumulation(member, node, inputs, fault.count)
+        out = f"{out}:0"
+        self.fault_points[member] = (source, out)
+        return out
+
+    def _wrong_positions(self, base: str, source: str, shape, positions) -> str:
+        """``y = select(mask, -x - PUSH * rms(x) * s, x)``, ``s = 1`` where ``x > 0`` else ``-1``."""
+        rms = self._rms(base, source, len(shape))
+        zero = self._const(f"{base}/zero", np.float32(0))
+        positive = self._add("Greater", f"{base}/positive", [source, zero],
+                             T=tf.compat.v1.AttrValue(type=tf.float32.as_datatype_enum)).name
+        step = self._add("Cast", f"{base}/positive_float", [positive],
+                         SrcT=tf.compat.v1.AttrValue(type=tf.bool.as_datatype_enum),
+                         DstT=tf.compat.v1.AttrValue(type=tf.float32.as_datatype_enum),
+                         Truncate=tf.compat.v1.AttrValue(b=False)).name
+        doubled = self._op("Mul", f"{base}/sign_x2", [step, self._const(f"{base}/two", np.float32(2))])
+        sign = self._op("Sub", f"{base}/sign", [doubled, self._const(f"{base}/one", np.float32(1))])
+        push = self._op("Mul", f"{base}/push", [rms, self._const(f"{base}/push_factor", np.float32(F.POSITION_PUSH))])
+        pushed = self._op("Mul", f"{base}/signed_push", [sign, push])
+        flipped = self._op("Neg", f"{base}/flipped", [source])
+        wrong = self._op("Sub", f"{base}/wrong", [flipped, pushed])
+        mask = self._const(f"{base}/positions_mask", F.position_mask(shape, positions))
+        return self._op("Select", f"{base}/wrong_positions", [mask, wrong, source])
+
+    def _fp16_accumulation(self, member: str, node, inputs: Sequence[str], chunk: int) -> str:
+        """The op run once per chunk on its second input masked to the chunk (partial sums ``p_c``), then
+        ``a_1 = fp16(p_1)``, ``a_c = fp16(a_{c-1} + p_c)``."""
+        op = self.plan.graph.op(member)
+        weight = self.plan.graph.tensor(op.inputs[1]).shape
+        masks = F.reduction_masks(op.type, weight, op.attrs, chunk)
+        self.fault_details[member] = {"chunks": len(masks)}
+        base = f"{SCOPE}/{member}/fp16acc"
+        accumulator = ""
+        for k, mask in enumerate(masks):
+            masked = self._op("Mul", f"{base}/weight_{k}", [inputs[1], self._const(f"{base}/mask_{k}", mask)])
+            partial = tf.compat.v1.NodeDef()
+            partial.CopyFrom(node)
+            partial.name = f"{base}/partial_{k}"
+            partial.input[1] = masked
+            self.graph_def.node.append(partial)
+            total = partial.name if k == 0 else self._op("Add", f"{base}/sum_{k}", [accumulator, partial.name])
+            accumulator = self.round16(total).split(":")[0]
+        return accumulator
 
     def add_compute_op(self, npu_op) -> None:
         group, mode = npu_op.group, npu_op.compute_dtype
@@ -129,8 +214,8 @@ class _Builder:
             self.graph_def.node.append(node)
             for k in range(len(self.plan.graph.op(member).outputs)):
                 internal[tensor_name(member, k)] = f"{SCOPE}/{member}:{k}"
-            if member in self.perturb:
-                internal[tensor_name(member)] = self.perturbed(member, internal[tensor_name(member)])
+            if member in self.faults:
+                internal[tensor_name(member)] = self.perturbed(member, internal[tensor_name(member)], node, inputs)
         for out in npu_op.outputs:
             emulated = internal[out.tf_tensor]
             self.value[out.tf_tensor] = self.round16(emulated) if out.dtype == FLOAT16 else emulated
@@ -149,21 +234,23 @@ def _normalised(source: str) -> str:
 
 
 def run_numerics(frozen: FrozenModel, plan: NpuPlan, batch: Sequence[np.ndarray],
-                 perturb: Optional[Mapping[str, float]] = None, seed: int = 0) -> NumericsResult:
+                 perturb: Optional[Mapping[str, Union[float, str, F.Fault]]] = None, seed: int = 0) -> NumericsResult:
     """Compute the NPU value of every tensor the NPU ops of ``plan`` read or write (one session run).
 
     Parameters
     ----------
     frozen, plan : the frozen model and its planned NPU graph.
     batch : the input arrays, fed to the ``Data`` ops as they are.
-    perturb : TF op name -> relative noise (see the module docstring); ``seed`` fixes the noise.
+    perturb : TF op name -> fault (:class:`~.faults.Fault`, a spec such as ``"bias:0.05"``, or a number:
+        relative noise); ``seed`` fixes the noise and the positions.
 
     Returns
     -------
     NumericsResult
         float32 arrays in TF layout; float16 tensors hold float16-representable values.
     """
-    builder = _Builder(frozen, plan, perturb or {}, seed)
+    faults = {op: F.as_fault(op, value) for op, value in (perturb or {}).items()}
+    builder = _Builder(frozen, plan, faults, seed)
     graph_def = builder.build()
     fetch_names: List[str] = []
     keys: List[tuple] = []
@@ -178,16 +265,25 @@ def run_numerics(frozen: FrozenModel, plan: NpuPlan, batch: Sequence[np.ndarray]
         elif op.kind == "const":
             keys.append(("const", op.outputs[0].tf_tensor))
             fetch_names.append(op.outputs[0].tf_tensor)
+    for member, (before, after) in sorted(builder.fault_points.items()):
+        keys += [("before", member), ("after", member)]
+        fetch_names += [before, after]
     arrays = run_graph(frozen, fetch_names, batch, graph_def=graph_def) if fetch_names else []
     result = NumericsResult()
+    planted: Dict[str, Dict[str, np.ndarray]] = {}
     for (kind, key), array in zip(keys, arrays):
         array = np.asarray(array)
         if kind == "value":
             result.values[key] = array
         elif kind == "const":
             result.constants[key] = array
-        else:
+        elif kind == "rounding":
             result.rounding.setdefault(key, []).append(array)
+        else:
+            planted.setdefault(key, {})[kind] = array
+    for member, pair in planted.items():
+        effect = F.fault_effect(faults[member], pair["before"], pair["after"])
+        result.faults[member] = dict(effect, **builder.fault_details.get(member, {}))
     for tensor, array in zip(frozen.inputs, batch):
         result.values[_normalised(tensor)] = np.asarray(array)
     return result

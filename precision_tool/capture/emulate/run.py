@@ -16,13 +16,14 @@ import os
 import shutil
 import tempfile
 from dataclasses import dataclass, field
-from typing import Dict, List, Mapping, Optional, Sequence, Tuple
+from typing import Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
 from precision_tool.capture.determinism import seed_everything
 from precision_tool.capture.emulate import artifacts
 from precision_tool.capture.emulate.errors import EmulationError, ModelScriptError
+from precision_tool.capture.emulate.faults import Fault, as_fault, check_fault_site
 from precision_tool.capture.emulate.graph_info import TfGraph, compute_ops, constant_ops
 from precision_tool.capture.emulate.manifest import build_manifest, write_manifest
 from precision_tool.capture.emulate.model_script import load_model_script
@@ -48,25 +49,30 @@ class EmulationOptions:
     scale : every float input is multiplied by it (both sides): a way to provoke fp16 overflow.
     fusion : ``"on"`` (``npu/debug_0`` fused), ``"off"`` (``npu/debug_0`` unfused) or ``"both"``
         (``npu/debug_0`` fused and a fusion-off second run in ``npu/debug_1``).
-    perturb : TF op name -> relative noise planted on its output (an imprecise kernel).
-    seed : seeds Python, numpy, TensorFlow/Keras and the perturbation noise.
+    perturb : TF op name -> the fault planted on its output: a :class:`~.faults.Fault`, a spec string
+        (``"bias:0.05"``, ``"fp16acc"``, ``"saturate:4"``, ``"positions:3"``, ``"noise:0.3"``) or a number
+        (relative noise, the original form). Stored as ``{op: Fault}``; see :mod:`~.faults`.
+    seed : seeds Python, numpy, TensorFlow/Keras, the perturbation noise and the faulty positions.
     keep_tfdbg : keep the raw tfdbg dump in ``tf/tf_debug`` (not bit-reproducible: wall-clock times).
     """
 
     scale: float = 1.0
     fusion: str = "on"
-    perturb: Mapping[str, float] = field(default_factory=dict)
+    perturb: Mapping[str, Union[float, str, Fault]] = field(default_factory=dict)
     seed: int = 0
     keep_tfdbg: bool = False
 
     def __post_init__(self):
         if self.fusion not in FUSION_CHOICES:
             raise EmulationError(f"--fusion must be one of {', '.join(FUSION_CHOICES)}, not {self.fusion!r}")
-        for op, rel in self.perturb.items():
-            if not (isinstance(rel, (int, float)) and np.isfinite(rel) and rel > 0):
-                raise EmulationError(f"--perturb {op}={rel}: the relative noise must be a number > 0")
+        object.__setattr__(self, "perturb", {op: as_fault(op, value) for op, value in self.perturb.items()})
         if not (np.isfinite(self.scale) and self.scale != 0):
             raise EmulationError(f"--scale {self.scale}: must be a finite number other than 0")
+
+    @property
+    def faults(self) -> Dict[str, Fault]:
+        """``perturb`` as ``{TF op: Fault}`` (what ``__post_init__`` stored)."""
+        return {op: as_fault(op, value) for op, value in self.perturb.items()}
 
     @property
     def runs(self) -> List[Tuple[str, bool]]:
@@ -162,12 +168,15 @@ class StagedWorkspace:
             folder = os.path.dirname(folder)
 
 
-def _check_perturb(graph: TfGraph, perturb: Mapping[str, float]) -> None:
+def _check_perturb(graph: TfGraph, perturb: Mapping[str, Fault]) -> None:
     executed = {op.name for op in compute_ops(graph, constant_ops(graph))}
-    for name in perturb:
+    for name, fault in perturb.items():
         if name in executed:
-            if not graph.op(name).outputs or not graph.op(name).outputs[0].is_float:
+            op = graph.op(name)
+            if not op.outputs or not op.outputs[0].is_float:
                 raise EmulationError(f"--perturb {name}: its output is not a float tensor", "choose a float op")
+            weight = graph.tensor(op.inputs[1]).shape if len(op.inputs) > 1 else None
+            check_fault_site(fault, name, op.type, op.outputs[0].shape, weight, op.attrs)
             continue
         if name in graph:
             raise EmulationError(f"--perturb {name}: this op is {graph.op(name).type}, which the NPU does not "
@@ -188,7 +197,8 @@ def _write_run(workspace: Workspace, plan: NpuPlan, values: NpuValues, run_name:
     dumps = artifacts.write_npu_dumps(plan, values, workspace.npu_dump(index), base, model_name)
     graph_file = artifacts.write_build_graph(plan, workspace.npu_graph(index), model_name)
     return {"name": run_name, "fusion": plan.fusion, "plan": plan, "dumps": dumps, "graph": graph_file,
-            "dump_dir": artifacts.dump_folder(workspace.npu_dump(index), base, model_name)}
+            "dump_dir": artifacts.dump_folder(workspace.npu_dump(index), base, model_name),
+            "faults": values.numerics.faults}
 
 
 def _write_overflow_run(workspace: Workspace, plan: NpuPlan, values: NpuValues, model_name: str) -> dict:
@@ -236,7 +246,7 @@ def emulate_model(model, batch: Sequence[np.ndarray], workspace_dir: str,
     frozen = freeze_model(model, batch, script)
     progress("checking the graph")
     graph = describe_graph(frozen, script)
-    _check_perturb(graph, options.perturb)
+    _check_perturb(graph, options.faults)
     progress("planning the NPU graph")
     plans = {run_name: plan_npu_graph(graph, fusion) for run_name, fusion in options.runs}
     staging = StagedWorkspace(target, force)
@@ -261,7 +271,7 @@ def _write_workspace(workspace: Workspace, frozen, graph: TfGraph, plans: Dict[s
     runs, overflow = [], None
     for run_name, plan in plans.items():
         progress(f"npu/{run_name}: NPU numerics and dumps" + (" and the overflow run" if run_name == "debug_0" else ""))
-        values = NpuValues(plan, run_numerics(frozen, plan, batch, options.perturb, options.seed))
+        values = NpuValues(plan, run_numerics(frozen, plan, batch, options.faults, options.seed))
         runs.append(_write_run(workspace, plan, values, run_name, model_name))
         if run_name == "debug_0":
             if plan.fusion:
