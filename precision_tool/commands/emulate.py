@@ -4,8 +4,9 @@ Runs a TensorFlow model on the CPU under Ascend NPU numerics and writes what an 
 ``action='dump'`` (and ``'overflow'``, ``'fusion_off'`` with ``--fusion both``) would have written,
 next to the float32 reference: ``npu/debug_0`` (and ``npu/debug_1``), ``overflow/dump``,
 ``fusion/fusion_result.json``, ``tf/dump`` and a ``manifest.json`` of what was planted. MODEL_SCRIPT
-defines ``model()`` (a Keras model, or a function of TF ops) or ``graph_model()`` (TF1 graph code), and
-``inputs()`` (the batch); see
+defines ``model()`` (a Keras model, or a function of TF ops), ``graph_model()`` (TF1 graph code) or
+``graph_def()`` (a frozen GraphDef, or a meta graph + checkpoint, with feeds and fetches), and ``inputs()``
+(the batch); see
 :mod:`precision_tool.capture.emulate.model_script`. FAULT is ``REL`` or ``noise:REL``, ``bias:REL``,
 ``fp16acc[:CHUNK]``, ``saturate:LIMIT``, ``positions:N`` (:mod:`precision_tool.capture.emulate.faults`).
 TensorFlow is imported only when this runs.
@@ -21,7 +22,8 @@ from precision_tool.reports.report import Report
 
 def add_arguments(parser) -> None:
     parser.add_argument("script", metavar="MODEL_SCRIPT",
-                        help="Python file defining model() or graph_model() (TF1 graph code), and inputs()")
+                        help="Python file defining model(), graph_model() (TF1 graph code) or graph_def() (a frozen "
+                             "GraphDef with feeds and fetches), and inputs()")
     parser.add_argument("-o", "--output", default=None, metavar="WORKSPACE",
                         help="workspace to write (default: the workspace, -d / $PRECISION_TOOL_DATA)")
     parser.add_argument("--scale", type=float, default=1.0, metavar="S",
