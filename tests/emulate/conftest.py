@@ -3,12 +3,10 @@ global state -- seeds, op determinism -- stays out of pytest's process)."""
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from emulate_helpers import run_cases_script
 
 REPO = Path(__file__).resolve().parents[2]
 SCRIPT = Path(__file__).resolve().parent / "scripts" / "emulate_cases.py"
@@ -29,11 +27,5 @@ class Emulated:
 def emulated(tmp_path_factory) -> Emulated:
     pytest.importorskip("tensorflow")
     out = tmp_path_factory.mktemp("emulated")
-    env = dict(os.environ, PYTHONPATH=str(REPO), TF_CPP_MIN_LOG_LEVEL="2")
-    env.pop("TF_ENABLE_ONEDNN_OPTS", None)
-    result = subprocess.run([sys.executable, str(SCRIPT), str(out)], cwd=REPO, env=env, capture_output=True,
-                            text=True, timeout=600)
-    if result.returncode != 0:
-        raise AssertionError(f"emulation failed ({result.returncode}):\n{result.stdout[-3000:]}\n"
-                             f"{result.stderr[-5000:]}")
+    run_cases_script(SCRIPT, out, timeout=600)
     return Emulated(out)

@@ -9,12 +9,11 @@ import glob
 import importlib.util
 import json
 import os
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
+from emulate_helpers import assert_clean_autocheck, run_cases_script
 
 from precision_tool.formats.dump_file import read_dump_header
 from precision_tool.formats.dump_names import scan_dump_folder
@@ -49,14 +48,7 @@ def cases(tmp_path_factory) -> Cases:
         if importlib.util.find_spec(module) is None:
             pytest.skip(f"{module} is not installed")
     out = tmp_path_factory.mktemp("batchnorm")
-    env = dict(os.environ, PYTHONPATH=str(REPO), TF_CPP_MIN_LOG_LEVEL="2")
-    env.pop("TF_ENABLE_ONEDNN_OPTS", None)
-    env.pop("TF_USE_LEGACY_KERAS", None)
-    result = subprocess.run([sys.executable, str(SCRIPT), str(out)], cwd=REPO, env=env, capture_output=True,
-                            text=True, timeout=900)
-    if result.returncode != 0:
-        raise AssertionError(f"emulation failed ({result.returncode}):\n{result.stdout[-3000:]}\n"
-                             f"{result.stderr[-5000:]}")
+    run_cases_script(SCRIPT, out)
     return Cases(out)
 
 
@@ -128,14 +120,7 @@ def assert_bn_dump_types(dump, fused_lead: bool):
 @pytest.mark.parametrize("case", ["keras2_cnn", "keras2_cnn_off", "tf1_function", "mobilenet_keras2"])
 def test_ac_names_no_culprit_and_every_dumped_npu_tensor_is_aligned(cases, case):
     info = cases.summary["workspaces"][case]
-    assert info["cli_no_replay_exit"] == 0  # precision_tool -d WS ac -c --no-replay
-    assert info["exit"] == 0 and info["culprit"] is None  # and with replay
-    coverage = info["coverage"]
-    assert coverage["aligned_count"] == coverage["npu_tensors"] > 0
-    for key in ("npu_only_ops", "unaligned", "graph_ops_without_dump", "dumped_not_in_graph", "ambiguous",
-                "unreadable"):
-        assert coverage[key] == [], (key, coverage[key])
-    assert info["counts"]["failed"] == 0 and info["min_cosine"] > 0.99
+    assert_clean_autocheck(info)
     assert set(info["methods"].values()) == {"replay"}  # every compared op replayed from its own inputs
     assert max(info["scores"].values()) <= 1  # and at the floor its float16 output explains
 

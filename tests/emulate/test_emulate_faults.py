@@ -5,13 +5,11 @@ enough -- is named by ``ac -c``. The faulty and clean emulations of the sample C
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
+from emulate_helpers import run_cases_script
 
 from precision_tool.capture.emulate.errors import EmulationError
 from precision_tool.capture.emulate.faults import Fault, chosen_positions, parse_fault, reduction_masks
@@ -111,13 +109,7 @@ def test_a_fault_the_op_cannot_take_is_refused_before_anything_runs():
 def cases(tmp_path_factory) -> Path:
     pytest.importorskip("tensorflow")
     out = tmp_path_factory.mktemp("faults")
-    env = dict(os.environ, PYTHONPATH=str(REPO), TF_CPP_MIN_LOG_LEVEL="2")
-    env.pop("TF_ENABLE_ONEDNN_OPTS", None)
-    result = subprocess.run([sys.executable, str(SCRIPT), str(out)], cwd=REPO, env=env, capture_output=True,
-                            text=True, timeout=600)
-    if result.returncode != 0:
-        raise AssertionError(f"emulation failed ({result.returncode}):\n{result.stdout[-3000:]}\n"
-                             f"{result.stderr[-5000:]}")
+    run_cases_script(SCRIPT, out, timeout=600)
     return out
 
 

@@ -9,12 +9,11 @@ batch norm is checked against a hand computation on each op's own dumped inputs 
 import importlib.util
 import json
 import os
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
+from emulate_helpers import assert_clean_autocheck, run_cases_script
 
 from test_emulate_batchnorm import (arrays, assert_bn_dump_types, batchnorm, build_graph, dump_of, fp16_steps,
                                     reference, run_folder)
@@ -40,28 +39,14 @@ def cases(tmp_path_factory) -> Cases:
         if importlib.util.find_spec(module) is None:
             pytest.skip(f"{module} is not installed")
     out = tmp_path_factory.mktemp("graph_code")
-    env = dict(os.environ, PYTHONPATH=str(REPO), TF_CPP_MIN_LOG_LEVEL="2")
-    for name in ("TF_ENABLE_ONEDNN_OPTS", "TF_USE_LEGACY_KERAS"):
-        env.pop(name, None)
-    result = subprocess.run([sys.executable, str(SCRIPTS / "graph_cases.py"), str(out)], cwd=REPO, env=env,
-                            capture_output=True, text=True, timeout=900)
-    if result.returncode != 0:
-        raise AssertionError(f"emulation failed ({result.returncode}):\n{result.stdout[-3000:]}\n"
-                             f"{result.stderr[-5000:]}")
+    run_cases_script(SCRIPTS / "graph_cases.py", out)
     return Cases(out)
 
 
 # ------------------------------------------------------------------------------- TF1 graph code
 def test_tf1_graph_model_ac_names_no_culprit_and_every_dumped_npu_tensor_is_aligned(cases):
     info = cases.summary["tf1_graph"]
-    assert info["cli_no_replay_exit"] == 0  # precision_tool -d WS ac -c --no-replay
-    assert info["exit"] == 0 and info["culprit"] is None  # and with replay
-    coverage = info["coverage"]
-    assert coverage["aligned_count"] == coverage["npu_tensors"] > 0
-    for key in ("npu_only_ops", "unaligned", "graph_ops_without_dump", "dumped_not_in_graph", "ambiguous",
-                "unreadable"):
-        assert coverage[key] == [], (key, coverage[key])
-    assert info["counts"]["failed"] == 0 and info["min_cosine"] > 0.99
+    assert_clean_autocheck(info)
     assert set(info["methods"].values()) == {"replay"} and max(info["scores"].values()) <= 1
     # the emulator switched tf.compat.v1.layers to Keras 2, which the test process had not asked for
     assert info["legacy_keras_before"] is None and info["legacy_keras"] == "1"

@@ -11,11 +11,10 @@ defines) run in this process."""
 import importlib.util
 import json
 import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from emulate_helpers import assert_clean_autocheck, run_cases_script
 
 from precision_tool.capture.emulate.errors import ModelScriptError
 from precision_tool.capture.emulate.model_script import load_model_script
@@ -63,14 +62,7 @@ def cases(tmp_path_factory) -> Cases:
     if importlib.util.find_spec("tensorflow") is None:  # looked for, not imported: TF stays out of this process
         pytest.skip("tensorflow is not installed")
     out = tmp_path_factory.mktemp("graph_def")
-    env = dict(os.environ, PYTHONPATH=str(REPO), TF_CPP_MIN_LOG_LEVEL="2")
-    for name in ("TF_ENABLE_ONEDNN_OPTS", "TF_USE_LEGACY_KERAS", "PRECISION_TOOL_GD_CASE"):
-        env.pop(name, None)
-    result = subprocess.run([sys.executable, str(SCRIPTS / "graph_def_cases.py"), str(out)], cwd=REPO, env=env,
-                            capture_output=True, text=True, timeout=900)
-    if result.returncode != 0:
-        raise AssertionError(f"emulation failed ({result.returncode}):\n{result.stdout[-3000:]}\n"
-                             f"{result.stderr[-5000:]}")
+    run_cases_script(SCRIPTS / "graph_def_cases.py", out)
     return Cases(out)
 
 
@@ -78,14 +70,7 @@ def cases(tmp_path_factory) -> Cases:
 @pytest.mark.tf
 def test_graph_def_ac_names_no_culprit_and_every_dumped_npu_tensor_is_aligned(cases):
     info = cases.summary["pb"]
-    assert info["cli_no_replay_exit"] == 0  # precision_tool -d WS ac -c --no-replay
-    assert info["exit"] == 0 and info["culprit"] is None  # and with replay
-    coverage = info["coverage"]
-    assert coverage["aligned_count"] == coverage["npu_tensors"] > 0
-    for key in ("npu_only_ops", "unaligned", "graph_ops_without_dump", "dumped_not_in_graph", "ambiguous",
-                "unreadable"):
-        assert coverage[key] == [], (key, coverage[key])
-    assert info["counts"]["failed"] == 0 and info["min_cosine"] > 0.99
+    assert_clean_autocheck(info)
 
 
 @pytest.mark.tf
