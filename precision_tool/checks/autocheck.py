@@ -139,10 +139,10 @@ class AutocheckResult:
     def exit_code(self) -> int:
         """With the comparison, as ``compare`` (:func:`~precision_tool.comparison.result.exit_code_for`: 1 a
         tensor fails, else 2 when nothing was compared, the comparison could not run or input files -- an
-        Opdebug record too -- could not be read, else 0), and 1 when an op's local error stands out although
-        every tensor passes (a finding, which outranks unusable input as a failing tensor does); without it, 1
-        when an overflow or a fusion culprit was found, else 2 when an Opdebug record or a scanned dump could
-        not be read (as ``ov``), else 0."""
+        Opdebug record, the reference graphs' index.json too -- could not be read, else 0), and 1 when an op's
+        local error stands out although every tensor passes (a finding, which outranks unusable input as a
+        failing tensor does); without it, 1 when an overflow or a fusion culprit was found, else 2 when an
+        Opdebug record or a scanned dump could not be read (as ``ov``), else 0."""
         if self.compare is not None:
             outcome = self.compare.result
             if outcome is None:
@@ -153,6 +153,9 @@ class AutocheckResult:
                 return EXIT_FAILED_CHECK
             if code == EXIT_OK and self.overflow.unreadable and not self.overflow.found:
                 return EXIT_UNUSABLE_INPUT
+            replay = self.compare.replay
+            if code == EXIT_OK and replay is not None and replay.index_problem:
+                return EXIT_UNUSABLE_INPUT  # the reference graphs of other runs may have been replayed from
             return code
         comparison = self.fusion.comparison
         found = self.overflow.found or (comparison is not None and bool(comparison.culprits))

@@ -416,6 +416,9 @@ def _also(culprit: Optional[Culprit], overflow, fusion, compare) -> List[str]:
     if references:
         lines.insert(0, f"{len(references)} reference file(s) could not be read and their tensors were not "
                         f"compared (first: {references[0][1]}): a culprit among them stays hidden; re-run tf_dump")
+    replay = compare.replay if compare is not None else None
+    if replay is not None and replay.index_problem:
+        lines.insert(0, f"replay read reference graphs without their index: {replay.index_problem}")
     overflow_inputs = overflow.unreadable
     if overflow_inputs and overflow.records.first is None:
         lines.insert(0, f"{len(overflow_inputs)} overflow input(s) could not be read (first: {overflow_inputs[0]}): "

@@ -77,6 +77,11 @@ def handle(args, ctx: Context) -> Report:
                     "Its local error is within the floor: it adds no more than its dtype's rounding.")
     report.data = {"op_name": name, "replayed": True, **op.to_dict()}
     report.exit_code = EXIT_FAILED_CHECK if above else EXIT_OK
+    if report_data.index_problem:  # the graphs of other runs may have been read too: not a clean bill
+        report.add_text(report_data.index_problem)
+        report.data["index_problem"] = report_data.index_problem
+        if not above:
+            report.exit_code = EXIT_UNUSABLE_INPUT
     return report
 
 

@@ -364,8 +364,11 @@ def keep_tfdbg_v2_graphs(run_path, graph_dir) -> Tuple[List[KeptGraph], List[str
 
 
 def natural_key(name: str) -> list:
-    """Sort key reading digit runs as numbers: ``graph_r_cpu_2.pb`` before ``graph_r_cpu_10.pb``."""
-    return [int(part) if _DIGIT_RUN.fullmatch(part) else part for part in _DIGIT_RUN.split(name)]
+    """Sort key reading digit runs as numbers: ``graph_r_cpu_2.pb`` before ``graph_r_cpu_10.pb``. A digit run
+    is compared as ``(its length without leading zeros, those digits)`` -- the order of the numbers, without
+    ``int()``, so a 5,000-digit run in a damaged name is just a large number."""
+    return [(len(part.lstrip("0")), part.lstrip("0")) if _DIGIT_RUN.fullmatch(part) else part
+            for part in _DIGIT_RUN.split(name)]
 
 
 _DIGIT_RUN = re.compile(r"([0-9]+)")  # ASCII only: int() of '²' fails; a file name has < 4,300 digits

@@ -29,11 +29,14 @@ _ARG_NODE = re.compile(r"_arg_(?P<name>.+)_0_\d+")
 
 @dataclass(frozen=True)
 class ReferenceGraph:
-    """Nodes by name (``nodes``), the file each came from (``files[name]``), and notes on files not read."""
+    """Nodes by name (``nodes``), the file each came from (``files[name]``), notes on files not read, and
+    ``index_problem``."""
 
     nodes: Dict[str, TfNode]
     files: Dict[str, str]
     notes: Tuple[str, ...] = ()
+    index_problem: str = ""
+    """Why ``index.json`` could not be read (``""`` when it could, or is absent): unusable input."""
 
     def __contains__(self, name: str) -> bool:
         return name in self.nodes
@@ -76,21 +79,38 @@ def _renamed(graph: TfGraph) -> List[TfNode]:
                    node.attrs) for node in graph.nodes]
 
 
-def graph_files(graph_dir: str) -> List[str]:
-    """The graph files of ``graph_dir``, oldest first (``index.json``'s list when readable, else ``*.pb``)."""
+_NAME_MAX = 255  # bytes in a file name on Linux (and most file systems)
+
+
+def graph_files(graph_dir: str) -> Tuple[List[str], str]:
+    """The graph files of ``graph_dir``, oldest first (``index.json``'s list when readable, else ``*.pb``), and
+    ``""`` -- or, when an ``index.json`` is there but cannot be read (a FIFO, /dev/zero, deep nesting, a
+    5,000-digit number ...), one line saying so: every ``*.pb`` is then read, graphs of other runs included."""
     listed: List[str] = []
-    try:
-        index = loads_json(read_input_text(os.path.join(graph_dir, INDEX_FILE), ReferenceFormatError))
-        listed = [entry["file"] for entry in index.get("graphs", []) if isinstance(entry, dict)
-                  and isinstance(entry.get("file"), str) and "/" not in entry["file"]]
-    except (PrecisionToolError, ValueError, AttributeError, TypeError, RecursionError):
-        listed = []  # an unreadable index (a FIFO, /dev/zero, deep nesting...) is no index: every *.pb is read
+    problem = ""
+    path = os.path.join(graph_dir, INDEX_FILE)
+    if os.path.lexists(path):
+        try:
+            index = loads_json(read_input_text(path, ReferenceFormatError))
+            listed = [entry["file"] for entry in index.get("graphs", []) if isinstance(entry, dict)
+                      and isinstance(entry.get("file"), str) and "/" not in entry["file"]]
+            too_long = [name for name in listed if len(name.encode("utf-8", "surrogatepass")) > _NAME_MAX]
+            if too_long:
+                listed = []
+                problem = (f"{path}: lists a file name of {len(too_long[0].encode('utf-8', 'surrogatepass'))} "
+                           f"bytes, longer than any file name ({_NAME_MAX})")
+        except PrecisionToolError as error:
+            problem = str(error)
+        except (ValueError, AttributeError, TypeError, RecursionError) as error:
+            problem = f"{path}: not an index of graphs ({type(error).__name__})"
+        if problem:
+            problem += "; read every *.pb of the folder instead, graphs of other runs too"
     if not listed:
         try:
             listed = [name for name in os.listdir(graph_dir) if name.endswith(".pb")]
         except OSError:
-            return []
-    return [os.path.join(graph_dir, name) for name in sorted(set(listed), key=natural_key)]
+            return [], problem
+    return [os.path.join(graph_dir, name) for name in sorted(set(listed), key=natural_key)], problem
 
 
 def load_reference_graph(graph_dir: str) -> ReferenceGraph:
@@ -101,13 +121,13 @@ def load_reference_graph(graph_dir: str) -> ReferenceGraph:
     PrecisionToolError
         No graph file there, or none could be read (the message says why; replay is then impossible).
     """
-    paths = graph_files(graph_dir)
+    paths, index_problem = graph_files(graph_dir)
     if not paths:
         raise PrecisionToolError(f"{graph_dir}: no reference graph (run tf_dump on a capture made with "
                                  "sess_dump, estimator_dump or enable_reference_dump, or emulate, to keep one)")
     nodes: Dict[str, TfNode] = {}
     files: Dict[str, str] = {}
-    notes: List[str] = []
+    notes: List[str] = [index_problem] if index_problem else []
     for path in paths:
         try:
             graph = read_tf_graph(path).without_debug_ops()
@@ -119,4 +139,4 @@ def load_reference_graph(graph_dir: str) -> ReferenceGraph:
             files[node.name] = path
     if not nodes:
         raise PrecisionToolError(f"{graph_dir}: no reference graph could be read ({notes[0]})")
-    return ReferenceGraph(nodes, files, tuple(notes))
+    return ReferenceGraph(nodes, files, tuple(notes), index_problem)

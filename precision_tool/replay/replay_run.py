@@ -73,13 +73,17 @@ class ReplayReport:
     skipped: Dict[str, str] = field(default_factory=dict)
     notes: Tuple[str, ...] = ()
     seconds: float = 0.0
+    index_problem: str = ""
+    """Why the reference graphs' ``index.json`` could not be read (every ``*.pb`` was read instead): unusable
+    input, however the replay went."""
 
     def op(self, name: str) -> Optional[OpReplay]:
         return next((op for op in self.ops if op.op_name == name), None)
 
     def to_dict(self) -> dict:
         return {"ran": self.ran, "ops": [op.to_dict() for op in self.ops], "skipped": dict(self.skipped),
-                "notes": list(self.notes), "seconds": round(self.seconds, 3)}
+                "notes": list(self.notes), "seconds": round(self.seconds, 3),
+                "index_problem": self.index_problem or None}
 
 
 def _reference_lookup(alignment, reference_dir: str, graph: ReferenceGraph):
@@ -264,7 +268,8 @@ def _replay(alignment, ge_graph, reference_dir: str, graph_dir: str, batch_bytes
         return ReplayReport(False, notes=(f"replay not run: {error_line(error)}",),
                             seconds=time.perf_counter() - started)
     ops = tuple(replays[unit.op_name] for unit in plan.units)
-    return ReplayReport(True, ops, dict(plan.skipped), graph.notes, time.perf_counter() - started)
+    return ReplayReport(True, ops, dict(plan.skipped), graph.notes, time.perf_counter() - started,
+                        graph.index_problem)
 
 
 def _replay_units(plan: ReplayPlan, node_defs: "_NodeDefs", tensorflow: Optional[BackgroundImport],

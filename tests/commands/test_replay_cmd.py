@@ -113,3 +113,18 @@ def test_a_reference_file_of_the_wrong_shape_does_not_stop_replay(tmp_path, caps
     assert code == 1 and culprit["op_name"] == RES_CONV and culprit["evidence"] == "local error (replay)"
     code, out, _ = run(capsys, "-d", workspace, "replay", RES_CONV)
     assert code == 1 and f"small_cnn_1/pool1_1/MaxPool2d:0 <- NPU {RES_CONV}:input:0" in out
+
+
+def test_an_unreadable_graph_index_is_said_and_a_clean_op_exits_2_not_0(tmp_path, capsys):
+    """The campaign's silent success: with tf/graph/index.json a FIFO, replay read every *.pb (right here,
+    where there is one) and said nothing. Now it says so, and the clean op's verdict is not a clean bill."""
+    workspace = copy_cnn_workspace(tmp_path)
+    index = workspace / "tf" / "graph" / "index.json"
+    index.unlink()
+    os.mkfifo(str(index))
+    code, out, _ = run(capsys, "-d", workspace, "replay", CONV2)
+    assert code == 2 and "Its local error is within the floor" in out
+    assert out.rstrip().endswith(f"{index}: is a FIFO (named pipe), not a regular file; read every *.pb of the "
+                                 "folder instead, graphs of other runs too")
+    code, out, _ = run(capsys, "-d", workspace, "replay", RES_CONV)
+    assert code == 1  # a finding outranks the unusable index

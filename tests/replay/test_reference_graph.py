@@ -36,7 +36,7 @@ def test_the_newest_graph_wins_in_natural_order_and_index_json_lists_them(tmp_pa
     for number, source in ((2, "_arg_image_0_0"), (10, "other")):
         (tmp_path / f"graph_run_1_cpu_{number}.pb").write_bytes(_graph_def(source))
     (tmp_path / "graph_run_1_cpu_2.pb.notes").write_text("not a graph")
-    names = [path.rsplit("/", 1)[1] for path in graph_files(str(tmp_path))]
+    names = [path.rsplit("/", 1)[1] for path in graph_files(str(tmp_path))[0]]
     assert names == ["graph_run_1_cpu_2.pb", "graph_run_1_cpu_10.pb"]
     assert load_reference_graph(str(tmp_path))["relu"].inputs == ("other",)  # _10 is newer than _2
     (tmp_path / "index.json").write_text(json.dumps({"graphs": [{"file": "graph_run_1_cpu_2.pb"}]}))
