@@ -572,7 +572,8 @@ def test_root_graph_name_falls_back_to_a_full_read_for_other_layouts(tmp_path):
 
 def test_no_build_graph_says_how_to_get_one(tmp_path):
     (tmp_path / "ge_proto_00000001_PreRunBegin.txt").write_text("")
-    with pytest.raises(WorkspaceError, match=r"no GE Build graph \(ge_proto_\*_Build\.txt\) in .*DUMP_GE_GRAPH=2"):
+    with pytest.raises(WorkspaceError, match=r"no GE Build graph \(ge_proto_\*_Build\.txt or ge_onnx_\*_Build\.pbtxt\) "
+                                             r"in .*DUMP_GE_GRAPH=2"):
         find_build_graph(tmp_path)
     with pytest.raises(WorkspaceError, match="no such folder"):
         find_build_graph(tmp_path / "missing")

@@ -367,7 +367,7 @@ def test_tfdbg_v1_file_names_with_unicode_digit_slots_are_not_tensor_files(tmp_p
 
 
 def test_natural_key_takes_unicode_digits_as_text():
-    assert natural_key("graph_²_10.pb") == ["graph_²_", 10, ".pb"]
+    assert natural_key("graph_²_10.pb") == ["graph_²_", (2, "10"), ".pb"]  # digit runs as (length, digits)
     assert natural_key("²") == ["²"]
 
 
