@@ -290,15 +290,8 @@ class _Converter:
                       attrs=fields.attrs, extra_fields=fields.extras)
 
     def _inputs(self, node) -> Tuple[InputRef, ...]:
-        inputs = []
-        for text in node.input:
-            try:
-                ref = InputRef.parse(text)
-            except ValueError:
-                raise GraphFormatError(self.source, f"node {shown_name(node.name, 60)} has input "
-                                                    f"{shown_name(text, 60)}, which is not 'producer:index'") from None
-            inputs.append(InputRef(self._reader.shared(ref.producer), ref.index))
-        return tuple(inputs)
+        return self._reader.input_refs(node.input, f"node {shown_name(node.name, 60)}",
+                                       lambda text: shown_name(text, 60))
 
     def _route(self, attr, fields: "_OpFields", descs: Dict[str, Dict[int, "_DescFields"]]) -> None:
         """Put one attribute where the model keeps it (see the module table)."""

@@ -87,6 +87,19 @@ class MessageReader:
         self.source = source
         self._strings: Dict[str, str] = {}
 
+    def input_refs(self, texts, owner: str, shown) -> Tuple[InputRef, ...]:
+        """The ``producer:index`` inputs ``texts`` of ``owner`` (``"op 'x'"``, as messages name it), producer
+        names shared; :class:`GraphFormatError` for one that is not ``producer:index`` (``shown`` cuts it)."""
+        inputs = []
+        for text in texts:
+            try:
+                ref = InputRef.parse(text)
+            except ValueError:
+                raise GraphFormatError(self.source, f"{owner} has input {shown(text)}, which is not "
+                                                    "'producer:index'") from None
+            inputs.append(InputRef(self.shared(ref.producer), ref.index))
+        return tuple(inputs)
+
     def shared(self, text: str) -> str:
         """``text``, or the equal string met before in this file (for strings up to :attr:`SHARED_LENGTH`)."""
         if len(text) > self.SHARED_LENGTH:
@@ -113,14 +126,7 @@ class MessageReader:
 
     def op(self, op) -> OpNode:
         """The :class:`OpNode` of an ``OpDef``; ``GraphFormatError`` for an input that is not ``producer:index``."""
-        inputs = []
-        for text in op.input:
-            try:
-                ref = InputRef.parse(text)
-            except ValueError:
-                raise GraphFormatError(self.source, f"op {_shortened(op.name)!r} has input {_shortened(text)!r}, "
-                                                    "which is not 'producer:index'") from None
-            inputs.append(InputRef(self.shared(ref.producer), ref.index))
+        inputs = self.input_refs(op.input, f"op {_shortened(op.name)!r}", lambda text: repr(_shortened(text)))
         extras = {fd.name: (list(value) if is_repeated(fd) else value)
                   for fd, value in op.ListFields() if fd.name not in _OP_MODEL_FIELDS}
         return OpNode(name=self.shared(op.name), type=self.shared(op.type), id=op.id, stream_id=op.stream_id,

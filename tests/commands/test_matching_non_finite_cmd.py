@@ -14,7 +14,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), os.pardir, "compariso
 
 import numpy as np
 
-from cmp_builders import SHAPE, Step, chain_case, workspace_case, write_chain
+from cmp_builders import SHAPE, Step, as_workspace, chain_case, workspace_case, write_chain
 from precision_tool.checks.autocheck import AutocheckOptions, run_autocheck
 from precision_tool.checks.verdict import FIRST_DIVERGENCE
 from precision_tool.cli import main
@@ -125,13 +125,7 @@ def _matched_then_overflow(root):
         if name == "op3":
             npu[1, 1] = np.nan
         steps.append(Step(name, npu, reference))
-    case = write_chain(os.path.join(root, "staging"), x, x.astype(np.float16), steps)
-    run = os.path.join(root, "npu", "debug_0")
-    os.makedirs(run)
-    os.rename(case.npu, os.path.join(run, "dump"))
-    os.rename(case.graph, os.path.join(run, "graph"))
-    os.makedirs(os.path.join(root, "tf"))
-    os.rename(case.ref, os.path.join(root, "tf", "dump"))
+    as_workspace(root, write_chain(os.path.join(root, "staging"), x, x.astype(np.float16), steps))
     return os.fspath(root)
 
 

@@ -114,8 +114,14 @@ def write_chain(root, x_reference, x_npu, steps: Sequence[Step], *, json_graph: 
 def workspace_case(data_dir, **options) -> Case:
     """The chain laid out as a workspace: ``npu/debug_0/{dump,graph}`` and ``tf/dump``."""
     data_dir = os.fspath(data_dir)
-    staging = os.path.join(data_dir, "_staging")
-    case = chain_case(staging, **options)
+    return as_workspace(data_dir, chain_case(os.path.join(data_dir, "_staging"), **options))
+
+
+def as_workspace(data_dir, case: Case) -> Case:
+    """``case`` (written in ``data_dir/<staging>``) moved into the workspace layout of ``data_dir``:
+    ``npu/debug_0/{dump,graph}`` and ``tf/dump``; the staging folder is removed."""
+    data_dir = os.fspath(data_dir)
+    staging = case.root
     run = os.path.join(data_dir, "npu", "debug_0")
     os.makedirs(run)
     os.rename(case.npu, os.path.join(run, "dump"))
