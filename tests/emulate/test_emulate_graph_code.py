@@ -1,5 +1,5 @@
-"""TF1 graph code as a model (``graph_model()``), control flow refused in one line, and a failed emulation
-leaving nothing behind (issue 16).
+"""TF1 graph code as a model (``graph_model()``), TF1 layers in ``model()`` refused in one line, and a failed
+emulation leaving nothing behind (issue 16).
 
 The emulations run once in a subprocess (scripts/graph_cases.py): the TF1 ResNet-style block of
 scripts/tf1_resnet_graph.py (``tf.compat.v1.layers`` convolutions and fused batch norms, ``get_variable``
@@ -87,27 +87,7 @@ def test_tf1_batch_norm_reads_its_initialised_variables_and_computes_bninfer(cas
                                atol=1e-5 * np.abs(expected).max())
 
 
-# ---------------------------------------------------------------------------------- control flow
-LOOP_HINT = ("(unroll the loop: e.g. LSTM(..., unroll=True) for a Keras RNN, a Python for loop instead of "
-             "tf.while_loop)")
-
-
-@pytest.mark.parametrize("case, op, kind, construct, hint", [
-    ("cond", "branch/input/_5", "Switch", "tf.cond / tf.case",
-     "(decide in Python, or compute both branches and select with tf.where)"),
-    ("lstm", "rnn/lstm/PartitionedCall/while/LoopCond/_35", "LoopCond", "a while loop / Keras RNN", LOOP_HINT),
-    ("while", "loop/LoopCond/_10", "LoopCond", "a while loop / Keras RNN", LOOP_HINT),
-])
-def test_control_flow_is_refused_in_one_line_naming_the_construct_and_leaves_nothing(cases, case, op, kind,
-                                                                                     construct, hint):
-    refused = cases.summary["refused"][case]
-    script = SCRIPTS / "control_flow.py"
-    assert refused["type"] == "EmulationError"
-    assert refused["error"] == (f"{script}: op {op} ({kind}, from {construct}) is control flow, which the emulator "
-                                f"does not run yet {hint}")
-    assert not refused["left_folder"] and refused["leftovers"] == []
-
-
+# ------------------------------------------------------------------------------ TF1 layers in model()
 def test_tf1_layers_in_model_point_to_graph_model(cases):
     refused = cases.summary["refused"]["tf1_layers"]
     assert refused["type"] == "ModelScriptError" and "\n" not in refused["error"]

@@ -104,9 +104,9 @@ def plain_format(rank: int) -> str:
     """The plain layout label GE gives a tensor of this rank from a TF model: NHWC for 4-D, else ND."""
     return "NHWC" if rank == 4 else "ND"
 
-# Control flow, which the emulator does not run (it refuses the graph, naming the construct). Functional
-# ops (If/While/Case) and, after freezing lowers them, TF1's Switch/Merge (conditionals) and
-# Enter/Exit/NextIteration/LoopCond (loops; a lowered loop has Switch/Merge too).
+# Control flow. Functional ops (If/While/Case) are unrolled before the graph is described (control_flow.py);
+# TF1's lowered forms, Switch/Merge (conditionals) and Enter/Exit/NextIteration/LoopCond (loops; a lowered loop
+# has Switch/Merge too), are refused, naming the construct.
 LOOP_TYPES = frozenset({"While", "StatelessWhile", "Enter", "RefEnter", "Exit", "RefExit", "NextIteration",
                         "RefNextIteration", "LoopCond"})
 BRANCH_TYPES = frozenset({"If", "StatelessIf", "Case", "StatelessCase", "Switch", "RefSwitch", "Merge",

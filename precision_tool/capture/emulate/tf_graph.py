@@ -11,8 +11,9 @@ of the graph: Grappler off, graph-level constant folding and CSE off, one thread
 results from run to run), and oneDNN off (``TF_ENABLE_ONEDNN_OPTS=0``, set before TensorFlow is
 imported by :mod:`precision_tool.capture.emulate`).
 
-Control flow (``tf.cond``, ``tf.case``, while loops, Keras RNNs without ``unroll``) is refused before
-anything else is looked at (:func:`check_control_flow`).
+Control flow (``tf.cond``, ``tf.case``, while loops, Keras RNNs without ``unroll``) is frozen functional and
+unrolled along the batch's path (:mod:`~.control_flow`); what a frozen TF1 graph holds, lowered to
+``Switch``/``Merge``/``Enter``/``Exit``, is refused before anything else is looked at (:func:`check_control_flow`).
 
 Every shape must be static, with one exception: the reserve space of ``FusedBatchNormV3`` (output 5),
 whose size TensorFlow leaves to the kernel. An inference batch norm (the only kind emulated,
@@ -32,6 +33,7 @@ from typing import Callable, Iterator, Optional, Sequence, Tuple
 import numpy as np
 
 from precision_tool.capture.emulate import op_tables as T
+from precision_tool.capture.emulate.control_flow import has_functional_control_flow, unroll_control_flow
 from precision_tool.capture.emulate.errors import EmulationError, ModelScriptError
 from precision_tool.capture.emulate.graph_info import (TfGraph, TfOp, TfTensor, consumers, tensor_aliases,
                                                        tensor_name, topological_order)
@@ -147,6 +149,25 @@ def _trace(model, specs, keras_model: bool):
     return tf.function(call).get_concrete_function(*specs)
 
 
+@contextlib.contextmanager
+def _functional_case() -> Iterator[None]:
+    """Freezing with ``lower_control_flow=False`` keeps ``If`` and ``While`` functional, but TensorFlow's list of
+    the ops it keeps (a private set of ``convert_to_constants``) leaves ``Case`` out, so Grappler would lower a
+    ``tf.case`` to ``_SwitchN``/``Merge``: the list is extended while freezing. Without the set (another
+    TensorFlow), a ``tf.case`` is lowered and refused as before."""
+    from tensorflow.python.framework import convert_to_constants
+
+    kept = getattr(convert_to_constants, "_CONTROL_FLOW_OPS", None)
+    added = {"Case", "StatelessCase"} - kept if isinstance(kept, set) else set()
+    if isinstance(kept, set):
+        kept.update(added)
+    try:
+        yield
+    finally:
+        if isinstance(kept, set):
+            kept.difference_update(added)
+
+
 def _trace_hint(cause: str, graph_code: bool) -> Optional[str]:
     if graph_code:
         return KERAS2_HINT if "not available with Keras 3" in cause else None
@@ -170,7 +191,7 @@ def freeze_model(model, batch: Sequence[np.ndarray], script: str = "MODEL_SCRIPT
     from precision_tool.capture.emulate.graph_def_model import GraphDefModel, freeze_graph_def
 
     if isinstance(model, GraphDefModel):  # frozen already: cut, and shaped to the batch
-        return freeze_graph_def(model, batch, script)
+        return _unrolled(freeze_graph_def(model, batch, script), batch, script)
     keras_model = _is_keras(model)
     graph_code = isinstance(model, GraphFunction)
     label = model.label if graph_code else "model()"
@@ -178,7 +199,8 @@ def freeze_model(model, batch: Sequence[np.ndarray], script: str = "MODEL_SCRIPT
     specs = [tf.TensorSpec(array.shape, tf.as_dtype(array.dtype), name=name) for array, name in zip(batch, names)]
     try:
         with _quiet_tensorflow_logger():
-            frozen = convert_variables_to_constants_v2(_trace(model, specs, keras_model))
+            with _functional_case():
+                frozen = convert_variables_to_constants_v2(_trace(model, specs, keras_model), lower_control_flow=False)
     except Exception as error:  # the user's model code raised while being traced
         cause = _error_line(error)
         raise ModelScriptError(f"{script}: tracing {label} on inputs of shape "
@@ -189,7 +211,17 @@ def freeze_model(model, batch: Sequence[np.ndarray], script: str = "MODEL_SCRIPT
     outputs = tuple(t.name for t in frozen.outputs)
     if not outputs:
         raise ModelScriptError(f"{script}: {label} returned no tensor")
-    return FrozenModel(graph_def.SerializeToString(), inputs, outputs)
+    return _unrolled(FrozenModel(graph_def.SerializeToString(), inputs, outputs), batch, script)
+
+
+def _unrolled(frozen: FrozenModel, batch: Sequence[np.ndarray], script: str) -> FrozenModel:
+    """``frozen`` with its functional control flow (tf.cond, tf.case, while loops) unrolled along the batch's
+    path (:func:`~.control_flow.unroll_control_flow`); unchanged when it has none."""
+    graph_def = tf.compat.v1.GraphDef.FromString(frozen.graph_def)
+    if not has_functional_control_flow(graph_def):
+        return frozen
+    graph_def, outputs = unroll_control_flow(graph_def, dict(zip(frozen.inputs, batch)), frozen.outputs, script)
+    return FrozenModel(graph_def.SerializeToString(), frozen.inputs, tuple(outputs))
 
 
 def _attr_value(value):
@@ -241,13 +273,14 @@ def describe_graph(frozen: FrozenModel, script: str = "MODEL_SCRIPT") -> TfGraph
 
 
 def check_control_flow(ops: Sequence[Tuple[str, str]], script: str = "MODEL_SCRIPT") -> None:
-    """Refuse control flow in one line naming the construct and an op of it.
+    """Refuse, in one line naming the construct and an op of it, the control flow left after unrolling.
 
-    ``ops`` are ``(name, type)`` in graph order. A loop (functional ``While``/``StatelessWhile``, or
-    TF1's ``Enter``/``Exit``/``NextIteration``/``LoopCond``, which freezing lowers a loop to) is named by
-    its ``While`` or ``LoopCond`` op; failing a loop, a conditional (``If``/``Case``, or ``Switch``/``Merge``)
-    by its ``If``/``Case`` or first ``Switch``. A lowered loop holds ``Switch``/``Merge`` ops too, so loops
-    are looked for first.
+    Functional ``If``/``Case``/``While`` are unrolled before (:mod:`~.control_flow`). What reaches here is
+    TF1-style control flow, in a frozen GraphDef (``graph_def()``): a loop lowered to
+    ``Enter``/``Exit``/``NextIteration``/``LoopCond``, a conditional lowered to ``Switch``/``Merge``. ``ops``
+    are ``(name, type)`` in graph order. A loop is named by its ``While`` or ``LoopCond`` op; failing a loop,
+    a conditional by its ``If``/``Case`` or first ``Switch``. A lowered loop holds ``Switch``/``Merge`` ops
+    too, so loops are looked for first.
 
     Raises
     ------
@@ -259,15 +292,11 @@ def check_control_flow(ops: Sequence[Tuple[str, str]], script: str = "MODEL_SCRI
     loop = any(kind in T.LOOP_TYPES for _, kind in flow)
     anchors = T.LOOP_ANCHORS if loop else T.BRANCH_ANCHORS
     name, kind = next(((n, k) for n, k in flow if k in anchors), flow[0])
-    if loop:
-        construct = "a while loop / Keras RNN"
-        hint = ("unroll the loop: e.g. LSTM(..., unroll=True) for a Keras RNN, a Python for loop instead of "
-                "tf.while_loop")
-    else:
-        construct = "tf.cond / tf.case"
-        hint = "decide in Python, or compute both branches and select with tf.where"
-    raise EmulationError(f"{script}: op {name} ({kind}, from {construct}) is control flow, which the emulator "
-                         "does not run yet", hint)
+    construct = "a while loop" if loop else "tf.cond / tf.case"
+    raise EmulationError(f"{script}: op {name} ({kind}, from {construct}) is TF1 control flow (Switch/Merge, "
+                         "Enter/Exit), which the emulator does not run",
+                         "it unrolls TensorFlow 2's functional If/Case/While: give the model as model() or "
+                         "graph_model(), or freeze it with lower_control_flow=False")
 
 
 def check_batchnorms(graph: TfGraph, script: str = "MODEL_SCRIPT") -> None:

@@ -1,4 +1,4 @@
-"""Emulate the TF1 graph-code model, try the control-flow models, and fail an emulation half-way, in one
+"""Emulate the TF1 graph-code model, try TF1 layers in model(), and fail an emulation half-way, in one
 process (TensorFlow is imported once, and never in pytest's).
 
 usage: graph_cases.py OUT_DIR  -> OUT_DIR/tf1_graph/ (workspace) and OUT_DIR/summary.json
@@ -23,8 +23,7 @@ from precision_tool.capture.emulate import EmulationOptions, emulate  # noqa: E4
 from precision_tool.capture.emulate import run as emulate_run  # noqa: E402
 from precision_tool.errors import PrecisionToolError  # noqa: E402
 
-REFUSED = {"cond": "control_flow.py", "lstm": "control_flow.py", "while": "control_flow.py",
-           "tf1_layers": "bn_unsupported.py"}
+REFUSED = {"tf1_layers": "bn_unsupported.py"}
 
 
 def leftovers(out: str, name: str) -> list:
@@ -89,7 +88,7 @@ def run(out: str) -> dict:
                                 seconds=seconds, legacy_keras_before=legacy_before,
                                 legacy_keras=os.environ.get("TF_USE_LEGACY_KERAS"))
     for case, script in REFUSED.items():
-        os.environ["PRECISION_TOOL_CF_CASE"] = os.environ["PRECISION_TOOL_BN_CASE"] = case
+        os.environ["PRECISION_TOOL_BN_CASE"] = case
         target = os.path.join(out, "refused_" + case)
         summary["refused"][case] = dict(attempt(os.path.join(HERE, script), target),
                                         left_folder=os.path.exists(target), leftovers=leftovers(out, "refused_" + case))

@@ -1,0 +1,128 @@
+"""Control flow emulated by unrolling the path the batch takes (issue 16): tf.cond, tf.case, while loops, nested
+control flow, TensorArrays, a Keras 2 LSTM and a Keras 3 GRU without ``unroll``, TF1 graph code with
+``tf.compat.v1.cond``.
+
+The emulations run once in a subprocess (scripts/control_flow_cases.py). Checked against independent sources:
+TensorFlow's own output of the original model (eager, or a TF1 session running the control flow) against the
+reference capture of the unrolled graph; the path and trip counts derived by hand from the models and the
+naming rule of docs/emulate.md; a fault planted in one iteration found there by ``ac -c``."""
+import importlib.util
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+from emulate_helpers import assert_clean_autocheck, run_cases_script
+
+from test_emulate_batchnorm import build_graph, reference
+
+pytestmark = pytest.mark.tf
+SCRIPTS = Path(__file__).resolve().parent / "scripts"
+CASES = ("cond", "cond_else", "case", "while", "nested", "tensor_array", "lstm", "gru", "graph_cond")
+LSTM = "rnn/lstm/PartitionedCall/while"
+GRU = "gru_net_1/gru_1/while"
+
+
+class Cases:
+    def __init__(self, root: Path):
+        self.root = root
+        self.summary = json.loads((root / "summary.json").read_text())
+
+    def __getitem__(self, name: str) -> Path:
+        return self.root / name
+
+
+@pytest.fixture(scope="module")
+def cases(tmp_path_factory) -> Cases:
+    for module in ("tensorflow", "tf_keras", "keras"):  # looked for, not imported
+        if importlib.util.find_spec(module) is None:
+            pytest.skip(f"{module} is not installed")
+    out = tmp_path_factory.mktemp("control_flow")
+    run_cases_script(SCRIPTS / "control_flow_cases.py", out)
+    return Cases(out)
+
+
+def tf_ops(ws: Path) -> dict:
+    """TF op name -> NPU op type, for every TF op an NPU op of the Build graph carries (fused ones too)."""
+    found = {}
+    for op in build_graph(ws).ops:
+        for name in op.original_op_names or (op.name,):
+            found[name] = op.type
+    return found
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_ac_names_no_culprit_and_every_dumped_npu_tensor_is_aligned(cases, case):
+    assert_clean_autocheck(cases.summary[case])
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_the_unrolled_reference_equals_tensorflow_running_the_original_control_flow(cases, case):
+    ws = cases[case]
+    (output,) = json.loads((ws / "manifest.json").read_text())["outputs"]
+    expected = np.load(str(cases[f"{case}.expected.npy"]))
+    captured = reference(ws, output.split(":")[0])
+    assert captured.shape == expected.shape
+    np.testing.assert_allclose(captured, expected, rtol=1e-5, atol=1e-6)
+
+
+# the path each batch takes, and the names docs/emulate.md gives its ops: (present {TF op: NPU type}, absent prefixes);
+# an activation right after a MatMul is fused into it (so its NPU op is the MatMulV2)
+PATHS = {
+    "cond": ({"Greater": "Greater", "branch/then/up": "MatMulV2", "branch/then/relu": "MatMulV2"},  # relu: fused
+             ("branch/else/",)),
+    "cond_else": ({"branch/else/down": "MatMulV2", "branch/else/tanh": "MatMulV2"}, ("branch/then/",)),
+    "case": ({"add": "Add", "switch/indexed_case/branch_2/third": "MatMulV2"},
+             ("switch/indexed_case/branch_0/", "switch/indexed_case/branch_1/")),
+    "while": ({f"loop/iteration_{k}/step": "Relu" for k in range(3)}, ("loop/iteration_3/",)),
+    "nested": (dict({f"outer/iteration_{k}/mix": "MatMulV2" for k in range(4)},
+                    **{f"outer/iteration_{k}/parity/{'then/even' if k % 2 == 0 else 'else/odd'}": "MatMulV2"
+                       for k in range(4)}),
+               ("outer/iteration_4/", "outer/iteration_0/parity/else/", "outer/iteration_1/parity/then/")),
+    "tensor_array": ({"while/iteration_0/row_matmul": "MatMulV2", "while/iteration_1/row_matmul": "MatMulV2",
+                      "TensorArrayV2Stack/TensorListStack": "Pack"}, ("while/iteration_2/",)),
+    "lstm": (dict({f"{LSTM}/iteration_{k}/MatMul": "MatMulV2" for k in range(5)},
+                  **{f"{LSTM}/iteration_{k}/TensorArrayV2Read/TensorListGetItem": "StridedSlice" for k in range(5)}),
+             (f"{LSTM}/iteration_5/",)),
+    "gru": ({f"{GRU}/iteration_{k}/gru_cell_1/MatMul": "MatMulV2" for k in range(4)}, (f"{GRU}/iteration_4/",)),
+    "graph_cond": ({"Mean": "ReduceMeanD", "gate/then/MatMul": "MatMulV2"}, ("gate/else/",)),
+}
+
+
+@pytest.mark.parametrize("case", sorted(PATHS))
+def test_the_path_taken_is_unrolled_under_the_documented_names(cases, case):
+    present, absent = PATHS[case]
+    ops = tf_ops(cases[case])
+    assert {name: ops.get(name) for name in present} == present
+    assert not [name for name in ops for prefix in absent if name.startswith(prefix)]
+    assert not [name for name, kind in ops.items() if kind.startswith("TensorList") or kind in ("If", "While", "Case")]
+
+
+def test_a_fault_in_one_iteration_of_an_lstm_is_found_in_that_iteration(cases):
+    info = cases.summary["lstm_bias"]
+    assert info["exit"] == 1 and info["cli_no_replay_exit"] == 1
+    assert info["culprit"] == f"{LSTM}/iteration_2/MatMul"
+    assert info["methods"][f"{LSTM}/iteration_2/MatMul"] == "replay"
+    assert info["coverage"]["aligned_count"] == info["coverage"]["npu_tensors"]
+
+
+def test_a_frozen_graph_def_with_functional_control_flow_is_unrolled_as_the_traced_model(cases):
+    assert_clean_autocheck(cases.summary["functional_graph_def"])
+    assert tf_ops(cases["functional_graph_def"]) == tf_ops(cases["nested"])
+
+
+def test_a_loop_of_more_than_1000_iterations_is_refused_in_one_line(cases):
+    refused = cases.summary["long_loop"]
+    assert refused["type"] == "EmulationError" and not refused["left_folder"]
+    assert refused["error"] == (f"{SCRIPTS / 'control_flow.py'}: op long (StatelessWhile) runs 1001 iterations; the "
+                                "emulator unrolls loops and takes at most 1000 (shorten it for the emulation, e.g. a "
+                                "shorter sequence)")
+
+
+def test_control_flow_lowered_to_switch_merge_is_refused_in_one_line(cases):
+    refused = cases.summary["lowered"]
+    assert refused["type"] == "EmulationError" and not refused["left_folder"]
+    assert refused["error"] == (
+        f"{SCRIPTS / 'control_flow.py'}: op branch/input/_5 (Switch, from tf.cond / tf.case) is TF1 control flow "
+        "(Switch/Merge, Enter/Exit), which the emulator does not run (it unrolls TensorFlow 2's functional "
+        "If/Case/While: give the model as model() or graph_model(), or freeze it with lower_control_flow=False)")
