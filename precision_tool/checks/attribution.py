@@ -20,10 +20,15 @@ Each op with a compared output is measured by the first method that can:
    ``output > floor`` and ``jump >= JUMP_FACTOR`` (10). This is weaker: an op that merely amplifies its inputs'
    error (a subtraction of close values, a softmax of large logits) jumps too.
 
+   An op whose output is a step function of a float input (:data:`STEP_FUNCTION_TYPES`: ``ReluGrad`` masks the
+   gradient by the sign of the forward activation, ``MaxPoolGrad`` routes it to the maximum, ``Floor`` and
+   ``Round`` round) is not judged so: where the reference's value sits at a step, an input error below any
+   floor flips the output, so its jump is expected of a correct kernel. Replay measures it.
+
 3. **not measured**: no replay, and a float input not compared (it may carry error nobody saw) or none at
-   all. The first divergence (:mod:`precision_tool.alignment.divergence`) then speaks for the op, saying which
-   inputs it assumed right. (An input with nothing to measure -- ``EMPTY``: no element, or only NaN/inf that
-   match the reference's -- was compared and carries no error: 0.)
+   all, or a step function (above). The first divergence (:mod:`precision_tool.alignment.divergence`) then
+   speaks for the op, saying which inputs it assumed right. (An input with nothing to measure -- ``EMPTY``: no
+   element, or only NaN/inf that match the reference's -- was compared and carries no error: 0.)
 
 The **culprit** is the earliest op (execution order) that stands out by replay, else the earliest that stands
 out by error jump; the others are listed. The method that decided is named with every figure.
@@ -43,6 +48,11 @@ METHOD_REPLAY, METHOD_ERROR_JUMP, METHOD_NONE = "replay", "error jump", "not mea
 STANDOUT_FACTOR = 10.0
 MIN_PEERS = 3
 JUMP_FACTOR = 10.0
+# NPU op types whose output jumps where a float input crosses a step (a mask, a routing, a rounding).
+STEP_FUNCTION_TYPES = frozenset({
+    "ReluGrad", "Relu6Grad", "LeakyReluGrad", "EluGrad", "SeluGrad", "MaxPoolGrad", "MaxPoolGradV2",
+    "MaxPoolGradWithArgmax", "Floor", "Ceil", "Round", "Rint", "Sign",
+})
 _RED = "RelativeEuclideanDistance"
 
 
@@ -225,6 +235,9 @@ def _measure_op(name: str, rows: Sequence, position: int, replay_note: str) -> O
         reason = f"float input(s) {list(uncompared)} not compared: a jump cannot be told from inherited error"
     elif not inputs:
         reason = "no compared float input to measure a jump from"
+    elif op_type in STEP_FUNCTION_TYPES:
+        reason = (f"a {op_type} output jumps where an input crosses a step, so its error jump is no evidence; "
+                  "replay measures it")
     if reason or total is None:
         return OpAttribution(name, op_type, position, METHOD_NONE, worst.tensor_id, worst.npu_dtype,
                              total=total, why_not=f"{why}; {reason}", uncompared_inputs=uncompared)

@@ -22,8 +22,8 @@ from precision_tool.reports.report import Report
 
 def add_arguments(parser) -> None:
     parser.add_argument("script", metavar="MODEL_SCRIPT",
-                        help="Python file defining model(), graph_model() (TF1 graph code) or graph_def() (a frozen "
-                             "GraphDef with feeds and fetches), and inputs()")
+                        help="Python file defining model(), graph_model() (TF1 graph code), graph_def() (a frozen "
+                             "GraphDef with feeds and fetches) or train_graph() (a TF1 training step), and inputs()")
     parser.add_argument("-o", "--output", default=None, metavar="WORKSPACE",
                         help="workspace to write (default: the workspace, -d / $PRECISION_TOOL_DATA)")
     parser.add_argument("--scale", type=float, default=1.0, metavar="S",
@@ -39,6 +39,9 @@ def add_arguments(parser) -> None:
                              "-x-4*rms*s, s=1 if x>0 else -1)")
     parser.add_argument("--seed", type=int, default=0, metavar="N",
                         help="seed for weights, inputs, noise and faulty positions")
+    parser.add_argument("--step", type=int, default=0, metavar="N",
+                        help="for a training step (train_graph()): dump step N, after steps 0 to N-1 ran in float32 "
+                             "(default: 0)")
     parser.add_argument("--keep-tfdbg", action="store_true",
                         help="keep the raw tfdbg capture in tf/tf_debug (it holds wall-clock times)")
     parser.add_argument("--force", action="store_true",
@@ -73,7 +76,7 @@ def handle(args, ctx: Context) -> Report:
     if args.seed < 0:
         raise UsageError(f"--seed {args.seed}: must be >= 0")
     options = EmulationOptions(scale=args.scale, fusion=args.fusion, perturb=parse_perturbations(args.perturb),
-                               seed=args.seed, keep_tfdbg=args.keep_tfdbg)
+                               seed=args.seed, keep_tfdbg=args.keep_tfdbg, step=args.step)
     status = terminal_status()  # a status line on stderr, when it is a terminal
     if status is None:
         result = emulate(args.script, args.output or ctx.data_dir, options, force=args.force)
@@ -91,6 +94,12 @@ def handle(args, ctx: Context) -> Report:
                        run["dump_dir"]] for run in manifest["runs"]])
     lines = [f"reference: {manifest['reference']['files']} tensors in {manifest['reference']['dir']}",
              f"fused ops: {len(manifest['fusion_groups'])}"]
+    if "training_step" in manifest:
+        step = manifest["training_step"]
+        ran = f"after steps 0-{step - 1} ran in float32" if step > 1 else ("after step 0 ran in float32" if step
+                                                                          else "from the initial weights")
+        lines.insert(0, f"training step {step}, {ran}; {len(manifest['outputs'])} outputs: the loss and the "
+                        "updated variables")
     for planted in manifest["perturbations"]:
         where = ", ".join(f"{run}: {op}" for run, op in planted["npu_op"].items())
         what = f"noise {planted['rel']}" if "kind" not in planted else planted["spec"]

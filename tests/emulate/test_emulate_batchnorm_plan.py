@@ -1,6 +1,6 @@
-"""FusedBatchNorm / V2 / V3 in inference on hand-built graphs (no TensorFlow): BNInfer with y alone, float32
-parameters, ConvBatchnormFusionPass after a Conv2D (not after a depthwise convolution), and the batch norms
-the emulator refuses (issue 16)."""
+"""FusedBatchNorm / V2 / V3 on hand-built graphs (no TensorFlow): in inference BNInfer with y alone, float32
+parameters, ConvBatchnormFusionPass after a Conv2D (not after a depthwise convolution); in training
+BNTrainingUpdate with float32 statistics; and the batch norms the emulator refuses (issue 16)."""
 import pytest
 
 from precision_tool.capture.emulate import op_tables as T
@@ -106,14 +106,20 @@ def test_inference_batch_norms_reading_only_y_pass_the_check():
     check_batchnorms(graph(op("conv", "Conv2D", ["x", "w"], NHWC), unattributed, outputs=("bn:0",)))
 
 
-def test_a_training_mode_batch_norm_is_refused_in_one_line_naming_the_op():
+def test_a_training_mode_batch_norm_is_bn_training_update_with_float32_statistics_and_never_fused():
+    # what Ascend runs for is_training=True: BNTrainingReduce + BNTrainingUpdate (emulated as one op of the second
+    # type); its statistics are outputs, read by the moving averages and the gradient, kept in float32
     training = graph(op("conv", "Conv2D", ["x", "w"], NHWC), batchnorm("net/bn", "conv", is_training=True),
-                     outputs=("net/bn:0",))
-    with pytest.raises(EmulationError) as caught:
-        check_batchnorms(training, "model.py")
-    assert str(caught.value) == ("model.py: net/bn (FusedBatchNormV3) is a training-mode batch norm "
-                                 "(is_training=True), which is not emulated yet (emulate inference: "
-                                 "is_training=False, or training=False for a Keras layer)")
+                     op("relu", "Relu", ["net/bn"], NHWC), op("use_mean", "Neg", ["net/bn:1"], (16,)),
+                     outputs=("relu:0", "use_mean:0", "net/bn:3"))
+    check_batchnorms(training, "model.py")  # reading the statistics is fine in training
+    plan = plan_npu_graph(training, fusion=True)
+    assert [g.members for g in plan.groups] == [("conv",), ("net/bn",), ("relu",), ("use_mean",)]
+    bn = plan.op("net/bn")
+    assert bn.type == "BNTrainingUpdate"
+    assert [(t.tf_tensor, t.dtype, t.format) for t in bn.outputs] == (
+        [("net/bn:0", "float16", "NC1HWC0")] + [(f"net/bn:{k}", F32, "ND") for k in range(1, 5)])  # not 5: dynamic
+    assert [t.dtype for t in plan.input_tensors(bn)] == ["float16"] + [F32] * 4
 
 
 def test_reading_a_statistic_or_an_nchw_batch_norm_is_refused():

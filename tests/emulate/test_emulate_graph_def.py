@@ -30,7 +30,7 @@ INSERTED = "trans_"  # the emulator's own Cast/TransData ops, named as GE names 
 CONTRACT = ("(graph_def() returns (graph, feeds, fetches): a tf.compat.v1.GraphDef, a .pb path, a .meta path or "
             "(meta_path, checkpoint_prefix); placeholder names, one per inputs() array; output tensor names)")
 KEEP_ONE = ("(keep one: model() for Keras or tf.function code, graph_model() for TF1 graph code, graph_def() for a "
-            "frozen GraphDef or meta graph)")
+            "frozen GraphDef or meta graph, train_graph() for a TF1 training step)")
 
 
 class Cases:

@@ -55,8 +55,9 @@ def model_name_for(base_us: int = RUN_BASE_US["debug_0"]) -> str:
     return f"ge_default_{folder_time(base_us)}_1"
 
 
-def dump_folder(root: str, base_us: int, model_name: str) -> str:
-    return os.path.join(root, folder_time(base_us), DEVICE_ID, model_name, MODEL_ID, STEP)
+def dump_folder(root: str, base_us: int, model_name: str, step: int = int(STEP)) -> str:
+    """``root/{time}/{device}/{model}/{model_id}/{step}``: the step is the training step dumped (0 for a model)."""
+    return os.path.join(root, folder_time(base_us), DEVICE_ID, model_name, MODEL_ID, str(step))
 
 
 @dataclass(frozen=True)
@@ -104,9 +105,10 @@ def write_op_dump(folder: str, plan: NpuPlan, values: NpuValues, op: NpuOp, task
 
 
 def write_npu_dumps(plan: NpuPlan, values: NpuValues, dump_root: str, base_us: int, model_name: str,
-                    only: Optional[Sequence[str]] = None) -> List[str]:
-    """Dump files of every executed op (or of the ops named in ``only``) under ``dump_root``."""
-    folder = dump_folder(dump_root, base_us, model_name)
+                    only: Optional[Sequence[str]] = None, step: int = 0) -> List[str]:
+    """Dump files of every executed op (or of the ops named in ``only``) under ``dump_root``, in the folder of
+    step ``step``."""
+    folder = dump_folder(dump_root, base_us, model_name, step)
     os.makedirs(folder, exist_ok=True)
     tasks = task_table(plan)
     paths = []
@@ -120,12 +122,12 @@ def write_npu_dumps(plan: NpuPlan, values: NpuValues, dump_root: str, base_us: i
 
 
 def write_overflow_run(plan: NpuPlan, values: NpuValues, events: Sequence[OverflowEvent], dump_root: str,
-                       base_us: int, model_name: str) -> List[str]:
+                       base_us: int, model_name: str, step: int = 0) -> List[str]:
     """The overflow action's output: each overflowing op's dump and its Opdebug record beside it."""
     if not events:
         return []
-    paths = write_npu_dumps(plan, values, dump_root, base_us, model_name, only=[e.op_name for e in events])
-    folder = dump_folder(dump_root, base_us, model_name)
+    paths = write_npu_dumps(plan, values, dump_root, base_us, model_name, only=[e.op_name for e in events], step=step)
+    folder = dump_folder(dump_root, base_us, model_name, step)
     tasks = task_table(plan)
     for event in events:
         info = tasks[event.op_name]

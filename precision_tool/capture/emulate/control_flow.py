@@ -92,7 +92,10 @@ def unroll_control_flow(graph_def, feeds: Mapping[str, np.ndarray], outputs: Seq
             outputs = [_rewired(name, replacement) for name in outputs]
     _TensorLists(graph, feeds, script).rewrite()
     del graph.library.function[:]
-    graph = tf.compat.v1.graph_util.extract_sub_graph(graph, sorted({split_tensor_name(t)[0] for t in outputs}))
+    from precision_tool.capture.emulate.tf_graph import quiet_tensorflow_logger
+
+    with quiet_tensorflow_logger():  # extract_sub_graph logs its deprecation
+        graph = tf.compat.v1.graph_util.extract_sub_graph(graph, sorted({split_tensor_name(t)[0] for t in outputs}))
     return graph, outputs
 
 

@@ -115,6 +115,8 @@ class _Grouper:
         """``link`` is a batch norm ``ConvBatchnormFusionPass`` merges into ``lead`` (module docstring)."""
         if lead.type not in T.CONV_BATCHNORM_LEADS or len(link.inputs) < 5 or len(lead.inputs) < 2:
             return False
+        if link.attr("is_training") is True:
+            return False  # a training batch norm computes its statistics: BNTrainingReduce + BNTrainingUpdate
         if split_tensor_name(self.aliases.get(lead.inputs[1], lead.inputs[1]))[0] not in self.constants:
             return False  # CANN: no fusion when the convolution's filter is not a constant
         sources = [self.aliases.get(t, t) for t in link.inputs]
@@ -198,7 +200,7 @@ def group_ops(graph: TfGraph, compute: Sequence[TfOp], constants: Set[str], alia
     for op in compute:
         if op.name in taken:
             continue
-        group = grouper.group(op) if op.type in T.CUBE_TYPES else FusionGroup((op.name,))
+        group = grouper.group(op) if op.type in T.FUSION_LEAD_TYPES else FusionGroup((op.name,))
         taken.update(group.members)
         groups.append(group)
     return groups

@@ -27,7 +27,7 @@ from typing import Any, Dict, List, Sequence, Tuple
 import numpy as np
 
 from precision_tool.capture.emulate.errors import ModelScriptError
-from precision_tool.capture.emulate.tf_graph import FrozenModel, _quiet_tensorflow_logger
+from precision_tool.capture.emulate.tf_graph import FrozenModel, quiet_tensorflow_logger
 from precision_tool.lazy import lazy_import
 from precision_tool.tf_runtime import session_config
 
@@ -137,7 +137,7 @@ def _freeze_meta_graph(meta: str, checkpoint: str, feeds: Sequence[str], fetches
     graph = tf.Graph()
     step = "importing the meta graph"
     try:
-        with _quiet_tensorflow_logger(), graph.as_default(), \
+        with quiet_tensorflow_logger(), graph.as_default(), \
                 tf.compat.v1.Session(graph=graph, config=session_config()) as session:
             saver = tf.compat.v1.train.import_meta_graph(meta, clear_devices=True)
             present = {op.name for op in graph.get_operations()}

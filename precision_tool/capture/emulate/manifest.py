@@ -78,7 +78,9 @@ def build_manifest(root: str, script: str, model_name: str, options, batch, froz
     groups = [{"npu_op": op.name, "type": op.type, "tf_ops": list(op.tf_ops), "passes": list(op.group.graph_passes),
                "ub_pass": op.group.ub_pass}
               for op in first.ops if op.kind == "compute" and op.group.is_fused]
+    training = {} if frozen.training_step is None else {"training_step": frozen.training_step}
     return {
+        **training,
         "generator": "precision_tool emulate",
         "model_script": script.replace(os.sep, "/"),
         "model_name": model_name,

@@ -1,5 +1,5 @@
-"""Load a MODEL_SCRIPT: a Python file defining ``inputs()`` and one of ``model()``, ``graph_model()`` or
-``graph_def()``.
+"""Load a MODEL_SCRIPT: a Python file defining ``inputs()`` and one of ``model()``, ``graph_model()``,
+``graph_def()`` or ``train_graph()``.
 
 ``model()`` returns either
 
@@ -18,6 +18,9 @@ output tensor(s). It is called once, inside ``tf.compat.v1.wrap_function``
 ``graph`` is a ``tf.compat.v1.GraphDef``, a path to a binary ``.pb`` file, or a meta graph with its
 checkpoint (``.meta`` path, or ``(meta_path, checkpoint_prefix)``); ``feeds`` are placeholder names, one per
 input array in order, and ``fetches`` output tensor names (:mod:`~precision_tool.capture.emulate.graph_def_model`).
+
+``train_graph(*inputs)`` is TF1 graph code building a training step -- forward, loss, ``optimizer.minimize`` --
+and returning ``(loss, train_op)`` (:class:`~precision_tool.capture.emulate.train_step.TrainStep`).
 
 ``inputs()`` returns the batch: one numpy array, or a tuple/list of arrays for several inputs. Its
 shapes fix every shape of the emulated graph. Both are called after the random seeds are set, so
@@ -40,10 +43,11 @@ import numpy as np
 from precision_tool.capture.emulate.errors import ModelScriptError
 from precision_tool.capture.emulate.graph_def_model import load_graph_def
 from precision_tool.capture.emulate.tf_graph import GraphFunction
+from precision_tool.capture.emulate.train_step import TrainStep
 
-MODEL_FUNCTIONS = ("model", "graph_model", "graph_def")
+MODEL_FUNCTIONS = ("model", "graph_model", "graph_def", "train_graph")
 MODEL_KINDS = ("model() for Keras or tf.function code, graph_model() for TF1 graph code, graph_def() for a frozen "
-               "GraphDef or meta graph")
+               "GraphDef or meta graph, train_graph() for a TF1 training step")
 
 
 @dataclass(frozen=True)
@@ -53,6 +57,7 @@ class ModelScript:
     inputs_fn: Callable[[], Any]
     graph_fn: Optional[Callable[..., Any]] = None
     graph_def_fn: Optional[Callable[[], Any]] = None
+    train_fn: Optional[Callable[..., Any]] = None
 
     @property
     def label(self) -> str:
@@ -64,6 +69,8 @@ class ModelScript:
         :class:`~precision_tool.capture.emulate.graph_def_model.GraphDefModel`."""
         if self.graph_def_fn is not None:
             return load_graph_def(_call(self, self.graph_def_fn, "graph_def()"), self.path)
+        if self.train_fn is not None:
+            return TrainStep(self.train_fn)
         if self.graph_fn is not None:
             return GraphFunction(self.graph_fn)
         assert self.model_fn is not None
@@ -131,11 +138,12 @@ def load_model_script(path: str) -> ModelScript:
     if missing:
         raise ModelScriptError(f"{path}: defines no {' and no '.join(f'{m}()' for m in missing)} function",
                                "a model script defines model() (a Keras model or a TF function), "
-                               "graph_model(inputs) (TF1 graph code) or graph_def() (a frozen GraphDef), "
-                               "and inputs()")
+                               "graph_model(inputs) (TF1 graph code), graph_def() (a frozen GraphDef) or "
+                               "train_graph(inputs) (a TF1 training step), and inputs()")
     if len(defined) > 1:
         names = [f"{name}()" for name in defined]
         listed = f"both {names[0]} and {names[1]}" if len(names) == 2 else f"{', '.join(names[:-1])} and {names[-1]}"
         raise ModelScriptError(f"{path}: defines {listed}", f"keep one: {MODEL_KINDS}")
     found = {name: getattr(module, name) for name in defined}
-    return ModelScript(path, found.get("model"), module.inputs, found.get("graph_model"), found.get("graph_def"))
+    return ModelScript(path, found.get("model"), module.inputs, found.get("graph_model"), found.get("graph_def"),
+                       found.get("train_graph"))

@@ -1,7 +1,8 @@
 """What the emulated NPU does with each TensorFlow op type: precision, layout, fusion, NPU op type.
 
 Precision (Ascend's ``allow_mix_precision``, as emulated)
-    * :data:`CUBE_TYPES` run on the Cube unit: float16 inputs, float32 accumulation, float16 output.
+    * :data:`CUBE_TYPES` run on the Cube unit: float16 inputs, float32 accumulation, float16 output (a
+      filter gradient, :data:`CONV_BACKPROP_FILTER_TYPES`, leaves in float32).
     * :data:`FP32_KEPT_TYPES` stay float32 (their float16 inputs are cast up first):
       ``Softmax, LogSoftmax, Exp, Log, Log1p, Pow, Sqrt, Rsqrt, Erf, Mean, Sum, Prod, L2Loss,
       SoftmaxCrossEntropyWithLogits, SparseSoftmaxCrossEntropyWithLogits``.
@@ -21,7 +22,8 @@ Precision (Ascend's ``allow_mix_precision``, as emulated)
 
 Layout
     * :data:`CONV_TYPES` and :data:`VECTOR_5HD_TYPES` read and write 4-D activations as NC1HWC0;
-      convolution filters are FRACTAL_Z (origin HWCN).
+      convolution filters are FRACTAL_Z (origin HWCN); so do the backward convolutions
+      (:data:`CONV_BACKPROP_INPUT_TYPES`, :data:`CONV_BACKPROP_FILTER_TYPES`, whose filter gradient is FRACTAL_Z).
     * :data:`MATMUL_TYPES` read and write FRACTAL_NZ (origin ND); constant matrices are FRACTAL_NZ too.
     * :data:`ELEMENTWISE_TYPES` take the device layout of their input when every non-constant input
       has the output's shape and constants broadcast per channel (last axis) or are scalars.
@@ -36,15 +38,34 @@ from __future__ import annotations
 
 CONV_TYPES = frozenset({"Conv2D", "DepthwiseConv2dNative"})
 MATMUL_TYPES = frozenset({"MatMul", "BatchMatMul", "BatchMatMulV2", "BatchMatMulV3"})
-CUBE_TYPES = CONV_TYPES | MATMUL_TYPES
+# The backward convolutions of a training step, Cube ops too: the input gradient reads the filter (FRACTAL_Z) and
+# the output gradient (NC1HWC0) and writes NC1HWC0; the filter gradient reads the input and the output gradient
+# (NC1HWC0) and writes FRACTAL_Z in float32 (CANN's Conv2DBackpropFilterD: weight gradients leave in float32).
+# Their sizes (input 0, resp. 1) are constants. The backward MatMuls are MatMuls.
+CONV_BACKPROP_INPUT_TYPES = frozenset({"Conv2DBackpropInput", "DepthwiseConv2dNativeBackpropInput"})
+CONV_BACKPROP_FILTER_TYPES = frozenset({"Conv2DBackpropFilter", "DepthwiseConv2dNativeBackpropFilter"})
+FUSION_LEAD_TYPES = CONV_TYPES | MATMUL_TYPES  # what absorbs the ops after it (fusion.py)
+CUBE_TYPES = FUSION_LEAD_TYPES | CONV_BACKPROP_INPUT_TYPES | CONV_BACKPROP_FILTER_TYPES
 
 FP32_KEPT_TYPES = frozenset({
     "Softmax", "LogSoftmax", "Exp", "Log", "Log1p", "Pow", "Sqrt", "Rsqrt", "Erf", "Mean", "Sum", "Prod",
     "L2Loss", "SoftmaxCrossEntropyWithLogits", "SparseSoftmaxCrossEntropyWithLogits",
 })
 
+# A NodeDef attribute marking an op the NPU computes in float32 whatever its inputs: the arithmetic of a variable
+# update in a training step (train_step.py), as master weights are float32 under mixed precision.
+KEEP_FP32_ATTR = "_precision_tool_keep_fp32"
+
 BATCHNORM_TYPES = frozenset({"FusedBatchNorm", "FusedBatchNormV2", "FusedBatchNormV3"})
 BATCHNORM_PARAMETER_POSITIONS = (1, 2, 3, 4)  # scale, offset, mean, variance: read in float32
+# The backward pass of a training batch norm: inputs y_backprop, x, scale, reserve_space_1-3; outputs x_backprop,
+# scale_backprop, offset_backprop and two unused reserve spaces. Ascend: BNTrainingUpdateGrad + BNTrainingReduceGrad.
+BATCHNORM_GRAD_TYPES = frozenset({"FusedBatchNormGrad", "FusedBatchNormGradV2", "FusedBatchNormGradV3"})
+BATCHNORM_GRAD_FP32_POSITIONS = (2, 3, 4, 5)  # scale and the saved statistics: read in float32
+# A training batch norm runs as BNTrainingReduce (sum, square sum) + BNTrainingUpdate, emulated as one op named
+# after the TF op, of the second type; its statistics outputs (1-4) and its grad's parameter gradients stay float32.
+BATCHNORM_TRAINING_NPU_TYPE = "BNTrainingUpdate"
+BATCHNORM_GRAD_NPU_TYPE = "BNTrainingUpdateGrad"
 # FusedBatchNorm's outputs. In inference (is_training=False) only ``y`` is computed: TensorFlow's CPU kernel
 # copies mean and variance into outputs 1-2 and writes zeros into 3-5; Ascend's BNInfer has ``y`` alone.
 BATCHNORM_OUTPUT_NAMES = ("y", "batch_mean", "batch_variance", "reserve_space_1", "reserve_space_2",
@@ -53,7 +74,7 @@ BATCHNORM_OUTPUT_NAMES = ("y", "batch_mean", "batch_variance", "reserve_space_1"
 # DepthwiseConv2D in only with a 2-input (mean, variance) batch norm, which TensorFlow never writes.
 CONV_BATCHNORM_LEADS = frozenset({"Conv2D"})
 
-VECTOR_5HD_TYPES = frozenset({"MaxPool", "AvgPool"}) | BATCHNORM_TYPES
+VECTOR_5HD_TYPES = frozenset({"MaxPool", "AvgPool"}) | BATCHNORM_TYPES | BATCHNORM_GRAD_TYPES
 
 ACTIVATION_TYPES = frozenset({"Relu", "Relu6", "LeakyRelu", "Elu", "Selu", "Sigmoid", "Tanh", "Softplus"})
 AFFINE_TYPES = frozenset({"BiasAdd", "Add", "AddV2", "Sub", "Mul"})
@@ -79,6 +100,10 @@ NPU_OP_TYPES = {
     "FusedBatchNormV3": "BNInfer",
     "FusedBatchNormV2": "BNInfer",
     "FusedBatchNorm": "BNInfer",
+    "Conv2DBackpropInput": "Conv2DBackpropInputD",
+    "Conv2DBackpropFilter": "Conv2DBackpropFilterD",
+    "DepthwiseConv2dNativeBackpropInput": "DepthwiseConv2DBackpropInputD",
+    "DepthwiseConv2dNativeBackpropFilter": "DepthwiseConv2DBackpropFilterD",
     "RealDiv": "RealDiv",
     "Squeeze": "Squeeze",
 }
@@ -95,8 +120,13 @@ UB_PASSES = (PASS_UB_CONV_ELEMWISE, PASS_UB_MATMUL_ELEMWISE)
 DEVICE_FORMATS = frozenset({"NC1HWC0", "FRACTAL_NZ", "FRACTAL_Z"})
 
 
-def npu_op_type(tf_type: str) -> str:
-    """The CANN op type for a TensorFlow op type (the TF name when CANN uses the same)."""
+def npu_op_type(tf_type: str, training: bool = False) -> str:
+    """The CANN op type for a TensorFlow op type (the TF name when CANN uses the same); ``training``: the op's
+    ``is_training`` (a training batch norm is ``BNTrainingUpdate``, an inference one ``BNInfer``)."""
+    if tf_type in BATCHNORM_TYPES and training:
+        return BATCHNORM_TRAINING_NPU_TYPE
+    if tf_type in BATCHNORM_GRAD_TYPES:
+        return BATCHNORM_GRAD_NPU_TYPE
     return NPU_OP_TYPES.get(tf_type, tf_type)
 
 

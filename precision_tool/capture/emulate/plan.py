@@ -123,6 +123,8 @@ class _Planner:
         for op in compute:
             if op.type in T.BATCHNORM_TYPES:
                 found.update((op.name, k) for k in T.BATCHNORM_PARAMETER_POSITIONS if k < len(op.inputs))
+            elif op.type in T.BATCHNORM_GRAD_TYPES:
+                found.update((op.name, k) for k in T.BATCHNORM_GRAD_FP32_POSITIONS if k < len(op.inputs))
         for name in batchnorm_links(self.graph, compute, self.constants, self.aliases, self.consumers):
             found.update((name, k) for k, source in enumerate(self.graph.op(name).inputs)
                          if self.is_const(self.resolve(source)))
@@ -132,7 +134,7 @@ class _Planner:
         """``external``: the tensors that decide (batch-norm parameters do not)."""
         if lead.type in T.CUBE_TYPES:
             return FLOAT16
-        if lead.type in T.FP32_KEPT_TYPES:
+        if lead.type in T.FP32_KEPT_TYPES or lead.attr(T.KEEP_FP32_ATTR) is True:
             return FLOAT32
         for tensor in external:
             if not self.is_const(tensor) and self.tensor_of(self.produced[tensor]).dtype == FLOAT16:
@@ -165,8 +167,10 @@ class _Planner:
 
     def output_format(self, lead: TfOp, group_format: str) -> str:
         rank = len(lead.outputs[0].shape) if lead.outputs else 0
-        if lead.type in T.CONV_TYPES | T.VECTOR_5HD_TYPES and rank == 4:
+        if lead.type in T.CONV_TYPES | T.VECTOR_5HD_TYPES | T.CONV_BACKPROP_INPUT_TYPES and rank == 4:
             return "NC1HWC0"
+        if lead.type in T.CONV_BACKPROP_FILTER_TYPES and rank == 4:
+            return "FRACTAL_Z"
         if lead.type in T.MATMUL_TYPES and rank >= 2:
             return "FRACTAL_NZ"
         return group_format
@@ -176,7 +180,12 @@ class _Planner:
         rank = len(info.shape)
         if is_lead and member.type in T.CONV_TYPES and rank == 4 and position in (0, 1):
             return "NC1HWC0" if position == 0 else "FRACTAL_Z"
-        if is_lead and member.type in T.VECTOR_5HD_TYPES and position == 0 and rank == 4:
+        if is_lead and member.type in T.CONV_BACKPROP_INPUT_TYPES and rank == 4 and position in (1, 2):
+            return "FRACTAL_Z" if position == 1 else "NC1HWC0"
+        if is_lead and member.type in T.CONV_BACKPROP_FILTER_TYPES and rank == 4 and position in (0, 2):
+            return "NC1HWC0"
+        if is_lead and member.type in T.VECTOR_5HD_TYPES and rank == 4 and (
+                position == 0 or (position == 1 and member.type in T.BATCHNORM_GRAD_TYPES)):
             return "NC1HWC0"
         if is_lead and member.type in T.MATMUL_TYPES and position in (0, 1) and rank >= 2:
             return "FRACTAL_NZ"
@@ -192,7 +201,7 @@ class _Planner:
         for k, member in enumerate(members):
             for position, source in enumerate(member.inputs):
                 tensor = self.resolve(source)
-                if tensor not in inside:
+                if tensor not in inside and not self.graph.tensor(tensor).dynamic:  # a reserve space: not on the NPU
                     external.append((member, k == 0, position, tensor))
         lead = members[0]
         tensors = [e[3] for e in external]
@@ -213,16 +222,28 @@ class _Planner:
         last = members[-1]
         # A fused op stands for its last member's y; so does BNInfer, which has no other output (the
         # inference batch norm's statistics and reserve spaces are neither computed nor dumped).
-        slots = [0] if group.is_fused or last.type in T.BATCHNORM_TYPES else range(len(last.outputs))
+        # A training batch norm (BNTrainingUpdate) and its gradient also write statistics / parameter gradients,
+        # in float32; their reserve spaces (dynamic) are not written.
+        training = last.type in T.BATCHNORM_TYPES and last.attr("is_training") is True
+        if group.is_fused or (last.type in T.BATCHNORM_TYPES and not training):
+            slots = [0]
+        elif last.type in T.BATCHNORM_GRAD_TYPES:
+            slots = [0, 1, 2]  # x, scale and offset gradients; 3-4 are reserve spaces the NPU has not
+        else:
+            slots = [k for k, info in enumerate(last.outputs) if not info.dynamic]
+        statistics = training or last.type in T.BATCHNORM_GRAD_TYPES
         outputs = []
         for k in slots:
             info = last.outputs[k]
             same_rank = len(info.shape) == len(last.outputs[0].shape)
             fmt = out_format if info.is_float and same_rank else T.plain_format(len(info.shape))
             out_dtype = dtype if info.dtype == FLOAT32 else info.dtype
+            if (statistics and k > 0) or last.type in T.CONV_BACKPROP_FILTER_TYPES:
+                out_dtype = info.dtype
             outputs.append(NpuTensor(tensor_name(last.name, k), out_dtype, fmt, _origin_format(fmt, len(info.shape)),
                                      info.shape))
-        op = self.add(NpuOp(group.name, T.npu_op_type(lead.type), "compute", tuple(inputs), tuple(outputs),
+        op = self.add(NpuOp(group.name, T.npu_op_type(lead.type, lead.attr("is_training") is True), "compute",
+                            tuple(inputs), tuple(outputs),
                             group=group, compute_dtype=dtype), self.exec_ops)
         for k, out in enumerate(outputs):
             self.produced[out.tf_tensor] = (op.name, k)

@@ -128,15 +128,22 @@ def check_reference_names(dump_dir: str, expected_ops: Sequence[str]) -> None:
 
 
 def drop_reserve_spaces(dump_dir: str, tensors: Sequence[ReferenceTensor], graph) -> List[ReferenceTensor]:
-    """``tensors`` without the reserve spaces of batch-norm ops (outputs 3 to 5 of ``FusedBatchNorm*``), whose
-    files are removed: TensorFlow's CPU kernel leaves them uninitialised in inference, so they would differ
-    from run to run, and Ascend's ``BNInfer`` has no such output to compare them with."""
-    from precision_tool.capture.emulate.op_tables import BATCHNORM_TYPES
+    """``tensors`` without the reserve spaces of batch-norm ops, whose files are removed: outputs 3 to 5 of an
+    inference ``FusedBatchNorm*`` (TensorFlow's CPU kernel leaves them uninitialised, so they would differ
+    from run to run, and Ascend's ``BNInfer`` has no such output), output 5 of a training one (its saved
+    statistics, 3 and 4, are kept: ``BNTrainingUpdate`` writes them), outputs 3 and 4 of a gradient."""
+    from precision_tool.capture.emulate.op_tables import BATCHNORM_GRAD_TYPES, BATCHNORM_TYPES
 
-    reserve = {op.name for op in graph.get_operations() if op.type in BATCHNORM_TYPES}
+    first_reserved = {}
+    for op in graph.get_operations():
+        if op.type in BATCHNORM_TYPES:  # training: outputs 3-4 are the saved statistics, 5 the kernel's own
+            training = op.node_def.attr["is_training"].b if "is_training" in op.node_def.attr else False
+            first_reserved[op.name] = 5 if training else 3
+        elif op.type in BATCHNORM_GRAD_TYPES:  # outputs 3-4: unused reserve spaces
+            first_reserved[op.name] = 3
     kept = []
     for tensor in tensors:
-        if tensor.op_name in reserve and tensor.output_slot >= 3:
+        if tensor.output_slot >= first_reserved.get(tensor.op_name, tensor.output_slot + 1):
             os.remove(os.path.join(dump_dir, tensor.file))
         else:
             kept.append(tensor)

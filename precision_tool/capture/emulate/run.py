@@ -33,6 +33,7 @@ from precision_tool.capture.emulate.plan import NpuPlan, plan_npu_graph
 from precision_tool.capture.emulate.progress import Progress, no_progress
 from precision_tool.capture.emulate.reference import capture_reference, check_reference_names
 from precision_tool.capture.emulate.tf_graph import GraphFunction, describe_graph, freeze_model
+from precision_tool.capture.emulate.train_step import TrainStep
 from precision_tool.config import Workspace
 from precision_tool.errors import WorkspaceError
 
@@ -54,6 +55,8 @@ class EmulationOptions:
         (relative noise, the original form). Stored as ``{op: Fault}``; see :mod:`~.faults`.
     seed : seeds Python, numpy, TensorFlow/Keras, the perturbation noise and the faulty positions.
     keep_tfdbg : keep the raw tfdbg dump in ``tf/tf_debug`` (not bit-reproducible: wall-clock times).
+    step : for a training step (``train_graph()``), the step dumped: steps 0 to ``step - 1`` run first, in
+        float32.
     """
 
     scale: float = 1.0
@@ -61,6 +64,7 @@ class EmulationOptions:
     perturb: Mapping[str, Union[float, str, Fault]] = field(default_factory=dict)
     seed: int = 0
     keep_tfdbg: bool = False
+    step: int = 0
 
     def __post_init__(self):
         if self.fusion not in FUSION_CHOICES:
@@ -192,22 +196,23 @@ def _scaled(batch: Sequence[np.ndarray], scale: float) -> Tuple[np.ndarray, ...]
     return tuple((a * np.asarray(scale, dtype=a.dtype)).astype(a.dtype) if a.dtype.kind == "f" else a for a in batch)
 
 
-def _write_run(workspace: Workspace, plan: NpuPlan, values: NpuValues, run_name: str, model_name: str) -> dict:
+def _write_run(workspace: Workspace, plan: NpuPlan, values: NpuValues, run_name: str, model_name: str,
+               step: int) -> dict:
     index, base = int(run_name.split("_")[1]), artifacts.RUN_BASE_US[run_name]
-    dumps = artifacts.write_npu_dumps(plan, values, workspace.npu_dump(index), base, model_name)
+    dumps = artifacts.write_npu_dumps(plan, values, workspace.npu_dump(index), base, model_name, step=step)
     graph_file = artifacts.write_build_graph(plan, workspace.npu_graph(index), model_name)
     return {"name": run_name, "fusion": plan.fusion, "plan": plan, "dumps": dumps, "graph": graph_file,
-            "dump_dir": artifacts.dump_folder(workspace.npu_dump(index), base, model_name),
+            "dump_dir": artifacts.dump_folder(workspace.npu_dump(index), base, model_name, step),
             "faults": values.numerics.faults}
 
 
-def _write_overflow_run(workspace: Workspace, plan: NpuPlan, values: NpuValues, model_name: str) -> dict:
+def _write_overflow_run(workspace: Workspace, plan: NpuPlan, values: NpuValues, model_name: str, step: int) -> dict:
     """The ``action='overflow'`` run (same model and inputs as ``npu/debug_0``, its own time)."""
     base = artifacts.RUN_BASE_US["overflow"]
     events = find_overflows(plan, values)
-    files = artifacts.write_overflow_run(plan, values, events, workspace.overflow_dump, base, model_name)
+    files = artifacts.write_overflow_run(plan, values, events, workspace.overflow_dump, base, model_name, step)
     return {"events": events, "files": files,
-            "dump_dir": artifacts.dump_folder(workspace.overflow_dump, base, model_name) if events else None}
+            "dump_dir": artifacts.dump_folder(workspace.overflow_dump, base, model_name, step) if events else None}
 
 
 def emulate_model(model, batch: Sequence[np.ndarray], workspace_dir: str,
@@ -237,13 +242,15 @@ def emulate_model(model, batch: Sequence[np.ndarray], workspace_dir: str,
         one line each; nothing is written before the model traced and the options were checked, and a
         failure leaves nothing (see the module docstring).
     """
-    if not (callable(model) or isinstance(model, GraphFunction)):
+    if not (callable(model) or isinstance(model, (GraphFunction, TrainStep))):
         raise ModelScriptError(f"{script}: model() returned {type(model).__name__}; expected a Keras model "
                                "or a function of tf.Tensors")
+    if options.step and not isinstance(model, TrainStep):
+        raise EmulationError(f"--step {options.step}: {script} is not a training step; --step needs train_graph()")
     target = check_workspace(workspace_dir, force)
     batch = _scaled(batch, options.scale)
     progress("tracing and freezing the model")
-    frozen = freeze_model(model, batch, script)
+    frozen = freeze_model(model, batch, script, step=options.step, seed=options.seed)
     progress("checking the graph")
     graph = describe_graph(frozen, script)
     _check_perturb(graph, options.faults)
@@ -272,11 +279,12 @@ def _write_workspace(workspace: Workspace, frozen, graph: TfGraph, plans: Dict[s
     for run_name, plan in plans.items():
         progress(f"npu/{run_name}: NPU numerics and dumps" + (" and the overflow run" if run_name == "debug_0" else ""))
         values = NpuValues(plan, run_numerics(frozen, plan, batch, options.faults, options.seed))
-        runs.append(_write_run(workspace, plan, values, run_name, model_name))
+        step = frozen.training_step or 0
+        runs.append(_write_run(workspace, plan, values, run_name, model_name, step))
         if run_name == "debug_0":
             if plan.fusion:
                 artifacts.write_fusion_result_file(plan, workspace.fusion_result)
-            overflow = _write_overflow_run(workspace, plan, values, model_name)
+            overflow = _write_overflow_run(workspace, plan, values, model_name, step)
     progress("manifest")
     manifest = build_manifest(workspace.root, script, model_name, options, batch, frozen, reference, runs, overflow)
     write_manifest(manifest, os.path.join(workspace.root, MANIFEST_NAME))

@@ -15,10 +15,10 @@ Control flow (``tf.cond``, ``tf.case``, while loops, Keras RNNs without ``unroll
 unrolled along the batch's path (:mod:`~.control_flow`); what a frozen TF1 graph holds, lowered to
 ``Switch``/``Merge``/``Enter``/``Exit``, is refused before anything else is looked at (:func:`check_control_flow`).
 
-Every shape must be static, with one exception: the reserve space of ``FusedBatchNormV3`` (output 5),
-whose size TensorFlow leaves to the kernel. An inference batch norm (the only kind emulated,
-:func:`check_batchnorms`) runs as Ascend's ``BNInfer``, which writes ``y`` alone, so that output is
-recorded with ``dynamic=True`` and never planned, computed or dumped.
+Every shape must be static, with one exception: the reserve spaces of ``FusedBatchNormV3`` (output 5) and
+of its gradient, whose size TensorFlow leaves to the kernel. They are recorded with ``dynamic=True`` and never
+planned or dumped: an inference batch norm runs as Ascend's ``BNInfer``, which writes ``y`` alone, a training
+one as ``BNTrainingUpdate``, whose statistics are outputs 1-4 (:func:`check_batchnorms`).
 """
 from __future__ import annotations
 
@@ -43,7 +43,7 @@ from precision_tool.lazy import lazy_import
 tf = lazy_import("tensorflow")
 
 _KEPT_ATTRS = ("transpose_a", "transpose_b", "adj_x", "adj_y", "data_format", "padding", "strides", "is_training",
-               "epsilon")
+               "epsilon", T.KEEP_FP32_ATTR)
 KERAS_MODULES = ("keras", "tf_keras")  # Keras 3, and Keras 2 (tf.keras with TF_USE_LEGACY_KERAS=1)
 LEGACY_KERAS = "TF_USE_LEGACY_KERAS"  # TensorFlow's switch: tf.keras and tf.compat.v1.layers from tf_keras
 _OP_NAME = re.compile(r"[A-Za-z0-9.][A-Za-z0-9_.\-/>]*$")  # TensorFlow's rule for an op name
@@ -62,11 +62,13 @@ class GraphFunction:
 
 @dataclass(frozen=True)
 class FrozenModel:
-    """A model as a frozen GraphDef (serialized), with the names of its input and output tensors."""
+    """A model as a frozen GraphDef (serialized), with the names of its input and output tensors;
+    ``training_step``: the step frozen, for a training step (:mod:`~.train_step`)."""
 
     graph_def: bytes
     inputs: Tuple[str, ...]
     outputs: Tuple[str, ...]
+    training_step: Optional[int] = None
 
 
 def _is_keras(model) -> bool:
@@ -124,8 +126,9 @@ def _parameter_names(function, count: int) -> Sequence[Optional[str]]:
 
 
 @contextlib.contextmanager
-def _quiet_tensorflow_logger() -> Iterator[None]:
-    """Freezing a wrapped TF1 function logs collection-serialisation warnings that mean nothing here."""
+def quiet_tensorflow_logger() -> Iterator[None]:
+    """Freezing a wrapped TF1 function logs collection-serialisation warnings, and TF1 layers and graph utilities
+    deprecation warnings, that mean nothing here."""
     logger = tf.get_logger()
     level = logger.level
     logger.setLevel("ERROR")
@@ -174,7 +177,8 @@ def _trace_hint(cause: str, graph_code: bool) -> Optional[str]:
     return TF1_HINT if any(mark in cause for mark in _TF1_MARKS) else None
 
 
-def freeze_model(model, batch: Sequence[np.ndarray], script: str = "MODEL_SCRIPT") -> FrozenModel:
+def freeze_model(model, batch: Sequence[np.ndarray], script: str = "MODEL_SCRIPT", step: int = 0,
+                 seed: int = 0) -> FrozenModel:
     """Trace ``model`` on ``batch`` and freeze it.
 
     ``model`` is a Keras model (or layer; Keras 3 or Keras 2's ``tf_keras``), called with ``training=False``
@@ -182,7 +186,9 @@ def freeze_model(model, batch: Sequence[np.ndarray], script: str = "MODEL_SCRIPT
     one tensor per array; a :class:`GraphFunction` (TF1 graph code, built by
     ``tf.compat.v1.wrap_function``, with ``TF_USE_LEGACY_KERAS=1`` set unless it is set already); or a
     :class:`~.graph_def_model.GraphDefModel` (a frozen GraphDef, not traced: see
-    :func:`~.graph_def_model.freeze_graph_def`, which raises its own one-line errors). An
+    :func:`~.graph_def_model.freeze_graph_def`, which raises its own one-line errors); or a
+    :class:`~.train_step.TrainStep` (a TF1 training step, frozen at step ``step`` by
+    :func:`~.train_step.freeze_train_step`, its variables seeded with ``seed``). An
     exception while tracing is a :class:`ModelScriptError` giving its cause in one line (for
     TensorFlow's multi-line ``in user code:`` errors, their last line).
     """
@@ -190,15 +196,19 @@ def freeze_model(model, batch: Sequence[np.ndarray], script: str = "MODEL_SCRIPT
 
     from precision_tool.capture.emulate.graph_def_model import GraphDefModel, freeze_graph_def
 
+    from precision_tool.capture.emulate.train_step import TrainStep, freeze_train_step
+
     if isinstance(model, GraphDefModel):  # frozen already: cut, and shaped to the batch
         return _unrolled(freeze_graph_def(model, batch, script), batch, script)
+    if isinstance(model, TrainStep):  # a training step: steps 0 .. step-1 run, step `step` frozen
+        return _unrolled(freeze_train_step(model, batch, step, seed, script), batch, script)
     keras_model = _is_keras(model)
     graph_code = isinstance(model, GraphFunction)
     label = model.label if graph_code else "model()"
     names = _input_names(model, len(batch))
     specs = [tf.TensorSpec(array.shape, tf.as_dtype(array.dtype), name=name) for array, name in zip(batch, names)]
     try:
-        with _quiet_tensorflow_logger():
+        with quiet_tensorflow_logger():
             with _functional_case():
                 frozen = convert_variables_to_constants_v2(_trace(model, specs, keras_model), lower_control_flow=False)
     except Exception as error:  # the user's model code raised while being traced
@@ -221,7 +231,7 @@ def _unrolled(frozen: FrozenModel, batch: Sequence[np.ndarray], script: str) -> 
     if not has_functional_control_flow(graph_def):
         return frozen
     graph_def, outputs = unroll_control_flow(graph_def, dict(zip(frozen.inputs, batch)), frozen.outputs, script)
-    return FrozenModel(graph_def.SerializeToString(), frozen.inputs, tuple(outputs))
+    return FrozenModel(graph_def.SerializeToString(), frozen.inputs, tuple(outputs), frozen.training_step)
 
 
 def _attr_value(value):
@@ -259,7 +269,7 @@ def describe_graph(frozen: FrozenModel, script: str = "MODEL_SCRIPT") -> TfGraph
         for k, tensor in enumerate(op.outputs):
             dtype = _dtype_name(tensor.dtype)
             if not tensor.shape.is_fully_defined():
-                if op.type in T.BATCHNORM_TYPES and k > 0:  # reserve_space_3: the kernel's own business
+                if op.type in T.BATCHNORM_TYPES | T.BATCHNORM_GRAD_TYPES and k > 0:  # reserve spaces: the kernel's
                     outputs.append(TfTensor(dtype, (), dynamic=True))
                     continue
                 raise EmulationError(f"{script}: tensor {tensor.name} has a dynamic shape {tensor.shape}",
@@ -300,14 +310,14 @@ def check_control_flow(ops: Sequence[Tuple[str, str]], script: str = "MODEL_SCRI
 
 
 def check_batchnorms(graph: TfGraph, script: str = "MODEL_SCRIPT") -> None:
-    """Refuse, in one line naming the op, a ``FusedBatchNorm``/``V2``/``V3`` that cannot run as ``BNInfer``.
+    """Refuse, in one line naming the op, a ``FusedBatchNorm``/``V2``/``V3`` the emulator cannot run.
 
-    * training mode (``is_training`` true): Ascend runs it as ``BNTrainingReduce`` + ``BNTrainingUpdate``,
-      not emulated yet. A record without the attribute (built by hand) counts as inference;
     * a ``data_format`` other than NHWC: the emulator lays 4-D activations out from NHWC only;
-    * any read of an output other than ``y`` (batch mean and variance, reserve spaces 1-3), by an op
-      (through pass-through ops) or as a model output: ``BNInfer`` has no such output. In inference
-      TensorFlow's CPU kernel only copies mean and variance there and writes zeros.
+    * in inference (``is_training`` false, or no attribute: built by hand), any read of an output other
+      than ``y`` (batch mean and variance, reserve spaces 1-3), by an op (through pass-through ops) or as a
+      model output: ``BNInfer`` has no such output. In inference TensorFlow's CPU kernel only copies mean
+      and variance there and writes zeros. In training (``BNTrainingUpdate``) the statistics are outputs,
+      read by the moving-average updates and the gradient.
 
     Raises
     ------
@@ -317,16 +327,14 @@ def check_batchnorms(graph: TfGraph, script: str = "MODEL_SCRIPT") -> None:
     readers = consumers(graph, aliases)
     returned = {aliases.get(t, t) for t in graph.outputs}
     for op in graph.ops:
-        if op.type not in T.BATCHNORM_TYPES:
+        if op.type not in T.BATCHNORM_TYPES | T.BATCHNORM_GRAD_TYPES:
             continue
-        if op.attr("is_training") is True:
-            raise EmulationError(f"{script}: {op.name} ({op.type}) is a training-mode batch norm "
-                                 "(is_training=True), which is not emulated yet",
-                                 "emulate inference: is_training=False, or training=False for a Keras layer")
         data_format = op.attr("data_format", "NHWC")
         if data_format != "NHWC":
             raise EmulationError(f"{script}: {op.name} ({op.type}) has data_format {data_format}, which is not "
                                  "emulated", "use channels-last (NHWC) batch norm")
+        if op.type in T.BATCHNORM_GRAD_TYPES or op.attr("is_training") is True:
+            continue
         for k in range(1, len(op.outputs)):
             tensor = tensor_name(op.name, k)
             reader = next((name for name, _ in readers.get(tensor, [])), None)

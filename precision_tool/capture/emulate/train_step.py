@@ -1,0 +1,264 @@
+"""A training step as one frozen graph: forward, loss, gradients and the variable updates of step N.
+
+A MODEL_SCRIPT's ``train_graph(*inputs)`` is TF1 graph code building a whole training step: the forward
+pass, the loss, and the training op (``optimizer.minimize(loss)``, with the batch norms' ``UPDATE_OPS`` as its
+control dependencies). It returns ``(loss, train_op)`` -- or several tensors and ops. It is built once in a
+``tf.Graph``; its variables are initialised (seeded) and ``steps`` training steps are run in float32 on the
+batch, so the emulated step is step N (``--step N``, default 0) with the weights the reference has then.
+
+The step is then frozen as a pure function of the batch (:func:`freeze_train_step`):
+
+* each variable is a ``Const`` holding its value at the start of step N, under the variable's name
+  (``conv1/kernel``); a read (``ReadVariableOp``) passes it on;
+* each write becomes the ops computing the variable's new value, the last one named as the write op, whose
+  output is an output of the model (NetOutput), as GE writes the updated value back:
+
+  ===============================================  ==================================================
+  write                                            new value (``v``: the variable, ``a``: accumulator)
+  ===============================================  ==================================================
+  ``AssignVariableOp(v, x)`` / ``Assign``          ``x``  (``W/value``: an ``Identity`` named ``W``)
+  ``AssignSubVariableOp(v, x)`` / ``AssignSub``    ``v - x``
+  ``AssignAddVariableOp(v, x)`` / ``AssignAdd``    ``v + x``
+  ``ResourceApplyGradientDescent(v, lr, g)``       ``W/step = lr * g``; ``W = v - W/step``
+  ``ResourceApplyMomentum(v, a, lr, g, m)``        ``W/accum = a * m + g``; ``W/step = lr * W/accum``
+                                                   (Nesterov: ``lr * g + lr * m * W/accum``);
+                                                   ``W = v - W/step``
+  ``ResourceApplyKerasMomentum(v, a, lr, g, m)``   ``W/accum = a * m - lr * g``; ``W = v + W/accum``
+                                                   (Nesterov: ``v + m * W/accum - lr * g``)
+  ===============================================  ==================================================
+
+  (and the ref-variable forms ``ApplyGradientDescent``, ``ApplyMomentum``). The update arithmetic is marked
+  to run in float32 (:data:`KEEP_FP32_ATTR`): master weights are float32 under mixed precision. Any other
+  write to a variable (another optimizer, a scatter update) is refused in one line naming it.
+
+Reads see the value at the start of the step, whatever control dependencies order them after a write. A
+variable taken into control flow (``tf.cond``, a loop: e.g. a dynamic loss scale, which updates its scale in a
+``tf.cond``) is refused in one line.
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import Any, Callable, Dict, List, Sequence, Tuple
+
+import numpy as np
+
+from precision_tool.capture.emulate.control_flow import FUNCTIONAL_TYPES
+from precision_tool.capture.emulate.errors import EmulationError, ModelScriptError
+from precision_tool.capture.emulate.op_tables import KEEP_FP32_ATTR
+from precision_tool.capture.emulate.graph_info import split_tensor_name, tensor_name
+from precision_tool.lazy import lazy_import
+
+tf = lazy_import("tensorflow")
+
+VARIABLE_TYPES = frozenset({"VarHandleOp", "VariableV2", "Variable"})
+READ_TYPES = frozenset({"ReadVariableOp"})
+WRITE_TYPES = frozenset({
+    "AssignVariableOp", "Assign", "AssignSubVariableOp", "AssignSub", "AssignAddVariableOp", "AssignAdd",
+    "ResourceApplyGradientDescent", "ApplyGradientDescent", "ResourceApplyMomentum", "ApplyMomentum",
+    "ResourceApplyKerasMomentum",
+})
+MAX_STEPS = 10000
+
+
+@dataclass(frozen=True)
+class TrainStep:
+    """A MODEL_SCRIPT's ``train_graph``: TF1 graph code building a training step (see the module docstring)."""
+
+    function: Callable
+    label: str = "train_graph()"
+
+
+def _flatten(value) -> list:
+    if isinstance(value, (list, tuple)):
+        return [item for element in value for item in _flatten(element)]
+    return [value]
+
+
+def _placeholder_names(function, count: int) -> List[str]:
+    from precision_tool.capture.emulate.tf_graph import _parameter_names
+
+    found = _parameter_names(function, count)
+    return [name or ("input" if count == 1 else f"input_{k}") for k, name in enumerate(found)]
+
+
+def freeze_train_step(model: TrainStep, batch: Sequence[np.ndarray], steps: int = 0, seed: int = 0,
+                      script: str = "MODEL_SCRIPT"):
+    """Build ``model``'s training step, run ``steps`` steps in float32, and freeze step ``steps`` (see the
+    module docstring). Returns a :class:`~.tf_graph.FrozenModel` whose outputs are the tensors
+    ``train_graph`` returned and the new value of every variable written.
+
+    Raises
+    ------
+    ModelScriptError
+        building the step raised (its cause in one line), it returned no training op or tensor, or a
+        training step raised.
+    EmulationError
+        a write the emulator does not model; ``steps`` out of range.
+    """
+    from precision_tool.capture.emulate.tf_graph import FrozenModel, LEGACY_KERAS, _error_line, quiet_tensorflow_logger
+    from precision_tool.tf_runtime import session_config
+
+    if not 0 <= steps <= MAX_STEPS:
+        raise EmulationError(f"--step {steps}: must be between 0 and {MAX_STEPS}")
+    os.environ.setdefault(LEGACY_KERAS, "1")
+    names = _placeholder_names(model.function, len(batch))
+    graph = tf.Graph()
+    graph.seed = seed
+    try:
+        with graph.as_default(), quiet_tensorflow_logger():  # TF1 layers log deprecation warnings
+            placeholders = [tf.compat.v1.placeholder(tf.as_dtype(a.dtype), a.shape, name=n)
+                            for a, n in zip(batch, names)]
+            returned = _flatten(model.function(*placeholders))
+            initialise = tf.compat.v1.global_variables_initializer()
+            variables = tf.compat.v1.global_variables()
+            values = {_variable_node(v): v.value() for v in variables}
+    except Exception as error:
+        raise ModelScriptError(f"{script}: building {model.label} failed: {_error_line(error)}") from error
+    tensors = [t for t in returned if isinstance(t, tf.Tensor)]
+    operations = [t for t in returned if isinstance(t, tf.Operation)]
+    if not operations:
+        raise ModelScriptError(f"{script}: {model.label} returned no training op",
+                               "return (loss, optimizer.minimize(loss))")
+    feed = dict(zip(placeholders, batch))
+    try:
+        with tf.compat.v1.Session(graph=graph, config=session_config()) as session:
+            session.run(initialise)
+            for _ in range(steps):
+                session.run(operations, feed)
+            start = dict(zip(values, session.run(list(values.values()))))
+    except Exception as error:
+        raise ModelScriptError(f"{script}: running {model.label} failed: {_error_line(error)}") from error
+    graph_def = graph.as_graph_def()
+    keep = [t.op.name for t in tensors] + [op.name for op in operations]
+    with quiet_tensorflow_logger():
+        frozen, written = _pure_step(graph_def, keep, start, script)
+    outputs = tuple(t.name for t in tensors) + tuple(tensor_name(name) for name in written)
+    inputs = tuple(p.name for p in placeholders)
+    return FrozenModel(frozen.SerializeToString(), inputs, outputs, training_step=steps)
+
+
+def _variable_node(variable) -> str:
+    handle = getattr(variable, "handle", None)
+    return (handle.op.name if handle is not None else variable.op.name)
+
+
+def _needed(graph_def, keep: Sequence[str]) -> List:
+    from precision_tool.capture.emulate.graph_def_model import cut_graph
+
+    return cut_graph(graph_def, keep)
+
+
+class _Rewriter:
+    def __init__(self, graph_def, values: Dict[str, np.ndarray], script: str):
+        self.source = graph_def
+        self.values, self.script = values, script
+        self.graph = tf.compat.v1.GraphDef()
+        self.graph.versions.CopyFrom(graph_def.versions)
+        self.graph.library.CopyFrom(graph_def.library)
+        self.written: List[str] = []
+
+    def add(self, op: str, name: str, inputs: Sequence[str], dtype, keep_fp32: bool = True, **attrs):
+        node = self.graph.node.add(op=op, name=name)
+        node.input.extend(inputs)
+        node.attr["T"].CopyFrom(tf.compat.v1.AttrValue(type=dtype))
+        for key, value in attrs.items():
+            node.attr[key].CopyFrom(value)
+        if keep_fp32:
+            node.attr[KEEP_FP32_ATTR].CopyFrom(tf.compat.v1.AttrValue(b=True))
+        return name
+
+    def constant(self, node) -> None:
+        value = self.values.get(node.name)
+        if value is None:
+            raise EmulationError(f"{self.script}: variable {node.name} ({node.op}) has no value (not a global "
+                                 "variable?)")
+        proto = tf.make_tensor_proto(np.asarray(value))
+        const = self.graph.node.add(op="Const", name=node.name)
+        const.attr["dtype"].CopyFrom(tf.compat.v1.AttrValue(type=proto.dtype))
+        const.attr["value"].CopyFrom(tf.compat.v1.AttrValue(tensor=proto))
+
+    def write(self, node) -> None:
+        data = [s for s in node.input if not s.startswith("^")]
+        control = [s for s in node.input if s.startswith("^")]
+        dtype = self._dtype(node, data)
+        op, name = node.op, node.name
+        if op in ("AssignVariableOp", "Assign"):
+            self.add("Identity", name, [data[1]] + control, dtype, keep_fp32=False)
+        elif op in ("AssignSubVariableOp", "AssignSub"):
+            self.add("Sub", name, [data[0], data[1]] + control, dtype)
+        elif op in ("AssignAddVariableOp", "AssignAdd"):
+            self.add("AddV2", name, [data[0], data[1]] + control, dtype)
+        elif op in ("ResourceApplyGradientDescent", "ApplyGradientDescent"):
+            step = self.add("Mul", f"{name}/step", [data[1], data[2]] + control, dtype)
+            self.add("Sub", name, [data[0], step], dtype)
+        elif op in ("ResourceApplyMomentum", "ApplyMomentum"):
+            var, accum, lr, grad, momentum = data[:5]
+            decayed = self.add("Mul", f"{name}/accum_decay", [accum, momentum] + control, dtype)
+            new_accum = self.add("AddV2", f"{name}/accum", [decayed, grad], dtype)
+            if node.attr["use_nesterov"].b:
+                plain = self.add("Mul", f"{name}/lr_grad", [lr, grad], dtype)
+                ahead = self.add("Mul", f"{name}/lr_momentum", [lr, momentum], dtype)
+                look = self.add("Mul", f"{name}/lr_momentum_accum", [ahead, new_accum], dtype)
+                step = self.add("AddV2", f"{name}/step", [plain, look], dtype)
+            else:
+                step = self.add("Mul", f"{name}/step", [lr, new_accum], dtype)
+            self.add("Sub", name, [var, step], dtype)
+            self.written.append(f"{name}/accum")
+        else:  # ResourceApplyKerasMomentum
+            var, accum, lr, grad, momentum = data[:5]
+            decayed = self.add("Mul", f"{name}/accum_decay", [accum, momentum] + control, dtype)
+            scaled = self.add("Mul", f"{name}/lr_grad", [lr, grad], dtype)
+            new_accum = self.add("Sub", f"{name}/accum", [decayed, scaled], dtype)
+            if node.attr["use_nesterov"].b:
+                ahead = self.add("Mul", f"{name}/momentum_accum", [momentum, new_accum], dtype)
+                moved = self.add("AddV2", f"{name}/ahead", [var, ahead], dtype)
+                self.add("Sub", name, [moved, scaled], dtype)
+            else:
+                self.add("AddV2", name, [var, new_accum], dtype)
+            self.written.append(f"{name}/accum")
+        self.written.append(name)
+
+    def _dtype(self, node, data: Sequence[str]) -> int:
+        for key in ("dtype", "T"):
+            if key in node.attr and node.attr[key].type:
+                return node.attr[key].type
+        variable = split_tensor_name(data[0])[0]
+        return tf.as_dtype(np.asarray(self.values[variable]).dtype).as_datatype_enum
+
+
+def _pure_step(graph_def, keep: Sequence[str], values: Dict[str, np.ndarray], script: str) -> Tuple[Any, List[str]]:
+    """The nodes ``keep`` needs, variables as constants and writes as the arithmetic of the new value."""
+    rewriter = _Rewriter(graph_def, values, script)
+    nodes = _needed(graph_def, keep)
+    for node in nodes:
+        if node.op in VARIABLE_TYPES:
+            rewriter.constant(node)
+        elif node.op in READ_TYPES:
+            control = [s for s in node.input if s.startswith("^")]
+            rewriter.add("Identity", node.name, [node.input[0]] + control, node.attr["dtype"].type, keep_fp32=False)
+        elif node.op in WRITE_TYPES:
+            rewriter.write(node)
+        elif node.op in FUNCTIONAL_TYPES and any(split_tensor_name(i.lstrip("^"))[0] in values for i in node.input):
+            variable = next(split_tensor_name(i.lstrip("^"))[0] for i in node.input
+                            if split_tensor_name(i.lstrip("^"))[0] in values)
+            raise EmulationError(f"{script}: op {node.name} ({node.op}) takes variable {variable} into control flow "
+                                 "(a tf.cond or loop of the training step, e.g. a dynamic loss scale), which the "
+                                 "emulator does not model", "use a static loss scale; keep variables out of "
+                                 "tf.cond and while loops in train_graph()")
+        elif any(_writes_variable(node, values)):
+            raise EmulationError(f"{script}: op {node.name} ({node.op}) writes a variable in a way the emulator does "
+                                 "not model", "use GradientDescent or Momentum (tf.compat.v1.train or Keras SGD)")
+        else:
+            rewriter.graph.node.add().CopyFrom(node)
+    written = list(rewriter.written)
+    outputs = list(keep) + written
+    pure = tf.compat.v1.graph_util.extract_sub_graph(rewriter.graph, outputs)
+    return pure, written
+
+
+def _writes_variable(node, values) -> List[bool]:
+    """Whether a ``Resource*``/``Apply*``/``Scatter*`` op takes a variable as its first input."""
+    if not node.input or not (node.op.startswith(("Resource", "Apply", "Scatter"))):
+        return []
+    return [split_tensor_name(node.input[0])[0] in values]

@@ -1,0 +1,121 @@
+"""A training step emulated (issue 16): forward, loss, gradients and the variable updates of step N of a Conv/BN/ReLU
+network (scripts/train_conv_bn.py) with Momentum, SGD, Nesterov, Keras 2's SGD and a static loss scale.
+
+The emulations run once in a subprocess (scripts/train_cases.py). Checked against independent sources: the
+variables' values after the step as TensorFlow's own optimizer kernels write them (real variables, the original
+graph) against the reference of the emulated update ops, and the step's loss; the NPU op types, layouts and dtypes
+Ascend uses for training (CANN's BNTrainingUpdate, Conv2DBackpropInputD/FilterD, float32 weight gradients and
+master weights); a bias planted in a backward convolution named by ``ac -c``."""
+import importlib.util
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+from emulate_helpers import assert_clean_autocheck, run_cases_script
+
+from test_emulate_batchnorm import build_graph, reference
+
+pytestmark = pytest.mark.tf
+SCRIPTS = Path(__file__).resolve().parent / "scripts"
+CLEAN = ("momentum", "momentum_step3", "sgd", "nesterov", "keras_sgd", "loss_scale")
+
+
+class Cases:
+    def __init__(self, root: Path):
+        self.root = root
+        self.summary = json.loads((root / "summary.json").read_text())
+
+    def __getitem__(self, name: str) -> Path:
+        return self.root / name
+
+
+@pytest.fixture(scope="module")
+def cases(tmp_path_factory) -> Cases:
+    for module in ("tensorflow", "tf_keras"):  # looked for, not imported
+        if importlib.util.find_spec(module) is None:
+            pytest.skip(f"{module} is not installed")
+    out = tmp_path_factory.mktemp("training")
+    run_cases_script(SCRIPTS / "train_cases.py", out)
+    return Cases(out)
+
+
+@pytest.mark.parametrize("case", CLEAN)
+def test_ac_names_no_culprit_and_every_dumped_npu_tensor_is_aligned(cases, case):
+    assert_clean_autocheck(cases.summary[case])
+
+
+@pytest.mark.parametrize("case", CLEAN)
+def test_the_updated_variables_equal_what_tensorflows_optimizer_kernels_write(cases, case):
+    expected = np.load(str(cases[f"{case}.expected.npz"]))
+    writes = [key for key in expected.files if key != "loss"]
+    # two moving averages per batch norm (2), and one update per trainable variable: 2 kernels, 2 gammas, 2 betas,
+    # the dense kernel and bias (Keras's SGD also counts its iterations: an integer)
+    assert sum("AssignMovingAvg" in key for key in writes) == 4
+    assert len([key for key in writes if "AssignMovingAvg" not in key and not key.endswith("/accum")
+                and expected[key].dtype.kind == "f"]) == 8
+    for key in writes:
+        np.testing.assert_allclose(reference(cases[case], key), expected[key], rtol=2e-5, atol=1e-7, err_msg=key)
+    np.testing.assert_allclose(reference(cases[case], "loss"), expected["loss"], rtol=1e-6)
+
+
+def test_step_n_is_the_step_after_n_float32_steps(cases):
+    manifest = json.loads((cases["momentum_step3"] / "manifest.json").read_text())
+    assert manifest["training_step"] == 3 and manifest["runs"][0]["dump_dir"].endswith("/1/3")
+    step0 = np.load(str(cases["momentum.expected.npz"]))["loss"]
+    step3 = np.load(str(cases["momentum_step3.expected.npz"]))["loss"]
+    assert step3 < step0  # three steps of training lowered the loss: another step, other weights
+
+
+def _types(ws: Path) -> dict:
+    graph = build_graph(ws)
+    found = {}
+    for op in graph.ops:
+        found.setdefault(op.type, []).append(op)
+    return found
+
+
+def _descs(descs):
+    return [(d.dtype, d.layout) for d in descs]
+
+
+def test_the_npu_graph_uses_ascends_training_ops_layouts_and_dtypes(cases):
+    types = _types(cases["momentum"])
+    assert len(types["BNTrainingUpdate"]) == 2 and len(types["BNTrainingUpdateGrad"]) == 2
+    assert "BNInfer" not in types and "FusedBatchNormV3" not in types
+    for op in types["BNTrainingUpdate"]:  # y in fp16 5HD; batch mean/variance and saved statistics in float32
+        assert _descs(op.output_descs) == [("DT_FLOAT16", "NC1HWC0")] + [("DT_FLOAT", "ND")] * 4
+    for op in types["BNTrainingUpdateGrad"]:  # dx; scale and offset gradients in float32
+        assert _descs(op.output_descs) == [("DT_FLOAT16", "NC1HWC0"), ("DT_FLOAT", "ND"), ("DT_FLOAT", "ND")]
+    assert len(types["Conv2DBackpropInputD"]) == 2  # block1's too: tf.gradients groups both halves of a Conv2D grad
+    for op in types["Conv2DBackpropInputD"]:
+        assert _descs(op.input_descs)[1:] == [("DT_FLOAT16", "FRACTAL_Z"), ("DT_FLOAT16", "NC1HWC0")]
+        assert _descs(op.output_descs) == [("DT_FLOAT16", "NC1HWC0")]
+    assert len(types["Conv2DBackpropFilterD"]) == 2
+    for op in types["Conv2DBackpropFilterD"]:  # the weight gradient leaves in float32
+        assert _descs(op.input_descs)[0::2] == [("DT_FLOAT16", "NC1HWC0")] * 2
+        assert _descs(op.output_descs) == [("DT_FLOAT", "FRACTAL_Z")]
+    updates = [op for ops in types.values() for op in ops if op.name.endswith("ResourceApplyMomentum")]
+    assert len(updates) == 8
+    for op in updates:  # master weights stay float32
+        assert [d.dtype for d in op.output_descs] == ["DT_FLOAT"]
+
+
+def test_a_fault_in_the_backward_pass_is_found_there(cases):
+    info = cases.summary["backward_bias"]
+    assert info["exit"] == 1 and info["cli_no_replay_exit"] == 1
+    assert info["culprit"] == "gradients/block2_conv/Conv2D_grad/Conv2DBackpropInput"
+    assert info["methods"]["gradients/block2_conv/Conv2D_grad/Conv2DBackpropInput"] == "replay"
+
+
+def test_what_the_emulator_does_not_model_is_refused_in_one_line(cases):
+    adam, dense = cases.summary["adam"], cases.summary["step_without_training"]
+    assert adam["type"] == "EmulationError" and not adam["left_folder"]
+    assert adam["error"].startswith(f"{SCRIPTS / 'train_conv_bn.py'}: op ")
+    assert "(ResourceApplyAdam) writes a variable in a way the emulator does not model" in adam["error"]
+    dynamic = cases.summary["dynamic_loss_scale"]
+    assert dynamic["type"] == "EmulationError" and not dynamic["left_folder"]
+    assert dynamic["error"].startswith(f"{SCRIPTS / 'train_conv_bn.py'}: op cond (If) takes variable ")
+    assert "into control flow (a tf.cond or loop of the training step, e.g. a dynamic loss scale)" in dynamic["error"]
+    assert dense == {"error": f"--step 2: {SCRIPTS / 'dense_function.py'} is not a training step; --step needs "
+                              "train_graph()", "type": "EmulationError", "left_folder": False}
