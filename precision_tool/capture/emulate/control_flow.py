@@ -53,7 +53,7 @@ def has_functional_control_flow(graph_def) -> bool:
 
 
 def unroll_control_flow(graph_def, feeds: Mapping[str, np.ndarray], outputs: Sequence[str],
-                        script: str = "MODEL_SCRIPT"):
+                        script: str = "MODEL_SCRIPT", variables: Optional[Mapping[str, np.ndarray]] = None):
     """``graph_def`` (a frozen GraphDef holding functional control flow) with every ``If``/``Case``/``While``
     and function call replaced by the ops of the path the batch takes, TensorArrays turned into tensor ops,
     and the ops that no output needs left out (see the module docstring).
@@ -62,8 +62,10 @@ def unroll_control_flow(graph_def, feeds: Mapping[str, np.ndarray], outputs: Seq
     ----------
     graph_def : a ``tf.compat.v1.GraphDef`` with its function library; not modified.
     feeds : placeholder tensor name -> its array (the batch).
-    outputs : the model's output tensor names; they are kept valid (remapped when they were outputs of a
-        control-flow op).
+    outputs : the model's output tensor names (or op names); they are kept valid (remapped when they were
+        outputs of a control-flow op).
+    variables : for a training step (:mod:`~.train_step`), variable op name -> its value at the start of the
+        step: the runs deciding the path set the graph's variables to them first.
 
     Returns
     -------
@@ -85,12 +87,12 @@ def unroll_control_flow(graph_def, feeds: Mapping[str, np.ndarray], outputs: Seq
         flow = [node for node in graph.node if node.op in FUNCTIONAL_TYPES]
         if not flow:
             break
-        decisions = _decide(graph, flow, feeds, script)
+        decisions = _decide(graph, flow, feeds, script, variables or {})
         for node in flow:
             with functions.as_default():  # where the functions a branch or body calls are looked up
                 replacement = _Inliner(graph, library, original).replace(node, decisions.get(node.name), script)
             outputs = [_rewired(name, replacement) for name in outputs]
-    _TensorLists(graph, feeds, script).rewrite()
+    _TensorLists(graph, feeds, script, variables or {}).rewrite()
     del graph.library.function[:]
     from precision_tool.capture.emulate.tf_graph import quiet_tensorflow_logger
 
@@ -115,17 +117,28 @@ def _rewired(name: str, replacement: Mapping[str, str]) -> str:
     return replacement.get(tensor_name(op_name, index), name)
 
 
-def _run(graph_def, fetches: Sequence[str], feeds: Mapping[str, np.ndarray]) -> List[np.ndarray]:
+def _run(graph_def, fetches: Sequence[str], feeds: Mapping[str, np.ndarray],
+         variables: Mapping[str, np.ndarray]) -> List[np.ndarray]:
+    """``fetches`` of ``graph_def`` run once on ``feeds``, its variables (op name -> value) set first."""
     from precision_tool.tf_runtime import session_config
 
     graph = tf.Graph()
     with graph.as_default():
         tf.compat.v1.import_graph_def(graph_def, name="")
+        setting = []
+        for name, value in variables.items():
+            variable = graph.get_operation_by_name(name)
+            if variable.type == "VarHandleOp":
+                setting.append(tf.raw_ops.AssignVariableOp(resource=variable.outputs[0], value=value))
+            else:  # a ref variable (VariableV2)
+                setting.append(tf.compat.v1.assign(variable.outputs[0], value))
     with tf.compat.v1.Session(graph=graph, config=session_config()) as session:
+        if setting:
+            session.run(setting)
         return session.run(list(fetches), feed_dict=dict(feeds))
 
 
-def _decide(graph_def, flow, feeds, script: str) -> Dict[str, np.ndarray]:
+def _decide(graph_def, flow, feeds, script: str, variables: Mapping[str, np.ndarray]) -> Dict[str, np.ndarray]:
     """The value deciding each control-flow op's path: an ``If``'s predicate, a ``Case``'s branch index, a
     ``While``'s final loop counter (its output 0: the number of iterations run)."""
     fetches: Dict[str, str] = {}
@@ -138,7 +151,7 @@ def _decide(graph_def, flow, feeds, script: str) -> Dict[str, np.ndarray]:
     if not fetches:
         return {}
     try:
-        values = _run(graph_def, list(fetches.values()), feeds)
+        values = _run(graph_def, list(fetches.values()), feeds, variables)
     except Exception as error:  # TensorFlow's own: a failing kernel in the reference run
         first = (str(error).strip().splitlines() or [type(error).__name__])[0]
         raise EmulationError(f"{script}: running the model to decide its control flow failed: {first}") from error
@@ -250,6 +263,8 @@ class _Inliner:
             node = self.graph.node.add()
             node.CopyFrom(inner)
             node.name = renamed[inner.name]
+            if "_class" in node.attr:  # colocation with ops of the function, by their names there: meaningless here
+                del node.attr["_class"]
             sources = [outer(source) for source in inner.input]
             if not any(split_tensor_name(s.lstrip("^"))[0] in renamed for s in inner.input):
                 sources += [c for c in control if c not in sources]
@@ -330,8 +345,8 @@ class _TensorLists:
 
     READS_INDEX = {"TensorListGetItem": 1, "TensorListSetItem": 1, "TensorListReserve": 1}
 
-    def __init__(self, graph_def, feeds, script: str):
-        self.graph, self.feeds, self.script = graph_def, feeds, script
+    def __init__(self, graph_def, feeds, script: str, variables: Mapping[str, np.ndarray]):
+        self.graph, self.feeds, self.script, self.variables = graph_def, feeds, script, variables
 
     def rewrite(self) -> None:
         lists = [node for node in self.graph.node if node.op.startswith("TensorList")]
@@ -386,7 +401,7 @@ class _TensorLists:
         fetches = sorted({_key(node.input[self.READS_INDEX[node.op]]) for node in lists if node.op in self.READS_INDEX})
         if not fetches:
             return {}
-        return dict(zip(fetches, (np.asarray(v) for v in _run(self.graph, fetches, self.feeds))))
+        return dict(zip(fetches, (np.asarray(v) for v in _run(self.graph, fetches, self.feeds, self.variables))))
 
     def _length(self, source: str) -> int:
         return int(self._shape(source)[0])

@@ -31,9 +31,12 @@ The step is then frozen as a pure function of the batch (:func:`freeze_train_ste
   to run in float32 (:data:`KEEP_FP32_ATTR`): master weights are float32 under mixed precision. Any other
   write to a variable (another optimizer, a scatter update) is refused in one line naming it.
 
-Reads see the value at the start of the step, whatever control dependencies order them after a write. A
-variable taken into control flow (``tf.cond``, a loop: e.g. a dynamic loss scale, which updates its scale in a
-``tf.cond``) is refused in one line.
+Reads see the value at the start of the step, whatever control dependencies order them after a write.
+
+Control flow in the step (a dynamic loss scale applies the gradients and updates its scale in ``tf.cond`` ops)
+is unrolled first (:func:`~.control_flow.unroll_control_flow`), the path decided with the variables' values at
+the start of step N: the writes of the branch taken are then ordinary writes, named under it
+(``cond_1/then/.../ResourceApplyMomentum``).
 """
 from __future__ import annotations
 
@@ -43,7 +46,7 @@ from typing import Any, Callable, Dict, List, Sequence, Tuple
 
 import numpy as np
 
-from precision_tool.capture.emulate.control_flow import FUNCTIONAL_TYPES
+from precision_tool.capture.emulate.control_flow import has_functional_control_flow, unroll_control_flow
 from precision_tool.capture.emulate.errors import EmulationError, ModelScriptError
 from precision_tool.capture.emulate.op_tables import KEEP_FP32_ATTR
 from precision_tool.capture.emulate.graph_info import split_tensor_name, tensor_name
@@ -130,10 +133,18 @@ def freeze_train_step(model: TrainStep, batch: Sequence[np.ndarray], steps: int 
     except Exception as error:
         raise ModelScriptError(f"{script}: running {model.label} failed: {_error_line(error)}") from error
     graph_def = graph.as_graph_def()
-    keep = [t.op.name for t in tensors] + [op.name for op in operations]
+    returned_names = [t.name for t in tensors]
+    if has_functional_control_flow(graph_def):  # e.g. a dynamic loss scale: the path step N takes, unrolled
+        names = returned_names + [op.name for op in operations]
+        graph_def, names = unroll_control_flow(graph_def, {p.name: a for p, a in feed.items()}, names, script,
+                                               variables=start)
+        returned_names, operation_names = names[:len(tensors)], names[len(tensors):]
+    else:
+        operation_names = [op.name for op in operations]
+    keep = [split_tensor_name(t)[0] for t in returned_names] + operation_names
     with quiet_tensorflow_logger():
         frozen, written = _pure_step(graph_def, keep, start, script)
-    outputs = tuple(t.name for t in tensors) + tuple(tensor_name(name) for name in written)
+    outputs = tuple(returned_names) + tuple(tensor_name(name) for name in written)
     inputs = tuple(p.name for p in placeholders)
     return FrozenModel(frozen.SerializeToString(), inputs, outputs, training_step=steps)
 
@@ -239,13 +250,6 @@ def _pure_step(graph_def, keep: Sequence[str], values: Dict[str, np.ndarray], sc
             rewriter.add("Identity", node.name, [node.input[0]] + control, node.attr["dtype"].type, keep_fp32=False)
         elif node.op in WRITE_TYPES:
             rewriter.write(node)
-        elif node.op in FUNCTIONAL_TYPES and any(split_tensor_name(i.lstrip("^"))[0] in values for i in node.input):
-            variable = next(split_tensor_name(i.lstrip("^"))[0] for i in node.input
-                            if split_tensor_name(i.lstrip("^"))[0] in values)
-            raise EmulationError(f"{script}: op {node.name} ({node.op}) takes variable {variable} into control flow "
-                                 "(a tf.cond or loop of the training step, e.g. a dynamic loss scale), which the "
-                                 "emulator does not model", "use a static loss scale; keep variables out of "
-                                 "tf.cond and while loops in train_graph()")
         elif any(_writes_variable(node, values)):
             raise EmulationError(f"{script}: op {node.name} ({node.op}) writes a variable in a way the emulator does "
                                  "not model", "use GradientDescent or Momentum (tf.compat.v1.train or Keras SGD)")

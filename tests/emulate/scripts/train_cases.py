@@ -4,15 +4,15 @@ usage: train_cases.py OUT_DIR  -> OUT_DIR/<case>/ (workspaces), OUT_DIR/<case>.e
 
 Cases: ``momentum`` (step 0, fusion on and off), ``momentum_step3`` (``--step 3``), ``sgd``, ``nesterov``,
 ``keras_sgd``, ``loss_scale`` (a static loss scale of 1024: the loss scaled before the gradients, the gradients
-unscaled before the update), and ``backward_bias`` (``momentum`` with a bias planted in the input gradient of
-the second convolution). Each: ``check()``'s facts of ``ac -c`` (bn_cases.check). Refused, in one line each:
-``adam`` (an optimizer the emulator does not model), ``dynamic_loss_scale`` (variables in a tf.cond) and
+unscaled before the update), ``dynamic_loss_scale`` (its writes inside tf.conds), and ``backward_bias``
+(``momentum`` with a bias planted in the input gradient of the second convolution). Each: ``check()``'s facts of
+``ac -c`` (bn_cases.check). Refused, in one line each: ``adam`` (an optimizer the emulator does not model) and
 ``--step 2`` for a model that is no training step.
 
 ``<case>.expected.npz`` is what TensorFlow itself computes running the original training graph -- real
 variables, real optimizer kernels -- for the same step: ``loss`` at that step, and for every op writing a
 variable, the variable's value after the step (key: the write op's name; ``<name>/accum`` for the momentum
-accumulator an apply op updates).
+accumulator an apply op updates), and every variable's value after the step (key: ``variables/<name>``).
 """
 import json
 import os
@@ -41,6 +41,7 @@ CASES = {
     "nesterov": ("nesterov", 0, {}),
     "keras_sgd": ("keras_sgd", 0, {}),
     "loss_scale": ("loss_scale", 0, {}),
+    "dynamic_loss_scale": ("dynamic_loss_scale", 0, {}),
     "backward_bias": ("momentum", 0, {"perturb": {PLANTED: "bias:0.3"}}),
 }
 WRITES = ("ResourceApply", "Apply", "Assign")  # op types writing a variable (independent of the emulator's list)
@@ -74,6 +75,8 @@ def tensorflow_step(step: int) -> dict:
             found[op.name] = session.run(variables[op.inputs[0].op.name])
             if op.type.endswith("Momentum"):
                 found[op.name + "/accum"] = session.run(variables[op.inputs[1].op.name])
+        for name, variable in variables.items():
+            found[f"variables/{name}"] = session.run(variable)
     return found
 
 
@@ -101,8 +104,6 @@ def run(out: str) -> dict:
             np.savez(os.path.join(out, case + ".expected.npz"), **tensorflow_step(step))
     os.environ["PRECISION_TOOL_TRAIN_OPTIMIZER"] = "adam"
     summary["adam"] = refusal(SCRIPT, os.path.join(out, "adam"))
-    os.environ["PRECISION_TOOL_TRAIN_OPTIMIZER"] = "dynamic_loss_scale"
-    summary["dynamic_loss_scale"] = refusal(SCRIPT, os.path.join(out, "dynamic"))
     summary["step_without_training"] = refusal(os.path.join(HERE, "dense_function.py"), os.path.join(out, "dense"),
                                                step=2)
     return summary

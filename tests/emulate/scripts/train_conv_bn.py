@@ -3,8 +3,8 @@ in training mode, a dense head, sparse softmax cross-entropy, and Momentum with 
 updates as control dependencies. ``PRECISION_TOOL_TRAIN_OPTIMIZER`` picks ``momentum`` (default), ``sgd``,
 ``nesterov``, ``keras_sgd`` (Keras 2's SGD with momentum, ``ResourceApplyKerasMomentum``) or ``loss_scale``
 (Momentum with a static loss scale of 1024, as NPULossScaleOptimizer with FixedLossScaleManager does: the loss
-scaled before the gradients, the gradients divided by the scale before the update); ``adam`` and
-``dynamic_loss_scale`` are refused."""
+scaled before the gradients, the gradients divided by the scale before the update), ``dynamic_loss_scale`` (TensorFlow's
+MixedPrecisionLossScaleOptimizer, "dynamic": tf.conds on the gradients' finiteness); ``adam`` is refused."""
 import os
 
 import numpy as np
@@ -23,7 +23,7 @@ def _block(x, filters, name):
 def _minimize(loss):
     if OPTIMIZER == "adam":  # not modelled by the emulator: refused
         return tf.compat.v1.train.AdamOptimizer(1e-3).minimize(loss)
-    if OPTIMIZER == "dynamic_loss_scale":  # its scale is updated in a tf.cond: refused
+    if OPTIMIZER == "dynamic_loss_scale":  # applies the gradients and updates its scale in tf.conds
         momentum = tf.compat.v1.train.MomentumOptimizer(0.05, 0.9)
         return tf.compat.v1.mixed_precision.MixedPrecisionLossScaleOptimizer(momentum, "dynamic").minimize(loss)
     if OPTIMIZER == "sgd":
