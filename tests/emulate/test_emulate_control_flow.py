@@ -119,10 +119,22 @@ def test_a_loop_of_more_than_1000_iterations_is_refused_in_one_line(cases):
                                 "shorter sequence)")
 
 
-def test_control_flow_lowered_to_switch_merge_is_refused_in_one_line(cases):
-    refused = cases.summary["lowered"]
+@pytest.mark.parametrize("case", ["lowered", "tf1_cond"])
+def test_tf1_conditionals_in_a_frozen_graph_are_resolved_along_the_batchs_path(cases, case):
+    assert_clean_autocheck(cases.summary[case])
+    ops = tf_ops(cases[case])
+    assert not [name for name, kind in ops.items() if kind in ("Switch", "Merge", "RefSwitch", "RefMerge")]
+    if case == "lowered":  # TensorFlow 2's lowering of the cond's then branch (a positive batch)
+        assert ops["branch/then/_0/branch/up"] == "MatMulV2" and not [n for n in ops if "/else/" in n]
+    else:  # TF1's cond: outer taken (positive sum), inner not (max <= 100): its ops keep their TF1 names
+        assert ops["outer/up"] == "MatMulV2" and ops["outer/inner/small"] == "Tanh"
+        assert "outer/down" not in ops and "outer/inner/big" not in ops
+
+
+def test_a_tf1_while_loop_is_refused_in_one_line(cases):
+    refused = cases.summary["tf1_while"]
     assert refused["type"] == "EmulationError" and not refused["left_folder"]
     assert refused["error"] == (
-        f"{SCRIPTS / 'control_flow.py'}: op branch/input/_5 (Switch, from tf.cond / tf.case) is TF1 control flow "
-        "(Switch/Merge, Enter/Exit), which the emulator does not run (it unrolls TensorFlow 2's functional "
-        "If/Case/While: give the model as model() or graph_model(), or freeze it with lower_control_flow=False)")
+        f"{SCRIPTS / 'control_flow.py'}: op loop/LoopCond (LoopCond) belongs to a TF1 while loop (Enter/Exit/"
+        "NextIteration/LoopCond), which the emulator does not run (it unrolls TensorFlow 2's functional While: give "
+        "the model as model() or graph_model(), or freeze it in TensorFlow 2 with lower_control_flow=False)")

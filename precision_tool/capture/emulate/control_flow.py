@@ -112,6 +112,122 @@ def _library_graph(graph_def):
     return graph
 
 
+SWITCH_TYPES = frozenset({"Switch", "RefSwitch"})
+MERGE_TYPES = frozenset({"Merge", "RefMerge"})
+V1_LOOP_TYPES = frozenset({"Enter", "RefEnter", "Exit", "RefExit", "NextIteration", "RefNextIteration", "LoopCond"})
+
+
+def has_v1_conditionals(graph_def) -> bool:
+    """TF1 conditionals (``Switch``/``Merge``, what a frozen TF1 ``tf.cond`` holds) and no TF1 loop."""
+    kinds = {node.op for node in graph_def.node}
+    return bool(kinds & SWITCH_TYPES) and not kinds & V1_LOOP_TYPES
+
+
+def resolve_v1_conditionals(graph_def, feeds: Mapping[str, np.ndarray], outputs: Sequence[str],
+                            script: str = "MODEL_SCRIPT"):
+    """``graph_def`` with its TF1 conditionals resolved along the batch's path: TensorFlow 1's ``tf.cond`` is a
+    ``Switch`` per input (data to output 0 when the predicate is false, to output 1 when true) and a ``Merge``
+    per output (passing on whichever input is alive). The predicate of each live ``Switch`` is computed by
+    running the graph on the batch; the ops of the branch not taken are dead and left out; each ``Switch``
+    and ``Merge`` becomes an ``Identity`` of what it passes on (keeping its name, with the predicate's op as a
+    control input), so the ops of the branch taken keep their names. A ``Merge``'s second output (which input
+    was alive) read by an op is refused. Returns ``(GraphDef, outputs)``.
+
+    Raises
+    ------
+    EmulationError
+    """
+    graph = tf.compat.v1.GraphDef()
+    graph.CopyFrom(graph_def)
+    nodes = _graph_order(graph)
+    dead: Set[str] = set()  # dead tensors ("op:k"); a dead op has every output dead
+    predicates: Dict[str, bool] = {}
+    chosen: Dict[str, str] = {}  # a live Merge -> its live input
+    outputs_of = {node.name: _output_count(node) for node in nodes}
+    for node in nodes:
+        data = [i for i in node.input if not i.startswith("^")]
+        control = [i[1:] for i in node.input if i.startswith("^")]
+        if node.op in MERGE_TYPES:
+            alive = [i for i in data if _key(i) not in dead]
+            if not alive:
+                dead.update(tensor_name(node.name, k) for k in range(2))
+            else:
+                chosen[node.name] = alive[0]
+            continue
+        inputs_dead = (any(_key(i) in dead for i in data)
+                       or any(c in outputs_of and _all_dead(c, outputs_of, dead) for c in control))
+        if inputs_dead:
+            dead.update(tensor_name(node.name, k) for k in range(outputs_of[node.name]))
+            continue
+        if node.op in SWITCH_TYPES:
+            predicate = _key(data[1])
+            if predicate not in predicates:
+                (value,) = _decide_v1(graph_def, predicate, feeds, script)
+                predicates[predicate] = _is_true(value)
+            dead.add(tensor_name(node.name, 0 if predicates[predicate] else 1))
+    merges_read = [i for node in nodes for i in node.input if not i.startswith("^")
+                   and split_tensor_name(i)[0] in chosen and split_tensor_name(i)[1] == 1]
+    if merges_read:
+        raise EmulationError(f"{script}: op {split_tensor_name(merges_read[0])[0]} (Merge): its value_index output "
+                             "is read, which the emulator does not resolve")
+    switches = {node.name for node in nodes if node.op in SWITCH_TYPES}
+    resolved = tf.compat.v1.GraphDef()
+    resolved.versions.CopyFrom(graph.versions)
+    resolved.library.CopyFrom(graph.library)
+    for source_node in nodes:
+        if _all_dead(source_node.name, outputs_of, dead):
+            continue
+        node = resolved.node.add()
+        node.CopyFrom(source_node)
+        if node.op in SWITCH_TYPES:
+            _pass_through(node, node.input[0], [f"^{split_tensor_name(_key(node.input[1]))[0]}"])
+        elif node.op in MERGE_TYPES:
+            _pass_through(node, chosen[node.name], [])
+        for k, source in enumerate(node.input):  # a live Switch's output 1 is now its Identity's output 0
+            op_name, index = split_tensor_name(source)
+            if not source.startswith("^") and index == 1 and op_name in switches:
+                node.input[k] = op_name
+    graph = resolved
+    with _quiet():
+        graph = tf.compat.v1.graph_util.extract_sub_graph(graph, sorted({split_tensor_name(t)[0] for t in outputs}))
+    return graph, list(outputs)
+
+
+def _output_count(node) -> int:
+    if node.op in SWITCH_TYPES or node.op in MERGE_TYPES:
+        return 2
+    return 1
+
+
+def _all_dead(name: str, outputs_of, dead) -> bool:
+    return all(tensor_name(name, k) in dead for k in range(outputs_of[name]))
+
+
+def _pass_through(node, source: str, control: Sequence[str]) -> None:
+    """Turn ``node`` into an ``Identity`` of ``source`` (its dtype attribute ``T`` kept)."""
+    dtype = node.attr["T"].type
+    others = [i for i in node.input if i.startswith("^")]
+    name = node.name
+    node.Clear()
+    node.name, node.op = name, "Identity"
+    node.input.extend([source] + others + [c for c in control if c not in others])
+    node.attr["T"].CopyFrom(tf.compat.v1.AttrValue(type=dtype))
+
+
+def _decide_v1(graph_def, predicate: str, feeds, script: str) -> List[np.ndarray]:
+    try:
+        return _run(graph_def, [predicate], feeds, {})
+    except Exception as error:  # TensorFlow's own: a failing kernel in the reference run
+        first = (str(error).strip().splitlines() or [type(error).__name__])[0]
+        raise EmulationError(f"{script}: running the model to decide its control flow failed: {first}") from error
+
+
+def _quiet():
+    from precision_tool.capture.emulate.tf_graph import quiet_tensorflow_logger
+
+    return quiet_tensorflow_logger()
+
+
 def _rewired(name: str, replacement: Mapping[str, str]) -> str:
     op_name, index = split_tensor_name(name)
     return replacement.get(tensor_name(op_name, index), name)

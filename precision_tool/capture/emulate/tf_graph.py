@@ -33,7 +33,8 @@ from typing import Callable, Iterator, Optional, Sequence, Tuple
 import numpy as np
 
 from precision_tool.capture.emulate import op_tables as T
-from precision_tool.capture.emulate.control_flow import has_functional_control_flow, unroll_control_flow
+from precision_tool.capture.emulate.control_flow import (has_functional_control_flow, has_v1_conditionals,
+                                                          resolve_v1_conditionals, unroll_control_flow)
 from precision_tool.capture.emulate.errors import EmulationError, ModelScriptError
 from precision_tool.capture.emulate.graph_info import (TfGraph, TfOp, TfTensor, consumers, tensor_aliases,
                                                        tensor_name, topological_order)
@@ -228,9 +229,13 @@ def _unrolled(frozen: FrozenModel, batch: Sequence[np.ndarray], script: str) -> 
     """``frozen`` with its functional control flow (tf.cond, tf.case, while loops) unrolled along the batch's
     path (:func:`~.control_flow.unroll_control_flow`); unchanged when it has none."""
     graph_def = tf.compat.v1.GraphDef.FromString(frozen.graph_def)
+    feeds = dict(zip(frozen.inputs, batch))
+    if has_v1_conditionals(graph_def):  # a frozen TF1 tf.cond: Switch/Merge resolved along the batch's path
+        graph_def, _ = resolve_v1_conditionals(graph_def, feeds, frozen.outputs, script)
+        frozen = FrozenModel(graph_def.SerializeToString(), frozen.inputs, frozen.outputs, frozen.training_step)
     if not has_functional_control_flow(graph_def):
         return frozen
-    graph_def, outputs = unroll_control_flow(graph_def, dict(zip(frozen.inputs, batch)), frozen.outputs, script)
+    graph_def, outputs = unroll_control_flow(graph_def, feeds, frozen.outputs, script)
     return FrozenModel(graph_def.SerializeToString(), frozen.inputs, tuple(outputs), frozen.training_step)
 
 
@@ -285,12 +290,12 @@ def describe_graph(frozen: FrozenModel, script: str = "MODEL_SCRIPT") -> TfGraph
 def check_control_flow(ops: Sequence[Tuple[str, str]], script: str = "MODEL_SCRIPT") -> None:
     """Refuse, in one line naming the construct and an op of it, the control flow left after unrolling.
 
-    Functional ``If``/``Case``/``While`` are unrolled before (:mod:`~.control_flow`). What reaches here is
-    TF1-style control flow, in a frozen GraphDef (``graph_def()``): a loop lowered to
-    ``Enter``/``Exit``/``NextIteration``/``LoopCond``, a conditional lowered to ``Switch``/``Merge``. ``ops``
-    are ``(name, type)`` in graph order. A loop is named by its ``While`` or ``LoopCond`` op; failing a loop,
-    a conditional by its ``If``/``Case`` or first ``Switch``. A lowered loop holds ``Switch``/``Merge`` ops
-    too, so loops are looked for first.
+    Functional ``If``/``Case``/``While`` are unrolled before, and TF1 conditionals (``Switch``/``Merge``) resolved
+    when the graph has no TF1 loop (:mod:`~.control_flow`). What reaches here is a TF1 while loop, in a frozen
+    GraphDef (``graph_def()``): ``Enter``/``Exit``/``NextIteration``/``LoopCond`` (and the ``Switch``/``Merge``
+    of the loop and of any conditional beside it). ``ops`` are ``(name, type)`` in graph order. A loop is named
+    by its ``While`` or ``LoopCond`` op; failing a loop, a conditional by its ``If``/``Case`` or first
+    ``Switch``. A lowered loop holds ``Switch``/``Merge`` ops too, so loops are looked for first.
 
     Raises
     ------
@@ -302,11 +307,13 @@ def check_control_flow(ops: Sequence[Tuple[str, str]], script: str = "MODEL_SCRI
     loop = any(kind in T.LOOP_TYPES for _, kind in flow)
     anchors = T.LOOP_ANCHORS if loop else T.BRANCH_ANCHORS
     name, kind = next(((n, k) for n, k in flow if k in anchors), flow[0])
-    construct = "a while loop" if loop else "tf.cond / tf.case"
-    raise EmulationError(f"{script}: op {name} ({kind}, from {construct}) is TF1 control flow (Switch/Merge, "
-                         "Enter/Exit), which the emulator does not run",
-                         "it unrolls TensorFlow 2's functional If/Case/While: give the model as model() or "
-                         "graph_model(), or freeze it with lower_control_flow=False")
+    if loop:
+        raise EmulationError(f"{script}: op {name} ({kind}) belongs to a TF1 while loop (Enter/Exit/NextIteration/"
+                             "LoopCond), which the emulator does not run",
+                             "it unrolls TensorFlow 2's functional While: give the model as model() or "
+                             "graph_model(), or freeze it in TensorFlow 2 with lower_control_flow=False")
+    raise EmulationError(f"{script}: op {name} ({kind}, from tf.cond / tf.case) is TF1 control flow the emulator "
+                         "could not resolve", "give the model as model() or graph_model()")
 
 
 def check_batchnorms(graph: TfGraph, script: str = "MODEL_SCRIPT") -> None:

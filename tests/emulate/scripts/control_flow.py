@@ -76,7 +76,7 @@ if CASE == "graph_cond":
                                  lambda: tf.nn.elu(tf.matmul(x, w)), name="gate")
 elif CASE == "graph_def":
     def graph_def():
-        return os.environ["PRECISION_TOOL_CF_PB"], ["input"], ["Identity:0"]
+        return os.environ["PRECISION_TOOL_CF_PB"], ["input"], [os.environ.get("PRECISION_TOOL_CF_FETCH", "Identity:0")]
 else:
     def model():
         if CASE == "lstm":

@@ -10,8 +10,9 @@ OUT_DIR/summary.json
 * ``lstm_bias``: the LSTM with a bias planted in the MatMul of iteration 2 (``ac -c``'s culprit);
 * ``functional_graph_def``: ``graph_def()`` of ``nested`` frozen with its control flow functional (emulated as
   ``nested``: same names);
-* ``lowered``: ``graph_def()`` of ``cond`` frozen with its cond lowered to Switch/Merge, and ``long_loop``: both
-  refused in one line.
+* ``lowered``: ``graph_def()`` of ``cond`` frozen with its cond lowered to Switch/Merge, and ``tf1_cond``: a graph
+  with TensorFlow 1's control flow (a cond nested in a cond), both resolved along the batch's path;
+* ``tf1_while`` (a TF1 while loop: Enter/Exit/LoopCond) and ``long_loop``: refused in one line.
 """
 import json
 import os
@@ -70,6 +71,34 @@ def frozen_graph(case: str, path: str, lower: bool) -> None:
         handle.write(frozen.graph.as_graph_def().SerializeToString())
 
 
+def tf1_graph(kind: str, path: str) -> None:
+    """A frozen graph with TensorFlow 1's control flow (as TF 1.15 writes it: Switch/Merge for a cond, Enter/Exit/
+    NextIteration/LoopCond for a loop), built with control flow v2 switched off: ``cond`` (a cond nested in the
+    taken branch of another) or ``while``."""
+    import tensorflow as tf
+
+    w1, w2 = (np.random.default_rng(k).uniform(-0.5, 0.5, (8, 8)).astype("float32") for k in (1, 2))
+    tf.compat.v1.disable_control_flow_v2()
+    try:
+        with tf.Graph().as_default() as graph:
+            x = tf.compat.v1.placeholder(tf.float32, (2, 8), name="input")
+            if kind == "cond":
+                def inner():
+                    h = tf.matmul(x, w1, name="up")
+                    return tf.compat.v1.cond(tf.reduce_max(h) > 100.0, lambda: tf.nn.relu(h, name="big"),
+                                             lambda: tf.nn.tanh(h, name="small"), name="inner")
+                y = tf.compat.v1.cond(tf.reduce_sum(x) > 0, inner, lambda: tf.matmul(x, w2, name="down"),
+                                      name="outer")
+            else:
+                _, y = tf.compat.v1.while_loop(lambda i, v: i < 3, lambda i, v: (i + 1, tf.nn.relu(v * 0.5)),
+                                               (tf.constant(0), x), name="loop")
+            tf.identity(y, name="output")
+        with open(path, "wb") as handle:
+            handle.write(graph.as_graph_def().SerializeToString())
+    finally:
+        tf.compat.v1.enable_control_flow_v2()
+
+
 def refusal(case: str, out: str) -> dict:
     os.environ["PRECISION_TOOL_CF_CASE"] = case
     try:
@@ -100,7 +129,18 @@ def run(out: str) -> dict:
                                             os.path.join(out, "functional_graph_def_ac"))
     os.environ["PRECISION_TOOL_CF_PB"] = os.path.join(out, "lowered.pb")
     frozen_graph("cond", os.environ["PRECISION_TOOL_CF_PB"], lower=True)
-    summary["lowered"] = refusal("graph_def", out)
+    os.environ["PRECISION_TOOL_CF_CASE"] = "graph_def"
+    emulate(SCRIPT, os.path.join(out, "lowered"))
+    summary["lowered"] = check(os.path.join(out, "lowered"), os.path.join(out, "lowered_ac"))
+    os.environ["PRECISION_TOOL_CF_PB"] = os.path.join(out, "tf1_cond.pb")
+    os.environ["PRECISION_TOOL_CF_FETCH"] = "output:0"
+    tf1_graph("cond", os.environ["PRECISION_TOOL_CF_PB"])
+    emulate(SCRIPT, os.path.join(out, "tf1_cond"))
+    summary["tf1_cond"] = check(os.path.join(out, "tf1_cond"), os.path.join(out, "tf1_cond_ac"))
+    os.environ["PRECISION_TOOL_CF_PB"] = os.path.join(out, "tf1_while.pb")
+    tf1_graph("while", os.environ["PRECISION_TOOL_CF_PB"])
+    summary["tf1_while"] = refusal("graph_def", out)
+    del os.environ["PRECISION_TOOL_CF_FETCH"]
     summary["long_loop"] = refusal("long_loop", out)
     return summary
 
