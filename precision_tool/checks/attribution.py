@@ -20,6 +20,11 @@ Each op with a compared output is measured by the first method that can:
    ``output > floor`` and ``jump >= JUMP_FACTOR`` (10). This is weaker: an op that merely amplifies its inputs'
    error (a subtraction of close values, a softmax of large logits) jumps too.
 
+   For a sum or difference (:data:`ADDITIVE_TYPES`) the jump is taken on absolute errors, as they add up:
+   ``jump = RMSE(output) / max(sum of RMSE(inputs), floor * rms(reference output))`` (``rms = RMSE / RED``):
+   subtracting close values (an exponential moving average's ``shadow - weight``) multiplies the relative error
+   but adds no error of its own, and is not flagged.
+
    An op whose output is a step function of a float input (:data:`STEP_FUNCTION_TYPES`: ``ReluGrad`` masks the
    gradient by the sign of the forward activation, ``MaxPoolGrad`` routes it to the maximum, ``Floor`` and
    ``Round`` round) is not judged so: where the reference's value sits at a step, an input error below any
@@ -48,12 +53,15 @@ METHOD_REPLAY, METHOD_ERROR_JUMP, METHOD_NONE = "replay", "error jump", "not mea
 STANDOUT_FACTOR = 10.0
 MIN_PEERS = 3
 JUMP_FACTOR = 10.0
+# NPU op types whose output error is the sum of their inputs' absolute errors (plus one rounding).
+ADDITIVE_TYPES = frozenset({"Add", "AddV2", "Sub", "BiasAdd", "AddN", "Neg"})
 # NPU op types whose output jumps where a float input crosses a step (a mask, a routing, a rounding).
 STEP_FUNCTION_TYPES = frozenset({
     "ReluGrad", "Relu6Grad", "LeakyReluGrad", "EluGrad", "SeluGrad", "MaxPoolGrad", "MaxPoolGradV2",
     "MaxPoolGradWithArgmax", "Floor", "Ceil", "Round", "Rint", "Sign",
 })
 _RED = "RelativeEuclideanDistance"
+_RMSE = "RootMeanSquareError"
 
 
 @dataclass(frozen=True)
@@ -186,6 +194,22 @@ def _red(row) -> Optional[float]:
     return value if isinstance(value, float) and not math.isnan(value) else None
 
 
+def _rmse(row) -> Optional[float]:
+    value = row.metric(_RMSE) if row.compared else None
+    return value if isinstance(value, float) and math.isfinite(value) else None
+
+
+def _absolute_jump(output, total: float, floor: float, inputs: Sequence) -> Optional[float]:
+    """``RMSE(output) / max(sum RMSE(inputs), floor * rms(reference output))``, ``None`` when a figure is missing
+    (an ``EMPTY`` input counts 0) or the output's RED is 0 (then there is no jump to measure)."""
+    errors = [0.0 if row.status is Status.EMPTY else _rmse(row) for row in inputs]
+    out = _rmse(output)
+    if out is None or any(e is None for e in errors) or not total:
+        return None
+    reference_rms = out / total
+    return out / max(sum(e for e in errors if e is not None), floor * reference_rms)
+
+
 def _is_float(dtype: str) -> bool:
     return dtype.startswith(("float", "bfloat"))
 
@@ -243,6 +267,9 @@ def _measure_op(name: str, rows: Sequence, position: int, replay_note: str) -> O
                              total=total, why_not=f"{why}; {reason}", uncompared_inputs=uncompared)
     floor = _jump_floor(worst.npu_dtype)
     jump = total / max(max(inputs), floor)
+    absolute = _absolute_jump(worst, total, floor, [r for r in float_inputs]) if op_type in ADDITIVE_TYPES else None
+    if absolute is not None:
+        jump = absolute
     return OpAttribution(name, op_type, position, METHOD_ERROR_JUMP, worst.tensor_id, worst.npu_dtype, jump,
                          floor=floor, total=total, inputs_total=max(inputs),
                          standout=total > floor and jump >= JUMP_FACTOR, why_not=why)

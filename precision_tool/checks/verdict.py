@@ -356,6 +356,10 @@ def _overflow_culprit(overflow, compare=None) -> Optional[Culprit]:
 
 def _also(culprit: Optional[Culprit], overflow, fusion, compare) -> List[str]:
     lines = []
+    result = getattr(compare, "result", None)
+    if result is not None and not result.compared:
+        lines.append("nothing was compared: no NPU tensor has a reference counterpart (the NPU dumps hold "
+                     f"{'no tensor' if not result.results else 'only tensors without one'}); exit 2")
     named = culprit.op_name if culprit is not None else None
     first = overflow.records.first
     if first is not None and not (named and _same_op(first.op_name, named)):

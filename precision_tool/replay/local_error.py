@@ -7,7 +7,9 @@ can) and the reference ``r`` (the float32 reference run), all as float64 in the 
   elements finite in both (``0`` when both norms are 0, ``inf`` when only ``y``'s is);
 * ``rounding = RED(round(p), p)``, ``round`` storing ``p`` in the NPU output's dtype (float16, bfloat16,
   float32): the error of the exact answer written in that dtype -- about ``u / sqrt(3)`` for values that are
-  not representable, 0 for an op whose results are (ReLU, MaxPool of float16 inputs);
+  not representable, 0 for an op whose results are (ReLU, MaxPool of float16 inputs). For float32, writing a
+  subnormal as 0 counts as rounding (TensorFlow's CPU kernels flush float32 subnormals to zero, so a result
+  shrinking below 2^-126 would otherwise look like a kernel losing 100%);
 * ``floor = max(FLOOR_FACTOR * rounding, MIN_FLOOR[dtype])``: what rounding inside the op (a fused group rounds
   before its activation, accumulators round at the end) can add on top, with a minimum per dtype for ops whose
   results happen to be representable. ``FLOOR_FACTOR`` is 4; ``MIN_FLOOR`` is ``u/16`` for float16 and
@@ -158,6 +160,10 @@ def measure_output(tensor_id: str, npu: np.ndarray, replay: np.ndarray, npu_dtyp
     n, p = _Finite.of(npu), _Finite.of(replay)
     rounded = _Finite(round_to(p.values, npu_dtype) if npu_dtype in UNIT_ROUNDOFF else p.values)
     rounding = _red(rounded, p)
+    if npu_dtype == "float32":  # kernels flush float32 subnormals to zero: that is rounding too
+        tiny = float(np.finfo(np.float32).tiny)
+        flushed = _Finite(np.where(np.abs(rounded.values) < tiny, 0.0, rounded.values))
+        rounding = max(rounding, _red(flushed, p))
     floor = max(FLOOR_FACTOR * rounding, MIN_FLOOR.get(npu_dtype, 0.0))
     made = None if n.mask is None else ~n.mask if p.mask is None else ~n.mask & p.mask
     if made is not None and made.any():

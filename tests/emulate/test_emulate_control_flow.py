@@ -18,7 +18,9 @@ from test_emulate_batchnorm import build_graph, reference
 
 pytestmark = pytest.mark.tf
 SCRIPTS = Path(__file__).resolve().parent / "scripts"
-CASES = ("cond", "cond_else", "case", "while", "nested", "tensor_array", "lstm", "gru", "graph_cond")
+CASES = ("cond", "cond_else", "case", "while", "nested", "tensor_array", "lstm", "gru", "graph_cond", "print_cond",
+         "dynamic_array", "counter_only")
+CLEAN = CASES[:-1]  # counter_only computes nothing on the NPU: nothing to compare
 LSTM = "rnn/lstm/PartitionedCall/while"
 GRU = "gru_net_1/gru_1/while"
 
@@ -51,7 +53,7 @@ def tf_ops(ws: Path) -> dict:
     return found
 
 
-@pytest.mark.parametrize("case", CASES)
+@pytest.mark.parametrize("case", CLEAN)
 def test_ac_names_no_culprit_and_every_dumped_npu_tensor_is_aligned(cases, case):
     assert_clean_autocheck(cases.summary[case])
 
@@ -109,6 +111,31 @@ def test_a_fault_in_one_iteration_of_an_lstm_is_found_in_that_iteration(cases):
 def test_a_frozen_graph_def_with_functional_control_flow_is_unrolled_as_the_traced_model(cases):
     assert_clean_autocheck(cases.summary["functional_graph_def"])
     assert tf_ops(cases["functional_graph_def"]) == tf_ops(cases["nested"])
+
+
+def test_a_loop_returning_only_its_counter_leaves_no_npu_op_and_ac_says_nothing_was_compared(cases):
+    info = cases.summary["counter_only"]
+    assert info["coverage"]["npu_tensors"] == 0 and info["exit"] == 2 and info["cli_no_replay_exit"] == 2
+    assert ("nothing was compared: no NPU tensor has a reference counterpart (the NPU dumps hold no tensor); "
+            "exit 2") in info["also"]
+    # the count, by hand: halvings of the batch (control_flow.py's inputs()) until its largest |x| is <= 0.1
+    peak, count = float(np.abs(np.random.default_rng(1).uniform(-1.0, 1.0, (2, 8)).astype("float32")).max()), 0
+    while peak > 0.1:
+        peak, count = peak * 0.5, count + 1
+    assert reference(cases["counter_only"], "Identity") == count == 4
+
+
+def test_a_print_in_a_branch_is_no_npu_op(cases):
+    ops = tf_ops(cases["print_cond"])
+    assert ops["branch/then/up"] == "MatMulV2" and not [t for t in ops.values() if t in ("PrintV2", "StringFormat")]
+
+
+def test_nested_loops_over_50000_unrolled_ops_are_refused_in_one_line(cases):
+    refused = cases.summary["nested_big"]
+    assert refused["type"] == "EmulationError" and not refused["left_folder"]
+    assert refused["error"].startswith(f"{SCRIPTS / 'control_flow.py'}: unrolling the control flow at outer/iteration_")
+    assert refused["error"].endswith("takes more than 50000 ops (nested loops multiply); the emulator unrolls loops "
+                                     "(shorten the loops for the emulation)")
 
 
 def test_a_loop_of_more_than_1000_iterations_is_refused_in_one_line(cases):

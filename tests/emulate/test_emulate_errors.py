@@ -166,3 +166,28 @@ def test_a_folder_without_manifest_is_never_replaced_and_the_message_says_why(tm
         check_workspace(str(tmp_path), force=True)
     assert "holds no manifest.json, so it is not a finished emulation" in str(info.value)
     assert "a failed emulation leaves no folder" in str(info.value)
+
+
+@pytest.mark.parametrize("text, kind, expected", [
+    # TensorFlow's "in user code:" traceback, Keras's wrapping, terminal colours and argument lists
+    ("in user code:\n\n    File \"/x/tf_graph.py\", line 150, in call  *\n        return model(x)\n"
+     "    File \"/m.py\", line 15, in call\n        if tf.reduce_sum(h) > 0:\n\n"
+     "    OperatorNotAllowedInGraphError: Exception encountered when calling Net.call().\n    \n"
+     "    \x1b[1mUsing a symbolic `tf.Tensor` as a Python `bool` is not allowed. You can attempt the following "
+     "resolutions to the problem: If you are running in Graph mode, use Eager execution mode or decorate this "
+     "function with @tf.function.\x1b[0m\n    \n    Arguments received by Net.call():\n      \u2022 x=tf.Tensor\n",
+     "OperatorNotAllowedInGraphError",
+     "OperatorNotAllowedInGraphError: Using a symbolic `tf.Tensor` as a Python `bool` is not allowed."),
+    ("Exception encountered when calling Gate.call().\n\n\x1b[1mCould not automatically infer the output shape / "
+     "dtype of 'gate' (of type Gate). Error encountered:\n\nboom happened\x1b[0m\n", "ValueError",
+     "ValueError: boom happened"),
+    ("MLIR Graph Optimizer failed: ", "InvalidArgumentError",
+     "InvalidArgumentError: MLIR Graph Optimizer failed: (TensorFlow logged the details above)"),
+    ("boom in train_graph", "ValueError", "ValueError: boom in train_graph"),
+    ("", "KeyError", "KeyError"),
+])
+def test_a_wrapped_tensorflow_or_keras_error_is_told_by_its_cause_in_one_line(text, kind, expected):
+    from precision_tool.capture.emulate.errors import cause_line
+
+    error = type(kind, (Exception,), {})(text)
+    assert cause_line(error) == expected

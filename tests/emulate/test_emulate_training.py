@@ -131,3 +131,41 @@ def test_what_the_emulator_does_not_model_is_refused_in_one_line(cases):
     assert "(ResourceApplyAdam) writes a variable in a way the emulator does not model" in adam["error"]
     assert dense == {"error": f"--step 2: {SCRIPTS / 'dense_function.py'} is not a training step; --step needs "
                               "train_graph()", "type": "EmulationError", "left_folder": False}
+
+
+# -------------------------------------------------------------------------- train_variants.py
+# (variant, write op, variable whose value after TensorFlow's step it must equal)
+VARIANT_WRITES = [
+    ("ema", "ExponentialMovingAverage/AssignMovingAvg/AssignSubVariableOp", "fc1/kernel/ExponentialMovingAverage"),
+    ("ema", "ExponentialMovingAverage/AssignMovingAvg_1/AssignSubVariableOp", "fc1/bias/ExponentialMovingAverage"),
+    ("clip", "clip", "fc1/kernel"),
+    ("embedding", "GradientDescent/update_emb/ResourceScatterAdd", "emb"),
+    ("dropout", "GradientDescent/update_fc1/kernel/ResourceApplyGradientDescent", "fc1/kernel"),
+]
+
+
+@pytest.mark.parametrize("variant", ["ema", "clip", "embedding", "dropout"])
+def test_training_variants_are_clean(cases, variant):
+    assert_clean_autocheck(cases.summary[f"variant_{variant}"])
+
+
+@pytest.mark.parametrize("variant, write, variable", VARIANT_WRITES)
+def test_reads_after_writes_sparse_updates_and_dropout_at_step_n_follow_tensorflow(cases, variant, write, variable):
+    # an EMA applied after the step averages the new weights; a clip after the step clips them; a sparse update
+    # adds its rows; dropout at step 2 draws the mask TensorFlow draws at step 2 (the loss says so)
+    ws, expected = cases[f"variant_{variant}"], np.load(str(cases[f"variant_{variant}.expected.npz"]))
+    np.testing.assert_allclose(reference(ws, write), expected[f"variables/{variable}"], rtol=2e-5, atol=1e-7)
+    np.testing.assert_allclose(reference(ws, "loss"), expected["loss"], rtol=1e-6)
+
+
+def test_training_through_a_loop_and_an_assign_tensor_are_refused_in_one_line(cases):
+    rnn, assign = cases.summary["variant_rnn"], cases.summary["variant_assign"]
+    script = SCRIPTS / "train_variants.py"
+    assert rnn["type"] == "EmulationError" and not rnn["left_folder"]
+    assert rnn["error"].startswith(f"{script}: op gradients/lstm/")
+    assert rnn["error"].endswith("is the gradient of a while loop (training through a tf.while_loop or a Keras RNN), "
+                                 "which the emulator does not unroll (for a training step, unroll the loop in the "
+                                 "model: LSTM(..., unroll=True), a Python for loop)")
+    assert assign == {"error": f"{script}: train_graph() returned no training op (a tf.Operation) (return (loss, "
+                               "optimizer.minimize(loss)); for a variable's assign, return its .op)",
+                      "type": "ModelScriptError", "left_folder": False}

@@ -15,6 +15,7 @@ from precision_tool.status import Status
 
 pytestmark = pytest.mark.compat
 RED = ALL.index("RelativeEuclideanDistance")
+RMSE = ALL.index("RootMeanSquareError")
 REPO = Path(__file__).resolve().parents[2]
 
 
@@ -23,10 +24,11 @@ class _Result:
         self.results = tuple(rows)
 
 
-def _row(index, op, kind, red=None, local=None, floor=None, dtype="float16", k=0, compared=True):
+def _row(index, op, kind, red=None, local=None, floor=None, dtype="float16", k=0, compared=True, rmse=None):
     metrics = [None] * len(ALL)
     metrics[0] = 0.999
     metrics[RED] = red
+    metrics[RMSE] = rmse
     status = Status.PASS if compared else Status.NOT_COMPARED
     return TensorResult(index, f"{op}:{kind}:{k}", op, kind, k, "Conv2D", status, npu_dtype=dtype,
                         metrics=tuple(metrics), local_error=local, local_floor=floor,
@@ -92,6 +94,22 @@ def test_a_step_function_is_not_judged_by_its_error_jump():
     (op,) = attribute(_Result(rows), "replay not asked for").ops
     assert op.method == METHOD_NONE and not op.standout and op.total == pytest.approx(0.0248)
     assert "a ReluGrad output jumps where an input crosses a step" in op.why_not
+
+
+def test_a_difference_of_close_values_is_judged_on_absolute_errors():
+    # shadow - weight of an EMA: inputs of rms 1 with absolute errors 7.7e-6 and 1e-8 (RED 0.00077%), output of
+    # rms 0.018 with absolute error 7.7e-6 (RED 0.043%): relative, a jump of 55; absolute, 7.7e-6 / 7.71e-6 = 1
+    rows = [dataclasses.replace(row, op_type="Sub") for row in (
+        _row(0, "d", TensorKind.INPUT, red=7.7e-6, rmse=7.7e-6, dtype="float32", k=0),
+        _row(0, "d", TensorKind.INPUT, red=1e-8, rmse=1e-8, dtype="float32", k=1),
+        _row(0, "d", TensorKind.OUTPUT, red=7.7e-6 / 0.018, rmse=7.7e-6, dtype="float32"))]
+    (op,) = attribute(_Result(rows), "replay not asked for").ops
+    assert op.method == METHOD_ERROR_JUMP and not op.standout and op.score == pytest.approx(7.7e-6 / 7.71e-6)
+    # the same op adding 100x its inputs' absolute error of its own stands out
+    rows[2] = dataclasses.replace(rows[2], metrics=tuple(7.7e-4 if i == RMSE else 7.7e-4 / 0.018 if i == RED else m
+                                                         for i, m in enumerate(rows[2].metrics)))
+    (op,) = attribute(_Result(rows), "replay not asked for").ops
+    assert op.standout and op.score == pytest.approx(7.7e-4 / 7.71e-6)
 
 
 def test_an_uncompared_float_input_leaves_the_op_unmeasured():

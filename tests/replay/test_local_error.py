@@ -77,3 +77,16 @@ def test_integer_outputs_count_differing_elements():
 def test_the_total_error_is_the_npu_against_the_reference():
     measured = measure_output("t", np.array([2.0, 0.0]), np.array([1.0, 0.0]), "float32", np.array([1.0, 0.0]))
     assert (measured.local, measured.inherited, measured.total) == (1.0, 0.0, 1.0)
+
+
+def test_float32_subnormals_flushed_to_zero_are_rounding_not_a_kernel_error():
+    # a value shrinking geometrically: 2^-120 .. 2^-140; TensorFlow's CPU kernels (and so the emulated NPU) write
+    # the ones below 2^-126 (float32's smallest normal) as 0
+    replay = 2.0 ** -np.arange(120, 141, dtype=np.float64)
+    npu = np.where(replay < 2.0 ** -126, 0.0, replay).astype(np.float32)
+    error = measure_output("t", npu, replay, "float32")
+    assert error.local > MIN_FLOOR["float32"]  # a 1.6% difference, all of it below 2^-126 ...
+    assert error.local <= error.floor  # ... which is what storing the answer in float32 may do
+    # float16 outputs keep their subnormals: no such allowance
+    half = measure_output("h", np.zeros(3, np.float16), np.array([1e-6, 2e-6, 3e-6]), "float16")
+    assert half.local > half.floor

@@ -45,6 +45,7 @@ WHILE_TYPES = frozenset({"While", "StatelessWhile"})
 CALL_TYPES = frozenset({"PartitionedCall", "StatefulPartitionedCall"})
 FUNCTIONAL_TYPES = IF_TYPES | CASE_TYPES | WHILE_TYPES | CALL_TYPES
 MAX_ITERATIONS = 1000
+MAX_UNROLLED_OPS = 50000  # over every loop and branch: nested loops multiply
 LIST_PASS_THROUGH = frozenset({"Identity", "IdentityN", "StopGradient", "Snapshot"})
 
 
@@ -82,6 +83,7 @@ def unroll_control_flow(graph_def, feeds: Mapping[str, np.ndarray], outputs: Seq
     library = {function.signature.name: function for function in graph.library.function}
     outputs = list(outputs)
     original: Dict[str, str] = {}  # an inlined op's name -> its name in its function
+    added = [0]  # ops added so far, over every round
     functions = _library_graph(graph)
     while True:
         flow = [node for node in graph.node if node.op in FUNCTIONAL_TYPES]
@@ -90,15 +92,19 @@ def unroll_control_flow(graph_def, feeds: Mapping[str, np.ndarray], outputs: Seq
         decisions = _decide(graph, flow, feeds, script, variables or {})
         for node in flow:
             with functions.as_default():  # where the functions a branch or body calls are looked up
-                replacement = _Inliner(graph, library, original).replace(node, decisions.get(node.name), script)
+                replacement = _Inliner(graph, library, original, added).replace(node, decisions.get(node.name), script)
             outputs = [_rewired(name, replacement) for name in outputs]
     _TensorLists(graph, feeds, script, variables or {}).rewrite()
     del graph.library.function[:]
-    from precision_tool.capture.emulate.tf_graph import quiet_tensorflow_logger
+    return prune(graph, outputs, feeds), outputs
 
-    with quiet_tensorflow_logger():  # extract_sub_graph logs its deprecation
-        graph = tf.compat.v1.graph_util.extract_sub_graph(graph, sorted({split_tensor_name(t)[0] for t in outputs}))
-    return graph, outputs
+
+def prune(graph_def, outputs: Sequence[str], feeds: Mapping[str, np.ndarray]):
+    """``graph_def`` cut to what ``outputs`` (tensor or op names) need, its fed placeholders kept even when
+    nothing reads them any more (a loop returning only its counter)."""
+    keep = {split_tensor_name(t)[0] for t in outputs} | {split_tensor_name(t)[0] for t in feeds}
+    with _quiet():  # extract_sub_graph logs its deprecation
+        return tf.compat.v1.graph_util.extract_sub_graph(graph_def, sorted(keep))
 
 
 def _library_graph(graph_def):
@@ -139,7 +145,7 @@ def resolve_v1_conditionals(graph_def, feeds: Mapping[str, np.ndarray], outputs:
     """
     graph = tf.compat.v1.GraphDef()
     graph.CopyFrom(graph_def)
-    nodes = _graph_order(graph)
+    nodes = graph_order(graph)
     dead: Set[str] = set()  # dead tensors ("op:k"); a dead op has every output dead
     predicates: Dict[str, bool] = {}
     chosen: Dict[str, str] = {}  # a live Merge -> its live input
@@ -187,10 +193,7 @@ def resolve_v1_conditionals(graph_def, feeds: Mapping[str, np.ndarray], outputs:
             op_name, index = split_tensor_name(source)
             if not source.startswith("^") and index == 1 and op_name in switches:
                 node.input[k] = op_name
-    graph = resolved
-    with _quiet():
-        graph = tf.compat.v1.graph_util.extract_sub_graph(graph, sorted({split_tensor_name(t)[0] for t in outputs}))
-    return graph, list(outputs)
+    return prune(resolved, outputs, feeds), list(outputs)
 
 
 def _output_count(node) -> int:
@@ -278,7 +281,7 @@ def _decide(graph_def, flow, feeds, script: str, variables: Mapping[str, np.ndar
     return decided
 
 
-def _graph_order(graph_def) -> list:
+def graph_order(graph_def) -> list:
     """The nodes of ``graph_def``, producers (data and control) first."""
     by_name = {node.name: node for node in graph_def.node}
     records = [TfOp(node.name, node.op, tuple(s.lstrip("^") for s in node.input)) for node in graph_def.node]
@@ -292,13 +295,16 @@ def _last_segment(name: str) -> str:
 class _Inliner:
     """Replaces one functional op by the ops of one of its functions (see the module docstring)."""
 
-    def __init__(self, graph_def, library, original: Dict[str, str]):
+    def __init__(self, graph_def, library, original: Dict[str, str], added: List[int]):
         self.graph = graph_def
+        self.added = added
         self.library = library
         self.original = original
+        self.script = "MODEL_SCRIPT"
         self.names: Set[str] = {node.name for node in graph_def.node}
 
     def replace(self, node, decision: Optional[np.ndarray], script: str) -> Dict[str, str]:
+        self.script = script
         """Inline ``node``'s path and remove it; returns ``{"node:k": tensor now carrying output k}``."""
         data = [name for name in node.input if not name.startswith("^")]
         control = [name for name in node.input if name.startswith("^")]
@@ -330,10 +336,15 @@ class _Inliner:
     def _loop(self, node, data, control, decision, script: str) -> List[str]:
         body = self.library[node.attr["body"].func.name]
         arguments = body.signature.input_arg
+        if "_grad" in node.name or "_grad" in body.signature.name:  # while_v2's gradient loop (TensorList stacks)
+            raise EmulationError(f"{script}: op {node.name} ({node.op}) is the gradient of a while loop (training "
+                                 "through a tf.while_loop or a Keras RNN), which the emulator does not unroll",
+                                 "for a training step, unroll the loop in the model: LSTM(..., unroll=True), a "
+                                 "Python for loop")
         if not arguments or not arguments[0].name.endswith("loop_counter"):
             raise EmulationError(f"{script}: op {node.name} ({node.op}) is a while loop without TensorFlow's loop "
                                  "counter, which the emulator cannot unroll",
-                                 "build the model with TensorFlow 2 (tf.function or wrap_function)")
+                                 "build the loop with tf.while_loop in TensorFlow 2 (tf.function or graph_model())")
         iterations = int(np.asarray(decision).reshape(-1)[0])
         if iterations > MAX_ITERATIONS:
             raise EmulationError(f"{script}: op {node.name} ({node.op}) runs {iterations} iterations; the emulator "
@@ -357,6 +368,12 @@ class _Inliner:
         function = self.library[function_name]
         body, flat = function_def_to_graph_def(function)
         parameters = {arg.name: argument for arg, argument in zip(function.signature.input_arg, arguments)}
+        inner_ops = sum(1 for inner in body.node if inner.name not in parameters)
+        self.added[0] += inner_ops
+        if self.added[0] > MAX_UNROLLED_OPS:
+            raise EmulationError(f"{self.script}: unrolling the control flow at {prefix} takes more than "
+                                 f"{MAX_UNROLLED_OPS} ops (nested loops multiply); the emulator unrolls loops",
+                                 "shorten the loops for the emulation")
         renamed: Dict[str, str] = {}
         for inner in body.node:
             if inner.name not in parameters:
@@ -465,23 +482,27 @@ class _TensorLists:
         self.graph, self.feeds, self.script, self.variables = graph_def, feeds, script, variables
 
     def rewrite(self) -> None:
-        lists = [node for node in self.graph.node if node.op.startswith("TensorList")]
+        lists = [node for node in self.graph.node if node.op.startswith("TensorList") or node.op == "EmptyTensorList"]
         if not lists:
             return
         known = self._indices(lists)
         values: Dict[str, Union[_Slices, _Items]] = {}
         removed: Set[str] = set()
-        for node in _graph_order(self.graph):
+        for node in graph_order(self.graph):
             listed = [s for s in node.input if not s.startswith("^") and _key(s) in values]
             if node.op == "TensorListFromTensor":
                 values[_key(node.name)] = _Slices(node.input[0], self._length(node.input[0]))
                 removed.add(node.name)
-            elif node.op == "TensorListReserve":
-                values[_key(node.name)] = _Items([None] * int(known[_key(node.input[1])]))
+            elif node.op in ("TensorListReserve", "EmptyTensorList"):
+                count = int(known[_key(node.input[1])]) if node.op == "TensorListReserve" else 0
+                values[_key(node.name)] = _Items([None] * max(count, 0))
                 removed.add(node.name)
             elif node.op == "TensorListSetItem":
                 base = self._items(node, values[_key(node.input[0])])
                 items = list(base.items)
+                if "resize_if_index_out_of_bounds" in node.attr and node.attr["resize_if_index_out_of_bounds"].b:
+                    wanted = int(np.asarray(known[_key(node.input[1])]).reshape(-1)[0])  # dynamic_size=True
+                    items += [None] * max(0, wanted + 1 - len(items))
                 items[self._index(node, known, len(items))] = node.input[2]
                 values[_key(node.name)] = _Items(items)
                 removed.add(node.name)

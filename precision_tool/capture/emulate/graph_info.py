@@ -24,6 +24,7 @@ PASS_THROUGH_TYPES = frozenset({"Identity", "NoOp", "StopGradient", "Snapshot", 
 INPUT_TYPES = frozenset({"Placeholder", "PlaceholderWithDefault"})
 SHAPE_ONLY_TYPES = frozenset({"Shape", "Size", "Rank", "ShapeN"})
 FLOAT_DTYPES = frozenset({"float16", "float32", "float64", "bfloat16"})
+NON_NUMERIC_DTYPES = frozenset({"object", "string", "variant", "resource"})  # names TfTensor.dtype may hold
 
 
 def tensor_name(op_name: str, index: int = 0) -> str:
@@ -155,10 +156,12 @@ def constant_ops(graph: TfGraph) -> Set[str]:
 
 
 def compute_ops(graph: TfGraph, constants: Optional[Iterable[str]] = None) -> List[TfOp]:
-    """The ops the NPU executes, in topological order: neither input, constant, nor pass-through."""
+    """The ops the NPU executes, in topological order: neither input, constant, nor pass-through, and with a
+    numeric output (``PrintV2`` and ``Assert`` write nothing, ``StringFormat`` a string: the host's business,
+    nothing to dump or compare)."""
     constants = constant_ops(graph) if constants is None else set(constants)
     return [op for op in graph.ops if op.type not in INPUT_TYPES and op.type not in PASS_THROUGH_TYPES
-            and op.name not in constants]
+            and op.name not in constants and any(t.dtype not in NON_NUMERIC_DTYPES for t in op.outputs)]
 
 
 def consumers(graph: TfGraph, aliases: Mapping[str, str]) -> Dict[str, List[Tuple[str, int]]]:

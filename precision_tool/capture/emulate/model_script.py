@@ -40,7 +40,7 @@ from typing import Any, Callable, Optional, Tuple
 
 import numpy as np
 
-from precision_tool.capture.emulate.errors import ModelScriptError
+from precision_tool.capture.emulate.errors import ModelScriptError, cause_line
 from precision_tool.capture.emulate.graph_def_model import load_graph_def
 from precision_tool.capture.emulate.tf_graph import GraphFunction
 from precision_tool.capture.emulate.train_step import TrainStep
@@ -94,18 +94,13 @@ class ModelScript:
         return tuple(checked)
 
 
-def _one_line(error: BaseException) -> str:
-    text = str(error).strip().splitlines()
-    return f"{type(error).__name__}: {text[0]}" if text else type(error).__name__
-
-
 def _call(script: ModelScript, function, label: str):
     try:
         return function()
     except ModelScriptError:
         raise
     except Exception as error:  # anything the user's code raises is a user error, shown in one line
-        raise ModelScriptError(f"{script.path}: {label} raised {_one_line(error)}") from error
+        raise ModelScriptError(f"{script.path}: {label} raised {cause_line(error)}") from error
 
 
 def load_model_script(path: str) -> ModelScript:
@@ -126,7 +121,7 @@ def load_model_script(path: str) -> ModelScript:
     try:
         spec.loader.exec_module(module)
     except Exception as error:
-        raise ModelScriptError(f"{path}: importing it raised {_one_line(error)}") from error
+        raise ModelScriptError(f"{path}: importing it raised {cause_line(error)}") from error
     except SystemExit as error:
         raise ModelScriptError(f"{path}: importing it called sys.exit({error.code})") from None
     finally:

@@ -35,7 +35,7 @@ import numpy as np
 from precision_tool.capture.emulate import op_tables as T
 from precision_tool.capture.emulate.control_flow import (has_functional_control_flow, has_v1_conditionals,
                                                           resolve_v1_conditionals, unroll_control_flow)
-from precision_tool.capture.emulate.errors import EmulationError, ModelScriptError
+from precision_tool.capture.emulate.errors import EmulationError, ModelScriptError, cause_line
 from precision_tool.capture.emulate.graph_info import (TfGraph, TfOp, TfTensor, consumers, tensor_aliases,
                                                        tensor_name, topological_order)
 from precision_tool.tf_runtime import session_config
@@ -91,15 +91,6 @@ TF1_HINT = ("model() is traced with tf.function; for TF1 graph code (tf.compat.v
 KERAS2_HINT = ("tf.compat.v1.layers needs Keras 2: pip install tf_keras, and set TF_USE_LEGACY_KERAS=1 before "
                "anything uses tf.keras (first lines of the script)")
 
-
-def _error_line(error: BaseException) -> str:
-    """``Type: first line``; for TensorFlow's ``in user code:`` errors, the last line, which holds the cause."""
-    lines = [line.strip() for line in str(error).splitlines() if line.strip()]
-    if not lines:
-        return type(error).__name__
-    if lines[0] == "in user code:" and len(lines) > 1:
-        return lines[-1] if ":" in lines[-1] else f"{type(error).__name__}: {lines[-1]}"
-    return f"{type(error).__name__}: {lines[0]}"
 
 
 def _input_names(model, count: int) -> Tuple[str, ...]:
@@ -213,7 +204,7 @@ def freeze_model(model, batch: Sequence[np.ndarray], script: str = "MODEL_SCRIPT
             with _functional_case():
                 frozen = convert_variables_to_constants_v2(_trace(model, specs, keras_model), lower_control_flow=False)
     except Exception as error:  # the user's model code raised while being traced
-        cause = _error_line(error)
+        cause = cause_line(error)
         raise ModelScriptError(f"{script}: tracing {label} on inputs of shape "
                                f"{', '.join(str(a.shape) for a in batch)} failed: {cause}",
                                _trace_hint(cause, graph_code)) from error

@@ -25,13 +25,20 @@ The step is then frozen as a pure function of the batch (:func:`freeze_train_ste
                                                    ``W = v - W/step``
   ``ResourceApplyKerasMomentum(v, a, lr, g, m)``   ``W/accum = a * m - lr * g``; ``W = v + W/accum``
                                                    (Nesterov: ``v + m * W/accum - lr * g``)
+  ``ResourceScatterAdd(v, i, u)`` / ``...Sub``     ``TensorScatterAdd(v, W/rows, u)`` (``W/rows``: ``i`` with
+                                                   a last axis of 1), an embedding's sparse update
   ===============================================  ==================================================
 
   (and the ref-variable forms ``ApplyGradientDescent``, ``ApplyMomentum``). The update arithmetic is marked
   to run in float32 (:data:`KEEP_FP32_ATTR`): master weights are float32 under mixed precision. Any other
-  write to a variable (another optimizer, a scatter update) is refused in one line naming it.
+  write to a variable (another optimizer) is refused in one line naming it.
 
-Reads see the value at the start of the step, whatever control dependencies order them after a write.
+A stateful random op (dropout's ``RandomUniform`` ...) becomes a ``Const`` of what it draws in step N, on both
+sides (its state after steps 0 to N-1).
+
+A read is the variable's value as of the op: at the start of the step, or the value of the latest write that
+its (data or control) inputs order before it -- an exponential moving average applied after the optimizer step
+reads the new weights. Embedding lookups (``ResourceGather``) are ``GatherV2`` of that value.
 
 Control flow in the step (a dynamic loss scale applies the gradients and updates its scale in ``tf.cond`` ops)
 is unrolled first (:func:`~.control_flow.unroll_control_flow`), the path decided with the variables' values at
@@ -42,12 +49,12 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
-from typing import Any, Callable, Dict, List, Sequence, Tuple
+from typing import Any, Callable, Dict, List, Mapping, Sequence, Tuple
 
 import numpy as np
 
 from precision_tool.capture.emulate.control_flow import has_functional_control_flow, unroll_control_flow
-from precision_tool.capture.emulate.errors import EmulationError, ModelScriptError
+from precision_tool.capture.emulate.errors import EmulationError, ModelScriptError, cause_line
 from precision_tool.capture.emulate.op_tables import KEEP_FP32_ATTR
 from precision_tool.capture.emulate.graph_info import split_tensor_name, tensor_name
 from precision_tool.lazy import lazy_import
@@ -55,11 +62,11 @@ from precision_tool.lazy import lazy_import
 tf = lazy_import("tensorflow")
 
 VARIABLE_TYPES = frozenset({"VarHandleOp", "VariableV2", "Variable"})
-READ_TYPES = frozenset({"ReadVariableOp"})
+READ_TYPES = frozenset({"ReadVariableOp", "ResourceGather", "ResourceGatherNd"})
 WRITE_TYPES = frozenset({
     "AssignVariableOp", "Assign", "AssignSubVariableOp", "AssignSub", "AssignAddVariableOp", "AssignAdd",
     "ResourceApplyGradientDescent", "ApplyGradientDescent", "ResourceApplyMomentum", "ApplyMomentum",
-    "ResourceApplyKerasMomentum",
+    "ResourceApplyKerasMomentum", "ResourceScatterAdd", "ScatterAdd", "ResourceScatterSub", "ScatterSub",
 })
 MAX_STEPS = 10000
 
@@ -99,7 +106,7 @@ def freeze_train_step(model: TrainStep, batch: Sequence[np.ndarray], steps: int 
     EmulationError
         a write the emulator does not model; ``steps`` out of range.
     """
-    from precision_tool.capture.emulate.tf_graph import FrozenModel, LEGACY_KERAS, _error_line, quiet_tensorflow_logger
+    from precision_tool.capture.emulate.tf_graph import FrozenModel, LEGACY_KERAS, quiet_tensorflow_logger
     from precision_tool.tf_runtime import session_config
 
     if not 0 <= steps <= MAX_STEPS:
@@ -117,12 +124,12 @@ def freeze_train_step(model: TrainStep, batch: Sequence[np.ndarray], steps: int 
             variables = tf.compat.v1.global_variables()
             values = {_variable_node(v): v.value() for v in variables}
     except Exception as error:
-        raise ModelScriptError(f"{script}: building {model.label} failed: {_error_line(error)}") from error
+        raise ModelScriptError(f"{script}: building {model.label} failed: {cause_line(error)}") from error
     tensors = [t for t in returned if isinstance(t, tf.Tensor)]
     operations = [t for t in returned if isinstance(t, tf.Operation)]
     if not operations:
-        raise ModelScriptError(f"{script}: {model.label} returned no training op",
-                               "return (loss, optimizer.minimize(loss))")
+        raise ModelScriptError(f"{script}: {model.label} returned no training op (a tf.Operation)",
+                               "return (loss, optimizer.minimize(loss)); for a variable's assign, return its .op")
     feed = dict(zip(placeholders, batch))
     try:
         with tf.compat.v1.Session(graph=graph, config=session_config()) as session:
@@ -130,9 +137,10 @@ def freeze_train_step(model: TrainStep, batch: Sequence[np.ndarray], steps: int 
             for _ in range(steps):
                 session.run(operations, feed)
             start = dict(zip(values, session.run(list(values.values()))))
+            draws = _random_draws(graph, session, feed)
     except Exception as error:
-        raise ModelScriptError(f"{script}: running {model.label} failed: {_error_line(error)}") from error
-    graph_def = graph.as_graph_def()
+        raise ModelScriptError(f"{script}: running {model.label} failed: {cause_line(error)}") from error
+    graph_def = _with_constants(graph.as_graph_def(), draws)
     returned_names = [t.name for t in tensors]
     if has_functional_control_flow(graph_def):  # e.g. a dynamic loss scale: the path step N takes, unrolled
         names = returned_names + [op.name for op in operations]
@@ -147,6 +155,35 @@ def freeze_train_step(model: TrainStep, batch: Sequence[np.ndarray], steps: int 
     outputs = tuple(returned_names) + tuple(tensor_name(name) for name in written)
     inputs = tuple(p.name for p in placeholders)
     return FrozenModel(frozen.SerializeToString(), inputs, outputs, training_step=steps)
+
+
+RANDOM_TYPES = frozenset({"RandomUniform", "RandomStandardNormal", "TruncatedNormal", "RandomUniformInt",
+                          "RandomShuffle", "Multinomial", "RandomGamma", "RandomPoisson", "RandomPoissonV2"})
+
+
+def _random_draws(graph, session, feed) -> Dict[str, np.ndarray]:
+    """What each stateful random op of the graph (dropout's ``RandomUniform`` ...) draws in step N: run once now,
+    after steps 0 to N-1, each advances its state as a step would."""
+    randoms = [op for op in graph.get_operations() if op.type in RANDOM_TYPES]
+    if not randoms:
+        return {}
+    drawn = session.run([op.outputs[0] for op in randoms], feed)
+    return {op.name: np.asarray(value) for op, value in zip(randoms, drawn)}
+
+
+def _with_constants(graph_def, values: Mapping[str, np.ndarray]):
+    """``graph_def`` with the ops named in ``values`` turned into ``Const`` ops of those values (same names)."""
+    for node in graph_def.node:
+        if node.name in values:
+            proto = tf.make_tensor_proto(values[node.name])
+            control = [i for i in node.input if i.startswith("^")]
+            name = node.name
+            node.Clear()
+            node.name, node.op = name, "Const"
+            node.input.extend(control)
+            node.attr["dtype"].CopyFrom(tf.compat.v1.AttrValue(type=proto.dtype))
+            node.attr["value"].CopyFrom(tf.compat.v1.AttrValue(tensor=proto))
+    return graph_def
 
 
 def _variable_node(variable) -> str:
@@ -189,17 +226,58 @@ class _Rewriter:
         const.attr["dtype"].CopyFrom(tf.compat.v1.AttrValue(type=proto.dtype))
         const.attr["value"].CopyFrom(tf.compat.v1.AttrValue(tensor=proto))
 
-    def write(self, node) -> None:
+    def read(self, node, current: Mapping[str, str]) -> None:
+        """A read of a variable: its value as of this op (:func:`_pure_step`) passed on, or gathered from."""
+        data = [s for s in node.input if not s.startswith("^")]
+        control = [s for s in node.input if s.startswith("^")]
+        variable = current.get(split_tensor_name(data[0])[0], data[0])
+        if node.op == "ReadVariableOp":
+            self.add("Identity", node.name, [variable] + control, node.attr["dtype"].type, keep_fp32=False)
+            return
+        attrs = {"Tparams": tf.compat.v1.AttrValue(type=node.attr["dtype"].type),
+                 "Tindices": node.attr["Tindices"]}
+        if node.op == "ResourceGather":  # an embedding lookup: GatherV2 on axis 0 (batch_dims kept)
+            axis = self.graph.node.add(op="Const", name=f"{node.name}/axis")
+            axis.attr["dtype"].CopyFrom(tf.compat.v1.AttrValue(type=tf.int32.as_datatype_enum))
+            axis.attr["value"].CopyFrom(tf.compat.v1.AttrValue(tensor=tf.make_tensor_proto(np.int32(0))))
+            gather = self.graph.node.add(op="GatherV2", name=node.name)
+            gather.input.extend([variable, data[1], axis.name] + control)
+            attrs.update(Taxis=tf.compat.v1.AttrValue(type=tf.int32.as_datatype_enum),
+                         batch_dims=tf.compat.v1.AttrValue(i=node.attr["batch_dims"].i))
+        else:  # ResourceGatherNd
+            gather = self.graph.node.add(op="GatherNd", name=node.name)
+            gather.input.extend([variable, data[1]] + control)
+        for key, value in attrs.items():
+            gather.attr[key].CopyFrom(value)
+
+    def write(self, node, current: Mapping[str, str]) -> Dict[str, str]:
+        """The ops of a write's new value(s); returns ``{variable op: tensor of its new value}``. ``current``:
+        variable op -> its value as of this op, when a write came before it (:func:`_pure_step`)."""
         data = [s for s in node.input if not s.startswith("^")]
         control = [s for s in node.input if s.startswith("^")]
         dtype = self._dtype(node, data)
         op, name = node.op, node.name
+        two = op in ("ResourceApplyMomentum", "ApplyMomentum", "ResourceApplyKerasMomentum")
+        variables = [split_tensor_name(d)[0] for d in data[:2 if two else 1]]
+        data = [current.get(v, d) for v, d in zip(variables, data)] + data[len(variables):]
         if op in ("AssignVariableOp", "Assign"):
             self.add("Identity", name, [data[1]] + control, dtype, keep_fp32=False)
         elif op in ("AssignSubVariableOp", "AssignSub"):
             self.add("Sub", name, [data[0], data[1]] + control, dtype)
         elif op in ("AssignAddVariableOp", "AssignAdd"):
             self.add("AddV2", name, [data[0], data[1]] + control, dtype)
+        elif op in ("ResourceScatterAdd", "ScatterAdd", "ResourceScatterSub", "ScatterSub"):
+            # a sparse update (an embedding's gradient step): rows `indices` of v plus / minus `updates`
+            index_type = node.attr["Tindices"].type
+            axis = self.graph.node.add(op="Const", name=f"{name}/last_axis")
+            axis.attr["dtype"].CopyFrom(tf.compat.v1.AttrValue(type=tf.int32.as_datatype_enum))
+            axis.attr["value"].CopyFrom(tf.compat.v1.AttrValue(tensor=tf.make_tensor_proto(np.int32(-1))))
+            rows = self.graph.node.add(op="ExpandDims", name=f"{name}/rows")
+            rows.input.extend([data[1], axis.name] + control)
+            rows.attr["T"].CopyFrom(tf.compat.v1.AttrValue(type=index_type))
+            rows.attr["Tdim"].CopyFrom(tf.compat.v1.AttrValue(type=tf.int32.as_datatype_enum))
+            kind = "TensorScatterAdd" if op.endswith("Add") else "TensorScatterSub"
+            self.add(kind, name, [data[0], rows.name, data[2]], dtype, Tindices=tf.compat.v1.AttrValue(type=index_type))
         elif op in ("ResourceApplyGradientDescent", "ApplyGradientDescent"):
             step = self.add("Mul", f"{name}/step", [data[1], data[2]] + control, dtype)
             self.add("Sub", name, [data[0], step], dtype)
@@ -229,6 +307,7 @@ class _Rewriter:
                 self.add("AddV2", name, [var, new_accum], dtype)
             self.written.append(f"{name}/accum")
         self.written.append(name)
+        return dict(zip(variables, [name, f"{name}/accum"]))
 
     def _dtype(self, node, data: Sequence[str]) -> int:
         for key in ("dtype", "T"):
@@ -241,24 +320,44 @@ class _Rewriter:
 def _pure_step(graph_def, keep: Sequence[str], values: Dict[str, np.ndarray], script: str) -> Tuple[Any, List[str]]:
     """The nodes ``keep`` needs, variables as constants and writes as the arithmetic of the new value."""
     rewriter = _Rewriter(graph_def, values, script)
-    nodes = _needed(graph_def, keep)
-    for node in nodes:
+    ordered = _graph_order_of(_needed(graph_def, keep))
+    position = {node.name: k for k, node in enumerate(ordered)}
+    # per op: variable -> (position of the latest write ordered before it, tensor of the value written)
+    written_before: Dict[str, Dict[str, Tuple[int, str]]] = {}
+    for node in ordered:
+        seen: Dict[str, Tuple[int, str]] = {}
+        for source in node.input:
+            for variable, write in written_before.get(split_tensor_name(source.lstrip("^"))[0], {}).items():
+                if variable not in seen or write[0] > seen[variable][0]:
+                    seen[variable] = write
+        current = {variable: value for variable, (_, value) in seen.items()}
+        written_before[node.name] = seen
         if node.op in VARIABLE_TYPES:
             rewriter.constant(node)
         elif node.op in READ_TYPES:
-            control = [s for s in node.input if s.startswith("^")]
-            rewriter.add("Identity", node.name, [node.input[0]] + control, node.attr["dtype"].type, keep_fp32=False)
+            rewriter.read(node, current)
         elif node.op in WRITE_TYPES:
-            rewriter.write(node)
+            new_values = rewriter.write(node, current)
+            written_before[node.name] = dict(seen, **{v: (position[node.name], t) for v, t in new_values.items()})
         elif any(_writes_variable(node, values)):
             raise EmulationError(f"{script}: op {node.name} ({node.op}) writes a variable in a way the emulator does "
-                                 "not model", "use GradientDescent or Momentum (tf.compat.v1.train or Keras SGD)")
+                                 "not model", "modelled: assignments, scatter add/sub, GradientDescent, Momentum "
+                                 "(tf.compat.v1.train) and Keras 2's SGD")
         else:
             rewriter.graph.node.add().CopyFrom(node)
     written = list(rewriter.written)
     outputs = list(keep) + written
     pure = tf.compat.v1.graph_util.extract_sub_graph(rewriter.graph, outputs)
     return pure, written
+
+
+def _graph_order_of(nodes) -> list:
+    from precision_tool.capture.emulate.control_flow import graph_order
+
+    graph = tf.compat.v1.GraphDef()
+    graph.node.extend(nodes)
+    by_name = {node.name: node for node in nodes}
+    return [by_name[node.name] for node in graph_order(graph)]
 
 
 def _writes_variable(node, values) -> List[bool]:

@@ -42,8 +42,9 @@ def check(workspace: str, out: str) -> dict:
     attribution = result.compare.attribution
     return {"cli_no_replay_exit": cli_exit, "exit": result.exit_code(),
             "culprit": None if result.verdict.culprit is None else result.verdict.culprit.op_name,
+            "also": list(result.verdict.also),
             "coverage": compared.facts.coverage.to_dict(), "counts": compared.counts(),
-            "min_cosine": min(r.cosine for r in compared.compared if r.cosine is not None),
+            "min_cosine": min((r.cosine for r in compared.compared if r.cosine is not None), default=None),
             "methods": {op.op_name: op.method for op in attribution.ops},
             "scores": {op.op_name: op.score for op in attribution.ops}}
 

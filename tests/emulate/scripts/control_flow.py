@@ -11,7 +11,11 @@
 * ``graph_cond``: TF1 graph code (``graph_model()``) with ``tf.compat.v1.cond``;
 * ``graph_def``: ``graph_def()`` of the frozen graph in the file ``PRECISION_TOOL_CF_PB`` names (the cases
   script writes ``nested`` frozen with its control flow functional, and ``cond`` lowered to Switch/Merge);
-* ``long_loop``: a while loop of 1,001 iterations (refused: the emulator unrolls at most 1,000).
+* ``long_loop``: a while loop of 1,001 iterations (refused: the emulator unrolls at most 1,000);
+* ``nested_big``: 300 x 300 nested iterations (refused: more than 50,000 unrolled ops in all);
+* ``counter_only``: a loop whose only output is its counter (no NPU op at all);
+* ``print_cond``: ``tf.print`` in a branch (no output: not an NPU op);
+* ``dynamic_array``: a ``TensorArray(size=0, dynamic_size=True)`` written in a loop.
 """
 import os
 
@@ -66,8 +70,39 @@ def _long_loop(x):
     return y
 
 
+def _nested_big(x):
+    def outer(i, v):
+        _, w = tf.while_loop(lambda j, u: j < 300, lambda j, u: (j + 1, u * 0.999), (tf.constant(0), v), name="inner")
+        return i + 1, w
+
+    _, y = tf.while_loop(lambda i, v: i < 300, outer, (tf.constant(0), x), name="outer")
+    return y
+
+
+def _counter_only(x):
+    count, _ = tf.while_loop(lambda i, v: tf.reduce_max(v) > 0.1, lambda i, v: (i + 1, v * 0.5),
+                             (tf.constant(0), tf.abs(x)), name="halvings")
+    return count
+
+
+def _print_cond(x):
+    def loud():
+        tf.print("then taken", tf.reduce_sum(x))
+        return tf.nn.relu(tf.matmul(x, W1, name="up"), name="relu")
+
+    return tf.cond(tf.reduce_sum(x) > 0, loud, lambda: tf.matmul(x, W2, name="down"), name="branch")
+
+
+def _dynamic_array(x):
+    rows = tf.TensorArray(tf.float32, size=0, dynamic_size=True, name="rows")
+    for i in tf.range(x.shape[0]):
+        rows = rows.write(i, tf.nn.relu(tf.matmul(x[i:i + 1], W3, name="row_matmul"))[0])
+    return tf.identity(rows.stack(), name="stacked")
+
+
 FUNCTIONS = {"cond": _cond, "cond_else": _cond, "case": _case, "while": _while, "nested": _nested,
-             "tensor_array": _tensor_array, "long_loop": _long_loop}
+             "tensor_array": _tensor_array, "long_loop": _long_loop, "nested_big": _nested_big,
+             "counter_only": _counter_only, "print_cond": _print_cond, "dynamic_array": _dynamic_array}
 
 if CASE == "graph_cond":
     def graph_model(x):
@@ -97,6 +132,7 @@ else:
 def inputs():
     shape = {"lstm": (2, 5, 4), "gru": (2, 4, 3)}.get(CASE, (2, 8))
     batch = np.random.default_rng(1).uniform(-1.0, 1.0, shape).astype("float32")
-    if CASE in ("cond", "case", "graph_cond") and batch.sum() < 0 or CASE == "cond_else" and batch.sum() > 0:
+    positive = CASE in ("cond", "case", "graph_cond", "print_cond")
+    if positive and batch.sum() < 0 or CASE == "cond_else" and batch.sum() > 0:
         batch = -batch
     return batch

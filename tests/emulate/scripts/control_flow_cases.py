@@ -32,7 +32,8 @@ from precision_tool.capture.emulate.model_script import load_model_script  # noq
 from precision_tool.errors import PrecisionToolError  # noqa: E402
 
 SCRIPT = os.path.join(HERE, "control_flow.py")
-CASES = ("cond", "cond_else", "case", "while", "nested", "tensor_array", "lstm", "gru", "graph_cond")
+CASES = ("cond", "cond_else", "case", "while", "nested", "tensor_array", "lstm", "gru", "graph_cond", "print_cond",
+         "dynamic_array", "counter_only")
 PLANTED = "rnn/lstm/PartitionedCall/while/iteration_2/MatMul"
 
 
@@ -142,6 +143,7 @@ def run(out: str) -> dict:
     summary["tf1_while"] = refusal("graph_def", out)
     del os.environ["PRECISION_TOOL_CF_FETCH"]
     summary["long_loop"] = refusal("long_loop", out)
+    summary["nested_big"] = refusal("nested_big", out)
     return summary
 
 

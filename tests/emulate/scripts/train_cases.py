@@ -14,6 +14,7 @@ variables, real optimizer kernels -- for the same step: ``loss`` at that step, a
 variable, the variable's value after the step (key: the write op's name; ``<name>/accum`` for the momentum
 accumulator an apply op updates), and every variable's value after the step (key: ``variables/<name>``).
 """
+import inspect
 import json
 import os
 import sys
@@ -44,21 +45,23 @@ CASES = {
     "dynamic_loss_scale": ("dynamic_loss_scale", 0, {}),
     "backward_bias": ("momentum", 0, {"perturb": {PLANTED: "bias:0.3"}}),
 }
-WRITES = ("ResourceApply", "Apply", "Assign")  # op types writing a variable (independent of the emulator's list)
+WRITES = ("ResourceApply", "Apply", "Assign", "ResourceScatter")  # op types writing a variable (not the emulator's)
+VARIANT_SCRIPT = os.path.join(HERE, "train_variants.py")
+VARIANTS = {"ema": 0, "clip": 0, "embedding": 0, "dropout": 2}  # train_variants.py's emulated variants -> step
 
 
-def tensorflow_step(step: int) -> dict:
+def tensorflow_step(step: int, path: str = SCRIPT) -> dict:
     """Run the original graph: initialise (seed 0, as the emulator), ``step`` steps, then one more."""
     import tensorflow as tf
 
-    script = load_model_script(SCRIPT)
+    script = load_model_script(path)
     seed_everything(0, deterministic=True)
     batch = script.batch()
     graph = tf.Graph()
     graph.seed = 0
     with graph.as_default():
-        placeholders = [tf.compat.v1.placeholder(tf.as_dtype(a.dtype), a.shape, name=n)
-                        for a, n in zip(batch, ("image", "label"))]
+        names = list(inspect.signature(script.train_fn).parameters)
+        placeholders = [tf.compat.v1.placeholder(tf.as_dtype(a.dtype), a.shape, name=n) for a, n in zip(batch, names)]
         loss, train_op = script.train_fn(*placeholders)
         initialise = tf.compat.v1.global_variables_initializer()
         variables = {v.handle.op.name: v for v in tf.compat.v1.global_variables()}
@@ -102,6 +105,15 @@ def run(out: str) -> dict:
         summary[case] = check(workspace, os.path.join(out, case + "_ac"))
         if case != "backward_bias":
             np.savez(os.path.join(out, case + ".expected.npz"), **tensorflow_step(step))
+    for variant, step in VARIANTS.items():
+        os.environ["PRECISION_TOOL_TRAIN_VARIANT"] = variant
+        workspace = os.path.join(out, f"variant_{variant}")
+        emulate(VARIANT_SCRIPT, workspace, EmulationOptions(step=step))
+        summary[f"variant_{variant}"] = check(workspace, os.path.join(out, f"variant_{variant}_ac"))
+        np.savez(os.path.join(out, f"variant_{variant}.expected.npz"), **tensorflow_step(step, VARIANT_SCRIPT))
+    for variant in ("rnn", "assign"):
+        os.environ["PRECISION_TOOL_TRAIN_VARIANT"] = variant
+        summary[f"variant_{variant}"] = refusal(VARIANT_SCRIPT, os.path.join(out, f"variant_{variant}"))
     os.environ["PRECISION_TOOL_TRAIN_OPTIMIZER"] = "adam"
     summary["adam"] = refusal(SCRIPT, os.path.join(out, "adam"))
     summary["step_without_training"] = refusal(os.path.join(HERE, "dense_function.py"), os.path.join(out, "dense"),
