@@ -1,10 +1,15 @@
 """What the emulation tests share: running a case script in a fresh Python, and the checks of a clean ``ac -c``."""
 from __future__ import annotations
 
+import importlib.util
+import json
 import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Sequence
+
+import pytest
 
 REPO = Path(__file__).resolve().parents[2]
 COVERAGE_GAPS = ("npu_only_ops", "unaligned", "graph_ops_without_dump", "dumped_not_in_graph", "ambiguous",
@@ -35,3 +40,26 @@ def assert_clean_autocheck(info: dict) -> None:
     for key in COVERAGE_GAPS:
         assert coverage[key] == [], (key, coverage[key])
     assert info["counts"]["failed"] == 0 and info["min_cosine"] > 0.99
+
+
+class CaseOutput:
+    """What a case script wrote into its folder: ``summary.json`` (:attr:`summary`) and, by name, its workspaces
+    and files (``cases["lstm"]``)."""
+
+    def __init__(self, root: Path):
+        self.root = root
+        self.summary = json.loads((root / "summary.json").read_text())
+
+    def __getitem__(self, name: str) -> Path:
+        return self.root / name
+
+
+def run_case_output(tmp_path_factory, script: Path, modules: Sequence[str] = ("tensorflow",)) -> Path:
+    """Run a case script once into a fresh folder; skipped, saying which, when a module it needs is missing
+    (looked for, not imported: TensorFlow stays out of pytest's process)."""
+    for module in modules:
+        if importlib.util.find_spec(module) is None:
+            pytest.skip(f"{module} is not installed")
+    out = tmp_path_factory.mktemp(script.stem)
+    run_cases_script(script, out)
+    return out

@@ -6,13 +6,12 @@ The emulations run once in a subprocess (scripts/control_flow_cases.py). Checked
 TensorFlow's own output of the original model (eager, or a TF1 session running the control flow) against the
 reference capture of the unrolled graph; the path and trip counts derived by hand from the models and the
 naming rule of docs/emulate.md; a fault planted in one iteration found there by ``ac -c``."""
-import importlib.util
 import json
 from pathlib import Path
 
 import numpy as np
 import pytest
-from emulate_helpers import assert_clean_autocheck, run_cases_script
+from emulate_helpers import CaseOutput, assert_clean_autocheck, run_case_output
 
 from test_emulate_batchnorm import build_graph, reference
 
@@ -25,23 +24,10 @@ LSTM = "rnn/lstm/PartitionedCall/while"
 GRU = "gru_net_1/gru_1/while"
 
 
-class Cases:
-    def __init__(self, root: Path):
-        self.root = root
-        self.summary = json.loads((root / "summary.json").read_text())
-
-    def __getitem__(self, name: str) -> Path:
-        return self.root / name
-
-
 @pytest.fixture(scope="module")
-def cases(tmp_path_factory) -> Cases:
-    for module in ("tensorflow", "tf_keras", "keras"):  # looked for, not imported
-        if importlib.util.find_spec(module) is None:
-            pytest.skip(f"{module} is not installed")
-    out = tmp_path_factory.mktemp("control_flow")
-    run_cases_script(SCRIPTS / "control_flow_cases.py", out)
-    return Cases(out)
+def cases(tmp_path_factory) -> CaseOutput:
+    modules = ("tensorflow", "tf_keras", "keras")
+    return CaseOutput(run_case_output(tmp_path_factory, SCRIPTS / "control_flow_cases.py", modules))
 
 
 def tf_ops(ws: Path) -> dict:

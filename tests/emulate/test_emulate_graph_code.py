@@ -6,14 +6,12 @@ scripts/tf1_resnet_graph.py (``tf.compat.v1.layers`` convolutions and fused batc
 dense head), the control-flow models of scripts/control_flow.py, and an emulation whose NPU numerics
 crash after the reference was captured. The tests read the workspaces with precision_tool's own readers;
 batch norm is checked against a hand computation on each op's own dumped inputs and parameters."""
-import importlib.util
-import json
 import os
 from pathlib import Path
 
 import numpy as np
 import pytest
-from emulate_helpers import assert_clean_autocheck, run_cases_script
+from emulate_helpers import CaseOutput, assert_clean_autocheck, run_case_output
 
 from test_emulate_batchnorm import (arrays, assert_bn_dump_types, batchnorm, build_graph, dump_of, fp16_steps,
                                     reference, run_folder)
@@ -24,23 +22,9 @@ SCRIPTS = Path(__file__).resolve().parent / "scripts"
 EPSILON = 1e-3  # tf1_resnet_graph.py's
 
 
-class Cases:
-    def __init__(self, root: Path):
-        self.root = root
-        self.summary = json.loads((root / "summary.json").read_text())
-
-    def __getitem__(self, name: str) -> Path:
-        return self.root / name
-
-
 @pytest.fixture(scope="module")
-def cases(tmp_path_factory) -> Cases:
-    for module in ("tensorflow", "tf_keras"):  # looked for, not imported: TensorFlow stays out of this process
-        if importlib.util.find_spec(module) is None:
-            pytest.skip(f"{module} is not installed")
-    out = tmp_path_factory.mktemp("graph_code")
-    run_cases_script(SCRIPTS / "graph_cases.py", out)
-    return Cases(out)
+def cases(tmp_path_factory) -> CaseOutput:
+    return CaseOutput(run_case_output(tmp_path_factory, SCRIPTS / "graph_cases.py", ("tensorflow", "tf_keras")))
 
 
 # ------------------------------------------------------------------------------- TF1 graph code

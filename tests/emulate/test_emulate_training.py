@@ -6,13 +6,12 @@ variables' values after the step as TensorFlow's own optimizer kernels write the
 graph) against the reference of the emulated update ops, and the step's loss; the NPU op types, layouts and dtypes
 Ascend uses for training (CANN's BNTrainingUpdate, Conv2DBackpropInputD/FilterD, float32 weight gradients and
 master weights); a bias planted in a backward convolution named by ``ac -c``."""
-import importlib.util
 import json
 from pathlib import Path
 
 import numpy as np
 import pytest
-from emulate_helpers import assert_clean_autocheck, run_cases_script
+from emulate_helpers import CaseOutput, assert_clean_autocheck, run_case_output
 
 from test_emulate_batchnorm import build_graph, reference
 
@@ -22,23 +21,9 @@ CLEAN = ("momentum", "momentum_step3", "sgd", "nesterov", "keras_sgd", "loss_sca
 TOP_LEVEL_WRITES = CLEAN[:-1]  # the dynamic loss scale writes inside tf.conds: checked by variable below
 
 
-class Cases:
-    def __init__(self, root: Path):
-        self.root = root
-        self.summary = json.loads((root / "summary.json").read_text())
-
-    def __getitem__(self, name: str) -> Path:
-        return self.root / name
-
-
 @pytest.fixture(scope="module")
-def cases(tmp_path_factory) -> Cases:
-    for module in ("tensorflow", "tf_keras"):  # looked for, not imported
-        if importlib.util.find_spec(module) is None:
-            pytest.skip(f"{module} is not installed")
-    out = tmp_path_factory.mktemp("training")
-    run_cases_script(SCRIPTS / "train_cases.py", out)
-    return Cases(out)
+def cases(tmp_path_factory) -> CaseOutput:
+    return CaseOutput(run_case_output(tmp_path_factory, SCRIPTS / "train_cases.py", ("tensorflow", "tf_keras")))
 
 
 @pytest.mark.parametrize("case", CLEAN)

@@ -302,14 +302,16 @@ def test_deep_nesting_is_one_line(tmp_path, text, cause):
 
 # ------------------------------------------------------------------------------------------ same result, less memory
 def _reference_model(data: bytes, source):
-    """The model as read before the line-by-line reader: the whole text, protobuf's message, then the model."""
+    """The model as read before the line-by-line reader: the whole text, protobuf's message, then the model (and,
+    as for every reader, a graph file with no op at all is an error: ``ge_io._with_ops``)."""
     text = ge_io._decode(data, source)
     if text.lstrip()[:1] == "{":
-        return ge_io._parse_json_text(text, source)
+        return ge_io._with_ops(ge_io._parse_json_text(text, source), source)
     try:
-        return model_from_message(parse_ge_text(text, source), source)
+        model = model_from_message(parse_ge_text(text, source), source)
     except RecursionError:
         raise GraphFormatError(source, "nested too deeply to read") from None
+    return ge_io._with_ops(model, source)
 
 
 def _outcome(read, *args):
