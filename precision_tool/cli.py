@@ -17,7 +17,14 @@ from precision_tool.commands import build_registry
 from precision_tool.commands.registry import Context
 from precision_tool.config import ENV_DATA_DIR, default_data_dir
 from precision_tool.errors import PrecisionToolError
+from precision_tool.formats.dump_tree import DumpSelection, request
 from precision_tool.reports.format import format_report, report_to_json, terminal_safe
+
+
+def _count(text: str) -> int:
+    if not text.isdigit():
+        raise argparse.ArgumentTypeError(f"{text!r} is not a step or device number (0, 1, ...)")
+    return int(text)
 
 
 def _global_parser() -> argparse.ArgumentParser:
@@ -28,6 +35,10 @@ def _global_parser() -> argparse.ArgumentParser:
                "Run 'precision_tool help' for the commands, 'precision_tool COMMAND -h' for one.",
     )
     parser.add_argument("-d", "--data-dir", default=None, help="workspace folder (precision_data)")
+    parser.add_argument("--step", type=_count, default=None, metavar="N",
+                        help="the dump step to read when the NPU dump tree holds several (default: the newest)")
+    parser.add_argument("--device", type=_count, default=None, metavar="N",
+                        help="the device whose dumps to read when the tree holds several (default: the lowest)")
     parser.add_argument("--json", action="store_true", help="print the report as JSON for scripts")
     parser.add_argument("--version", action="version", version=f"precision_tool {__version__}")
     parser.add_argument("command", nargs="?", help="command to run (default: the interactive shell)")
@@ -56,6 +67,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
 def _main(args: List[str]) -> int:
     options = _global_parser().parse_args(args)
     ctx = Context(data_dir=options.data_dir or default_data_dir())
+    request(DumpSelection(options.step, options.device))  # what every dump scan of this command keeps
     if options.command is None:
         # Imported here so batch runs never load prompt_toolkit. It is a hard dependency (setup.cfg), so an
         # ImportError is a broken install or a bug and keeps its traceback: no quiet fallback to the help text.

@@ -212,6 +212,8 @@ class Coverage:
     unreadable_references : ``(path, message)`` for reference ``.npy`` files (NPU vs TF) whose header could
         not be read -- truncated, damaged, a FIFO, folder or dangling symlink named like a reference; their
         tensors are not compared (the NPU tensors they would serve say why in :attr:`unaligned`).
+    dump_choice : which step and device of the NPU dump tree were compared, when it holds others or one was
+        asked for (:mod:`precision_tool.formats.dump_tree`); ``""`` otherwise.
     """
 
     aligned_count: int = 0
@@ -224,9 +226,11 @@ class Coverage:
     unaligned: Tuple[Tuple[str, str], ...] = ()
     unreadable: Tuple[Tuple[str, str], ...] = ()
     unreadable_references: Tuple[Tuple[str, str], ...] = ()
+    dump_choice: str = ""
 
     def to_dict(self) -> dict:
-        return {"aligned_count": self.aligned_count, "npu_tensors": self.npu_tensors,
+        chosen = {"dump_choice": self.dump_choice} if self.dump_choice else {}
+        return {**chosen, "aligned_count": self.aligned_count, "npu_tensors": self.npu_tensors,
                 "npu_only_ops": list(self.npu_only_ops), "reference_only": list(self.reference_only),
                 "dumped_not_in_graph": list(self.dumped_not_in_graph),
                 "graph_ops_without_dump": list(self.graph_ops_without_dump), "ambiguous": list(self.ambiguous),

@@ -29,11 +29,12 @@ class NpuRun:
     nodes : graph op of ``ops[i]`` or ``None``.
     not_in_graph : names of dumped ops the graph lacks (empty without a graph).
     ambiguous : dump files that could be several graph ops.
+    dump_choice : the step and device read from a tree holding several (``""`` when there was nothing to choose).
     """
 
-    def __init__(self, dumped: Tuple[List[DumpedOp], Sequence[Tuple[str, str]]], graph=None):
+    def __init__(self, dumped: Tuple[List[DumpedOp], Sequence[Tuple[str, str]], str], graph=None):
         """``dumped``: what :func:`~precision_tool.alignment.npu_side.read_dumped_ops` returns."""
-        ops, unresolved = dumped
+        ops, unresolved, self.dump_choice = dumped
         self.ops: List[DumpedOp] = [d for d in ops if d.header is not None]
         self.unreadable: List[Tuple[str, str]] = [(d.path, d.error) for d in ops if d.header is None]
         self.unreadable.extend(unresolved)

@@ -79,10 +79,12 @@ class DumpedOp:
         return self.header.inputs if kind == INPUT else self.header.outputs
 
 
-def read_dumped_ops(dump_dir: Union[str, os.PathLike]) -> Tuple[List[DumpedOp], Tuple[Tuple[str, str], ...]]:
-    """Every op dumped under ``dump_dir`` (recursively), latest file each, by dump time; headers read -- and
-    ``(path, message)`` of the files that could not even be identified (hashed names whose ``mapping.csv``
-    cannot be read: :attr:`~precision_tool.formats.dump_names.DumpScan.unresolved`).
+def read_dumped_ops(dump_dir: Union[str, os.PathLike]) -> Tuple[List[DumpedOp], Tuple[Tuple[str, str], ...], str]:
+    """Every op dumped under ``dump_dir`` (recursively; one step of one device of a tree holding several),
+    latest file each, by dump time; headers read -- with ``(path, message)`` of the files that could not even be
+    identified (hashed names whose ``mapping.csv`` cannot be read:
+    :attr:`~precision_tool.formats.dump_names.DumpScan.unresolved`), and the note on the step and device read
+    (:attr:`~precision_tool.formats.dump_names.DumpScan.choice`, ``""`` when there was nothing to choose).
 
     A header that cannot be read does not stop the others: the op is kept with ``header=None`` and the
     error message, for the coverage report.
@@ -96,7 +98,7 @@ def read_dumped_ops(dump_dir: Union[str, os.PathLike]) -> Tuple[List[DumpedOp], 
             found.append(DumpedOp(op, read_dump_header(op.latest.path)))
         except PrecisionToolError as error:
             found.append(DumpedOp(op, None, str(error)))
-    return found, scan.unresolved
+    return found, scan.unresolved, scan.choice.note
 
 
 def graphs_of(graph: Union[Graph, GraphModel, None]) -> Tuple[Graph, ...]:

@@ -139,6 +139,8 @@ def align_npu_vs_npu(npu_dump_dir, other_dump_dir, graph=None, other_graph=None)
         dumped_not_in_graph=tuple(not_in_graph), graph_ops_without_dump=without_dump,
         ambiguous=tuple(dict.fromkeys(ambiguous)),
         unaligned=tuple((item.npu.tensor_id, item.reason) for item in unaligned),
-        unreadable=tuple(left.unreadable) + tuple(other.run.unreadable))
+        unreadable=tuple(left.unreadable) + tuple(other.run.unreadable),
+        dump_choice="; ".join(filter(None, (left.dump_choice,
+                                            other.run.dump_choice and f"other run: {other.run.dump_choice}"))))
     return Alignment(MODE_NPU_VS_NPU, tuple(pairs), tuple(unaligned), coverage, order, order_source,
                      left.data_inputs())

@@ -103,6 +103,8 @@ def _report(result: ComparisonResult, summary: Dict[str, Any], paths: OutputPath
     if matched:
         report.add_text(matched)
     coverage = result.facts.coverage or Coverage()
+    if coverage.dump_choice:
+        report.add_text(f"NPU dumps: {coverage.dump_choice}")
     notes = [f"unreadable, not compared: {message}" for _, message in unusable[:UNREADABLE_SHOWN]]
     if len(unusable) > UNREADABLE_SHOWN:
         notes.append(f"... {len(unusable) - UNREADABLE_SHOWN} more unreadable input files (listed in the summary's "

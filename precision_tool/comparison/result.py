@@ -386,7 +386,8 @@ def _coverage_from_dict(data: Mapping[str, Any]) -> Coverage:
                     dumped_not_in_graph=names("dumped_not_in_graph"),
                     graph_ops_without_dump=names("graph_ops_without_dump"), ambiguous=names("ambiguous"),
                     unaligned=pairs("unaligned"), unreadable=pairs("unreadable"),
-                    unreadable_references=pairs("unreadable_references"))
+                    unreadable_references=pairs("unreadable_references"),
+                    dump_choice=str(data.get("dump_choice") or ""))
 
 
 def order_by_index(results: Sequence[TensorResult]) -> Tuple[str, ...]:

@@ -46,6 +46,7 @@ from typing import Dict, List, Optional, Sequence, Tuple, Union
 
 from precision_tool.errors import DumpFormatError, WorkspaceError
 from precision_tool.fileio import read_input_text
+from precision_tool.formats.dump_tree import Choice, DumpSelection, choose_folders
 
 MAPPING_FILE_NAME = "mapping.csv"
 MAX_FILE_NAME_BYTES = 255  # names this long or longer are stored under a hash
@@ -400,6 +401,7 @@ class DumpScan:
         input, not a stray file (these paths are in ``unrecognised`` too).
     exception_dumps : every exception dump (the tensors of an op that raised an AI Core error), oldest first
         (by :attr:`ExceptionDumpName.when`, then path); never among ``ops``: they are not compared.
+    choice : the step and device kept, with a note when the tree holds others or one was asked for.
     """
 
     root: str
@@ -409,6 +411,7 @@ class DumpScan:
     unreadable: Tuple[str, ...]
     unresolved: Tuple[Tuple[str, str], ...] = ()
     exception_dumps: Tuple[ExceptionDumpRef, ...] = ()
+    choice: Choice = Choice(None, None)
 
     def find(self, op_name: str) -> Optional[DumpOp]:
         """The op whose name (raw GE name or sanitised) matches, or ``None``."""
@@ -451,8 +454,12 @@ def _walk_files(root: str, unreadable: List[str]):
         yield folder, files
 
 
-def scan_dump_folder(root: Union[str, os.PathLike]) -> DumpScan:
+def scan_dump_folder(root: Union[str, os.PathLike], selection: Optional[DumpSelection] = None) -> DumpScan:
     """Find every dump file under ``root`` (recursively) by name alone; headers are not read.
+
+    Of a tree holding several steps or devices, only one step of one device is kept (:mod:`~.dump_tree`):
+    ``selection``, else the command's ``--step``/``--device``, else the newest step of the lowest device;
+    :attr:`DumpScan.choice` says which, and what else the tree holds.
 
     Dot files (temporary files) and side files (``.npy``, ``.csv``, ``.json``, ``.txt``) are
     skipped. Hashed names are resolved through each folder's own ``mapping.csv``. Dumps are grouped
@@ -494,7 +501,12 @@ def scan_dump_folder(root: Union[str, os.PathLike]) -> DumpScan:
                                              f"resolve a hashed name cannot be read ({mapping_error.cause})"))
                 continue
             found.append(DumpFileRef(path, name, file_name if real_name != file_name else None))
-    return DumpScan(root=root, ops=_group_by_op(ref for ref in found if not ref.name.is_opdebug),
+    folders = sorted({os.path.dirname(ref.path) for ref in found} | {os.path.dirname(ref.path) for ref in exceptions})
+    choice, kept_folders = choose_folders(root, folders, selection)
+    kept = set(kept_folders)
+    found = [ref for ref in found if os.path.dirname(ref.path) in kept]
+    exceptions = [ref for ref in exceptions if os.path.dirname(ref.path) in kept]
+    return DumpScan(root=root, choice=choice, ops=_group_by_op(ref for ref in found if not ref.name.is_opdebug),
                     overflow_records=tuple(sorted((ref for ref in found if ref.name.is_opdebug),
                                                   key=lambda ref: (ref.name.timestamp, ref.path))),
                     unrecognised=tuple(unrecognised), unreadable=tuple(unreadable), unresolved=tuple(unresolved),

@@ -49,6 +49,9 @@ def add_compare_section(report: Report, section, paths, limit: int) -> None:
                          title=f"{title}; failing tensors, first divergence first{more}:")
     else:
         report.add_text(title + ".")
+    coverage = result.facts.coverage
+    if coverage is not None and coverage.dump_choice:
+        report.add_text(f"NPU dumps: {coverage.dump_choice}")
     if paths is not None:
         report.add_text(f"Result: {paths.csv}", f"Summary: {paths.summary}")
 
