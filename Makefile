@@ -25,7 +25,7 @@ DEMO_OUT := /tmp/precision_tool_demo
 
 venv: $(STAMP)
 
-$(STAMP): setup.cfg pyproject.toml
+$(STAMP): setup.cfg setup.py pyproject.toml precision_tool/metrics/_pairstats.c
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q -e '.[tf,test]'

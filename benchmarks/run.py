@@ -35,7 +35,7 @@ sys.path.insert(0, REPO)
 
 DEFAULT_ROOT = "/tmp/precision_tool_bench"
 PEER_SCRIPT = os.path.join(REPO, os.pardir, "shared", "peers", "msaccucmp", "msaccucmp.sh")
-VARIANTS = ("nd", "nc1hwc0")
+VARIANTS = ("nd", "nc1hwc0", "huge")
 SAMPLE_SECONDS = 0.05
 
 
@@ -78,13 +78,21 @@ def _tree_pss(pid: int) -> int:
     return total
 
 
+def _user_env() -> Dict[str, str]:
+    """The environment of a user's shell: Python writes and reads its bytecode caches (a CI shell may set
+    PYTHONDONTWRITEBYTECODE, which would make every run compile every module from source)."""
+    env = dict(os.environ)
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
+    return env
+
+
 def measure(command: List[str]) -> dict:
     """Run ``command``; ``{"wall_s", "max_rss_mib", "tree_pss_mib", "returncode"}``. Meant for a fresh process."""
     import tempfile
 
     with tempfile.TemporaryFile() as log:  # a file, not a pipe: a chatty child never blocks on a full pipe
         started = time.perf_counter()
-        child = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=log)
+        child = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=log, env=_user_env())
         peak_tree = 0
         while child.poll() is None:
             peak_tree = max(peak_tree, _tree_pss(child.pid))
@@ -124,7 +132,7 @@ def csv_agreement(ours_csv: str, peer_csv: str, elements: int) -> dict:
     for name in ALL:
         worst, disagree = 0.0, 0
         for tensor_id in common:
-            a, b = ours[tensor_id].metrics.get(name), theirs[tensor_id].metrics.get(name)
+            a, b = ours[tensor_id].metric(name), theirs[tensor_id].metric(name)
             if name == "StandardDeviation":
                 disagree += a != b
                 continue
@@ -170,27 +178,45 @@ def _computed_rows(csv_path: str) -> int:
     return sum(1 for row in read_result_csv(csv_path).rows if row.cosine is not None)
 
 
+PLAIN_READ = ("import os, sys\n"
+              "buffer = bytearray(1 << 24)\n"
+              "for folder in sys.argv[1:]:\n"
+              "    for name in sorted(os.listdir(folder)):\n"
+              "        with open(os.path.join(folder, name), 'rb', buffering=0) as f:\n"
+              "            while f.readinto(buffer):\n"
+              "                pass\n")
+
+
 def run_variant(root: str, variant: str, ops: int, repeat: int, peer_repeat: int, workers: Optional[int]) -> Dict:
+    """Ours, a plain read of the same files (one Python process reading every file once: the I/O floor) and the
+    peer (not for the huge pair: it holds every tensor in float32 copies), each after one unmeasured warm-up run
+    (page cache and bytecode caches filled, as for a user's second run)."""
+    huge = variant == "huge"
+    ops = 1 if huge else ops
     case = _load_make_case().build_case(os.path.join(root, f"{variant}_{ops}"), variant=variant, ops=ops)
     args = ["compare", "-m", os.path.join(case, "npu"), "-g", os.path.join(case, "ref"),
             "-f", os.path.join(case, "graph.json")]
     results: Dict[str, Dict] = {}
     runs = {"ours": ([sys.executable, "-m", "precision_tool"] + args + (["--workers", str(workers)] if workers else []),
-                     repeat)}
-    skip = peer_available()
+                     repeat),
+            "plain read": ([sys.executable, "-c", PLAIN_READ, os.path.join(case, "npu"), os.path.join(case, "ref")],
+                           repeat)}
+    skip = "not run on the huge pair (it holds every tensor in float32 copies)" if huge else peer_available()
     if skip is None:
         runs["msaccucmp"] = (["bash", os.path.normpath(PEER_SCRIPT)] + args, peer_repeat)
     for tool, (command, times) in runs.items():
         measurements = []
-        for i in range(times):
+        for i in range(-1, times):  # run -1 warms the caches and is not kept
             out = os.path.join(root, "out", f"{variant}_{ops}", f"{tool}_{i}")
             shutil.rmtree(out, ignore_errors=True)
             os.makedirs(out)
-            measured = measure_in_fresh_process(command + ["-out", out])
-            measured["csv"] = _only_csv(out)
-            measurements.append(measured)
+            measured = measure_in_fresh_process(command + ([] if tool == "plain read" else ["-out", out]))
+            if tool != "plain read":
+                measured["csv"] = _only_csv(out)
+            if i >= 0:
+                measurements.append(measured)
         results[tool] = {"runs": measurements, "best": min(measurements, key=lambda m: m["wall_s"]),
-                         "tensors": _computed_rows(measurements[0]["csv"])}
+                         "tensors": _computed_rows(measurements[0]["csv"]) if tool != "plain read" else ""}
     if skip is not None:
         results["skipped"] = skip
     else:
@@ -205,19 +231,24 @@ def print_results(all_results: Dict[str, Dict]) -> None:
     rows = []
     for variant, results in all_results.items():
         peer_best = results.get("msaccucmp", {}).get("best")
-        for tool in ("ours", "msaccucmp"):
+        floor = results["plain read"]["best"]["wall_s"]
+        for tool in ("ours", "plain read", "msaccucmp"):
             if tool not in results:
                 continue
             best = results[tool]["best"]
             walls = ", ".join(f"{m['wall_s']:.2f}" for m in results[tool]["runs"])
             speedup = f"{peer_best['wall_s'] / best['wall_s']:.1f}x" if peer_best and tool == "ours" else ""
-            rows.append([variant, tool, f"{best['wall_s']:.2f}", walls, f"{best['max_rss_mib']:.0f}",
-                         f"{best['tree_pss_mib']:.0f}", results[tool]["tensors"], best["returncode"], speedup])
-    print(tabulate(rows, headers=["variant", "tool", "wall s (best)", "wall s (all runs)", "peak RSS MiB",
-                                  "tree PSS MiB", "tensors compared", "exit", "speed-up"], disable_numparse=True))
+            rows.append([variant, tool, f"{best['wall_s']:.2f}", walls, f"{best['wall_s'] / floor:.1f}x",
+                         f"{best['max_rss_mib']:.0f}", f"{best['tree_pss_mib']:.0f}", results[tool]["tensors"],
+                         best["returncode"], speedup])
+    print(tabulate(rows, headers=["variant", "tool", "wall s (best)", "wall s (all runs)", "vs plain read",
+                                  "peak RSS MiB", "tree PSS MiB", "tensors compared", "exit", "speed-up vs peer"],
+                   disable_numparse=True))
+    from precision_tool.metrics.pair_stats import KERNEL
+    print(f"\nour metric passes: {KERNEL} (precision_tool.metrics.pair_stats.KERNEL)")
     for variant, results in all_results.items():
         if "skipped" in results:
-            print(f"\n{variant}: peer skipped: {results['skipped']}")
+            print(f"\n{variant}: msaccucmp {results['skipped']}")
             continue
         agreement = results["agreement"]
         print(f"\n{variant}: {agreement['tensors_both']} tensors in both CSVs "
@@ -225,7 +256,8 @@ def print_results(all_results: Dict[str, Dict]) -> None:
         print(tabulate([[name, f"{item['max_abs_diff']:.3g}", item["disagreeing"]]
                         for name, item in agreement["metrics"].items()],
                        headers=["metric", "max |ours - msaccucmp|", "cells beyond 1e-6"], disable_numparse=True))
-    print("\nLargest tensor pair: 262,144 float16 + 262,144 float32 = 1.5 MiB as stored, 4 MiB in float64.")
+    print("\nPairs: nd/nc1hwc0 262,144 float16 + float32 elements (1.5 MiB as stored); huge 64M elements "
+          "(128 MiB float16 + 256 MiB float32, 1 GiB in float64).")
 
 
 def main(argv=None) -> int:

@@ -32,13 +32,18 @@ import numpy as np
 from precision_tool.alignment import AlignedPair, NpuTensorRef, NpyTensorRef
 from precision_tool.comparison.result import TensorResult
 from precision_tool.errors import DumpFormatError, PrecisionToolError
-from precision_tool.formats.dump_file import DumpFile, read_blob, read_dump_header_cached
-from precision_tool.formats.origin_tensor import read_origin_tensor
+from precision_tool.formats.dump_file import DumpFile, read_blob, read_dump_header_cached, read_tensor_chunks
+from precision_tool.formats.npy_dir import read_npy_chunks
+from precision_tool.formats.origin_tensor import in_stored_order, read_origin_tensor
 from precision_tool.metrics import DEFAULT_TOLERANCES, TensorComparison, compare_tensors
-from precision_tool.metrics.closeness import canonical_dtype, lower_precision
+from precision_tool.metrics.pair_stats import CHUNK
+from precision_tool.metrics.verdict import TensorLayout
 from precision_tool.status import Status
 
 THREAD_VARIABLES = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
+#: Pairs of more elements than this are read in pieces when they can be (:meth:`PairComparer.streamed`): 16M
+#: float16 + float32 elements are 96 MiB, below which reading whole is simpler and as fast.
+STREAM_ABOVE = 1 << 24
 # glibc mallopt parameters (malloc.h)
 _M_TRIM_THRESHOLD, _M_TOP_PAD, _M_MMAP_THRESHOLD = -1, -2, -3
 
@@ -119,12 +124,10 @@ class PairComparer:
         """The parsed header of a dump file, from the cache when recently read (and unchanged)."""
         return read_dump_header_cached(path)
 
-    def load_npu(self, ref: NpuTensorRef, widen: bool = False):
-        """``(OriginTensor, TensorEntry)``: as :meth:`NpuTensorRef.load`, with the header from the cache.
-
-        ``widen=True`` (the compared NPU side): a float tensor whose layout is converted comes back as
-        float64, made in the same pass as the layout copy; :func:`compare_tensors` would widen it anyway.
-        A ``DT_UNDEFINED`` tensor (type unknown) raises :class:`DumpFormatError`: it is not compared.
+    def load_npu(self, ref: NpuTensorRef):
+        """``(OriginTensor, TensorEntry)``: as :meth:`NpuTensorRef.load`, with the header from the cache, in the
+        stored dtype (the metrics widen a block at a time). A ``DT_UNDEFINED`` tensor (type unknown) raises
+        :class:`DumpFormatError`: it is not compared.
         """
         dump = self.header(ref.path)
         entry = dump.tensor(ref.kind, ref.index)
@@ -133,8 +136,7 @@ class PairComparer:
                                             "compared")
         if entry.original_shape is None and ref.origin_shape is not None:
             entry = dataclasses.replace(entry, original_shape=tuple(ref.origin_shape))
-        dtype = np.float64 if widen and _is_float(entry.storage_dtype) else None
-        return read_origin_tensor(dump, entry, ref.origin_format or None, dtype=dtype), entry
+        return read_origin_tensor(dump, entry, ref.origin_format or None), entry
 
     def load_reference(self, ref) -> np.ndarray:
         """The reference array; the last one is kept, since a consumer's input shares its producer's."""
@@ -184,23 +186,56 @@ class PairComparer:
         if task.same_as is not None and self.same_stored_tensor(npu, task.same_as):
             return dataclasses.replace(base, address=self._address(npu)), task.same_as.tensor_id
         try:
-            decoded, entry = self.load_npu(npu, widen=True)
-            reference = self.load_reference(pair.ref)
-            dtype = _tolerance_dtype(entry, decoded.array, reference)
-            comparison = judge_pair(decoded.array, reference, cosine_threshold=self.cosine_threshold, dtype=dtype,
-                                    dtype_labels=(npu.dtype, pair.ref.dtype))
+            streamed = self.streamed(pair)
+            if streamed is not None:
+                comparison, entry, reference_dtype, shape = streamed
+                decoded_note = ""
+            else:
+                decoded, entry = self.load_npu(npu)
+                reference = self.load_reference(pair.ref)
+                comparison = judge_pair(decoded.array, reference, cosine_threshold=self.cosine_threshold,
+                                        dtype_labels=(npu.dtype, pair.ref.dtype))
+                reference_dtype, shape, decoded_note = reference.dtype, decoded.array.shape, decoded.note
         except PrecisionToolError as error:
             return dataclasses.replace(base, address=self._address(npu), reason=str(error)), ""
-        notes = tuple(note for note in (decoded.note, pair.note) if note) + comparison.notes
+        notes = tuple(note for note in (decoded_note, pair.note) if note) + comparison.notes
         ref_address = self._address(pair.ref) if isinstance(pair.ref, NpuTensorRef) else ""
         values = tuple(metric.value for metric in comparison.metrics)
         return dataclasses.replace(
             base, status=comparison.status, reason=comparison.reason, address=str(entry.address),
-            ref_dtype=_dtype_name(reference.dtype), ref_address=ref_address,
-            shape=tuple(int(d) for d in decoded.array.shape),
+            ref_dtype=_dtype_name(reference_dtype), ref_address=ref_address,
+            shape=tuple(int(d) for d in shape),
             metrics=values, allclose_ratio=comparison.allclose_ratio,
             allclose_min_ratio=DEFAULT_TOLERANCES[comparison.dtype].min_ratio, tolerance_dtype=comparison.dtype,
             notes=notes, matched_non_finite=comparison.matched_non_finite), ""
+
+    def streamed(self, pair: AlignedPair):
+        """``(comparison, entry, reference dtype, shape)`` for a pair too large to hold (more than
+        :data:`STREAM_ABOVE` elements) whose NPU tensor is in origin order and whose reference is a ``.npy`` file:
+        both are read :data:`~precision_tool.metrics.pair_stats.CHUNK` elements at a time, so memory stays fixed.
+        ``None``: load it whole (smaller tensors, device layouts, bf16, NPU references)."""
+        npu, ref = pair.npu, pair.ref
+        if not isinstance(ref, NpyTensorRef) or not ref.dtype:
+            return None
+        dump = self.header(npu.path)
+        entry = dump.tensor(npu.kind, npu.index)
+        count = entry.element_count or 0
+        storage = entry.storage_dtype
+        if count <= STREAM_ABOVE or storage is None or not in_stored_order(entry, npu.origin_format or None):
+            return None
+        ref_dtype: np.dtype = np.dtype(ref.dtype)
+        ref_shape = tuple(ref.shape)
+        shape = entry.original_shape if entry.original_shape is not None else entry.shape
+        if ref_dtype.kind not in "fiub" or int(np.prod(ref_shape, dtype=np.int64)) != count:
+            return None  # the whole-tensor path says what is wrong
+
+        def chunks():
+            return zip(read_tensor_chunks(dump, entry, CHUNK), read_npy_chunks(ref.path, ref_dtype, ref_shape, CHUNK))
+
+        comparison = judge_pair(TensorLayout(tuple(shape), storage), TensorLayout(ref_shape, ref_dtype),
+                                cosine_threshold=self.cosine_threshold, dtype_labels=(npu.dtype, ref.dtype),
+                                chunks=chunks)
+        return comparison, entry, ref_dtype, shape
 
     def run_all(self, tasks: Sequence[PairTask]) -> List[Outcome]:
         return [self.run(task) for task in tasks]
@@ -219,13 +254,9 @@ def reference_identity(ref) -> tuple:
     return ("npu", ref.path, ref.kind, ref.index)
 
 
-def _is_float(dtype) -> bool:
-    return dtype is not None and np.dtype(dtype).kind == "f"
-
-
 def judge_pair(npu, reference, *, cosine_threshold: Optional[float], dtype: Optional[str] = None,
                dtype_labels: Sequence[str] = (), rtol: Optional[float] = None,
-               atol: Optional[float] = None) -> TensorComparison:
+               atol: Optional[float] = None, chunks=None) -> TensorComparison:
     """``compare``'s verdict on one NPU/reference pair: the one rule ``compare``, ``ac -c`` and ``cp`` share.
 
     :func:`~precision_tool.metrics.compare_tensors` with the cosine gate and its honest statuses (NaN/inf,
@@ -243,19 +274,7 @@ def judge_pair(npu, reference, *, cosine_threshold: Optional[float], dtype: Opti
         dtype = "bfloat16"
     gate_off = rtol is None and atol is None
     return compare_tensors(npu, reference, dtype=dtype, cosine_threshold=cosine_threshold, rtol=rtol, atol=atol,
-                           min_allclose_ratio=0.0 if gate_off else None)
-
-
-def _tolerance_dtype(entry, array: np.ndarray, reference: np.ndarray) -> Optional[str]:
-    """The dtype for the tolerances, or None to let :func:`compare_tensors` infer it from the arrays.
-
-    When the NPU array arrives widened to float64 (:meth:`PairComparer.load_npu`) it is named explicitly: the
-    less precise of the NPU dtype as read and the reference's -- what :func:`compare_tensors` infers from the
-    unwidened array. (bf16 is settled by :func:`judge_pair` from the dtype labels.)
-    """
-    if array.dtype == entry.numpy_dtype or reference.dtype.kind not in "fiub":
-        return None
-    return lower_precision(canonical_dtype(entry.numpy_dtype), canonical_dtype(reference.dtype))
+                           min_allclose_ratio=0.0 if gate_off else None, chunks=chunks)
 
 
 def _dtype_name(dtype) -> str:

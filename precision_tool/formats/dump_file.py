@@ -29,7 +29,7 @@ import struct
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass
-from typing import Optional, Sequence, Tuple, Union, cast
+from typing import Iterator, Optional, Sequence, Tuple, Union, cast
 
 import numpy as np
 from google.protobuf.message import DecodeError
@@ -462,6 +462,24 @@ def read_tensor(dump_file: DumpFile, entry: TensorEntry) -> np.ndarray:
     return array
 
 
+def read_tensor_chunks(dump_file: DumpFile, entry: TensorEntry, size: int) -> Iterator[np.ndarray]:
+    """The payload of ``entry`` as flat arrays of at most ``size`` elements, in stored order, read one at a time by
+    offset (a tensor of any size in a fixed amount of memory). Each array is valid until the next is read.
+    Same errors as :func:`read_tensor`; float16/32/64 and integer tensors only (not bf16 or raw bytes)."""
+    storage = entry.storage_dtype
+    if storage is None or entry.dtype_code == dtypes.DT_BF16:
+        raise DumpFormatError(dump_file.path, f"{entry.label}: data type {entry.dtype_name} is not read in pieces")
+    nbytes = _check_tensor_fits(dump_file.path, entry)
+    assert nbytes is not None
+    step = max(1, size) * storage.itemsize
+    buffer = bytearray(min(step, nbytes))
+    for start in range(0, nbytes, step):
+        length = min(step, nbytes - start)
+        view = memoryview(buffer)[:length]
+        _read_payload_into(dump_file, entry.offset + start, view)
+        yield np.frombuffer(view, dtype=storage)
+
+
 def raw_bytes_note(entry: TensorEntry) -> str:
     """The note every reader gives a ``DT_UNDEFINED`` tensor (``""`` for any other).
 
@@ -479,7 +497,13 @@ def read_blob(dump_file: DumpFile, entry: Union[BlobEntry, TensorEntry]) -> byte
 
 
 def _read_payload(dump_file: DumpFile, offset: int, length: int) -> bytearray:
-    path = dump_file.path
+    payload = bytearray(length)
+    _read_payload_into(dump_file, offset, memoryview(payload))
+    return payload
+
+
+def _read_payload_into(dump_file: DumpFile, offset: int, payload: memoryview) -> None:
+    path, length = dump_file.path, len(payload)
     if offset + length > dump_file.file_size:
         raise DumpFormatError(path, f"payload at offset {offset} ({length} bytes) lies past the end of the file")
     try:
@@ -490,13 +514,11 @@ def _read_payload(dump_file: DumpFile, offset: int, length: int) -> bytearray:
                     path, f"changed on disk since its header was read ({dump_file.file_size} -> "
                           f"{info.st_size} bytes)", "read the header again")
             handle.seek(offset)
-            payload = bytearray(length)
             got = cast(io.BufferedReader, handle).readinto(payload)  # open_input gives a BufferedReader
     except OSError as error:
         raise DumpFormatError(path, f"cannot read: {error.strerror or error}") from None
     if got != length:
         raise DumpFormatError(path, f"file shrank while being read (wanted {length} bytes at offset {offset})")
-    return payload
 
 
 # --------------------------------------------------------------------------------------------- cached headers

@@ -13,13 +13,14 @@ Files are written atomically (a hidden temporary file renamed into place) and al
 """
 from __future__ import annotations
 
+import io
 import os
 import re
 import struct
 import time
 import tokenize
 from dataclasses import dataclass
-from typing import Dict, Iterable, List, Mapping, Optional, Tuple, Union
+from typing import Dict, Iterable, Iterator, List, Mapping, Optional, Tuple, Union, cast
 
 import numpy as np
 
@@ -269,6 +270,28 @@ def _load_npy(path: str) -> np.ndarray:
     if fortran_order:
         return array.reshape(shape[::-1]).transpose()
     return array.reshape(shape)
+
+
+def read_npy_chunks(path: str, dtype: np.dtype, shape: Tuple[int, ...], size: int) -> Iterator[np.ndarray]:
+    """The elements of a C-ordered ``.npy`` file as flat arrays of at most ``size`` elements, one read at a time (a
+    reference of any size in a fixed amount of memory); each is valid until the next. Raises
+    :class:`ReferenceFormatError` when the header no longer gives ``dtype``/``shape``, the file is Fortran-ordered,
+    or it ends early."""
+    with open_input(path, ReferenceFormatError) as handle:
+        try:
+            found_dtype, found_shape, fortran_order = _checked_header(handle, path)
+        except (ValueError, TypeError, OSError, EOFError) as error:
+            raise ReferenceFormatError(path, f"not a readable .npy file ({_first_line(error)})") from None
+        if found_dtype != dtype or tuple(found_shape) != tuple(shape) or fortran_order:
+            raise ReferenceFormatError(path, "changed since it was listed, or Fortran-ordered: not read in pieces")
+        total = _element_count(shape)
+        buffer = bytearray(min(max(1, size), max(total, 1)) * dtype.itemsize)
+        for start in range(0, total, max(1, size)):
+            count = min(size, total - start)
+            view = memoryview(buffer)[:count * dtype.itemsize]
+            if cast(io.BufferedReader, handle).readinto(view) != len(view):  # open_input gives a BufferedReader
+                raise ReferenceFormatError(path, f"file shrank while being read (element {start} of {total})")
+            yield np.frombuffer(view, dtype=dtype)
 
 
 MappingValue = Union[str, Iterable[str]]

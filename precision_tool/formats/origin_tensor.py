@@ -27,7 +27,7 @@ from typing import Optional
 import numpy as np
 
 from precision_tool.errors import LayoutError
-from precision_tool.formats import layouts
+from precision_tool.formats import dtypes, layouts
 from precision_tool.formats.dump_file import DumpFile, TensorEntry, raw_bytes_note, read_tensor
 
 RAW_BYTES_LAYOUT = "ND"  # the layout of a DT_UNDEFINED tensor as read: a flat array of its bytes
@@ -77,6 +77,19 @@ def choose_origin_format(entry: TensorEntry, origin_format: Optional[str] = None
                              f"{layouts.shape_text(entry.shape)} from original shape "
                              f"{layouts.shape_text(entry.original_shape or ())}")
     return fitting[0], len(fitting) > 1, "inferred from the shapes"
+
+
+def in_stored_order(entry: TensorEntry, origin_format: Optional[str] = None) -> bool:
+    """True when :func:`read_origin_tensor` would only reshape ``entry`` (a plain stored format whose origin is the
+    same or a reshape of it): its payload bytes are then the tensor's elements in origin order, and can be read
+    a piece at a time (:func:`~precision_tool.formats.dump_file.read_tensor_chunks`)."""
+    if entry.is_raw_bytes or entry.storage_dtype is None or entry.dtype_code == dtypes.DT_BF16:
+        return False
+    stored = layouts.format_of(entry.format_code)
+    if stored in CANDIDATES:
+        return False
+    fmt, _, _ = choose_origin_format(entry, origin_format)
+    return fmt == stored or (fmt is not None and layouts.is_reshape_pair(stored, fmt))
 
 
 def _fits(entry: TensorEntry, origin: str, stored: str, c0: int) -> bool:

@@ -4,7 +4,8 @@ from __future__ import annotations
 PIECES = {
     "params": """\
     x : (N,) array_like of real numbers
-        NPU values, flattened. float16, float32, integers and booleans are widened to float64.
+        NPU values, flattened. float16, float32, integers and booleans: sums are float64, widened a block at a
+        time.
     y : (N,) array_like of real numbers
         Reference values, flattened, the same length as `x`.""",
     "raises": """\
@@ -13,9 +14,9 @@ PIECES = {
     MetricInputError
         If an input is not 1-D, does not hold real numbers, or the lengths differ.""",
     "nonfinite": """\
-    NaN and inf are not masked: a NaN anywhere makes the result ``nan`` and an inf usually makes it ``inf`` or
-    ``nan``. :func:`~precision_tool.metrics.verdict.compare_tensors` classifies non-finite positions first
-    and passes only the finite pairs here.""",
+    NaN and inf are not masked: a NaN or an inf anywhere makes the result ``nan``.
+    :func:`~precision_tool.metrics.verdict.compare_tensors` classifies non-finite positions and measures the
+    pairs finite on both sides.""",
     "precision": """\
     Computed in float64 (msaccucmp computes in float32; see :mod:`precision_tool.metrics`).""",
 }

@@ -3,9 +3,8 @@ from __future__ import annotations
 
 import math
 
-import numpy as np
 
-from precision_tool.metrics._common import PairData
+from precision_tool.metrics.pair_stats import PairStats, metric_over
 from precision_tool.metrics._docs import fill_doc
 
 __all__ = ["max_absolute_error", "mean_absolute_error", "root_mean_square_error"]
@@ -41,7 +40,7 @@ def max_absolute_error(x, y) -> float:
     >>> max_absolute_error([1.0, 2.0, 3.0], [1.0, 2.5, 2.0])
     1.0
     """
-    return _max_absolute_error(PairData(x, y))
+    return metric_over(_max_absolute_error, x, y)
 
 
 @fill_doc
@@ -74,7 +73,7 @@ def mean_absolute_error(x, y) -> float:
     >>> mean_absolute_error([1.0, 2.0, 3.0], [1.0, 2.5, 2.0])
     0.5
     """
-    return _mean_absolute_error(PairData(x, y))
+    return metric_over(_mean_absolute_error, x, y)
 
 
 @fill_doc
@@ -111,16 +110,16 @@ def root_mean_square_error(x, y) -> float:
     >>> root_mean_square_error([3.0, 0.0], [0.0, 4.0])  # 5 / sqrt(2)
     3.5355339059327373
     """
-    return _root_mean_square_error(PairData(x, y))
+    return metric_over(_root_mean_square_error, x, y)
 
 
-def _max_absolute_error(pair: PairData) -> float:
-    return float(pair.abs_diff.max()) if pair.n else math.nan
+def _max_absolute_error(stats: PairStats) -> float:
+    return stats.max_ad if stats.n else math.nan
 
 
-def _mean_absolute_error(pair: PairData) -> float:
-    return float(np.sum(pair.abs_diff) / pair.n) if pair.n else math.nan
+def _mean_absolute_error(stats: PairStats) -> float:
+    return stats.sum_ad / stats.n if stats.n else math.nan
 
 
-def _root_mean_square_error(pair: PairData) -> float:
-    return pair.norm_diff / math.sqrt(pair.n) if pair.n else math.nan
+def _root_mean_square_error(stats: PairStats) -> float:
+    return stats.norm_d / math.sqrt(stats.n) if stats.n else math.nan

@@ -38,15 +38,14 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from types import MappingProxyType
-from typing import Mapping, Tuple
+from typing import Mapping
 
 import numpy as np
 
 from precision_tool.errors import MetricInputError
-from precision_tool.metrics._common import PairData, validate_pair
+from precision_tool.metrics.pair_stats import pair_stats
 
-__all__ = ["Tolerance", "DEFAULT_TOLERANCES", "canonical_dtype", "default_tolerance", "allclose_ratio",
-           "close_count"]
+__all__ = ["Tolerance", "DEFAULT_TOLERANCES", "canonical_dtype", "default_tolerance", "allclose_ratio"]
 
 
 @dataclass(frozen=True)
@@ -172,34 +171,7 @@ def allclose_ratio(x, y, *, rtol: float, atol: float) -> float:
     0.6666666666666666
     """
     Tolerance(rtol, atol, 0.0)  # validates
-    x, y = validate_pair(x, y)
-    if x.size == 0:
+    stats = pair_stats(x, y, rtol, atol)
+    if not stats.total:
         return math.nan
-    finite, x_finite, y_finite = split_finite(x, y)
-    close = close_count(PairData(x_finite, y_finite), rtol, atol)
-    if x_finite is not x:
-        close += nonfinite_close_count(x, y, ~finite)
-    return close / x.size
-
-
-def close_count(pair: PairData, rtol: float, atol: float) -> int:
-    """Number of close elements in a pair of finite arrays (the kernel of :func:`allclose_ratio`)."""
-    bound = np.abs(pair.y, out=pair.scratch(0))
-    bound *= rtol
-    bound += atol
-    return int(np.count_nonzero(pair.abs_diff <= bound))
-
-
-def nonfinite_close_count(x: np.ndarray, y: np.ndarray, where: np.ndarray) -> int:
-    """Among the positions ``where``: NaN on both sides, or the same infinity on both sides."""
-    xs, ys = x[where], y[where]
-    return int(np.count_nonzero((np.isnan(xs) & np.isnan(ys)) | (np.isinf(xs) & (xs == ys))))
-
-
-def split_finite(x: np.ndarray, y: np.ndarray) -> Tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """``(finite_mask, x_finite, y_finite)``; the arrays are the inputs themselves when all are finite."""
-    finite = np.isfinite(x)
-    finite &= np.isfinite(y)
-    if finite.all():
-        return finite, x, y
-    return finite, x[finite], y[finite]
+    return (stats.close + stats.nonfinite_close) / stats.total

@@ -4,9 +4,8 @@ from __future__ import annotations
 import math
 from typing import NamedTuple
 
-import numpy as np
 
-from precision_tool.metrics._common import PairData, dot
+from precision_tool.metrics.pair_stats import PairStats, pair_stats
 from precision_tool.metrics._docs import fill_doc
 
 __all__ = ["MeanStd", "standard_deviation", "format_mean_std"]
@@ -58,7 +57,10 @@ def standard_deviation(x, y) -> MeanStd:
     >>> format_mean_std(standard_deviation([1.0, 3.0], [-0.0004, 0.0004]))
     '(2.000;1.000),(0.000;0.000)'
     """
-    return _standard_deviation(PairData(x, y))
+    stats = pair_stats(x, y)
+    if stats.n != stats.total:  # NaN/inf present: as every public metric function
+        return MeanStd(math.nan, math.nan, math.nan, math.nan)
+    return _standard_deviation(stats)
 
 
 def format_mean_std(value: MeanStd) -> str:
@@ -71,21 +73,10 @@ def format_mean_std(value: MeanStd) -> str:
     return "(%.3f;%.3f),(%.3f;%.3f)" % tuple(shown)
 
 
-def _mean_std(values: np.ndarray, total: float, work: np.ndarray):
-    """Two-pass mean and population standard deviation, the deviations written into ``work``.
-
-    The mean is ``total / N`` with ``total`` the sum :class:`PairData` shares (``np.mean``'s own arithmetic,
-    without a pass of its own).
-    """
-    if values.size == 0:
-        return math.nan, math.nan
-    mean = total / values.size
-    deviation = np.subtract(values, mean, out=work)
-    return mean, math.sqrt(dot(deviation, deviation) / values.size)
-
-
-def _standard_deviation(pair: PairData) -> MeanStd:
-    sum_x, sum_y = pair.sums
-    mean_x, std_x = _mean_std(pair.x, sum_x, pair.scratch(0))
-    mean_y, std_y = _mean_std(pair.y, sum_y, pair.scratch(0))
-    return MeanStd(mean_x, std_x, mean_y, std_y)
+def _standard_deviation(stats: PairStats) -> MeanStd:
+    """Means ``sum / m`` and population standard deviations ``sqrt(sum((v - mean)^2) / m)`` (two-pass, as
+    ``np.std``); nan for no pairs."""
+    m = stats.n
+    if not m:
+        return MeanStd(math.nan, math.nan, math.nan, math.nan)
+    return MeanStd(stats.sum_x / m, math.sqrt(stats.dev_xx / m), stats.sum_y / m, math.sqrt(stats.dev_yy / m))

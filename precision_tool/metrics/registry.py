@@ -21,7 +21,7 @@ from typing import Any, Callable, Dict, Iterable, Mapping, Optional, Tuple, Unio
 
 from precision_tool.errors import UnknownMetricError
 from precision_tool.metrics import absolute, moments, relative, similarity
-from precision_tool.metrics._common import PairData
+from precision_tool.metrics.pair_stats import PairStats, pair_stats
 
 __all__ = ["MetricInfo", "METRICS", "ALL", "NOT_COMPUTED", "get_metric", "resolve_metrics", "compute_metrics",
            "format_value", "build_lookup"]
@@ -43,7 +43,7 @@ class MetricInfo:
     matter); ``func(x, y)`` is the public pure function; ``higher_is_better`` is True for similarities, False
     for errors and divergences, None for StandardDeviation (not a score); ``csv_format(value)`` writes the
     CSV cell; ``index`` is msaccucmp's ``-alg`` number. ``kernel`` computes the value from a
-    :class:`~precision_tool.metrics._common.PairData`, sharing intermediates with the other metrics.
+    :class:`~precision_tool.metrics.pair_stats.PairStats` (the sums every metric shares).
     """
 
     name: str
@@ -53,7 +53,7 @@ class MetricInfo:
     csv_format: Callable[[Any], str]
     index: int
     summary: str
-    kernel: Callable[[PairData], Any] = field(repr=False, compare=False)
+    kernel: Callable[[PairStats], Any] = field(repr=False, compare=False)
 
 
 def _info(index, name, aliases, module, func_name, higher_is_better, summary, csv_format=format_float):
@@ -148,10 +148,10 @@ def resolve_metrics(names: Union[None, str, Iterable[Union[str, int, MetricInfo]
 
 
 def compute_metrics(x, y, metrics=ALL) -> Dict[str, Any]:
-    """``{name: value}`` for the chosen metrics over one pair, sharing ``x - y`` and the other
-    intermediates between them. Values are what the metric functions return (``nan`` where undefined)."""
-    pair = PairData(x, y)
-    return {info.name: info.kernel(pair) for info in resolve_metrics(metrics)}
+    """``{name: value}`` for the chosen metrics over one pair, all from one :func:`pair_stats` (two passes).
+    Values are what the metric functions return (``nan`` where undefined)."""
+    stats = pair_stats(x, y)
+    return {info.name: info.kernel(stats) for info in resolve_metrics(metrics)}
 
 
 def format_value(metric: Union[str, int, MetricInfo], value: Any) -> str:

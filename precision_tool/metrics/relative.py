@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import math
 
-from precision_tool.metrics._common import PairData
+from precision_tool.metrics.pair_stats import PairStats, metric_over
 from precision_tool.metrics._docs import fill_doc
 
 __all__ = ["accumulated_relative_error", "max_relative_error", "mean_relative_error",
@@ -59,7 +59,7 @@ def accumulated_relative_error(x, y) -> float:
     >>> accumulated_relative_error([1.0, 2.0], [0.0, 0.0])
     nan
     """
-    return _accumulated_relative_error(PairData(x, y))
+    return metric_over(_accumulated_relative_error, x, y)
 
 
 @fill_doc
@@ -94,7 +94,7 @@ def max_relative_error(x, y) -> float:
     >>> max_relative_error([1.5, 2.0, 7.0], [1.0, 4.0, 0.0])
     0.5
     """
-    return _max_relative_error(PairData(x, y))
+    return metric_over(_max_relative_error, x, y)
 
 
 @fill_doc
@@ -130,7 +130,7 @@ def mean_relative_error(x, y) -> float:
     >>> mean_relative_error([1.5, 2.0, 7.0, 1.0], [1.0, 4.0, 0.0, 1.0])
     0.25
     """
-    return _mean_relative_error(PairData(x, y))
+    return metric_over(_mean_relative_error, x, y)
 
 
 @fill_doc
@@ -170,28 +170,22 @@ def relative_euclidean_distance(x, y) -> float:
     >>> relative_euclidean_distance([1.0, 1.0], [0.0, 0.0])
     nan
     """
-    return _relative_euclidean_distance(PairData(x, y))
+    return metric_over(_relative_euclidean_distance, x, y)
 
 
-def _accumulated_relative_error(pair: PairData) -> float:
-    if not pair.nonzero_reference_count:
+def _accumulated_relative_error(stats: PairStats) -> float:
+    return stats.rel_sum if stats.rel_count else math.nan
+
+
+def _max_relative_error(stats: PairStats) -> float:
+    return stats.rel_max if stats.rel_count else math.nan
+
+
+def _mean_relative_error(stats: PairStats) -> float:
+    return stats.rel_sum / stats.n if stats.rel_count else math.nan
+
+
+def _relative_euclidean_distance(stats: PairStats) -> float:
+    if stats.n == 0 or stats.norm_y == 0.0:
         return math.nan
-    return pair.relative_error_sum
-
-
-def _max_relative_error(pair: PairData) -> float:
-    if not pair.nonzero_reference_count:
-        return math.nan
-    return pair.relative_error_max
-
-
-def _mean_relative_error(pair: PairData) -> float:
-    if not pair.nonzero_reference_count:
-        return math.nan
-    return pair.relative_error_sum / pair.n
-
-
-def _relative_euclidean_distance(pair: PairData) -> float:
-    if pair.n == 0 or pair.norm_y == 0.0:
-        return math.nan
-    return pair.norm_diff / pair.norm_y
+    return stats.norm_d / stats.norm_y

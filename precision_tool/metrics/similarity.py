@@ -2,19 +2,12 @@
 from __future__ import annotations
 
 import math
-from typing import Tuple
 
-import numpy as np
-
-from precision_tool.metrics._common import KL_FLOOR, ZERO_REFERENCE_EPS, PairData, dot
+from precision_tool.metrics._common import ZERO_REFERENCE_EPS
 from precision_tool.metrics._docs import fill_doc
+from precision_tool.metrics.pair_stats import PairStats, metric_over
 
 __all__ = ["cosine_similarity", "kullback_leibler_divergence"]
-
-_SAFE_PRODUCT_LOW, _SAFE_PRODUCT_HIGH = 1e-280, 1e280
-# KL profiles with a span in this range are left unnormalised: no profile value, sum or ratio of them can
-# overflow or underflow (see _profile).
-_FAST_SPAN_LOW, _FAST_SPAN_HIGH = 1e-100, 1e100
 
 
 @fill_doc
@@ -57,7 +50,7 @@ def cosine_similarity(x, y) -> float:
     >>> cosine_similarity([0.0, 0.0], [0.0, 0.0])
     nan
     """
-    return _cosine_similarity(PairData(x, y))
+    return metric_over(_cosine_similarity, x, y)
 
 
 @fill_doc
@@ -103,60 +96,22 @@ def kullback_leibler_divergence(x, y) -> float:
     >>> round(kullback_leibler_divergence([0.0, 1.0], [1.0, 0.0]), 6)
     15.942381
     """
-    return _kullback_leibler_divergence(PairData(x, y))
+    return metric_over(_kullback_leibler_divergence, x, y)
 
 
-def _cosine_similarity(pair: PairData) -> float:
-    norm_x, norm_y = pair.norm_x, pair.norm_y
-    if pair.n == 0 or not (norm_x > 0.0 and norm_y > 0.0) or math.isinf(norm_x) or math.isinf(norm_y):
+def _cosine_similarity(stats: PairStats) -> float:
+    """``sum(x y) / (||x|| ||y||)`` clamped to [-1, 1]; nan for no pairs or a zero or infinite norm."""
+    cosine = stats.cosine_dot
+    return cosine if math.isnan(cosine) else min(max(cosine, -1.0), 1.0)
+
+
+def _kullback_leibler_divergence(stats: PairStats) -> float:
+    """From unnormalised profiles p, q with totals Tp, Tq: ``sum P ln(P/Q) = sum p ln(p/q) / Tp + ln(Tq / Tp)``,
+    the last term as ``log1p((Tq - Tp) / Tp)`` when Tq/Tp is near 1 (an exact difference: two profiles of one shape
+    give 0, not 1 ulp)."""
+    if stats.n == 0:
         return math.nan
-    product = norm_x * norm_y
-    if _SAFE_PRODUCT_LOW < product < _SAFE_PRODUCT_HIGH:
-        cosine = dot(pair.x, pair.y) / product
-    else:  # unit vectors first: no intermediate overflows or underflows
-        cosine = dot(pair.x / norm_x, pair.y / norm_y)
-    return min(max(cosine, -1.0), 1.0)
-
-
-def _profile(values: np.ndarray, out: np.ndarray) -> Tuple[np.ndarray, float]:
-    """The min-max profile of ``values`` in ``out``, as ``(out, total)``: the probabilities are ``out / total``.
-
-    Min-max scale to [0, 1] (constant: as is), clamp below at eps32, normalise to sum 1. For a span of
-    moderate size (the usual case) two passes fewer: ``max(v - low, eps32 * span)`` is the scaled profile
-    times ``span``, the span cancels in the normalisation, and the caller divides by ``total`` once
-    (:func:`_kullback_leibler_divergence`) instead of normalising every element. The clamp is a masked copy
-    (a compare and a copy), cheaper than ``np.maximum``'s NaN-aware loop. Other spans: scaled and normalised
-    in place as before, ``total`` 1.0.
-    """
-    low, high = float(values.min()), float(values.max())
-    span = high - low
-    if _FAST_SPAN_LOW < span < _FAST_SPAN_HIGH:
-        np.subtract(values, low, out=out)
-        floor = KL_FLOOR * span
-        np.copyto(out, floor, where=out < floor)
-        return out, float(np.sum(out))
-    if math.isinf(span):  # only float64 inputs beyond 8.9e307 get here; halving cannot overflow
-        np.multiply(values, 0.5, out=out)
-        values, low, span = out, low * 0.5, high * 0.5 - low * 0.5
-    if span != 0:
-        np.subtract(values, low, out=out)
-        np.divide(out, span, out=out)
-    else:
-        np.copyto(out, values)
-    np.maximum(out, KL_FLOOR, out=out)
-    out /= np.sum(out)
-    return out, 1.0
-
-
-def _kullback_leibler_divergence(pair: PairData) -> float:
-    """``sum P ln(P/Q)`` from unnormalised profiles: ``P/Q = (p/q) * (total_q/total_p)``, then one division."""
-    if pair.n == 0:
-        return math.nan
-    p, total_p = _profile(pair.x, pair.scratch(0))
-    q, total_q = _profile(pair.y, pair.scratch(1))
-    log_ratio = np.divide(p, q, out=q)
-    if total_q != total_p:
-        log_ratio *= total_q / total_p
-    np.log(log_ratio, out=log_ratio)
-    divergence = dot(p, log_ratio) / total_p
+    tp, tq = stats.kl_tp, stats.kl_tq
+    ratio = tq / tp
+    divergence = stats.kl_sum / tp + (math.log1p((tq - tp) / tp) if 0.5 < ratio < 2.0 else math.log(ratio))
     return 0.0 if abs(divergence) < ZERO_REFERENCE_EPS else divergence

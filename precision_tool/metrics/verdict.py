@@ -44,9 +44,9 @@ from typing import Any, Dict, Optional, Sequence, Tuple
 import numpy as np
 
 from precision_tool.errors import MetricInputError
-from precision_tool.metrics._common import PairData, ZERO_REFERENCE_EPS
-from precision_tool.metrics.closeness import (DEFAULT_TOLERANCES, Tolerance, canonical_dtype, close_count,
-                                              lower_precision, nonfinite_close_count, split_finite)
+from precision_tool.metrics._common import ZERO_REFERENCE_EPS
+from precision_tool.metrics.pair_stats import NAN, NEGINF, POSINF, Chunks, PairStats, array_chunks, gather
+from precision_tool.metrics.closeness import DEFAULT_TOLERANCES, Tolerance, canonical_dtype, lower_precision
 from precision_tool.metrics.registry import ALL, MetricInfo, format_value, get_metric, resolve_metrics
 from precision_tool.status import Status
 
@@ -257,13 +257,15 @@ class TensorComparison:
 
 def compare_tensors(npu, ref, *, dtype=None, metrics: Sequence = ALL,
                     cosine_threshold: Optional[float] = DEFAULT_COSINE_THRESHOLD, rtol: Optional[float] = None,
-                    atol: Optional[float] = None, min_allclose_ratio: Optional[float] = None) -> TensorComparison:
+                    atol: Optional[float] = None, min_allclose_ratio: Optional[float] = None,
+                    chunks: Optional[Chunks] = None) -> TensorComparison:
     """Compare an NPU tensor with its reference and give an honest verdict.
 
     Parameters
     ----------
     npu, ref : array_like of real numbers
-        The tensors, any shape. float16 (and bf16 already widened to float32) are widened to float64.
+        The tensors, any shape. Every sum is float64; values are widened a block at a time (bf16 arrives as
+        float32).
     dtype : dtype or str, optional
         The dtype the NPU computed in, for the default tolerances: anything
         :func:`~precision_tool.metrics.closeness.canonical_dtype` takes (``"bf16"``, ``"DT_FLOAT16"``, ...).
@@ -274,6 +276,10 @@ def compare_tensors(npu, ref, *, dtype=None, metrics: Sequence = ALL,
         The cosine gate (default 0.99); None turns it off.
     rtol, atol, min_allclose_ratio : float, optional
         Override the dtype's :data:`~precision_tool.metrics.closeness.DEFAULT_TOLERANCES`.
+    chunks : callable, optional
+        For tensors too large to hold: ``npu`` and ``ref`` are then :class:`TensorLayout` records (shape and
+        dtype), and ``chunks()`` yields the aligned flat pieces of both (:data:`~precision_tool.metrics.pair_stats.
+        Chunks`); the result is the same as for the whole arrays.
 
     Returns
     -------
@@ -313,7 +319,12 @@ def compare_tensors(npu, ref, *, dtype=None, metrics: Sequence = ALL,
     >>> compare_tensors(np.float32([1, np.nan, 3]), np.float32([1, 2, 3])).status
     <Status.NAN_INF: 'NAN_INF'>
     """
-    npu_array, ref_array = _as_real_array(npu, "NPU"), _as_real_array(ref, "reference")
+    npu_array: Any
+    ref_array: Any
+    if chunks is None:
+        npu_array, ref_array = _as_real_array(npu, "NPU"), _as_real_array(ref, "reference")
+    else:
+        npu_array, ref_array = _checked_layout(npu, "NPU"), _checked_layout(ref, "reference")
     infos = resolve_metrics(metrics)
     tol_dtype = _tolerance_dtype(dtype, npu_array.dtype, ref_array.dtype)
     default = DEFAULT_TOLERANCES[tol_dtype]
@@ -338,10 +349,7 @@ def compare_tensors(npu, ref, *, dtype=None, metrics: Sequence = ALL,
     if npu_shape != ref_shape and not shape_mismatch:
         notes.append(f"shapes differ only in size-1 dims (NPU {npu_shape}, reference {ref_shape}): "
                      f"same element order")
-    x: np.ndarray = npu_array.reshape(-1).astype(np.float64, copy=False)
-    y: np.ndarray = ref_array.reshape(-1).astype(np.float64, copy=False)
-    n = x.size
-
+    n = int(npu_array.size)
     if n == 0:
         status, reason = Status.EMPTY, f"both tensors are empty (shape {npu_shape}): nothing to compare"
         if shape_mismatch:
@@ -350,31 +358,37 @@ def compare_tensors(npu, ref, *, dtype=None, metrics: Sequence = ALL,
                                 metrics=_not_computed(infos, "not computed: the tensors are empty"),
                                 allclose_ratio=None, mismatch_count=None, cosine=None, zero_reference_count=0,
                                 non_finite=NonFiniteSummary(), worst=None, notes=tuple(notes), **common)
+    stats = gather(chunks or array_chunks(npu_array, ref_array), tolerance.rtol, tolerance.atol)
+    return _verdict(stats, infos, notes, shape_mismatch, common)
 
-    finite, x_finite, y_finite, sums = _split_finite(x, y)
-    all_finite = x_finite is x
-    non_finite = NonFiniteSummary() if all_finite else _classify_non_finite(x, y)
-    pair = PairData(x_finite, y_finite, sums)
-    m = pair.n
-    npu_zero, ref_zero = _all_zero(pair)
+
+def _verdict(stats: PairStats, infos: Sequence[MetricInfo], notes: list, shape_mismatch: bool,
+             common: Dict[str, Any]) -> TensorComparison:
+    """Steps 4-7 of the module docstring, from the pair's sums."""
+    n, m = stats.total, stats.n
+    npu_shape, tolerance = common["npu_shape"], common["tolerance"]
+    all_finite = m == n
+    non_finite = NonFiniteSummary() if all_finite else _classify_non_finite(stats)
+    npu_zero, ref_zero = stats.nonzero_x == 0, stats.nonzero_y == 0
     matching = non_finite.matching
     if matching:
         notes.append(non_finite.matching_text(m))
 
-    values = {info.name: (info.kernel(pair) if m else math.nan) for info in infos}
+    values = {info.name: (info.kernel(stats) if m else math.nan) for info in infos}
     cosine_info = get_metric("CosineSimilarity")
-    cosine = values[cosine_info.name] if cosine_info.name in values else (cosine_info.kernel(pair) if m else math.nan)
+    cosine = cosine_info.kernel(stats) if m else math.nan
     cosine = None if math.isnan(cosine) else cosine
-    metric_values = tuple(_metric_value(info, values[info.name], pair, npu_zero, ref_zero, matching) for info in infos)
+    metric_values = tuple(_metric_value(info, values[info.name], stats, npu_zero, ref_zero, matching)
+                          for info in infos)
 
-    close = close_count(pair, tolerance.rtol, tolerance.atol) if m else 0
+    close = stats.close if m else 0
     counted = m if matching else n  # matching non-finite values are left out of the allclose ratio too
     if not (all_finite or matching):
-        close += nonfinite_close_count(x, y, ~finite)
+        close += stats.nonfinite_close
     mismatch: Optional[int] = counted - close if counted else None
     ratio = close / counted if counted else None
-    worst = _worst_element(pair, finite, all_finite, npu_shape) if m else None
-    zero_refs = m - pair.nonzero_reference_count if m else 0
+    worst = _worst_element(stats, npu_shape) if m else None
+    zero_refs = m - stats.rel_count if m else 0
 
     if m == 1:
         notes.append("one element: cosine only compares signs; the allclose gate decides")
@@ -382,11 +396,11 @@ def compare_tensors(npu, ref, *, dtype=None, metrics: Sequence = ALL,
         notes.append(f"{zero_refs} of {m} reference elements are zero (|y| <= 2.2e-16): left out of relative "
                      f"errors")
 
-    status, reason = _judge(cosine, cosine_threshold, mismatch, tolerance, non_finite, m, x_finite, y_finite,
+    status, reason = _judge(cosine, common["cosine_threshold"], mismatch, tolerance, non_finite, stats,
                             npu_zero, ref_zero)
     if shape_mismatch:
         notes.insert(0, f"also {status.value}: {reason}")
-        status, reason = Status.SHAPE_MISMATCH, _shape_reason(npu_shape, ref_shape, n)
+        status, reason = Status.SHAPE_MISMATCH, _shape_reason(npu_shape, common["ref_shape"], n)
 
     return TensorComparison(status=status, reason=reason, compared_count=m, metrics=metric_values,
                             allclose_ratio=ratio, mismatch_count=mismatch, cosine=cosine,
@@ -394,12 +408,13 @@ def compare_tensors(npu, ref, *, dtype=None, metrics: Sequence = ALL,
                             notes=tuple(notes), **common)
 
 
-def _judge(cosine, threshold, mismatch, tolerance, non_finite, compared, x_finite, y_finite, npu_zero, ref_zero):
+def _judge(cosine, threshold, mismatch, tolerance, non_finite, stats: PairStats, npu_zero, ref_zero):
     """Steps 4-6 of the module docstring: non-finite values, then zero tensors, then the two gates.
 
     Past step 4 every element is finite, or the non-finite ones match and are left out: ``compared`` finite
     elements are judged (and ``mismatch`` counts among them).
     """
+    compared = stats.n
     if non_finite.any and not non_finite.matching:
         return Status.NAN_INF, _non_finite_reason(non_finite, compared)
     if not compared:  # every element is NaN/inf, matching the reference's
@@ -409,34 +424,27 @@ def _judge(cosine, threshold, mismatch, tolerance, non_finite, compared, x_finit
         what = f"are all zero{where} ({compared} element{'' if compared == 1 else 's'})"
         return Status.BOTH_ZERO, f"both tensors {what}: identical; cosine and relative errors are undefined"
     if npu_zero or ref_zero:
-        return Status.ONE_SIDE_ZERO, _one_side_zero_reason(x_finite, y_finite, npu_zero, tolerance)
+        return Status.ONE_SIDE_ZERO, _one_side_zero_reason(stats, npu_zero, tolerance)
     return _gates(cosine, threshold, mismatch, compared, tolerance)
 
 
-def _split_finite(x: np.ndarray, y: np.ndarray):
-    """``(finite mask or None, x_finite, y_finite, sums or None)``: :func:`split_finite`, mostly without its passes.
+@dataclass(frozen=True)
+class TensorLayout:
+    """Shape and dtype of a tensor read in chunks (``compare_tensors(..., chunks=...)``)."""
 
-    A NaN or an infinity makes a sum NaN or infinite, so two finite sums mean every value is finite: the
-    mask is then not needed (None) and the sums go on to the means (:attr:`PairData.sums`). Only when a sum
-    is not finite are the values tested one by one.
-    """
-    with np.errstate(invalid="ignore", over="ignore"):  # inf - inf, or a sum beyond 1.8e308
-        sums = float(np.sum(x)), float(np.sum(y))
-    if math.isfinite(sums[0]) and math.isfinite(sums[1]):
-        return None, x, y, sums
-    finite, x_finite, y_finite = split_finite(x, y)
-    return finite, x_finite, y_finite, (sums if x_finite is x else None)
+    shape: Tuple[int, ...]
+    dtype: np.dtype
+
+    @property
+    def size(self) -> int:
+        return int(np.prod(self.shape, dtype=np.int64)) if self.shape else 1
 
 
-def _all_zero(pair: PairData) -> Tuple[bool, bool]:
-    """``(npu all zero, reference all zero)`` over the finite pairs, from the norms the cosine needs anyway.
-
-    On finite values :func:`~precision_tool.metrics._common.safe_norm` is 0 exactly when every value is
-    zero (tiny values are rescaled, not lost), so this replaces two passes of ``any()`` per side.
-    """
-    if pair.n == 0:
-        return True, True
-    return pair.norm_x == 0.0, pair.norm_y == 0.0
+def _checked_layout(layout: TensorLayout, label: str) -> TensorLayout:
+    if np.dtype(layout.dtype).kind not in "fiub":
+        raise MetricInputError(f"Cannot compare a {label} tensor of dtype {layout.dtype}.",
+                               "only real numbers: floats, integers, bools")
+    return layout
 
 
 def _as_real_array(values, label) -> np.ndarray:
@@ -461,9 +469,9 @@ def _not_computed(infos: Sequence[MetricInfo], reason: str) -> Tuple[MetricValue
     return tuple(MetricValue(info.name, None, reason) for info in infos)
 
 
-def _metric_value(info: MetricInfo, value, pair: PairData, npu_zero: bool, ref_zero: bool,
+def _metric_value(info: MetricInfo, value, stats: PairStats, npu_zero: bool, ref_zero: bool,
                   matching: bool = False) -> MetricValue:
-    if pair.n == 0:
+    if stats.n == 0:
         return MetricValue(info.name, None, "not computed: every element is NaN/inf, as in the reference" if matching
                            else "not computed: no pair is finite on both sides")
     if isinstance(value, tuple) or not math.isnan(value):
@@ -479,37 +487,35 @@ def _metric_value(info: MetricInfo, value, pair: PairData, npu_zero: bool, ref_z
     return MetricValue(info.name, None, "undefined: the result is not a number")
 
 
-def _worst_element(pair: PairData, finite, all_finite: bool, shape) -> WorstElement:
-    k = int(np.argmax(pair.abs_diff))
-    flat = k if all_finite else int(np.flatnonzero(finite)[k])
+def _worst_element(stats: PairStats, shape) -> WorstElement:
+    flat = stats.worst
     index = tuple(int(i) for i in np.unravel_index(flat, shape)) if shape else ()
-    npu, ref, err = float(pair.x[k]), float(pair.y[k]), float(pair.abs_diff[k])
+    npu, ref, err = stats.worst_x, stats.worst_y, stats.max_ad
     rel = err / abs(ref) if abs(ref) > ZERO_REFERENCE_EPS else None
     return WorstElement(flat_index=flat, index=index, npu=npu, reference=ref, abs_error=err, rel_error=rel)
 
 
-def _classify(mask_x: np.ndarray, mask_y: np.ndarray, same: Optional[bool] = None) -> NonFiniteClass:
-    in_x, in_y = bool(mask_x.any()), bool(mask_y.any())
+def _classify(in_x: int, in_y: int, same: bool) -> NonFiniteClass:
     if not (in_x or in_y):
         return NonFiniteClass.NONE
     if not in_y:
         return NonFiniteClass.NPU_ONLY
     if not in_x:
         return NonFiniteClass.REFERENCE_ONLY
-    same = np.array_equal(mask_x, mask_y) if same is None else same
     return NonFiniteClass.BOTH_SAME_POSITIONS if same else NonFiniteClass.BOTH_DIFFERENT_POSITIONS
 
 
-def _classify_non_finite(x: np.ndarray, y: np.ndarray) -> NonFiniteSummary:
-    nan_x, nan_y = np.isnan(x), np.isnan(y)
-    pos_x, pos_y = x == np.inf, y == np.inf
-    neg_x, neg_y = x == -np.inf, y == -np.inf
-    inf_x, inf_y = pos_x | neg_x, pos_y | neg_y
-    same_inf = np.array_equal(pos_x, pos_y) and np.array_equal(neg_x, neg_y)
+def _classify_non_finite(stats: PairStats) -> NonFiniteSummary:
+    """From the class counts: positions agree when every NaN (+inf, -inf) of one side faces one on the other."""
+    count = stats.count
+    npu = {kind: count(kind, None) for kind in (NAN, POSINF, NEGINF)}
+    ref = {kind: count(None, kind) for kind in (NAN, POSINF, NEGINF)}
+    same = {kind: npu[kind] == ref[kind] == count(kind, kind) for kind in (NAN, POSINF, NEGINF)}
     return NonFiniteSummary(
-        npu_nan=int(nan_x.sum()), npu_posinf=int(pos_x.sum()), npu_neginf=int(neg_x.sum()),
-        ref_nan=int(nan_y.sum()), ref_posinf=int(pos_y.sum()), ref_neginf=int(neg_y.sum()),
-        nan_class=_classify(nan_x, nan_y), inf_class=_classify(inf_x, inf_y, same_inf))
+        npu_nan=npu[NAN], npu_posinf=npu[POSINF], npu_neginf=npu[NEGINF],
+        ref_nan=ref[NAN], ref_posinf=ref[POSINF], ref_neginf=ref[NEGINF],
+        nan_class=_classify(npu[NAN], ref[NAN], same[NAN]),
+        inf_class=_classify(npu[POSINF] + npu[NEGINF], ref[POSINF] + ref[NEGINF], same[POSINF] and same[NEGINF]))
 
 
 def _inf_text(pos: int, neg: int) -> str:
@@ -552,10 +558,9 @@ def _shape_reason(npu_shape, ref_shape, n: int) -> str:
             f"flattened data and may pair unrelated elements")
 
 
-def _one_side_zero_reason(x: np.ndarray, y: np.ndarray, npu_zero: bool, tolerance: Tolerance) -> str:
-    other = y if npu_zero else x
-    nonzero = int(np.count_nonzero(other))
-    largest = float(np.max(np.abs(other)))
+def _one_side_zero_reason(stats: PairStats, npu_zero: bool, tolerance: Tolerance) -> str:
+    nonzero = stats.nonzero_y if npu_zero else stats.nonzero_x
+    largest = stats.max_abs_y if npu_zero else stats.max_abs_x
     if npu_zero:
         text = (f"the NPU tensor is all zero but the reference is not ({nonzero} non-zero, "
                 f"max |reference| {largest:.6g})")

@@ -165,8 +165,8 @@ class TestNonFinitePropagates:
     def test_nan_gives_nan(self, func):
         assert math.isnan(func([1.0, np.nan, 3.0], [1.0, 2.0, 3.0]))
 
-    def test_inf_difference_gives_inf(self):
-        assert max_absolute_error([np.inf, 1.0], [1.0, 1.0]) == math.inf
+    def test_inf_gives_nan_too(self):  # compare_tensors is the place that tells NaN from inf (and matching ones)
+        assert math.isnan(max_absolute_error([np.inf, 1.0], [1.0, 1.0]))
 
 
 class TestInputs:

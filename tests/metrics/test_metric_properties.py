@@ -4,6 +4,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
+import pytest
 from hypothesis import assume, example, given, settings, strategies as st
 from hypothesis.extra.numpy import arrays
 
@@ -114,7 +115,9 @@ def test_verdict_never_passes_with_npu_nan_or_inf_the_reference_lacks(pair):
             assert result.status is not Status.NAN_INF and result.matched_non_finite == int((~finite).sum())
             assert result.compared_count == int(finite.sum())
             alone = compare_tensors(x[finite], y[finite])  # judged as the finite elements alone would be
-            assert result.status is alone.status and result.cosine == alone.cosine
+            # the same sums, added in another order (blocks with a non-finite value are summed pair by pair)
+            assert result.status is alone.status
+            assert result.cosine == alone.cosine or result.cosine == pytest.approx(alone.cosine, rel=1e-12)
         else:
             assert result.status is Status.NAN_INF and not result and result.matched_non_finite == 0
     assert len(result.metrics) == len(ALL)

@@ -1,0 +1,147 @@
+"""The two-pass sums behind every metric (issue 17): the C passes, the numpy passes and the chunking agree with each
+other and with plain float64 formulas written here (numpy whole-array operations), on every dtype the comparator
+reads; float16 is decoded exactly (all 65,536 values against numpy's own conversion); the log the KL uses is within
+1 ulp of numpy's; and the worker's piece-by-piece path gives the row the whole-tensor path gives."""
+import math
+
+import numpy as np
+import pytest
+
+from precision_tool.metrics import ALL, compare_tensors
+from precision_tool.metrics import pair_stats as ps
+
+pytestmark = pytest.mark.compat
+needs_c = pytest.mark.skipif(ps._pairstats is None, reason="the C extension is not built (no compiler at install)")
+DTYPE_PAIRS = [(np.float16, np.float32), (np.float32, np.float32), (np.float64, np.float64), (np.float16, np.float16),
+               (np.int32, np.float32), (np.float32, np.float64)]
+
+
+def _pair(rng, n, x_dtype, y_dtype, special=False):
+    y = rng.standard_normal(n) * 3
+    x = y + rng.standard_normal(n) * 0.05
+    y[rng.choice(n, n // 50, replace=False)] = 0.0
+    if special:  # NaN/inf where the dtype holds them
+        where = rng.choice(n, 12, replace=False)
+        x_float = np.dtype(x_dtype).kind == "f"
+        y[where[:3]] = np.nan
+        y[where[5:7]] = -np.inf
+        if x_float:
+            x[where[:3]], x[where[3:5]] = np.nan, np.inf
+            x[where[7:9]], y[where[7:9]] = np.inf, np.inf
+    return x.astype(x_dtype), y.astype(y_dtype)
+
+
+def _fields(stats):
+    return {name: getattr(stats, name) for name in ps.PairStats.__dataclass_fields__}
+
+
+def _assert_same(a, b, rel=1e-12):
+    for name, value in _fields(a).items():
+        other = getattr(b, name)
+        if isinstance(value, tuple) or isinstance(value, int):
+            assert value == other, name
+        else:
+            assert value == pytest.approx(other, rel=rel, abs=1e-300, nan_ok=True), name
+
+
+@needs_c
+@pytest.mark.parametrize("x_dtype, y_dtype", DTYPE_PAIRS)
+@pytest.mark.parametrize("special", [False, True])
+def test_c_and_numpy_passes_agree(monkeypatch, x_dtype, y_dtype, special):
+    x, y = _pair(np.random.default_rng(17), 20011, x_dtype, y_dtype, special)
+    with_c = ps.gather(ps.array_chunks(x, y, 4096), 1e-3, 1e-3)
+    monkeypatch.setattr(ps, "_pairstats", None)
+    with_numpy = ps.gather(ps.array_chunks(x, y, 4096), 1e-3, 1e-3)
+    _assert_same(with_c, with_numpy)
+
+
+@pytest.mark.parametrize("x_dtype, y_dtype", DTYPE_PAIRS)
+def test_metrics_equal_plain_float64_formulas(x_dtype, y_dtype):
+    x, y = _pair(np.random.default_rng(3), 5003, x_dtype, y_dtype)
+    result = compare_tensors(x, y, cosine_threshold=None)
+    a, b = x.astype(np.float64), y.astype(np.float64)
+    d = np.abs(a - b)
+    nonzero = np.abs(b) > 2.220446049250313e-16
+    r = d[nonzero] / np.abs(b[nonzero])
+
+    def profile(v):
+        p = np.maximum((v - v.min()) / (v.max() - v.min()), np.finfo(np.float32).eps)
+        return p / p.sum()
+
+    expected = {
+        "CosineSimilarity": a @ b / (np.linalg.norm(a) * np.linalg.norm(b)), "MaxAbsoluteError": d.max(),
+        "AccumulatedRelativeError": r.sum(), "RelativeEuclideanDistance": np.linalg.norm(a - b) / np.linalg.norm(b),
+        "KullbackLeiblerDivergence": np.sum(profile(a) * np.log(profile(a) / profile(b))),
+        "MeanAbsoluteError": d.mean(),
+        "RootMeanSquareError": math.sqrt(np.mean((a - b) ** 2)), "MaxRelativeError": r.max(),
+        "MeanRelativeError": r.sum() / a.size}
+    for name, value in expected.items():
+        assert result.value(name) == pytest.approx(value, rel=1e-11), name
+    assert tuple(result.value("StandardDeviation")) == pytest.approx((a.mean(), a.std(), b.mean(), b.std()), rel=1e-12)
+    assert result.worst.flat_index == int(np.argmax(d))
+    assert result.allclose_ratio == np.isclose(a, b, rtol=result.tolerance.rtol, atol=result.tolerance.atol).mean()
+
+
+@pytest.mark.parametrize("size", [1, 7, 256, 257, 4999])
+def test_chunked_equals_whole_and_the_first_worst_element_wins(size):
+    x = np.zeros(5000, np.float32)
+    y = np.zeros(5000, np.float32)
+    x[[300, 2600, 4100]] = 2.0  # three elements share the largest error: the first is the worst
+    y[:] = 1.0
+    whole = ps.gather(ps.array_chunks(x, y, 1 << 20))
+    chunked = ps.gather(ps.array_chunks(x, y, size))
+    _assert_same(whole, chunked)
+    assert chunked.worst == 0 and chunked.max_ad == 1.0  # |0 - 1| = 1 from element 0, |2 - 1| = 1 later
+    x[0] = 0.5
+    assert ps.gather(ps.array_chunks(x, y, size)).worst == 1
+
+
+@needs_c
+def test_every_float16_value_is_decoded_exactly():
+    halves = np.arange(65536, dtype=np.uint16).view(np.float16)
+    stats = ps.gather(ps.array_chunks(halves, halves.astype(np.float64), 1 << 20))
+    finite = np.isfinite(halves)
+    assert stats.n == int(finite.sum()) == 63488 and stats.max_ad == 0.0
+    assert stats.classes[4 * ps.NAN + ps.NAN] == 2046 and stats.nonfinite_close == 2048
+    assert (stats.min_x, stats.max_x) == (-65504.0, 65504.0) and stats.nonzero_x == 63486  # +0 and -0
+
+
+@needs_c
+def test_the_kl_log_is_within_one_ulp_of_numpy():
+    rng = np.random.default_rng(5)
+    values = np.concatenate([rng.uniform(0.5, 2.0, 100000), 10.0 ** rng.uniform(-300, 300, 100000), [1.0]])
+    logs = values.copy()
+    ps._pairstats.log_each(logs)
+    assert np.all(np.abs(logs - np.log(values)) <= np.spacing(np.abs(np.log(values))) + 1e-300)
+    assert logs[-1] == 0.0
+
+
+def test_the_worker_reads_a_large_pair_in_pieces_with_the_same_result(tmp_path, monkeypatch):
+    from precision_tool.alignment import AlignedPair, NpuTensorRef, NpyTensorRef
+    from precision_tool.comparison import worker
+    from precision_tool.formats.dump_writer import TensorSpec, write_dump
+
+    rng = np.random.default_rng(9)
+    reference = rng.standard_normal((30, 1001)).astype(np.float32)
+    npu = (reference + rng.standard_normal(reference.shape).astype(np.float32) * 0.01).astype(np.float16)
+    npu[3, 5] = np.nan
+    dump = str(tmp_path / "Add.op.1.1.1")
+    write_dump(dump, "op", outputs=[TensorSpec(npu, "ND", original_shape=list(npu.shape))])
+    ref_path = str(tmp_path / "op.0.1.npy")
+    np.save(ref_path, reference)
+    pair = AlignedPair(npu=NpuTensorRef(path=dump, op_name="op", op_type="Add", kind="output", index=0,
+                                        dtype="float16", shape=npu.shape, origin_format="ND",
+                                        origin_shape=npu.shape),
+                       ref=NpyTensorRef(path=ref_path, op_name="op", output_index=0, dtype="<f4",
+                                        shape=tuple(reference.shape)), rule="test")
+    task = worker.PairTask(pair, 0, "op")
+    whole, _ = worker.PairComparer(0.99).run(task)
+    monkeypatch.setattr(worker, "STREAM_ABOVE", 1000)
+    monkeypatch.setattr(worker, "CHUNK", 777)
+    comparer = worker.PairComparer(0.99)
+    assert comparer.streamed(pair) is not None
+    pieces, _ = comparer.run(task)
+    assert (pieces.status, pieces.shape, pieces.notes) == (whole.status, whole.shape, whole.notes)
+    assert pieces.metrics[1:5] == pytest.approx(whole.metrics[1:5], rel=1e-12)
+    assert pieces.metrics[0] == pytest.approx(whole.metrics[0], rel=1e-12)
+    assert len(pieces.metrics) == len(ALL) and pieces.metric("CosineSimilarity") < 1.0
