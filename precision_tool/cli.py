@@ -1,4 +1,4 @@
-"""Batch entry point: ``precision_tool [-d DATA_DIR] [--json] COMMAND [ARGS]``.
+"""Batch entry point: ``precision_tool [-d DATA_DIR] [--json] [--step N] [--device N] COMMAND [ARGS]``.
 
 Dispatches through the same registry the interactive shell uses. User errors print one line to
 stderr and exit with their code (2 = unusable input); a command's report sets the exit code
@@ -14,17 +14,12 @@ from typing import List, Optional, Sequence
 
 from precision_tool import __version__
 from precision_tool.commands import build_registry
+from precision_tool.commands.options import add_dump_selection_options
 from precision_tool.commands.registry import Context
 from precision_tool.config import ENV_DATA_DIR, default_data_dir
 from precision_tool.errors import PrecisionToolError
 from precision_tool.formats.dump_tree import DumpSelection, request
 from precision_tool.reports.format import format_report, report_to_json, terminal_safe
-
-
-def _count(text: str) -> int:
-    if not text.isdigit():
-        raise argparse.ArgumentTypeError(f"{text!r} is not a step or device number (0, 1, ...)")
-    return int(text)
 
 
 def _global_parser() -> argparse.ArgumentParser:
@@ -35,10 +30,7 @@ def _global_parser() -> argparse.ArgumentParser:
                "Run 'precision_tool help' for the commands, 'precision_tool COMMAND -h' for one.",
     )
     parser.add_argument("-d", "--data-dir", default=None, help="workspace folder (precision_data)")
-    parser.add_argument("--step", type=_count, default=None, metavar="N",
-                        help="the dump step to read when the NPU dump tree holds several (default: the newest)")
-    parser.add_argument("--device", type=_count, default=None, metavar="N",
-                        help="the device whose dumps to read when the tree holds several (default: the lowest)")
+    add_dump_selection_options(parser)  # for every command; also accepted after the command, for it alone
     parser.add_argument("--json", action="store_true", help="print the report as JSON for scripts")
     parser.add_argument("--version", action="version", version=f"precision_tool {__version__}")
     parser.add_argument("command", nargs="?", help="command to run (default: the interactive shell)")
@@ -67,7 +59,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
 def _main(args: List[str]) -> int:
     options = _global_parser().parse_args(args)
     ctx = Context(data_dir=options.data_dir or default_data_dir())
-    request(DumpSelection(options.step, options.device))  # what every dump scan of this command keeps
+    request(DumpSelection(options.dump_step, options.dump_device))  # what the dump scans keep, unless overridden
     if options.command is None:
         # Imported here so batch runs never load prompt_toolkit. It is a hard dependency (setup.cfg), so an
         # ImportError is a broken install or a bug and keeps its traceback: no quiet fallback to the help text.

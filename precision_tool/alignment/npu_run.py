@@ -13,6 +13,7 @@ from precision_tool.alignment.npu_side import (NOT_DUMPED_OP_TYPES, DumpedOp, Gr
                                                origin_of)
 from precision_tool.alignment.targets import Resolution
 from precision_tool.formats.dump_file import TensorEntry, dtype_label
+from precision_tool.formats.dump_tree import Choice
 from precision_tool.formats.ge_graph import OpNode
 from precision_tool.formats.tensor_kind import TensorKind
 
@@ -29,12 +30,15 @@ class NpuRun:
     nodes : graph op of ``ops[i]`` or ``None``.
     not_in_graph : names of dumped ops the graph lacks (empty without a graph).
     ambiguous : dump files that could be several graph ops.
-    dump_choice : the step and device read from a tree holding several (``""`` when there was nothing to choose).
+    choice : the step and device read (:class:`~precision_tool.formats.dump_tree.Choice`);
+    dump_choice : its note: the step and device read from a tree holding several (``""`` when there was nothing
+        to choose).
     """
 
-    def __init__(self, dumped: Tuple[List[DumpedOp], Sequence[Tuple[str, str]], str], graph=None):
+    def __init__(self, dumped: Tuple[List[DumpedOp], Sequence[Tuple[str, str]], Choice], graph=None):
         """``dumped``: what :func:`~precision_tool.alignment.npu_side.read_dumped_ops` returns."""
-        ops, unresolved, self.dump_choice = dumped
+        ops, unresolved, self.choice = dumped
+        self.dump_choice = self.choice.note
         self.ops: List[DumpedOp] = [d for d in ops if d.header is not None]
         self.unreadable: List[Tuple[str, str]] = [(d.path, d.error) for d in ops if d.header is None]
         self.unreadable.extend(unresolved)

@@ -13,6 +13,7 @@ from typing import Dict, List, Optional, Set, Tuple, Union
 from precision_tool.errors import PrecisionToolError, WorkspaceError
 from precision_tool.formats.dump_file import DumpFile, TensorEntry, read_dump_header
 from precision_tool.formats.dump_names import DumpOp, sanitize_op_name, scan_dump_folder
+from precision_tool.formats.dump_tree import Choice, DumpSelection
 from precision_tool.formats.ge_graph import Graph, GraphModel, OpNode, TensorDesc
 from precision_tool.formats import dtypes
 from precision_tool.formats.tensor_kind import INPUT
@@ -79,26 +80,28 @@ class DumpedOp:
         return self.header.inputs if kind == INPUT else self.header.outputs
 
 
-def read_dumped_ops(dump_dir: Union[str, os.PathLike]) -> Tuple[List[DumpedOp], Tuple[Tuple[str, str], ...], str]:
-    """Every op dumped under ``dump_dir`` (recursively; one step of one device of a tree holding several),
-    latest file each, by dump time; headers read -- with ``(path, message)`` of the files that could not even be
-    identified (hashed names whose ``mapping.csv`` cannot be read:
-    :attr:`~precision_tool.formats.dump_names.DumpScan.unresolved`), and the note on the step and device read
-    (:attr:`~precision_tool.formats.dump_names.DumpScan.choice`, ``""`` when there was nothing to choose).
+def read_dumped_ops(dump_dir: Union[str, os.PathLike], selection: Optional[DumpSelection] = None
+                    ) -> Tuple[List[DumpedOp], Tuple[Tuple[str, str], ...], Choice]:
+    """Every op dumped under ``dump_dir`` (recursively; one step of one device of a tree holding several:
+    ``selection``, else the command's), latest file each, by dump time; headers read -- with ``(path, message)``
+    of the files that could not even be identified (hashed names whose ``mapping.csv`` cannot be read:
+    :attr:`~precision_tool.formats.dump_names.DumpScan.unresolved`), and the step and device read
+    (:attr:`~precision_tool.formats.dump_names.DumpScan.choice`, whose note is ``""`` when there was nothing to
+    choose).
 
     A header that cannot be read does not stop the others: the op is kept with ``header=None`` and the
     error message, for the coverage report.
     """
     if not os.path.isdir(dump_dir):
         raise WorkspaceError(f"{os.fspath(dump_dir)}: no such folder", "give the folder that holds the NPU dump files")
-    scan = scan_dump_folder(dump_dir)
+    scan = scan_dump_folder(dump_dir, selection)
     found = []
     for op in scan.ops:
         try:
             found.append(DumpedOp(op, read_dump_header(op.latest.path)))
         except PrecisionToolError as error:
             found.append(DumpedOp(op, None, str(error)))
-    return found, scan.unresolved, scan.choice.note
+    return found, scan.unresolved, scan.choice
 
 
 def graphs_of(graph: Union[Graph, GraphModel, None]) -> Tuple[Graph, ...]:

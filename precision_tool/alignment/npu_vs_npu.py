@@ -33,6 +33,7 @@ from precision_tool.alignment.npu_run import NpuRun
 from precision_tool.alignment.npu_side import read_dumped_ops
 from precision_tool.alignment.targets import NoTarget, Resolution, Target
 from precision_tool.formats.dump_names import sanitize_op_name
+from precision_tool.formats.dump_tree import DumpSelection
 
 
 class _OtherRun:
@@ -82,10 +83,13 @@ def _differ(a: Resolution, b: Resolution) -> bool:
 def align_npu_vs_npu(npu_dump_dir, other_dump_dir, graph=None, other_graph=None) -> Alignment:
     """Pair every tensor of the run under ``npu_dump_dir`` with one of the run under ``other_dump_dir``.
 
-    ``graph`` / ``other_graph``: each run's loaded GE Build graph, or ``None``.
+    ``graph`` / ``other_graph``: each run's loaded GE Build graph, or ``None``. Of a dump tree holding several
+    steps or devices, the other run's follows the step and device read of the left one
+    (:attr:`~precision_tool.formats.dump_tree.DumpSelection.follow`).
     """
     left = NpuRun(read_dumped_ops(npu_dump_dir), graph)
-    other = _OtherRun(NpuRun(read_dumped_ops(other_dump_dir), other_graph))
+    following = DumpSelection(left.choice.step, left.choice.device, follow=True)
+    other = _OtherRun(NpuRun(read_dumped_ops(other_dump_dir, following), other_graph))
     order, order_source = left.order()
     position = {name: p for p, name in enumerate(order)}
     pairs: List[AlignedPair] = []

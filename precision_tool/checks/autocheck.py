@@ -11,7 +11,9 @@
   in ``npu/debug_1`` the fusion-on vs fusion-off comparison naming culprit fused ops (:mod:`.fusion_compare`);
 * :class:`CompareSection` (``compare=True``) -- ``npu/debug_0`` against ``tf/dump`` through the one compare
   pipeline (:func:`precision_tool.comparison.run_comparison`), with its first divergence. Writing the result
-  files is left to the caller (``on_compared``), as is any progress display;
+  files is left to the caller (``on_compared``), as is any progress display. When the dump tree holds several
+  steps of the device compared and no step was asked for (``--step N``), the other steps are compared too
+  (no files written, no replay), for the first diverging step (:attr:`CompareSection.steps`);
 * the :class:`~precision_tool.checks.verdict.Verdict` (:func:`~precision_tool.checks.verdict.decide_verdict`).
 
 A section whose inputs are missing or unreadable is not an error: it carries a note and the others go on.
@@ -35,6 +37,7 @@ from precision_tool.checks.nonfinite import DumpScanCheck, scan_dumps_for_overfl
 from precision_tool.checks.overflow import OverflowCheck, check_overflow_records
 from precision_tool.checks.verdict import Verdict
 from precision_tool.comparison.result import ComparisonResult
+from precision_tool.comparison.tree_runs import StepRun
 from precision_tool.config import Workspace
 from precision_tool.errors import (EXIT_FAILED_CHECK, EXIT_OK, EXIT_UNUSABLE_INPUT, PrecisionToolError,
                                    WorkspaceError)
@@ -110,7 +113,9 @@ class CompareSection:
     ``inputs`` names the folders compared; ``out_folder`` is where the caller wrote the result files when it
     chose the folder (``-o``), for the ``vcs -f`` hint; ``""`` for the default place ``vcs`` finds itself.
     ``replay`` is the replay of the compared ops (``None`` when not asked for) and ``attribution`` which op adds
-    the error (:mod:`.attribution`; ``None`` without a result).
+    the error (:mod:`.attribution`; ``None`` without a result). ``steps``: every step of the device compared,
+    one :class:`~precision_tool.comparison.tree_runs.StepRun` each, when the tree holds several and none was
+    asked for (:func:`compare_steps`); ``()`` otherwise.
     """
 
     result: Optional[ComparisonResult] = None
@@ -119,6 +124,7 @@ class CompareSection:
     out_folder: str = ""
     replay: Optional[ReplayReport] = None
     attribution: Optional[Attribution] = None
+    steps: Tuple[StepRun, ...] = ()
 
     @property
     def failing_ops(self) -> Tuple[str, ...]:
@@ -141,13 +147,16 @@ class AutocheckResult:
         tensor fails, else 2 when nothing was compared, the comparison could not run or input files -- an
         Opdebug record, the reference graphs' index.json too -- could not be read, else 0), and 1 when an op's
         local error stands out although every tensor passes (a finding, which outranks unusable input as a
-        failing tensor does); without it, 1 when an overflow or a fusion culprit was found, else 2 when an
+        failing tensor does), and 1 when another step of the dump tree fails (:attr:`CompareSection.steps`);
+        without it, 1 when an overflow or a fusion culprit was found, else 2 when an
         Opdebug record or a scanned dump could not be read (as ``ov``), else 0."""
         if self.compare is not None:
             outcome = self.compare.result
             if outcome is None:
                 return EXIT_UNUSABLE_INPUT
             code = outcome.exit_code()
+            if any(run.diverges for run in self.compare.steps):  # another step of the tree fails
+                return EXIT_FAILED_CHECK
             attribution = self.compare.attribution
             if code != EXIT_FAILED_CHECK and attribution is not None and attribution.culprit is not None:
                 return EXIT_FAILED_CHECK
@@ -312,7 +321,28 @@ def compare_workspace(workspace: Workspace, cosine: Optional[float], workers: Op
     if report is not None:
         result = apply_replay(result, report)
         note = report.notes[0] if not report.ran and report.notes else ""
-    return CompareSection(result, "", inputs, replay=report, attribution=attribute(result, note))
+    return CompareSection(result, "", inputs, replay=report, attribution=attribute(result, note),
+                          steps=compare_steps(request, result))
+
+
+def compare_steps(request, result: ComparisonResult) -> Tuple[StepRun, ...]:
+    """Every step of the device ``result`` compared, when the NPU dump tree holds several and no step was
+    asked for: ``result`` is the newest's (the default), the others are compared now through the same pipeline
+    (no files written, no replay; a step that cannot be compared says why). ``()`` otherwise."""
+    from precision_tool.comparison.pipeline import run_comparison
+    from precision_tool.comparison.tree_runs import compare_each, tree_of
+    from precision_tool.formats.dump_tree import each_selection, requested
+
+    wanted = requested()
+    tree = tree_of(request.npu_dir)
+    if wanted.step is not None or not tree.held:
+        return ()
+    selections = each_selection(request.npu_dir, tree, every_step=True, every_device=False, wanted=wanted)
+    if len(selections) < 2:
+        return ()
+    newest = selections[-1]
+    return tuple(compare_each(selections, lambda selection: StepRun.of(
+        selection, result if selection == newest else run_comparison(request))))
 
 
 #: Called with the comparison's result once it is made; returns the folder it wrote the results to when that

@@ -37,13 +37,16 @@ import os
 
 import shlex
 from dataclasses import dataclass
-from typing import List, Optional, Tuple
+from typing import TYPE_CHECKING, List, Optional, Sequence, Tuple
 
 from precision_tool.checks.attribution import METHOD_NONE, METHOD_REPLAY, STANDOUT_FACTOR
 from precision_tool.checks.nonfinite import INTRODUCED
 from precision_tool.formats.dump_names import sanitize_op_name
 from precision_tool.replay.plan import SOURCE_REFERENCE
 from precision_tool.status import Status
+
+if TYPE_CHECKING:
+    from precision_tool.comparison.tree_runs import StepRun
 from precision_tool.formats.tensor_kind import TensorKind
 
 FIRST_DIVERGENCE, FUSION, OVERFLOW_RECORD, DUMP_SCAN = "first divergence", "fusion", "overflow record", "dump scan"
@@ -354,6 +357,19 @@ def _overflow_culprit(overflow, compare=None) -> Optional[Culprit]:
                    (f"ni {_q(scan_op.op_name)}", f"pt {_q(f'{scan_op.op_name}:output:{scan_op.worst.index}')}"))
 
 
+def _earlier_step_lines(compare) -> List[str]:
+    """One line when an earlier step of the dump tree diverges than the one compared in detail (the newest:
+    :attr:`~.autocheck.CompareSection.steps`); none otherwise."""
+    from precision_tool.comparison.tree_runs import first_diverging
+
+    steps: Sequence[StepRun] = getattr(compare, "steps", ())
+    first = first_diverging(steps)
+    if first is None or first is steps[-1]:
+        return []
+    return [f"step {first.step} diverges first, before the step {steps[-1].step} detailed here (first divergence "
+            f"{first.first_divergence}, {len(first.failing)} tensor(s) fail): detail it with ac -c --step {first.step}"]
+
+
 def _also(culprit: Optional[Culprit], overflow, fusion, compare) -> List[str]:
     lines = []
     result = getattr(compare, "result", None)
@@ -415,6 +431,7 @@ def _also(culprit: Optional[Culprit], overflow, fusion, compare) -> List[str]:
                      f"inputs (first: {failing[0].tensor_id or failing[0].op_name}): look at them with vcs")
     if compare is not None and compare.error:
         lines.append(f"comparison not run: {compare.error}")
+    lines.extend(_earlier_step_lines(compare))
     coverage = compare.result.facts.coverage if compare is not None and compare.result is not None else None
     references = coverage.unreadable_references if coverage is not None else ()  # None: unknown (a CSV)
     if references:

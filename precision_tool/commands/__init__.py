@@ -5,12 +5,18 @@ Command(...)``). The shell and ``help`` load every module (:func:`build_registry
 command loads only that command's module (``build_registry(only=NAME)``), so ``precision_tool compare`` does
 not pay for importing the HTML report, the checks and the shell. A test keeps the table equal to what the
 modules declare.
+
+:data:`DUMP_READERS` names the commands that read NPU dumps: the registry gives them ``--step N --device N``
+(``compare`` also ``--steps all`` and ``--device all``) and says which step and device they read
+(:mod:`precision_tool.commands.registry`). ``emulate`` is not one: its ``--step`` is a training step.
 """
 from __future__ import annotations
 
 import importlib
+from dataclasses import replace
 from typing import Dict, Optional, Tuple
 
+from precision_tool.commands.options import EVERY_STEP, ONE_STEP
 from precision_tool.commands.registry import CommandRegistry
 
 # command name -> (module under precision_tool.commands, aliases). Order does not matter; help sorts by name.
@@ -34,6 +40,10 @@ COMMAND_TABLE: Dict[str, Tuple[str, Tuple[str, ...]]] = {
     "vcs": ("vector_summary", ("vector_summary",)),
 }
 COMMAND_MODULES = tuple(module for module, _ in COMMAND_TABLE.values())
+# command name -> what it reads of an NPU dump tree (Command.dumps): one step of one device, or, for compare,
+# also every step / every device.
+DUMP_READERS: Dict[str, str] = {**dict.fromkeys(("ac", "cp", "dc", "fusion", "ls", "ni", "ov", "pt", "replay", "vc"),
+                                                ONE_STEP), "compare": EVERY_STEP}
 
 
 def module_of(name: str) -> Optional[str]:
@@ -51,5 +61,6 @@ def build_registry(only: Optional[str] = None) -> CommandRegistry:
     modules = (module,) if module else COMMAND_MODULES
     registry = CommandRegistry()
     for name in modules:
-        registry.register(importlib.import_module(f"precision_tool.commands.{name}").COMMAND)
+        command = importlib.import_module(f"precision_tool.commands.{name}").COMMAND
+        registry.register(replace(command, dumps=DUMP_READERS.get(command.name, command.dumps)))
     return registry

@@ -11,9 +11,13 @@ With ``-c`` the result CSV and ``summary.json`` go where ``compare`` writes them
 ``WORKSPACE/temp/vector_compare/{timestamp}/`` (where ``vcs`` looks), or ``OUT_DIR`` with ``-o``. ``-o`` and
 ``--html`` inside one of the workspace's input folders are refused (exit 2) before anything runs.
 
-Exit codes: with ``-c`` as ``compare`` -- 0 every compared tensor passes, 1 one fails, 2 nothing could be
-compared (no reference, nothing aligned). Without ``-c``: 1 when an overflow (Opdebug record, or inf/NaN/fp16
-saturation in the dumps) or a fusion culprit was found, else 0. A folder that is not a workspace: 2.
+On a dump tree holding several steps of the device, ``-c`` also compares the other steps and names the first
+diverging step (:func:`precision_tool.checks.autocheck.compare_steps`; not with ``--step N``).
+
+Exit codes: with ``-c`` as ``compare`` -- 0 every compared tensor passes, 1 one fails (in any step compared),
+2 nothing could be compared (no reference, nothing aligned). Without ``-c``: 1 when an overflow (Opdebug record,
+or inf/NaN/fp16 saturation in the dumps) or a fusion culprit was found, else 0. A folder that is not a
+workspace: 2.
 """
 from __future__ import annotations
 
@@ -112,5 +116,9 @@ COMMAND = Command(
     aliases=("auto_check",),
     epilog=("Exit codes: with -c as compare (0 all tensors pass, 1 one fails, 2 nothing compared); without -c, 1 "
             "when an overflow or a fusion culprit is found, else 0.\n"
+            "Steps and devices: of an NPU dump tree holding several, one step of one device is read (the newest "
+            "step of the lowest device, or --step N --device N). With -c and several steps of the device, the "
+            "other steps are compared too (no files, no replay; not with --step) and the first diverging step is "
+            "named; it fails the check like a failing tensor.\n"
             "Example: precision_tool -d precision_data ac -c -l 10"),
 )

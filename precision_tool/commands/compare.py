@@ -7,7 +7,8 @@ graph as protobuf text or JSON, or its ``DUMP_GRAPH_PATH`` folder: flat (CANN 7 
 compared: ``npu/debug_0/dump`` with its graph against ``tf/dump``, into
 ``temp/vector_compare/{timestamp}/result_{timestamp}.csv`` (where ``vcs`` looks). Outputs, verdicts and exit
 codes: :mod:`precision_tool.commands.compare_run`; unique result names per run:
-:mod:`precision_tool.reports.result_outputs`.
+:mod:`precision_tool.reports.result_outputs`. ``--steps all`` / ``--device all`` (the registry adds the step and
+device options): :mod:`precision_tool.commands.compare_each`.
 """
 from __future__ import annotations
 
@@ -55,6 +56,7 @@ def add_arguments(parser):
 
 
 def handle(args, ctx: Context):
+    from precision_tool.commands.compare_each import run_compare_each, wants_each
     from precision_tool.commands.compare_run import CompareRequest, run_compare, workspace_result_folder
 
     workspace = Workspace(ctx.data_dir)
@@ -68,6 +70,8 @@ def handle(args, ctx: Context):
     request = CompareRequest(npu_dir=args.npu or workspace.npu_dump(0), reference=args.reference or workspace.tf_dump,
                              graph=graph, mode=args.mode, reference_graph=args.reference_graph, cosine=args.cosine,
                              workers=args.workers)
+    if wants_each(args):
+        return run_compare_each(request, args, workspace_result_folder(ctx.data_dir), workspace.input_folders)
     report = run_compare(request, args.out_dir, workspace_result_folder(ctx.data_dir), junit=args.junit,
                          folders=workspace.input_folders)
     if args.html:
@@ -86,6 +90,11 @@ COMMAND = Command(
     handler=handle,
     epilog=("Writes result_{timestamp}.csv (msaccucmp's columns; result_{timestamp}_N.csv when another run took "
             "the name) and summary.json; --junit adds JUnit XML.\n"
+            "Steps and devices: of an NPU dump tree holding several ({time}/{device}/{model}/{model_id}/{step}), "
+            "one step of one device is compared: the newest step of the lowest device, or --step N --device N "
+            "(also before the command). --steps all compares every step of the device, --device all every "
+            "device (its newest step), each into OUT/step_N or OUT/device_N, with a table and the first diverging "
+            "step or the replicas that differ.\n"
             "Exit codes: 0 every compared tensor passes, 1 at least one fails, 2 unusable input (missing folder, "
             "unreadable graph, nothing aligned, or dump/reference files that could not be read while nothing "
             "fails).\nTensors without a reference and ops without a dump are reported as coverage and do not fail "

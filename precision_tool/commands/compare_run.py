@@ -78,6 +78,7 @@ def run_compare(request: CompareRequest, out_dir: Optional[str], default_root: s
 def _report(result: ComparisonResult, summary: Dict[str, Any], paths: OutputPaths, exit_code: int,
             graph_notes: Sequence[str] = ()) -> Report:
     from precision_tool.alignment import Coverage
+    from precision_tool.reports.dump_choice import dump_choice_line
     from precision_tool.reports.result_csv import number_text
     from precision_tool.reports.summary import unusable_inputs
 
@@ -104,7 +105,7 @@ def _report(result: ComparisonResult, summary: Dict[str, Any], paths: OutputPath
         report.add_text(matched)
     coverage = result.facts.coverage or Coverage()
     if coverage.dump_choice:
-        report.add_text(f"NPU dumps: {coverage.dump_choice}")
+        report.add_text(dump_choice_line(coverage.dump_choice))
     notes = [f"unreadable, not compared: {message}" for _, message in unusable[:UNREADABLE_SHOWN]]
     if len(unusable) > UNREADABLE_SHOWN:
         notes.append(f"... {len(unusable) - UNREADABLE_SHOWN} more unreadable input files (listed in the summary's "

@@ -19,7 +19,14 @@ JUnit XML           ``--junit``                                    compare, vc
 result file         ``-f``, ``--file``                             vcs, report
 NPU run             ``-r``, ``--run``                              ls, pt, cp, ni
 fusion rule         ``--fusion-floor``, ``--fusion-growth``        ac, fusion
+step and device     ``--step N``, ``--device N`` (compare also     every command that reads NPU dumps
+                    ``--steps all``, ``--device all``)             (``Command.dumps``; not ``emulate``, whose
+                                                                   ``--step`` is a training step)
 ==================  =============================================  =============================================
+
+The step and device options are added by the registry itself (:meth:`~.registry.Command.build_parser`) to the
+commands that read dumps, and applied around their handler (:meth:`~.registry.CommandRegistry.dispatch`), so no
+command spells or applies them: :func:`add_dump_selection_options` and :func:`dump_selection`.
 
 Validators (``type=`` callables) raise :class:`argparse.ArgumentTypeError`, whose message argparse shows
 as is after the option's name -- never a Python type name:
@@ -30,13 +37,23 @@ Traceback (most recent call last):
 argparse.ArgumentTypeError: invalid cosine threshold: '5' (give a number from -1 to 1)
 >>> positive_int("3"), non_negative_int("0"), cosine_value("-1"), non_negative_float("2.5")
 (3, 0, -1.0, 2.5)
+>>> dump_position("5"), dump_position_or_all("all")
+(5, 'all')
 """
 from __future__ import annotations
 
 import argparse
-from typing import Callable, Optional, TypeVar
+from typing import TYPE_CHECKING, Callable, Optional, TypeVar, Union
+
+if TYPE_CHECKING:  # the registry imports this module: keep it cheap
+    from precision_tool.formats.dump_tree import DumpSelection
 
 _N = TypeVar("_N", int, float)
+#: ``--steps all`` / ``--device all`` (``compare``): every step / every device, one comparison each.
+ALL = "all"
+#: :attr:`~.registry.Command.dumps`: the command reads no NPU dumps / one step of one device / (``compare``) one
+#: or every step and device.
+NO_DUMPS, ONE_STEP, EVERY_STEP = "", "one", "every"
 
 
 def _validator(convert: Callable[[str], _N], accept: Callable[[_N], bool], what: str, hint: str,
@@ -142,3 +159,61 @@ def add_fusion_rule_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--fusion-growth", dest="fusion_growth", type=non_negative_float, default=DEFAULT_GROWTH,
                         metavar="G", help=f"fusion on vs off: how much an op may amplify the difference it "
                                           f"receives (default {DEFAULT_GROWTH:g})")
+
+
+def _dump_position(text: str) -> int:
+    """A step or device number: the folder name GE writes (0, 1, ...)."""
+    if not text.isdigit():
+        raise ValueError(text)
+    return int(text)
+
+
+dump_position = _validator(_dump_position, lambda v: True, "step or device number", "give 0, 1, ...",
+                           "dump_position")
+
+
+def dump_position_or_all(text: str) -> Union[int, str]:
+    """:func:`dump_position`, or ``"all"``; :class:`argparse.ArgumentTypeError` otherwise."""
+    if text == ALL:
+        return ALL
+    try:
+        return dump_position(text)
+    except argparse.ArgumentTypeError:
+        raise argparse.ArgumentTypeError(f"invalid step or device: {text!r} (give 0, 1, ... or all)") from None
+
+
+def add_dump_selection_options(parser: argparse.ArgumentParser, every: bool = False) -> None:
+    """``--step N`` and ``--device N`` into ``args.dump_step`` / ``args.dump_device`` (``None`` when absent):
+    which step of which device of an NPU dump tree holding several the command reads
+    (:mod:`precision_tool.formats.dump_tree`). Given after the command they override the global options given
+    before it (``precision_tool --step N COMMAND``), for this command only.
+
+    ``every`` (``compare``): ``--step``/``--steps`` and ``--device`` also take ``all``, one comparison per step
+    or device (:data:`ALL`).
+    """
+    convert = dump_position_or_all if every else dump_position
+    steps = ("--step", "--steps") if every else ("--step",)
+    metavar = "N|all" if every else "N"
+    tail_step = "; all: every step of the device, one comparison each" if every else ""
+    tail_device = "; all: every device, one comparison each, flagging replicas that differ" if every else ""
+    parser.add_argument(*steps, dest="dump_step", type=convert, default=None, metavar=metavar,
+                        help=f"the dump step to read when the NPU dump tree holds several (default: the newest)"
+                             f"{tail_step}")
+    parser.add_argument("--device", dest="dump_device", type=convert, default=None, metavar=metavar,
+                        help=f"the device whose dumps to read when the tree holds several (default: the lowest)"
+                             f"{tail_device}")
+
+
+def dump_selection(args: argparse.Namespace) -> "Optional[DumpSelection]":
+    """The step/device a command's ``--step N``/``--device N`` ask for, over the global ones; ``None`` when the
+    command gives neither as a number (then the global request stands: no flags, or ``all``, which the command
+    itself handles)."""
+    from precision_tool.formats.dump_tree import DumpSelection, requested
+
+    step, device = getattr(args, "dump_step", None), getattr(args, "dump_device", None)
+    step = step if isinstance(step, int) else None
+    device = device if isinstance(device, int) else None
+    if step is None and device is None:
+        return None
+    base = requested()
+    return DumpSelection(base.step if step is None else step, base.device if device is None else device)

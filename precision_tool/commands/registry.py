@@ -5,6 +5,13 @@ parser, and a handler ``(args, ctx) -> Report``. The registry checks everything 
 (tfdbg's ``CommandHandlerRegistry``): empty or duplicate names, aliases that clash, handlers that are
 not callable. Dispatch turns argparse's exits into :class:`~precision_tool.errors.UsageError` (bad
 flags) or a help :class:`Report` (``-h``), so a typo never ends a shell session.
+
+Steps and devices are the registry's too, so every command that reads NPU dumps (:attr:`Command.dumps`) treats
+them alike, in the batch CLI and the shell: its parser gets ``--step N --device N``
+(:func:`~precision_tool.commands.options.add_dump_selection_options`); dispatch runs the handler with that
+selection (:func:`~precision_tool.formats.dump_tree.reading`: for this command only, over the global options)
+and adds to its report the ``NPU dumps: ...`` line of each tree it read that held several steps or devices
+(:func:`~precision_tool.reports.dump_choice.add_dump_choices`), unless the report says it already.
 """
 from __future__ import annotations
 
@@ -12,6 +19,7 @@ import argparse
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Callable, Dict, Iterable, List, Optional, Sequence, Tuple
 
+from precision_tool.commands.options import EVERY_STEP, NO_DUMPS, ONE_STEP, add_dump_selection_options
 from precision_tool.errors import UsageError
 from precision_tool.reports.report import Report
 
@@ -75,21 +83,29 @@ class Context:
 
 
 Handler = Callable[[argparse.Namespace, Context], Report]
+DUMPS_VALUES = (NO_DUMPS, ONE_STEP, EVERY_STEP)
 
 
 @dataclass(frozen=True)
 class Command:
+    """One command. ``dumps``: whether it reads NPU dumps -- ``""`` no, ``"one"`` one step of one device
+    (``--step N --device N``), ``"every"`` also every step or device (``compare --steps all``, ``--device all``);
+    the constants of :mod:`~precision_tool.commands.options`."""
+
     name: str
     summary: str
     add_arguments: Callable[[argparse.ArgumentParser], None]
     handler: Handler
     aliases: Tuple[str, ...] = ()
     epilog: str = ""
+    dumps: str = ""
 
     def build_parser(self) -> CommandParser:
         parser = CommandParser(prog=self.name, description=self.summary, epilog=self.epilog or None,
                                formatter_class=argparse.RawDescriptionHelpFormatter)
         self.add_arguments(parser)
+        if self.dumps:
+            add_dump_selection_options(parser, every=self.dumps == EVERY_STEP)
         return parser
 
 
@@ -114,6 +130,8 @@ class CommandRegistry:
             raise ValueError(f"command {command.name!r} repeats a name among its aliases")
         if not callable(command.handler) or not callable(command.add_arguments):
             raise ValueError(f"command {command.name!r}: handler and add_arguments must be callable")
+        if command.dumps not in DUMPS_VALUES:
+            raise ValueError(f"command {command.name!r}: dumps must be one of {DUMPS_VALUES}, not {command.dumps!r}")
         self._commands[command.name] = command
         for name in names:
             self._aliases[name] = command.name
@@ -154,7 +172,17 @@ class CommandRegistry:
             args = parser.parse_args(rest)
         except _HelpShown as shown:
             return Report().add_text(shown.text.rstrip())
-        report = command.handler(args, ctx)
+        return self._run(command, args, ctx)
+
+    @staticmethod
+    def _run(command: Command, args: argparse.Namespace, ctx: Context) -> Report:
+        """The handler, reading the step and device asked for; its report with the ``NPU dumps:`` lines."""
+        from precision_tool.commands.options import dump_selection
+        from precision_tool.formats.dump_tree import reading
+        from precision_tool.reports.dump_choice import add_dump_choices
+
+        with reading(dump_selection(args)) as choices:
+            report = command.handler(args, ctx)
         if not isinstance(report, Report):
             raise TypeError(f"handler of {command.name!r} returned {type(report).__name__}, not Report")
-        return report
+        return add_dump_choices(report, choices)

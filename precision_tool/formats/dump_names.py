@@ -46,7 +46,7 @@ from typing import Dict, List, Optional, Sequence, Tuple, Union
 
 from precision_tool.errors import DumpFormatError, WorkspaceError
 from precision_tool.fileio import read_input_text
-from precision_tool.formats.dump_tree import Choice, DumpSelection, choose_folders
+from precision_tool.formats.dump_tree import Choice, DumpSelection, choose_folders, noted
 
 MAPPING_FILE_NAME = "mapping.csv"
 MAX_FILE_NAME_BYTES = 255  # names this long or longer are stored under a hash
@@ -459,7 +459,8 @@ def scan_dump_folder(root: Union[str, os.PathLike], selection: Optional[DumpSele
 
     Of a tree holding several steps or devices, only one step of one device is kept (:mod:`~.dump_tree`):
     ``selection``, else the command's ``--step``/``--device``, else the newest step of the lowest device;
-    :attr:`DumpScan.choice` says which, and what else the tree holds.
+    :attr:`DumpScan.choice` says which, and what else the tree holds (and is recorded for the command's
+    report: :func:`~.dump_tree.reading`).
 
     Dot files (temporary files) and side files (``.npy``, ``.csv``, ``.json``, ``.txt``) are
     skipped. Hashed names are resolved through each folder's own ``mapping.csv``. Dumps are grouped
@@ -503,6 +504,7 @@ def scan_dump_folder(root: Union[str, os.PathLike], selection: Optional[DumpSele
             found.append(DumpFileRef(path, name, file_name if real_name != file_name else None))
     folders = sorted({os.path.dirname(ref.path) for ref in found} | {os.path.dirname(ref.path) for ref in exceptions})
     choice, kept_folders = choose_folders(root, folders, selection)
+    noted(root, choice)
     kept = set(kept_folders)
     found = [ref for ref in found if os.path.dirname(ref.path) in kept]
     exceptions = [ref for ref in exceptions if os.path.dirname(ref.path) in kept]

@@ -8,21 +8,30 @@ other folder holding dumps (a flat folder of copied files) has none.
 
 Dumps of different steps or devices are different tensors of the same ops: a scan never mixes them
 (:func:`choose`). Without a request it takes the **newest step of the lowest device** and says which, and what
-else the tree holds; ``--step N`` / ``--device N`` pick one (:func:`requested`, set once per command by the
-CLI). Folders without a position are always scanned.
+else the tree holds; ``--step N`` / ``--device N`` pick one (:func:`requested`, set per command by the CLI and
+the registry: :func:`reading`). Folders without a position are always scanned.
+
+A *reference* tree (the other run of an NPU-vs-NPU comparison) follows the compared run
+(:attr:`DumpSelection.follow`): the same step and device when it holds them, else its only step or device --
+the same reference for every step -- else the error listing what it holds.
+
+Every scan made inside :func:`reading` adds its :class:`Choice` (when it has a note) to the list the block
+yields, so a command can say which step and device it read (:func:`noted`).
 """
 from __future__ import annotations
 
 import contextvars
 import os
 import re
+from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Iterable, List, Optional, Sequence, Tuple
+from typing import Iterable, Iterator, List, Optional, Sequence, Tuple
 
 from precision_tool.errors import WorkspaceError
 
 _TIME = re.compile(r"^\d{14}$")
 _NUMBER = re.compile(r"^\d{1,9}$")
+PICK_HINT = "pick with --step N --device N"
 
 
 @dataclass(frozen=True)
@@ -38,36 +47,86 @@ class TreePosition:
 
 @dataclass(frozen=True)
 class DumpSelection:
-    """A requested step and/or device (``None``: the default rule)."""
+    """A requested step and/or device (``None``: the default rule).
+
+    ``follow``: the selection of a reference tree following the compared run's step and device -- taken when
+    the tree holds them, else its only step (device), else an error (see the module docstring).
+    """
 
     step: Optional[int] = None
     device: Optional[int] = None
+    follow: bool = False
+
+    @property
+    def empty(self) -> bool:
+        """Neither a step nor a device asked for."""
+        return self.step is None and self.device is None
 
 
 @dataclass(frozen=True)
 class Choice:
     """The step and device a scan keeps (``None`` when the tree has no positions), and a note saying what was
-    chosen and what else the tree holds (``""`` when there was nothing to choose from and nothing was asked)."""
+    chosen and what else the tree holds (``""`` when there was nothing to choose from and nothing was asked).
+
+    ``held``: every ``(device, step)`` of the tree, sorted (``()`` for a flat folder).
+    """
 
     step: Optional[int]
     device: Optional[int]
     note: str = ""
+    held: Tuple[Tuple[int, int], ...] = ()
 
     def keeps(self, position: Optional[TreePosition]) -> bool:
         return position is None or self.step is None or (position.step == self.step
                                                          and position.device == self.device)
 
+    @property
+    def devices(self) -> Tuple[int, ...]:
+        """The devices of the tree, lowest first."""
+        return tuple(sorted({device for device, _ in self.held}))
+
+    def steps_of(self, device: int) -> Tuple[int, ...]:
+        """The steps dumped on ``device``, oldest first (``()`` for a device the tree lacks)."""
+        return tuple(step for held_device, step in self.held if held_device == device)
+
 
 _REQUESTED: contextvars.ContextVar = contextvars.ContextVar("precision_tool_dump_selection", default=None)
+_NOTED: contextvars.ContextVar = contextvars.ContextVar("precision_tool_dump_choices", default=None)
 
 
 def request(selection: DumpSelection) -> None:
-    """Set the step/device the scans of this command keep (the CLI's ``--step``/``--device``)."""
+    """Set the step/device the scans of this process keep (the CLI's global ``--step``/``--device``)."""
     _REQUESTED.set(selection)
 
 
 def requested() -> DumpSelection:
     return _REQUESTED.get() or DumpSelection()
+
+
+@contextmanager
+def reading(selection: Optional[DumpSelection] = None) -> Iterator[List[Tuple[str, Choice]]]:
+    """A block whose scans keep ``selection`` (``None``: the current request stays) and whose scans' choices
+    are collected: the list yielded gets ``(root, choice)`` for every scan inside that has a note.
+
+    Blocks nest: an inner block's scans go to its own list only, and on leaving a block the previous request
+    and list are back (so a shell line's ``--step`` never outlives the line).
+    """
+    tokens = [(_NOTED, _NOTED.set([]))]
+    if selection is not None:
+        tokens.append((_REQUESTED, _REQUESTED.set(selection)))
+    try:
+        yield _NOTED.get()
+    finally:
+        for variable, token in reversed(tokens):
+            variable.reset(token)
+
+
+def noted(root: str, choice: Choice) -> None:
+    """Record a scan's choice for the enclosing :func:`reading` block (nothing outside one, or without a
+    note); the same ``(root, choice)`` is recorded once."""
+    found = _NOTED.get()
+    if found is not None and choice.note and (root, choice) not in found:
+        found.append((root, choice))
 
 
 def position_of(folder: str) -> Optional[TreePosition]:
@@ -81,8 +140,19 @@ def position_of(folder: str) -> Optional[TreePosition]:
     return TreePosition(time, int(device), model, int(model_id), int(step))
 
 
-def _numbers(values: Iterable[int]) -> str:
+def numbers_text(values: Iterable[int]) -> str:
+    """``"0, 5, 10"``: the distinct values, sorted."""
     return ", ".join(str(v) for v in sorted(set(values)))
+
+
+def _pick(values: Sequence[int], wanted: Optional[int], follow: bool, default: int) -> Optional[int]:
+    """``wanted`` when among ``values``; else, following, the only value; else ``default`` when nothing was
+    wanted; ``None`` when the wanted value is missing (the caller's error)."""
+    if wanted is None:
+        return default
+    if wanted in values:
+        return wanted
+    return values[0] if follow and len(values) == 1 else None
 
 
 def choose(root: str, positions: Sequence[TreePosition], wanted: Optional[DumpSelection] = None) -> Choice:
@@ -91,34 +161,53 @@ def choose(root: str, positions: Sequence[TreePosition], wanted: Optional[DumpSe
     Raises
     ------
     WorkspaceError
-        a requested device or step the tree does not hold (the error lists those it holds).
+        a requested device or step the tree does not hold (the error lists those it holds); a step or device
+        asked of a folder that is no tree.
     """
     wanted = requested() if wanted is None else wanted
-    if not positions:
-        if wanted.step is not None or wanted.device is not None:
+    if wanted.follow and wanted.empty:  # following a run that is no tree: the default rule
+        wanted = DumpSelection()
+    held = tuple(sorted({(p.device, p.step) for p in positions}))
+    if not held:
+        if not wanted.empty and not wanted.follow:
             raise WorkspaceError(f"{root}: --step/--device: the dumps are not in step folders "
                                  "({time}/{device}/{model}/{model_id}/{step})", "leave out --step and --device")
         return Choice(None, None)
-    devices = sorted({p.device for p in positions})
-    if wanted.device is not None and wanted.device not in devices:
-        raise WorkspaceError(f"{root}: no dumps of device {wanted.device} (devices: {_numbers(devices)})")
-    device = devices[0] if wanted.device is None else wanted.device
-    steps = sorted({p.step for p in positions if p.device == device})
-    if wanted.step is not None and wanted.step not in steps:
+    devices = sorted({device for device, _ in held})
+    device = _pick(devices, wanted.device, wanted.follow, devices[0])
+    if device is None:
+        raise WorkspaceError(f"{root}: no dumps of device {wanted.device} (devices: {numbers_text(devices)})")
+    steps = [step for held_device, step in held if held_device == device]
+    step = _pick(steps, wanted.step, wanted.follow, steps[-1])
+    if step is None:
         raise WorkspaceError(f"{root}: no dumps of step {wanted.step} on device {device} "
-                             f"(steps: {_numbers(steps)})")
-    step = steps[-1] if wanted.step is None else wanted.step
+                             f"(steps: {numbers_text(steps)})")
+    return Choice(step, device, _note(wanted, step, device, devices, steps), held)
+
+
+def _note(wanted: DumpSelection, step: int, device: int, devices: Sequence[int], steps: Sequence[int]) -> str:
+    """What :func:`choose` says about its choice: ``""`` when the tree held nothing else and the choice is what
+    was asked (or nothing was asked)."""
     others: List[str] = []
     if len(steps) > 1:
-        others.append(f"steps {_numbers(s for s in steps if s != step)}")
+        others.append(f"steps {numbers_text(s for s in steps if s != step)}")
     if len(devices) > 1:
-        others.append(f"devices {_numbers(d for d in devices if d != device)}")
-    if not others and wanted == DumpSelection():
-        return Choice(step, device)
-    how = ("as asked" if wanted.step is not None and (wanted.device is not None or len(devices) == 1)
-           else "the newest step of the lowest device" if wanted == DumpSelection() else "as asked, newest step")
-    also = f"; also in the tree: {', '.join(others)} (pick with --step N --device N)" if others else ""
-    return Choice(step, device, f"dumps of step {step} on device {device} ({how}){also}")
+        others.append(f"devices {numbers_text(d for d in devices if d != device)}")
+    exact = wanted.step in (None, step) and wanted.device in (None, device)
+    if not others and (wanted.empty or (wanted.follow and exact)):
+        return ""
+    if wanted.follow:
+        how = "the same step and device" if exact else (
+            "its only step" if wanted.step not in (None, step) and wanted.device in (None, device)
+            else "its only device" if wanted.step in (None, step) else "its only step and device")
+    elif wanted.empty:
+        how = "the newest step of the lowest device"
+    elif wanted.step is not None and (wanted.device is not None or len(devices) == 1):
+        how = "as asked"
+    else:
+        how = "as asked, newest step" if wanted.step is None else "as asked, lowest device"
+    also = f"; also in the tree: {', '.join(others)} ({PICK_HINT})" if others else ""
+    return f"dumps of step {step} on device {device} ({how}){also}"
 
 
 def choose_folders(root: str, folders: Sequence[str],
@@ -127,3 +216,36 @@ def choose_folders(root: str, folders: Sequence[str],
     positions = {folder: position_of(folder) for folder in folders}
     choice = choose(root, [p for p in positions.values() if p is not None], wanted)
     return choice, [folder for folder in folders if choice.keeps(positions[folder])]
+
+
+def each_selection(root: str, tree: Choice, *, every_step: bool, every_device: bool,
+                   wanted: Optional[DumpSelection] = None) -> List[DumpSelection]:
+    """The selections to compare one by one (``compare --steps all`` / ``--device all``), device then step.
+
+    ``tree``: a :class:`Choice` of the tree (its :attr:`Choice.held`). Devices: every device with
+    ``every_device``, else the one asked for (``wanted.device``), else the lowest. Steps of each device: all of
+    them with ``every_step``, else the one asked for -- kept even for a device that lacks it, whose run then
+    fails with the error listing its steps -- else its newest.
+
+    Raises :class:`WorkspaceError` for a device asked for that the tree lacks. A flat folder (no
+    positions) gives one selection, its one step: empty, but for a step or device asked for by number (whose
+    scan then fails: the folder has no step folders).
+    """
+    wanted = requested() if wanted is None else wanted
+    if not tree.held:
+        return [DumpSelection(None if every_step else wanted.step, None if every_device else wanted.device)]
+    if every_device:
+        devices: Sequence[int] = tree.devices
+    else:
+        device = choose(root, _positions(tree), DumpSelection(device=wanted.device)).device
+        devices = [device] if device is not None else []
+    selections: List[DumpSelection] = []
+    for device in devices:
+        steps = tree.steps_of(device)
+        chosen = steps if every_step else [steps[-1] if wanted.step is None else wanted.step]
+        selections.extend(DumpSelection(step, device) for step in chosen)
+    return selections
+
+
+def _positions(tree: Choice) -> List[TreePosition]:
+    return [TreePosition("", device, "", 0, step) for device, step in tree.held]

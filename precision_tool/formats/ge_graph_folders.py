@@ -374,9 +374,16 @@ def dump_device_ids(dump_dir) -> Tuple[int, ...]:
 
 
 def dump_device_id(dump_dir) -> Optional[int]:
-    """The one device of the dump tree at ``dump_dir``, or ``None`` when there is none or more than one."""
+    """The device whose dumps a scan of the tree at ``dump_dir`` reads, so its graph is read with them: the
+    tree's one device; of several, the one asked for (``--device N``) when the tree holds it, else the lowest
+    (:mod:`~precision_tool.formats.dump_tree`'s default); ``None`` when there is none."""
+    from precision_tool.formats.dump_tree import requested
+
     devices = dump_device_ids(dump_dir) if dump_dir else ()
-    return devices[0] if len(devices) == 1 else None
+    if not devices:
+        return None
+    wanted = requested().device
+    return wanted if wanted in devices else devices[0]
 
 
 def _subfolders(folder: str, name: "re.Pattern[str]") -> List[str]:

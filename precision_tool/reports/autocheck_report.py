@@ -1,8 +1,9 @@
 """The ``ac`` report: overflow, fusion, comparison, then the verdict -- one screen, plus ``data`` for ``--json``."""
 from __future__ import annotations
 
-from typing import Optional
+from typing import List, Optional
 
+from precision_tool.reports.dump_choice import dump_choice_line
 from precision_tool.reports.exception_report import add_exception_dumps
 from precision_tool.reports.fusion_report import add_fusion_comparison, add_passes
 from precision_tool.reports.overflow_report import add_casts, add_dump_scan, add_overflow_records
@@ -51,9 +52,29 @@ def add_compare_section(report: Report, section, paths, limit: int) -> None:
         report.add_text(title + ".")
     coverage = result.facts.coverage
     if coverage is not None and coverage.dump_choice:
-        report.add_text(f"NPU dumps: {coverage.dump_choice}")
+        report.add_text(dump_choice_line(coverage.dump_choice))
+    if section.steps:
+        report.add_text(*steps_lines(section.steps))
     if paths is not None:
         report.add_text(f"Result: {paths.csv}", f"Summary: {paths.summary}")
+
+
+def steps_lines(steps) -> List[str]:
+    """``First diverging step: S (OP; F of N tensors fail)`` -- or that no step diverges -- over the steps of
+    the device compared one by one (:attr:`~precision_tool.checks.autocheck.CompareSection.steps`), and one line
+    per step that could not be compared."""
+    from precision_tool.comparison.tree_runs import first_diverging
+    from precision_tool.formats.dump_tree import numbers_text
+
+    first = first_diverging(steps)
+    compared = numbers_text(run.step for run in steps if not run.error)
+    device = steps[0].device
+    if first is None:
+        lines = [f"No step diverges: steps {compared} of device {device} compared."]
+    else:
+        lines = [f"First diverging step: {first.step} ({first.first_divergence}; {len(first.failing)} of "
+                 f"{first.compared} tensors fail); steps {compared} of device {device} compared."]
+    return lines + [f"Step {run.step} not compared: {run.error}" for run in steps if run.error]
 
 
 def add_verdict(report: Report, verdict, command_prefix: str = "") -> None:
@@ -102,6 +123,8 @@ def autocheck_data(result, paths=None) -> dict:
                            summary=paths.summary if paths is not None else None)
         if result.compare.attribution is not None:
             compare["local_error"] = result.compare.attribution.to_dict()
+        if result.compare.steps:
+            compare["steps"] = [run.to_dict() for run in result.compare.steps]
         if result.compare.replay is not None:
             compare["replay"] = {key: value for key, value in result.compare.replay.to_dict().items() if key != "ops"}
     return {"workspace": result.workspace, "overflow": result.overflow.to_dict(),

@@ -112,6 +112,13 @@ def plan_outputs(out_dir: Optional[str], default_root: str, inputs: Sequence[str
     return OutputPaths(folder, csv_path, results_path_for(csv_path), os.path.join(folder, SUMMARY_NAME), junit_path)
 
 
+def take_run_folder(default_root: str, inputs: Sequence[str], folders: Sequence[str] = ()) -> str:
+    """A new ``ROOT/{ts}[_n]`` folder, taken now (checked against the inputs as :func:`check_outputs` does), for
+    a command writing several runs' outputs into sub-folders of one (``compare --steps all``)."""
+    root = ensure_output_dir(default_root, *inputs, folders=folders)
+    return _take_run_folder(root, timestamp())
+
+
 def _numbered(stem: str, n: int) -> str:
     """``stem`` for the first run, ``stem_1``, ``stem_2``... for the next ones."""
     return stem if n == 0 else f"{stem}_{n}"

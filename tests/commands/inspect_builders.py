@@ -99,3 +99,19 @@ def dump_path(root, op_name: str) -> str:
     folder = os.path.join(os.fspath(root), DUMP_SUBDIR)
     wanted = op_name.replace("/", "_")
     return next(os.path.join(folder, f) for f in os.listdir(folder) if f.split(".")[1] == wanted)
+
+
+def add_steps_and_devices(root) -> str:
+    """Make the workspace's dump a tree of several steps and devices (issue 17): its step folder copied to step 3
+    of device 0 and to step 3 of device 1 (a second ``{time}`` folder), where ``out/Add``'s dump is left out, so
+    that which folder a command read shows. Returns ``root`` as a string."""
+    import shutil
+
+    root = os.fspath(root)
+    step_0 = os.path.join(root, DUMP_SUBDIR)
+    shutil.copytree(step_0, os.path.join(os.path.dirname(step_0), "3"))
+    device_1 = os.path.join(root, "npu", "debug_0", "dump", "20240101000009", "1", "ge_default_1", "1", "3")
+    shutil.copytree(step_0, device_1)
+    (add,) = [name for name in os.listdir(device_1) if name.startswith("Add.")]
+    os.remove(os.path.join(device_1, add))
+    return root

@@ -1,6 +1,8 @@
 """Several steps and devices in one NPU dump tree (issue 17): a scan never mixes them. By default the newest step of
 the lowest device is compared, and the output says so and what else the tree holds; ``--step``/``--device`` pick
-exactly one; a step or device the tree lacks is an error listing those it has.
+exactly one -- before the command, or after it (which wins); a step or device the tree lacks is an error listing
+those it has. ``compare --steps all`` compares every step of a device and names the first diverging one;
+``--device all`` compares every device and flags the replicas that differ; each run's outputs go apart.
 
 The tree is GE's ``{time}/{device}/{model}/{model_id}/{step}`` (../shared/docs/ascend-dump-trees.md): two devices
 (two ``{time}`` folders, one per process), steps 0 and 5 each; only step 5 of device 1 carries an error (op2's
@@ -80,3 +82,198 @@ def test_positions_are_read_from_the_last_five_folders_only():
     assert choose("/r", []).step is None  # nothing to choose: no note
     with pytest.raises(Exception, match="not in step folders"):
         choose("/r", [], DumpSelection(step=1))
+
+
+# ------------------------------------------------------------------------------------ after the command (issue 17)
+def compare_after(case, root, out, *flags, json=False):
+    """``compare`` with the step/device flags after the command name."""
+    return main([*(["--json"] if json else []), "compare", "-m", str(root), "-g", case.ref, "-f", case.graph,
+                 "-out", str(out), *flags])
+
+
+def summary_of(folder):
+    import json
+
+    with open(os.path.join(str(folder), "summary.json"), encoding="utf-8") as handle:
+        return json.load(handle)
+
+
+@pytest.mark.parametrize("flags, code, note", [
+    (["--device", "1", "--step", "5"], 1, "dumps of step 5 on device 1 (as asked); also in the tree: steps 0, "
+                                          "devices 0"),
+    (["--step", "5", "--device", "1"], 1, "dumps of step 5 on device 1 (as asked); also in the tree: steps 0, "
+                                          "devices 0"),
+    (["--device", "1", "--step", "0"], 0, "dumps of step 0 on device 1 (as asked); also in the tree: steps 5, "
+                                          "devices 0"),
+    (["--device", "1"], 1, "dumps of step 5 on device 1 (as asked, newest step); also in the tree: steps 0, devices 0"),
+    (["--step", "0"], 0, "dumps of step 0 on device 0 (as asked, lowest device); also in the tree: steps 5, devices 1"),
+])
+def test_step_and_device_after_the_command_pick_exactly_one_folder(tree, tmp_path, capsys, flags, code, note):
+    case, root = tree
+    assert compare_after(case, root, tmp_path / "out", *flags) == code
+    out = capsys.readouterr().out
+    assert "Compared 8 tensors" in out  # one step of one device: each of the 4 ops' input and output once
+    assert f"NPU dumps: {note} (pick with --step N --device N)" in out
+    summary = summary_of(tmp_path / "out")
+    assert summary["coverage"]["dump_choice"].startswith(note)
+    assert summary["counts"]["failed"] == (3 if code else 0)  # op2's output, op3's input (the same bytes), op3's
+
+
+def test_after_the_command_wins_over_before_it_and_completes_it(tree, tmp_path, capsys):
+    case, root = tree
+    # before: step 0; after: device 1 -> step 0 of device 1 (clean)
+    assert main(["--step", "0", "compare", "-m", str(root), "-g", case.ref, "-f", case.graph, "-out",
+                 str(tmp_path / "a"), "--device", "1"]) == 0
+    assert "dumps of step 0 on device 1 (as asked)" in capsys.readouterr().out
+    # before: step 0 of device 0; after: step 5 of device 1 -> the broken one
+    assert main(["--step", "0", "--device", "0", "compare", "-m", str(root), "-g", case.ref, "-f", case.graph,
+                 "-out", str(tmp_path / "b"), "--step", "5", "--device", "1"]) == 1
+    assert "dumps of step 5 on device 1 (as asked)" in capsys.readouterr().out
+
+
+def test_a_bad_step_or_device_after_the_command_is_one_error(tree, tmp_path, capsys):
+    case, root = tree
+    assert compare_after(case, root, tmp_path / "out", "--device", "x") == 2
+    assert capsys.readouterr().err.strip() == ("precision_tool: error: compare: argument --device: invalid step or "
+                                               "device: 'x' (give 0, 1, ... or all) (see 'compare -h')")
+    assert compare_after(case, root, tmp_path / "out", "--device", "2") == 2
+    assert capsys.readouterr().err.strip() == f"precision_tool: error: {root}: no dumps of device 2 (devices: 0, 1)"
+    assert not (tmp_path / "out").exists()  # refused before anything was written
+
+
+# ------------------------------------------------------------------------------------ compare --steps all
+def test_steps_all_names_the_diverging_step_and_keeps_each_steps_outputs_apart(tree, tmp_path, capsys):
+    case, root = tree
+    before = sorted(str(p) for p in root.rglob("*"))
+    out = tmp_path / "out"
+    assert compare_after(case, root, out, "--steps", "all", "--device", "1") == 1
+    text = capsys.readouterr().out
+    assert text.startswith("Compared every step of device 1, one run each: 2 runs, 1 fail\n")
+    rows = [line.split() for line in text.splitlines() if line.startswith("1  ")]
+    assert rows == [["1", "0", "8", "0", "-", "0", str(out / "step_0")],
+                    ["1", "5", "8", "3", "op2", "1", str(out / "step_5")]]
+    assert (f"First diverging step: 5 (op2: first divergence; 3 tensors fail of 8; {out / 'step_5'})"
+            in text.splitlines())
+    assert "NPU dumps:" not in text  # each run's choice is in its own summary, not repeated per step
+    for step, failed in ((0, 0), (5, 3)):
+        summary = summary_of(out / f"step_{step}")
+        assert summary["counts"]["failed"] == failed
+        assert summary["coverage"]["dump_choice"].startswith(f"dumps of step {step} on device 1 (as asked)")
+    assert sorted(os.listdir(str(out))) == ["step_0", "step_5"]
+    assert sorted(str(p) for p in root.rglob("*")) == before  # nothing written into the input tree
+
+
+def test_steps_all_of_the_default_device_finds_no_diverging_step(tree, tmp_path, capsys):
+    case, root = tree
+    assert compare_after(case, root, tmp_path / "out", "--steps", "all") == 0
+    text = capsys.readouterr().out
+    assert text.startswith("Compared every step of device 0, one run each: 2 runs, 0 fail\n")
+    assert "No step diverges (steps compared: 0, 5)." in text.splitlines()
+
+
+def test_steps_all_json_lists_every_step(tree, tmp_path, capsys):
+    import json
+
+    case, root = tree
+    assert compare_after(case, root, tmp_path / "out", "--step", "all", "--device", "1", json=True) == 1
+    data = json.loads(capsys.readouterr().out)["data"]
+    assert [(r["device"], r["step"], r["compared"], r["failed"], r["first_divergence"], r["exit_code"])
+            for r in data["runs"]] == [(1, 0, 8, 0, None, 0), (1, 5, 8, 3, "op2", 1)]
+    assert data["runs"][1]["failing"] == ["op2:output:0", "op3:input:0", "op3:output:0"]
+    assert data["first_diverging"] == [{"device": 1, "step": 5, "first_divergence": "op2"}]
+    assert data["exit_code"] == 1 and data["replicas_differ"] == []
+
+
+def test_steps_all_without_out_goes_into_one_new_workspace_folder(tree, tmp_path, capsys):
+    case, root = tree
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    assert main(["-d", str(workspace), "compare", "-m", str(root), "-g", case.ref, "-f", case.graph,
+                 "--steps", "all"]) == 0
+    (run,) = os.listdir(str(workspace / "temp" / "vector_compare"))
+    assert sorted(os.listdir(str(workspace / "temp" / "vector_compare" / run))) == ["step_0", "step_5"]
+
+
+# ------------------------------------------------------------------------------------ compare --device all
+def test_device_all_flags_the_device_whose_results_differ(tree, tmp_path, capsys):
+    case, root = tree
+    out = tmp_path / "out"
+    assert compare_after(case, root, out, "--device", "all") == 1
+    text = capsys.readouterr().out
+    assert text.startswith("Compared every device (its newest step), one run each: 2 runs, 1 fail\n")
+    rows = [line.split()[:6] for line in text.splitlines() if line[:1] in "01" and "out" in line]
+    assert rows == [["0", "5", "8", "0", "-", "0"], ["1", "5", "8", "3", "op2", "1"]]
+    assert ("Replicas differ: device 1 (fails op2:output:0, op3:input:0, op3:output:0 where device 0 passes)"
+            in text.splitlines())
+    assert sorted(os.listdir(str(out))) == ["device_0", "device_1"]
+
+
+def test_device_all_at_a_clean_step_says_the_replicas_agree(tree, tmp_path, capsys):
+    case, root = tree
+    assert compare_after(case, root, tmp_path / "out", "--device", "all", "--step", "0") == 0
+    text = capsys.readouterr().out
+    assert text.startswith("Compared every device (step 0), one run each: 2 runs, 0 fail\n")
+    assert "Replicas agree: devices 0, 1 (same failing tensors, cosines within 0.001)" in text.splitlines()
+
+
+def test_every_step_of_every_device(tree, tmp_path, capsys):
+    case, root = tree
+    out = tmp_path / "out"
+    assert compare_after(case, root, out, "--device", "all", "--steps", "all") == 1
+    lines = capsys.readouterr().out.splitlines()
+    assert "No step of device 0 diverges (steps compared: 0, 5)." in lines
+    assert any(line.startswith("First diverging step of device 1: 5 (op2: first divergence;") for line in lines)
+    assert "Replicas agree at step 0: devices 0, 1 (same failing tensors, cosines within 0.001)" in lines
+    assert any(line.startswith("Replicas differ at step 5: device 1 (fails op2:output:0") for line in lines)
+    assert sorted(str(p.relative_to(out)) for p in out.glob("*/*")) == [
+        "device_0/step_0", "device_0/step_5", "device_1/step_0", "device_1/step_5"]
+
+
+# ------------------------------------------------------------------------------------ bad input for the new forms
+def test_steps_all_on_a_flat_folder_says_there_is_one_step_and_compares_it(tree, tmp_path, capsys):
+    case, _ = tree
+    assert compare_after(case, case.npu, tmp_path / "out", "--steps", "all") == 0
+    text = capsys.readouterr().out
+    assert text.startswith("Compared 8 tensors (cosine >= 0.99): 8 passed, 0 failed\n")
+    assert (f"{case.npu} holds no step folders ({{time}}/{{device}}/{{model}}/{{model_id}}/{{step}}): one step, "
+            "compared as such") in text.splitlines()
+
+
+@pytest.mark.parametrize("flags, message", [
+    (["--steps", "all", "--device", "2"], "{root}: no dumps of device 2 (devices: 0, 1)"),
+    (["--device", "all", "--step", "7"], "{root}: no dumps of step 7 on device 0 (steps: 0, 5)"),  # none has it
+    (["--steps", "all", "--junit", "j.xml"], "compare: --junit writes one run's result, not one per step (compare "
+                                             "one with --step N --device N)"),
+])
+def test_a_step_or_device_the_tree_lacks_is_one_error_for_the_new_forms(tree, tmp_path, capsys, flags, message):
+    case, root = tree
+    out = tmp_path / "out"
+    assert compare_after(case, root, out, *flags) == 2
+    assert capsys.readouterr().err.strip() == "precision_tool: error: " + message.format(root=root)
+    assert not out.exists()
+
+
+def test_device_all_with_a_step_one_device_lacks_compares_the_others(tree, tmp_path, capsys):
+    case, root = tree
+    shutil.rmtree(str(root / TIMES[1] / "1" / "ge_default_cmp" / "1" / "0"))  # device 1 dumped step 5 only
+    assert compare_after(case, root, tmp_path / "out", "--device", "all", "--step", "0") == 2
+    lines = capsys.readouterr().out.splitlines()
+    assert any(line.split()[:6] == ["0", "0", "8", "0", "-", "0"] for line in lines)
+    assert any(line.startswith("1 ") and f"{root}: no dumps of step 0 on device 1 (steps: 5)" in line
+               for line in lines)
+    assert not any(line.startswith("Replicas") for line in lines)  # one replica compared: nothing to agree on
+
+
+# ------------------------------------------------------------------------------------ an NPU reference tree follows
+def test_a_reference_dump_tree_follows_the_step_and_falls_back_to_its_only_device(tree, tmp_path, capsys):
+    case, root = tree
+    reference = tmp_path / "other"  # another NPU run of device 0 only, steps 0 and 5, all clean
+    for step in (0, 5):
+        shutil.copytree(case.npu, reference / TIMES[0] / "0" / "ge_default_cmp" / "1" / str(step))
+    out = tmp_path / "out"
+    assert main(["compare", "-m", str(root), "-g", str(reference), "-f", case.graph, "-rg", case.graph,
+                 "--mode", "npu_vs_npu", "-out", str(out), "--steps", "all", "--device", "1"]) == 1
+    assert "First diverging step: 5 (op2" in capsys.readouterr().out
+    for step in (0, 5):
+        choice = summary_of(out / f"step_{step}")["coverage"]["dump_choice"]
+        assert f"other run: dumps of step {step} on device 0 (its only device)" in choice

@@ -106,12 +106,26 @@ def test_the_dump_device_wins_over_a_newer_folder_of_another_device(tmp_path):
     assert dispatch(workspace, "ni", "out/Add").data["graph"] == INSPECT_GRAPH
 
 
+def test_of_two_devices_the_graph_of_the_device_read_is_used(tmp_path):
+    """A tree with two devices is read one device at a time (issue 17): the lowest by default, or --device N;
+    the graph read is that device's, whichever folder is newer."""
+    workspace = to_cann8(write_inspect_workspace(tmp_path / "ws"), "pid_1234_deviceid_0")
+    other_graph(workspace / "npu" / "debug_0" / "graph" / "pid_99_deviceid_1", mtime=4102444800)
+    shutil.copytree(str(workspace / "npu" / "debug_0" / "dump" / "20240101000000" / "0"),
+                    str(workspace / "npu" / "debug_0" / "dump" / "20240101000009" / "1"))  # a 2nd device's dump
+    report = dispatch(workspace, "ls")
+    assert report.title.startswith(f"5 ops of graph {INSPECT_GRAPH} ") and report.data["graph_notes"] == []
+    assert dispatch(workspace, "ls", "--device", "1").title.startswith("1 ops of graph ge_default_other ")
+
+
 def test_without_a_clear_device_the_newest_folder_is_used_and_named_in_one_line(tmp_path):
     workspace = to_cann8(write_inspect_workspace(tmp_path / "ws"), "pid_1234_deviceid_0")
     graph_dir = workspace / "npu" / "debug_0" / "graph"
     other_graph(graph_dir / "pid_99_deviceid_1", mtime=4102444800)
-    shutil.copytree(str(workspace / "npu" / "debug_0" / "dump" / "20240101000000" / "0"),
-                    str(workspace / "npu" / "debug_0" / "dump" / "20240101000009" / "1"))  # a 2nd device's dump
+    dump = workspace / "npu" / "debug_0" / "dump"
+    os.replace(str(dump / "20240101000000" / "0" / "ge_default_1" / "1" / "0"), str(tmp_path / "copied"))
+    shutil.rmtree(str(dump))
+    os.replace(str(tmp_path / "copied"), str(dump))  # a flat folder of copied dumps: no device level
     report = dispatch(workspace, "ls")
     note = (f"Build graph of {graph_dir}: used pid_99_deviceid_1 (the newest of 2 folders); also there: "
             "pid_1234_deviceid_0")

@@ -39,8 +39,8 @@ def test_help_completes_command_names_only(completer):
 
 
 def test_flags_of_the_command_being_typed(completer):
-    assert texts(completer, "ls -") == ["--fusion-pass", "--graph", "--help", "--kernel", "--name", "--run",
-                                        "--type", "-f", "-g", "-h", "-k", "-n", "-r", "-t"]
+    assert texts(completer, "ls -") == ["--device", "--fusion-pass", "--graph", "--help", "--kernel", "--name",
+                                        "--run", "--step", "--type", "-f", "-g", "-h", "-k", "-n", "-r", "-t"]
     assert texts(completer, "ni out/Add -") and "-a" in texts(completer, "ni out/Add -")
     assert texts(completer, "cp a b -a") == ["-al"]
 

@@ -1,0 +1,90 @@
+"""``formats/dump_tree.py``: the choice among steps and devices, a reference tree following it, the selections of
+``compare --steps all`` / ``--device all``, and the ``reading`` blocks (issue 17)."""
+import pytest
+
+from precision_tool.errors import WorkspaceError
+from precision_tool.formats.dump_tree import (Choice, DumpSelection, TreePosition, choose, each_selection, noted,
+                                              reading, requested)
+
+pytestmark = pytest.mark.compat
+
+
+def tree(*held):
+    """Positions for ``(device, step)`` pairs (two models on device 0, step 5: a position is not a pair)."""
+    return [TreePosition("20240613143502", device, model, 1, step) for device, step in held
+            for model in (("ge_a", "ge_b") if (device, step) == (0, 5) else ("ge_a",))]
+
+
+TWO_BY_TWO = tree((0, 0), (0, 5), (1, 0), (1, 5))
+
+
+@pytest.mark.parametrize("wanted, step, device, note", [
+    (DumpSelection(), 5, 0, "dumps of step 5 on device 0 (the newest step of the lowest device); also in the tree: "
+                            "steps 0, devices 1 (pick with --step N --device N)"),
+    (DumpSelection(step=0), 0, 0, "dumps of step 0 on device 0 (as asked, lowest device); also in the tree: "
+                                  "steps 5, devices 1 (pick with --step N --device N)"),
+    (DumpSelection(device=1), 5, 1, "dumps of step 5 on device 1 (as asked, newest step); also in the tree: "
+                                    "steps 0, devices 0 (pick with --step N --device N)"),
+    (DumpSelection(0, 1), 0, 1, "dumps of step 0 on device 1 (as asked); also in the tree: steps 5, devices 0 "
+                                "(pick with --step N --device N)"),
+])
+def test_the_choice_and_its_note(wanted, step, device, note):
+    choice = choose("/r", TWO_BY_TWO, wanted)
+    assert (choice.step, choice.device, choice.note) == (step, device, note)
+    assert choice.held == ((0, 0), (0, 5), (1, 0), (1, 5)) and choice.devices == (0, 1)
+    assert choice.steps_of(1) == (0, 5) and choice.steps_of(9) == ()
+
+
+def test_a_reference_tree_follows_the_step_and_device_else_takes_its_only_one():
+    both = choose("/ref", TWO_BY_TWO, DumpSelection(0, 1, follow=True))
+    assert (both.step, both.device) == (0, 1)
+    assert both.note.startswith("dumps of step 0 on device 1 (the same step and device); also in the tree:")
+    one_device = choose("/ref", tree((0, 0), (0, 5)), DumpSelection(5, 3, follow=True))
+    assert (one_device.step, one_device.device) == (5, 0)
+    assert one_device.note == ("dumps of step 5 on device 0 (its only device); also in the tree: steps 0 (pick with "
+                               "--step N --device N)")
+    only = choose("/ref", tree((0, 7)), DumpSelection(5, 3, follow=True))
+    assert (only.step, only.device, only.note) == (7, 0, "dumps of step 7 on device 0 (its only step and device)")
+    assert choose("/ref", tree((2, 7)), DumpSelection(7, 2, follow=True)).note == ""  # exactly it: nothing to say
+    assert choose("/ref", [], DumpSelection(5, 1, follow=True)) == Choice(None, None)  # a flat folder is read
+    with pytest.raises(WorkspaceError, match=r"^/ref: no dumps of step 3 on device 0 \(steps: 0, 5\)$"):
+        choose("/ref", tree((0, 0), (0, 5)), DumpSelection(3, 0, follow=True))  # several steps, not that one
+
+
+def test_selections_for_every_step_and_every_device():
+    held = choose("/r", TWO_BY_TWO, DumpSelection())
+    pairs = lambda selections: [(s.device, s.step) for s in selections]  # noqa: E731
+    assert pairs(each_selection("/r", held, every_step=True, every_device=False, wanted=DumpSelection())) == [
+        (0, 0), (0, 5)]
+    assert pairs(each_selection("/r", held, every_step=True, every_device=False,
+                                wanted=DumpSelection(device=1))) == [(1, 0), (1, 5)]
+    assert pairs(each_selection("/r", held, every_step=False, every_device=True, wanted=DumpSelection())) == [
+        (0, 5), (1, 5)]
+    assert pairs(each_selection("/r", held, every_step=False, every_device=True,
+                                wanted=DumpSelection(step=7))) == [(0, 7), (1, 7)]  # each run says it lacks it
+    assert pairs(each_selection("/r", held, every_step=True, every_device=True, wanted=DumpSelection())) == [
+        (0, 0), (0, 5), (1, 0), (1, 5)]
+    with pytest.raises(WorkspaceError, match=r"^/r: no dumps of device 4 \(devices: 0, 1\)$"):
+        each_selection("/r", held, every_step=True, every_device=False, wanted=DumpSelection(device=4))
+    flat = Choice(None, None)
+    assert each_selection("/f", flat, every_step=True, every_device=False, wanted=DumpSelection()) == [
+        DumpSelection()]
+    assert each_selection("/f", flat, every_step=True, every_device=False, wanted=DumpSelection(device=1)) == [
+        DumpSelection(device=1)]  # asked of a folder that is no tree: its scan says so
+
+
+def test_reading_blocks_nest_collect_the_notes_and_restore_the_request():
+    choice = choose("/r", TWO_BY_TWO, DumpSelection())
+    with reading(DumpSelection(step=0)) as outer:
+        assert requested() == DumpSelection(step=0)
+        with reading(DumpSelection(device=1)) as inner:
+            assert requested() == DumpSelection(device=1)
+            noted("/r", choice)
+            noted("/r", choice)  # once
+        with reading():  # no selection: the enclosing one stays
+            assert requested() == DumpSelection(step=0)
+        noted("/s", Choice(0, 0))  # no note: nothing to say
+        assert requested() == DumpSelection(step=0)
+    assert inner == [("/r", choice)] and outer == []
+    assert requested() == DumpSelection()
+    noted("/r", choice)  # outside any block: dropped
