@@ -279,7 +279,10 @@ def _grouped_copy(view: np.ndarray) -> np.ndarray:
     inner = view.shape[-1]
     if view.strides[-1] != view.itemsize or inner < 2:
         return _c_contiguous(view)
-    runs = view.view(np.dtype((np.void, view.itemsize * inner)))
+    try:
+        runs = view.view(np.dtype((np.void, view.itemsize * inner)))
+    except ValueError:  # numpy < 1.23 takes such a view only of a C-contiguous array
+        return _c_contiguous(view)
     return np.ascontiguousarray(runs).view(view.dtype).reshape(view.shape)
 
 
