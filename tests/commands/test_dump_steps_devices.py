@@ -15,23 +15,18 @@ import pytest
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), os.pardir, "comparison"))
 
-from cmp_builders import chain_case
+from cmp_builders import TREE_TIMES, chain_dump_tree
 from precision_tool.cli import main
 from precision_tool.formats.dump_tree import DumpSelection, choose, position_of, request
 
 pytestmark = pytest.mark.compat
-TIMES = {0: "20240613143502", 1: "20240613143507"}
+TIMES = TREE_TIMES
 
 
 @pytest.fixture
 def tree(tmp_path):
-    clean = chain_case(tmp_path / "clean")
-    broken = chain_case(tmp_path / "broken", break_at="op2")  # same seed: the same reference
     root = tmp_path / "dump"
-    for device in (0, 1):
-        for step in (0, 5):
-            source = broken if (device, step) == (1, 5) else clean
-            shutil.copytree(source.npu, root / TIMES[device] / str(device) / "ge_default_cmp" / "1" / str(step))
+    clean = chain_dump_tree(tmp_path, root, broken=(1, 5))
     yield clean, root
     request(DumpSelection())  # the CLI sets it per command; leave none behind for other tests
 

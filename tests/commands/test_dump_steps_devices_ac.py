@@ -13,24 +13,17 @@ import pytest
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), os.pardir, "comparison"))
 
-from cmp_builders import chain_case
+from cmp_builders import chain_dump_tree
 from precision_tool.cli import main
 from precision_tool.formats.dump_tree import DumpSelection, request
 
 pytestmark = pytest.mark.compat
-TIMES = {0: "20240613143502", 1: "20240613143507"}
 
 
 @pytest.fixture
 def workspace(tmp_path):
-    clean = chain_case(tmp_path / "clean")
-    broken = chain_case(tmp_path / "broken", break_at="op2")
     ws = tmp_path / "ws"
-    for device in (0, 1):
-        for step in (0, 5):
-            source = broken if (device, step) == (0, 0) else clean
-            shutil.copytree(source.npu, ws / "npu" / "debug_0" / "dump" / TIMES[device] / str(device)
-                            / "ge_default_cmp" / "1" / str(step))
+    clean = chain_dump_tree(tmp_path, ws / "npu" / "debug_0" / "dump", broken=(0, 0))
     shutil.copytree(clean.graph, ws / "npu" / "debug_0" / "graph")
     shutil.copytree(clean.ref, ws / "tf" / "dump")
     yield ws

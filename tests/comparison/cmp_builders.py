@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
-from typing import Iterable, Optional, Sequence
+from typing import Iterable, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -142,3 +142,23 @@ def tree_listing(folder) -> dict:
             info = os.stat(path)
             listing[os.path.relpath(path, folder)] = (info.st_size, info.st_mtime_ns)
     return listing
+
+
+#: The ``{time}`` folder of each device in :func:`chain_dump_tree` (one process per device, five seconds apart).
+TREE_TIMES = {0: "20240613143502", 1: "20240613143507"}
+
+
+def chain_dump_tree(tmp_path, root, broken: Tuple[int, int]):
+    """GE's ``{time}/{device}/{model}/{model_id}/{step}`` tree under ``root``: the :func:`chain_case` dumped at
+    steps 0 and 5 of devices 0 and 1, where only ``broken = (device, step)`` holds the chain broken at op2 (its
+    output off by noise of 2.0; same seed, so the same reference). Returns the clean case (reference, graph)."""
+    import shutil
+
+    clean = chain_case(tmp_path / "clean")
+    faulty = chain_case(tmp_path / "broken", break_at="op2")
+    for device in (0, 1):
+        for step in (0, 5):
+            source = faulty if (device, step) == tuple(broken) else clean
+            shutil.copytree(source.npu, os.path.join(str(root), TREE_TIMES[device], str(device), "ge_default_cmp",
+                                                     "1", str(step)))
+    return clean
