@@ -129,7 +129,10 @@ def _report(runs: Sequence[StepRun], what: str, every_step: bool, every_device: 
                        run.error or run.folder] for run in runs])
     diverging = _first_diverging(runs, every_step)
     replicas = _replica_findings(runs, every_step) if every_device else []
-    lines = [line for line, _ in diverging + replicas]
+    lines = [f"device {run.device}, step {run.step}: {run.unreadable} dump file"
+             f"{'' if run.unreadable == 1 else 's'} could not be read (each named in {run.folder or 'its result'})"
+             for run in runs if run.unreadable]
+    lines += [line for line, _ in diverging + replicas]
     if lines:
         report.add_text(*lines)
     exit_code = exit_code_of(runs)

@@ -44,6 +44,7 @@ class StepRun:
     error : one line when it could not run (then nothing else is known).
     folder : where its result files were written (``""``: not written).
     cosines : tensor -> cosine of the compared tensors whose cosine is a number (for :func:`replicas_differ`).
+    unreadable : dump files of this step that could not be read (listed in its result).
     """
 
     device: Optional[int]
@@ -55,6 +56,7 @@ class StepRun:
     error: str = ""
     folder: str = ""
     cosines: Mapping[str, float] = field(default_factory=dict, compare=False, hash=False, repr=False)
+    unreadable: int = 0
 
     @classmethod
     def of(cls, selection: DumpSelection, result: ComparisonResult, folder: str = "") -> "StepRun":
@@ -63,10 +65,12 @@ class StepRun:
         first = result.divergence.first
         cosines = {row.tensor_id or row.op_name: row.cosine for row in result.compared
                    if row.cosine is not None and math.isfinite(row.cosine)}
+        coverage = result.facts.coverage
         return cls(selection.device, selection.step, len(result.compared),
                    tuple(row.tensor_id or row.op_name for row in failing),
                    first.op_name if first is not None else (failing[0].op_name if failing else ""),
-                   result.exit_code(), folder=folder, cosines=cosines)
+                   result.exit_code(), folder=folder, cosines=cosines,
+                   unreadable=len(coverage.unreadable) if coverage is not None else 0)
 
     @classmethod
     def failed(cls, selection: DumpSelection, error: PrecisionToolError) -> "StepRun":
@@ -81,7 +85,8 @@ class StepRun:
     def to_dict(self) -> Dict[str, Any]:
         return {"device": self.device, "step": self.step, "compared": self.compared, "failed": len(self.failing),
                 "failing": list(self.failing), "first_divergence": self.first_divergence or None,
-                "exit_code": self.exit_code, "error": self.error or None, "folder": self.folder or None}
+                "exit_code": self.exit_code, "error": self.error or None, "folder": self.folder or None,
+                "unreadable": self.unreadable}
 
 
 def tree_of(npu_dir: str) -> Choice:

@@ -272,3 +272,16 @@ def test_a_reference_dump_tree_follows_the_step_and_falls_back_to_its_only_devic
     for step in (0, 5):
         choice = summary_of(out / f"step_{step}")["coverage"]["dump_choice"]
         assert f"other run: dumps of step {step} on device 0 (its only device)" in choice
+
+
+def test_steps_all_says_which_step_had_a_dump_file_it_could_not_read(tree, tmp_path, capsys):
+    case, root = tree
+    step_0 = root / TREE_TIMES[0] / "0" / "ge_default_cmp" / "1" / "0"
+    victim = sorted(os.listdir(str(step_0)))[0]
+    with open(str(step_0 / victim), "r+b") as handle:
+        handle.truncate(40)  # shorter than its header says
+    out = tmp_path / "out"
+    assert compare_after(case, root, out, "--steps", "all") == 2  # nothing fails; an unread file is exit 2, as compare
+    text = capsys.readouterr().out
+    assert f"device 0, step 0: 1 dump file could not be read (each named in {out / 'step_0'})" in text
+    assert "step 5: " not in text.split("First diverging")[0].split("could not be read")[-1]
