@@ -54,6 +54,9 @@ def test_symmetric_metrics(pair):
 
 
 @given(pairs())
+# Found by the ci profile: a constant 172065.5 against 0 is a uniform profile on both sides, KL 0, but its two
+# terms (+28 and -28) cancelled to -3.6e-15.
+@example((np.array([172065.5], np.float32), np.array([0.0], np.float32)))
 def test_orderings_and_identities(pair):
     x, y = pair
     values = compute_metrics(x, y)
