@@ -62,6 +62,26 @@ def open_input(path, error: Type[FileFormatError] = FileFormatError, limit: Opti
         raise
 
 
+def map_input(path, dtype, shape, offset: int, error: Type[FileFormatError] = FileFormatError) -> np.ndarray:
+    """A read-only memory map of the ``prod(shape)`` items of ``dtype`` at byte ``offset`` of ``path``.
+
+    Nothing is read until the array is indexed, and then only the pages indexed: a slice of a tensor of any size
+    costs what it covers. :func:`open_input`'s checks apply; the caller has checked that the bytes lie inside
+    the file (a file cut short later makes indexing fail with SIGBUS, as for any mapped file). An array of no
+    elements is returned unmapped (``mmap`` cannot map 0 bytes).
+    """
+    dtype = np.dtype(dtype)
+    shape = tuple(int(dim) for dim in shape)
+    if not all(shape):
+        return np.zeros(shape, dtype)
+    try:
+        with open_input(path, error) as handle:
+            mapped = np.memmap(handle, dtype=dtype, mode="r", offset=offset, shape=shape)
+    except (OSError, ValueError) as failure:
+        raise error(os.fspath(path), f"cannot map {failure}") from None
+    return mapped.view(np.ndarray)  # a plain array; the map stays alive as its base
+
+
 def read_input_bytes(path, error: Type[FileFormatError] = FileFormatError, limit: Optional[int] = TEXT_LIMIT) -> bytes:
     """The bytes of the regular file ``path`` (:func:`open_input`'s checks)."""
     try:

@@ -98,13 +98,14 @@ class NpuTensorRef:
         """``conv1/Conv2D:output:0`` -- msaccucmp's ``TensorIndex``."""
         return f"{self.op_name}:{self.kind}:{self.index}"
 
-    def load(self, keep_layout: bool = False, dtype=None):
+    def load(self, keep_layout: bool = False, dtype=None, mapped: bool = False):
         """Read this tensor's payload in its origin layout (an :class:`OriginTensor`).
 
         The origin format given to ``read_origin_tensor`` is :attr:`origin_format`; when the dump header has
         no original shape but the graph gave one, the graph's shape is used. ``dtype``: build a converted
         layout in that dtype in the same pass (see ``read_origin_tensor``; an array not converted keeps the
-        stored dtype). For the comparator and replay: alignment itself never calls this.
+        stored dtype). ``mapped``: an array in stored order is a read-only memory map, read when indexed (``pt``
+        and ``cp``). For the comparator and replay: alignment itself never calls this.
         """
         from precision_tool.formats.dump_file import read_dump_header_cached
         from precision_tool.formats.origin_tensor import read_origin_tensor
@@ -113,7 +114,8 @@ class NpuTensorRef:
         entry = dump.tensor(self.kind, self.index)
         if entry.original_shape is None and self.origin_shape is not None:
             entry = dataclasses.replace(entry, original_shape=tuple(self.origin_shape))
-        return read_origin_tensor(dump, entry, self.origin_format or None, keep_layout=keep_layout, dtype=dtype)
+        return read_origin_tensor(dump, entry, self.origin_format or None, keep_layout=keep_layout, dtype=dtype,
+                                  mapped=mapped)
 
     def to_dict(self) -> dict:
         return {"tensor_id": self.tensor_id, "path": self.path, "op_name": self.op_name, "op_type": self.op_type,

@@ -1,7 +1,8 @@
 """``cp LEFT RIGHT [-p N] [-al ATOL] [-rl RTOL]``: compare two tensors.
 
 LEFT is read as the NPU side and RIGHT as the reference (this only matters for relative errors, which divide
-by RIGHT). Both take every form of :mod:`.tensor_spec`; a whole dump file or op means its output 0. The
+by RIGHT). Both take every form of :mod:`.tensor_spec`; a whole dump file or op means its output 0. A slice on a
+side (``X:output:0[0]``) compares that part only, read only where it lies (:mod:`.tensor_source`). The
 verdict is ``compare``'s own (:func:`~precision_tool.comparison.worker.judge_pair`): the cosine gate and the
 honest statuses, with the allclose ratio against the dtype-aware tolerances reported but not judged, so a
 pair ``compare`` passes passes here too. ``-al``/``-rl`` ask for the allclose gate with those tolerances.
@@ -62,7 +63,7 @@ def handle(args, ctx: Context) -> Report:
     graph_notes = list(dict.fromkeys(lookups[0].graph_notes + lookups[1].graph_notes))
     result = judge_pair(left.array, right.array, cosine_threshold=args.cosine, dtype_labels=(left.dtype, right.dtype),
                         rtol=args.rtol, atol=args.atol)
-    report = Report(title=f"{left.label}  vs  {right.label}")
+    report = Report(title=f"{left.shown_label}  vs  {right.shown_label}")
     report.add_table(["side", "tensor", "stored", "dtype", "shape", *STATS_HEADERS],
                      [_side_row("left", left), _side_row("right", right)])
     tol = result.tolerance
@@ -87,7 +88,7 @@ def handle(args, ctx: Context) -> Report:
     verdict = "passed" if result else "failed"
     report.status = verdict if result.status.cosine_gated else f"{verdict} ({result.status.value})"
     report.exit_code = EXIT_OK if result else EXIT_FAILED_CHECK
-    report.data = {"left": left.label, "right": right.label, "status": result.status.value,
+    report.data = {"left": left.shown_label, "right": right.shown_label, "status": result.status.value,
                    "passed": bool(result), "reason": result.reason, "cosine": result.cosine,
                    "allclose_ratio": result.allclose_ratio, "mismatch_count": result.mismatch_count,
                    "rtol": tol.rtol, "atol": tol.atol,
@@ -108,7 +109,7 @@ def _allclose_note(result) -> str:
 
 
 def _side_row(side: str, tensor: LoadedTensor) -> list:
-    return [side, tensor.label, tensor.stored, str(tensor.array.dtype), shape_text(tensor.array.shape),
+    return [side, tensor.shown_label, tensor.stored, str(tensor.array.dtype), shape_text(tensor.array.shape),
             *array_stats(tensor.array).cells()]
 
 

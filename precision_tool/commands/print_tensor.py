@@ -1,9 +1,10 @@
 """``pt [-n] TENSOR [SLICE] [-s] [--keep-layout]``: print a dump tensor or a ``.npy`` file.
 
 For each tensor: dtype, layout and shape as stored and as shown, min/max/mean over the finite values and
-inf/NaN counts (of the whole tensor), then the values -- of the slice when one is given -- printed to fit
-the terminal. TENSOR takes every form of :mod:`.tensor_spec` (``OP:output:0``, ``TF_OP:0``, a file, ...);
-the slice may follow it directly (``pt X[0, :4]``) or as a second argument.
+inf/NaN counts, then the values printed to fit the terminal. TENSOR takes every form of :mod:`.tensor_spec`
+(``OP:output:0``, ``TF_OP:0``, a file, ...); the slice may follow it directly (``pt X[0, :4]``) or as a second
+argument. With a slice, everything shown -- statistics too -- is of the slice, and a tensor in stored order is
+read only where the slice lies (:mod:`.tensor_source`): ``pt X[:4]`` of a 2 GiB tensor reads a page.
 
 ``-s`` saves what is shown as ``WORKSPACE/temp/print_tensor/{name}.npy`` (the decoded copy) and
 ``{name}.txt`` beside it: never next to the input, nor anywhere below a dump file's folder (refused, exit 2).
@@ -22,7 +23,7 @@ from precision_tool.commands.arg_hints import NOTHING, TENSOR, completes
 from precision_tool.commands.options import add_run_option
 from precision_tool.commands.registry import Command, Context
 from precision_tool.commands.tensor_source import LoadedTensor, load_tensors
-from precision_tool.commands.tensor_spec import FORMS_HINT, parse_slice
+from precision_tool.commands.tensor_spec import FORMS_HINT
 from precision_tool.commands.terminal_text import array_text, terminal_size
 from precision_tool.metrics.array_stats import STATS_HEADERS, array_stats
 from precision_tool.commands.workspace_lookup import lookup_for, with_graph_notes
@@ -71,23 +72,22 @@ def handle(args, ctx: Context) -> Report:
     lookup = lookup_for(ctx, args.run)
     lookup.graph_notes = ()  # only this command's graph lookups (a shell session keeps the lookup)
     spec, tensors = load_tensors(text, lookup, keep_layout=args.keep_layout)
-    index = parse_slice(spec.slice_text) if spec.slice_text else None
     columns, lines = terminal_size(ctx)
     value_lines_each = max(8, lines // max(1, min(len(tensors), MAX_VALUE_BLOCKS)))
     rows, data, saved = [], [], []
     value_lines: List[str] = []
     for number, tensor in enumerate(tensors):
-        shown = _apply_slice(tensor, index, spec.slice_text)
-        stats = array_stats(tensor.array)
-        rows.append([tensor.label, tensor.stored, f"{tensor.layout} {shape_text(tensor.array.shape)}".strip(),
+        shown = tensor.array
+        stats = array_stats(shown)
+        rows.append([tensor.shown_label, tensor.stored, f"{tensor.layout} {shape_text(tensor.whole_shape)}".strip(),
                      *stats.cells()])
         if number < MAX_VALUE_BLOCKS:
-            value_lines += _value_block(tensor, shown, spec.slice_text, columns, value_lines_each)
+            value_lines += _value_block(tensor, columns, value_lines_each)
         item = {"tensor": tensor.label, "path": tensor.path, "stored": tensor.stored, "layout": tensor.layout,
-                "shape": list(tensor.array.shape), "dtype": str(tensor.array.dtype), **stats.to_dict(),
+                "shape": list(tensor.whole_shape), "dtype": str(shown.dtype), **stats.to_dict(),
                 "shown_shape": list(shown.shape), "values": shown.tolist() if shown.size <= 10000 else None}
         if args.save:
-            item["saved"] = _save(tensor, shown, spec.slice_text, lookup)
+            item["saved"] = _save(tensor, lookup)
             saved += item["saved"]
         data.append(item)
     if len(tensors) > MAX_VALUE_BLOCKS:
@@ -102,22 +102,13 @@ def handle(args, ctx: Context) -> Report:
     return with_graph_notes(report, lookup.graph_notes)
 
 
-def _value_block(tensor: LoadedTensor, shown: np.ndarray, slice_text: str, columns: int, lines: int) -> List[str]:
+def _value_block(tensor: LoadedTensor, columns: int, lines: int) -> List[str]:
     """Heading, values sized to ``columns`` x ``lines``, the tensor's note if any, and a blank line."""
-    block = [f"{tensor.label}{slice_text}: {shown.dtype} {shape_text(shown.shape)}", array_text(shown, columns, lines)]
+    shown = tensor.array
+    block = [f"{tensor.shown_label}: {shown.dtype} {shape_text(shown.shape)}", array_text(shown, columns, lines)]
     if tensor.note:
         block.append(f"note: {tensor.note}")
     return block + [""]
-
-
-def _apply_slice(tensor: LoadedTensor, index, slice_text: str) -> np.ndarray:
-    if index is None:
-        return tensor.array
-    try:
-        return np.asarray(tensor.array[index])
-    except (IndexError, ValueError, TypeError) as error:
-        raise UsageError(f"slice {slice_text} does not fit {tensor.label} of shape "
-                         f"{shape_text(tensor.array.shape)}: {error}") from None
 
 
 def safe_file_stem(label: str) -> str:
@@ -126,7 +117,7 @@ def safe_file_stem(label: str) -> str:
     return "".join("_" if c in '/\\ *?"<>|' else c for c in stem).replace(":", ".")
 
 
-def _save(tensor: LoadedTensor, shown: np.ndarray, slice_text: str, lookup) -> List[str]:
+def _save(tensor: LoadedTensor, lookup) -> List[str]:
     from precision_tool.config import ensure_output_dir, input_folders_of
     from precision_tool.fileio import atomic_write, save_npy_atomic
 
@@ -134,16 +125,16 @@ def _save(tensor: LoadedTensor, shown: np.ndarray, slice_text: str, lookup) -> L
     dump_folders = () if tensor.path.lower().endswith(".npy") else input_folders_of(tensor.path)
     folder = ensure_output_dir(os.path.join(lookup.workspace.temp, "print_tensor"), tensor.path,
                                folders=(*dump_folders, *lookup.workspace.input_folders))
-    stem = safe_file_stem(tensor.label) + (".slice" if slice_text else "")
+    stem = safe_file_stem(tensor.label) + (".slice" if tensor.slice_text else "")
     npy_path, txt_path = os.path.join(folder, stem + ".npy"), os.path.join(folder, stem + ".txt")
-    values = np.asarray(shown)
+    values = np.asarray(tensor.array)
     columns = values.shape[-1] if values.ndim and values.shape[-1] else 1
     table = values.reshape(1, 1) if values.ndim == 0 else values.reshape(-1, columns)
     fmt = "%.9g" if values.dtype.kind in "fc" else "%d"
     try:
         save_npy_atomic(npy_path, values)
         with atomic_write(txt_path, "w") as out:
-            out.write(f"# {tensor.label}{slice_text} dtype {values.dtype} shape {list(values.shape)}\n")
+            out.write(f"# {tensor.shown_label} dtype {values.dtype} shape {list(values.shape)}\n")
             np.savetxt(out, table.astype(np.float64) if values.dtype.kind == "f" and values.itemsize < 4 else table,
                        fmt=fmt)
     except OSError as error:

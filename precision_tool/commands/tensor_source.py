@@ -4,17 +4,26 @@ Dump tensors come back in their origin layout and shape, as ``dc`` writes them: 
 GE graph's desc when the dump file belongs to the run's dump folder and its op is in the graph, else from the
 dump header (the rules of :class:`~precision_tool.alignment.NpuTensorRef`). ``keep_layout=True`` returns the
 stored (device-layout) array instead.
+
+A slice in the argument (``X[0, :4]``) selects what the command works on: the array is that slice, and a tensor
+held in stored order (ND, a reshape of it, ``.npy`` files, ``--keep-layout``) is memory-mapped, so only the pages
+the slice covers are read -- four elements of a 2 GiB tensor cost a page. A device layout that must be converted
+(NC1HWC0 to NHWC, ...) is read whole first. Without a slice the array is the memory map itself: statistics then
+read it in chunks (:func:`~precision_tool.metrics.array_stats.array_stats`), never as one copy.
 """
 from __future__ import annotations
 
+import dataclasses
 import os
 from dataclasses import dataclass
 from typing import List, Tuple
 
 import numpy as np
 
-from precision_tool.commands.tensor_spec import ParsedSpec, TensorChoice, choose_tensor_file, parse_tensor_spec
+from precision_tool.commands.tensor_spec import (ParsedSpec, TensorChoice, choose_tensor_file, parse_slice,
+                                                 parse_tensor_spec)
 from precision_tool.errors import UsageError
+from precision_tool.formats.layouts import shape_text
 from precision_tool.formats.tensor_kind import INPUT, OUTPUT
 
 
@@ -25,7 +34,8 @@ class LoadedTensor:
     ``label`` names it (``conv1/Conv2D:output:0`` or the ``.npy`` file name); ``stored`` describes it as
     stored (``float16 NC1HWC0 [1, 1, 4, 4, 16]``); ``layout`` is the layout of ``array`` (``""`` for npy);
     ``note`` says what was assumed; ``dtype`` is a dump tensor's stored dtype name (``"bfloat16"`` although
-    ``array`` is float32), ``""`` for npy.
+    ``array`` is float32), ``""`` for npy. ``array`` is the part ``slice_text`` selects (``""``: the whole
+    tensor, whose shape is ``whole_shape``); it may be a read-only memory map.
     """
 
     label: str
@@ -35,36 +45,61 @@ class LoadedTensor:
     layout: str = ""
     note: str = ""
     dtype: str = ""
+    slice_text: str = ""
+    whole_shape: Tuple[int, ...] = ()
+
+    @property
+    def shown_label(self) -> str:
+        """The label with its slice: ``conv1/Conv2D:output:0[0, :4]``."""
+        return self.label + self.slice_text
 
 
 def load_tensors(text: str, lookup, keep_layout: bool = False) -> Tuple[ParsedSpec, List[LoadedTensor]]:
-    """Every tensor ``text`` names (a bare dump file or op gives all its inputs and outputs)."""
+    """Every tensor ``text`` names (a bare dump file or op gives all its inputs and outputs), each sliced by the
+    slice in ``text`` if any."""
     spec = parse_tensor_spec(text)
     choice = choose_tensor_file(spec, lookup)
     if choice.kind == "npy":
-        return spec, [_load_npy(choice.path)]
-    return spec, _load_dump(choice, lookup, keep_layout)
+        tensors = [_load_npy(choice.path)]
+    else:
+        tensors = _load_dump(choice, lookup, keep_layout)
+    return spec, [select(tensor, spec.slice_text) for tensor in tensors]
 
 
 def load_one_tensor(text: str, lookup, keep_layout: bool = False) -> Tuple[ParsedSpec, LoadedTensor, str]:
-    """The single tensor ``text`` names: a whole dump file or op means its output 0 (said in the note)."""
+    """The single tensor ``text`` names, sliced by its slice if any: a whole dump file or op means its output 0
+    (said in the note)."""
     spec = parse_tensor_spec(text)
     choice = choose_tensor_file(spec, lookup)
     if choice.kind == "npy":
-        return spec, _load_npy(choice.path), ""
+        return spec, select(_load_npy(choice.path), spec.slice_text), ""
     note = ""
     if choice.index is None:
         choice = TensorChoice(choice.path, OUTPUT, 0, choice.op)
         note = f"{spec.base}: compared its output 0 (name another with :output:K or :input:K)"
-    return spec, _load_dump(choice, lookup, keep_layout)[0], note
+    return spec, select(_load_dump(choice, lookup, keep_layout)[0], spec.slice_text), note
+
+
+def select(tensor: LoadedTensor, slice_text: str) -> LoadedTensor:
+    """``tensor`` with ``array`` cut to ``slice_text`` (``"[0, :4]"``; ``""`` keeps it whole) as an in-memory
+    copy: reading only the pages it covers when the array is mapped. A slice that does not fit the shape is a
+    :class:`UsageError` naming the tensor and its shape."""
+    if not slice_text:
+        return tensor
+    try:
+        part = np.array(tensor.array[parse_slice(slice_text)])
+    except (IndexError, ValueError, TypeError) as error:
+        raise UsageError(f"slice {slice_text} does not fit {tensor.label} of shape "
+                         f"{shape_text(tensor.array.shape)}: {error}") from None
+    return dataclasses.replace(tensor, array=part, slice_text=slice_text)
 
 
 def _load_npy(path: str) -> LoadedTensor:
-    from precision_tool.formats.npy_dir import NpyReference, read_npy_header
+    from precision_tool.formats.npy_dir import map_npy
 
-    dtype, shape = read_npy_header(path)
-    array = NpyReference(os.path.basename(path), 0, 0, dtype, shape, path, "").load()
-    return LoadedTensor(os.path.basename(path), path, array, f"npy {array.dtype} {list(array.shape)}")
+    array = map_npy(path)
+    return LoadedTensor(os.path.basename(path), path, array, f"npy {array.dtype} {list(array.shape)}",
+                        whole_shape=tuple(array.shape))
 
 
 def _load_dump(choice: TensorChoice, lookup, keep_layout: bool) -> List[LoadedTensor]:
@@ -82,10 +117,10 @@ def _load_dump(choice: TensorChoice, lookup, keep_layout: bool) -> List[LoadedTe
     loaded = []
     for entry in entries:
         ref = npu_tensor_ref(choice.path, dump, entry, node)
-        decoded = ref.load(keep_layout=keep_layout)
+        decoded = ref.load(keep_layout=keep_layout, mapped=True)
         stored = f"{ref.dtype} {entry.stored_text}"
         loaded.append(LoadedTensor(ref.tensor_id, choice.path, decoded.array, stored, decoded.origin_format,
-                                   decoded.note, ref.dtype))
+                                   decoded.note, ref.dtype, whole_shape=tuple(decoded.array.shape)))
     return loaded
 
 

@@ -35,7 +35,7 @@ import numpy as np
 from google.protobuf.message import DecodeError
 
 from precision_tool.errors import DumpFormatError, NanoDumpError
-from precision_tool.fileio import open_input
+from precision_tool.fileio import map_input, open_input
 from precision_tool.formats import dtypes
 from precision_tool.formats.bounds import ndim_problem
 from precision_tool.formats.dump_schema import DumpData
@@ -478,6 +478,37 @@ def read_tensor_chunks(dump_file: DumpFile, entry: TensorEntry, size: int) -> It
         view = memoryview(buffer)[:length]
         _read_payload_into(dump_file, entry.offset + start, view)
         yield np.frombuffer(view, dtype=storage)
+
+
+def map_tensor(dump_file: DumpFile, entry: TensorEntry) -> np.ndarray:
+    """:func:`read_tensor` without the read: a read-only memory map of the payload in the stored shape
+    (:func:`~precision_tool.fileio.map_input`), so indexing it reads only the pages indexed -- four elements of
+    a 2 GiB tensor cost a page, not 2 GiB. Same checks and errors as :func:`read_tensor`; for tensors numpy
+    holds as stored (:func:`can_map`), not bf16 (widened on reading) or raw bytes."""
+    if not can_map(entry):
+        raise DumpFormatError(dump_file.path, f"{entry.label}: data type {entry.dtype_name} is not mapped")
+    nbytes = _check_tensor_fits(dump_file.path, entry)
+    assert nbytes is not None
+    if entry.offset + nbytes > dump_file.file_size:
+        raise DumpFormatError(dump_file.path, f"payload at offset {entry.offset} ({nbytes} bytes) lies past the end "
+                                              "of the file")
+    info = _stat(dump_file.path)
+    if info.st_size != dump_file.file_size or info.st_mtime_ns != dump_file.mtime_ns:
+        raise DumpFormatError(dump_file.path, f"changed on disk since its header was read ({dump_file.file_size} -> "
+                                              f"{info.st_size} bytes)", "read the header again")
+    return map_input(dump_file.path, entry.storage_dtype, entry.array_shape, entry.offset, DumpFormatError)
+
+
+def can_map(entry: TensorEntry) -> bool:
+    """Whether :func:`map_tensor` takes ``entry``: a type numpy holds as stored (not bf16, not raw bytes)."""
+    return entry.storage_dtype is not None and entry.dtype_code != dtypes.DT_BF16 and not entry.is_raw_bytes
+
+
+def _stat(path: str) -> os.stat_result:
+    try:
+        return os.stat(path)
+    except OSError as error:
+        raise DumpFormatError(path, f"cannot read: {error.strerror or error}") from None
 
 
 def raw_bytes_note(entry: TensorEntry) -> str:

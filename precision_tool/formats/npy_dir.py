@@ -25,7 +25,7 @@ from typing import Dict, Iterable, Iterator, List, Mapping, Optional, Tuple, Uni
 import numpy as np
 
 from precision_tool.errors import PrecisionToolError, ReferenceFormatError, WorkspaceError
-from precision_tool.fileio import open_input, save_npy_atomic
+from precision_tool.fileio import map_input, open_input, save_npy_atomic
 from precision_tool.formats.bounds import ndim_problem, shown_name
 
 TIMESTAMP_DIGITS = 16
@@ -270,6 +270,20 @@ def _load_npy(path: str) -> np.ndarray:
     if fortran_order:
         return array.reshape(shape[::-1]).transpose()
     return array.reshape(shape)
+
+
+def map_npy(path: str) -> np.ndarray:
+    """The array of a ``.npy`` file as a read-only memory map (:func:`~precision_tool.fileio.map_input`): read when
+    indexed, so a slice reads only the pages it covers. The header is checked as for :func:`_load_npy`."""
+    try:
+        with open_input(path, ReferenceFormatError) as handle:
+            dtype, shape, fortran_order = _checked_header(handle, path)
+            offset = handle.tell()
+    except (ValueError, TypeError, OSError, EOFError) as error:
+        raise ReferenceFormatError(path, f"not a readable .npy file ({_first_line(error)})") from None
+    if fortran_order:
+        return map_input(path, dtype, shape[::-1], offset, ReferenceFormatError).transpose()
+    return map_input(path, dtype, shape, offset, ReferenceFormatError)
 
 
 def read_npy_chunks(path: str, dtype: np.dtype, shape: Tuple[int, ...], size: int) -> Iterator[np.ndarray]:

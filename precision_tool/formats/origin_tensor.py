@@ -28,7 +28,7 @@ import numpy as np
 
 from precision_tool.errors import LayoutError
 from precision_tool.formats import dtypes, layouts
-from precision_tool.formats.dump_file import DumpFile, TensorEntry, raw_bytes_note, read_tensor
+from precision_tool.formats.dump_file import DumpFile, TensorEntry, can_map, map_tensor, raw_bytes_note, read_tensor
 
 RAW_BYTES_LAYOUT = "ND"  # the layout of a DT_UNDEFINED tensor as read: a flat array of its bytes
 
@@ -102,7 +102,7 @@ def _fits(entry: TensorEntry, origin: str, stored: str, c0: int) -> bool:
 
 
 def read_origin_tensor(dump_file: DumpFile, entry: TensorEntry, origin_format: Optional[str] = None,
-                       keep_layout: bool = False, dtype=None) -> OriginTensor:
+                       keep_layout: bool = False, dtype=None, mapped: bool = False) -> OriginTensor:
     """Read ``entry``'s payload and convert it to its origin format and original shape.
 
     ``keep_layout=True`` returns the stored array untouched. ``dtype`` is only for a device layout that is
@@ -110,13 +110,15 @@ def read_origin_tensor(dump_file: DumpFile, entry: TensorEntry, origin_format: O
     comparison asks for float64, which it would otherwise make with a second pass); every other array keeps
     the stored dtype. A ``DT_UNDEFINED`` tensor is returned as raw bytes with a note (module docstring). Raises
     :class:`LayoutError` when the shapes contradict each other, and the dump reader's errors for unreadable
-    payloads.
+    payloads. ``mapped=True``: an array in stored order is a read-only memory map
+    (:func:`~precision_tool.formats.dump_file.map_tensor`) whose pages are read only when indexed -- for ``pt`` and
+    ``cp`` slices; a converted layout is read whole either way.
     """
     if entry.is_raw_bytes:
         return OriginTensor(read_tensor(dump_file, entry), RAW_BYTES_LAYOUT, converted=False,
                             note=raw_bytes_note(entry))
     stored_format = layouts.format_of(entry.format_code)
-    array = read_tensor(dump_file, entry)
+    array = map_tensor(dump_file, entry) if mapped and can_map(entry) else read_tensor(dump_file, entry)
     if keep_layout:
         return OriginTensor(array, stored_format, converted=False, note="kept as stored")
     if entry.original_shape is None or (entry.original_shape == () and entry.shape != ()):
