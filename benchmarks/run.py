@@ -7,7 +7,8 @@ when complete), then runs, each as a subprocess of a fresh measuring process::
     python -m precision_tool compare -m CASE/npu -g CASE/ref -f CASE/graph.json -out OUT
     bash ../shared/peers/msaccucmp/msaccucmp.sh compare -m CASE/npu -g CASE/ref -f CASE/graph.json -out OUT
 
-Measured per run: wall time; peak RSS of the largest process (``getrusage(RUSAGE_CHILDREN).ru_maxrss`` in the
+Measured per run: wall time, from start to the child's exit (the memory sampling runs in a thread, so no run is
+rounded up to a sampling tick); peak RSS of the largest process (``getrusage(RUSAGE_CHILDREN).ru_maxrss`` in the
 measuring process, which covers our worker processes as well); and the peak of the whole process tree's summed
 proportional set size (PSS: pages shared after fork counted once), sampled every 50 ms. For scale, the RSS of
 ``precision_tool help`` (interpreter, numpy, every command module) is measured too: what a run needs above it
@@ -90,14 +91,26 @@ def measure(command: List[str]) -> dict:
     """Run ``command``; ``{"wall_s", "max_rss_mib", "tree_pss_mib", "returncode"}``. Meant for a fresh process."""
     import tempfile
 
+    import threading
+
     with tempfile.TemporaryFile() as log:  # a file, not a pipe: a chatty child never blocks on a full pipe
         started = time.perf_counter()
         child = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=log, env=_user_env())
-        peak_tree = 0
-        while child.poll() is None:
-            peak_tree = max(peak_tree, _tree_pss(child.pid))
-            time.sleep(SAMPLE_SECONDS)
+        peak = [0]
+        done = threading.Event()
+
+        def sample() -> None:  # in a thread, so the wall time is taken when the child ends, not at a sampling tick
+            while not done.is_set():
+                peak[0] = max(peak[0], _tree_pss(child.pid))
+                done.wait(SAMPLE_SECONDS)
+
+        sampler = threading.Thread(target=sample, daemon=True)
+        sampler.start()
+        child.wait()
         wall = time.perf_counter() - started
+        done.set()
+        sampler.join()
+        peak_tree = peak[0]
         log.seek(0)
         stderr = log.read().decode(errors="replace")
     max_rss_kib = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
@@ -217,12 +230,38 @@ def run_variant(root: str, variant: str, ops: int, repeat: int, peer_repeat: int
                 measurements.append(measured)
         results[tool] = {"runs": measurements, "best": min(measurements, key=lambda m: m["wall_s"]),
                          "tensors": _computed_rows(measurements[0]["csv"]) if tool != "plain read" else ""}
+    if not huge:
+        results["per pair"] = _per_pair(root, variant, ops, repeat, results, workers)
     if skip is not None:
         results["skipped"] = skip
     else:
         results["agreement"] = csv_agreement(results["ours"]["runs"][0]["csv"], results["msaccucmp"]["runs"][0]["csv"],
                                              262144)
     return results
+
+
+def _per_pair(root: str, variant: str, ops: int, repeat: int, results: Dict, workers: Optional[int]) -> Dict:
+    """What one more pair costs, start-up left out: ours and the plain read again on a one-op case of the
+    variant, and ``(wall(ops) - wall(1 op)) / (ops - 1)`` for each. Python's start-up, our imports and the
+    pool's start are in both runs of ours, the interpreter's in both plain reads."""
+    case = _load_make_case().build_case(os.path.join(root, f"{variant}_1"), variant=variant, ops=1)
+    out = os.path.join(root, "out", f"{variant}_1")
+    commands = {"ours": [sys.executable, "-m", "precision_tool", "compare", "-m", os.path.join(case, "npu"), "-g",
+                         os.path.join(case, "ref"), "-f", os.path.join(case, "graph.json"), "-out", out]
+                        + (["--workers", str(workers)] if workers else []),
+                "plain read": [sys.executable, "-c", PLAIN_READ, os.path.join(case, "npu"), os.path.join(case, "ref")]}
+    marginal = {}
+    for tool, command in commands.items():
+        walls = []
+        for i in range(-1, repeat):
+            shutil.rmtree(out, ignore_errors=True)
+            os.makedirs(out)
+            measured = measure_in_fresh_process(command)
+            if i >= 0:
+                walls.append(measured["wall_s"])
+        marginal[tool] = {"one_op_s": min(walls),
+                          "per_pair_ms": 1000 * (results[tool]["best"]["wall_s"] - min(walls)) / max(1, ops - 1)}
+    return marginal
 
 
 def print_results(all_results: Dict[str, Dict]) -> None:
@@ -244,6 +283,18 @@ def print_results(all_results: Dict[str, Dict]) -> None:
     print(tabulate(rows, headers=["variant", "tool", "wall s (best)", "wall s (all runs)", "vs plain read",
                                   "peak RSS MiB", "tree PSS MiB", "tensors compared", "exit", "speed-up vs peer"],
                    disable_numparse=True))
+    marginal_rows = []
+    for variant, results in all_results.items():
+        if "per pair" in results:
+            ours, plain = results["per pair"]["ours"], results["per pair"]["plain read"]
+            marginal_rows.append([variant, f"{ours['one_op_s']:.2f}", f"{plain['one_op_s']:.2f}",
+                                  f"{ours['per_pair_ms']:.2f}", f"{plain['per_pair_ms']:.2f}",
+                                  f"{ours['per_pair_ms'] / max(plain['per_pair_ms'], 1e-9):.1f}x"])
+    if marginal_rows:
+        print("\nStart-up and the cost of one more pair (wall of the full case minus wall of a one-op case):")
+        print(tabulate(marginal_rows, headers=["variant", "ours, 1 op s", "plain read, 1 op s", "ours ms/pair",
+                                               "plain read ms/pair", "ours / plain per pair"],
+                       disable_numparse=True))
     from precision_tool.metrics.pair_stats import KERNEL
     print(f"\nour metric passes: {KERNEL} (precision_tool.metrics.pair_stats.KERNEL)")
     for variant, results in all_results.items():

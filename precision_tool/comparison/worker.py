@@ -32,7 +32,8 @@ import numpy as np
 from precision_tool.alignment import AlignedPair, NpuTensorRef, NpyTensorRef
 from precision_tool.comparison.result import TensorResult
 from precision_tool.errors import DumpFormatError, PrecisionToolError
-from precision_tool.formats.dump_file import DumpFile, read_blob, read_dump_header_cached, read_tensor_chunks
+from precision_tool.fileio import prefetch
+from precision_tool.formats.dump_file import DumpFile, read_dump_header_cached, read_tensor_chunks, same_payload
 from precision_tool.formats.npy_dir import read_npy_chunks
 from precision_tool.formats.origin_tensor import in_stored_order, read_origin_tensor
 from precision_tool.metrics import DEFAULT_TOLERANCES, TensorComparison, compare_tensors
@@ -171,7 +172,7 @@ class PairComparer:
         if nbytes is None:
             return False
         try:
-            return read_blob(a_dump, a)[:nbytes] == read_blob(b_dump, b)[:nbytes]
+            return same_payload((a_dump, a), (b_dump, b), nbytes)
         except PrecisionToolError:
             return False
 
@@ -238,7 +239,17 @@ class PairComparer:
         return comparison, entry, ref_dtype, shape
 
     def run_all(self, tasks: Sequence[PairTask]) -> List[Outcome]:
-        return [self.run(task) for task in tasks]
+        """Every task's outcome, in order; while one pair is compared, the next pair's files are already being
+        read into the page cache (:func:`~precision_tool.fileio.prefetch`), so a dump on disk is read while the
+        CPU computes."""
+        outcomes = []
+        for number, task in enumerate(tasks):
+            if number + 1 < len(tasks):
+                upcoming = tasks[number + 1].pair
+                prefetch(upcoming.npu.path)
+                prefetch(upcoming.ref.path)
+            outcomes.append(self.run(task))
+        return outcomes
 
     def _address(self, ref: NpuTensorRef) -> str:
         try:

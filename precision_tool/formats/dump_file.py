@@ -433,6 +433,9 @@ def _blob_entries(kind: str, messages, type_field: str, offset: int) -> Tuple[Tu
     return tuple(entries), offset
 
 
+Entry = Union["BlobEntry", "TensorEntry"]
+
+
 def read_tensor(dump_file: DumpFile, entry: TensorEntry) -> np.ndarray:
     """Read one tensor's payload: seek to ``entry.offset`` and read ``entry.nbytes`` bytes.
 
@@ -511,6 +514,27 @@ def _stat(path: str) -> os.stat_result:
         raise DumpFormatError(path, f"cannot read: {error.strerror or error}") from None
 
 
+def same_payload(first: Tuple[DumpFile, "Entry"], second: Tuple[DumpFile, "Entry"], nbytes: int,
+                 piece: int = 1 << 20) -> bool:
+    """Whether the first ``nbytes`` payload bytes of two entries (``(dump file, entry)`` each) are equal, read
+    ``piece`` bytes at a time into two reused buffers: no copies, fixed memory, and it stops at the first piece
+    that differs. Errors as :func:`read_blob`."""
+    (a_dump, a), (b_dump, b) = first, second
+    size = max(1, min(piece, nbytes))
+    a_buffer, b_buffer = bytearray(size), bytearray(size)
+    for start in range(0, nbytes, size):
+        length = min(size, nbytes - start)
+        a_view, b_view = memoryview(a_buffer)[:length], memoryview(b_buffer)[:length]
+        _read_payload_into(a_dump, a.offset + start, a_view)
+        _read_payload_into(b_dump, b.offset + start, b_view)
+        if length == size:
+            if a_buffer != b_buffer:  # bytearray equality is one memcmp
+                return False
+        elif a_buffer[:length] != b_buffer[:length]:
+            return False
+    return True
+
+
 def raw_bytes_note(entry: TensorEntry) -> str:
     """The note every reader gives a ``DT_UNDEFINED`` tensor (``""`` for any other).
 
@@ -554,9 +578,14 @@ def _read_payload_into(dump_file: DumpFile, offset: int, payload: memoryview) ->
 
 # --------------------------------------------------------------------------------------------- cached headers
 
-_HEADER_CACHE_SIZE = 8
+_HEADER_CACHE_SIZE = 4096
+_HEADER_CACHE_BYTES = 32 << 20
+"""Headers kept: at most this many, of at most this many serialized bytes together (a parsed header takes a few
+times its serialized size). Enough for every header of a usual run: the alignment parses them in the parent
+process, and the comparison's forked workers find them here instead of parsing each again."""
 _header_cache: "OrderedDict[str, Tuple[Tuple[int, int, int, int], DumpFile]]" = OrderedDict()
 _header_cache_lock = threading.Lock()
+_header_cache_bytes = 0
 
 
 def read_dump_header_cached(path: Union[str, os.PathLike]) -> DumpFile:
@@ -584,8 +613,13 @@ def read_dump_header_cached(path: Union[str, os.PathLike]) -> DumpFile:
 
 
 def _remember_header(identity: Tuple[int, int, int, int], dump: DumpFile) -> None:
+    global _header_cache_bytes
     with _header_cache_lock:
+        replaced = _header_cache.pop(dump.path, None)
+        if replaced is not None:
+            _header_cache_bytes -= replaced[1].header_length
         _header_cache[dump.path] = (identity, dump)
-        _header_cache.move_to_end(dump.path)
-        while len(_header_cache) > _HEADER_CACHE_SIZE:
-            _header_cache.popitem(last=False)
+        _header_cache_bytes += dump.header_length
+        while len(_header_cache) > 1 and (len(_header_cache) > _HEADER_CACHE_SIZE
+                                          or _header_cache_bytes > _HEADER_CACHE_BYTES):
+            _header_cache_bytes -= _header_cache.popitem(last=False)[1][1].header_length
