@@ -19,7 +19,7 @@ TF115_PINS := tensorflow-cpu==1.15.0 numpy==1.18.5 protobuf==3.20.3
 TF26_PINS  := tensorflow-cpu==2.6.5 numpy==1.19.5 protobuf==3.19.6
 USER_ENV_TESTS := -q -p no:cacheprovider
 DEMO_WORKSPACE := sample_dumps/cnn_workspace
-DEMO_OUT := /tmp/precision_tool_demo
+DEMO_OUT := out/demo
 
 .PHONY: venv user-envs test-user-envs lint test test-fast demo check-peer peer browser check-report bench sample-dumps clean
 

@@ -25,7 +25,7 @@ import hashlib
 import os
 import re
 from dataclasses import dataclass
-from typing import Sequence, Tuple
+from typing import Optional, Sequence, Tuple
 
 from precision_tool.errors import WorkspaceError
 
@@ -98,6 +98,18 @@ class Workspace:
     def temp(self) -> str:
         return os.path.join(self.root, "temp")
 
+    def require_root(self) -> None:
+        """:class:`WorkspaceError` (one line) unless :attr:`root` is a folder -- and not a folder inside a
+        workspace (``-d precision_data/npu`` one level too deep), which is said with the root to give instead."""
+        root = self.root
+        if not os.path.isdir(root):
+            cause = "not a folder" if os.path.lexists(root) else "no such workspace folder"
+            raise WorkspaceError(f"{root}: {cause}", WORKSPACE_HINT)
+        enclosing = enclosing_workspace(root)
+        if enclosing is not None:
+            raise WorkspaceError(f"{root}: not a workspace root but a folder inside the workspace {enclosing}",
+                                 f"give -d {enclosing}")
+
     @property
     def input_folders(self) -> Tuple[str, ...]:
         """The folders the tool reads and never writes into, whether they exist yet or not: ``npu`` (every NPU
@@ -106,6 +118,33 @@ class Workspace:
         ``tf/dump`` and ``tf/graph`` from ``tf/tf_debug``: it leaves those two out of its check.)"""
         return (os.path.join(self.root, "npu"), os.path.dirname(self.overflow_dump), self.tf_dump, self.tf_debug,
                 self.tf_graph, os.path.dirname(self.fusion_result))
+
+
+WORKSPACE_HINT = f"give the workspace folder with -d DIR or ${ENV_DATA_DIR}"
+_WORKSPACE_PARTS = ("npu", "overflow", "tf", "fusion")
+
+
+def looks_like_workspace(folder: str) -> bool:
+    """Whether ``folder`` holds any of a workspace's own folders (``npu``, ``overflow``, ``tf``, ``fusion``)."""
+    return any(os.path.isdir(os.path.join(folder, part)) for part in _WORKSPACE_PARTS)
+
+
+def enclosing_workspace(folder: str, levels: int = 8) -> Optional[str]:
+    """The workspace ``folder`` lies inside when it is not one itself: the nearest of its parents (up to
+    ``levels`` up) holding ``npu/debug_0``, ``overflow/dump`` or ``tf/dump``, relative to the current folder
+    when ``folder`` was given relative. ``None`` for a workspace, or a folder no workspace encloses."""
+    if looks_like_workspace(folder):
+        return None
+    current = os.path.abspath(folder)
+    for _ in range(levels):
+        parent = os.path.dirname(current)
+        if parent == current:
+            return None
+        if any(os.path.isdir(os.path.join(parent, *part)) for part in
+               (("npu", "debug_0"), ("overflow", "dump"), ("tf", "dump"))):
+            return parent if os.path.isabs(folder) else os.path.relpath(parent)
+        current = parent
+    return None
 
 
 def input_folders_of(*paths: str) -> Tuple[str, ...]:

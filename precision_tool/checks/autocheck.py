@@ -174,9 +174,7 @@ class AutocheckResult:
 
 
 def _require_workspace(workspace: Workspace) -> None:
-    if not os.path.isdir(workspace.root):
-        raise WorkspaceError(f"{workspace.root}: no such workspace folder",
-                             "give it with -d DIR or $PRECISION_TOOL_DATA")
+    workspace.require_root()
     if not (os.path.isdir(workspace.npu_dump(0)) or os.path.isdir(workspace.overflow_dump)):
         raise WorkspaceError(f"{workspace.root}: neither npu/debug_0/dump nor overflow/dump is here",
                              "point -d at a precision_data folder, or capture a dump run first")

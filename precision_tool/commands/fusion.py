@@ -79,9 +79,7 @@ def _require_inputs(workspace) -> None:
     from precision_tool.formats.fusion_result import read_fusion_result
 
     root = workspace.root
-    if not os.path.isdir(root):
-        raise WorkspaceError(f"{root}: {'not a folder' if os.path.lexists(root) else 'no such workspace folder'}",
-                             "pass -d DATA_DIR or set PRECISION_TOOL_DATA")
+    workspace.require_root()
     if os.path.lexists(workspace.fusion_result):
         read_fusion_result(workspace.fusion_result)  # checks/autocheck reads it again; it is small
     elif not os.path.isdir(workspace.npu_graph(0)):

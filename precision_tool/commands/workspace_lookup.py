@@ -70,11 +70,21 @@ class WorkspaceLookup:
     def reference_dir(self) -> str:
         return self.workspace.tf_dump
 
+    def require_run(self) -> None:
+        """``WorkspaceError`` when the workspace has no folder ``npu/debug_{run}`` (naming the runs it has)."""
+        self.require_workspace()
+        if os.path.isdir(self.workspace.npu_run(self.run)):
+            return
+        npu = os.path.join(self.workspace.root, "npu")
+        runs = sorted(int(name[6:]) for name in (os.listdir(npu) if os.path.isdir(npu) else ())
+                      if name.startswith("debug_") and name[6:].isdigit())
+        have = f"runs here: {', '.join(map(str, runs))}" if runs else "no npu/debug_N folder at all"
+        raise WorkspaceError(f"{self.workspace.root}: no NPU run {self.run} ({self.run_label}); {have}",
+                             "choose one with -r N" if runs else "capture an NPU dump run first")
+
     def require_workspace(self) -> None:
         """``WorkspaceError`` unless the workspace folder exists."""
-        if not os.path.isdir(self.workspace.root):
-            raise WorkspaceError(f"{self.workspace.root}: no such workspace folder",
-                                 "pass -d DATA_DIR or set PRECISION_TOOL_DATA")
+        self.workspace.require_root()
 
     # ------------------------------------------------------------------ graph
     def dump_device_id(self) -> Optional[int]:
@@ -132,6 +142,7 @@ class WorkspaceLookup:
         path = self.graph_file(graph_name)
         if path is None:
             if required:
+                self.require_run()
                 if os.path.isdir(self.graph_dir):  # its error names the per-process folders and skipped entries
                     from precision_tool.formats.ge_graph_folders import choose_build_graph
 

@@ -57,7 +57,8 @@ FORMAT = "precision_tool.results"
 VERSION = 1
 RESULT_NAME = re.compile(r"result_([0-9]{14})(?:_([0-9]{1,9}))?\.csv")
 FROM_RESULTS_FILE, FROM_CSV_AND_SUMMARY, FROM_CSV = "results file", "csv+summary", "csv"
-RUN_FIRST = "run 'compare' or 'vc' first, or give -f CSV"
+RUN_FIRST = ("run 'compare', 'vc' or 'ac -c' first, or give -f with the folder they wrote to (-o) or a result "
+             "CSV")
 
 
 def results_path_for(csv_path: str) -> str:
