@@ -8,6 +8,7 @@ import struct
 
 import numpy as np
 import pytest
+from hand_proto import field, varint
 from inspect_builders import reference_values, write_inspect_workspace
 
 from precision_tool.commands import build_registry
@@ -18,27 +19,12 @@ HEAD_VALUES = np.array([1.5, -2.0, 3.0, 4.0], np.float32)
 LAST_VALUE = 7.0
 
 
-def _varint(value: int) -> bytes:
-    out = bytearray()
-    while True:
-        byte, value = value & 0x7F, value >> 7
-        out.append(byte | (0x80 if value else 0))
-        if not value:
-            return bytes(out)
-
-
-def _field(number: int, payload) -> bytes:
-    if isinstance(payload, int):
-        return _varint(number << 3) + _varint(payload)
-    return _varint(number << 3 | 2) + _varint(len(payload)) + payload
-
-
 def write_sparse_dump(path: str) -> None:
     """DumpData{version "2.0", dump_time, op_name "big/op", output {float32 (1), ND (2), shape [2**28],
     size 2**30}}, then a payload that is a hole except the first four and the last element."""
-    shape = _field(1, _varint(ELEMENTS))  # packed repeated uint64
-    output = _field(1, 1) + _field(2, 2) + _field(3, shape) + _field(6, ELEMENTS * 4)
-    header = _field(1, b"2.0") + _field(2, 1700000000000000) + _field(3, output) + _field(6, b"big/op")
+    shape = field(1, varint(ELEMENTS))  # packed repeated uint64
+    output = field(1, 1) + field(2, 2) + field(3, shape) + field(6, ELEMENTS * 4)
+    header = field(1, b"2.0") + field(2, 1700000000000000) + field(3, output) + field(6, b"big/op")
     start = 8 + len(header)
     with open(path, "wb") as handle:
         handle.write(struct.pack("<Q", len(header)) + header)

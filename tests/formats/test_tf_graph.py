@@ -10,6 +10,7 @@ import sys
 
 import numpy as np
 import pytest
+from hand_proto import field, varint
 
 from precision_tool.commands.registry import CommandRegistry, Context
 from precision_tool.commands.tf_dump import COMMAND
@@ -24,28 +25,6 @@ from precision_tool.formats.tfdbg_v2 import write_tfdbg_v2_dump
 pytestmark = pytest.mark.compat
 US = 1_700_000_000_000_000
 DEVICE_SLUG = "job_localhost_replica_0_task_0_device_CPU_0"
-
-
-# -- a minimal protobuf encoder ------------------------------------------------------------------
-def varint(value):
-    value &= (1 << 64) - 1
-    out = bytearray()
-    while True:
-        byte, value = value & 0x7F, value >> 7
-        out.append(byte | (0x80 if value else 0))
-        if not value:
-            return bytes(out)
-
-
-def field(number, payload):
-    """A field: int -> varint, float -> fixed32, bytes/str -> length-delimited."""
-    if isinstance(payload, bool) or isinstance(payload, int):
-        return varint(number << 3) + varint(int(payload))
-    if isinstance(payload, float):
-        return varint(number << 3 | 5) + struct.pack("<f", payload)
-    if isinstance(payload, str):
-        payload = payload.encode()
-    return varint(number << 3 | 2) + varint(len(payload)) + payload
 
 
 def shape(*dims, unknown_rank=False):

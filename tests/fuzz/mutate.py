@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Callable, Dict, List, Optional, Tuple
 
 import numpy as np
+from hand_proto import field
 
 import seeds as seedlib
 from precision_tool.formats import tf_schema
@@ -764,22 +765,12 @@ def tfdbg_v1_tensor(seed, rng):
     return Mutant("tfdbg_v1_tensor", what, event.SerializeToString(), name=name)
 
 
-def _varint(value: int) -> bytes:
-    value &= (1 << 64) - 1
-    out = bytearray()
-    while True:
-        byte, value = value & 0x7F, value >> 7
-        out.append(byte | (0x80 if value else 0))
-        if not value:
-            return bytes(out)
-
-
 def _field(number: int, payload: bytes) -> bytes:
-    return _varint(number << 3 | 2) + _varint(len(payload)) + payload
+    return field(number, bytes(payload))
 
 
 def _field_int(number: int, value: int) -> bytes:
-    return _varint(number << 3) + _varint(value)
+    return field(number, int(value))
 
 
 def _attr(key: str, value: bytes) -> bytes:
