@@ -147,7 +147,7 @@ class Shell:
 
     def banner(self) -> str:
         root = os.path.abspath(self.ctx.data_dir)
-        where = f"workspace {root}" + ("" if os.path.isdir(root) else " (missing: pass -d DATA_DIR)")
+        where = f"workspace {root}" + ("" if os.path.isdir(root) else " (missing: give -d DIR or $PRECISION_TOOL_DATA)")
         return (f"precision_tool {__version__}: {where}\n"
                 "Type 'help' for the commands, Tab to complete, 'exit' or Ctrl-D to leave.")
 

@@ -64,4 +64,4 @@ def test_workspace_without_graph_lists_dumped_ops(tmp_path):
 def test_missing_workspace_is_one_line_error(tmp_path, capsys):
     assert main(["-d", str(tmp_path / "nope"), "ls"]) == 2
     assert capsys.readouterr().err.strip() == (f"precision_tool: error: {tmp_path / 'nope'}: no such workspace "
-                                               "folder (pass -d DATA_DIR or set PRECISION_TOOL_DATA)")
+                                               "folder (give the workspace folder with -d DIR or $PRECISION_TOOL_DATA)")

@@ -126,4 +126,4 @@ def test_session_is_built_like_pgcli(shell):
 
 def test_banner_names_the_workspace(tmp_path):
     missing = Shell(Context(data_dir=str(tmp_path / "nope"))).banner()
-    assert f"workspace {tmp_path / 'nope'} (missing: pass -d DATA_DIR)" in missing
+    assert f"workspace {tmp_path / 'nope'} (missing: give -d DIR or $PRECISION_TOOL_DATA)" in missing
