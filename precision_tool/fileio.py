@@ -70,15 +70,21 @@ def map_input(path, dtype, shape, offset: int, error: Type[FileFormatError] = Fi
     the file (a file cut short later makes indexing fail with SIGBUS, as for any mapped file). An array of no
     elements is returned unmapped (``mmap`` cannot map 0 bytes).
     """
+    try:
+        with open_input(path, error) as handle:
+            return map_handle(handle, dtype, shape, offset)
+    except (OSError, ValueError) as failure:
+        raise error(os.fspath(path), f"cannot map {failure}") from None
+
+
+def map_handle(handle: BinaryIO, dtype, shape, offset: int) -> np.ndarray:
+    """:func:`map_input` over a file already opened (and checked) by the caller; numpy's ``OSError``/``ValueError``
+    are the caller's to word. The map outlives the handle."""
     dtype = np.dtype(dtype)
     shape = tuple(int(dim) for dim in shape)
     if not all(shape):
         return np.zeros(shape, dtype)
-    try:
-        with open_input(path, error) as handle:
-            mapped = np.memmap(handle, dtype=dtype, mode="r", offset=offset, shape=shape)
-    except (OSError, ValueError) as failure:
-        raise error(os.fspath(path), f"cannot map {failure}") from None
+    mapped = np.memmap(handle, dtype=dtype, mode="r", offset=offset, shape=shape)
     return mapped.view(np.ndarray)  # a plain array; the map stays alive as its base
 
 

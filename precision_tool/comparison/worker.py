@@ -33,9 +33,10 @@ from precision_tool.alignment import AlignedPair, NpuTensorRef, NpyTensorRef
 from precision_tool.comparison.result import TensorResult
 from precision_tool.errors import DumpFormatError, PrecisionToolError
 from precision_tool.fileio import prefetch
-from precision_tool.formats.dump_file import DumpFile, read_dump_header_cached, read_tensor_chunks, same_payload
-from precision_tool.formats.npy_dir import read_npy_chunks
-from precision_tool.formats.origin_tensor import in_stored_order, read_origin_tensor
+from precision_tool.formats.dump_file import (DumpFile, TensorEntry, read_dump_header_cached, read_tensor_chunks,
+                                               same_payload)
+from precision_tool.formats.npy_dir import npy_fortran_order, read_npy_chunks
+from precision_tool.formats.origin_tensor import in_stored_order, read_origin_tensor, shown_shape
 from precision_tool.metrics import DEFAULT_TOLERANCES, TensorComparison, compare_tensors
 from precision_tool.metrics.pair_stats import CHUNK
 from precision_tool.metrics.verdict import TensorLayout
@@ -130,14 +131,20 @@ class PairComparer:
         stored dtype (the metrics widen a block at a time). A ``DT_UNDEFINED`` tensor (type unknown) raises
         :class:`DumpFormatError`: it is not compared.
         """
-        dump = self.header(ref.path)
-        entry = dump.tensor(ref.kind, ref.index)
+        dump, entry = self.entry(ref)
         if entry.is_raw_bytes:  # its bytes as int8 (what pt and dc show) mean nothing against a reference
             raise DumpFormatError(ref.path, f"{entry.label}: data type DT_UNDEFINED (unknown: raw bytes), not "
                                             "compared")
+        return read_origin_tensor(dump, entry, ref.origin_format or None), entry
+
+    def entry(self, ref: NpuTensorRef) -> Tuple[DumpFile, TensorEntry]:
+        """The dump file and ``ref``'s entry in it, with the graph's origin shape when the header has none (the
+        rule of :meth:`NpuTensorRef.load`)."""
+        dump = self.header(ref.path)
+        entry = dump.tensor(ref.kind, ref.index)
         if entry.original_shape is None and ref.origin_shape is not None:
             entry = dataclasses.replace(entry, original_shape=tuple(ref.origin_shape))
-        return read_origin_tensor(dump, entry, ref.origin_format or None), entry
+        return dump, entry
 
     def load_reference(self, ref) -> np.ndarray:
         """The reference array; the last one is kept, since a consumer's input shares its producer's."""
@@ -218,17 +225,17 @@ class PairComparer:
         npu, ref = pair.npu, pair.ref
         if not isinstance(ref, NpyTensorRef) or not ref.dtype:
             return None
-        dump = self.header(npu.path)
-        entry = dump.tensor(npu.kind, npu.index)
-        count = entry.element_count or 0
-        storage = entry.storage_dtype
-        if count <= STREAM_ABOVE or storage is None or not in_stored_order(entry, npu.origin_format or None):
-            return None
-        ref_dtype: np.dtype = np.dtype(ref.dtype)
         ref_shape = tuple(ref.shape)
-        shape = entry.original_shape if entry.original_shape is not None else entry.shape
-        if ref_dtype.kind not in "fiub" or int(np.prod(ref_shape, dtype=np.int64)) != count:
-            return None  # the whole-tensor path says what is wrong
+        count = int(np.prod(ref_shape, dtype=np.int64))
+        if count <= STREAM_ABOVE:  # the listed reference shape decides, before any file is touched
+            return None
+        dump, entry = self.entry(npu)
+        storage = entry.storage_dtype
+        ref_dtype: np.dtype = np.dtype(ref.dtype)
+        if (entry.element_count != count or storage is None or ref_dtype.kind not in "fiub"
+                or not in_stored_order(entry, npu.origin_format or None) or npy_fortran_order(ref.path)):
+            return None  # the whole-tensor path compares it, or says what is wrong
+        shape = shown_shape(entry)
 
         def chunks():
             return zip(read_tensor_chunks(dump, entry, CHUNK), read_npy_chunks(ref.path, ref_dtype, ref_shape, CHUNK))
@@ -243,11 +250,13 @@ class PairComparer:
         read into the page cache (:func:`~precision_tool.fileio.prefetch`), so a dump on disk is read while the
         CPU computes."""
         outcomes = []
+        asked: set = set()
         for number, task in enumerate(tasks):
             if number + 1 < len(tasks):
-                upcoming = tasks[number + 1].pair
-                prefetch(upcoming.npu.path)
-                prefetch(upcoming.ref.path)
+                for path in _files_read(tasks[number + 1]):
+                    if path not in asked:  # an op's inputs and outputs share a file, a consumer its producer's
+                        asked.add(path)
+                        prefetch(path)
             outcomes.append(self.run(task))
         return outcomes
 
@@ -256,6 +265,14 @@ class PairComparer:
             return str(self.header(ref.path).tensor(ref.kind, ref.index).address)
         except PrecisionToolError:
             return ""
+
+
+def _files_read(task: PairTask) -> Tuple[str, ...]:
+    """The files comparing ``task`` reads: the NPU dump, and the producer's dump (a shared input) or else the
+    reference."""
+    if task.same_as is not None:
+        return (task.pair.npu.path, task.same_as.path)
+    return (task.pair.npu.path, task.pair.ref.path)
 
 
 def reference_identity(ref) -> tuple:

@@ -13,6 +13,7 @@ Files are written atomically (a hidden temporary file renamed into place) and al
 """
 from __future__ import annotations
 
+import contextlib
 import io
 import os
 import re
@@ -20,7 +21,7 @@ import struct
 import time
 import tokenize
 from dataclasses import dataclass
-from typing import Dict, Iterable, Iterator, List, Mapping, Optional, Tuple, Union, cast
+from typing import BinaryIO, Dict, Iterable, Iterator, List, Mapping, Optional, Tuple, Union, cast
 
 import numpy as np
 
@@ -156,13 +157,28 @@ def read_npy_header(path) -> Tuple[np.dtype, Tuple[int, ...]]:
     ``allow_pickle=False`` could not read -- bad magic or header, object dtype, too many dimensions,
     truncated data -- and for anything that is not a regular file (see :func:`_checked_header`).
     """
-    path = os.fspath(path)
+    with _opened_npy(os.fspath(path)) as (_, dtype, shape, _fortran):
+        return dtype, shape
+
+
+def npy_fortran_order(path) -> bool:
+    """Whether a ``.npy`` file stores its array in Fortran order (errors as :func:`read_npy_header`)."""
+    with _opened_npy(os.fspath(path)) as (_, _dtype, _shape, fortran_order):
+        return fortran_order
+
+
+@contextlib.contextmanager
+def _opened_npy(path: str) -> Iterator[Tuple[BinaryIO, np.dtype, Tuple[int, ...], bool]]:
+    """The file opened (:func:`~precision_tool.fileio.open_input`) and its header checked
+    (:func:`_checked_header`), left at the first data byte: ``(handle, dtype, shape, fortran_order)``. Whatever
+    reading it raises inside the ``with`` -- an I/O error, numpy's complaints -- becomes one
+    :class:`ReferenceFormatError` naming the file."""
     try:
         with open_input(path, ReferenceFormatError) as handle:
-            dtype, shape, _ = _checked_header(handle, path)
-    except OSError as error:
-        raise ReferenceFormatError(path, f"not a readable .npy file ({error.strerror or error})") from None
-    return dtype, shape
+            dtype, shape, fortran_order = _checked_header(handle, path)
+            yield handle, dtype, shape, fortran_order
+    except (ValueError, TypeError, OSError, EOFError, MemoryError) as error:
+        raise ReferenceFormatError(path, f"not a readable .npy file ({_first_line(error)})") from None
 
 
 NPY_MAGIC = b"\x93NUMPY"
@@ -258,12 +274,8 @@ def _load_npy(path: str) -> np.ndarray:
     from where the header ends, as ``np.load`` does for a real file; before, ``np.load`` parsed the header a
     second time (a third of the cost of loading a 1 MB reference).
     """
-    try:
-        with open_input(path, ReferenceFormatError) as handle:
-            dtype, shape, fortran_order = _checked_header(handle, path)
-            array = np.fromfile(handle, dtype=dtype, count=_element_count(shape))
-    except (ValueError, TypeError, OSError, EOFError, MemoryError) as error:
-        raise ReferenceFormatError(path, f"not a readable .npy file ({_first_line(error)})") from None
+    with _opened_npy(path) as (handle, dtype, shape, fortran_order):
+        array = np.fromfile(handle, dtype=dtype, count=_element_count(shape))
     if array.size != _element_count(shape):
         raise ReferenceFormatError(path, f"file shrank while being read ({array.size} of "
                                          f"{_element_count(shape)} elements)")
@@ -275,12 +287,8 @@ def _load_npy(path: str) -> np.ndarray:
 def map_npy(path: str) -> np.ndarray:
     """The array of a ``.npy`` file as a read-only memory map (:func:`~precision_tool.fileio.map_input`): read when
     indexed, so a slice reads only the pages it covers. The header is checked as for :func:`_load_npy`."""
-    try:
-        with open_input(path, ReferenceFormatError) as handle:
-            dtype, shape, fortran_order = _checked_header(handle, path)
-            offset = handle.tell()
-    except (ValueError, TypeError, OSError, EOFError) as error:
-        raise ReferenceFormatError(path, f"not a readable .npy file ({_first_line(error)})") from None
+    with _opened_npy(path) as (handle, dtype, shape, fortran_order):
+        offset = handle.tell()
     if fortran_order:
         return map_input(path, dtype, shape[::-1], offset, ReferenceFormatError).transpose()
     return map_input(path, dtype, shape, offset, ReferenceFormatError)
@@ -290,12 +298,8 @@ def read_npy_chunks(path: str, dtype: np.dtype, shape: Tuple[int, ...], size: in
     """The elements of a C-ordered ``.npy`` file as flat arrays of at most ``size`` elements, one read at a time (a
     reference of any size in a fixed amount of memory); each is valid until the next. Raises
     :class:`ReferenceFormatError` when the header no longer gives ``dtype``/``shape``, the file is Fortran-ordered,
-    or it ends early."""
-    with open_input(path, ReferenceFormatError) as handle:
-        try:
-            found_dtype, found_shape, fortran_order = _checked_header(handle, path)
-        except (ValueError, TypeError, OSError, EOFError) as error:
-            raise ReferenceFormatError(path, f"not a readable .npy file ({_first_line(error)})") from None
+    it ends early, or reading it fails."""
+    with _opened_npy(path) as (handle, found_dtype, found_shape, fortran_order):
         if found_dtype != dtype or tuple(found_shape) != tuple(shape) or fortran_order:
             raise ReferenceFormatError(path, "changed since it was listed, or Fortran-ordered: not read in pieces")
         total = _element_count(shape)

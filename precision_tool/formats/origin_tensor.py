@@ -22,7 +22,7 @@ type.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Optional
+from typing import Optional, Tuple
 
 import numpy as np
 
@@ -79,6 +79,20 @@ def choose_origin_format(entry: TensorEntry, origin_format: Optional[str] = None
     return fitting[0], len(fitting) > 1, "inferred from the shapes"
 
 
+def has_original_shape(entry: TensorEntry) -> bool:
+    """Whether the header gives a shape to convert to: an original shape, and not ``[]`` for a tensor stored with
+    dimensions (a header that leaves the field empty). Without one, :func:`read_origin_tensor` keeps the stored
+    array."""
+    return entry.original_shape is not None and not (entry.original_shape == () and entry.shape != ())
+
+
+def shown_shape(entry: TensorEntry) -> Tuple[int, ...]:
+    """The shape :func:`read_origin_tensor` gives a tensor it does not convert: the original shape when the header
+    has one (:func:`has_original_shape`), else the stored shape."""
+    original = entry.original_shape
+    return tuple(original) if original is not None and has_original_shape(entry) else tuple(entry.shape)
+
+
 def in_stored_order(entry: TensorEntry, origin_format: Optional[str] = None) -> bool:
     """True when :func:`read_origin_tensor` would only reshape ``entry`` (a plain stored format whose origin is the
     same or a reshape of it): its payload bytes are then the tensor's elements in origin order, and can be read
@@ -121,7 +135,7 @@ def read_origin_tensor(dump_file: DumpFile, entry: TensorEntry, origin_format: O
     array = map_tensor(dump_file, entry) if mapped and can_map(entry) else read_tensor(dump_file, entry)
     if keep_layout:
         return OriginTensor(array, stored_format, converted=False, note="kept as stored")
-    if entry.original_shape is None or (entry.original_shape == () and entry.shape != ()):
+    if not has_original_shape(entry):
         if stored_format in CANDIDATES:
             return OriginTensor(array, stored_format, converted=False,
                                 note=f"kept {stored_format}: the header has no original shape")
@@ -130,7 +144,7 @@ def read_origin_tensor(dump_file: DumpFile, entry: TensorEntry, origin_format: O
     if fmt is None:
         raise LayoutError(f"{entry.label}: {how}")
     widen = dtype if fmt != stored_format else None
-    converted = layouts.to_origin(array, stored_format, fmt, entry.original_shape, dtype=widen)
+    converted = layouts.to_origin(array, stored_format, fmt, shown_shape(entry), dtype=widen)
     note = f"assumed {fmt} ({how}; another layout fits too)" if ambiguous else ""
     return OriginTensor(np.ascontiguousarray(converted), fmt, converted=fmt != stored_format or
                         converted.shape != array.shape, ambiguous=ambiguous, note=note)

@@ -145,3 +145,38 @@ def test_the_worker_reads_a_large_pair_in_pieces_with_the_same_result(tmp_path, 
     assert pieces.metrics[1:5] == pytest.approx(whole.metrics[1:5], rel=1e-12)
     assert pieces.metrics[0] == pytest.approx(whole.metrics[0], rel=1e-12)
     assert len(pieces.metrics) == len(ALL) and pieces.metric("CosineSimilarity") < 1.0
+
+
+@pytest.mark.parametrize("case", ["no header shape, graph shape", "empty header shape", "fortran reference"])
+def test_the_pieces_path_decodes_the_shape_as_the_whole_path_does(tmp_path, monkeypatch, case):
+    """Found in review: the piece-by-piece path ignored the graph's shape when the header had none, took a header
+    shape of [] as a scalar, and could not read a Fortran-ordered reference -- SHAPE_MISMATCH, COUNT_MISMATCH and
+    ERROR where the whole-tensor path passes. Each row must be the whole path's."""
+    from precision_tool.alignment import AlignedPair, NpuTensorRef, NpyTensorRef
+    from precision_tool.comparison import worker
+    from precision_tool.formats.dump_writer import TensorSpec, write_dump
+
+    reference = np.random.default_rng(3).standard_normal((40, 50)).astype(np.float32)
+    npu = reference.astype(np.float16)
+    header_shape = {"no header shape, graph shape": None, "empty header shape": [],
+                    "fortran reference": list(npu.shape)}[case]
+    stored = npu.reshape(-1) if case != "fortran reference" else npu  # ND, flat: only a shape makes it 40 x 50
+    dump = str(tmp_path / "Add.op.1.1.1")
+    write_dump(dump, "op", outputs=[TensorSpec(stored, "ND", original_shape=header_shape)])
+    ref_path = str(tmp_path / "op.0.1.npy")
+    np.save(ref_path, np.asfortranarray(reference) if case == "fortran reference" else reference.reshape(-1)
+            if case == "empty header shape" else reference)
+    ref_shape = reference.shape if case != "empty header shape" else (reference.size,)
+    pair = AlignedPair(npu=NpuTensorRef(path=dump, op_name="op", op_type="Add", kind="output", index=0,
+                                        dtype="float16", shape=stored.shape, origin_format="ND",
+                                        origin_shape=reference.shape if case.startswith("no header") else None),
+                       ref=NpyTensorRef(path=ref_path, op_name="op", output_index=0, dtype="<f4", shape=ref_shape),
+                       rule="test")
+    task = worker.PairTask(pair, 0, "op")
+    whole, _ = worker.PairComparer(0.99).run(task)
+    assert whole.status.value == "PASS", whole.reason
+    monkeypatch.setattr(worker, "STREAM_ABOVE", 100)
+    monkeypatch.setattr(worker, "CHUNK", 333)
+    pieces, _ = worker.PairComparer(0.99).run(task)
+    assert (pieces.status, pieces.shape, pieces.reason) == (whole.status, whole.shape, whole.reason)
+    assert pieces.metrics[0] == pytest.approx(whole.metrics[0], rel=1e-12)
