@@ -46,7 +46,7 @@ from typing import Dict, List, Optional, Sequence, Tuple, Union
 
 from precision_tool.errors import DumpFormatError, WorkspaceError
 from precision_tool.fileio import read_input_text
-from precision_tool.formats.dump_tree import Choice, DumpSelection, choose_folders, noted
+from precision_tool.formats.dump_tree import Choice, DumpSelection, choose_folders, noted, position_of
 
 MAPPING_FILE_NAME = "mapping.csv"
 MAX_FILE_NAME_BYTES = 255  # names this long or longer are stored under a hash
@@ -508,6 +508,14 @@ def scan_dump_folder(root: Union[str, os.PathLike], selection: Optional[DumpSele
     kept = set(kept_folders)
     found = [ref for ref in found if os.path.dirname(ref.path) in kept]
     exceptions = [ref for ref in exceptions if os.path.dirname(ref.path) in kept]
+
+    def chosen(path: str) -> bool:  # a file no dump name was read from: kept unless it lies in another step/device
+        position = position_of(os.path.dirname(path))
+        return position is None or choice.keeps(position)
+
+    unrecognised = [path for path in unrecognised if chosen(path)]
+    unreadable = [folder for folder in unreadable if chosen(os.path.join(folder, ""))]
+    unresolved = [(path, message) for path, message in unresolved if chosen(path)]
     return DumpScan(root=root, choice=choice, ops=_group_by_op(ref for ref in found if not ref.name.is_opdebug),
                     overflow_records=tuple(sorted((ref for ref in found if ref.name.is_opdebug),
                                                   key=lambda ref: (ref.name.timestamp, ref.path))),

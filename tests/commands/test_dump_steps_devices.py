@@ -285,3 +285,15 @@ def test_steps_all_says_which_step_had_a_dump_file_it_could_not_read(tree, tmp_p
     text = capsys.readouterr().out
     assert f"device 0, step 0: 1 dump file could not be read (each named in {out / 'step_0'})" in text
     assert "step 5: " not in text.split("First diverging")[0].split("could not be read")[-1]
+
+
+def test_an_unreadable_name_in_another_step_does_not_fail_the_chosen_step(tree, tmp_path, capsys):
+    """Found in review: files of another step whose names could not be resolved (a hashed name and a mapping.csv
+    that cannot be read) were counted as unreadable inputs of the chosen step, which then exited 2."""
+    case, root = tree
+    step_0 = root / TREE_TIMES[0] / "0" / "ge_default_cmp" / "1" / "0"
+    (step_0 / "1a2b3c4d5e6f").write_bytes(b"hashed")
+    os.symlink(str(step_0 / "gone"), str(step_0 / "mapping.csv"))  # dangling: the mapping cannot be read
+    assert compare_after(case, root, tmp_path / "out5", "--step", "5", "--device", "0") == 0
+    assert "could not be read" not in capsys.readouterr().out
+    assert compare_after(case, root, tmp_path / "out0", "--step", "0", "--device", "0") == 2  # its own step: said
