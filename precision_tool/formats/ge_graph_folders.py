@@ -357,8 +357,9 @@ def dump_device_ids(dump_dir) -> Tuple[int, ...]:
     """The ``{device_id}`` levels of the data-dump tree at ``dump_dir``, sorted; ``()`` when none is found.
 
     ``dump_dir`` may be the dump path (``{time}/{device_id}/...`` below it), a ``{time}`` folder, or a folder
-    inside a device folder (then its path names the device). Folders that cannot be listed are ignored: this
-    only helps choose a graph.
+    inside a device folder (then its path names the device). A device folder with no file below it is not
+    counted, as the dump scan does not count it. Folders that cannot be listed are ignored: this only helps
+    choose a graph.
 
     >>> dump_device_ids("/no/such/folder/20240101000000/3/ge_default_1/1/0")
     (3,)
@@ -369,8 +370,17 @@ def dump_device_ids(dump_dir) -> Tuple[int, ...]:
         if _TIME_FOLDER.match(upper) and _DEVICE_FOLDER.match(lower):
             return (int(lower),)
     times = [path] if _TIME_FOLDER.match(os.path.basename(path)) else _subfolders(path, _TIME_FOLDER)
-    devices = {int(os.path.basename(device)) for time in times for device in _subfolders(time, _DEVICE_FOLDER)}
+    devices = {int(os.path.basename(device)) for time in times for device in _subfolders(time, _DEVICE_FOLDER)
+               if _holds_files(device)}  # as the dump scan counts devices: an empty device folder is not one
     return tuple(sorted(devices))
+
+
+def _holds_files(folder: str) -> bool:
+    """Whether any file lies below ``folder`` (stops at the first)."""
+    for _, _, files in os.walk(folder):
+        if files:
+            return True
+    return False
 
 
 def dump_device_id(dump_dir) -> Optional[int]:

@@ -207,9 +207,12 @@ def test_a_folder_reached_twice_through_a_symlink_counts_once(tmp_path):
 
 
 # ------------------------------------------------------------------------------------------ the dump's device
-def _dump_tree(root, *levels):
+def _dump_tree(root, *levels, empty=()):
     for time, device in levels:
-        (Path(root) / time / device / "ge_default_1" / "1" / "0").mkdir(parents=True)
+        step = Path(root) / time / device / "ge_default_1" / "1" / "0"
+        step.mkdir(parents=True)
+        if (time, device) not in empty:
+            (step / "Conv2D.conv.1.2.1700000000000000").write_bytes(b"")
     return root
 
 
@@ -225,6 +228,10 @@ def test_the_dump_device_is_the_device_level_of_the_dump_tree(tmp_path):
     assert dump_device_id(both / "20240101000001") == 1  # a {time} folder
     assert dump_device_id(both / "20240101000001" / "1" / "ge_default_1" / "1") == 1  # inside a device folder
     assert dump_device_ids(tmp_path / "missing") == () and dump_device_id(None) is None
+    # found in review: an empty device 0 beside device 1's dumps -- the scan reads device 1, so must the graph
+    lone = _dump_tree(tmp_path / "lone", ("20240101000000", "0"), ("20240101000001", "1"),
+                      empty=[("20240101000000", "0")])
+    assert dump_device_ids(lone) == (1,) and dump_device_id(lone) == 1
     flat = tmp_path / "flat"
     flat.mkdir()
     (flat / "Conv2D.conv.1.2.1700000000000000").write_bytes(b"")

@@ -304,8 +304,9 @@ class _Inliner:
         self.names: Set[str] = {node.name for node in graph_def.node}
 
     def replace(self, node, decision: Optional[np.ndarray], script: str) -> Dict[str, str]:
+        """Inline ``node``'s path and remove it; returns ``{"node:k": tensor now carrying output k}``. ``script``
+        names the model in messages (kept for this node's inlining)."""
         self.script = script
-        """Inline ``node``'s path and remove it; returns ``{"node:k": tensor now carrying output k}``."""
         data = [name for name in node.input if not name.startswith("^")]
         control = [name for name in node.input if name.startswith("^")]
         if node.op in IF_TYPES | CASE_TYPES:
