@@ -7,13 +7,19 @@
  * value is widened to double exactly and all arithmetic is double. pair_stats.py holds the formulas and the
  * numpy version of the same two passes (used when this module is not built); both are tested to agree.
  *
- * Speed comes from blocks of BLOCK elements: each block is first summed on the assumption that every value is
- * finite (a loop the compiler vectorizes: OpenMP SIMD reductions, no branches). A block whose sums come out
- * non-finite -- a NaN or an infinity in it, or squares beyond 1.8e308 -- is summed again element by element,
- * leaving out the pairs that are not finite on both sides and counting them by class. Block sums are added to
- * the totals with Neumaier compensation, so the totals carry an error of about BLOCK ulp, not N ulp.
- * No pointer aliasing, no allocation, and the GIL is released while summing.
+ * Speed comes from blocks of BLOCK elements: each block is widened to double (float16 by the CPU's F16C
+ * instructions where it has them) and summed in one loop on the assumption that every value is finite (a loop
+ * the compiler vectorizes: OpenMP SIMD reductions, no branches, products added with fused multiply-adds where
+ * the CPU has them). A block whose sums come out non-finite -- a NaN or an infinity in it, or squares beyond
+ * 1.8e308 -- is summed again element by element, leaving out the pairs that are not finite on both sides and
+ * counting them by class. Block sums are added to the totals with Neumaier compensation, so the totals carry an
+ * error of about BLOCK ulp, not N ulp. No pointer aliasing, no allocation, and the GIL is released while summing.
+ *
+ * The kernels are compiled three times on x86-64 with GCC -- for AVX-512, for AVX2 with FMA and F16C, and for the
+ * baseline -- by reading the second part of this file once per instruction set. The module uses the widest the
+ * CPU runs; isas() lists them and use_isa(name) picks another (the tests check every version against numpy).
  */
+#ifndef PAIRSTATS_KERNELS /* ============================================= the first reading: the module itself */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <math.h>
@@ -21,15 +27,14 @@
 #include <string.h>
 
 #define BLOCK 256
-
-/* On x86-64 with GCC, the vectorized loops are built three times -- AVX-512, AVX2 and the x86-64 baseline (SSE2) --
- * and the loader picks one for the CPU it runs on. */
-#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__linux__)
-#define VECTOR_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
-#else
-#define VECTOR_CLONES
-#endif
 #define ZERO_REFERENCE_EPS 2.220446049250313e-16
+
+#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__linux__)
+#define MULTIVERSION 1
+#include <immintrin.h>
+#else
+#define MULTIVERSION 0
+#endif
 
 enum { FINITE = 0, NAN_CLASS = 1, POSINF = 2, NEGINF = 3 };
 
@@ -83,27 +88,77 @@ static const double LN2_HI = 6.93147180369123816490e-01, LN2_LO = 1.908214929270
     LG4 = 2.222219843214978396e-01, LG5 = 1.818357216161805012e-01, LG6 = 1.531383769920937332e-01,
     LG7 = 1.479819860511658591e-01;
 
-static inline double log_positive(double x) {
-    uint64_t bits, mant, i, exponent;
-    double f, s, z, w, r, hfsq, dk;
-    bits = bits_of(x);
-    exponent = bits >> 52;
-    mant = bits & 0x000fffffffffffffULL;
-    i = (mant + 0x95f619980c433ULL) & 0x0010000000000000ULL; /* set when the mantissa is >= sqrt(2) */
-    bits = mant | (i ^ 0x3ff0000000000000ULL);                 /* m in [sqrt(2)/2, sqrt(2)) */
-    exponent += i >> 52;
-    f = double_of(bits) - 1.0;
-    s = f / (2.0 + f);
-    z = s * s;
-    w = z * z;
-    r = z * (LG1 + w * (LG3 + w * (LG5 + w * LG7))) + w * (LG2 + w * (LG4 + w * LG6));
-    hfsq = 0.5 * f * f;
-    dk = small_uint_to_double(exponent) - 1023.0;
-    return dk * LN2_HI - ((hfsq - (s * (hfsq + r) + dk * LN2_LO)) - f);
-}
-
 /* ------------------------------------------------------------------------------------------------ buffers */
 typedef struct { Py_buffer view; Kind kind; Py_ssize_t n; int held; } Input;
+
+/* The sums of one block (pass 1); counts are doubles in the kernels (exact below 2**53). */
+typedef struct {
+    double sx, sy, sxx, syy, sxy, sdd, sad, rel_sum, max_ad, min_x, max_x, min_y, max_y, rel_max;
+    Py_ssize_t nonzero_x, nonzero_y, rel_count, close;
+} Block1;
+
+/* What a version of the kernels offers: widening a block to double, and the two block sums. */
+typedef struct {
+    const char *name;
+    void (*to_double)(const Input *in, Py_ssize_t start, Py_ssize_t count, double *out);
+    void (*block1)(const double *xs, const double *ys, Py_ssize_t n, double rtol, double atol, Block1 *o);
+    void (*block2)(const double *xs, const double *ys, Py_ssize_t n, const double *c, double *out);
+    double (*log_positive)(double x);
+} Kernels;
+
+/* ------------------------------------------------------------------------------------------------ versions */
+#define PAIRSTATS_KERNELS 1
+#if MULTIVERSION
+#pragma GCC push_options
+#pragma GCC target("avx512f,avx512vl,avx512dq,avx2,fma,f16c")
+#define V(name) name##_avx512
+#define V_NAME "avx512"
+#define V_F16C 16
+#include "_pairstats.c"
+#undef V
+#undef V_NAME
+#undef V_F16C
+#pragma GCC pop_options
+
+#pragma GCC push_options
+#pragma GCC target("avx2,fma,f16c")
+#define V(name) name##_avx2
+#define V_NAME "avx2"
+#define V_F16C 8
+#include "_pairstats.c"
+#undef V
+#undef V_NAME
+#undef V_F16C
+#pragma GCC pop_options
+#endif
+
+#define V(name) name##_baseline
+#define V_NAME "baseline"
+#define V_F16C 0
+#include "_pairstats.c"
+#undef V
+#undef V_NAME
+#undef V_F16C
+
+/* The versions this CPU runs, widest first, and the one in use (the widest unless use_isa chose another). */
+static const Kernels *runnable[3];
+static int runnable_count;
+static const Kernels *chosen = &kernels_baseline;
+
+static void find_runnable(void) {
+    runnable_count = 0;
+#if MULTIVERSION
+    __builtin_cpu_init();
+    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c")) {
+        if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl")
+            && __builtin_cpu_supports("avx512dq"))
+            runnable[runnable_count++] = &kernels_avx512;
+        runnable[runnable_count++] = &kernels_avx2;
+    }
+#endif
+    runnable[runnable_count++] = &kernels_baseline;
+    chosen = runnable[0];
+}
 
 static int get_input(PyObject *object, Input *input, const char *label) {
     const char *format;
@@ -142,21 +197,6 @@ static int get_pair(PyObject *x, PyObject *y, Input *a, Input *b) {
     return 0;
 }
 
-/* Elements [start, start + count) of an input as doubles, into out (one block: the kernels below see doubles only,
- * and these conversion loops vectorize on their own). */
-VECTOR_CLONES static void to_double(const Input *in, Py_ssize_t start, Py_ssize_t count, double *out) {
-    Py_ssize_t i;
-    if (in->kind == KIND_HALF) {
-        const uint16_t *h = (const uint16_t *)in->view.buf + start;
-        for (i = 0; i < count; i++) out[i] = (double)half_to_float(h[i]);
-    } else if (in->kind == KIND_FLOAT) {
-        const float *f = (const float *)in->view.buf + start;
-        for (i = 0; i < count; i++) out[i] = (double)f[i];
-    } else {
-        memcpy(out, (const double *)in->view.buf + start, (size_t)count * sizeof(double));
-    }
-}
-
 /* ------------------------------------------------------------------------------------------------ pass 1 */
 typedef struct {
     Py_ssize_t classes[16]; /* classes[4 * class(x) + class(y)] */
@@ -165,47 +205,8 @@ typedef struct {
     Py_ssize_t worst, nonzero_x, nonzero_y, rel_count, close;
 } Pass1;
 
-typedef struct {
-    double sx, sy, sxx, syy, sxy, sdd, sad, rel_sum, max_ad, min_x, max_x, min_y, max_y, rel_max;
-    Py_ssize_t nonzero_x, nonzero_y, rel_count, close;
-} Block1;
-
-/* A block's sums on the assumption that every value is finite: no branch, so the loops vectorize. Two loops over
- * the block (it is in L1 cache) rather than one: each keeps its accumulators in registers. */
-VECTOR_CLONES static void block1_fast(const double *xs, const double *ys, Py_ssize_t n, double rtol, double atol,
-                                      Block1 *o) {
-    double sx = 0, sy = 0, sxx = 0, syy = 0, sxy = 0, sdd = 0, sad = 0, mad = 0;
-    double rs = 0, rm = 0, rc = 0, cl = 0, nzx = 0, nzy = 0; /* counts as doubles (exact): one width per loop */
-    double mnx = INFINITY, mxx = -INFINITY, mny = INFINITY, mxy = -INFINITY;
-    Py_ssize_t i;
-#pragma omp simd reduction(+:sx,sy,sxx,syy,sxy,sdd,sad) reduction(max:mad)
-    for (i = 0; i < n; i++) {
-        double x = xs[i], y = ys[i], d = x - y, ad = fabs(d);
-        sx += x; sy += y; sxx += x * x; syy += y * y; sxy += x * y; sdd += d * d; sad += ad;
-        mad = ad > mad ? ad : mad;
-    }
-#pragma omp simd reduction(+:rs,rc,cl) reduction(max:rm)
-    for (i = 0; i < n; i++) {
-        double ad = fabs(xs[i] - ys[i]), ay = fabs(ys[i]);
-        double nonzero_ref = ay > ZERO_REFERENCE_EPS ? 1.0 : 0.0;
-        double r = ad / (ay > ZERO_REFERENCE_EPS ? ay : 1.0) * nonzero_ref; /* no conditional division */
-        rs += r; rm = r > rm ? r : rm; rc += nonzero_ref;
-        cl += ad <= atol + rtol * ay ? 1.0 : 0.0;
-    }
-#pragma omp simd reduction(+:nzx,nzy) reduction(max:mxx,mxy) reduction(min:mnx,mny)
-    for (i = 0; i < n; i++) {
-        double x = xs[i], y = ys[i];
-        nzx += fabs(x) > 0.0 ? 1.0 : 0.0; nzy += fabs(y) > 0.0 ? 1.0 : 0.0;
-        mnx = x < mnx ? x : mnx; mxx = x > mxx ? x : mxx;
-        mny = y < mny ? y : mny; mxy = y > mxy ? y : mxy;
-    }
-    o->sx = sx; o->sy = sy; o->sxx = sxx; o->syy = syy; o->sxy = sxy; o->sdd = sdd; o->sad = sad; o->rel_sum = rs;
-    o->max_ad = mad; o->rel_max = rm; o->min_x = mnx; o->max_x = mxx; o->min_y = mny; o->max_y = mxy;
-    o->nonzero_x = (Py_ssize_t)nzx; o->nonzero_y = (Py_ssize_t)nzy; o->rel_count = (Py_ssize_t)rc;
-    o->close = (Py_ssize_t)cl;
-}
-
-/* The same sums over the pairs finite on both sides, every pair counted in classes; returns those pairs. */
+/* The same sums as a kernel's block1 over the pairs finite on both sides, every pair counted in classes; returns
+ * those pairs. */
 static Py_ssize_t block1_careful(const double *xs, const double *ys, Py_ssize_t n, double rtol, double atol,
                                  Block1 *o, Py_ssize_t *classes) {
     Py_ssize_t i, finite = 0;
@@ -239,6 +240,7 @@ static Py_ssize_t block1_careful(const double *xs, const double *ys, Py_ssize_t 
 static void run_pass1(const Input *a, const Input *b, double rtol, double atol, Pass1 *p) {
     Py_ssize_t start, n = a->n;
     double xs[BLOCK], ys[BLOCK];
+    const Kernels *k = chosen;
     memset(p, 0, sizeof(*p));
     p->worst = -1;
     p->min_x = p->min_y = INFINITY;
@@ -246,9 +248,9 @@ static void run_pass1(const Input *a, const Input *b, double rtol, double atol, 
     for (start = 0; start < n; start += BLOCK) {
         Py_ssize_t count = start + BLOCK < n ? BLOCK : n - start, finite = count, i;
         Block1 o;
-        to_double(a, start, count, xs);
-        to_double(b, start, count, ys);
-        block1_fast(xs, ys, count, rtol, atol, &o);
+        k->to_double(a, start, count, xs);
+        k->to_double(b, start, count, ys);
+        k->block1(xs, ys, count, rtol, atol, &o);
         if (!isfinite(o.sx + o.sy + o.sxx + o.syy + o.sdd)) finite = block1_careful(xs, ys, count, rtol, atol, &o,
                                                                                       p->classes);
         else p->classes[0] += count;
@@ -298,43 +300,17 @@ static PyObject *pass1(PyObject *self, PyObject *args) {
 /* ------------------------------------------------------------------------------------------------ pass 2 */
 typedef struct { Total dxx, dyy, kl, tp, tq; } Pass2;
 
-/* KL_TERMS: one pair's share of pass 2, added to dxx, dyy, kl, tp, tq. */
-#define KL_TERMS(x, y)                                                                                           \
-    do {                                                                                                         \
-        double dx = (x) - mean_x, dy = (y) - mean_y, pv = ((x) - lo_x) * scale_x, qv = ((y) - lo_y) * scale_y;   \
-        pv = pv > floor ? pv : floor;                                                                            \
-        qv = qv > floor ? qv : floor;                                                                            \
-        dxx += dx * dx; dyy += dy * dy;                                                                          \
-        kl += pv * log_positive(pv / qv);                                                                        \
-        tp += pv; tq += qv;                                                                                      \
-    } while (0)
-
-/* One block of pass 2: out = {dxx, dyy, kl, tp, tq}. As in pass 1, summed branch-free first, and again pair by
- * pair, leaving out pairs not finite on both sides, when a sum comes out non-finite. */
-VECTOR_CLONES static void block2(const double *xs, const double *ys, Py_ssize_t n, const double *c, double *out) {
-    const double mean_x = c[0], mean_y = c[1], lo_x = c[2], scale_x = c[3], lo_y = c[4], scale_y = c[5], floor = c[6];
-    double dxx = 0, dyy = 0, kl = 0, tp = 0, tq = 0;
-    Py_ssize_t i;
-#pragma omp simd reduction(+:dxx,dyy,kl,tp,tq)
-    for (i = 0; i < n; i++) KL_TERMS(xs[i], ys[i]);
-    if (!isfinite(dxx + dyy + kl + tp + tq)) {
-        dxx = dyy = kl = tp = tq = 0;
-        for (i = 0; i < n; i++)
-            if (isfinite(xs[i]) && isfinite(ys[i])) KL_TERMS(xs[i], ys[i]);
-    }
-    out[0] = dxx; out[1] = dyy; out[2] = kl; out[3] = tp; out[4] = tq;
-}
-
 static void run_pass2(const Input *a, const Input *b, const double *c, Pass2 *p) {
     Py_ssize_t start, n = a->n;
     double xs[BLOCK], ys[BLOCK];
+    const Kernels *k = chosen;
     memset(p, 0, sizeof(*p));
     for (start = 0; start < n; start += BLOCK) {
         Py_ssize_t count = start + BLOCK < n ? BLOCK : n - start;
         double out[5];
-        to_double(a, start, count, xs);
-        to_double(b, start, count, ys);
-        block2(xs, ys, count, c, out);
+        k->to_double(a, start, count, xs);
+        k->to_double(b, start, count, ys);
+        k->block2(xs, ys, count, c, out);
         total_add(&p->dxx, out[0]); total_add(&p->dyy, out[1]); total_add(&p->kl, out[2]);
         total_add(&p->tp, out[3]); total_add(&p->tq, out[4]);
     }
@@ -357,7 +333,7 @@ static PyObject *pass2(PyObject *self, PyObject *args) {
 }
 
 static PyObject *log_each(PyObject *self, PyObject *args) {
-    /* log_positive over a float64 buffer, in place: for the tests, which check it against numpy's log. */
+    /* The kernels' log over a float64 buffer, in place: for the tests, which check it against numpy's log. */
     PyObject *x;
     Input a;
     Py_ssize_t i;
@@ -369,9 +345,38 @@ static PyObject *log_each(PyObject *self, PyObject *args) {
         PyErr_SetString(PyExc_TypeError, "x: a writable float64 buffer is needed");
         return NULL;
     }
-    for (i = 0; i < a.n; i++) ((double *)a.view.buf)[i] = log_positive(((double *)a.view.buf)[i]);
+    for (i = 0; i < a.n; i++) ((double *)a.view.buf)[i] = chosen->log_positive(((double *)a.view.buf)[i]);
     release(&a);
     Py_RETURN_NONE;
+}
+
+static PyObject *isas(PyObject *self, PyObject *unused) {
+    PyObject *names = PyTuple_New(runnable_count);
+    int i;
+    (void)self; (void)unused;
+    if (!names) return NULL;
+    for (i = 0; i < runnable_count; i++) {
+        PyObject *name = PyUnicode_FromString(runnable[i]->name);
+        if (!name) { Py_DECREF(names); return NULL; }
+        PyTuple_SET_ITEM(names, i, name);
+    }
+    return names;
+}
+
+static PyObject *use_isa(PyObject *self, PyObject *args) {
+    const char *name;
+    const Kernels *before = chosen;
+    int i;
+    (void)self;
+    if (!PyArg_ParseTuple(args, "s", &name)) return NULL;
+    for (i = 0; i < runnable_count; i++) {
+        if (!strcmp(runnable[i]->name, name)) {
+            chosen = runnable[i];
+            return PyUnicode_FromString(before->name);
+        }
+    }
+    PyErr_Format(PyExc_ValueError, "instruction set %s: not built or not run by this CPU", name);
+    return NULL;
 }
 
 static PyMethodDef methods[] = {
@@ -379,9 +384,133 @@ static PyMethodDef methods[] = {
     {"pass2", pass2, METH_VARARGS,
      "pass2(x, y, mean_x, mean_y, lo_x, scale_x, lo_y, scale_y, floor) -> (dev_xx, dev_yy, kl, tp, tq)"},
     {"log_each", log_each, METH_VARARGS, "log_each(x): natural log of a float64 buffer of positive normals, in place"},
+    {"isas", isas, METH_NOARGS, "isas() -> the kernel versions this CPU runs, widest (the default) first"},
+    {"use_isa", use_isa, METH_VARARGS, "use_isa(name) -> the version in use before; the kernels are name's now"},
     {NULL, NULL, 0, NULL}};
 
 static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_pairstats", "Fused pair sums for the metrics.", -1,
                                     methods, NULL, NULL, NULL, NULL};
 
-PyMODINIT_FUNC PyInit__pairstats(void) { return PyModule_Create(&module); }
+PyMODINIT_FUNC PyInit__pairstats(void) {
+    find_runnable();
+    return PyModule_Create(&module);
+}
+
+#else /* ======================================================== the later readings: one version of the kernels */
+
+/* a * b + c, fused where the instruction set has FMA (one rounding: the sums are a little more accurate). */
+#if defined(__FMA__)
+#define MADD(a, b, c) fma((a), (b), (c))
+#else
+#define MADD(a, b, c) ((a) * (b) + (c))
+#endif
+
+static inline double V(log_positive)(double x) {
+    uint64_t bits, mant, i, exponent;
+    double f, s, z, w, r, hfsq, dk;
+    bits = bits_of(x);
+    exponent = bits >> 52;
+    mant = bits & 0x000fffffffffffffULL;
+    i = (mant + 0x95f619980c433ULL) & 0x0010000000000000ULL; /* set when the mantissa is >= sqrt(2) */
+    bits = mant | (i ^ 0x3ff0000000000000ULL);                 /* m in [sqrt(2)/2, sqrt(2)) */
+    exponent += i >> 52;
+    f = double_of(bits) - 1.0;
+    s = f / (2.0 + f);
+    z = s * s;
+    w = z * z;
+    r = z * (LG1 + w * (LG3 + w * (LG5 + w * LG7))) + w * (LG2 + w * (LG4 + w * LG6));
+    hfsq = 0.5 * f * f;
+    dk = small_uint_to_double(exponent) - 1023.0;
+    return dk * LN2_HI - ((hfsq - (s * (hfsq + r) + dk * LN2_LO)) - f);
+}
+
+/* Elements [start, start + count) of an input as doubles, into out. */
+static void V(to_double)(const Input *in, Py_ssize_t start, Py_ssize_t count, double *out) {
+    Py_ssize_t i = 0;
+    if (in->kind == KIND_HALF) {
+        const uint16_t *h = (const uint16_t *)in->view.buf + start;
+#if V_F16C == 16
+        for (; i + 16 <= count; i += 16) {
+            __m512 f = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(h + i)));
+            _mm512_storeu_pd(out + i, _mm512_cvtps_pd(_mm512_castps512_ps256(f)));
+            _mm512_storeu_pd(out + i + 8, _mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(
+                _mm512_castps_pd(f), 1))));
+        }
+#elif V_F16C == 8
+        for (; i + 8 <= count; i += 8) {
+            __m256 f = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(h + i)));
+            _mm256_storeu_pd(out + i, _mm256_cvtps_pd(_mm256_castps256_ps128(f)));
+            _mm256_storeu_pd(out + i + 4, _mm256_cvtps_pd(_mm256_extractf128_ps(f, 1)));
+        }
+#endif
+        for (; i < count; i++) out[i] = (double)half_to_float(h[i]);
+    } else if (in->kind == KIND_FLOAT) {
+        const float *f = (const float *)in->view.buf + start;
+        for (i = 0; i < count; i++) out[i] = (double)f[i];
+    } else {
+        memcpy(out, (const double *)in->view.buf + start, (size_t)count * sizeof(double));
+    }
+}
+
+/* A block's pass-1 sums on the assumption that every value is finite: one loop, no branch, so it vectorizes.
+ * The four counts share one accumulator, each in its own 10-bit field (a block has fewer than 1024 pairs). */
+static void V(block1)(const double *xs, const double *ys, Py_ssize_t n, double rtol, double atol, Block1 *o) {
+    double sx = 0, sy = 0, sxx = 0, syy = 0, sxy = 0, sdd = 0, sad = 0, mad = 0, rs = 0, rm = 0, counts = 0;
+    double mnx = INFINITY, mxx = -INFINITY, mny = INFINITY, mxy = -INFINITY;
+    uint64_t packed;
+    Py_ssize_t i;
+#pragma omp simd reduction(+:sx,sy,sxx,syy,sxy,sdd,sad,rs,counts) reduction(max:mad,rm,mxx,mxy) \
+    reduction(min:mnx,mny)
+    for (i = 0; i < n; i++) {
+        double x = xs[i], y = ys[i], d = x - y, ad = fabs(d), ay = fabs(y);
+        int nonzero_ref = ay > ZERO_REFERENCE_EPS;
+        double r = ad / (nonzero_ref ? ay : 1.0);
+        r = nonzero_ref ? r : 0.0; /* no conditional division */
+        sx += x; sy += y; sxx = MADD(x, x, sxx); syy = MADD(y, y, syy); sxy = MADD(x, y, sxy);
+        sdd = MADD(d, d, sdd); sad += ad;
+        mad = ad > mad ? ad : mad;
+        rs += r; rm = r > rm ? r : rm;
+        counts += (nonzero_ref ? 1.0 : 0.0) + (ad <= atol + rtol * ay ? 1024.0 : 0.0)
+                  + (x != 0.0 ? 1048576.0 : 0.0) + (y != 0.0 ? 1073741824.0 : 0.0);
+        mnx = x < mnx ? x : mnx; mxx = x > mxx ? x : mxx;
+        mny = y < mny ? y : mny; mxy = y > mxy ? y : mxy;
+    }
+    packed = (uint64_t)counts;
+    o->sx = sx; o->sy = sy; o->sxx = sxx; o->syy = syy; o->sxy = sxy; o->sdd = sdd; o->sad = sad; o->rel_sum = rs;
+    o->max_ad = mad; o->rel_max = rm; o->min_x = mnx; o->max_x = mxx; o->min_y = mny; o->max_y = mxy;
+    o->rel_count = (Py_ssize_t)(packed & 1023); o->close = (Py_ssize_t)((packed >> 10) & 1023);
+    o->nonzero_x = (Py_ssize_t)((packed >> 20) & 1023); o->nonzero_y = (Py_ssize_t)(packed >> 30);
+}
+
+/* KL_TERMS: one pair's share of pass 2, added to dxx, dyy, kl, tp, tq. */
+#define KL_TERMS(x, y)                                                                                           \
+    do {                                                                                                         \
+        double dx = (x) - mean_x, dy = (y) - mean_y, pv = ((x) - lo_x) * scale_x, qv = ((y) - lo_y) * scale_y;   \
+        pv = pv > floor ? pv : floor;                                                                            \
+        qv = qv > floor ? qv : floor;                                                                            \
+        dxx += dx * dx; dyy += dy * dy; /* unfused: as numpy's std, digit for digit in the CSV */                \
+        kl = MADD(pv, V(log_positive)(pv / qv), kl);                                                             \
+        tp += pv; tq += qv;                                                                                      \
+    } while (0)
+
+/* One block of pass 2: out = {dxx, dyy, kl, tp, tq}. As in pass 1, summed branch-free first, and again pair by
+ * pair, leaving out pairs not finite on both sides, when a sum comes out non-finite. */
+static void V(block2)(const double *xs, const double *ys, Py_ssize_t n, const double *c, double *out) {
+    const double mean_x = c[0], mean_y = c[1], lo_x = c[2], scale_x = c[3], lo_y = c[4], scale_y = c[5], floor = c[6];
+    double dxx = 0, dyy = 0, kl = 0, tp = 0, tq = 0;
+    Py_ssize_t i;
+#pragma omp simd reduction(+:dxx,dyy,kl,tp,tq)
+    for (i = 0; i < n; i++) KL_TERMS(xs[i], ys[i]);
+    if (!isfinite(dxx + dyy + kl + tp + tq)) {
+        dxx = dyy = kl = tp = tq = 0;
+        for (i = 0; i < n; i++)
+            if (isfinite(xs[i]) && isfinite(ys[i])) KL_TERMS(xs[i], ys[i]);
+    }
+    out[0] = dxx; out[1] = dyy; out[2] = kl; out[3] = tp; out[4] = tq;
+}
+#undef KL_TERMS
+#undef MADD
+
+static const Kernels V(kernels) = {V_NAME, V(to_double), V(block1), V(block2), V(log_positive)};
+
+#endif

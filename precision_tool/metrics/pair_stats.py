@@ -19,8 +19,9 @@ Over the ``m`` pairs finite on both sides (x = NPU, y = reference, d = x - y):
   the norms and the dot product again over values divided by their largest magnitude.
 
 Two implementations of the passes, tested to agree to 1e-12: the C extension ``_pairstats`` (built by pip
-from ``_pairstats.c``; one vectorized loop per block of 256 pairs, Neumaier-compensated totals) and numpy here
-(pairwise sums per chunk, used when the extension is not built). :data:`KERNEL` says which runs.
+from ``_pairstats.c``; one vectorized loop per block of 256 pairs, Neumaier-compensated totals; on x86-64 built
+for AVX-512, AVX2 and the baseline, the widest the CPU runs used) and numpy here (pairwise sums per chunk, used
+when the extension is not built). :data:`KERNEL` says which runs.
 """
 from __future__ import annotations
 
@@ -37,8 +38,9 @@ try:
 except ImportError:  # not built (no C compiler at install): the numpy passes below
     _pairstats = None
 
-#: ``"C"`` when the compiled passes run, ``"numpy"`` otherwise.
-KERNEL = "C" if _pairstats is not None else "numpy"
+#: ``"C (avx512)"`` (the instruction set the compiled passes use: ``avx512``, ``avx2`` or ``baseline``) when the
+#: extension is built, ``"numpy"`` otherwise.
+KERNEL = f"C ({_pairstats.isas()[0]})" if _pairstats is not None else "numpy"
 
 #: Elements per chunk: 4 MiB of float64 per side in the numpy passes, and the unit of reading.
 CHUNK = 1 << 19

@@ -16,6 +16,18 @@ DTYPE_PAIRS = [(np.float16, np.float32), (np.float32, np.float32), (np.float64, 
                (np.int32, np.float32), (np.float32, np.float64)]
 
 
+ISAS = ps._pairstats.isas() if ps._pairstats is not None else ()
+
+
+@pytest.fixture(params=ISAS)
+def isa(request):
+    """Each instruction-set version of the C passes this CPU runs (AVX-512, AVX2, baseline), in turn."""
+    module = ps._pairstats  # kept: a test may set ps._pairstats to None
+    before = module.use_isa(request.param)
+    yield request.param
+    module.use_isa(before)
+
+
 def _pair(rng, n, x_dtype, y_dtype, special=False):
     y = rng.standard_normal(n) * 3
     x = y + rng.standard_normal(n) * 0.05
@@ -47,7 +59,7 @@ def _assert_same(a, b, rel=1e-12):
 @needs_c
 @pytest.mark.parametrize("x_dtype, y_dtype", DTYPE_PAIRS)
 @pytest.mark.parametrize("special", [False, True])
-def test_c_and_numpy_passes_agree(monkeypatch, x_dtype, y_dtype, special):
+def test_c_and_numpy_passes_agree(monkeypatch, isa, x_dtype, y_dtype, special):
     x, y = _pair(np.random.default_rng(17), 20011, x_dtype, y_dtype, special)
     with_c = ps.gather(ps.array_chunks(x, y, 4096), 1e-3, 1e-3)
     monkeypatch.setattr(ps, "_pairstats", None)
@@ -82,6 +94,13 @@ def test_metrics_equal_plain_float64_formulas(x_dtype, y_dtype):
     assert result.allclose_ratio == np.isclose(a, b, rtol=result.tolerance.rtol, atol=result.tolerance.atol).mean()
 
 
+@needs_c
+def test_an_unknown_instruction_set_is_refused():
+    with pytest.raises(ValueError, match="sse9"):
+        ps._pairstats.use_isa("sse9")
+    assert ps._pairstats.isas()[-1] == "baseline" and ps.KERNEL == f"C ({ps._pairstats.isas()[0]})"
+
+
 @pytest.mark.parametrize("size", [1, 7, 256, 257, 4999])
 def test_chunked_equals_whole_and_the_first_worst_element_wins(size):
     x = np.zeros(5000, np.float32)
@@ -97,7 +116,7 @@ def test_chunked_equals_whole_and_the_first_worst_element_wins(size):
 
 
 @needs_c
-def test_every_float16_value_is_decoded_exactly():
+def test_every_float16_value_is_decoded_exactly(isa):
     halves = np.arange(65536, dtype=np.uint16).view(np.float16)
     stats = ps.gather(ps.array_chunks(halves, halves.astype(np.float64), 1 << 20))
     finite = np.isfinite(halves)
@@ -107,7 +126,7 @@ def test_every_float16_value_is_decoded_exactly():
 
 
 @needs_c
-def test_the_kl_log_is_within_one_ulp_of_numpy():
+def test_the_kl_log_is_within_one_ulp_of_numpy(isa):
     rng = np.random.default_rng(5)
     values = np.concatenate([rng.uniform(0.5, 2.0, 100000), 10.0 ** rng.uniform(-300, 300, 100000), [1.0]])
     logs = values.copy()
