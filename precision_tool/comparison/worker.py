@@ -20,10 +20,10 @@ so it never sees end-of-file).
 from __future__ import annotations
 
 import ctypes
-import ctypes.util
 import dataclasses
 import os
 import signal
+from collections import OrderedDict
 from dataclasses import dataclass
 from typing import List, Optional, Sequence, Tuple
 
@@ -33,12 +33,12 @@ from precision_tool.alignment import AlignedPair, NpuTensorRef, NpyTensorRef
 from precision_tool.comparison.result import TensorResult
 from precision_tool.errors import DumpFormatError, PrecisionToolError
 from precision_tool.fileio import prefetch
-from precision_tool.formats.dump_file import (DumpFile, TensorEntry, read_dump_header_cached, read_tensor_chunks,
-                                               same_payload)
+from precision_tool.formats.dump_file import (DumpFile, Payloads, TensorEntry, read_dump_header_cached,
+                                               read_payloads, read_tensor_chunks, same_payload)
 from precision_tool.formats.npy_dir import npy_fortran_order, read_npy_chunks
 from precision_tool.formats.origin_tensor import in_stored_order, read_origin_tensor, shown_shape
 from precision_tool.metrics import DEFAULT_TOLERANCES, TensorComparison, compare_tensors
-from precision_tool.metrics.pair_stats import CHUNK
+from precision_tool.metrics.pair_stats import CHUNK, same_bytes
 from precision_tool.metrics.verdict import TensorLayout
 from precision_tool.status import Status
 
@@ -46,6 +46,9 @@ THREAD_VARIABLES = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"
 #: Pairs of more elements than this are read in pieces when they can be (:meth:`PairComparer.streamed`): 16M
 #: float16 + float32 elements are 96 MiB, below which reading whole is simpler and as fast.
 STREAM_ABOVE = 1 << 24
+#: Dump files up to this size are read whole, once, the last :data:`FILES_KEPT` kept (:meth:`PairComparer.payloads`).
+WHOLE_FILE_LIMIT = 16 << 20
+FILES_KEPT = 2
 # glibc mallopt parameters (malloc.h)
 _M_TRIM_THRESHOLD, _M_TOP_PAD, _M_MMAP_THRESHOLD = -1, -2, -3
 
@@ -76,15 +79,19 @@ def keep_freed_memory() -> bool:
     512 MiB (the heap is not shrunk after every free). Peak memory is unchanged -- the same blocks are
     reused -- but work arrays are no longer page-faulted afresh for every tensor.
     """
-    name = ctypes.util.find_library("c")
     try:
-        libc = ctypes.CDLL(name)
-        mallopt = libc.mallopt
+        mallopt = _process_symbols().mallopt
     except (OSError, AttributeError, TypeError):
         return False
     ok = mallopt(_M_MMAP_THRESHOLD, 256 << 20) == 1
     ok = mallopt(_M_TRIM_THRESHOLD, 512 << 20) == 1 and ok
     return mallopt(_M_TOP_PAD, 16 << 20) == 1 and ok
+
+
+def _process_symbols() -> ctypes.CDLL:
+    """The C functions already loaded in this process, libc's among them (``dlopen(NULL)``). Not
+    ``ctypes.util.find_library("c")``: on Linux that runs ``ldconfig -p`` in a subprocess, 10 ms per worker."""
+    return ctypes.CDLL(None)
 
 
 _PR_SET_PDEATHSIG = 1  # linux/prctl.h
@@ -95,7 +102,7 @@ def die_with_parent(parent: int) -> bool:
     and exit at once if ``parent`` died before the request took effect. False where prctl is unavailable
     (not Linux): there a killed parent's workers end only when their queue is closed."""
     try:
-        prctl = ctypes.CDLL(ctypes.util.find_library("c"), use_errno=True).prctl
+        prctl = _process_symbols().prctl
     except (OSError, AttributeError, TypeError):
         return False
     if prctl(_PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0) != 0:
@@ -114,12 +121,16 @@ def prepare_worker_process() -> None:
 
 class PairComparer:
     """Compares pairs one at a time; dump headers come from the process's header cache
-    (:func:`~precision_tool.formats.dump_file.read_dump_header_cached`), references from a one-entry cache."""
+    (:func:`~precision_tool.formats.dump_file.read_dump_header_cached`), references from a one-entry cache, and
+    the payload bytes of the last :data:`FILES_KEPT` dump files of at most :data:`WHOLE_FILE_LIMIT` bytes from a
+    small cache: each such file is read with one open and one read, although an op's input, its output and its
+    consumer's shared-input check all take bytes from it."""
 
     def __init__(self, cosine_threshold: Optional[float]):
         self.cosine_threshold = cosine_threshold
         self._reference_key: Optional[tuple] = None
         self._reference_array: Optional[np.ndarray] = None
+        self._payloads: "OrderedDict[str, Payloads]" = OrderedDict()
 
     # ------------------------------------------------------------------ loading
     def header(self, path: str) -> DumpFile:
@@ -135,7 +146,23 @@ class PairComparer:
         if entry.is_raw_bytes:  # its bytes as int8 (what pt and dc show) mean nothing against a reference
             raise DumpFormatError(ref.path, f"{entry.label}: data type DT_UNDEFINED (unknown: raw bytes), not "
                                             "compared")
-        return read_origin_tensor(dump, entry, ref.origin_format or None), entry
+        return read_origin_tensor(dump, entry, ref.origin_format or None, payloads=self.payloads(dump)), entry
+
+    def payloads(self, dump: DumpFile) -> Optional[Payloads]:
+        """``dump``'s payload bytes, read whole on first use and kept (the last :data:`FILES_KEPT` files); ``None``
+        for a file over :data:`WHOLE_FILE_LIMIT` bytes, whose tensors are read one by one. A kept file is used only
+        for the header it was read with (a rewritten file has a new header, so it is read again)."""
+        if dump.file_size > WHOLE_FILE_LIMIT:
+            return None
+        kept = self._payloads.get(dump.path)
+        if kept is not None and kept.dump is dump:
+            self._payloads.move_to_end(dump.path)
+            return kept
+        self._payloads.pop(dump.path, None)
+        while len(self._payloads) >= FILES_KEPT:
+            self._payloads.popitem(last=False)
+        self._payloads[dump.path] = kept = read_payloads(dump)
+        return kept
 
     def entry(self, ref: NpuTensorRef) -> Tuple[DumpFile, TensorEntry]:
         """The dump file and ``ref``'s entry in it, with the graph's origin shape when the header has none (the
@@ -179,6 +206,9 @@ class PairComparer:
         if nbytes is None:
             return False
         try:
+            a_payloads, b_payloads = self.payloads(a_dump), self.payloads(b_dump)
+            if a_payloads is not None and b_payloads is not None:
+                return same_bytes(a_payloads.view(a, nbytes), b_payloads.view(b, nbytes))
             return same_payload((a_dump, a), (b_dump, b), nbytes)
         except PrecisionToolError:
             return False

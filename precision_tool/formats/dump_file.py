@@ -437,15 +437,17 @@ def _blob_entries(kind: str, messages, type_field: str, offset: int) -> Tuple[Tu
 Entry = Union["BlobEntry", "TensorEntry"]
 
 
-def read_tensor(dump_file: DumpFile, entry: TensorEntry) -> np.ndarray:
-    """Read one tensor's payload: seek to ``entry.offset`` and read ``entry.nbytes`` bytes.
+def read_tensor(dump_file: DumpFile, entry: TensorEntry, payloads: Optional["Payloads"] = None) -> np.ndarray:
+    """Read one tensor's payload: seek to ``entry.offset`` and read ``entry.nbytes`` bytes -- or take them from
+    ``payloads``, the file's payload bytes already read (:func:`read_payloads`).
 
     Returns
     -------
     numpy.ndarray
-        A writable array in the STORED shape and layout (e.g. NC1HWC0 5-D; no conversion). bf16 is
-        widened exactly to float32; bool bytes are taken as they are. A ``DT_UNDEFINED`` tensor is its
-        ``size`` raw bytes as a flat int8 array (:attr:`TensorEntry.array_shape`).
+        An array in the STORED shape and layout (e.g. NC1HWC0 5-D; no conversion): writable when read here,
+        read-only over ``payloads`` (it shares their memory). bf16 is widened exactly to float32; bool bytes are
+        taken as they are. A ``DT_UNDEFINED`` tensor is its ``size`` raw bytes as a flat int8 array
+        (:attr:`TensorEntry.array_shape`).
 
     Raises
     ------
@@ -459,11 +461,42 @@ def read_tensor(dump_file: DumpFile, entry: TensorEntry) -> np.ndarray:
             dump_file.path, f"{entry.label}: data type {entry.dtype_name} is not supported (numpy cannot hold it)")
     nbytes = _check_tensor_fits(dump_file.path, entry)
     assert nbytes is not None  # the storage dtype is known and _check_tensor_fits refused a too-large shape
-    payload = _read_payload(dump_file, entry.offset, nbytes)
-    array = np.frombuffer(payload, dtype=storage).reshape(entry.array_shape)
+    if payloads is not None:
+        array = np.frombuffer(payloads.view(entry, nbytes), dtype=storage).reshape(entry.array_shape)
+        array.flags.writeable = False
+    else:
+        array = np.frombuffer(_read_payload(dump_file, entry.offset, nbytes), dtype=storage).reshape(
+            entry.array_shape)
     if entry.dtype_code == dtypes.DT_BF16:
         return dtypes.bf16_bits_to_float32(array)
     return array
+
+
+@dataclass(frozen=True)
+class Payloads:
+    """Every payload byte of one dump file, read with one open and one read: for a reader that takes several
+    tensors of a file, or compares them byte for byte (the comparator reads an op's input and output and its
+    consumer's input from the same few files). ``data`` holds the file's bytes from
+    :attr:`DumpFile.payload_offset` to its end."""
+
+    dump: DumpFile
+    data: bytearray
+
+    def view(self, entry: Union[BlobEntry, "TensorEntry"], nbytes: int) -> memoryview:
+        """The first ``nbytes`` payload bytes of ``entry`` (no copy). Raises :class:`DumpFormatError` when they lie
+        past the end of the file."""
+        start = entry.offset - self.dump.payload_offset
+        if start < 0 or start + nbytes > len(self.data):
+            raise DumpFormatError(self.dump.path, f"payload at offset {entry.offset} ({nbytes} bytes) lies past the "
+                                                  f"end of the file")
+        return memoryview(self.data)[start:start + nbytes]
+
+
+def read_payloads(dump_file: DumpFile) -> Payloads:
+    """Every payload byte of ``dump_file`` (:class:`Payloads`), with :func:`read_tensor`'s check that the file is
+    still the one whose header was read."""
+    start = min(dump_file.payload_offset, dump_file.file_size)
+    return Payloads(dump_file, _read_payload(dump_file, start, dump_file.file_size - start))
 
 
 def read_tensor_chunks(dump_file: DumpFile, entry: TensorEntry, size: int) -> Iterator[np.ndarray]:

@@ -28,7 +28,8 @@ import numpy as np
 
 from precision_tool.errors import LayoutError
 from precision_tool.formats import dtypes, layouts
-from precision_tool.formats.dump_file import DumpFile, TensorEntry, can_map, map_tensor, raw_bytes_note, read_tensor
+from precision_tool.formats.dump_file import (DumpFile, Payloads, TensorEntry, can_map, map_tensor, raw_bytes_note,
+                                               read_tensor)
 
 RAW_BYTES_LAYOUT = "ND"  # the layout of a DT_UNDEFINED tensor as read: a flat array of its bytes
 
@@ -116,7 +117,8 @@ def _fits(entry: TensorEntry, origin: str, stored: str, c0: int) -> bool:
 
 
 def read_origin_tensor(dump_file: DumpFile, entry: TensorEntry, origin_format: Optional[str] = None,
-                       keep_layout: bool = False, dtype=None, mapped: bool = False) -> OriginTensor:
+                       keep_layout: bool = False, dtype=None, mapped: bool = False,
+                       payloads: Optional[Payloads] = None) -> OriginTensor:
     """Read ``entry``'s payload and convert it to its origin format and original shape.
 
     ``keep_layout=True`` returns the stored array untouched. ``dtype`` is only for a device layout that is
@@ -126,13 +128,15 @@ def read_origin_tensor(dump_file: DumpFile, entry: TensorEntry, origin_format: O
     :class:`LayoutError` when the shapes contradict each other, and the dump reader's errors for unreadable
     payloads. ``mapped=True``: an array in stored order is a read-only memory map
     (:func:`~precision_tool.formats.dump_file.map_tensor`) whose pages are read only when indexed -- for ``pt`` and
-    ``cp`` slices; a converted layout is read whole either way.
+    ``cp`` slices; a converted layout is read whole either way. ``payloads``: the file's payload bytes when the
+    caller has read them already (:func:`~precision_tool.formats.dump_file.read_payloads`); an array in stored
+    order is then a read-only view of them.
     """
     if entry.is_raw_bytes:
-        return OriginTensor(read_tensor(dump_file, entry), RAW_BYTES_LAYOUT, converted=False,
+        return OriginTensor(read_tensor(dump_file, entry, payloads), RAW_BYTES_LAYOUT, converted=False,
                             note=raw_bytes_note(entry))
     stored_format = layouts.format_of(entry.format_code)
-    array = map_tensor(dump_file, entry) if mapped and can_map(entry) else read_tensor(dump_file, entry)
+    array = map_tensor(dump_file, entry) if mapped and can_map(entry) else read_tensor(dump_file, entry, payloads)
     if keep_layout:
         return OriginTensor(array, stored_format, converted=False, note="kept as stored")
     if not has_original_shape(entry):
