@@ -16,8 +16,9 @@ default).
 Streaming
 ---------
 Pairs go to ``workers`` processes (fork) in chunks of consecutive pairs; each worker loads one pair at a
-time, compares it and sends back a :class:`TensorResult` -- no array crosses a process boundary. Chunks of
-consecutive pairs keep each worker's header and reference caches useful (:mod:`.worker`).
+time, compares it and sends back a :class:`TensorResult` -- no array crosses a process boundary, and no task
+either: forked workers inherit the task list, so only chunk ranges are sent. Chunks of consecutive pairs keep
+each worker's header and reference caches useful (:mod:`.worker`).
 
 Shared input results
 --------------------
@@ -34,7 +35,7 @@ import math
 import multiprocessing
 import os
 import time
-from typing import Callable, Dict, List, Optional, Sequence, Tuple
+from typing import Callable, Dict, List, Optional, Tuple
 
 from precision_tool.alignment import Alignment
 from precision_tool.alignment.npu_side import graphs_of
@@ -138,9 +139,11 @@ def _decode_alike(output_pair, input_pair) -> bool:
                                                                          b.origin_shape))
 
 
-def _chunks(tasks: Sequence[PairTask], workers: int) -> List[Sequence[PairTask]]:
-    size = max(1, min(_MAX_CHUNK, math.ceil(len(tasks) / (workers * _CHUNKS_PER_WORKER))))
-    return [tasks[start:start + size] for start in range(0, len(tasks), size)]
+def _chunks(count: int, workers: int) -> List[Tuple[int, int]]:
+    """``[start, stop)`` ranges of consecutive tasks: about :data:`_CHUNKS_PER_WORKER` per worker, at most
+    :data:`_MAX_CHUNK` tasks each."""
+    size = max(1, min(_MAX_CHUNK, math.ceil(count / (workers * _CHUNKS_PER_WORKER))))
+    return [(start, min(start + size, count)) for start in range(0, count, size)]
 
 
 # --------------------------------------------------------------------------------------------- running
@@ -152,7 +155,7 @@ def _run(tasks: List[PairTask], cosine_threshold, workers: int, progress: Option
     (:func:`~precision_tool.comparison.worker.prepare_worker_process`) never touch the caller's process (a
     long-lived shell, a test runner). Only a run too small to fill two chunks is compared in this process.
     """
-    chunks = _chunks(tasks, workers)
+    chunks = _chunks(len(tasks), workers)
     outcomes: List[Outcome] = []
     if progress:
         progress(0, len(tasks))
@@ -160,14 +163,15 @@ def _run(tasks: List[PairTask], cosine_threshold, workers: int, progress: Option
     if len(chunks) < 2:
         started()
         comparer = PairComparer(cosine_threshold)
-        for chunk in chunks:
-            outcomes.extend(comparer.run_all(chunk))
+        for start, stop in chunks:
+            outcomes.extend(comparer.run_all(tasks[start:stop]))
         if progress and tasks:
             progress(len(outcomes), len(tasks))
         return outcomes, 1
     context = multiprocessing.get_context("fork" if "fork" in multiprocessing.get_all_start_methods() else None)
     processes = min(workers, len(chunks))
-    with context.Pool(processes, initializer=init_pool_worker, initargs=(cosine_threshold, os.getpid())) as pool:
+    with context.Pool(processes, initializer=init_pool_worker,
+                      initargs=(cosine_threshold, os.getpid(), tasks)) as pool:
         started()  # the pool forks its workers when made; it forks again only to replace one that died
         for chunk_outcomes in pool.imap(run_chunk, chunks):
             outcomes.extend(chunk_outcomes)

@@ -347,23 +347,28 @@ def _dtype_name(dtype) -> str:
 
 # --------------------------------------------------------------------------------------------- pool side
 _PROCESS_COMPARER: Optional[PairComparer] = None
+_PROCESS_TASKS: Sequence[PairTask] = ()
 
 
-def init_pool_worker(cosine_threshold: Optional[float], parent: Optional[int] = None) -> None:
-    """Pool initializer: process settings, dying with ``parent`` (the pool's process), and this process's
-    comparer."""
-    global _PROCESS_COMPARER
+def init_pool_worker(cosine_threshold: Optional[float], parent: Optional[int] = None,
+                     tasks: Sequence[PairTask] = ()) -> None:
+    """Pool initializer: process settings, dying with ``parent`` (the pool's process), this process's comparer, and
+    every task of the run. A forked worker finds the tasks in the memory it inherited (a pool's initializer
+    arguments are not pickled for a fork), so only chunk ranges cross the pipe (:func:`run_chunk`)."""
+    global _PROCESS_COMPARER, _PROCESS_TASKS
     if parent is not None:
         die_with_parent(parent)
     prepare_worker_process()
     _PROCESS_COMPARER = PairComparer(cosine_threshold)
+    _PROCESS_TASKS = tasks
 
 
-def run_chunk(tasks: Sequence[PairTask]) -> List[Outcome]:
-    """Pool task: compare a run of consecutive pairs (consecutive, so the caches hit)."""
+def run_chunk(span: Tuple[int, int]) -> List[Outcome]:
+    """Pool task: compare tasks ``[start, stop)`` of the run, a run of consecutive pairs (so the caches hit)."""
     if _PROCESS_COMPARER is None:  # not a pool worker: init_pool_worker has not run
         raise RuntimeError("run_chunk runs only in a pool started with init_pool_worker")
-    return _PROCESS_COMPARER.run_all(tasks)
+    start, stop = span
+    return _PROCESS_COMPARER.run_all(_PROCESS_TASKS[start:stop])
 
 
 __all__ = ["PairTask", "PairComparer", "Outcome", "judge_pair", "prepare_worker_process", "keep_freed_memory",

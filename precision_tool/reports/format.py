@@ -12,7 +12,6 @@ import re
 from dataclasses import dataclass
 from typing import Any, List
 
-from tabulate import tabulate
 
 from precision_tool.reports.report import Report, Table, Text
 
@@ -94,6 +93,8 @@ def _format_table(table: Table, settings: OutputSettings) -> str:
         rows = rows[: settings.max_rows]
     cells = [[_cell(value, settings.float_format) for value in row] for row in rows]
     headers = [terminal_safe(str(header)) for header in table.headers]
+    from tabulate import tabulate  # here: tabulate imports importlib.metadata, 30 ms of every start-up otherwise
+
     text = tabulate(cells, headers=headers, tablefmt=settings.table_format,
                     disable_numparse=True) if rows else "(none)"
     lines = [terminal_safe(table.title)] if table.title else []
