@@ -489,7 +489,7 @@ class Payloads:
         if start < 0 or start + nbytes > len(self.data):
             raise DumpFormatError(self.dump.path, f"payload at offset {entry.offset} ({nbytes} bytes) lies past the "
                                                   f"end of the file")
-        return memoryview(self.data)[start:start + nbytes]
+        return self.data[start:start + nbytes].data
 
 
 def read_payloads(dump_file: DumpFile) -> Payloads:
