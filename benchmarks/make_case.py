@@ -1,8 +1,9 @@
 """Build the peer-style comparison case: a chain of N ops, each dumping one input and one float16 output of
 262,144 elements, float32 npy references, and the chain's GE graph (text and JSON).
 
-Variants: ``nd`` (outputs ND ``[512, 512]``), ``nc1hwc0`` (NHWC ``[1, 64, 64, 64]`` stored NC1HWC0) and ``huge``
-(ND ``[8192, 8192]``, 64M elements, built with one op: the bounded-memory case).
+Variants: ``nd`` (outputs ND ``[512, 512]``), ``nc1hwc0`` (NHWC ``[1, 64, 64, 64]`` stored NC1HWC0), and the
+bounded-memory cases, 64M elements built with one op: ``huge`` (ND ``[8192, 8192]``) and ``huge_nc1hwc0`` (NHWC
+``[1, 1024, 1024, 64]`` stored NC1HWC0).
 Every reference is the NPU value plus a little noise, so every metric has work to do. Written with
 precision_tool's own writers; the case folder is flat (msaccucmp needs flat folders):
 
@@ -31,6 +32,7 @@ VARIANTS = {
     "nd": dict(shape=(512, 512), origin="ND", stored="ND"),
     "nc1hwc0": dict(shape=(1, 64, 64, 64), origin="NHWC", stored="NC1HWC0"),
     "huge": dict(shape=(8192, 8192), origin="ND", stored="ND"),  # 64M elements: 128 MiB float16, 256 MiB float32
+    "huge_nc1hwc0": dict(shape=(1, 1024, 1024, 64), origin="NHWC", stored="NC1HWC0"),  # the same, in a device layout
 }
 
 

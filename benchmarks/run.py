@@ -36,7 +36,7 @@ sys.path.insert(0, REPO)
 
 DEFAULT_ROOT = "/tmp/precision_tool_bench"
 PEER_SCRIPT = os.path.join(REPO, os.pardir, "shared", "peers", "msaccucmp", "msaccucmp.sh")
-VARIANTS = ("nd", "nc1hwc0", "huge")
+VARIANTS = ("nd", "nc1hwc0", "huge", "huge_nc1hwc0")
 SAMPLE_SECONDS = 0.05
 
 
@@ -204,7 +204,7 @@ def run_variant(root: str, variant: str, ops: int, repeat: int, peer_repeat: int
     """Ours, a plain read of the same files (one Python process reading every file once: the I/O floor) and the
     peer (not for the huge pair: it holds every tensor in float32 copies), each after one unmeasured warm-up run
     (page cache and bytecode caches filled, as for a user's second run)."""
-    huge = variant == "huge"
+    huge = variant.startswith("huge")
     ops = 1 if huge else ops
     case = _load_make_case().build_case(os.path.join(root, f"{variant}_{ops}"), variant=variant, ops=ops)
     args = ["compare", "-m", os.path.join(case, "npu"), "-g", os.path.join(case, "ref"),
@@ -307,8 +307,8 @@ def print_results(all_results: Dict[str, Dict]) -> None:
         print(tabulate([[name, f"{item['max_abs_diff']:.3g}", item["disagreeing"]]
                         for name, item in agreement["metrics"].items()],
                        headers=["metric", "max |ours - msaccucmp|", "cells beyond 1e-6"], disable_numparse=True))
-    print("\nPairs: nd/nc1hwc0 262,144 float16 + float32 elements (1.5 MiB as stored); huge 64M elements "
-          "(128 MiB float16 + 256 MiB float32, 1 GiB in float64).")
+    print("\nPairs: nd/nc1hwc0 262,144 float16 + float32 elements (1.5 MiB as stored); huge and huge_nc1hwc0 64M "
+          "elements (128 MiB float16 + 256 MiB float32, 1 GiB in float64; ND, and NHWC stored NC1HWC0).")
 
 
 def main(argv=None) -> int:

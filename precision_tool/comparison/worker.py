@@ -31,14 +31,15 @@ import numpy as np
 
 from precision_tool.alignment import AlignedPair, NpuTensorRef, NpyTensorRef
 from precision_tool.comparison.result import TensorResult
+from precision_tool.compat import prod
 from precision_tool.errors import DumpFormatError, PrecisionToolError
 from precision_tool.fileio import prefetch
 from precision_tool.formats.dump_file import (DumpFile, Payloads, TensorEntry, read_dump_header_cached,
-                                               read_payloads, read_tensor_chunks, same_payload)
+                                               read_payloads, same_payload)
 from precision_tool.formats.npy_dir import npy_fortran_order, read_npy_chunks
-from precision_tool.formats.origin_tensor import in_stored_order, read_origin_tensor, shown_shape
+from precision_tool.formats.origin_tensor import origin_pieces, read_origin_tensor
 from precision_tool.metrics import DEFAULT_TOLERANCES, TensorComparison, compare_tensors
-from precision_tool.metrics.pair_stats import CHUNK, same_bytes
+from precision_tool.metrics.pair_stats import CHUNK, paired_pieces, same_bytes
 from precision_tool.metrics.verdict import TensorLayout
 from precision_tool.status import Status
 
@@ -226,8 +227,7 @@ class PairComparer:
         try:
             streamed = self.streamed(pair)
             if streamed is not None:
-                comparison, entry, reference_dtype, shape = streamed
-                decoded_note = ""
+                comparison, entry, reference_dtype, shape, decoded_note = streamed
             else:
                 decoded, entry = self.load_npu(npu)
                 reference = self.load_reference(pair.ref)
@@ -248,32 +248,32 @@ class PairComparer:
             notes=notes, matched_non_finite=comparison.matched_non_finite), ""
 
     def streamed(self, pair: AlignedPair):
-        """``(comparison, entry, reference dtype, shape)`` for a pair too large to hold (more than
-        :data:`STREAM_ABOVE` elements) whose NPU tensor is in origin order and whose reference is a ``.npy`` file:
-        both are read :data:`~precision_tool.metrics.pair_stats.CHUNK` elements at a time, so memory stays fixed.
-        ``None``: load it whole (smaller tensors, device layouts, bf16, NPU references)."""
+        """``(comparison, entry, reference dtype, shape, note)`` for a pair too large to hold (more than
+        :data:`STREAM_ABOVE` elements) whose reference is a ``.npy`` file: the NPU tensor is read in pieces in origin
+        order (:func:`~precision_tool.formats.origin_tensor.origin_pieces`: by offset in stored order, by slabs from
+        a device layout) and the reference :data:`~precision_tool.metrics.pair_stats.CHUNK` elements at a time, so
+        memory stays fixed. ``None``: load it whole (smaller tensors, bf16, FRACTAL_Z, NPU references)."""
         npu, ref = pair.npu, pair.ref
         if not isinstance(ref, NpyTensorRef) or not ref.dtype:
             return None
         ref_shape = tuple(ref.shape)
-        count = int(np.prod(ref_shape, dtype=np.int64))
+        count = prod(ref_shape)
         if count <= STREAM_ABOVE:  # the listed reference shape decides, before any file is touched
             return None
         dump, entry = self.entry(npu)
-        storage = entry.storage_dtype
         ref_dtype: np.dtype = np.dtype(ref.dtype)
-        if (entry.element_count != count or storage is None or ref_dtype.kind not in "fiub"
-                or not in_stored_order(entry, npu.origin_format or None) or npy_fortran_order(ref.path)):
+        pieces = origin_pieces(dump, entry, npu.origin_format or None, CHUNK)
+        if (pieces is None or prod(pieces.shape) != count or ref_dtype.kind not in "fiub"
+                or npy_fortran_order(ref.path)):
             return None  # the whole-tensor path compares it, or says what is wrong
-        shape = shown_shape(entry)
 
         def chunks():
-            return zip(read_tensor_chunks(dump, entry, CHUNK), read_npy_chunks(ref.path, ref_dtype, ref_shape, CHUNK))
+            return paired_pieces(pieces.pieces(), read_npy_chunks(ref.path, ref_dtype, ref_shape, CHUNK))
 
-        comparison = judge_pair(TensorLayout(tuple(shape), storage), TensorLayout(ref_shape, ref_dtype),
+        comparison = judge_pair(TensorLayout(pieces.shape, pieces.dtype), TensorLayout(ref_shape, ref_dtype),
                                 cosine_threshold=self.cosine_threshold, dtype_labels=(npu.dtype, ref.dtype),
                                 chunks=chunks)
-        return comparison, entry, ref_dtype, shape
+        return comparison, entry, ref_dtype, pieces.shape, pieces.note
 
     def run_all(self, tasks: Sequence[PairTask]) -> List[Outcome]:
         """Every task's outcome, in order; while one pair is compared, the next pair's files are already being

@@ -22,14 +22,15 @@ type.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Optional, Tuple
+from typing import Callable, Iterator, Optional, Tuple
 
 import numpy as np
 
 from precision_tool.errors import LayoutError
 from precision_tool.formats import dtypes, layouts
 from precision_tool.formats.dump_file import (DumpFile, Payloads, TensorEntry, can_map, map_tensor, raw_bytes_note,
-                                               read_tensor)
+                                               read_tensor, read_tensor_chunks)
+from precision_tool.formats.origin_slabs import origin_slabs
 
 RAW_BYTES_LAYOUT = "ND"  # the layout of a DT_UNDEFINED tensor as read: a flat array of its bytes
 
@@ -149,6 +150,60 @@ def read_origin_tensor(dump_file: DumpFile, entry: TensorEntry, origin_format: O
         raise LayoutError(f"{entry.label}: {how}")
     widen = dtype if fmt != stored_format else None
     converted = layouts.to_origin(array, stored_format, fmt, shown_shape(entry), dtype=widen)
-    note = f"assumed {fmt} ({how}; another layout fits too)" if ambiguous else ""
+    note = _assumed_note(fmt, ambiguous, how)
     return OriginTensor(np.ascontiguousarray(converted), fmt, converted=fmt != stored_format or
                         converted.shape != array.shape, ambiguous=ambiguous, note=note)
+
+
+def _assumed_note(fmt: str, ambiguous: bool, how: str) -> str:
+    return f"assumed {fmt} ({how}; another layout fits too)" if ambiguous else ""
+
+
+@dataclass(frozen=True)
+class OriginPieces:
+    """A tensor read a piece at a time in origin order: what :func:`read_origin_tensor` gives, without holding it.
+
+    ``pieces()`` yields flat arrays of the stored dtype, in origin order, together every element once; each is
+    valid until the next is asked for. ``shape`` and ``note`` are :func:`read_origin_tensor`'s.
+    """
+
+    shape: Tuple[int, ...]
+    dtype: np.dtype
+    note: str
+    pieces: Callable[[], Iterator[np.ndarray]]
+
+
+def origin_pieces(dump_file: DumpFile, entry: TensorEntry, origin_format: Optional[str], size: int
+                  ) -> Optional[OriginPieces]:
+    """``entry`` as pieces of about ``size`` elements in origin order (:class:`OriginPieces`), so a tensor of any
+    size is compared in fixed memory; ``None`` when it cannot be read so and :func:`read_origin_tensor` must read it
+    whole (bf16, raw bytes, FRACTAL_Z, a device layout without an original shape or whose layout does not fit).
+
+    In stored order (:func:`in_stored_order`) the payload is read ``size`` elements at a time by offset. A device
+    layout is cut into slabs (:mod:`~precision_tool.formats.origin_slabs`); each is read from a memory map of the
+    payload (mapped for that slab only: its pages leave the process with it) and converted alone.
+    """
+    storage = entry.storage_dtype
+    if storage is None or not can_map(entry):
+        return None
+    if in_stored_order(entry, origin_format):
+        return OriginPieces(shown_shape(entry), storage, "", lambda: read_tensor_chunks(dump_file, entry, size))
+    stored_format = layouts.format_of(entry.format_code)
+    if stored_format not in CANDIDATES or not has_original_shape(entry):
+        return None
+    fmt, ambiguous, how = choose_origin_format(entry, origin_format)
+    if fmt is None:
+        return None
+    shape = shown_shape(entry)
+    slabs = origin_slabs(entry.shape, stored_format, fmt, shape, size)
+    if slabs is None:
+        return None
+
+    def pieces() -> Iterator[np.ndarray]:
+        for slab in slabs:
+            mapped = map_tensor(dump_file, entry)
+            block = np.ascontiguousarray(mapped[slab.stored_index])
+            del mapped
+            yield layouts.to_origin(block, stored_format, fmt, slab.origin_shape).reshape(-1)
+
+    return OriginPieces(shape, storage, _assumed_note(fmt, ambiguous, how), pieces)

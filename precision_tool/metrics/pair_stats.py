@@ -354,6 +354,29 @@ def array_chunks(x: np.ndarray, y: np.ndarray, size: int = CHUNK) -> Chunks:
     return chunks
 
 
+def paired_pieces(xs: Iterable[np.ndarray], ys: Iterable[np.ndarray]) -> Iterator[Tuple[np.ndarray, np.ndarray]]:
+    """Two streams of flat pieces of the same elements, cut differently (a device layout's slabs against a file
+    read in fixed chunks), as aligned pairs: each yielded ``(x, y)`` has equal lengths, cut where either stream's
+    piece ends. Each piece is used before the next of its stream is asked for (they may share one buffer). Raises
+    ``ValueError`` when one stream ends before the other."""
+    x_iter, y_iter = iter(xs), iter(ys)
+    x = y = np.empty(0)
+    while True:
+        if not x.size:
+            x = next(x_iter, None)
+        if not y.size:
+            y = next(y_iter, None)
+        if x is None or y is None:
+            if x is not None or y is not None:
+                raise ValueError("the two streams of pieces hold different numbers of elements")
+            return
+        if not x.size or not y.size:
+            continue
+        n = min(x.size, y.size)
+        yield x[:n], y[:n]
+        x, y = x[n:], y[n:]
+
+
 def pair_stats(x, y, rtol: float = 0.0, atol: float = 0.0) -> PairStats:
     """:func:`gather` over two 1-D arrays of real numbers of equal length (the public metric functions' entry);
     raises :class:`~precision_tool.errors.MetricInputError` for anything else."""
@@ -369,5 +392,6 @@ def metric_over(kernel: Callable[[PairStats], float], x, y) -> float:
     return kernel(stats) if stats.n == stats.total else math.nan
 
 
-__all__ = ["PairStats", "KERNEL", "CHUNK", "same_bytes", "gather", "array_chunks", "pair_stats", "metric_over",
+__all__ = ["PairStats", "KERNEL", "CHUNK", "same_bytes", "gather", "array_chunks", "paired_pieces", "pair_stats",
+           "metric_over",
            "FINITE", "NAN", "POSINF", "NEGINF"]

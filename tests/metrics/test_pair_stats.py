@@ -183,6 +183,47 @@ def test_the_worker_reads_a_large_pair_in_pieces_with_the_same_result(tmp_path, 
     assert len(pieces.metrics) == len(ALL) and pieces.metric("CosineSimilarity") < 1.0
 
 
+@pytest.mark.parametrize("origin, device, shape", [
+    ("NHWC", "NC1HWC0", (2, 9, 7, 19)), ("NCHW", "NC1HWC0", (2, 19, 9, 7)), ("NDHWC", "NDC1HWC0", (1, 3, 5, 7, 17)),
+    ("ND", "FRACTAL_NZ", (2, 53, 37))])
+def test_a_large_device_layout_tensor_is_compared_slab_by_slab_with_the_whole_tensors_result(tmp_path, monkeypatch,
+                                                                                          origin, device, shape):
+    """Above STREAM_ABOVE a device-layout tensor is converted a slab at a time (issue 17: any size in fixed memory):
+    the row equals the whole-tensor row -- status, shape, every metric, and the worst element's position."""
+    from precision_tool.alignment import AlignedPair, NpuTensorRef, NpyTensorRef
+    from precision_tool.comparison import worker
+    from precision_tool.formats.dump_writer import TensorSpec, write_dump
+    from precision_tool.formats.layouts import to_device
+
+    rng = np.random.default_rng(4)
+    reference = rng.standard_normal(shape).astype(np.float32)
+    npu = (reference + rng.standard_normal(shape).astype(np.float32) * 0.01).astype(np.float16)
+    npu.flat[npu.size * 2 // 3] += 5  # the worst element, deep inside
+    stored = to_device(npu, origin, device)
+    dump = str(tmp_path / "Conv2D.op.1.1.1")
+    write_dump(dump, "op", outputs=[TensorSpec(stored, device, original_shape=list(shape))])
+    ref_path = str(tmp_path / "op.0.1.npy")
+    np.save(ref_path, reference)
+    pair = AlignedPair(npu=NpuTensorRef(path=dump, op_name="op", op_type="Conv2D", kind="output", index=0,
+                                        dtype="float16", shape=stored.shape, origin_format=origin,
+                                        origin_shape=shape),
+                       ref=NpyTensorRef(path=ref_path, op_name="op", output_index=0, dtype="<f4", shape=shape),
+                       rule="test")
+    task = worker.PairTask(pair, 0, "op")
+    whole, _ = worker.PairComparer(0.99).run(task)
+    monkeypatch.setattr(worker, "STREAM_ABOVE", 100)
+    monkeypatch.setattr(worker, "CHUNK", 333)
+    comparer = worker.PairComparer(0.99)
+    streamed = comparer.streamed(pair)
+    assert streamed is not None and streamed[0].worst.flat_index == npu.size * 2 // 3
+    pieces, _ = comparer.run(task)
+    assert (pieces.status, pieces.shape, pieces.notes, pieces.reason) == (whole.status, whole.shape, whole.notes,
+                                                                          whole.reason)
+    for got, expected in zip(pieces.metrics, whole.metrics):  # StandardDeviation is a tuple of four
+        assert tuple(np.ravel(got)) == pytest.approx(tuple(np.ravel(expected)), rel=1e-12)
+    assert whole.metric("MaxAbsoluteError") == pytest.approx(5.0, abs=0.1)
+
+
 @pytest.mark.parametrize("case", ["no header shape, graph shape", "empty header shape", "fortran reference"])
 def test_the_pieces_path_decodes_the_shape_as_the_whole_path_does(tmp_path, monkeypatch, case):
     """Found in review: the piece-by-piece path ignored the graph's shape when the header had none, took a header
