@@ -80,7 +80,7 @@ lint: venv
 	$(VENV)/bin/vermin -q -t=3.7- --no-tips --violations precision_tool
 
 test: venv lint peer browser test-user-envs
-	$(PY) -m pytest -q
+	PRECISION_TOOL_EXPECT_C=1 $(PY) -m pytest -q
 
 test-fast: venv
 	$(PY) -m pytest -q -m "not tf and not peer"

@@ -3,6 +3,7 @@ other and with plain float64 formulas written here (numpy whole-array operations
 reads; float16 is decoded exactly (all 65,536 values against numpy's own conversion); the log the KL uses is within
 1 ulp of numpy's; and the worker's piece-by-piece path gives the row the whole-tensor path gives."""
 import math
+import os
 
 import numpy as np
 import pytest
@@ -92,6 +93,17 @@ def test_metrics_equal_plain_float64_formulas(x_dtype, y_dtype):
     assert tuple(result.value("StandardDeviation")) == pytest.approx((a.mean(), a.std(), b.mean(), b.std()), rel=1e-12)
     assert result.worst.flat_index == int(np.argmax(d))
     assert result.allclose_ratio == np.isclose(a, b, rtol=result.tolerance.rtol, atol=result.tolerance.atol).mean()
+
+
+@pytest.mark.skipif(not os.environ.get("PRECISION_TOOL_EXPECT_C"),
+                    reason="PRECISION_TOOL_EXPECT_C is not set (make test sets it for the main environment)")
+def test_the_c_passes_are_built_from_the_current_source():
+    """The extension is optional at install (no compiler: the numpy passes), so a C file that stops compiling would
+    leave the numpy passes -- or, in a checkout, the last good build -- in use without a word. Where make test
+    built it, it must be there and newer than its source."""
+    assert ps._pairstats is not None, "the C passes did not build: pip install -e . shows the compiler's error"
+    source = os.path.join(os.path.dirname(ps.__file__), "_pairstats.c")
+    assert os.path.getmtime(ps._pairstats.__file__) >= os.path.getmtime(source), "the build is older than the source"
 
 
 @needs_c
