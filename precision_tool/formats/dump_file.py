@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import contextlib
 import io
+import itertools
 import os
 import struct
 import threading
@@ -35,6 +36,7 @@ from typing import BinaryIO, Iterator, Optional, Sequence, Tuple, Union, cast
 import numpy as np
 from google.protobuf.message import DecodeError
 
+from precision_tool.compat import prod
 from precision_tool.errors import DumpFormatError, NanoDumpError
 from precision_tool.fileio import map_handle, open_input
 from precision_tool.formats import dtypes
@@ -531,6 +533,40 @@ def map_tensor(dump_file: DumpFile, entry: TensorEntry) -> np.ndarray:
             return map_handle(handle, entry.storage_dtype, entry.array_shape, entry.offset)
         except ValueError as error:
             raise DumpFormatError(dump_file.path, f"cannot map: {error}") from None
+
+
+def read_stored_block(dump_file: DumpFile, entry: TensorEntry, index: Tuple[slice, ...]) -> np.ndarray:
+    """``read_tensor(dump_file, entry)[index]`` for an ``index`` of one step-1 slice per stored axis, reading only
+    those bytes: the block is a few contiguous runs of the payload (every axis after the last partial one is
+    whole), each read into its place with one open for all. For the slabs a large device-layout tensor is
+    compared in (:func:`~precision_tool.formats.origin_tensor.origin_pieces`); a read, unlike a memory map, turns
+    a file cut short meanwhile into an error instead of a SIGBUS. Same checks and errors as :func:`read_tensor`;
+    for tensors :func:`can_map` takes."""
+    if not can_map(entry):
+        raise DumpFormatError(dump_file.path, f"{entry.label}: data type {entry.dtype_name} is not read in blocks")
+    nbytes = _check_tensor_fits(dump_file.path, entry)
+    assert nbytes is not None and entry.storage_dtype is not None
+    shape = entry.array_shape
+    ranges = [range(*part.indices(size)) for part, size in zip(index, shape)]
+    if len(ranges) != len(shape) or any(r.step != 1 for r in ranges):
+        raise ValueError(f"index {index!r} is not one step-1 slice per axis of {shape}")
+    block = np.empty(tuple(len(r) for r in ranges), entry.storage_dtype)
+    if not block.size:
+        return block
+    partial = max((axis for axis, (r, size) in enumerate(zip(ranges, shape)) if len(r) != size), default=0)
+    itemsize = entry.storage_dtype.itemsize
+    strides = [itemsize * prod(shape[axis + 1:]) for axis in range(len(shape))]
+    run = len(ranges[partial]) * strides[partial]
+    runs = memoryview(block.reshape(-1).view(np.uint8))
+    with _opened_payload(dump_file, entry.offset, nbytes) as handle:
+        for number, outer in enumerate(itertools.product(*ranges[:partial])):
+            start = entry.offset + sum(i * stride for i, stride in zip(outer, strides)) \
+                + ranges[partial].start * strides[partial]
+            handle.seek(start)
+            if cast(io.BufferedReader, handle).readinto(runs[number * run:(number + 1) * run]) != run:
+                raise DumpFormatError(dump_file.path, f"file shrank while being read (wanted {run} bytes at "
+                                                      f"offset {start})")
+    return block
 
 
 def can_map(entry: TensorEntry) -> bool:

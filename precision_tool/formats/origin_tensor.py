@@ -29,7 +29,7 @@ import numpy as np
 from precision_tool.errors import LayoutError
 from precision_tool.formats import dtypes, layouts
 from precision_tool.formats.dump_file import (DumpFile, Payloads, TensorEntry, can_map, map_tensor, raw_bytes_note,
-                                               read_tensor, read_tensor_chunks)
+                                               read_stored_block, read_tensor, read_tensor_chunks)
 from precision_tool.formats.origin_slabs import origin_slabs
 
 RAW_BYTES_LAYOUT = "ND"  # the layout of a DT_UNDEFINED tensor as read: a flat array of its bytes
@@ -180,8 +180,8 @@ def origin_pieces(dump_file: DumpFile, entry: TensorEntry, origin_format: Option
     whole (bf16, raw bytes, FRACTAL_Z, a device layout without an original shape or whose layout does not fit).
 
     In stored order (:func:`in_stored_order`) the payload is read ``size`` elements at a time by offset. A device
-    layout is cut into slabs (:mod:`~precision_tool.formats.origin_slabs`); each is read from a memory map of the
-    payload (mapped for that slab only: its pages leave the process with it) and converted alone.
+    layout is cut into slabs (:mod:`~precision_tool.formats.origin_slabs`); each is read alone
+    (:func:`~precision_tool.formats.dump_file.read_stored_block`) and converted alone.
     """
     storage = entry.storage_dtype
     if storage is None or not can_map(entry):
@@ -201,9 +201,7 @@ def origin_pieces(dump_file: DumpFile, entry: TensorEntry, origin_format: Option
 
     def pieces() -> Iterator[np.ndarray]:
         for slab in slabs:
-            mapped = map_tensor(dump_file, entry)
-            block = np.ascontiguousarray(mapped[slab.stored_index])
-            del mapped
+            block = read_stored_block(dump_file, entry, slab.stored_index)
             yield layouts.to_origin(block, stored_format, fmt, slab.origin_shape).reshape(-1)
 
     return OriginPieces(shape, storage, _assumed_note(fmt, ambiguous, how), pieces)

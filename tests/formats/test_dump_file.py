@@ -9,7 +9,8 @@ import pytest
 
 from precision_tool.errors import DumpFormatError, NanoDumpError, PrecisionToolError
 from precision_tool.formats import dtypes
-from precision_tool.formats.dump_file import element_count, format_shape, read_blob, read_dump_header, read_tensor
+from precision_tool.formats.dump_file import (element_count, format_shape, read_blob, read_dump_header,
+                                               read_stored_block, read_tensor)
 from precision_tool.formats.dump_schema import DumpData
 from precision_tool.formats.dump_writer import TensorSpec, build_dump_bytes, write_dump
 from precision_tool.formats.tensor_kind import INPUT, OUTPUT
@@ -357,3 +358,30 @@ def test_format_shape_elides_long_shapes():
     assert format_shape((1, 2)) == "[1, 2]"
     assert format_shape(()) == "[]"
     assert format_shape(tuple(range(20))) == "[0, 1, 2, 3, 4, 5, 6, 7, 8, 9, ..., 19] (20 dims)"
+
+
+@pytest.mark.parametrize("index", [
+    (slice(0, 1), slice(None), slice(2, 5), slice(None), slice(None)),   # an NHWC slab: C1 runs
+    (slice(1, 2), slice(1, 3), slice(None), slice(None), slice(None)),   # an NCHW slab: one run
+    (slice(None),) * 5,                                                  # the whole tensor
+    (slice(0, 2), slice(0, 3), slice(0, 6), slice(1, 2), slice(None)),  # a partial axis deep inside
+    (slice(0, 2), slice(1, 1), slice(None), slice(None), slice(None))])  # empty
+def test_read_stored_block_reads_what_indexing_the_whole_tensor_gives(tmp_path, index):
+    stored = np.arange(2 * 3 * 6 * 4 * 16, dtype=np.float16).reshape(2, 3, 6, 4, 16)
+    path = str(tmp_path / "Conv2D.op.1.1.1")
+    write_dump(path, "op", inputs=[TensorSpec(np.ones(7, np.float32))],
+               outputs=[TensorSpec(stored, "NC1HWC0", original_shape=[2, 6, 4, 40])])
+    dump = read_dump_header(path)
+    block = read_stored_block(dump, dump.tensor(OUTPUT, 0), index)
+    assert block.dtype == np.float16 and np.array_equal(block, stored[index])
+
+
+def test_read_stored_block_says_a_file_cut_short_after_its_header_was_read(tmp_path):
+    stored = np.zeros((1, 2, 8, 8, 16), np.float16)
+    path = str(tmp_path / "Conv2D.op.1.1.1")
+    write_dump(path, "op", outputs=[TensorSpec(stored, "NC1HWC0", original_shape=[1, 8, 8, 32])])
+    dump = read_dump_header(path)
+    with open(path, "r+b") as handle:
+        handle.truncate(os.path.getsize(path) - 100)
+    with pytest.raises(DumpFormatError, match="Conv2D.op.1.1.1.*changed on disk"):
+        read_stored_block(dump, dump.tensor(OUTPUT, 0), (slice(None),) * 5)
