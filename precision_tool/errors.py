@@ -97,6 +97,11 @@ class WorkspaceError(PrecisionToolError):
     """A folder or file the command needs is missing, or an output would go into an input folder."""
 
 
+class WorkerError(PrecisionToolError):
+    """A worker process of the comparison died (killed by the system -- out of memory -- or by a signal): the run
+    cannot finish, and nothing is written."""
+
+
 class UsageError(PrecisionToolError):
     """A command line that does not parse: unknown command, bad flag, bad value."""
 

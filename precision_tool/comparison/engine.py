@@ -15,9 +15,10 @@ default).
 
 Streaming
 ---------
-Pairs go to ``workers`` processes (fork) in chunks of consecutive pairs; each worker loads one pair at a
-time, compares it and sends back a :class:`TensorResult` -- no array crosses a process boundary, and no task
-either: forked workers inherit the task list, so only chunk ranges are sent. Chunks of consecutive pairs keep
+Pairs go to ``workers`` processes (fork; :mod:`.processes`) in chunks of consecutive pairs; each worker loads
+one pair at a time, compares it and sends back a :class:`TensorResult` -- no array crosses a process boundary, and
+no task either: forked workers inherit the task list, so only chunk ranges are sent. A worker that dies (out of
+memory) ends the run with :class:`~precision_tool.errors.WorkerError`. Chunks of consecutive pairs keep
 each worker's header and reference caches useful (:mod:`.worker`).
 
 Shared input results
@@ -32,7 +33,6 @@ them, another dump step, a different reference -- is compared on its own.
 from __future__ import annotations
 
 import math
-import multiprocessing
 import os
 import time
 from typing import Callable, Dict, List, Optional, Tuple
@@ -40,8 +40,8 @@ from typing import Callable, Dict, List, Optional, Tuple
 from precision_tool.alignment import Alignment
 from precision_tool.alignment.npu_side import graphs_of
 from precision_tool.comparison.result import ComparisonResult, RunFacts, TensorResult, Timing
-from precision_tool.comparison.worker import (Outcome, PairComparer, PairTask, init_pool_worker,
-                                              reference_identity, run_chunk)
+from precision_tool.comparison.processes import run_in_workers
+from precision_tool.comparison.worker import Outcome, PairComparer, PairTask, reference_identity
 from precision_tool.formats.tensor_kind import TensorKind
 from precision_tool.metrics import DEFAULT_COSINE_THRESHOLD
 from precision_tool.status import Status
@@ -168,15 +168,11 @@ def _run(tasks: List[PairTask], cosine_threshold, workers: int, progress: Option
         if progress and tasks:
             progress(len(outcomes), len(tasks))
         return outcomes, 1
-    context = multiprocessing.get_context("fork" if "fork" in multiprocessing.get_all_start_methods() else None)
     processes = min(workers, len(chunks))
-    with context.Pool(processes, initializer=init_pool_worker,
-                      initargs=(cosine_threshold, os.getpid(), tasks)) as pool:
-        started()  # the pool forks its workers when made; it forks again only to replace one that died
-        for chunk_outcomes in pool.imap(run_chunk, chunks):
-            outcomes.extend(chunk_outcomes)
-            if progress:
-                progress(len(outcomes), len(tasks))
+    for chunk_outcomes in run_in_workers(tasks, chunks, cosine_threshold, processes, started):
+        outcomes.extend(chunk_outcomes)
+        if progress:
+            progress(len(outcomes), len(tasks))
     return outcomes, processes
 
 

@@ -1,0 +1,89 @@
+"""The comparison's worker processes (precision_tool.comparison.processes): chunk results come back in order, a
+worker that dies ends the run at once with one line naming how (a multiprocessing.Pool waited for ever), and a
+bug in a worker comes back with its traceback."""
+import os
+import signal
+import time
+
+import pytest
+
+from precision_tool.comparison import processes
+from precision_tool.errors import WorkerError
+
+pytestmark = pytest.mark.skipif(not hasattr(os, "fork"), reason="the tests replace run_chunk in forked workers")
+
+
+def _spans(count, size):
+    return [(start, min(start + size, count)) for start in range(0, count, size)]
+
+
+def _run(monkeypatch, chunk, count=40, size=3, workers=2):
+    monkeypatch.setattr(processes, "run_chunk", chunk)
+    started = []
+    out = list(processes.run_in_workers(list(range(count)), _spans(count, size), 0.99, workers,
+                                        lambda: started.append(True)))
+    return out, started
+
+
+def test_results_come_back_in_span_order_whichever_worker_finishes_first(monkeypatch):
+    def chunk(span):
+        time.sleep(0.02 if span[0] % 2 else 0.0)  # odd spans finish last
+        return [(span, os.getpid())]
+
+    out, started = _run(monkeypatch, chunk)
+    assert [item[0][0] for item in out] == _spans(40, 3) and started == [True]
+    assert len({item[0][1] for item in out}) == 2 and os.getpid() not in {item[0][1] for item in out}
+
+
+@pytest.mark.parametrize("how", ["sigkill", "exit"])
+def test_a_worker_that_dies_ends_the_run_at_once(monkeypatch, how):
+    def chunk(span):
+        if span[0] == 9:
+            if how == "sigkill":
+                os.kill(os.getpid(), signal.SIGKILL)
+            os._exit(3)
+        time.sleep(0.01)
+        return [span]
+
+    started = time.perf_counter()
+    with pytest.raises(WorkerError) as raised:
+        _run(monkeypatch, chunk)
+    assert time.perf_counter() - started < 10
+    text = str(raised.value)
+    assert "died" in text and "nothing was written" in text and "\n" not in text
+    assert ("killed by signal 9 (SIGKILL: out of memory?)" if how == "sigkill" else "exit code 3") in text
+
+
+def test_a_bug_in_a_worker_comes_back_with_its_traceback(monkeypatch):
+    def chunk(span):
+        if span[0] == 6:
+            raise ZeroDivisionError("planted")
+        return [span]
+
+    with pytest.raises(RuntimeError, match="(?s)comparison worker failed.*ZeroDivisionError: planted"):
+        _run(monkeypatch, chunk)
+
+
+@pytest.mark.parametrize("dies", [False, True])
+def test_every_worker_is_gone_after_the_run(monkeypatch, dies):
+    def chunk(span):
+        if dies and span[0] == 3:
+            os._exit(1)
+        return [os.getpid()]
+
+    before = _children()
+    try:
+        out, _ = _run(monkeypatch, chunk, count=12)
+        assert not dies and len({pid for (pid,) in out}) == 2
+    except WorkerError:
+        assert dies
+    assert _children() == before  # stopped and reaped: none left running or as a zombie
+
+
+def _children():
+    """This process's children, from /proc (empty where there is none)."""
+    try:
+        with open(f"/proc/{os.getpid()}/task/{os.getpid()}/children") as handle:
+            return [int(pid) for pid in handle.read().split()]
+    except OSError:
+        return []
