@@ -106,10 +106,10 @@ def _died(process, compared: int, total: int) -> WorkerError:
     if code is None:
         how = "its pipe closed"
     elif code < 0:
-        how = f"killed by signal {-code}{' (SIGKILL: out of memory?)' if code == -9 else ''}"
+        how = f"killed by signal {-code}{', SIGKILL: out of memory?' if code == -9 else ''}"
     else:
         how = f"exit code {code}"
-    return WorkerError(f"a comparison worker process died ({how}) after {compared} of {total} tensors; nothing was "
+    return WorkerError(f"a comparison worker process died after {compared} of {total} tensors ({how}); nothing was "
                        f"written", "the system log (dmesg) names an out-of-memory kill")
 
 

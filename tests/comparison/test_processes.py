@@ -51,7 +51,7 @@ def test_a_worker_that_dies_ends_the_run_at_once(monkeypatch, how):
     assert time.perf_counter() - started < 10
     text = str(raised.value)
     assert "died" in text and "nothing was written" in text and "\n" not in text
-    assert ("killed by signal 9 (SIGKILL: out of memory?)" if how == "sigkill" else "exit code 3") in text
+    assert ("(killed by signal 9, SIGKILL: out of memory?)" if how == "sigkill" else "(exit code 3)") in text
 
 
 def test_a_bug_in_a_worker_comes_back_with_its_traceback(monkeypatch):
