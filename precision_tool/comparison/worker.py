@@ -13,9 +13,8 @@ Two process-wide settings are made once per worker (:func:`prepare_worker_proces
   more than a few hundred kB back to the kernel, so each of the ~8 float64 work arrays of a 262,144-element
   comparison is page-faulted afresh on every tensor: measured here, 11 ms per pair instead of 5 ms.
 
-And a pool worker dies with the process that started it (:func:`die_with_parent`): a killed ``compare``
-would otherwise leave its workers blocked on their task queue forever (each holds the queue's write end too,
-so it never sees end-of-file).
+And a worker dies with the process that started it (:func:`die_with_parent`): a killed ``compare`` would
+otherwise leave its workers blocked on their pipes.
 """
 from __future__ import annotations
 
@@ -352,9 +351,9 @@ _PROCESS_TASKS: Sequence[PairTask] = ()
 
 def init_pool_worker(cosine_threshold: Optional[float], parent: Optional[int] = None,
                      tasks: Sequence[PairTask] = ()) -> None:
-    """Pool initializer: process settings, dying with ``parent`` (the pool's process), this process's comparer, and
-    every task of the run. A forked worker finds the tasks in the memory it inherited (a pool's initializer
-    arguments are not pickled for a fork), so only chunk ranges cross the pipe (:func:`run_chunk`)."""
+    """A worker's set-up (:mod:`~precision_tool.comparison.processes`): process settings, dying with ``parent``
+    (the comparing process), this process's comparer, and every task of the run. A forked worker finds the tasks in
+    the memory it inherited (a fork pickles no argument), so only chunk ranges cross its pipe (:func:`run_chunk`)."""
     global _PROCESS_COMPARER, _PROCESS_TASKS
     if parent is not None:
         die_with_parent(parent)
@@ -364,9 +363,9 @@ def init_pool_worker(cosine_threshold: Optional[float], parent: Optional[int] = 
 
 
 def run_chunk(span: Tuple[int, int]) -> List[Outcome]:
-    """Pool task: compare tasks ``[start, stop)`` of the run, a run of consecutive pairs (so the caches hit)."""
-    if _PROCESS_COMPARER is None:  # not a pool worker: init_pool_worker has not run
-        raise RuntimeError("run_chunk runs only in a pool started with init_pool_worker")
+    """A worker's task: compare tasks ``[start, stop)`` of the run, consecutive pairs (so the caches hit)."""
+    if _PROCESS_COMPARER is None:  # not a worker: init_pool_worker has not run
+        raise RuntimeError("run_chunk runs only in a worker set up by init_pool_worker")
     start, stop = span
     return _PROCESS_COMPARER.run_all(_PROCESS_TASKS[start:stop])
 
