@@ -206,8 +206,9 @@ class PairComparer:
         if nbytes is None:
             return False
         try:
-            a_payloads, b_payloads = self.payloads(a_dump), self.payloads(b_dump)
-            if a_payloads is not None and b_payloads is not None:
+            if max(a_dump.file_size, b_dump.file_size) <= WHOLE_FILE_LIMIT:  # both kept whole: one memcmp
+                a_payloads, b_payloads = self.payloads(a_dump), self.payloads(b_dump)
+                assert a_payloads is not None and b_payloads is not None
                 return same_bytes(a_payloads.view(a, nbytes), b_payloads.view(b, nbytes))
             return same_payload((a_dump, a), (b_dump, b), nbytes)
         except PrecisionToolError:
