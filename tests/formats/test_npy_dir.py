@@ -159,3 +159,49 @@ def test_a_file_replaced_after_listing_is_detected_on_load(tmp_path):
     np.save(path, np.zeros(5, np.float32))
     with pytest.raises(ReferenceFormatError, match=r"changed since it was listed \(float32 \[4\] -> float32 \[5\]\)"):
         record.load()
+
+
+# The fast header path (``_parse_plain_header``) must give numpy's answer or step aside: checked against numpy's
+# own writer and parser on every simple dtype, both orders and shapes of 0 to 6 dims, and on headers numpy
+# writes or accepts but the pattern must not answer for.
+SIMPLE_DTYPES = ["?", "u1", "i1", "<u2", ">i2", "<f2", ">f2", "<f4", ">f4", "<f8", "<i8", ">u8", "<c8", ">c16"]
+
+
+@pytest.mark.parametrize("dtype", SIMPLE_DTYPES)
+@pytest.mark.parametrize("shape", [(), (0,), (5,), (2, 3), (1, 1, 1), (3, 0, 2), (2, 3, 4, 5, 6, 7)])
+@pytest.mark.parametrize("fortran", [False, True])
+@pytest.mark.parametrize("version", [(1, 0), (2, 0)])
+def test_fast_header_path_agrees_with_numpy(tmp_path, dtype, shape, fortran, version):
+    import io
+    buffer = io.BytesIO()
+    np.lib.format.write_array_header_1_0(buffer, {"descr": np.lib.format.dtype_to_descr(np.dtype(dtype)),
+                                                  "fortran_order": fortran, "shape": shape}) \
+        if version == (1, 0) else np.lib.format.write_array_header_2_0(
+            buffer, {"descr": np.lib.format.dtype_to_descr(np.dtype(dtype)), "fortran_order": fortran,
+                     "shape": shape})
+    header = buffer.getvalue()
+    buffer.seek(0)
+    np.lib.format.read_magic(buffer)
+    expected = (np.lib.format.read_array_header_1_0 if version == (1, 0) else np.lib.format.read_array_header_2_0)(
+        buffer)
+    length = 10 if version == (1, 0) else 12
+    assert npy_dir._parse_plain_header(header[length:]) == expected  # numpy's answer, not just "an" answer
+    path = tmp_path / "op.0.1700000000000000.npy"
+    path.write_bytes(header + b"\0" * (int(np.prod(shape)) * np.dtype(dtype).itemsize))
+    assert read_npy_header(path) == (np.dtype(dtype), tuple(shape))
+
+
+@pytest.mark.parametrize("text", [
+    "{'descr': '<f4', 'fortran_order': False, 'shape': (5), }",  # not a tuple: numpy refuses it
+    "{'descr': [('a', '<f4')], 'fortran_order': False, 'shape': (5,), }",  # structured
+    "{'descr': '<U3', 'fortran_order': False, 'shape': (5,), }",  # text
+    "{'descr': '|O', 'fortran_order': False, 'shape': (5,), }",  # objects
+    "{'descr': '<M8[s]', 'fortran_order': False, 'shape': (5,), }",  # datetimes
+    "{'shape': (5,), 'fortran_order': False, 'descr': '<f4'}",  # another writer's key order
+    "{'descr': '<f4', 'fortran_order': False, 'shape': (-5,), }",  # damage
+    "{'descr': '<f4', 'fortran_order': 0, 'shape': (5,), }",
+    "{'descr': '<f4', 'fortran_order': False, 'shape': (5L,), }",  # Python 2's numpy
+    "{'descr': '<q9', 'fortran_order': False, 'shape': (5,), }",  # no such dtype
+])
+def test_fast_header_path_leaves_anything_else_to_numpy(text):
+    assert npy_dir._parse_plain_header((text + " " * 8 + "\n").encode("latin-1")) is None
