@@ -39,12 +39,12 @@ def _global_parser() -> argparse.ArgumentParser:
 
 
 def _spare_the_final_collection() -> None:
-    """Once TensorFlow is imported (replay, emulate, tf_dump), the interpreter's last garbage collection at exit
-    walks its million objects: about a second after the answer is printed. ``gc.freeze()`` moves every object
-    alive now out of the collector's sight; nothing runs after this that could leave garbage worth collecting.
-    Only for the process's own command line (``main()`` without ``argv``): a caller's process is left alone."""
-    if "tensorflow" in sys.modules:
-        gc.freeze()
+    """Skip the interpreter's last garbage collection at exit, which walks every object alive to find none worth
+    collecting: 15 ms of a 0.2 s ``compare`` with numpy and our modules loaded, about a second once TensorFlow is
+    imported (replay, emulate, tf_dump). ``gc.freeze()`` moves every object alive now out of the collector's
+    sight; reference counting still frees them and ``atexit`` handlers still run. Only for the process's own
+    command line (``main()`` without ``argv``): a caller's process is left alone."""
+    gc.freeze()
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
