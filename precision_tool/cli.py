@@ -17,7 +17,7 @@ from precision_tool.commands import build_registry
 from precision_tool.commands.options import add_dump_selection_options
 from precision_tool.commands.registry import Context
 from precision_tool.config import ENV_DATA_DIR, default_data_dir
-from precision_tool.errors import PrecisionToolError
+from precision_tool.errors import PrecisionToolError, UsageError
 from precision_tool.formats.dump_tree import DumpSelection, request
 from precision_tool.reports.format import format_report, report_to_json, terminal_safe
 
@@ -68,6 +68,9 @@ def _main(args: List[str]) -> int:
         return run_shell(ctx)
     registry = build_registry(only=options.command)
     try:
+        if not _passes_arguments_through(registry, options.command):
+            _lift_global_options(options)
+            ctx = Context(data_dir=options.data_dir or default_data_dir())
         report = registry.dispatch([options.command, *options.args], ctx)
     except PrecisionToolError as error:
         print(f"precision_tool: error: {terminal_safe(str(error))}", file=sys.stderr)
@@ -82,6 +85,48 @@ def _main(args: List[str]) -> int:
         except BrokenPipeError:  # `precision_tool ... | head`: the reader left; not an error of ours
             os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
     return report.exit_code
+
+
+def _lift_global_options(options: argparse.Namespace) -> None:
+    """``-d DIR``/``--data-dir DIR`` and ``--json`` are global options, written before the command; a user who
+    writes them after it (``precision_tool ov -d WS``) means the same, so they are taken out of the command's
+    arguments (none of which is called so) up to a ``--``, after which everything is the command's. A workspace
+    given on both sides must agree, or it is a usage error."""
+    args, kept, position = list(options.args), [], 0
+    while position < len(args):
+        token = args[position]
+        if token == "--":
+            kept += args[position:]
+            break
+        value: Optional[str] = None
+        if token in ("-d", "--data-dir"):
+            if position + 1 >= len(args):
+                raise UsageError(f"argument {token}: expected one argument")
+            value, position = args[position + 1], position + 2
+        elif token.startswith("--data-dir="):
+            value, position = token.split("=", 1)[1], position + 1
+        elif token.startswith("-d") and len(token) > 2 and not token.startswith("--"):
+            value, position = token[2:], position + 1
+        elif token == "--json":
+            options.json, position = True, position + 1
+            continue
+        else:
+            kept.append(token)
+            position += 1
+            continue
+        if options.data_dir is not None and options.data_dir != value:
+            raise UsageError(f"two workspaces: -d {options.data_dir} before the command and -d {value} after it")
+        options.data_dir = value
+    options.args = kept
+
+
+def _passes_arguments_through(registry, name: str) -> bool:
+    """True for a command whose arguments are another program's (``run CMD ...``): nothing is taken out of them."""
+    try:
+        parser = registry.resolve(name).build_parser()
+    except PrecisionToolError:
+        return True  # an unknown command: the registry's error says so
+    return any(action.nargs == argparse.REMAINDER for action in parser._actions)
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -115,6 +115,7 @@ class CommandRegistry:
     def __init__(self, commands: Iterable[Command] = ()):
         self._commands: Dict[str, Command] = {}
         self._aliases: Dict[str, str] = {}
+        self.extra_help_rows: List[Tuple[str, str, str]] = []  # (word, aliases, what it does): the shell's own words
         for command in commands:
             self.register(command)
 
@@ -140,7 +141,8 @@ class CommandRegistry:
         try:
             return self._commands[self._aliases[name]]
         except KeyError:
-            raise UsageError(f"unknown command {name!r}", "type 'help' for the list of commands") from None
+            raise UsageError(f"unknown command {name!r}{did_you_mean(name, self.names())}",
+                             "type 'help' for the list of commands") from None
 
     @property
     def commands(self) -> List[Command]:
@@ -155,6 +157,7 @@ class CommandRegistry:
             return Report(blocks=[], status="").add_text(self.resolve(name).build_parser().format_help().rstrip())
         rows = [(c.name, ", ".join(c.aliases), c.summary) for c in self.commands]
         rows.append(("help", "", "List commands, or show one command's help: help COMMAND."))
+        rows += self.extra_help_rows
         return Report(title="Commands").add_table(["command", "aliases", "what it does"], rows)
 
     def dispatch(self, argv: Sequence[str], ctx: Context) -> Report:
@@ -186,3 +189,13 @@ class CommandRegistry:
         if not isinstance(report, Report):
             raise TypeError(f"handler of {command.name!r} returned {type(report).__name__}, not Report")
         return add_dump_choices(report, choices)
+
+
+def did_you_mean(word: str, choices: Sequence[str]) -> str:
+    """``"; did you mean 'vcs'?"`` for the closest of ``choices`` -- the same letters in another order first (``vsc``
+    is a slip for ``vcs``, not for ``vc``), else ``difflib``'s closest at a ratio of at least 0.6 -- or ``""``."""
+    import difflib
+
+    close = [choice for choice in choices if len(word) > 1 and sorted(choice) == sorted(word)][:1]
+    close = close or difflib.get_close_matches(word, choices, n=1, cutoff=0.6)
+    return f"; did you mean {close[0]!r}?" if close else ""
