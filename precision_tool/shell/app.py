@@ -67,6 +67,7 @@ class Shell:
     def __init__(self, ctx: Context, registry=None):
         self.ctx = dataclasses.replace(ctx, interactive=True)
         self.registry = registry if registry is not None else build_registry()
+        self.registry.extra_help_rows = [("exit", "quit", "Leave the shell (also Ctrl-D).")]
         self.index = WorkspaceIndex(lambda: lookup_for(self.ctx, 0))
         self.completer = PrecisionToolCompleter(self.registry, self.index)
         self.state = ShellState()

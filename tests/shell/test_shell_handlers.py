@@ -43,6 +43,7 @@ def test_exit_quit_and_blank_lines(shell):
 
 def test_help_and_help_command(shell):
     assert "ni         node_info" in shell.execute("help", SIZE).text
+    assert "exit       quit             Leave the shell (also Ctrl-D)." in shell.execute("help", SIZE).text
     assert shell.execute("help pt", SIZE).text.startswith("usage: pt")
 
 
