@@ -32,8 +32,32 @@ def test_script_without_model_and_inputs(tmp_path):
     assert "\n" not in str(info.value)
 
 
+@pytest.mark.parametrize("body", [
+    "import os\nopen(os.environ['MARK'], 'w').close()\n",  # a training script: its work at the top level
+    "def model():\n    return None\nimport os\nopen(os.environ['MARK'], 'w').close()\n",
+])
+def test_a_script_without_model_or_inputs_is_refused_before_it_runs(tmp_path, monkeypatch, body):
+    mark = tmp_path / "ran"
+    monkeypatch.setenv("MARK", str(mark))
+    path = script(tmp_path, body)
+    with pytest.raises(ModelScriptError, match=r"defines no (model\(\) and no )?inputs\(\) function"):
+        load_model_script(path)
+    assert not mark.exists()
+
+
+@pytest.mark.parametrize("body", [
+    "from helpers import *\n",  # could bind anything: the import decides
+    "globals()['model'] = lambda: None\nglobals()['inputs'] = lambda: None\n",
+    "import os\nif os.environ.get('MARK'):\n    from math import floor as model, ceil as inputs\n",
+])
+def test_scripts_whose_names_cannot_be_read_without_running_them_are_run(tmp_path, monkeypatch, body):
+    (tmp_path / "helpers.py").write_text("model = inputs = lambda: None\n")
+    monkeypatch.setenv("MARK", "1")
+    assert load_model_script(script(tmp_path, body)).path.endswith("model_script.py")
+
+
 def test_exception_while_importing_names_the_script(tmp_path):
-    path = script(tmp_path, "raise RuntimeError('boom\\nsecond line')\n")
+    path = script(tmp_path, "raise RuntimeError('boom\\nsecond line')\ndef model(): pass\ndef inputs(): pass\n")
     with pytest.raises(ModelScriptError, match=r"model_script\.py: importing it raised RuntimeError: boom$"):
         load_model_script(path)
 

@@ -103,12 +103,54 @@ def _call(script: ModelScript, function, label: str):
         raise ModelScriptError(f"{script.path}: {label} raised {cause_line(error)}") from error
 
 
+def _refuse_missing(path: str, defined, has_inputs: bool) -> None:
+    missing = (["model"] if not defined else []) + ([] if has_inputs else ["inputs"])
+    if missing:
+        raise ModelScriptError(f"{path}: defines no {' and no '.join(f'{m}()' for m in missing)} function",
+                               "a model script defines model() (a Keras model or a TF function), "
+                               "graph_model(inputs) (TF1 graph code), graph_def() (a frozen GraphDef) or "
+                               "train_graph(inputs) (a TF1 training step), and inputs()")
+
+
+def _refuse_before_running(path: str) -> None:
+    """Refuse a script that cannot define ``model()``/``inputs()`` *before* running it: a training script given by
+    mistake would otherwise train to its end (and write its own outputs) before being told so.
+
+    The names the script's top level binds are read with ``ast`` -- ``def``, assignments, imports, in ``if``/
+    ``try``/``with`` blocks too. A script that cannot be parsed, or that binds names in ways this cannot follow
+    (``from m import *``, ``globals()``, ``exec``), is left to the import, which decides as before."""
+    import ast
+
+    try:
+        with open(path, "rb") as handle:
+            tree = ast.parse(handle.read(), filename=path)
+    except (SyntaxError, ValueError, OSError):
+        return  # the import reports it, in the usual words
+    bound = set()
+    opaque = False
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            bound.add(node.name)
+        elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+            bound.add(node.id)
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            for alias in node.names:
+                opaque = opaque or alias.name == "*"
+                bound.add((alias.asname or alias.name).split(".")[0])
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in (
+                "globals", "exec", "setattr", "vars", "locals"):
+            opaque = True
+    if not opaque:
+        _refuse_missing(path, [name for name in MODEL_FUNCTIONS if name in bound], "inputs" in bound)
+
+
 def load_model_script(path: str) -> ModelScript:
     """Import the script at ``path`` (as a fresh module) and find ``model`` and ``inputs``."""
     path = os.fspath(path)
     if not os.path.isfile(path):
         raise ModelScriptError(f"{path}: no such model script",
                                "give a Python file defining model() and inputs()")
+    _refuse_before_running(path)
     module_name = f"_precision_tool_model_{abs(hash(os.path.realpath(path)))}"
     spec = importlib.util.spec_from_file_location(module_name, path)
     if spec is None or spec.loader is None:
@@ -128,13 +170,7 @@ def load_model_script(path: str) -> ModelScript:
         if added:
             sys.path.remove(script_dir)
     defined = [name for name in MODEL_FUNCTIONS if callable(getattr(module, name, None))]
-    missing = [name for name in ("model", "inputs") if not callable(getattr(module, name, None))
-               and not (name == "model" and defined)]
-    if missing:
-        raise ModelScriptError(f"{path}: defines no {' and no '.join(f'{m}()' for m in missing)} function",
-                               "a model script defines model() (a Keras model or a TF function), "
-                               "graph_model(inputs) (TF1 graph code), graph_def() (a frozen GraphDef) or "
-                               "train_graph(inputs) (a TF1 training step), and inputs()")
+    _refuse_missing(path, defined, callable(getattr(module, "inputs", None)))
     if len(defined) > 1:
         names = [f"{name}()" for name in defined]
         listed = f"both {names[0]} and {names[1]}" if len(names) == 2 else f"{', '.join(names[:-1])} and {names[-1]}"
