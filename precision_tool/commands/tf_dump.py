@@ -41,13 +41,17 @@ import time
 from collections import Counter
 from typing import Dict, List, Tuple
 
+from precision_tool.commands.options import non_negative_int
 from precision_tool.commands.registry import Command, Context
 from precision_tool.config import Workspace, ensure_output_dir
 from precision_tool.errors import EXIT_OK, EXIT_UNUSABLE_INPUT, UsageError, WorkspaceError
 from precision_tool.formats.tf_reference import ReferenceConversion, convert_tfdbg_run
 from precision_tool.formats.tf_reference import find_tfdbg_runs as find_runs
 from precision_tool.formats.tfdbg import TfdbgRun
+from precision_tool.reports.format import counted
 from precision_tool.reports.report import Report
+
+DEFAULT_SHOWN = 20  # written tensors listed by default: a 5-op Keras script writes ~180 (variable reads, ...)
 
 
 def add_arguments(parser) -> None:
@@ -60,6 +64,9 @@ def add_arguments(parser) -> None:
     parser.add_argument("--clean", action="store_true",
                         help="first delete the reference .npy files already in the output folder")
     parser.add_argument("--list", action="store_true", help="only list the runs found, with their numbers")
+    parser.add_argument("-l", "--limit", type=non_negative_int, default=DEFAULT_SHOWN, metavar="N",
+                        help=f"show at most N written tensors, in execution order (default {DEFAULT_SHOWN}; 0 = all; "
+                             f"--json lists all)")
     parser.add_argument("--alias", action="append", default=[], metavar="TENSOR=ALIAS",
                         help="also write the written tensor TENSOR (name[:output], as in the table) under the name "
                              "ALIAS, e.g. --alias IteratorGetNext:0=image; repeatable")
@@ -97,7 +104,8 @@ def handle(args, ctx: Context) -> Report:
     out_dir = ensure_output_dir(args.output or workspace.tf_dump, root, run.path, folders=_other_inputs(workspace))
     graph_dir, graph_note = _graph_dir(workspace, run, root)
     conversion = convert_tfdbg_run(run, out_dir, clean=args.clean, aliases=aliases, graph_dir=graph_dir or None)
-    return _conversion_report(conversion, _run_choice_note(runs, runs.index(run)), graph_dir, graph_note)
+    return _conversion_report(conversion, _run_choice_note(runs, runs.index(run)), graph_dir, graph_note,
+                              limit=args.limit)
 
 
 def _other_inputs(workspace: Workspace) -> List[str]:
@@ -145,7 +153,7 @@ def _parse_aliases(values: List[str]) -> Dict[str, str]:
 
 
 def _conversion_report(conversion: ReferenceConversion, run_note: str = "", graph_dir: str = "",
-                       graph_note: str = "") -> Report:
+                       graph_note: str = "", limit: int = 0) -> Report:
     run, out_dir = conversion.run, conversion.out_dir
     non_numeric = [skip.describe() for skip in conversion.non_numeric]
     failures = [skip.message for skip in conversion.failures]
@@ -157,7 +165,9 @@ def _conversion_report(conversion: ReferenceConversion, run_note: str = "", grap
             for t in conversion.tensors]
 
     report = Report(title=f"Reference tensors: {run.path} (tfdbg v{run.version}) -> {out_dir}")
-    report.add_table(["tf op", "output", "op type", "dtype", "shape", "file"], rows)
+    shown = rows if limit <= 0 else rows[:limit]
+    more = f" (first {len(shown)} of {len(rows)}; -l 0 lists all)" if len(shown) < len(rows) else ""
+    report.add_table(["tf op", "output", "op type", "dtype", "shape", "file"], shown, title=f"Written{more}:")
     notes = [run_note] if run_note else []
     if conversion.removed:
         notes.append(f"--clean removed {conversion.removed} earlier reference files from {out_dir}.")
@@ -204,7 +214,8 @@ def _conversion_report(conversion: ReferenceConversion, run_note: str = "", grap
         report.add_text(f"Failed ({len(failures)}):", *failures)
     resources = len(conversion.resources)
     kept = "kept all" if conversion.keeps_every_execution else "kept the last"
-    report.status = (f"wrote {len(written)} tensors ({conversion.nbytes / 2**20:.1f} MiB); skipped {resources} "
+    report.status = (f"wrote {counted(len(written), 'tensor')} ({conversion.nbytes / 2**20:.1f} MiB); "
+                     f"skipped {resources} "
                      f"resource handles and {len(non_numeric)} non-numeric tensors; {len(repeated)} op outputs "
                      f"repeated ({kept})" + (f"; {len(conversion.aliases)} aliases" if conversion.aliases else "")
                      + (f"; kept {len(graphs)} graph{'s' if len(graphs) != 1 else ''}" if graphs else "")

@@ -228,3 +228,16 @@ def test_a_tensor_that_cannot_be_read_is_listed_and_exits_2(ws):
     assert report.exit_code == 2 and report.data["failures"] == [message]
     assert report.blocks[-1].lines == ["Failed (1):", message]
     assert report.status.endswith("; 1 failed") and report.data["written"] == 1
+
+
+def test_the_table_lists_the_first_20_tensors_unless_asked_for_more(ws):
+    """A 5-op Keras script writes ~180 tensors: the table stops at 20 and says how to see all; --json has all."""
+    run = run_dir(ws / "tf" / "tf_debug" / "20240101000000", US)
+    for i in range(25):
+        write_tfdbg_v1_tensor(run, f"op{i:02d}", 0, np.full(2, i, np.float32), US + 1 + i)
+    report = dispatch([], ws)
+    assert [row[0] for row in report.blocks[0].rows] == [f"op{i:02d}" for i in range(20)]
+    assert report.blocks[0].title == "Written (first 20 of 25; -l 0 lists all):"
+    assert report.status.startswith("wrote 25 tensors") and len(report.data["tensors"]) == 25
+    assert len(dispatch(["-l", "0"], ws).blocks[0].rows) == 25
+    assert [row[0] for row in dispatch(["-l", "3"], ws).blocks[0].rows] == ["op00", "op01", "op02"]
