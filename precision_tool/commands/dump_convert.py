@@ -24,8 +24,9 @@ from precision_tool.fileio import save_npy_atomic
 from precision_tool.formats import layouts
 from precision_tool.formats.dump_file import read_dump_header, read_dump_header_cached
 from precision_tool.formats.dump_names import dump_name_of_file, scan_dump_folder
-from precision_tool.formats.origin_tensor import read_origin_tensor
+from precision_tool.formats.origin_tensor import KEPT_AS_STORED, read_origin_tensor
 from precision_tool.metrics.array_stats import STATS_HEADERS, array_stats
+from precision_tool.reports.format import counted
 
 
 def add_arguments(parser):
@@ -72,7 +73,7 @@ def handle(args, ctx: Context):
                                            time.strftime("%Y%m%d%H%M%S"))
     workspace_inputs = Workspace(ctx.data_dir).input_folders
     out_dir = ensure_output_dir(out_dir, args.path, folders=(*input_folders_of(args.path), *workspace_inputs))
-    rows, failures, notes = [], list(unresolved), []
+    rows, failures, notes, tensors = [], list(unresolved), [], []
     written = 0
     for path in files:
         try:
@@ -92,12 +93,18 @@ def handle(args, ctx: Context):
                 failures.append(_failure_line(path, entry.label, error))
                 continue
             written += 1
-            if decoded.note:
+            if decoded.note and not (args.keep_layout and decoded.note == KEPT_AS_STORED):  # the title says it once
                 notes.append(f"{base} {entry.label}: {decoded.note}")
-            rows.append([dump.op_name, entry.label, entry.dtype_name, entry.stored_text,
-                         f"{decoded.origin_format} {layouts.shape_text(decoded.array.shape)}",
-                         *array_stats(decoded.array).cells(".4g"), os.path.basename(target)])
-    report = Report(title=f"Converted {written} tensors from {len(files)} dump files to {out_dir}")
+            stats = array_stats(decoded.array)
+            saved_as = f"{decoded.origin_format} {layouts.shape_text(decoded.array.shape)}"
+            rows.append([dump.op_name, entry.label, entry.dtype_name, entry.stored_text, saved_as,
+                         *stats.cells(".4g"), os.path.basename(target)])
+            tensors.append({"dump_file": path, "op": dump.op_name, "tensor": entry.label, "dtype": entry.dtype_name,
+                            "stored": entry.stored_text, "format": decoded.origin_format,
+                            "shape": [int(d) for d in decoded.array.shape], "file": target, "note": decoded.note,
+                            **stats.to_dict()})
+    report = Report(title=f"Converted {counted(written, 'tensor')} from {counted(len(files), 'dump file')} to "
+                           f"{out_dir}{' as stored (--keep-layout)' if args.keep_layout else ''}")
     report.add_table(["op", "tensor", "dtype", "stored", "saved as", *STATS_HEADERS, "file"], rows)
     if notes:
         report.add_text("Notes:", *notes)
@@ -106,7 +113,7 @@ def handle(args, ctx: Context):
     report.status = _status(len(failures), written)
     report.exit_code = EXIT_UNUSABLE_INPUT if failures else EXIT_OK
     report.data = {"out_dir": out_dir, "files": len(files), "tensors_written": written, "failures": failures,
-                   "notes": notes}
+                   "notes": notes, "tensors": tensors}
     return report
 
 

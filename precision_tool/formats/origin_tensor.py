@@ -33,6 +33,7 @@ from precision_tool.formats.dump_file import (DumpFile, Payloads, TensorEntry, c
 from precision_tool.formats.origin_slabs import origin_slabs
 
 RAW_BYTES_LAYOUT = "ND"  # the layout of a DT_UNDEFINED tensor as read: a flat array of its bytes
+KEPT_AS_STORED = "kept as stored"  # the note of a tensor read with keep_layout (or with no origin layout to go to)
 
 # Stored (device) format -> origin formats to try, most likely for a TensorFlow model first.
 CANDIDATES = {
@@ -139,7 +140,7 @@ def read_origin_tensor(dump_file: DumpFile, entry: TensorEntry, origin_format: O
     stored_format = layouts.format_of(entry.format_code)
     array = map_tensor(dump_file, entry) if mapped and can_map(entry) else read_tensor(dump_file, entry, payloads)
     if keep_layout:
-        return OriginTensor(array, stored_format, converted=False, note="kept as stored")
+        return OriginTensor(array, stored_format, converted=False, note=KEPT_AS_STORED)
     if not has_original_shape(entry):
         if stored_format in CANDIDATES:
             return OriginTensor(array, stored_format, converted=False,

@@ -121,3 +121,23 @@ def test_plain_dtypes_round_trip(tmp_path, dtype):
     assert main(["dc", str(path), "-o", str(tmp_path / "o")]) == 0
     back = np.load(tmp_path / "o" / f"{path.name}.output.0.npy")
     assert back.dtype == np.dtype(dtype) and np.array_equal(back, values)
+
+
+def test_keep_layout_says_so_once_and_json_lists_every_tensor(tmp_path, capsys):
+    import json
+
+    src = tmp_path / "dump"
+    src.mkdir()
+    name, x = _write_conv_dump(src)
+    capsys.readouterr()
+    assert main(["dc", str(src / name), "--keep-layout", "-o", str(tmp_path / "kept")]) == 0
+    out = capsys.readouterr().out
+    assert "Converted 2 tensors from 1 dump file to" in out and "as stored (--keep-layout)" in out
+    assert out.count("as stored") == 1 and "Notes:" not in out  # no note per tensor: the title says it once
+    assert main(["--json", "dc", str(src), "-o", str(tmp_path / "json")]) == 0
+    tensors = json.loads(capsys.readouterr().out)["data"]["tensors"]
+    assert [(t["tensor"], t["format"], t["shape"]) for t in tensors] == [("input 0", "ND", [1, 4, 4, 19]),
+                                                                           ("output 0", "NHWC", [1, 4, 4, 19])]
+    output = tensors[1]
+    assert output["min"] == float(x.min()) and output["max"] == float(x.max())  # the array's own figures
+    assert np.array_equal(np.load(output["file"]), x)
