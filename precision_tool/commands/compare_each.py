@@ -30,6 +30,7 @@ from precision_tool.errors import EXIT_FAILED_CHECK, PrecisionToolError, UsageEr
 from precision_tool.formats.dump_tree import DumpSelection, each_selection, numbers_text, requested
 from precision_tool.reports.report import Report, Text
 from precision_tool.reports.result_outputs import take_run_folder
+from precision_tool.reports.format import counted, exit_line
 
 #: ``(line, data)``: a line of the report and its ``--json`` entry (``None``: the line has none).
 Findings = List[Tuple[str, Optional[Dict[str, Any]]]]
@@ -122,7 +123,7 @@ def _report(runs: Sequence[StepRun], what: str, every_step: bool, every_device: 
             seconds: float) -> Report:
     """The table, the first diverging step(s), the replicas that differ; ``data`` for ``--json``."""
     failing = sum(1 for run in runs if run.exit_code == EXIT_FAILED_CHECK)
-    report = Report(title=f"Compared {what}, one run each: {len(runs)} runs, {failing} fail")
+    report = Report(title=f"Compared {what}, one run each: {counted(len(runs), 'run')}, {failing} fail")
     report.add_table(["device", "step", "compared", "failed", "first divergence", "exit", "result folder / error"],
                      [[run.device, run.step, run.compared if not run.error else "-",
                        len(run.failing) if not run.error else "-", run.first_divergence or "-", run.exit_code,
@@ -136,7 +137,7 @@ def _report(runs: Sequence[StepRun], what: str, every_step: bool, every_device: 
     if lines:
         report.add_text(*lines)
     exit_code = exit_code_of(runs)
-    report.status = f"exit {exit_code}; {seconds:.2f} s; results under {base}"
+    report.status = exit_line(exit_code, seconds, f"results under {base}")
     report.exit_code = exit_code
     report.data = {"runs": [run.to_dict() for run in runs],
                    "first_diverging": [data for _, data in diverging if data is not None],

@@ -22,6 +22,7 @@ from typing import Any, Dict, Optional, Sequence, Tuple
 from precision_tool.comparison import ComparisonResult, CompareRequest
 from precision_tool.reports.report import Report
 from precision_tool.reports.result_outputs import OutputPaths, workspace_result_folder
+from precision_tool.reports.format import counted, exit_line
 
 __all__ = ["CompareRun", "execute", "run_compare", "workspace_result_folder", "CompareRequest"]
 
@@ -113,9 +114,11 @@ def _report(result: ComparisonResult, summary: Dict[str, Any], paths: OutputPath
     if counts["not_compared"]:
         notes.append(f"{counts['not_compared']} NPU tensors have no reference (listed in the CSV and summary).")
     if coverage.graph_ops_without_dump:
-        notes.append(f"{len(coverage.graph_ops_without_dump)} graph ops have no dump file.")
+        notes.append(f"{counted(len(coverage.graph_ops_without_dump), 'graph op')} without a dump file.")
     if coverage.reference_only:
-        notes.append(f"{len(coverage.reference_only)} reference tensors were not compared with anything.")
+        notes.append(f"{counted(len(coverage.reference_only), 'reference tensor')} matched no NPU tensor: mostly "
+                     f"TF ops fused into another op, whose result is inside that op's output; look only if an op you "
+                     f"expected is among them (summary.json: coverage.reference_only).")
     if result.facts.order_source != "graph":
         notes.append("No graph: tensors matched by name, inputs not compared, order by dump time.")
     if counts["reused_input_results"]:
@@ -123,7 +126,10 @@ def _report(result: ComparisonResult, summary: Dict[str, Any], paths: OutputPath
                      f"share its result.")
     below = summary["allclose_below_default"]
     if below:
-        notes.append(f"{len(below)} tensors are below their dtype's allclose default (reported, not failed).")
+        notes.append(f"{counted(len(below), 'tensor')} {'has' if len(below) == 1 else 'have'} fewer elements within "
+                     f"their dtype's rtol/atol than a single-op test asks (summary.json: allclose_below_default): "
+                     f"usual for drift deep layers inherit, so reported, not failed; the cosine gate and the first "
+                     f"divergence decide.")
     if notes:
         report.add_text("Coverage:", *("  " + note for note in notes))
     if graph_notes:
@@ -133,9 +139,8 @@ def _report(result: ComparisonResult, summary: Dict[str, Any], paths: OutputPath
         written.append(f"JUnit: {paths.junit}")
     report.add_text(*written)
     timing = summary["timing"]
-    report.status = (f"exit {exit_code}; {timing.get('total_s', 0):.2f} s "
-                     f"(align {timing['align_s']:.2f} s, compare {timing['compare_s']:.2f} s, "
-                     f"{timing['workers']} worker{'s' if timing['workers'] != 1 else ''})")
+    report.status = exit_line(exit_code, timing.get("total_s", 0), f"align {timing['align_s']:.2f} s, compare "
+                              f"{timing['compare_s']:.2f} s, {counted(timing['workers'], 'worker')}")
     report.exit_code = exit_code
     data = {key: value for key, value in summary.items() if key not in ("order", "data_inputs")}
     data.update(result_csv_path=paths.csv, results_path=paths.results, summary_path=paths.summary,
@@ -155,7 +160,7 @@ def _title(result: ComparisonResult, counts: Dict[str, Any], unusable: int) -> s
         npu_tensors = result.facts.coverage.npu_tensors if result.facts.coverage is not None else 0
         title = f"Nothing could be compared: {npu_tensors} NPU tensors, none aligned"
     else:
-        title = (f"Compared {counts['compared']} tensors ({gate}): {counts['passed']} passed, "
+        title = (f"Compared {counted(counts['compared'], 'tensor')} ({gate}): {counts['passed']} passed, "
                  f"{counts['failed']} failed")
         if counts["errors"]:
             title += f", {counts['errors']} unreadable"

@@ -18,6 +18,7 @@ import os
 from precision_tool.commands.registry import Command, Context
 from precision_tool.errors import UsageError
 from precision_tool.reports.report import Report
+from precision_tool.reports.format import counted
 
 
 def add_arguments(parser) -> None:
@@ -111,7 +112,8 @@ def handle(args, ctx: Context) -> Report:
     else:
         lines.append("fp16 overflow: none")
     report.add_text(*lines)
-    report.status = f"wrote {len(manifest['files'])} files; manifest: {os.path.join(result.workspace, 'manifest.json')}"
+    manifest_path = os.path.join(result.workspace, "manifest.json")
+    report.status = f"wrote {counted(len(manifest['files']), 'file')}; manifest: {manifest_path}"
     report.data = {key: value for key, value in manifest.items() if key != "files"}
     report.data["workspace"] = result.workspace
     return report

@@ -23,6 +23,7 @@ from precision_tool.errors import WorkspaceError
 from precision_tool.formats.ge_graph_folders import choose_build_graph
 from precision_tool.formats.ge_io import BUILD_GRAPH_NAME, read_ge_graph, write_ge_graph_json
 from precision_tool.reports.report import Report
+from precision_tool.reports.format import counted
 
 # msaccucmp refuses a graph JSON larger than this (FileUtils.load_json_file).
 MSACCUCMP_JSON_LIMIT = 100 * 1024 * 1024
@@ -87,7 +88,7 @@ def handle(args, ctx: Context) -> Report:
     if notes:
         report.add_text(*notes)
     total = sum(len(graph.ops) for graph in model.graphs)
-    report.status = f"wrote {len(graphs)} graph{'s' if len(graphs) != 1 else ''} ({total} ops) to {output}"
+    report.status = f"wrote {counted(len(graphs), 'graph')} ({counted(total, 'op')}) to {output}"
     report.data = {"input": input_path, "output": output, "bytes": size, "graphs": graphs, "notes": list(notes)}
     return report
 

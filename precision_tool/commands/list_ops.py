@@ -19,6 +19,7 @@ from precision_tool.commands.registry import Command, Context
 from precision_tool.commands.workspace_lookup import lookup_for, with_graph_notes, without_graph
 from precision_tool.formats.dump_names import sanitize_op_name
 from precision_tool.reports.report import Report
+from precision_tool.reports.format import counted
 
 
 def add_arguments(parser):
@@ -81,7 +82,7 @@ def _graph_report(args, model, source: str, dumped) -> Report:
     chosen = [op for op in ops if all(match(field(op)) for match, field in active)]
     rows = [[op.id, op.name, op.type, ", ".join(op.pass_names), op.kernel_name,
              "yes" if sanitize_op_name(op.name) in dumped else "-"] for op in chosen]
-    report = Report(title=f"{len(chosen)} of {len(ops)} ops of {source}")
+    report = Report(title=f"{len(chosen)} of {counted(len(ops), 'op')} of {source}")
     report.add_table(["id", "op", "type", "fusion passes", "kernel", "dumped"], rows)
     report.data = {"graph": model.root.name, "ops": [
         {"id": op.id, "name": op.name, "type": op.type, "passes": list(op.pass_names), "kernel": op.kernel_name,
@@ -95,7 +96,7 @@ def _counts_report(ops, dumped, source: str) -> Report:
     fused_counts = Counter(op.type for op in ops if op.is_fused)
     rows = [[op_type, count, dumped_counts[op_type], fused_counts[op_type]]
             for op_type, count in sorted(counts.items(), key=lambda item: (-item[1], item[0]))]
-    report = Report(title=f"{len(ops)} ops of {source}, by type")
+    report = Report(title=f"{counted(len(ops), 'op')} of {source}, by type")
     report.add_table(["type", "ops", "dumped", "fused"], rows)
     report.status = "filter with -n NAME, -t TYPE, -f PASS or -k KERNEL to list the ops"
     report.data = {"counts": {op_type: count for op_type, count, _, _ in rows}}

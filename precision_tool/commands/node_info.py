@@ -19,6 +19,7 @@ from precision_tool.commands.workspace_lookup import lookup_for, with_graph_note
 from precision_tool.errors import UsageError, WorkspaceError
 from precision_tool.formats.dump_names import sanitize_op_name
 from precision_tool.reports.report import Report
+from precision_tool.reports.format import counted
 
 DOT_PRINT_LINES = 40  # DOT text this short is printed as well as written
 
@@ -96,7 +97,8 @@ def _add_subgraph(report: Report, data: dict, graph, op, depth: int, lookup) -> 
         atomic_write_text(path, dot + "\n")
     except OSError as error:
         raise WorkspaceError(f"{path}: cannot write ({error.strerror or error})") from None
-    lines: List[str] = [f"Subgraph within {depth} edges: {len(nodes)} ops, {len(edges)} edges, written to {path}",
+    lines: List[str] = [f"Subgraph within {depth} edges: {counted(len(nodes), 'op')}, {counted(len(edges), 'edge')}, "
+                        f"written to {path}",
                         f"(render: dot -Tsvg {shlex.quote(path)} -o subgraph.svg)"]
     if dot.count("\n") < DOT_PRINT_LINES:
         lines.append(dot)

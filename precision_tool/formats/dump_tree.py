@@ -190,9 +190,9 @@ def _note(wanted: DumpSelection, step: int, device: int, devices: Sequence[int],
     was asked (or nothing was asked)."""
     others: List[str] = []
     if len(steps) > 1:
-        others.append(f"steps {numbers_text(s for s in steps if s != step)}")
+        others.append(f"step{'s' if len(steps) > 2 else ''} {numbers_text(s for s in steps if s != step)}")
     if len(devices) > 1:
-        others.append(f"devices {numbers_text(d for d in devices if d != device)}")
+        others.append(f"device{'s' if len(devices) > 2 else ''} {numbers_text(d for d in devices if d != device)}")
     exact = wanted.step in (None, step) and wanted.device in (None, device)
     if not others and (wanted.empty or (wanted.follow and exact)):
         return ""

@@ -8,6 +8,7 @@ from precision_tool.reports.exception_report import add_exception_dumps
 from precision_tool.reports.fusion_report import add_fusion_comparison, add_passes
 from precision_tool.reports.overflow_report import add_casts, add_dump_scan, add_overflow_records
 from precision_tool.reports.report import Report
+from precision_tool.reports.format import counted, exit_line
 
 
 def add_overflow_section(report: Report, section, limit: int) -> None:
@@ -38,7 +39,7 @@ def add_compare_section(report: Report, section, paths, limit: int) -> None:
     result = section.result
     counts = result.counts()
     gate = f"cosine >= {result.cosine_threshold:g}" if result.cosine_threshold is not None else "cosine gate off"
-    title = (f"Compared {counts['compared']} tensors with {section.inputs.get('reference')} ({gate}): "
+    title = (f"Compared {counted(counts['compared'], 'tensor')} with {section.inputs.get('reference')} ({gate}): "
              f"{counts['passed']} passed, {counts['failed']} failed")
     failing = result.failing_in_order()
     if failing:
@@ -104,8 +105,7 @@ def autocheck_report(result, *, limit: int, paths=None, exit_code: int = 0, elap
     add_compare_section(report, result.compare, paths, limit)
     add_verdict(report, result.verdict, command_prefix)
     timing = ", ".join(f"{name[:-2]} {seconds:.2f} s" for name, seconds in result.timing.items())
-    total = f"{elapsed_s:.2f} s" if elapsed_s is not None else ""
-    report.status = f"exit {exit_code}" + (f"; {total} ({timing})" if total else "")
+    report.status = exit_line(exit_code, elapsed_s, timing)
     report.exit_code = exit_code
     report.data = autocheck_data(result, paths)
     return report

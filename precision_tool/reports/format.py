@@ -10,7 +10,7 @@ import math
 import numbers
 import re
 from dataclasses import dataclass
-from typing import Any, List
+from typing import Any, List, Optional
 
 
 from precision_tool.reports.report import Report, Table, Text
@@ -64,6 +64,34 @@ class OutputSettings:
     table_format: str = "simple"
     float_format: str = ".6g"
     max_rows: int = 0
+
+
+def counted(count: int, noun: str, plural: Optional[str] = None) -> str:
+    """``"1 op"``, ``"2 ops"``, ``"1,024 dump files"``: a count with its noun in the right number (``plural``
+    when adding an ``s`` is wrong: ``counted(2, "pass", "passes")``).
+
+    >>> counted(1, "dump file"), counted(0, "op"), counted(2, "pass", "passes")
+    ('1 dump file', '0 ops', '2 passes')
+    """
+    return f"{count:,} {noun if count == 1 else (plural or noun + 's')}"
+
+
+EXIT_MEANINGS = {0: "all checks passed", 1: "an accuracy problem was found (see above)",
+                 2: "some input could not be used (see above)"}
+
+
+def exit_line(exit_code: int, seconds: Optional[float] = None, detail: str = "") -> str:
+    """A job's last line: its exit code and what the code means, then the time taken and ``detail``.
+
+    >>> exit_line(1, 1.574, "compare 0.35 s, replay 1.18 s")
+    'exit 1: an accuracy problem was found (see above); 1.57 s (compare 0.35 s, replay 1.18 s)'
+    """
+    line = f"exit {exit_code}: {EXIT_MEANINGS.get(exit_code, 'see above')}"
+    if seconds is not None:
+        line += f"; {seconds:.2f} s" + (f" ({detail})" if detail else "")
+    elif detail:
+        line += f"; {detail}"
+    return line
 
 
 def format_report(report: Report, settings: OutputSettings = OutputSettings()) -> str:

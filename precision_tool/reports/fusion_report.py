@@ -4,6 +4,7 @@ from __future__ import annotations
 import os
 
 from precision_tool.reports.report import Report
+from precision_tool.reports.format import counted
 
 _FAMILY = {"graph_fusion": "graph", "ub_fusion": "UB"}
 
@@ -68,7 +69,7 @@ def add_fusion_comparison(report: Report, comparison, limit: int = 0, all_ops: b
     outcome = (f"{len(culprits)} fused op(s) differ from their unfused TF ops" if culprits
                else "no fused op differs from its unfused TF ops")
     header = (f"Fusion on vs off ({run_label(comparison.fused_dir)} vs {run_label(comparison.unfused_dir)}): "
-              f"{len(comparison.ops)} ops compared, {outcome}.\n({rule})")
+              f"{counted(len(comparison.ops), 'op')} compared, {outcome}.\n({rule})")
     if not ops:
         lines = [header]
     else:

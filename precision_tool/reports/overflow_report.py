@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import List, Optional
 
 from precision_tool.reports.report import Report
+from precision_tool.reports.format import counted
 
 TENSOR_HEADERS = ("tensor", "dtype", "shape", "max", "min", "mean", "inf", "nan")
 
@@ -68,7 +69,7 @@ def add_dump_scan(report: Report, scan, limit: int = 0) -> None:
     if scan is None:
         return
     if not scan.ops:
-        report.add_text(f"Dump scan of {scan.folder}: {scan.ops_scanned} ops, no output holds inf/NaN or "
+        report.add_text(f"Dump scan of {scan.folder}: {counted(scan.ops_scanned, 'op')}, no output holds inf/NaN or "
                         "saturated fp16 values.")
     else:
         first = scan.first_introduced
@@ -76,7 +77,7 @@ def add_dump_scan(report: Report, scan, limit: int = 0) -> None:
         rows = [[op.position, op.op_name, op.op_type, op.worst.label, op.worst.inf, op.worst.nan,
                  op.worst.saturated, "-" if op.worst.first_non_finite is None else list(op.worst.first_non_finite),
                  op.origin + (f" (inputs {list(op.bad_inputs)})" if op.bad_inputs else "")] for op in shown]
-        title = (f"Dump scan of {scan.folder}: {len(scan.ops)} of {scan.ops_scanned} ops write inf/NaN or "
+        title = (f"Dump scan of {scan.folder}: {len(scan.ops)} of {counted(scan.ops_scanned, 'op')} write inf/NaN or "
                  f"saturated fp16 values; they first appear at {first.op_name}:")
         report.add_table(["#", "op", "type", "tensor", "inf", "nan", "saturated", "first at", "origin"], rows,
                          title=title)

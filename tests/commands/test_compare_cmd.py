@@ -56,7 +56,7 @@ def test_missing_dumps_and_references_are_coverage_not_failure(tmp_path, capsys)
     assert [item[0] for item in summary["coverage"]["unaligned"]] == ["op0:output:0", "op1:input:0"]
     rows = {row.tensor_id or row.op_name: row for row in read_result_csv(only_csv(tmp_path / "out")).rows}
     assert rows["op2"].status == "NO_DUMP" and rows["op0:output:0"].status == "NOT_COMPARED"
-    assert "1 graph ops have no dump file" in capsys.readouterr().out
+    assert "1 graph op without a dump file" in capsys.readouterr().out
 
 
 def test_unusable_input_exits_2(tmp_path, capsys):

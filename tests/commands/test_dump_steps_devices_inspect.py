@@ -15,8 +15,8 @@ from precision_tool.formats.dump_tree import DumpSelection, request
 
 pytestmark = pytest.mark.compat
 DEFAULT_NOTE = ("NPU dumps: dumps of step 3 on device 0 (the newest step of the lowest device); also in the tree: "
-                "steps 0, devices 1 (pick with --step N --device N)")
-DEVICE_1_NOTE = ("NPU dumps: dumps of step 3 on device 1 (as asked, newest step); also in the tree: devices 0 "
+                "step 0, device 1 (pick with --step N --device N)")
+DEVICE_1_NOTE = ("NPU dumps: dumps of step 3 on device 1 (as asked, newest step); also in the tree: device 0 "
                  "(pick with --step N --device N)")
 
 

@@ -115,7 +115,7 @@ def test_of_two_devices_the_graph_of_the_device_read_is_used(tmp_path):
                     str(workspace / "npu" / "debug_0" / "dump" / "20240101000009" / "1"))  # a 2nd device's dump
     report = dispatch(workspace, "ls")
     assert report.title.startswith(f"5 ops of graph {INSPECT_GRAPH} ") and report.data["graph_notes"] == []
-    assert dispatch(workspace, "ls", "--device", "1").title.startswith("1 ops of graph ge_default_other ")
+    assert dispatch(workspace, "ls", "--device", "1").title.startswith("1 op of graph ge_default_other ")
 
 
 def test_without_a_clear_device_the_newest_folder_is_used_and_named_in_one_line(tmp_path):
@@ -129,7 +129,7 @@ def test_without_a_clear_device_the_newest_folder_is_used_and_named_in_one_line(
     report = dispatch(workspace, "ls")
     note = (f"Build graph of {graph_dir}: used pid_99_deviceid_1 (the newest of 2 folders); also there: "
             "pid_1234_deviceid_0")
-    assert report.title.startswith("1 ops of graph ge_default_other ")
+    assert report.title.startswith("1 op of graph ge_default_other ")
     assert report.data["graph_notes"] == [note] and format_report(report).count(note) == 1
     named = dispatch(workspace, "ls", "-g", INSPECT_GRAPH)  # a graph name settles it: no note
     assert named.title.startswith(f"5 ops of graph {INSPECT_GRAPH} ") and named.data["graph_notes"] == []

@@ -20,12 +20,12 @@ TWO_BY_TWO = tree((0, 0), (0, 5), (1, 0), (1, 5))
 
 @pytest.mark.parametrize("wanted, step, device, note", [
     (DumpSelection(), 5, 0, "dumps of step 5 on device 0 (the newest step of the lowest device); also in the tree: "
-                            "steps 0, devices 1 (pick with --step N --device N)"),
+                            "step 0, device 1 (pick with --step N --device N)"),
     (DumpSelection(step=0), 0, 0, "dumps of step 0 on device 0 (as asked, lowest device); also in the tree: "
-                                  "steps 5, devices 1 (pick with --step N --device N)"),
+                                  "step 5, device 1 (pick with --step N --device N)"),
     (DumpSelection(device=1), 5, 1, "dumps of step 5 on device 1 (as asked, newest step); also in the tree: "
-                                    "steps 0, devices 0 (pick with --step N --device N)"),
-    (DumpSelection(0, 1), 0, 1, "dumps of step 0 on device 1 (as asked); also in the tree: steps 5, devices 0 "
+                                    "step 0, device 0 (pick with --step N --device N)"),
+    (DumpSelection(0, 1), 0, 1, "dumps of step 0 on device 1 (as asked); also in the tree: step 5, device 0 "
                                 "(pick with --step N --device N)"),
 ])
 def test_the_choice_and_its_note(wanted, step, device, note):
@@ -41,7 +41,7 @@ def test_a_reference_tree_follows_the_step_and_device_else_takes_its_only_one():
     assert both.note.startswith("dumps of step 0 on device 1 (the same step and device); also in the tree:")
     one_device = choose("/ref", tree((0, 0), (0, 5)), DumpSelection(5, 3, follow=True))
     assert (one_device.step, one_device.device) == (5, 0)
-    assert one_device.note == ("dumps of step 5 on device 0 (its only device); also in the tree: steps 0 (pick with "
+    assert one_device.note == ("dumps of step 5 on device 0 (its only device); also in the tree: step 0 (pick with "
                                "--step N --device N)")
     only = choose("/ref", tree((0, 7)), DumpSelection(5, 3, follow=True))
     assert (only.step, only.device, only.note) == (7, 0, "dumps of step 7 on device 0 (its only step and device)")

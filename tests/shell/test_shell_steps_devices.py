@@ -12,7 +12,7 @@ from precision_tool.shell.app import Shell
 
 SIZE = (160, 40)
 DEFAULT_NOTE = ("NPU dumps: dumps of step 3 on device 0 (the newest step of the lowest device); also in the tree: "
-                "steps 0, devices 1 (pick with --step N --device N)")
+                "step 0, device 1 (pick with --step N --device N)")
 
 
 @pytest.fixture(scope="module")
@@ -30,7 +30,7 @@ def test_step_and_device_flags_hold_for_their_line_only(shell):
     assert dumped(first.text) == "yes" and DEFAULT_NOTE in first.text.splitlines()
     asked = shell.execute("ls -n Add --device 1 --step 3", SIZE)
     assert dumped(asked.text) == "-" and asked.exit_code == 0
-    assert ("NPU dumps: dumps of step 3 on device 1 (as asked); also in the tree: devices 0 (pick with --step N "
+    assert ("NPU dumps: dumps of step 3 on device 1 (as asked); also in the tree: device 0 (pick with --step N "
             "--device N)") in asked.text.splitlines()
     again = shell.execute("ls -n Add", SIZE)  # the next line reads the default again
     assert dumped(again.text) == "yes" and DEFAULT_NOTE in again.text.splitlines()
