@@ -34,7 +34,6 @@ the shell (``ni OP``); prefix ``precision_tool -d WORKSPACE`` in a terminal.
 from __future__ import annotations
 
 import os
-
 import shlex
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, List, Optional, Sequence, Tuple
@@ -500,6 +499,14 @@ def _vcs_command(compare) -> str:
     return f"vcs -f {_q(out_folder)}" if out_folder else "vcs"
 
 
+def _report_command(compare) -> str:
+    """When every tensor passes, ``vcs`` would list nothing: the HTML report shows where drift grows instead."""
+    out_folder = compare.out_folder if compare is not None else ""
+    if not out_folder:
+        return "report -o report.html"
+    return f"report -f {_q(out_folder)} -o {_q(os.path.join(out_folder, 'report.html'))}"
+
+
 def _position(compare, op_name: str) -> int:
     return min((row.index for row in _rows_of(compare, op_name)), default=0)
 
@@ -543,5 +550,5 @@ def decide_verdict(overflow, fusion, compare=None) -> "Verdict":
     if compare is None:
         next_commands += ("ac -c",)
     elif culprit is None and compare.result is not None:
-        next_commands += (_vcs_command(compare),)
+        next_commands += (_vcs_command(compare) if compare.result.failing_in_order() else _report_command(compare),)
     return Verdict(culprit, tuple(_also(culprit, overflow, fusion, compare)), next_commands)
