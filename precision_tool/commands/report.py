@@ -3,7 +3,7 @@
 Reads the latest result under ``WORKSPACE/temp/vector_compare`` (where ``ac -c`` and ``compare`` write), or
 ``-f`` a result CSV or a folder holding one, with the ``summary.json`` beside it. On the page
 (:mod:`precision_tool.reports.html`): ``ac``'s verdict (the overflow and fusion checks run again on the
-workspace unless ``--no-checks``), a plot of cosine similarity and max relative error per tensor in execution
+workspace unless ``--no-checks``), a plot of cosine similarity and relative error per tensor in execution
 order with the threshold, the first divergence and the overflow ops marked, the failing tensors' error
 histograms and worst elements, every CSV row in a sortable, filterable table, and the coverage report.
 

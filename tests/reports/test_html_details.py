@@ -17,14 +17,23 @@ from precision_tool.reports.result_store import load_result
 
 
 def test_details_limit_keeps_the_first_divergence_first(tmp_path):
-    csv = sample_result(tmp_path / "out")
+    rows = [tensor(0, "a"), tensor(1, "b", cosine=0.5, status="FAIL"), tensor(2, "c", cosine=0.6, status="FAIL")]
+    csv = write_synthetic_result(tmp_path / "synthetic", rows)
     details = failing_details(load_result(str(csv)), limit=1, worst_count=3)
-    assert [d.tensor_id for d in details.tensors] == [f"{RES_CONV}:output:0"] and details.skipped == 1
-    assert len(details.tensors[0].worst) == 3
-    all_details = failing_details(load_result(str(csv)), limit=0)
-    assert [d.tensor_id for d in all_details.tensors] == [f"{RES_CONV}:output:0", f"{RES_ADD}:input:1"]
+    assert [d.tensor_id for d in details.tensors] == ["b:output:0"] and details.skipped == 1
+    assert [d.tensor_id for d in failing_details(load_result(str(csv)), limit=0).tensors] == ["b:output:0",
+                                                                                            "c:output:0"]
     page = render_page(build_report(str(csv), run_checks=False, details=1))
     assert "1 more failing tensor(s) not detailed" in page
+
+
+def test_an_input_that_is_its_producers_failing_output_shares_its_card(tmp_path):
+    """The sample's two failing tensors are one set of bytes: the culprit's output and the Add's input 1 it feeds
+    (the result file says ``reused_from``). One card, naming both; nothing counted as skipped."""
+    csv = sample_result(tmp_path / "out")
+    details = failing_details(load_result(str(csv)), limit=1, worst_count=3)
+    assert [d.tensor_id for d in details.tensors] == [f"{RES_CONV}:output:0"] and details.skipped == 0
+    assert details.tensors[0].same_bytes_as == (f"{RES_ADD}:input:1",) and len(details.tensors[0].worst) == 3
 
 
 def test_moved_dump_folders_give_a_note_not_an_error(tmp_path):

@@ -16,7 +16,8 @@ NS = "{http://www.w3.org/2000/svg}"
 
 def points(*cosines, rel=1e-3):
     return [PlotPoint(k, k, f"op{k}:output:0", f"op{k}", c, rel if c is not None else None,
-                      c is None or c < 0.99) for k, c in enumerate(cosines)]
+                      c is None or c < 0.99, total_error=rel if c is not None else None)
+            for k, c in enumerate(cosines)]
 
 
 def svg_tree(svg: str):
@@ -31,7 +32,7 @@ def test_one_point_per_tensor_in_each_panel_and_undefined_cosines_on_their_strip
     root = svg_tree(accuracy_plot_svg(points(1.0, 0.999, None, 0.5), 0.99, standalone=True))
     assert root.get("data-points") == "4"
     cosine = list(group(root, "points-cosine"))
-    assert len(cosine) == 4 and len(list(group(root, "points-max-rel-error"))) == 4
+    assert len(cosine) == 4 and len(list(group(root, "points-relative-error"))) == 4
     circles = [node.find(f"{NS}circle") for node in cosine]
     assert circles[2] is None and cosine[2].find(f"{NS}path") is not None  # NaN: a cross, not a circle
     top = MARKER_BAND
@@ -90,3 +91,22 @@ def test_histogram_bars_match_the_counts():
     heights = [float(node.find(f"{NS}rect").get("height")) for node in bins]
     assert heights[0] == heights[3] == heights[5] > 0 and heights[1] == 0
     assert "1 element(s) with a zero reference not binned" in "".join(root.itertext())
+
+
+def test_the_error_panel_shows_the_relative_error_not_the_max_relative_error():
+    """A passing tensor with one reference element near zero has a huge max relative error (32 on the sample CNN)
+    and a small relative error ||npu - ref|| / ||ref||; the culprit the reverse: the panel must rank them by the
+    second, so the culprit stands out instead of a sawtooth of innocent tensors."""
+    innocent = PlotPoint(0, 0, "a:output:0", "a", 0.99999, 32.0, False, total_error=1e-3)
+    culprit = PlotPoint(1, 1, "b:output:0", "b", 0.90, 4.8, True, total_error=0.5)
+    root = svg_tree(accuracy_plot_svg([innocent, culprit], 0.99, standalone=True))
+    dots = [node.find(f"{NS}circle") for node in group(root, "points-relative-error")]
+    y_innocent, y_culprit = (float(dot.get("cy")) for dot in dots)
+    assert y_culprit < y_innocent  # higher on the page = larger
+    titles = [node.find(f"{NS}title").text for node in group(root, "points-relative-error")]
+    assert "relative error 0.001, max relative error 32" in titles[0]
+
+
+def test_only_the_page_invites_hovering():
+    assert "hover a point" in accuracy_plot_svg(points(1.0), 0.99)
+    assert "hover a point" not in accuracy_plot_svg(points(1.0), 0.99, standalone=True)  # the .svg/.png files

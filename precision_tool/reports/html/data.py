@@ -7,6 +7,7 @@ optionally ``ac``'s :class:`~precision_tool.reports.html.findings.CheckFindings`
 """
 from __future__ import annotations
 
+import dataclasses
 import os
 import time
 from dataclasses import dataclass, field
@@ -84,6 +85,29 @@ def _columns(metric_columns: Tuple[str, ...], npu_vs_npu: bool) -> Tuple[Column,
             Column("CompareFailReason"))
 
 
+_SHOWN_FIRST = ("Index", "TensorIndex", "OpType")
+_SHOWN_LAST = ("Shape", "DataType", "GroundTruth", "NPUDump", "Address")
+
+
+def display_order(columns: Tuple[Column, ...]) -> Tuple[int, ...]:
+    """The page shows the CSV's columns in another order: what a reader scans first -- the row, the tensor, its op
+    type, then the metrics from CosineSimilarity on and the reason -- and the bookkeeping last (shapes, dtypes,
+    ground-truth names, dump paths, addresses, which are zero on most dumps). Indexes into ``columns``.
+
+    >>> display_order((Column("Index"), Column("NPUDump"), Column("Address"), Column("TensorIndex"),
+    ...                Column("CosineSimilarity")))
+    (0, 3, 4, 1, 2)
+    """
+    def rank(k: int) -> tuple:
+        name = columns[k].name
+        if name in _SHOWN_FIRST:
+            return (0, _SHOWN_FIRST.index(name), k)
+        if name in _SHOWN_LAST:
+            return (2, _SHOWN_LAST.index(name), k)
+        return (1, 0, k)  # the metrics and the reason, in the CSV's order
+    return tuple(sorted(range(len(columns)), key=rank))
+
+
 def _row(position: int, result, metric_columns: Tuple[str, ...], npu_vs_npu: bool, first: Optional[str],
          detail: Optional[int], threshold: float, reason_cell: str) -> TableRow:
     """The CSV's cells of ``result`` (only the metric columns the CSV holds) and its CompareFailReason cell; a
@@ -123,6 +147,7 @@ def build_report_data(source, findings: Optional[CheckFindings] = None, details:
                                     row.verdict == FAIL, result.local_error, result.local_floor,
                                     result.metric("RelativeEuclideanDistance")))
     counts = comparison.counts()
+    order = display_order(columns)
     notes = []
     if not source.has_run_facts:
         notes.append("No summary.json for this CSV (msaccucmp's, or another run's folder): order from the Index "
@@ -132,6 +157,8 @@ def build_report_data(source, findings: Optional[CheckFindings] = None, details:
     workspace = getattr(findings, "workspace", "") if findings is not None else ""
     page_title = title or f"Accuracy report: {workspace or os.path.basename(source.csv_path)}"
     return ReportData(title=page_title, csv_path=os.path.abspath(source.csv_path), threshold=source.threshold,
-                      columns=columns, rows=tuple(rows), points=tuple(points), counts=counts,
+                      columns=tuple(columns[k] for k in order),
+                      rows=tuple(dataclasses.replace(row, cells=tuple(row.cells[k] for k in order)) for row in rows),
+                      points=tuple(points), counts=counts,
                       divergence=comparison.divergence, facts=comparison.facts if source.has_run_facts else None,
                       inputs=dict(source.inputs), findings=findings, details=details, notes=tuple(notes))

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
-from typing import Tuple
+from typing import Dict, List, Tuple
 
 DEFAULT_DETAILS = 10
 DEFAULT_WORST = 10
@@ -34,6 +34,7 @@ class TensorDetail:
     histogram: object = None
     worst: Tuple[object, ...] = ()
     note: str = ""
+    same_bytes_as: Tuple[str, ...] = ()  # failing inputs that are this output's very bytes (shown once, here)
 
 
 @dataclass(frozen=True)
@@ -100,6 +101,12 @@ def failing_details(source, limit: int = DEFAULT_DETAILS, worst_count: int = DEF
     from precision_tool.status import Status
 
     failing = [row for row in source.comparison.failing_in_order() if row.status is not Status.ERROR and row.tensor_id]
+    shown_ids = {row.tensor_id for row in failing}
+    same_bytes: Dict[str, List[str]] = {}  # an input that is its producer's failing output: one card for both
+    for row in failing:
+        if row.reused_from in shown_ids:
+            same_bytes.setdefault(row.reused_from, []).append(row.tensor_id)
+    failing = [row for row in failing if row.reused_from not in shown_ids]
     chosen = failing if limit <= 0 else failing[:limit]
     if not chosen:
         return Details()
@@ -109,10 +116,12 @@ def failing_details(source, limit: int = DEFAULT_DETAILS, worst_count: int = DEF
         alignment, note = _align_again(source.inputs, source.comparison.facts.mode)
     skipped = len(failing) - len(chosen)
     if alignment is None:
-        return Details(tuple(TensorDetail(r.tensor_id, r.op_name, r.op_type, r.status, r.reason, note=note)
-                             for r in chosen), note, skipped)
-    pairs = {pair.npu.tensor_id: pair for pair in alignment.pairs}
-    return Details(tuple(_detail(row, pairs.get(row.tensor_id), worst_count) for row in chosen), "", skipped)
+        details = [TensorDetail(r.tensor_id, r.op_name, r.op_type, r.status, r.reason, note=note) for r in chosen]
+    else:
+        pairs = {pair.npu.tensor_id: pair for pair in alignment.pairs}
+        details = [_detail(row, pairs.get(row.tensor_id), worst_count) for row in chosen]
+    details = [_replace(d, same_bytes_as=tuple(same_bytes.get(d.tensor_id, ()))) for d in details]
+    return Details(tuple(details), note if alignment is None else "", skipped)
 
 
 def histogram_labels(edges) -> Tuple[str, ...]:

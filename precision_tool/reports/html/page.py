@@ -122,6 +122,8 @@ def _detail_card(position: int, detail, first: str, row_of: dict) -> str:
     lines = [f"{detail.op_type or '?'}: {detail.status}: {detail.reason}"]
     if detail.reference:
         lines.append(f"reference {detail.reference}; NPU shape {list(detail.shape)}")
+    if detail.same_bytes_as:
+        lines.append(f"also {', '.join(detail.same_bytes_as)}: the same bytes, fed by this output (not shown twice)")
     parts = [element("h3", text(detail.tensor_id)), _paragraph(text(" / ".join(lines)) + (f" ({link})" if link else ""),
                                                             class_="meta")]
     if detail.histogram is not None:

@@ -1,10 +1,14 @@
-"""The accuracy plot as SVG text: cosine similarity and max relative error per tensor, in execution order.
+"""The accuracy plot as SVG text: cosine similarity and relative error per tensor, in execution order.
 
 Two panels share the x axis (one point per compared tensor, in the CSV's execution order):
 
 * cosine similarity on a linear axis from just below the lowest value (or the threshold) to 1, with the
   threshold drawn as a dashed line;
-* max relative error on a log axis (exact zeros sit on the bottom line, ``inf`` on the top one);
+* the relative error ``||npu - ref|| / ||ref||`` (msaccucmp's RelativeEuclideanDistance) on a log axis (exact zeros
+  sit on the bottom line, ``inf`` on the top one). Not the *max* relative error ``max |npu - ref| / |ref|``: one
+  reference element near zero makes that huge on a tensor that passes (32 on the sample CNN's passing tensors
+  against 4.8 on its culprit), so its panel showed a sawtooth on a clean model; it stays in each point's hover
+  text and in the table;
 * when the result holds replay figures (``ac -c``): each replayed output's **local error** (dots, red above
   its floor) over its **total error** against the reference (grey line), on a log axis -- drift shows as a
   rising grey line over flat dots, an op that adds error as a dot that jumps to its line.
@@ -161,10 +165,16 @@ def _label(x: float, y: float, content: str, anchor: str = "start", size: int = 
 
 def _point_title(point: PlotPoint) -> str:
     cosine = "undefined (NaN)" if point.cosine is None else f"{point.cosine:.6f}"
-    rel = "undefined (NaN)" if point.max_rel_error is None else f"{point.max_rel_error:.6g}"
+    relative = "undefined (NaN)" if _undefined(point.total_error) else f"{point.total_error:.6g}"
+    worst = "undefined (NaN)" if point.max_rel_error is None else f"{point.max_rel_error:.6g}"
     where = f"Index {point.index}" if point.index is not None else "no Index"
     verdict = "FAILS" if point.failed else "passes"
-    return f"{point.tensor_id} ({where}) {verdict}\ncosine {cosine}, max relative error {rel}"
+    return (f"{point.tensor_id} ({where}) {verdict}\ncosine {cosine}, relative error {relative}, max relative "
+            f"error {worst}")
+
+
+def _undefined(value: Optional[float]) -> bool:
+    return value is None or math.isnan(value)
 
 
 def dot_radius(count: int, width: int = WIDTH) -> float:
@@ -246,7 +256,7 @@ def _cosine_panel(points, frame: Frame, width: int, threshold, link: bool) -> st
 
 
 def _error_panel(points, frame: Frame, width: int, link: bool) -> str:
-    low, high = log_domain([p.max_rel_error for p in points])
+    low, high = log_domain([p.total_error for p in points])
 
     def y_of(value: float) -> float:
         if value <= 0:
@@ -257,19 +267,19 @@ def _error_panel(points, frame: Frame, width: int, link: bool) -> str:
     step = max(1, math.ceil((high - low) / 6))
     ticks = [(y_of(10.0 ** e), f"1e{e}") for e in range(low, high + 1, step)]
     ticks[0] = (ticks[0][0], f"<=1e{low}")
-    parts = _panel_frame(frame, width, "Max relative error (log scale)", "max rel. error")
+    parts = _panel_frame(frame, width, "Relative error ||npu - ref|| / ||ref|| (log scale)", "rel. error")
     parts += _y_grid(frame, width, ticks)
     line, dots = [], []
     for k, point in enumerate(points):
         x = x_of(k, len(points), width)
-        value = point.max_rel_error
-        undefined = value is None or math.isnan(value)
-        y = frame.strip_middle if undefined else y_of(value)
+        value = point.total_error
+        undefined = _undefined(value)
+        y = frame.strip_middle if undefined or value is None else y_of(value)
         if not undefined:
             line.append((x, y))
         dots.append(_point(point, x, y, undefined, link, dot_radius(len(points), width)))
     parts.append(_polyline(line))
-    parts.append(element("g", "".join(dots), id="points-max-rel-error"))
+    parts.append(element("g", "".join(dots), id="points-relative-error"))
     return "".join(parts)
 
 
@@ -362,7 +372,9 @@ def _x_axis(count: int, width: int, y: float) -> str:
     return "".join(parts)
 
 
-def _legend(y: float, overflow_missing: int) -> str:
+def _legend(y: float, overflow_missing: int, interactive: bool = True) -> str:
+    """The key under the panels; ``interactive`` (on the page) adds how to see a point's tensor -- not in the .svg
+    file, which becomes the PNG, where nothing can be hovered."""
     items = [
         void("circle", cx=LEFT + 6, cy=number(y), r=3, fill=PASS_COLOR), _label(LEFT + 14, y + 4, "passes"),
         void("circle", cx=LEFT + 76, cy=number(y), r=3.6, fill=FAIL_COLOR), _label(LEFT + 84, y + 4, "fails"),
@@ -374,7 +386,8 @@ def _legend(y: float, overflow_missing: int) -> str:
                                  f"{number(y + 4)}Z", fill=OVERFLOW_COLOR),
         _label(LEFT + 380, y + 4, "overflow" + (f" ({overflow_missing} overflow op(s) not in the comparison)"
                                                  if overflow_missing else "")),
-        _label(WIDTH - RIGHT, y + 4, "x = undefined (NaN); hover a point for its tensor", anchor="end",
+        _label(WIDTH - RIGHT, y + 4, "x = undefined (NaN)" + ("; hover a point for its tensor" if interactive else ""),
+               anchor="end",
                fill="#64748b"),
     ]
     return element("g", "".join(items), id="legend", font_size=12, fill="#334155")
@@ -408,7 +421,7 @@ def accuracy_plot_svg(points: Sequence[PlotPoint], threshold: Optional[float], f
     markers, missing = _overflow_markers(points, overflow_marks, width, MARKER_BAND - 30, last.bottom + STRIP)
     body.append(markers)
     body.append(_divergence_marker(points, first_divergence, width, 8, last.bottom + STRIP))
-    body.append(_legend(height - LEGEND_BAND / 2, missing))
+    body.append(_legend(height - LEGEND_BAND / 2, missing, interactive=link))
     if not points:
         body.append(_label(width / 2, cosine.top + cosine.height / 2, "no compared tensor", anchor="middle", size=14,
                            fill="#64748b"))
