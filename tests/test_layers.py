@@ -30,7 +30,8 @@ FOUNDATION = "foundation"
 CAPTURE = "capture"
 ORDER = [FOUNDATION, "formats", "alignment", "metrics", "comparison", "replay", "checks", "reports", "commands", "top"]
 RANK = {layer: rank for rank, layer in enumerate(ORDER)}
-TOP_MODULES = {"cli": "top", "shell": "top", "__main__": "top", "tf_config": CAPTURE, "capture": CAPTURE}
+TOP_MODULES = {"cli": "top", "shell": "top", "__main__": "top", "tf_config": CAPTURE, "capture": CAPTURE,
+               "data": FOUNDATION}  # data/: files shipped beside the code (templates, the report's CSS and script)
 CAPTURE_MAY_USE = {FOUNDATION, "formats", "alignment", "metrics", "comparison", CAPTURE}
 CAPTURE_USERS = {"commands", "top"}  # and capture itself; the shell is "top" too, see capture_user()
 
