@@ -79,7 +79,9 @@ def test_every_tour_line_runs_from_a_fresh_clone(clone):
 
 
 @pytest.mark.parametrize("command", ["ac", "ac -c", "ov", "fusion", "vcs", "ni conv1", "pt conv1:output:0", "ls",
-                                     "compare", "vc", "report", "replay conv1", "tf_dump --list", "ls -r 3"])
+                                     "compare", "vc", "report", "replay conv1", "tf_dump --list", "ls -r 3",
+                                     "ov -d nowhere", "fusion -d nowhere", "dc nowhere", "emulate nowhere.py",
+                                     "cp a b", "report -f nowhere"])
 def test_without_a_workspace_every_command_exits_2_with_one_line(tmp_path, command):
     env = _tour_env()
     done = subprocess.run([sys.executable, "-m", "precision_tool", *command.split()], cwd=str(tmp_path), env=env,

@@ -48,6 +48,8 @@ def handle(args, ctx: Context):
     from precision_tool.reports.report import Report
 
     workspace = Workspace(ctx.data_dir)
+    if args.folder is None:
+        workspace.require_root()  # "WS: no such workspace folder", not "WS/overflow/dump: nothing to scan"
     folder = args.folder or workspace.overflow_dump
     if args.folder is not None and not os.path.isdir(folder):
         cause = "not a folder" if os.path.lexists(folder) else "no such folder"
