@@ -19,8 +19,10 @@ from __future__ import annotations
 import functools
 import math
 import operator
-import xml.etree.ElementTree as ET
-from typing import Any, Callable, Iterable
+from typing import TYPE_CHECKING, Any, Callable, Iterable
+
+if TYPE_CHECKING:
+    import xml.etree.ElementTree as ET
 
 __all__ = ["cached_property", "prod", "indent_xml"]
 
@@ -71,6 +73,8 @@ def _indent(element: ET.Element, space: str = "  ", level: int = 0) -> None:
 
 def indent_xml(tree, space: str = "  ") -> None:
     """Indent ``tree`` (an Element or ElementTree) in place, as ``ET.indent(tree, space)`` does on 3.9+."""
+    import xml.etree.ElementTree as ET  # here: only the JUnit writer needs it, not every command's start-up
+
     native = getattr(ET, "indent", None)
     if native is not None:
         native(tree, space)

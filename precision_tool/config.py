@@ -21,7 +21,6 @@ folder) against the command's inputs and, in a workspace, :attr:`Workspace.input
 """
 from __future__ import annotations
 
-import hashlib
 import os
 import re
 from dataclasses import dataclass
@@ -244,6 +243,8 @@ def output_file_name(text: str, suffix: str = "") -> str:
     stem = _NOT_IN_FILE_NAMES.sub("_", text)
     if len((stem + suffix).encode("utf-8")) <= MAX_FILE_NAME_BYTES:
         return stem + suffix
+    import hashlib  # here: its OpenSSL binding costs 2 ms of every command's start-up
+
     digest = "-" + hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:16]
     room = MAX_FILE_NAME_BYTES - len((digest + suffix).encode("utf-8"))
     return stem.encode("utf-8")[:max(room, 0)].decode("utf-8", "ignore") + digest + suffix

@@ -20,17 +20,18 @@ from __future__ import annotations
 
 import os
 import time
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence, Tuple
 
 from precision_tool.commands.compare_run import CompareRequest, execute, run_compare
 from precision_tool.commands.options import ALL, dump_selection
-from precision_tool.comparison.tree_runs import (REPLICA_COSINE_TOLERANCE, StepRun, compare_each, exit_code_of,
-                                                 first_diverging, replicas_differ, tree_of)
 from precision_tool.errors import EXIT_FAILED_CHECK, PrecisionToolError, UsageError
 from precision_tool.formats.dump_tree import DumpSelection, each_selection, numbers_text, requested
 from precision_tool.reports.report import Report, Text
 from precision_tool.reports.result_outputs import take_run_folder
 from precision_tool.reports.format import counted, exit_line
+
+if TYPE_CHECKING:  # imported where used: a plain compare (one step, one device) never loads tree_runs
+    from precision_tool.comparison.tree_runs import StepRun
 
 #: ``(line, data)``: a line of the report and its ``--json`` entry (``None``: the line has none).
 Findings = List[Tuple[str, Optional[Dict[str, Any]]]]
@@ -47,6 +48,8 @@ def run_compare_each(request: CompareRequest, args, default_root: str, folders: 
     Raises :class:`UsageError` with ``--junit`` or ``--html`` (one run's outputs), and the typed error of a
     missing folder, of a device asked for that the tree lacks, or of the first run when every run failed.
     """
+    from precision_tool.comparison.tree_runs import compare_each, tree_of
+
     from precision_tool.comparison.pipeline import check_request
 
     every_step, every_device = args.dump_step == ALL, args.dump_device == ALL
@@ -106,6 +109,8 @@ def _run_one(request: CompareRequest, selection: DumpSelection, base: str, defau
              folders: Sequence[str], every: Tuple[bool, bool]) -> StepRun:
     """Compare one step of one device into its own folder under ``base`` (``every``: ``--steps all``,
     ``--device all``)."""
+    from precision_tool.comparison.tree_runs import StepRun
+
     label = f"compare device {selection.device} step {selection.step}"
     run = execute(request, os.path.join(base, _sub_folder(selection, *every)), default_root, progress_label=label,
                   folders=folders)
@@ -122,6 +127,8 @@ def _remove_if_empty(folder: str) -> None:
 def _report(runs: Sequence[StepRun], what: str, every_step: bool, every_device: bool, base: str,
             seconds: float) -> Report:
     """The table, the first diverging step(s), the replicas that differ; ``data`` for ``--json``."""
+    from precision_tool.comparison.tree_runs import REPLICA_COSINE_TOLERANCE, exit_code_of
+
     failing = sum(1 for run in runs if run.exit_code == EXIT_FAILED_CHECK)
     report = Report(title=f"Compared {what}, one run each: {counted(len(runs), 'run')}, {failing} fail")
     report.add_table(["device", "step", "compared", "failed", "first divergence", "exit", "result folder / error"],
@@ -157,6 +164,8 @@ def _by_device(runs: Sequence[StepRun]) -> Dict[int, List[StepRun]]:
 def _first_diverging(runs: Sequence[StepRun], every_step: bool) -> Findings:
     """``(line, data)`` per device with ``--steps all``: ``First diverging step[ of device D]: S (OP ...)``, or
     that no step diverges; nothing without ``--steps all``."""
+    from precision_tool.comparison.tree_runs import first_diverging
+
     if not every_step:
         return []
     grouped = _by_device(runs)
@@ -178,6 +187,8 @@ def _replica_findings(runs: Sequence[StepRun], every_step: bool) -> Findings:
     """``(line, data)`` per device whose results differ from the other replicas' (compared per step with
     ``--steps all``): ``Replicas differ[ at step S]: device D (why)``; one line (data ``None``) that they agree
     when none differs."""
+    from precision_tool.comparison.tree_runs import REPLICA_COSINE_TOLERANCE, replicas_differ
+
     groups: Dict[Optional[int], List[StepRun]] = {}
     for run in runs:
         groups.setdefault(run.step if every_step else None, []).append(run)

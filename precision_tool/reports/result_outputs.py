@@ -239,7 +239,6 @@ def write_outputs(result: ComparisonResult, paths: OutputPaths, *, total_s: Opti
     Raises :class:`WorkspaceError` when a file cannot be written (a full disk, a read-only folder); the name
     :func:`plan_outputs` took is given back when its lossless file could not be written.
     """
-    from precision_tool.reports.junit import write_junit
     from precision_tool.reports.result_csv import write_result_csv
     from precision_tool.reports.summary import build_summary, run_exit_code, write_summary
 
@@ -248,6 +247,8 @@ def write_outputs(result: ComparisonResult, paths: OutputPaths, *, total_s: Opti
         _write_results_file(paths, result)
         write_result_csv(paths.csv, result.results, npu_vs_npu=result.npu_vs_npu)
         if paths.junit:
+            from precision_tool.reports.junit import write_junit  # here: xml.etree only when asked for
+
             write_junit(paths.junit, result)
         write_summary(paths.summary, summary)
     except OSError as error:
