@@ -81,7 +81,7 @@ lint: venv
 	$(VENV)/bin/vermin -q -t=3.7- --no-tips --violations precision_tool
 
 test: venv lint peer browser test-user-envs
-	PRECISION_TOOL_EXPECT_C=1 $(PY) -m pytest -q
+	PRECISION_TOOL_EXPECT_C=1 $(PY) -m pytest -q -rs  # -rs: each skip with its reason (no peer, no browser)
 
 test-fast: venv
 	$(PY) -m pytest -q -m "not tf and not peer"
