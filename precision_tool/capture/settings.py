@@ -41,12 +41,13 @@ precision_tool.errors.CaptureError: dump_step='5-3': range 5-3 must go up (npu_b
 """
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import sys
 import warnings
 from dataclasses import dataclass
-from typing import Dict, Mapping, Optional, Tuple, Union
+from typing import Dict, Iterator, Mapping, Optional, Tuple, Union
 
 from precision_tool.config import DEFAULT_DATA_DIR, ENV_DATA_DIR, Workspace
 from precision_tool.errors import CaptureError
@@ -78,9 +79,25 @@ class CaptureWarning(UserWarning):
     """A capture that will run but whose reference or dump will not match names 1:1."""
 
 
+_SILENCED = [0]  # > 0 inside silenced(): the emulator's own captures, whose staging paths mean nothing to a user
+
+
 def notify(message: str) -> None:
-    """Print one informational line to stderr (a training script's log is where users look)."""
-    print(f"{MESSAGE_PREFIX} {message}", file=sys.stderr, flush=True)
+    """Print one informational line to stderr (a training script's log is where users look); nothing inside
+    :func:`silenced`."""
+    if not _SILENCED[0]:
+        print(f"{MESSAGE_PREFIX} {message}", file=sys.stderr, flush=True)
+
+
+@contextlib.contextmanager
+def silenced() -> Iterator[None]:
+    """No :func:`notify` lines inside: for captures the tool runs itself (``emulate`` captures its reference into a
+    staging folder that is renamed when it is done, so the path a line would name is gone by then)."""
+    _SILENCED[0] += 1
+    try:
+        yield
+    finally:
+        _SILENCED[0] -= 1
 
 
 def warn_loudly(message: str, stacklevel: int = 3) -> None:

@@ -75,14 +75,18 @@ class Verdict:
     culprit: Optional[Culprit]
     also: Tuple[str, ...] = ()
     next_commands: Tuple[str, ...] = ()
+    checked: bool = True  # False: no comparison with the reference ran, so the culprit is only a lead
 
     @property
     def headline(self) -> str:
-        """One line: ``Most likely culprit: OP (TYPE), found by EVIDENCE`` or why there is none."""
+        """One line: ``Most likely culprit: OP (TYPE), by EVIDENCE``; without a comparison with the reference
+        (``ac`` without ``-c``, or no reference), ``Lead, not yet checked against the reference: ...`` -- an
+        overflow or a fusion difference may cost no accuracy at all; or why there is none."""
         if self.culprit is None:
             return "No culprit found."
         c = self.culprit
-        return f"Most likely culprit: {c.op_name} ({c.op_type or 'unknown type'}), by {c.evidence}."
+        what = "Most likely culprit" if self.checked else "Lead, not yet checked against the reference ('ac -c' does)"
+        return f"{what}: {c.op_name} ({c.op_type or 'unknown type'}), by {c.evidence}."
 
     def to_dict(self) -> dict:
         return {"culprit": None if self.culprit is None else self.culprit.to_dict(), "also": list(self.also),
@@ -220,7 +224,9 @@ def _causes(op_name: str, overflow, fusion, compare=None) -> _Causes:
 
 
 def _commands(op_name: str, index: int, causes: _Causes, compare) -> List[str]:
-    commands = [f"ni {_q(op_name)}", f"pt {_q(f'{op_name}:output:{index}')}"]
+    out_folder = compare.out_folder if compare is not None else ""
+    ni = f"ni -f {_q(out_folder)} {_q(op_name)}" if out_folder else f"ni {_q(op_name)}"  # -o: ni must be told
+    commands = [ni, f"pt {_q(f'{op_name}:output:{index}')}"]
     if causes.blamed:
         commands.append(f"ls -f {_q(causes.passes[0])}")
     commands.append(_vcs_command(compare))
@@ -454,7 +460,8 @@ def _attribution_lines(attribution, compare, named: Optional[str]) -> List[str]:
     """How local error was measured, other ops that stand out, and -- when none does although tensors fail
     the cosine gate -- that the failures are accumulated drift."""
     lines = [f"local error: {attribution.methods_text}"
-             + (f"; median ratio to the floor {attribution.median_ratio:.3g}" if attribution.median_ratio else "")]
+             + (f"; median ratio to the floor {attribution.median_ratio:.3g}" if attribution.median_ratio else "")
+             + " (the floor: the error the output dtype's rounding alone makes; docs/local-error.md)"]
     if compare.replay is not None and not compare.replay.ran and compare.replay.notes:
         lines[0] += f" ({compare.replay.notes[0]})"
     others = [op for op in attribution.standouts if op.op_name != named]
@@ -472,7 +479,13 @@ def _attribution_lines(attribution, compare, named: Optional[str]) -> List[str]:
     elif not attribution.standouts and failing and named is None and replayed:
         worst = max(replayed, key=lambda op: op.score or 0.0)
         above = [op for op in replayed if (op.score or 0.0) > 1]
-        if not above:
+        coverage = compare.result.facts.coverage if compare.result is not None else None
+        unreadable = len(coverage.unreadable) if coverage is not None else 0
+        if not above and unreadable:  # the op that adds the error may be one whose dump could not be read
+            text = (f"{len(failing)} tensor(s) fail against the reference and no replayed op adds more error than "
+                    f"its dtype explains, but {unreadable} dump file(s) could not be read: the op that adds the "
+                    f"error may be among them, so this is not shown to be drift")
+        elif not above:
             text = (f"{len(failing)} tensor(s) fail against the reference, but every replayed op adds no more "
                     "error than its dtype explains: the differences are accumulated rounding (drift), not one "
                     f"op's fault; the largest local error is {worst.op_name}'s, {worst.score:.2g}x its floor")
@@ -551,4 +564,5 @@ def decide_verdict(overflow, fusion, compare=None) -> "Verdict":
         next_commands += ("ac -c",)
     elif culprit is None and compare.result is not None:
         next_commands += (_vcs_command(compare) if compare.result.failing_in_order() else _report_command(compare),)
-    return Verdict(culprit, tuple(_also(culprit, overflow, fusion, compare)), next_commands)
+    checked = compare is not None and compare.result is not None
+    return Verdict(culprit, tuple(_also(culprit, overflow, fusion, compare)), next_commands, checked)

@@ -60,6 +60,12 @@ def handle(args, ctx: Context):
     from precision_tool.commands.compare_run import CompareRequest, run_compare, workspace_result_folder
 
     workspace = Workspace(ctx.data_dir)
+    if (args.npu is None or args.reference is None) and not os.path.isdir(workspace.root):  # a folder from it
+        cause = "not a folder" if os.path.lexists(workspace.root) else "no such workspace folder"
+        raise WorkspaceError(f"{workspace.root}: {cause}", "give the workspace with -d DIR or $PRECISION_TOOL_DATA, or "
+                                                           "the folders with -m NPU_DUMP_DIR -g REFERENCE_DIR")
+    if args.npu is None or args.reference is None:
+        workspace.require_root()  # -d one level too deep: says which folder is the workspace
     if args.html:  # refuse a bad destination before the comparison, not after it
         html_folder = os.path.dirname(os.path.abspath(args.html))
         if not os.path.isdir(html_folder):

@@ -38,5 +38,5 @@ def compare_rows_for_op(csv_path: str, op_name: str) -> Tuple[List[str], List[Li
     for position, row in stored.rows_of_op(op_name):
         rows.append([row.tensor_id or "-", row.ground_truth,
                      *(number_text(row.metric(name)) for name in _METRICS),
-                     row.status.verdict, stored.reason_cell(position)])
+                     row.status.verdict, stored.shown_reason(position)])
     return list(COMPARE_HEADERS), rows

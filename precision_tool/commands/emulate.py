@@ -107,8 +107,8 @@ def handle(args, ctx: Context) -> Report:
         lines.append(f"planted {what} on {planted['tf_op']} (NPU op {where})")
     overflow = manifest["overflow"]
     if overflow["first_op"]:
-        lines.append(f"fp16 overflow: first at {overflow['first_op']}; {len(overflow['ops'])} op(s) report, "
-                     f"records in {overflow['dir']}")
+        lines.append(f"fp16 overflow: first at {overflow['first_op']}; {counted(len(overflow['ops']), 'op')} "
+                     f"overflowed, Opdebug records in {overflow['dir']}")
     else:
         lines.append("fp16 overflow: none")
     report.add_text(*lines)

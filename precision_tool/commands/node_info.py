@@ -14,6 +14,7 @@ from typing import List
 
 from precision_tool.commands import node_sections
 from precision_tool.commands.arg_hints import GRAPH_NAME, OP_NAME, completes
+from precision_tool.commands.options import add_result_file_option
 from precision_tool.commands.registry import Command, Context
 from precision_tool.commands.workspace_lookup import lookup_for, with_graph_notes, without_graph
 from precision_tool.errors import UsageError, WorkspaceError
@@ -38,6 +39,7 @@ def add_arguments(parser):
     parser.add_argument("-s", "--subgraph", type=int, default=None, metavar="DEPTH",
                         help="write the ops within DEPTH edges as Graphviz DOT text to WORKSPACE/temp/node_info/")
     add_run_option(parser)
+    add_result_file_option(parser)
 
 
 def op_name_argument(args) -> str:
@@ -74,8 +76,9 @@ def handle(args, ctx: Context) -> Report:
     dumped = lookup.dumped_op(op.name, scan)
     node_sections.add_dump_section(report, data, dumped, op, lookup.dump_dir)
     node_sections.add_reference_section(report, data, op.name, lookup)
-    node_sections.add_compare_section(report, data, op.name, lookup)
-    node_sections.add_local_error_section(report, data, op.name, lookup)
+    result = node_sections.result_for(lookup, args.file)
+    node_sections.add_compare_section(report, data, op.name, lookup, result)
+    node_sections.add_local_error_section(report, data, op.name, result)
     if args.attrs:
         node_sections.add_attribute_section(report, data, op)
     if args.subgraph is not None:
@@ -120,7 +123,7 @@ def _dump_only_report(name: str, args, lookup, why: str) -> Report:
     node_sections.add_dump_section(report, data, dumped, None)
     raw_name = data["dump"].get("op_name") or name  # the header's name: a/b where the file says a_b
     node_sections.add_reference_section(report, data, raw_name, lookup)
-    node_sections.add_compare_section(report, data, raw_name, lookup)
+    node_sections.add_compare_section(report, data, raw_name, lookup, node_sections.result_for(lookup, args.file))
     report.data = data
     return report
 

@@ -9,7 +9,7 @@ import os
 from typing import Dict, List, Optional
 
 from precision_tool.metrics.array_stats import STATS_HEADERS, array_stats
-from precision_tool.errors import PrecisionToolError
+from precision_tool.errors import PrecisionToolError, WorkspaceError
 from precision_tool.formats.layouts import shape_text
 from precision_tool.reports.report import Report
 
@@ -130,12 +130,26 @@ def add_reference_section(report: Report, data: dict, op_name: str, lookup) -> N
     data["references"] = {"pairs": found, "not_compared": [list(item) for item in missing]}
 
 
-def add_compare_section(report: Report, data: dict, op_name: str, lookup) -> None:
-    """This op's rows of the newest comparison result, when one exists."""
-    from precision_tool.commands.compare_rows import compare_rows_for_op, latest_result_csv
+def result_for(lookup, chosen: Optional[str]) -> Optional[str]:
+    """The result CSV ``ni`` reads: ``-f RESULT`` (a CSV, or a folder searched for the latest; errors name it), else
+    the newest under ``WORKSPACE/temp/vector_compare``, else ``None``."""
+    from precision_tool.commands.compare_rows import latest_result_csv
+    from precision_tool.reports.result_store import find_result_csv
 
-    path: Optional[str] = latest_result_csv(lookup.workspace.temp)
+    if chosen:
+        if not os.path.lexists(chosen):
+            raise WorkspaceError(f"{chosen}: no such file or folder", "give -f a result folder or result_*.csv")
+        return find_result_csv(chosen)
+    return latest_result_csv(lookup.workspace.temp)
+
+
+def add_compare_section(report: Report, data: dict, op_name: str, lookup, path: Optional[str] = None) -> None:
+    """This op's rows of the comparison result at ``path`` (:func:`result_for`), or a line saying there is none."""
+    from precision_tool.commands.compare_rows import compare_rows_for_op
+
     if path is None:
+        report.add_text(f"Comparison result: none under {lookup.workspace.temp} ('ac -c' or 'compare' writes one; "
+                        f"-f RESULT reads one written elsewhere, as with -o)")
         data["compare"] = None
         return
     try:
@@ -151,14 +165,12 @@ def add_compare_section(report: Report, data: dict, op_name: str, lookup) -> Non
     data["compare"] = {"path": path, "headers": headers, "rows": rows}
 
 
-def add_local_error_section(report: Report, data: dict, op_name: str, lookup) -> None:
-    """Local vs total error of this op's outputs from the newest result's lossless rows (``ac -c`` replays;
-    see docs/local-error.md), or why there is none."""
+def add_local_error_section(report: Report, data: dict, op_name: str, path: Optional[str]) -> None:
+    """Local vs total error of this op's outputs from the lossless rows of the result at ``path`` (``ac -c``
+    replays; see docs/local-error.md), or why there is none."""
     from precision_tool.checks.attribution import percent
-    from precision_tool.commands.compare_rows import latest_result_csv
     from precision_tool.reports.result_store import load_result
 
-    path: Optional[str] = latest_result_csv(lookup.workspace.temp)
     if path is None:
         data["local_error"] = None
         return

@@ -49,6 +49,10 @@ def handle(args, ctx: Context):
     from precision_tool.reports.summary import exit_status, unusable_inputs, unusable_note
 
     target = args.file or workspace_result_folder(ctx.data_dir)
+    if not args.file and not os.path.isdir(ctx.data_dir):
+        from precision_tool.config import Workspace
+
+        Workspace(ctx.data_dir).require_root()  # "no such workspace folder": no point suggesting ac -c on it
     if not args.file and not os.path.isdir(target):
         raise WorkspaceError(f"no compare result in {ctx.data_dir} yet ({target} is missing)",
                              f"run 'precision_tool -d {ctx.data_dir} ac -c' or 'compare' first, or give -f RESULT")

@@ -37,6 +37,7 @@ def add_arguments(parser):
 
 
 def handle(args, ctx: Context):
+    from precision_tool.reports.format import counted
     from precision_tool.reports.report import Report
     from precision_tool.reports.result_csv import number_text
     from precision_tool.reports.result_outputs import workspace_result_folder
@@ -67,19 +68,25 @@ def handle(args, ctx: Context):
     if shown:
         rows = [[_index_value(r.index), r.tensor_id, r.op_type, number_text(r.cosine),
                  number_text(r.metric("MaxAbsoluteError")), number_text(r.metric("MeanRelativeError"))]
-                + ([_ratio_text(r)] if replayed else []) + [stored.reason_cell(k)] for k, r in shown]
+                + ([_ratio_text(r)] if replayed else []) + [stored.shown_reason(k)] for k, r in shown]
         report.add_table(["index", "tensor", "op type", "cosine", "max abs err", "mean rel err"]
                          + (["local/floor"] if replayed else []) + ["reason"], rows)
         if len(shown) < len(failing):
             report.add_text(f"... {len(failing) - len(shown)} more (-l 0 shows all)")
     lines = []
     if first is not None:
-        lines.append(f"First divergence: {first} (listed first); {len(divergence.inherited)} later ops only "
-                     f"inherit errors")
+        inherited = len(divergence.inherited)
+        lines.append(f"First divergence: {first} (listed first); " + (
+            f"{counted(inherited, 'later op')} {'fails' if inherited == 1 else 'fail'} only by inheriting its error"
+            if inherited else "no later op fails only by inheriting its error"))
     if replayed:
-        adding = [r for r in failing if r.local_error is not None and _ratio(r) > 1]
-        lines.append(f"local/floor (ac -c's replay of each op on its own inputs): {len(adding)} of the failing "
-                     "tensors are outputs whose op adds more error than its dtype explains; the others inherit it")
+        adding = len([r for r in failing if r.local_error is not None and _ratio(r) > 1])
+        rest = len(failing) - adding
+        who = "is an output whose op adds" if adding == 1 else "are outputs whose ops add"
+        others = "; the other inherits it" if rest == 1 else (f"; the other {rest} inherit it" if rest else "")
+        lines.append(f"local/floor (ac -c's replay of each op on its own inputs; the floor is the error the dtype's "
+                     f"rounding alone makes, docs/local-error.md): {adding} of the "
+                     f"{counted(len(failing), 'failing tensor')} {who} more error than its dtype explains{others}")
     if errors:
         lines.append(f"{len(errors)} aligned tensors could not be read: " + ", ".join(r.tensor_id for r in errors[:5]))
     if not_compared:
@@ -95,7 +102,7 @@ def handle(args, ctx: Context):
     report.data = {"csv": stored.csv_path, "cosine_threshold": threshold, "compared": len(compared),
                    "first_divergence": None if divergence.first is None else divergence.first.to_dict(),
                    "failing": [{"index": _index_value(r.index), "tensor_id": r.tensor_id, "op_type": r.op_type,
-                                "cosine": r.cosine, "reason": stored.reason_cell(k), "local_error": r.local_error,
+                                "cosine": r.cosine, "reason": stored.shown_reason(k), "local_error": r.local_error,
                                 "local_floor": r.local_floor} for k, r in failing_at],
                    "errors": [r.tensor_id for r in errors], "not_compared": not_compared,
                    "unusable_inputs": [list(item) for item in unusable],

@@ -76,7 +76,7 @@ def counted(count: int, noun: str, plural: Optional[str] = None) -> str:
     return f"{count:,} {noun if count == 1 else (plural or noun + 's')}"
 
 
-EXIT_MEANINGS = {0: "all checks passed", 1: "an accuracy problem was found (see above)",
+EXIT_MEANINGS = {0: "all checks passed", 1: "a check found a problem (see above)",
                  2: "some input could not be used (see above)"}
 
 
@@ -84,7 +84,7 @@ def exit_line(exit_code: int, seconds: Optional[float] = None, detail: str = "")
     """A job's last line: its exit code and what the code means, then the time taken and ``detail``.
 
     >>> exit_line(1, 1.574, "compare 0.35 s, replay 1.18 s")
-    'exit 1: an accuracy problem was found (see above); 1.57 s (compare 0.35 s, replay 1.18 s)'
+    'exit 1: a check found a problem (see above); 1.57 s (compare 0.35 s, replay 1.18 s)'
     """
     line = f"exit {exit_code}: {EXIT_MEANINGS.get(exit_code, 'see above')}"
     if seconds is not None:

@@ -32,7 +32,7 @@ def add_passes(report: Report, overview) -> None:
     else:
         headline = f"Fusion: {len(overview.passes)} pass(es) named on graph ops ({source}: no pass counts); "
     headline += (f"{len(overview.fused_ops)} of {overview.graph_ops} graph ops are fused (fusion lists them with the "
-                 "TF ops they replaced):" if overview.graph_ops else
+                 "TF ops they replaced; an op several passes fused counts under each):" if overview.graph_ops else
                  "no Build graph read, so which ops they fused is unknown:")
     report.add_table(["pass", "family", "matched", "took effect", "ops marked"], rows, title=headline)
 

@@ -403,6 +403,18 @@ class StoredResult:
 
         return fail_reason_cell(self.comparison.results[position])
 
+    def shown_reason(self, position: int) -> str:
+        """What a reader is shown as row ``position``'s reason (``vcs``, ``ni``, the HTML table): the CSV's cell, or
+        for a failing row whose cell is empty (a plain FAIL, as msaccucmp leaves it) the row's reason, else the
+        cosine gate's words (``cosine 0.901050 < 0.99``)."""
+        from precision_tool.comparison.result import cosine_gate_reason
+
+        cell = self.reason_cell(position)
+        row = self.comparison.results[position]
+        if cell or row.status.verdict != "fail":
+            return cell
+        return row.reason or cosine_gate_reason(row.cosine, self.threshold)
+
     @property
     def threshold(self) -> float:
         threshold = self.comparison.cosine_threshold

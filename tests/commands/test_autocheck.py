@@ -30,7 +30,8 @@ def test_ac_without_compare_reports_the_overflow_and_exits_1(capsys):
     assert code == 1
     assert f"[1] Conv2D {CONV3}  AI Core task 11, stream 2, status 0x100" in out
     assert "AI Core: overflow converting fp32→fp16 or int32→fp16 (0x100)" in out
-    assert f"Verdict: Most likely culprit: {CONV3} (Conv2D), by overflow record." in out
+    assert (f"Verdict: Lead, not yet checked against the reference ('ac -c' does): {CONV3} (Conv2D), by overflow "
+            f"record.") in out
     assert "no fused op differs from its unfused TF ops" in out
     assert tree_listing(CNN) == before  # nothing written into the sample
 
@@ -42,8 +43,8 @@ def test_ac_compare_names_the_planted_imprecise_op_and_writes_only_to_out(tmp_pa
     assert f"Verdict: Most likely culprit: {RES_CONV} (Conv2D), by local error (replay)." in out
     assert "but the fusion-off run computes the same (relative distance 0.000823)" in out
     prefix = f"precision_tool -d {CNN}"
-    assert (f"Next:\n  {prefix} ni {RES_CONV}\n  {prefix} pt {RES_CONV}:output:0\n"
-            f"  {prefix} vcs -f {tmp_path / 'out'}") in out
+    assert (f"Next:\n  {prefix} ni -f {tmp_path / 'out'} {RES_CONV}\n  {prefix} pt {RES_CONV}:output:0\n"
+            f"  {prefix} vcs -f {tmp_path / 'out'}") in out  # -o: ni and vcs are told where the result is
     (csv,) = [name for name in os.listdir(tmp_path / "out") if name.endswith(".csv")]
     table = read_result_csv(tmp_path / "out" / csv)
     (row,) = [row for row in table.rows if row.tensor_id == f"{RES_CONV}:output:0"]
@@ -90,7 +91,7 @@ def test_ac_compare_without_reference_exits_2_but_still_reports(tmp_path, capsys
     code, out, _ = run(capsys, "-d", workspace, "ac", "-c")
     assert code == 2
     assert "Comparison with the reference not run: no reference folder" in out
-    assert f"Most likely culprit: {CONV3}" in out
+    assert f"Lead, not yet checked against the reference ('ac -c' does): {CONV3}" in out
 
 
 def test_ac_on_a_folder_that_is_not_a_workspace_is_one_line_and_exit_2(tmp_path, capsys):

@@ -206,7 +206,7 @@ def test_a_failing_tensor_keeps_exit_1_and_the_summary_still_counts_unreadable_i
     _unreadable_dump(case, "op3")
     assert main(compare_argv(case, tmp_path / "out")) == 1
     out = capsys.readouterr().out
-    assert "; 1 input file could not be read\n" in out and "\nexit 1: an accuracy problem was found (see above); " in out
+    assert "; 1 input file could not be read\n" in out and "\nexit 1: a check found a problem (see above); " in out
     summary = json.loads((tmp_path / "out" / "summary.json").read_text())
     assert summary["exit_code"] == 1 and summary["counts"]["unusable_inputs"] == 1
     assert main(["vcs", "-f", str(tmp_path / "out")]) == 1

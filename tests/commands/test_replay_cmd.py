@@ -59,6 +59,21 @@ def test_ni_shows_local_inherited_and_total_after_ac(tmp_path, capsys):
     assert "Local error (NPU vs the op replayed on its own dumped inputs; total = vs the reference)" in out
 
 
+def test_ni_reads_a_result_written_elsewhere_with_f_and_says_when_there_is_none(tmp_path, capsys):
+    """After ``ac -c -o OUT`` the workspace holds no result: ``ni`` said nothing about comparisons; now it says
+    there is none, and ``ni -f OUT`` (what ac's Next line prints) shows the rows and the local error."""
+    assert run(capsys, "-d", CNN, "ac", "-c", "-o", tmp_path / "out", "--workers", "1")[0] == 1
+    code, out, _ = run(capsys, "-d", CNN, "ni", RES_CONV)
+    assert code == 0 and "Comparison result: none under" in out and "-f RESULT reads one written elsewhere" in out
+    code, out, _ = run(capsys, "-d", CNN, "--json", "ni", "-f", tmp_path / "out", RES_CONV)
+    data = json.loads(out)["data"]
+    output = {row[0]: row for row in data["compare"]["rows"]}[f"{RES_CONV}:output:0"]
+    assert output[2] == "0.901050" and output[-1] == "cosine 0.901050 < 0.99"  # the gate's words, not an empty cell
+    (local,) = data["local_error"]["rows"]
+    assert 0.45 < local["local"] < 0.55
+    assert run(capsys, "-d", CNN, "ni", "-f", tmp_path / "nowhere", RES_CONV)[0] == 2
+
+
 def test_the_report_plots_local_over_total_error_with_the_culprit_above_its_floor(tmp_path, capsys):
     import re
 
@@ -97,7 +112,9 @@ def test_vcs_tells_failing_tensors_that_add_error_from_those_that_inherit_it(tmp
     assert adds["local_error"] / adds["local_floor"] > 100
     assert failing["small_cnn_1/res_add_1/Add:input:1"]["local_error"] is None  # an input: inherited, not replayed
     code, out, _ = run(capsys, "-d", workspace, "vcs")
-    assert "local/floor" in out and "1 of the failing tensors are outputs whose op adds more error" in out
+    assert "local/floor" in out
+    assert ("1 of the 2 failing tensors is an output whose op adds more error than its dtype explains; the other "
+            "inherits it") in out
 
 
 def test_a_reference_file_of_the_wrong_shape_does_not_stop_replay(tmp_path, capsys):

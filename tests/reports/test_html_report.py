@@ -109,12 +109,12 @@ def test_first_divergence_marker_names_the_planted_op_and_overflow_marks_conv3(s
 
 
 def test_verdict_is_the_one_ac_prints(sample):
-    _csv, data, page = sample
+    csv, data, page = sample
     headline = f"Most likely culprit: {RES_CONV} (Conv2D), by local error (replay)."
     assert data.findings.verdict.headline == headline
     assert f'<p class="headline" id="verdict-headline">{headline}</p>' in page
     assert "but the fusion-off run computes the same (relative distance 0.000823)" in page
-    assert f"precision_tool -d {CNN} ni {RES_CONV}" in page
+    assert f"precision_tool -d {CNN} ni -f {csv.parent} {RES_CONV}" in page  # the result is outside the workspace
     assert "Overflow run: 1 Opdebug record(s)" in page  # ac's overflow section, as printed
 
 

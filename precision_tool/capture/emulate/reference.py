@@ -154,10 +154,11 @@ def capture_reference(frozen: FrozenModel, batch: Sequence[np.ndarray], workspac
                       op_order: Sequence[str], keep_tfdbg: bool = False) -> ReferenceResult:
     """Run the float32 reference once under ``sess_dump`` and convert it (see the module docstring)."""
     from precision_tool.capture.reference import new_capture_dir, sess_dump
+    from precision_tool.capture.settings import silenced
 
     capture_dir = new_capture_dir(workspace.tf_debug)
     graph = import_graph(frozen)
-    with tf.compat.v1.Session(graph=graph, config=session_config()) as session:
+    with tf.compat.v1.Session(graph=graph, config=session_config()) as session, silenced():
         dumping = sess_dump(session, capture_dir)
         dumping.run(list(frozen.outputs), feed_dict=feed_dict(frozen, batch))
     conversion = convert_capture(capture_dir, workspace.tf_dump, workspace.tf_graph)

@@ -109,10 +109,10 @@ def display_order(columns: Tuple[Column, ...]) -> Tuple[int, ...]:
 
 
 def _row(position: int, result, metric_columns: Tuple[str, ...], npu_vs_npu: bool, first: Optional[str],
-         detail: Optional[int], threshold: float, reason_cell: str) -> TableRow:
-    """The CSV's cells of ``result`` (only the metric columns the CSV holds) and its CompareFailReason cell; a
-    plain ``FAIL`` with an empty cell shows the cosine gate's words there."""
-    from precision_tool.comparison.result import cosine_gate_reason
+         detail: Optional[int], reason: str) -> TableRow:
+    """The CSV's cells of ``result`` (only the metric columns the CSV holds) and the reason shown
+    (:meth:`~precision_tool.reports.result_store.StoredResult.shown_reason`: a plain ``FAIL`` shows the cosine
+    gate's words)."""
     from precision_tool.metrics import ALL
     from precision_tool.reports.result_csv import result_row
 
@@ -120,8 +120,6 @@ def _row(position: int, result, metric_columns: Tuple[str, ...], npu_vs_npu: boo
     cells = result_row(result, npu_vs_npu)
     metrics_at = len(cells) - 1 - len(ALL)
     shown = [cell for name, cell in zip(ALL, cells[metrics_at:-1]) if name in metric_columns]
-    reason = reason_cell or ((result.reason or cosine_gate_reason(result.cosine, threshold)) if verdict == FAIL
-                             else "")
     cells = cells[:metrics_at] + shown + [reason]
     return TableRow(position, verdict, result.op_name, result.tensor_id, tuple(cells),
                     first_divergence=verdict == FAIL and result.op_name == first, detail=detail)
@@ -139,7 +137,7 @@ def build_report_data(source, findings: Optional[CheckFindings] = None, details:
     rows, points = [], []
     for position, result in enumerate(comparison.results):
         row = _row(position, result, source.metric_columns, comparison.npu_vs_npu, first,
-                   detail_of.get(result.tensor_id), source.threshold, source.reason_cell(position))
+                   detail_of.get(result.tensor_id), source.shown_reason(position))
         rows.append(row)
         if row.verdict in (PASS, FAIL):
             points.append(PlotPoint(position, result.index if result.index >= 0 else None, result.tensor_id,
