@@ -39,6 +39,9 @@ def add_arguments(parser):
                         help=f"worst elements listed per failing tensor (default {DEFAULT_WORST})")
     parser.add_argument("--no-checks", dest="checks", action="store_false",
                         help="leave out ac's overflow and fusion checks (the verdict is then the first divergence)")
+    parser.add_argument("--graph-only", action="store_true",
+                        help="a page with the graph view alone (the NPU graph coloured by error; default name "
+                             "graph_{timestamp}.html beside the CSV)")
 
 
 def handle(args, ctx: Context):
@@ -59,9 +62,16 @@ def handle(args, ctx: Context):
     data = build_report(target, threshold=args.cosine, data_dir=ctx.data_dir, run_checks=args.checks,
                         details=args.details, worst=args.worst)
     inputs = data.inputs
-    html_path = ensure_report_folder(args.output or default_report_path(data.csv_path), inputs)
+    default_path = default_report_path(data.csv_path)
+    if args.graph_only:
+        folder, name = os.path.split(default_path)
+        default_path = os.path.join(folder, name.replace("report_", "graph_", 1))
+    if args.graph_only and not data.graph:
+        raise WorkspaceError(f"{data.csv_path}: no graph to draw (the result names no readable Build graph and no "
+                             f"execution order)", "compare with -f GRAPH, or from a workspace with its graph")
+    html_path = ensure_report_folder(args.output or default_path, inputs)
     try:
-        write_report(data, html_path)
+        write_report(data, html_path, graph_only=args.graph_only)
     except OSError as error:
         raise WorkspaceError(f"{html_path}: cannot write the report ({error.strerror or error})") from None
     lines = [f"Report: {html_path} ({os.path.getsize(html_path) / 1024:.0f} KB, self-contained; open it in any "

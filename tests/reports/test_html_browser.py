@@ -77,7 +77,11 @@ def test_names_with_markup_stay_text_in_the_browser(tmp_path):
     page = write_report(build_report(str(csv), run_checks=False), str(tmp_path / "evil.html"))
     dom = dump_dom(file_url(page)).stdout
     assert 'data-status="ok"' in body_attrs(dom)
-    assert dom.count("<script") == 1 and "<script>alert" not in dom
+    # our four scripts (the graph's JSON data, dagre, the graph view, the table's script) and no other
+    assert dom.count("<script") == 4 and "<script>alert" not in dom
+    assert dom.count('<script type="application/json" id="graph-data">') == 1
+    escaped = EVIL.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;").replace('"', "&quot;")
+    assert '<g transform=' in dom and f'data-op="{escaped}" data-index="1" class="node op fail' in dom
 
 
 def test_screenshot_of_the_report(sample_page, tmp_path):

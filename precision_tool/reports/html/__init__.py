@@ -59,14 +59,15 @@ def default_report_path(csv_path: str) -> str:
                         + ".html")
 
 
-def write_report(data: ReportData, path: str) -> str:
-    """Write the page atomically; returns the path. ``OSError`` propagates (callers name the file)."""
+def write_report(data: ReportData, path: str, graph_only: bool = False) -> str:
+    """Write the page (``graph_only``: the graph view alone) atomically; returns the path. ``OSError`` propagates
+    (callers name the file)."""
     from precision_tool.fileio import atomic_write
 
     folder = os.path.dirname(os.path.abspath(path))
     os.makedirs(folder, exist_ok=True)
     with atomic_write(path, "w") as handle:
-        handle.write(render_page(data))
+        handle.write(render_page(data, graph_only=graph_only))
     return os.fspath(path)
 
 

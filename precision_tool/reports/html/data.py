@@ -11,12 +11,13 @@ import dataclasses
 import os
 import time
 from dataclasses import dataclass, field
-from typing import Dict, Mapping, Optional, Tuple
+from typing import Any, Dict, Mapping, Optional, Tuple
 
 from precision_tool import __version__
 from precision_tool.alignment import Divergence
 from precision_tool.comparison.result import RunFacts
 from precision_tool.reports.html.details import Details
+from precision_tool.reports.html.graph_data import graph_view_data
 from precision_tool.reports.html.findings import CheckFindings
 from precision_tool.reports.html.plot import PlotPoint
 
@@ -62,6 +63,7 @@ class ReportData:
     findings: Optional[CheckFindings] = None
     details: Details = Details()
     notes: Tuple[str, ...] = ()
+    graph: Optional[Dict[str, Any]] = None  # the graph view's data (.graph_data); None: no graph to draw
     created: str = field(default_factory=lambda: time.strftime("%Y-%m-%d %H:%M:%S"))
     tool: str = f"precision_tool {__version__}"
 
@@ -159,4 +161,5 @@ def build_report_data(source, findings: Optional[CheckFindings] = None, details:
                       rows=tuple(dataclasses.replace(row, cells=tuple(row.cells[k] for k in order)) for row in rows),
                       points=tuple(points), counts=counts,
                       divergence=comparison.divergence, facts=comparison.facts if source.has_run_facts else None,
-                      inputs=dict(source.inputs), findings=findings, details=details, notes=tuple(notes))
+                      inputs=dict(source.inputs), findings=findings, details=details, notes=tuple(notes),
+                      graph=graph_view_data(source, findings) if source.has_run_facts else None)

@@ -2,14 +2,19 @@
 
 Sections, top to bottom: the verdict (``ac``'s culprit and next commands, or the first divergence alone), the
 accuracy plot (:mod:`.plot`), the failing tensors' element errors (:mod:`.histogram` and the worst elements),
-the table of every CSV row, the coverage report, and ``ac``'s overflow and fusion sections.
+the graph view (the NPU graph as a DAG coloured by where the error enters: :mod:`.graph_data` and
+``data/graph_view.js``, laid out in the browser by dagre), the table of every CSV row, the coverage report, and
+``ac``'s overflow and fusion sections.
 
 The table is complete without JavaScript (CI artifact viewers often block scripts); ``report.js`` only adds
 sorting, the filter and the row counter, then sets ``data-status="ok"`` on ``<body>``. Every piece of data
-goes through :mod:`.markup` escaping; no data is placed inside the script.
+goes through :mod:`.markup` escaping; no data is placed inside a script: the graph view's data is JSON in a
+``<script type="application/json">`` element (with ``<`` written ``\\u003c``, so no text in it can close the
+element), which the view's script parses.
 """
 from __future__ import annotations
 
+import json
 import os
 from typing import Dict, List
 
@@ -271,15 +276,44 @@ def _checks_card(data: ReportData) -> str:
                    + render_blocks(data.findings.sections), class_="card", id="checks")
 
 
-def render_page(data: ReportData) -> str:
-    """The whole page as one HTML string."""
-    sections = [_header(data), _verdict_card(data), _plot_card(data), _details_card(data), _table_card(data),
-                _coverage_card(data), _checks_card(data),
-                element("footer", text(f"{data.tool}: precision_tool report. Self-contained: this file needs "
-                                       "no network and no other file."))]
+def _graph_card(data: ReportData) -> str:
+    """The graph view (``id="graph-view"``): controls, the drawing, the clicked op's panel, and the data."""
+    graph = data.graph
+    if not graph:
+        return ""
+    culprit = f"red border: {graph['culprit_is']}" if graph.get("culprit") else "no culprit"
+    hint = (f"The NPU graph ({len(graph['ops'])} ops{', ' + graph['graph'] if graph.get('graph') else ''}), laid "
+            f"out by dagre. Colour: {graph['legend']}, green to red; grey: nothing of the op compared; {culprit}; "
+            "orange corner: overflow. Dashed boxes are name scopes: click one to open it; click an op for its "
+            "tensors and its table row. Constants (weights) are hidden until you ask for them.")
+    payload = json.dumps(graph, separators=(",", ":"), allow_nan=False).replace("<", "\\u003c")
+    return element("section", element("h2", "Where in the graph") + _paragraph(text(hint), class_="meta")
+                   + element("div", "", id="graph-controls")
+                   + element("div", element("div", "", id="graph-canvas") + element("aside", "", id="graph-panel"),
+                             class_="graph-wrap")
+                   + '<script type="application/json" id="graph-data">' + payload + "</script>",
+                   class_="card", id="graph-view", data_ops=len(graph["ops"]))
+
+
+def _graph_scripts(data: ReportData) -> str:
+    return (element("script", _asset("dagre.min.js")) + element("script", _asset("graph_view.js"))
+            if data.graph else "")
+
+
+def render_page(data: ReportData, graph_only: bool = False) -> str:
+    """The whole page as one HTML string; ``graph_only``: the header and the graph view alone."""
+    footer = element("footer", text(f"{data.tool}: precision_tool report. Self-contained: this file needs no "
+                                    "network and no other file."))
+    if graph_only:
+        sections = [_header(data), _graph_card(data) or _paragraph(text("No graph: the result names no Build "
+                                                                          "graph and no execution order."),
+                                                                     class_="note"), footer]
+    else:
+        sections = [_header(data), _verdict_card(data), _plot_card(data), _graph_card(data), _details_card(data),
+                    _table_card(data), _coverage_card(data), _checks_card(data), footer]
     head = ('<meta charset="utf-8">'
             + '<meta name="viewport" content="width=device-width, initial-scale=1">'
             + element("title", text(data.title)) + element("style", _asset("report.css") + _column_css(data) + "\n"))
-    body = element("main", "".join(sections)) + element("script", _asset("report.js"))
+    body = element("main", "".join(sections)) + _graph_scripts(data) + element("script", _asset("report.js"))
     return ('<!DOCTYPE html>\n<html lang="en">\n<head>' + head + '</head>\n<body data-status="loading">' + body
             + "</body>\n</html>\n")

@@ -1,0 +1,134 @@
+"""The NPU graph as page data for the graph view: ops, data edges, and what the comparison found at each op.
+
+:func:`graph_view_data` returns a JSON-ready dict the page's script (``data/graph_view.js``) draws as a DAG --
+the layout itself is dagre's (``data/dagre.min.js``), in the browser, so name scopes can be collapsed and
+expanded without a server. One entry per op of the Build graph, in execution order::
+
+    {"n": name, "t": type, "in": [producer indexes], "tf": [TF ops it implements], "p": [fusion passes],
+     "k": "fail" | "pass" | "error" | "none", "v": colour value or null, "r": first table row or null,
+     "c": 1 for the culprit, "o": overflow text or "", "x": [[tensor, cosine, local, inherited, total, shape,
+     layout], ...]}
+
+Colour value ``v`` (see :data:`COLOUR_BY`): with replay figures (``ac -c``), an op's **local error** over its
+floor -- the error the output dtype's rounding alone makes -- the largest over its replayed outputs, so 1 means
+"no more than rounding"; else the op's **total error** against the reference, RED ``||npu - ref|| / ||ref||``,
+the largest over its compared outputs (inputs when it has none). ``k`` is ``none`` -- drawn grey -- where
+nothing of the op was compared. ``c`` marks the verdict's culprit, else the first divergence.
+
+The graph comes from the result's own inputs (the Build graph it was compared with); when that file is gone,
+the summary's execution order and data edges give the ops and edges without types, fused TF ops or passes.
+"""
+from __future__ import annotations
+
+import math
+from typing import Any, Dict, List, Optional, Sequence, Tuple
+
+COLOUR_BY = {"local": "local error / its floor (replay)", "total": "relative error ||npu - ref|| / ||ref||"}
+
+
+def graph_view_data(source, findings=None) -> Optional[Dict[str, Any]]:
+    """The view's data for a :class:`~precision_tool.reports.result_store.StoredResult` and ``ac``'s findings
+    (``None``: no checks); ``None`` when neither a graph nor the summary's order names the ops."""
+    graph = _load_graph(source.inputs)
+    comparison = source.comparison
+    if graph is not None:
+        ops = [(op.name, op.type, [ref.producer for ref in op.data_inputs], list(op.original_op_names),
+                list(op.pass_names), _layouts(op)) for op in graph.ops]
+        name = graph.name
+    else:
+        order = list(comparison.facts.order) if comparison.facts is not None else []
+        edges = comparison.facts.data_inputs if comparison.facts is not None else {}
+        if not order:
+            return None
+        types = {row.op_name: row.op_type for row in comparison.results}
+        ops = [(op, types.get(op, ""), [producer for producer, _ in edges.get(op, ())], [], [], "") for op in order]
+        name = ""
+    rows_of: Dict[str, List[Tuple[int, Any]]] = {}
+    for position, row in enumerate(comparison.results):
+        rows_of.setdefault(row.op_name, []).append((position, row))
+    local = any(row.local_error is not None for row in comparison.results)
+    culprit = _culprit(findings, comparison)
+    overflow = {mark.op_name: mark.label for mark in (findings.overflow_marks if findings is not None else ())}
+    index = {op[0]: k for k, op in enumerate(ops)}
+    entries = []
+    for op_name, op_type, producers, tf_ops, passes, layout in ops:
+        rows = rows_of.get(op_name, [])
+        entries.append({"n": op_name, "t": op_type, "in": sorted({index[p] for p in producers if p in index}),
+                        "tf": tf_ops, "p": passes, "k": _status(row for _, row in rows),
+                        "v": _colour_value([row for _, row in rows], local), "r": rows[0][0] if rows else None,
+                        "c": 1 if op_name == culprit else 0, "o": overflow.get(op_name, ""),
+                        "x": [_tensor_line(row, layout) for _, row in rows]})
+    return {"graph": name, "colour_by": "local" if local else "total", "legend": COLOUR_BY["local" if local else
+                                                                                             "total"],
+            "culprit": culprit or "", "culprit_is": "verdict" if _verdict_culprit(findings) else "first divergence",
+            "ops": entries}
+
+
+def _load_graph(inputs) -> Optional[Any]:
+    """The root graph of the Build graph the result was compared with, or ``None`` (gone, unreadable)."""
+    from precision_tool.alignment import load_graph
+    from precision_tool.alignment.npu_side import graphs_of
+    from precision_tool.errors import PrecisionToolError
+
+    path = inputs.get("graph") if inputs else None
+    if not path:
+        return None
+    try:
+        loaded = load_graph(path, inputs.get("npu"))
+    except (PrecisionToolError, OSError):
+        return None
+    graphs = list(graphs_of(loaded)) if loaded is not None else []
+    return graphs[0] if graphs else None
+
+
+def _verdict_culprit(findings) -> str:
+    verdict = getattr(findings, "verdict", None)
+    culprit = getattr(verdict, "culprit", None)
+    return culprit.op_name if culprit is not None else ""
+
+
+def _culprit(findings, comparison) -> str:
+    first = comparison.divergence.first
+    return _verdict_culprit(findings) or (first.op_name if first is not None else "")
+
+
+def _status(rows) -> str:
+    """``fail`` if any tensor fails, ``error`` if one could not be read, ``pass`` if any passed, else ``none``."""
+    verdicts = {row.status.verdict for row in rows}
+    for verdict in ("fail", "error", "pass"):
+        if verdict in verdicts:
+            return verdict
+    return "none"
+
+
+def _finite(value) -> Optional[float]:
+    return float(value) if value is not None and math.isfinite(value) else None
+
+
+def _colour_value(rows: Sequence[Any], local: bool) -> Optional[float]:
+    """The largest local/floor ratio over the op's replayed outputs (``local``), else the largest relative
+    error over its compared outputs, else over its compared inputs; ``None`` when there is none."""
+    if local:
+        ratios = [row.local_error / row.local_floor for row in rows
+                  if _finite(row.local_error) is not None and _finite(row.local_floor)]
+        return max(ratios) if ratios else None
+    compared = [row for row in rows if row.compared]
+    outputs = [row for row in compared if row.kind == "output"] or compared
+    values = [_finite(row.metric("RelativeEuclideanDistance")) for row in outputs]
+    kept = [value for value in values if value is not None]
+    return max(kept) if kept else None
+
+
+def _tensor_line(row, layout: str) -> List[Any]:
+    return [row.tensor_id, _finite(row.cosine), _finite(row.local_error), _finite(row.inherited_error),
+            _finite(row.metric("RelativeEuclideanDistance")), list(row.shape) if row.shape else [],
+            layout if row.kind == "output" else ""]
+
+
+def _layouts(op) -> str:
+    """``NC1HWC0 (origin NHWC)``: the first output's stored layout and its origin layout, when they differ."""
+    if not op.output_descs:
+        return ""
+    desc = op.output_descs[0]
+    origin = desc.origin_format
+    return desc.layout if not origin or origin == desc.layout else f"{desc.layout} (origin {origin})"
