@@ -12,7 +12,8 @@
  */
 (function () {
   "use strict";
-  var VISIBLE_LIMIT = 300;  // boxes laid out at once (dagre takes ~0.3 s for 300 in a browser)
+  var VISIBLE_LIMIT = 300;  // boxes laid out at first (dagre takes ~0.3 s for 300 in a browser)
+  var HARD_LIMIT = 1200;    // boxes a click may open up to (dagre's recursion fails near 2,000 in a chain)
   var CHUNK = 40;           // a scope with more direct members is split into runs of consecutive ops
   var SVG = "http://www.w3.org/2000/svg";
   var CONSTANT_TYPES = { Const: 1, Constant: 1, Variable: 1, VariableV2: 1, VarHandleOp: 1 };
@@ -50,7 +51,7 @@
     this.label = label;
     this.parent = parent;
     this.members = [];  // {op: k} or {scope: Scope}, in execution order
-    this.named = {};
+    this.named = Object.create(null);
     this.count = 0;     // ops below, at any depth
     this.first = Infinity;
     this.open = false;
@@ -58,7 +59,7 @@
   }
 
   function isConstant(op) {
-    return !!CONSTANT_TYPES[op.t] && !op["in"].length && op.k === "none";
+    return Object.prototype.hasOwnProperty.call(CONSTANT_TYPES, op.t) && !op["in"].length && op.k === "none";
   }
 
   function buildScopes() {
@@ -70,7 +71,7 @@
       var parts = op.n.split("/"), scope = top;
       for (var i = 0; i < parts.length - 1; i++) {
         var key = parts[i];
-        if (!Object.prototype.hasOwnProperty.call(scope.named, key)) {
+        if (!scope.named[key]) {
           var child = new Scope(scope.path ? scope.path + "/" + key : key, key, scope);
           scope.named[key] = child;
           scope.members.push({ scope: child });
@@ -145,6 +146,7 @@
   // ------------------------------------------------------------------ colours
   function colourOf(value, status) {
     if (status === "none") { return "#e5e7eb"; }
+    if (status === "error") { return "#fde68a"; }  // amber: a dump of the op could not be read
     if (value === null || value === undefined) { return status === "fail" ? "#fecaca" : "#dcfce7"; }
     var t = data.colour_by === "local" ? Math.log(Math.max(value, 1e-12)) / Math.LN10 / 2
                                        : (Math.log(Math.max(value, 1e-12)) / Math.LN10 + 4) / 3;
@@ -170,7 +172,7 @@
   }
 
   // ------------------------------------------------------------------ drawing
-  var canvas, panel, status, zoom = 1, found = [], foundAt = -1, selected = null;
+  var canvas, panel, status, zoom = 1, found = [], foundAt = -1, selected = null, centred = false;
 
   function shortName(name) {  // the op's own name and its innermost scope: res_conv_1/convolution
     var parts = name.split("/");
@@ -286,18 +288,40 @@
       box.addEventListener("keydown", function (event) { if (event.key === "Enter") { activate(member); } });
     });
     var culprit = canvas.querySelector(".culprit");
-    if (culprit && !found.length && selected === null) { centre(culprit); }
+    if (culprit && !centred) { centre(culprit); }  // the first drawing only: later ones keep the user's place
+    centred = true;
+  }
+
+  /* Open ``scope`` if the boxes stay within HARD_LIMIT, else say so (dagre's layout recurses: a few thousand
+   * boxes in a chain exhaust the stack). Returns whether it opened. */
+  function openScope(scope) {
+    var after = visibleMembers().length + scope.members.length - 1;
+    if (after > HARD_LIMIT) {
+      status.textContent = "opening " + (scope.path || scope.label) + " would draw " + after + " boxes (at most " +
+        HARD_LIMIT + "): close some scopes first (\"close all scopes\"), or find the op by name";
+      return false;
+    }
+    scope.open = true;
+    return true;
   }
 
   function activate(member) {
     if (member.scope) {
-      member.scope.open = true;
-      draw();
+      if (openScope(member.scope)) { safeDraw(); }
       return;
     }
     selected = member.op;
     show(member.op);
-    draw();
+    safeDraw();
+  }
+
+  function safeDraw() {  // a failed layout leaves a message, not a stale picture that claims success
+    try {
+      draw();
+    } catch (error) {
+      status.textContent = "the graph could not be drawn: " + ((error && error.message) || error);
+      fail(error);
+    }
   }
 
   function fmt(value, digits) {
@@ -322,11 +346,12 @@
       var body = html("tbody", null, table);
       op.x.forEach(function (t) {
         var row = html("tr", null, body);
-        [t[0], fmt(t[1], 6), fmt(t[2], 3), fmt(t[3], 3), fmt(t[4], 3), "[" + t[5].join(", ") + "]", t[6]].forEach(
+        var own = t[0].indexOf(op.n + ":") === 0 ? t[0].slice(op.n.length + 1) : t[0];  // output:0, not the name again
+        [own, fmt(t[1], 6), fmt(t[2], 3), fmt(t[3], 3), fmt(t[4], 3), "[" + t[5].join(", ") + "]", t[6]].forEach(
           function (cell) { html("td", cell, row); });
       });
     }
-    if (op.r !== null) {
+    if (op.r !== null && document.getElementById("row-" + op.r)) {  // not on a --graph-only page
       var link = html("a", "jump to its row in the table", html("p", null, panel));
       link.href = "#row-" + op.r;
     }
@@ -334,27 +359,39 @@
 
   function rebuild() {  // scopes again from scratch: constants shown or hidden, every scope closed
     found = []; selected = null;
+    while (panel.firstChild) { panel.removeChild(panel.firstChild); }
     buildScopes();
     initialOpen();
-    draw();
+    safeDraw();
   }
 
   function search(needle) {
     needle = needle.trim().toLowerCase();
-    if (!needle) { found = []; foundAt = -1; draw(); return; }
+    if (!needle) { found = []; foundAt = -1; safeDraw(); return; }
     var same = found.length && search.last === needle;
     if (!same) {
-      found = [];
-      ops.forEach(function (op, k) { if (op.scope && op.n.toLowerCase().indexOf(needle) >= 0) { found.push(k); } });
+      var exact = [], partial = [], hidden = 0;
+      ops.forEach(function (op, k) {
+        var name = op.n.toLowerCase();
+        if (name.indexOf(needle) < 0) { return; }
+        if (!op.scope) { hidden += 1; return; }
+        (name === needle ? exact : partial).push(k);
+      });
+      found = exact.concat(partial);  // an exact name first: ?op=a/Relu is a/Relu, not a/Relu_1
       foundAt = -1;
       search.last = needle;
+      search.hidden = hidden;
     }
-    if (!found.length) { status.textContent = "no op matches '" + needle + "'"; return; }
+    if (!found.length) {
+      status.textContent = search.hidden ? "'" + needle + "' matches only constants: tick \"show constants\""
+                                         : "no op matches '" + needle + "'";
+      return;
+    }
     foundAt = (foundAt + 1) % found.length;
     openAncestors(found[foundAt]);
     selected = found[foundAt];
     show(selected);
-    draw();
+    safeDraw();
     status.textContent = "match " + (foundAt + 1) + " of " + found.length + " (Enter: next)";
     var node = canvas.querySelector('[data-index="' + found[foundAt] + '"]');
     if (node) { centre(node); }
@@ -371,7 +408,7 @@
       var button = html("button", pair[0], bar);
       button.type = "button";
       button.title = pair[0] === "+" ? "zoom in" : "zoom out";
-      button.addEventListener("click", function () { zoom *= pair[1]; draw(); });
+      button.addEventListener("click", function () { zoom *= pair[1]; safeDraw(); });
     });
     var reset = html("button", "close all scopes", bar);
     reset.type = "button";
@@ -401,6 +438,7 @@
       search(asked);
     }
   } catch (error) {
+    if (status) { status.textContent = "the graph could not be drawn: " + ((error && error.message) || error); }
     fail(error);
   }
 })();

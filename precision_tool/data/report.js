@@ -22,7 +22,7 @@
 
   function init() {
     var table = document.getElementById("tensor-table");
-    if (!table) { body.setAttribute("data-status", "ok"); return; }
+    if (!table) { done(); return; }
     var tbody = table.tBodies[0];
     var rows = Array.prototype.slice.call(tbody.rows);
     var searchText = rows.map(function (row) { return row.textContent.toLowerCase(); });
@@ -125,7 +125,11 @@
     applySort();
     applyFilter();
     showTarget();
-    body.setAttribute("data-status", "ok");
+    done();
+  }
+
+  function done() {  // "ok" unless a script before this one (the graph view) already failed
+    if (body.getAttribute("data-status") !== "error") { body.setAttribute("data-status", "ok"); }
   }
 
   try { init(); } catch (error) { fail(error); }

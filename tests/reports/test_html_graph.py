@@ -179,7 +179,7 @@ def test_resnet50_with_a_planted_error_shows_every_compared_op_and_marks_the_cul
 @NO_CHROMIUM
 def test_an_op_asked_for_in_the_address_is_found_shown_and_linked_to_its_row(sample):
     """``report.html?op=conv3_1`` runs the search box's code: the op is selected, its panel lists its tensors with
-    their cosine, and links to its first table row."""
+    their cosine, and links to its output's table row."""
     folder, _csv, data = sample
     path = write_report(data, str(folder / "ask.html"))
     dom = dump_dom(file_url(path, "op=conv3_1/convolution")).stdout
@@ -187,8 +187,42 @@ def test_an_op_asked_for_in_the_address_is_found_shown_and_linked_to_its_row(sam
     (selected,) = re.findall(r'<g [^>]*data-op="([^"]*)"[^>]*class="node op [^"]*selected', dom)
     assert selected == CONV3
     panel = re.search(r'<aside id="graph-panel">(.*?)</aside>', dom, re.S).group(1)
-    row = next(row.position for row in data.rows if row.op_name == CONV3)
+    row = next(row.position for row in data.rows if row.op_name == CONV3 and row.tensor_id.endswith(":output:0"))
     assert f"<h3>{CONV3}</h3>" in panel and f'href="#row-{row}"' in panel
-    assert "overflow record" in panel and f"{CONV3}:output:0" in panel
+    assert "overflow record" in panel and "<td>output:0</td>" in panel
     status = re.search(r'<span class="meta" id="graph-status">([^<]*)</span>', dom).group(1)
     assert status == "match 1 of 1 (Enter: next)"
+
+
+def _page_with(data, graph, path):
+    return write_report(type(data)(**{**data.__dict__, "graph": graph}), str(path))
+
+
+@pytest.mark.browser
+@NO_CHROMIUM
+def test_an_exact_name_in_the_address_wins_over_a_longer_one(sample, tmp_path):
+    _folder, _csv, data = sample
+    ops = [{"n": name, "t": "Relu", "in": [k - 1] if k else [], "tf": [], "p": [], "k": "pass", "v": 0.5, "r": None,
+            "c": 0, "o": "", "x": []} for k, name in enumerate(["a/Relu_1", "a/Relu", "a/Relu_2"])]
+    graph = {"graph": "g", "colour_by": "local", "legend": "local", "culprit": "", "culprit_is": "verdict", "ops": ops}
+    dom = dump_dom(file_url(_page_with(data, graph, tmp_path / "exact.html"), "op=a/Relu")).stdout
+    (selected,) = re.findall(r'<g [^>]*data-op="([^"]*)"[^>]*class="node op [^"]*selected', dom)
+    assert selected == "a/Relu"
+    assert re.search(r'id="graph-status">match 1 of 3', dom)  # exact first, then the two longer names
+
+
+@pytest.mark.browser
+@NO_CHROMIUM
+def test_a_graph_view_that_fails_leaves_the_page_marked_as_failed(sample, tmp_path):
+    """report.js runs after the view and must not turn its error back into "ok" (the browser tests rely on it)."""
+    _folder, _csv, data = sample
+    path = _page_with(data, data.graph, tmp_path / "broken.html")
+    page = Path(path).read_text(encoding="utf-8")
+    broken = re.sub(r'(<script type="application/json" id="graph-data">).*?(</script>)', r"\1{not json\2", page,
+                    count=1, flags=re.S)
+    Path(path).write_text(broken, encoding="utf-8")
+    dom = dump_dom(file_url(path)).stdout
+    body = re.search(r"<body[^>]*>", dom).group(0)
+    assert 'data-status="error"' in body and "graph view: " in body
+    assert 'data-rows-shown="52"' in body  # the table's own script still ran
+    assert "the graph could not be drawn" in dom

@@ -29,12 +29,17 @@ COLOUR_BY = {"local": "local error / its floor (replay)", "total": "relative err
 def graph_view_data(source, findings=None) -> Optional[Dict[str, Any]]:
     """The view's data for a :class:`~precision_tool.reports.result_store.StoredResult` and ``ac``'s findings
     (``None``: no checks); ``None`` when neither a graph nor the summary's order names the ops."""
-    graph = _load_graph(source.inputs)
+    graphs = _load_graphs(source.inputs)
     comparison = source.comparison
-    if graph is not None:
-        ops = [(op.name, op.type, [ref.producer for ref in op.data_inputs], list(op.original_op_names),
-                list(op.pass_names), _layouts(op)) for op in graph.ops]
-        name = graph.name
+    if graphs:
+        seen, ops = set(), []
+        for graph in graphs:  # the root graph, then its subgraphs (compared ops may be in either)
+            for op in graph.ops:
+                if op.name not in seen:
+                    seen.add(op.name)
+                    ops.append((op.name, op.type, [ref.producer for ref in op.data_inputs],
+                                list(op.original_op_names), list(op.pass_names), _layouts(op)))
+        name = graphs[0].name
     else:
         order = list(comparison.facts.order) if comparison.facts is not None else []
         edges = comparison.facts.data_inputs if comparison.facts is not None else {}
@@ -55,7 +60,7 @@ def graph_view_data(source, findings=None) -> Optional[Dict[str, Any]]:
         rows = rows_of.get(op_name, [])
         entries.append({"n": op_name, "t": op_type, "in": sorted({index[p] for p in producers if p in index}),
                         "tf": tf_ops, "p": passes, "k": _status(row for _, row in rows),
-                        "v": _colour_value([row for _, row in rows], local), "r": rows[0][0] if rows else None,
+                        "v": _colour_value([row for _, row in rows], local), "r": _first_row(rows),
                         "c": 1 if op_name == culprit else 0, "o": overflow.get(op_name, ""),
                         "x": [_tensor_line(row, layout) for _, row in rows]})
     return {"graph": name, "colour_by": "local" if local else "total", "legend": COLOUR_BY["local" if local else
@@ -64,21 +69,27 @@ def graph_view_data(source, findings=None) -> Optional[Dict[str, Any]]:
             "ops": entries}
 
 
-def _load_graph(inputs) -> Optional[Any]:
-    """The root graph of the Build graph the result was compared with, or ``None`` (gone, unreadable)."""
+def _load_graphs(inputs) -> List[Any]:
+    """The root graph and subgraphs of the Build graph the result was compared with; ``[]`` when it is gone or
+    unreadable."""
     from precision_tool.alignment import load_graph
     from precision_tool.alignment.npu_side import graphs_of
     from precision_tool.errors import PrecisionToolError
 
     path = inputs.get("graph") if inputs else None
     if not path:
-        return None
+        return []
     try:
         loaded = load_graph(path, inputs.get("npu"))
     except (PrecisionToolError, OSError):
-        return None
-    graphs = list(graphs_of(loaded)) if loaded is not None else []
-    return graphs[0] if graphs else None
+        return []
+    return list(graphs_of(loaded)) if loaded is not None else []
+
+
+def _first_row(rows) -> Optional[int]:
+    """The table row the view links to: the op's first output row, else its first row."""
+    outputs = [position for position, row in rows if row.kind == "output"]
+    return outputs[0] if outputs else (rows[0][0] if rows else None)
 
 
 def _verdict_culprit(findings) -> str:
@@ -109,9 +120,10 @@ def _colour_value(rows: Sequence[Any], local: bool) -> Optional[float]:
     """The largest local/floor ratio over the op's replayed outputs (``local``), else the largest relative
     error over its compared outputs, else over its compared inputs; ``None`` when there is none."""
     if local:
-        ratios = [row.local_error / row.local_floor for row in rows
+        ratios = [_finite(row.local_error / row.local_floor) for row in rows
                   if _finite(row.local_error) is not None and _finite(row.local_floor)]
-        return max(ratios) if ratios else None
+        kept_ratios = [ratio for ratio in ratios if ratio is not None]  # a floor near 0: an infinite ratio
+        return max(kept_ratios) if kept_ratios else None
     compared = [row for row in rows if row.compared]
     outputs = [row for row in compared if row.kind == "output"] or compared
     values = [_finite(row.metric("RelativeEuclideanDistance")) for row in outputs]
