@@ -11,6 +11,7 @@
       tf/tf_debug/run_*/...              tfdbg raw dumps       tf/dump/*.npy  reference tensors
       tf/graph/graph_<run>_<device>.pb   the executed TF graphs (GraphDef), tf/graph/index.json says whose
       fusion/fusion_result.json          fusion/fusion_switch.cfg  the switch file users edit
+      precision/customize_dtypes.cfg     ops kept in float32 (the NPU's customize_dtypes file)
       temp/...                           tool outputs
 
 The workspace is ``-d DIR``, else ``$PRECISION_TOOL_DATA``, else ``./precision_data``.
@@ -88,6 +89,18 @@ class Workspace:
     def fusion_switch(self) -> str:
         """The fusion switch file users edit (action ``fusion_switch``), created from the shipped template."""
         return os.path.join(self.root, "fusion", "fusion_switch.cfg")
+
+    @property
+    def customize_dtypes(self) -> str:
+        """The per-op dtype file the NPU reads (``customize_dtypes``): ops named there with float32 dtypes are kept
+        in float32 (``bisect precision`` writes it; ``emulate`` honours it)."""
+        return os.path.join(self.root, "precision", "customize_dtypes.cfg")
+
+    @property
+    def run_config_files(self) -> Tuple[str, ...]:
+        """The files that configure an NPU run rather than record one: the fusion switch file and the
+        customize_dtypes file. A folder holding only these is a workspace waiting for its run."""
+        return (self.fusion_switch, self.customize_dtypes)
 
     @property
     def fusion_result(self) -> str:

@@ -16,6 +16,7 @@ from __future__ import annotations
 import os
 
 from precision_tool.commands.registry import Command, Context
+from precision_tool.config import Workspace
 from precision_tool.errors import UsageError
 from precision_tool.reports.report import Report
 from precision_tool.reports.format import counted
@@ -29,15 +30,22 @@ def add_arguments(parser) -> None:
                         help="workspace to write (default: the workspace, -d / $PRECISION_TOOL_DATA)")
     parser.add_argument("--scale", type=float, default=1.0, metavar="S",
                         help="multiply every float input by S on both sides (provokes fp16 overflow)")
-    parser.add_argument("--fusion", choices=("on", "off", "both"), default="on",
+    parser.add_argument("--fusion", choices=("on", "off", "both", "switch"), default="on",
                         help="npu/debug_0 fused (on) or not (off); both: fused debug_0 and a fusion-off "
-                             "second run in npu/debug_1 (default: on)")
+                             "second run in npu/debug_1; switch: fused by the passes the workspace's "
+                             "fusion/fusion_switch.cfg leaves on (all, without one), as the NPU reads it "
+                             "(default: on). Ops named in precision/customize_dtypes.cfg run in float32.")
     parser.add_argument("--perturb", action="append", default=[], metavar="OP=FAULT",
                         help="plant a faulty kernel on TF op OP's output, propagated downstream (repeatable). "
                              "FAULT: REL or noise:REL (x*(1+REL*z)), bias:REL (x+REL*rms(x)), fp16acc[:CHUNK] "
                              "(Cube op accumulating in float16, CHUNK terms per partial sum, default 16), "
                              "saturate:LIMIT (clip to +-LIMIT), positions:N (N seeded elements set to "
-                             "-x-4*rms*s, s=1 if x>0 else -1)")
+                             "-x-4*rms*s, s=1 if x>0 else -1); FAULT@fp16 plants it only while the op computes "
+                             "in float16 (kept in float32 by the workspace's precision/customize_dtypes.cfg, "
+                             "it is right)")
+    parser.add_argument("--perturb-pass", action="append", default=[], metavar="PASS=FAULT",
+                        help="plant FAULT (as --perturb) on the output of every op fusion pass PASS produced: an "
+                             "error the pass makes, gone when PASS is switched off (repeatable)")
     parser.add_argument("--seed", type=int, default=0, metavar="N",
                         help="seed for weights, inputs, noise and faulty positions")
     parser.add_argument("--step", type=int, default=0, metavar="N",
@@ -49,7 +57,49 @@ def add_arguments(parser) -> None:
                         help="replace WORKSPACE if it holds an earlier emulation (a manifest.json)")
 
 
-def parse_perturbations(items) -> dict:
+def _switches(fusion: str, workspace: Workspace):
+    """The workspace's fusion switch file for ``--fusion switch`` (one-line errors naming it), else ``None``."""
+    from precision_tool.formats.fusion_result import read_fusion_switches
+
+    from precision_tool.formats.fusion_result import FusionSwitches
+
+    if fusion != "switch":
+        return None
+    if not os.path.lexists(workspace.fusion_switch):  # as on the NPU: action fusion_switch starts all on
+        return FusionSwitches()
+    return read_fusion_switches(workspace.fusion_switch)
+
+
+def emulate_command_line(manifest: dict) -> str:
+    """The ``precision_tool emulate`` command that repeats the emulation ``manifest`` records, with ``--fusion
+    switch`` (it reads the workspace's fusion switch and customize_dtypes files): what ``bisect`` re-runs."""
+    import shlex
+
+    words = ["precision_tool", "emulate", manifest["model_script"], "--fusion", "switch"]
+    if manifest.get("seed"):
+        words += ["--seed", str(manifest["seed"])]
+    if manifest.get("scale", 1.0) != 1.0:
+        words += ["--scale", repr(manifest["scale"])]
+    if manifest.get("training_step"):
+        words += ["--step", str(manifest["training_step"])]
+    for planted in manifest.get("perturbations", []):
+        spec = planted.get("spec") or f"{planted['rel']}" + ("@fp16" if planted.get("fp16_only") else "")
+        words += ["--perturb", f"{planted['tf_op']}={spec}"]
+    for planted in manifest.get("pass_faults", []):
+        words += ["--perturb-pass", f"{planted['pass']}={planted['spec']}"]
+    return " ".join(shlex.quote(word) for word in words)
+
+
+def _kept_in_float32(workspace: Workspace) -> frozenset:
+    """The op names the workspace's ``precision/customize_dtypes.cfg`` keeps in float32 (none without it)."""
+    from precision_tool.formats.customize_dtypes import read_customize_dtypes
+
+    if not os.path.lexists(workspace.customize_dtypes):
+        return frozenset()
+    return read_customize_dtypes(workspace.customize_dtypes).float32_ops()
+
+
+def parse_perturbations(items, flag: str = "--perturb", what: str = "OP") -> dict:
     """``["conv/Conv2D=0.3", "fc/MatMul=bias:0.05"]`` -> ``{"conv/Conv2D": Fault("noise", 0.3),
     "fc/MatMul": Fault("bias", 0.05)}``, each FAULT parsed by
     :func:`~precision_tool.capture.emulate.faults.parse_fault`. The op is what comes before the last ``=``.
@@ -61,8 +111,9 @@ def parse_perturbations(items) -> dict:
     for item in items:
         op, sep, value = item.rpartition("=")
         if not sep or not op or not value.strip():
-            raise UsageError(f"--perturb {item!r}: expected OP=FAULT, e.g. model/conv2/Conv2D=0.3 or "
-                             "model/conv2/Conv2D=bias:0.05")
+            example = ("ConvBiasaddFusionPass=0.3" if what == "PASS"
+                       else "model/conv2/Conv2D=0.3 or model/conv2/Conv2D=bias:0.05")
+            raise UsageError(f"{flag} {item!r}: expected {what}=FAULT, e.g. {example}")
         try:
             planted[op] = parse_fault(op, value)
         except EmulationError as error:
@@ -76,8 +127,12 @@ def handle(args, ctx: Context) -> Report:
 
     if args.seed < 0:
         raise UsageError(f"--seed {args.seed}: must be >= 0")
+    target = Workspace(args.output or ctx.data_dir)
     options = EmulationOptions(scale=args.scale, fusion=args.fusion, perturb=parse_perturbations(args.perturb),
-                               seed=args.seed, keep_tfdbg=args.keep_tfdbg, step=args.step)
+                               seed=args.seed, keep_tfdbg=args.keep_tfdbg, step=args.step,
+                               switches=_switches(args.fusion, target),
+                               pass_faults=parse_perturbations(args.perturb_pass, "--perturb-pass", "PASS"),
+                               keep_fp32=_kept_in_float32(target))
     status = terminal_status()  # a status line on stderr, when it is a terminal
     if status is None:
         result = emulate(args.script, args.output or ctx.data_dir, options, force=args.force)
@@ -91,7 +146,8 @@ def handle(args, ctx: Context) -> Report:
     manifest = result.manifest
     report = Report(title=f"Emulated {args.script} -> {result.workspace}")
     report.add_table(["run", "fusion", "executed ops", "dump files", "dump folder"],
-                     [[run["dir"], "on" if run["fusion"] else "off", run["executed_ops"], run["files"],
+                     [[run["dir"], "switch file" if manifest["fusion"] == "switch" and run["dir"] == "npu/debug_0"
+                       else "on" if run["fusion"] else "off", run["executed_ops"], run["files"],
                        run["dump_dir"]] for run in manifest["runs"]])
     lines = [f"reference: {manifest['reference']['files']} tensors in {manifest['reference']['dir']}",
              f"fused ops: {len(manifest['fusion_groups'])}"]

@@ -63,12 +63,14 @@ class Fault:
 
     kind: str
     value: float
+    fp16_only: bool = False  # ``@fp16``: the faulty kernel is the float16 one; in float32 the op is right
 
     @property
     def spec(self) -> str:
-        """``"bias:0.05"``, ``"fp16acc:16"``, ``"positions:3"`` -- what ``--perturb OP=`` takes back."""
+        """``"bias:0.05"``, ``"fp16acc:16"``, ``"positions:3"``, ``"noise:0.3@fp16"`` -- what ``--perturb OP=``
+        takes back."""
         value = int(self.value) if self.kind in (FP16ACC, POSITIONS) else self.value
-        return f"{self.kind}:{value}"
+        return f"{self.kind}:{value}" + ("@fp16" if self.fp16_only else "")
 
     @property
     def count(self) -> int:
@@ -108,11 +110,19 @@ def parse_fault(op: str, spec: str) -> Fault:
     ``"positions:3"`` -> :class:`Fault`; :class:`EmulationError` (one line, naming ``OP=SPEC``) otherwise.
 
     >>> parse_fault("conv", "bias:0.05")
-    Fault(kind='bias', value=0.05)
+    Fault(kind='bias', value=0.05, fp16_only=False)
     >>> parse_fault("conv", "fp16acc").spec
     'fp16acc:16'
+    >>> parse_fault("conv", "0.5@fp16")
+    Fault(kind='noise', value=0.5, fp16_only=True)
+
+    A trailing ``@fp16`` plants the fault only while the op computes in float16 (its float16 kernel is the
+    faulty one): kept in float32 (a ``customize_dtypes`` line naming it), the op is right.
     """
     text = spec.strip()
+    if text.lower().endswith("@fp16"):
+        fault = parse_fault(op, text[:-len("@fp16")])
+        return Fault(fault.kind, fault.value, fp16_only=True)
     kind, colon, value = text.partition(":")
     kind = kind.strip().lower()
     if not colon and kind not in KINDS:  # a bare number: noise, the original OP=REL form

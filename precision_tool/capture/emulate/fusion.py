@@ -17,6 +17,10 @@ any of the above             one activation (Relu, Relu6, LeakyRelu,     UB fusi
                                                                          / ``TbeMatmulElemwiseFusionPass``
 ===========================  ==========================================  =========================
 
+Each pass may be switched off on its own (:class:`~precision_tool.formats.fusion_result.FusionSwitches`, the
+switch file the NPU reads for ``action='fusion_switch'``): a link whose pass is off is not absorbed, and the
+chain stops there, as GE's pass would not have matched it.
+
 Constants must broadcast per output channel (shape all ones but the last axis, which is the
 channel count or 1). The fused op is named after the Cube op and stands for the last absorbed op's
 output. With fusion off every compute op is a group of its own.
@@ -39,10 +43,20 @@ before the ``Mul`` is not one of them.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Dict, List, Mapping, Optional, Sequence, Set, Tuple
+from typing import Dict, List, Mapping, Optional, Sequence, Set, Tuple, Union
 
 from precision_tool.capture.emulate import op_tables as T
 from precision_tool.capture.emulate.graph_info import TfGraph, TfOp, split_tensor_name, tensor_name
+from precision_tool.formats.fusion_result import GRAPH_FUSION, UB_FUSION, FusionSwitches
+
+Fusion = Union[bool, FusionSwitches]
+
+
+def as_switches(fusion: Fusion) -> FusionSwitches:
+    """``True``: every pass on; ``False``: every pass off (``ALL`` off in both families); switches as given."""
+    if isinstance(fusion, FusionSwitches):
+        return fusion
+    return FusionSwitches() if fusion else FusionSwitches.all_off()
 
 
 @dataclass(frozen=True)
@@ -91,7 +105,8 @@ def _affine_pass(lead: TfOp, link: TfOp, seen_mul: bool) -> Optional[str]:
 
 class _Grouper:
     def __init__(self, graph: TfGraph, constants: Set[str], aliases: Mapping[str, str],
-                 consumers: Mapping[str, List[Tuple[str, int]]]):
+                 consumers: Mapping[str, List[Tuple[str, int]]], switches: Optional[FusionSwitches] = None):
+        self.switches = switches if switches is not None else FusionSwitches()
         self.graph = graph
         self.constants = constants
         self.aliases = aliases
@@ -149,13 +164,16 @@ class _Grouper:
             if link is None:
                 break
             if link.type in T.ACTIVATION_TYPES and len(link.inputs) == 1:
-                activation = link.name
-                members.append(link.name)
+                ub = T.PASS_UB_MATMUL_ELEMWISE if lead.type in T.MATMUL_TYPES else T.PASS_UB_CONV_ELEMWISE
+                if self.switches.is_enabled(ub, UB_FUSION):
+                    activation = link.name
+                    members.append(link.name)
                 break
             if seen_batchnorm:
                 break
             if link.type in T.BATCHNORM_TYPES:
-                if seen_mul or not self._batchnorm_ok(lead, link, current):
+                if (seen_mul or not self._batchnorm_ok(lead, link, current)
+                        or not self.switches.is_enabled(T.PASS_CONV_BATCHNORM, GRAPH_FUSION)):
                     break
                 seen_batchnorm = True
                 members.append(link.name)
@@ -168,7 +186,7 @@ class _Grouper:
             if lead.type in T.MATMUL_TYPES and affine_count == 1:
                 break
             pass_name = _affine_pass(lead, link, seen_mul)
-            if pass_name is None:
+            if pass_name is None or not self.switches.is_enabled(pass_name, GRAPH_FUSION):
                 break
             seen_mul = seen_mul or link.type == "Mul"
             affine_count += 1
@@ -183,18 +201,19 @@ class _Grouper:
 
 
 def group_ops(graph: TfGraph, compute: Sequence[TfOp], constants: Set[str], aliases: Mapping[str, str],
-              consumers: Mapping[str, List[Tuple[str, int]]], fusion: bool = True) -> List[FusionGroup]:
+              consumers: Mapping[str, List[Tuple[str, int]]], fusion: Fusion = True) -> List[FusionGroup]:
     """The NPU ops, as groups of ``compute`` ops, in execution order (a group where its lead is).
 
     Parameters
     ----------
     graph : the frozen graph; ``compute`` its compute ops in topological order.
     constants, aliases, consumers : from :mod:`precision_tool.capture.emulate.graph_info`.
-    fusion : ``False`` gives one group per op (GE with every fusion pass switched off).
+    fusion : ``False`` gives one group per op (GE with every fusion pass switched off); a
+        :class:`~precision_tool.formats.fusion_result.FusionSwitches` runs only the passes it leaves on.
     """
-    if not fusion:
+    if fusion is False:
         return [FusionGroup((op.name,)) for op in compute]
-    grouper = _Grouper(graph, constants, aliases, consumers)
+    grouper = _Grouper(graph, constants, aliases, consumers, as_switches(fusion))
     taken: Set[str] = set()
     groups: List[FusionGroup] = []
     for op in compute:

@@ -22,6 +22,7 @@ import os
 from typing import List, Optional
 
 from precision_tool.fileio import atomic_write
+from precision_tool.formats.fusion_result import fusion_switches_to_json
 
 
 def _rel(root: str, path: Optional[str]) -> Optional[str]:
@@ -47,12 +48,24 @@ def _perturbations(options, runs) -> list:
         for run in runs:
             op = run["plan"].op_for_tf(tf_op)
             npu_ops[run["name"]] = op.name if op is not None else None
-        if fault.kind == "noise":
+        only = {"fp16_only": True} if fault.fp16_only else {}
+        if fault.kind == "noise" and not fault.fp16_only:
             planted.append({"tf_op": tf_op, "rel": fault.value, "npu_op": npu_ops})
             continue
         planted.append({"tf_op": tf_op, "kind": fault.kind, "spec": fault.spec, "params": fault.parameters(),
-                        "npu_op": npu_ops,
+                        "npu_op": npu_ops, **only,
                         "effect": {run["name"]: run.get("faults", {}).get(tf_op) for run in runs}})
+    return planted
+
+
+def _pass_faults(options, runs) -> list:
+    """Each ``--perturb-pass`` fault and the NPU ops of each run it landed on (none where the pass was off)."""
+    planted = []
+    for pass_name, fault in sorted(options.pass_faults.items()):
+        landed = {run["name"]: sorted(group.name for group in run["plan"].groups
+                                      if pass_name in group.graph_passes or pass_name == group.ub_pass)
+                  for run in runs}
+        planted.append({"pass": pass_name, "spec": fault.spec, "npu_ops": landed})
     return planted
 
 
@@ -96,6 +109,10 @@ def build_manifest(root: str, script: str, model_name: str, options, batch, froz
                   "files": len(run["dumps"])} for run in runs],
         "fusion_groups": groups,
         "perturbations": _perturbations(options, runs),
+        "pass_faults": _pass_faults(options, runs),
+        "fusion_switches": (fusion_switches_to_json(options.switches)["Switch"] if options.switches is not None
+                            else None),
+        "keep_fp32": sorted(options.keep_fp32),
         "overflow": _overflow(root, runs, overflow),
         "files": _all_files(root),
     }

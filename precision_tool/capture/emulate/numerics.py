@@ -14,7 +14,8 @@ kernels but fed with the values the NPU would feed them:
 * ``--perturb OP=KIND:VALUE`` replaces OP's float32 output by a faulty one before anything reads it
   (and before its NPU op rounds it): noise, a bias, float16 accumulation, saturation or a few wrong
   elements, built from TF ops as :mod:`~precision_tool.capture.emulate.faults` defines them; the error
-  propagates. ``OP=REL`` is noise: OP's output times ``1 + REL * z``.
+  propagates. ``OP=REL`` is noise: OP's output times ``1 + REL * z``. A fault marked ``@fp16`` is planted
+  only while OP's NPU op computes in float16.
 
 Values come back as float32 arrays holding float16-representable numbers for float16 tensors (the
 casting to float16 is exact), in the TF (origin) layout.
@@ -214,7 +215,7 @@ class _Builder:
             self.graph_def.node.append(node)
             for k in range(len(self.plan.graph.op(member).outputs)):
                 internal[tensor_name(member, k)] = f"{SCOPE}/{member}:{k}"
-            if member in self.faults:
+            if member in self.faults and (mode == FLOAT16 or not self.faults[member].fp16_only):
                 internal[tensor_name(member)] = self.perturbed(member, internal[tensor_name(member)], node, inputs)
         for out in npu_op.outputs:
             emulated = internal[out.tf_tensor]

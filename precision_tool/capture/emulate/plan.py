@@ -18,10 +18,10 @@ the model's output dtype in a plain layout).
 """
 from __future__ import annotations
 
-from typing import Dict, List, Sequence, Set, Tuple
+from typing import Dict, FrozenSet, List, Sequence, Set, Tuple
 
 from precision_tool.capture.emulate import op_tables as T
-from precision_tool.capture.emulate.fusion import FusionGroup, batchnorm_links, group_ops
+from precision_tool.capture.emulate.fusion import Fusion, FusionGroup, batchnorm_links, group_ops
 from precision_tool.capture.emulate.graph_info import (TfGraph, TfOp, compute_ops, constant_ops, consumers,
                                                        split_tensor_name, tensor_aliases, tensor_name)
 from precision_tool.capture.emulate.npu_graph import FLOAT16, FLOAT32, NpuOp, NpuPlan, NpuTensor, Ref
@@ -41,9 +41,10 @@ def _per_channel_or_scalar(shape: Sequence[int], channels: int) -> bool:
 
 
 class _Planner:
-    def __init__(self, graph: TfGraph, fusion: bool):
+    def __init__(self, graph: TfGraph, fusion: Fusion, keep_fp32: FrozenSet[str] = frozenset()):
+        self.keep_fp32 = keep_fp32
         self.graph = graph
-        self.fusion = fusion
+        self.fusion = fusion if isinstance(fusion, bool) else not fusion.fusion_off  # a switch file: fused
         self.aliases = tensor_aliases(graph)
         self.constants = constant_ops(graph)
         self.consumers = consumers(graph, self.aliases)
@@ -132,6 +133,8 @@ class _Planner:
 
     def compute_dtype(self, lead: TfOp, external: List[str]) -> str:
         """``external``: the tensors that decide (batch-norm parameters do not)."""
+        if lead.name in self.keep_fp32:  # a customize_dtypes line names its NPU op: float32 in and out
+            return FLOAT32
         if lead.type in T.CUBE_TYPES:
             return FLOAT16
         if lead.type in T.FP32_KEPT_TYPES or lead.attr(T.KEEP_FP32_ATTR) is True:
@@ -271,17 +274,20 @@ class _Planner:
                        constants=frozenset(self.constants), fp32_inputs=self.fp32_inputs)
 
 
-def plan_npu_graph(graph: TfGraph, fusion: bool = True) -> NpuPlan:
+def plan_npu_graph(graph: TfGraph, fusion: Fusion = True, keep_fp32: FrozenSet[str] = frozenset()) -> NpuPlan:
     """The NPU ops GE would build for ``graph`` (see the module docstring).
 
     Parameters
     ----------
     graph : the frozen TF graph (:class:`~.graph_info.TfGraph`, topological order).
-    fusion : ``False`` fuses nothing (every fusion pass switched off).
+    fusion : ``False`` fuses nothing (every fusion pass switched off); switches (a fusion switch file) run the
+        passes they leave on.
+    keep_fp32 : NPU op names computed in float32 whatever their type (``customize_dtypes`` lines naming
+        them with float32 dtypes; a name GE fused away matches nothing, as on the NPU).
 
     Returns
     -------
     NpuPlan
         ops in execution order: ``Data``, ``Const``, executed ops (with Cast/TransData), ``NetOutput``.
     """
-    return _Planner(graph, fusion).plan()
+    return _Planner(graph, fusion, keep_fp32).plan()

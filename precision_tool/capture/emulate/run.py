@@ -16,7 +16,7 @@ import os
 import shutil
 import tempfile
 from dataclasses import dataclass, field
-from typing import Dict, List, Mapping, Optional, Sequence, Tuple, Union
+from typing import Dict, FrozenSet, List, Mapping, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
@@ -24,6 +24,7 @@ from precision_tool.capture.determinism import seed_everything
 from precision_tool.capture.emulate import artifacts
 from precision_tool.capture.emulate.errors import EmulationError, ModelScriptError
 from precision_tool.capture.emulate.faults import Fault, as_fault, check_fault_site
+from precision_tool.capture.emulate.fusion import Fusion
 from precision_tool.capture.emulate.graph_info import TfGraph, compute_ops, constant_ops
 from precision_tool.capture.emulate.manifest import build_manifest, write_manifest
 from precision_tool.capture.emulate.model_script import load_model_script
@@ -36,8 +37,9 @@ from precision_tool.capture.emulate.tf_graph import GraphFunction, describe_grap
 from precision_tool.capture.emulate.train_step import TrainStep
 from precision_tool.config import Workspace
 from precision_tool.errors import WorkspaceError
+from precision_tool.formats.fusion_result import FusionSwitches
 
-FUSION_CHOICES = ("on", "off", "both")
+FUSION_CHOICES = ("on", "off", "both", "switch")
 MANIFEST_NAME = "manifest.json"
 
 
@@ -48,8 +50,13 @@ class EmulationOptions:
     Attributes
     ----------
     scale : every float input is multiplied by it (both sides): a way to provoke fp16 overflow.
-    fusion : ``"on"`` (``npu/debug_0`` fused), ``"off"`` (``npu/debug_0`` unfused) or ``"both"``
-        (``npu/debug_0`` fused and a fusion-off second run in ``npu/debug_1``).
+    fusion : ``"on"`` (``npu/debug_0`` fused), ``"off"`` (``npu/debug_0`` unfused), ``"both"``
+        (``npu/debug_0`` fused and a fusion-off second run in ``npu/debug_1``) or ``"switch"`` (``npu/debug_0``
+        fused by the passes ``switches`` leave on: the workspace's fusion switch file, as the NPU reads it).
+    switches : the pass switches of ``"switch"``.
+    pass_faults : fusion pass -> the fault planted on the output of every op that pass produced (none when the
+        pass is off: a fault of the pass, not of a kernel).
+    keep_fp32 : NPU op names computed in float32 (the workspace's ``customize_dtypes`` file).
     perturb : TF op name -> the fault planted on its output: a :class:`~.faults.Fault`, a spec string
         (``"bias:0.05"``, ``"fp16acc"``, ``"saturate:4"``, ``"positions:3"``, ``"noise:0.3"``) or a number
         (relative noise, the original form). Stored as ``{op: Fault}``; see :mod:`~.faults`.
@@ -65,6 +72,9 @@ class EmulationOptions:
     seed: int = 0
     keep_tfdbg: bool = False
     step: int = 0
+    switches: Optional[FusionSwitches] = None
+    pass_faults: Mapping[str, Fault] = field(default_factory=dict)
+    keep_fp32: FrozenSet[str] = frozenset()
 
     def __post_init__(self):
         if self.fusion not in FUSION_CHOICES:
@@ -79,11 +89,24 @@ class EmulationOptions:
         return {op: as_fault(op, value) for op, value in self.perturb.items()}
 
     @property
-    def runs(self) -> List[Tuple[str, bool]]:
-        """``[(run folder, fusion on?)]``."""
+    def runs(self) -> List[Tuple[str, Fusion]]:
+        """``[(run folder, fusion on? or the pass switches)]``."""
         if self.fusion == "both":
             return [("debug_0", True), ("debug_1", False)]
+        if self.fusion == "switch":
+            return [("debug_0", self.switches if self.switches is not None else FusionSwitches())]
         return [("debug_0", self.fusion == "on")]
+
+    def faults_of(self, plan: NpuPlan) -> Dict[str, Fault]:
+        """The TF op faults of one run: ``perturb``, and each pass fault on the last TF op of every group its pass
+        made in this plan (the fused op's output)."""
+        planted = dict(self.faults)
+        for group in plan.groups:
+            passes = set(group.graph_passes) | ({group.ub_pass} if group.ub_pass else set())
+            for pass_name, fault in self.pass_faults.items():
+                if pass_name in passes:
+                    planted.setdefault(group.last, fault)
+        return planted
 
 
 @dataclass
@@ -97,13 +120,28 @@ class EmulationResult:
         return os.path.join(self.workspace, MANIFEST_NAME)
 
 
+def run_config_only(path: str) -> List[str]:
+    """The run configuration files (:attr:`~precision_tool.config.Workspace.run_config_files`) in ``path`` when
+    they are all it holds -- a workspace set up for its run (``bisect`` writes one per trial) -- else ``[]``."""
+    wanted = {os.path.abspath(f) for f in Workspace(path).run_config_files}
+    found = []
+    for folder, _subfolders, files in os.walk(path):
+        for name in files:
+            full = os.path.abspath(os.path.join(folder, name))
+            if full not in wanted:
+                return []
+            found.append(full)
+    return found
+
+
 def check_workspace(path: str, force: bool = False) -> str:
-    """The workspace's absolute path, if it may be written: new, empty, or (with ``force``) an
-    earlier emulation -- a folder holding ``manifest.json`` -- never anything else a user has."""
+    """The workspace's absolute path, if it may be written: new, empty, holding only its run configuration
+    (:func:`run_config_only`: the files are kept), or (with ``force``) an earlier emulation -- a folder holding
+    ``manifest.json`` -- never anything else a user has."""
     path = os.path.abspath(path)
     if os.path.exists(path) and not os.path.isdir(path):
         raise WorkspaceError(f"{path}: exists and is not a folder")
-    if os.path.isdir(path) and os.listdir(path):
+    if os.path.isdir(path) and os.listdir(path) and not run_config_only(path):
         if not force:
             raise WorkspaceError(f"{path}: folder exists and is not empty",
                                  "choose a new folder, or pass --force to replace an earlier emulation")
@@ -170,6 +208,19 @@ class StagedWorkspace:
             if folder == self.created:
                 return
             folder = os.path.dirname(folder)
+
+
+def _check_pass_faults(pass_faults: Mapping[str, Fault]) -> None:
+    """Every ``--perturb-pass`` names a pass the emulator runs (:data:`~.op_tables.EMULATED_PASSES`)."""
+    from precision_tool.capture.emulate.op_tables import EMULATED_PASSES
+
+    for name, fault in pass_faults.items():
+        if name not in EMULATED_PASSES:
+            raise EmulationError(f"--perturb-pass {name}: not a fusion pass the emulator runs",
+                                 f"one of {', '.join(EMULATED_PASSES)}")
+        if fault.kind not in ("noise", "bias", "saturate", "positions"):
+            raise EmulationError(f"--perturb-pass {name}={fault.spec}: a pass fault is noise, bias, saturate or "
+                                 "positions (fp16acc is a kernel's, not a pass's)")
 
 
 def _check_perturb(graph: TfGraph, perturb: Mapping[str, Fault]) -> None:
@@ -254,10 +305,15 @@ def emulate_model(model, batch: Sequence[np.ndarray], workspace_dir: str,
     progress("checking the graph")
     graph = describe_graph(frozen, script)
     _check_perturb(graph, options.faults)
+    _check_pass_faults(options.pass_faults)
     progress("planning the NPU graph")
-    plans = {run_name: plan_npu_graph(graph, fusion) for run_name, fusion in options.runs}
+    plans = {run_name: plan_npu_graph(graph, fusion, options.keep_fp32) for run_name, fusion in options.runs}
     staging = StagedWorkspace(target, force)
     try:
+        for config in run_config_only(target) if os.path.isdir(target) else []:  # the run's own settings stay
+            copy = os.path.join(staging.path, os.path.relpath(config, target))
+            os.makedirs(os.path.dirname(copy), exist_ok=True)
+            shutil.copyfile(config, copy)
         manifest = _write_workspace(Workspace(staging.path), frozen, graph, plans, batch, options, script,
                                     progress)
         workspace = staging.commit()
@@ -278,7 +334,7 @@ def _write_workspace(workspace: Workspace, frozen, graph: TfGraph, plans: Dict[s
     runs, overflow = [], None
     for run_name, plan in plans.items():
         progress(f"npu/{run_name}: NPU numerics and dumps" + (" and the overflow run" if run_name == "debug_0" else ""))
-        values = NpuValues(plan, run_numerics(frozen, plan, batch, options.faults, options.seed))
+        values = NpuValues(plan, run_numerics(frozen, plan, batch, options.faults_of(plan), options.seed))
         step = frozen.training_step or 0
         runs.append(_write_run(workspace, plan, values, run_name, model_name, step))
         if run_name == "debug_0":

@@ -1,0 +1,115 @@
+"""The ``customize_dtypes`` file of the Ascend TF adapter: per-op dtypes, the one file-driven way to keep a *named*
+op in float32 (``../shared/docs/ascend-precision-config.md`` §2.4).
+
+One entry per line::
+
+    model/dense_1/MatMul::InputDtype:float32,float32,OutputDtype:float32
+    OpType::MatMulV2:InputDtype:float16,float16,float32,OutputDtype:float32
+
+An ``OpName`` entry names a GE op (an op GE fused away or renamed matches nothing, silently, as on the NPU);
+``OpType::`` entries name an op type; a name entry overrides a type entry. The number of dtypes must match the
+op's inputs and outputs (GE refuses to compile otherwise), so :func:`write_customize_dtypes` is given them.
+Blank lines and ``#`` comments are skipped when reading.
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from typing import Dict, FrozenSet, Iterable, Mapping, Tuple
+
+from precision_tool.errors import FileFormatError, WorkspaceError
+
+FLOAT32 = "float32"
+
+
+class CustomizeDtypesError(FileFormatError):
+    format_name = "customize_dtypes file"
+
+
+@dataclass(frozen=True)
+class CustomizeDtypes:
+    """``by_name`` / ``by_type``: op name or type -> ``(input dtypes, output dtypes)``."""
+
+    by_name: Mapping[str, Tuple[Tuple[str, ...], Tuple[str, ...]]] = field(default_factory=dict)
+    by_type: Mapping[str, Tuple[Tuple[str, ...], Tuple[str, ...]]] = field(default_factory=dict)
+
+    def float32_ops(self) -> FrozenSet[str]:
+        """The op names whose entry asks for float32 everywhere: the ops kept in float32."""
+        return frozenset(name for name, (inputs, outputs) in self.by_name.items()
+                         if all(d == FLOAT32 for d in inputs + outputs))
+
+
+def parse_customize_dtypes(text: str, source=None) -> CustomizeDtypes:
+    """:class:`CustomizeDtypes` from the file's text; :class:`CustomizeDtypesError` (one line, naming the line)
+    for an entry that is not ``NAME::InputDtype:...,OutputDtype:...`` or ``OpType::TYPE:InputDtype:...``.
+
+    >>> parse_customize_dtypes("a/MatMul::InputDtype:float32,float32,OutputDtype:float32").float32_ops()
+    frozenset({'a/MatMul'})
+    """
+    by_name: Dict[str, Tuple[Tuple[str, ...], Tuple[str, ...]]] = {}
+    by_type: Dict[str, Tuple[Tuple[str, ...], Tuple[str, ...]]] = {}
+    for number, raw in enumerate(text.splitlines(), start=1):
+        line = raw.strip()
+        if not line or line.startswith("#"):
+            continue
+        head, sep, spec = line.partition("::")
+        if not sep or not head:
+            raise CustomizeDtypesError(source, f"line {number}: expected NAME::InputDtype:...,OutputDtype:..., got "
+                                               f"{line[:80]!r}")
+        table = by_name
+        if head == "OpType":
+            op_type, colon, spec = spec.partition(":")
+            if not colon or not op_type:
+                raise CustomizeDtypesError(source, f"line {number}: expected OpType::TYPE:InputDtype:...")
+            head, table = op_type, by_type
+        table[head] = _dtypes(spec, source, number)
+    return CustomizeDtypes(by_name, by_type)
+
+
+def _dtypes(spec: str, source, number: int) -> Tuple[Tuple[str, ...], Tuple[str, ...]]:
+    inputs: Tuple[str, ...] = ()
+    outputs: Tuple[str, ...] = ()
+    before, sep, after = spec.partition("OutputDtype:")
+    if before.startswith("InputDtype:"):
+        inputs = tuple(d.strip() for d in before[len("InputDtype:"):].split(",") if d.strip())
+    elif before.strip(", "):
+        raise CustomizeDtypesError(source, f"line {number}: expected InputDtype:... before OutputDtype:...")
+    if sep:
+        outputs = tuple(d.strip() for d in after.split(",") if d.strip())
+    if not inputs and not outputs:
+        raise CustomizeDtypesError(source, f"line {number}: no InputDtype or OutputDtype given")
+    return inputs, outputs
+
+
+def read_customize_dtypes(path) -> CustomizeDtypes:
+    from precision_tool.fileio import read_input_bytes
+
+    if not os.path.lexists(path):
+        raise WorkspaceError(f"{os.fspath(path)}: no such file")
+    data = read_input_bytes(path, CustomizeDtypesError)
+    try:
+        return parse_customize_dtypes(data.decode("utf-8-sig"), path)
+    except UnicodeDecodeError as error:
+        raise CustomizeDtypesError(path, f"byte {error.start} is not UTF-8") from None
+
+
+def float32_lines(ops: Iterable[Tuple[str, int, int]]) -> str:
+    """The file keeping each ``(name, inputs, outputs)`` op in float32, one line each, in the order given.
+
+    >>> print(float32_lines([("model/dense_1/MatMul", 2, 1)]), end="")
+    model/dense_1/MatMul::InputDtype:float32,float32,OutputDtype:float32
+    """
+    lines = []
+    for name, inputs, outputs in ops:
+        lines.append(f"{name}::InputDtype:{','.join([FLOAT32] * inputs)},OutputDtype:{','.join([FLOAT32] * outputs)}")
+    return "".join(line + "\n" for line in lines)
+
+
+def write_customize_dtypes(path, ops: Iterable[Tuple[str, int, int]]) -> str:
+    """Write :func:`float32_lines` of ``ops`` to ``path`` atomically (its folder created); returns the path."""
+    from precision_tool.fileio import atomic_write
+
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+    with atomic_write(path, "w") as handle:
+        handle.write(float32_lines(ops))
+    return os.fspath(path)
