@@ -22,6 +22,7 @@ from precision_tool.commands.registry import CommandRegistry
 # command name -> (module under precision_tool.commands, aliases). Order does not matter; help sorts by name.
 COMMAND_TABLE: Dict[str, Tuple[str, Tuple[str, ...]]] = {
     "ac": ("autocheck", ("auto_check",)),
+    "bisect": ("bisect", ()),
     "compare": ("compare", ()),
     "cp": ("compare_tensors", ("compare_tensors",)),
     "dc": ("dump_convert", ("dump_convert",)),

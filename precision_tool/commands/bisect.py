@@ -1,0 +1,365 @@
+"""``bisect fusion|precision [-c C] [--judge all|outputs] [--resume] -- COMMAND...``: from the culprit to the fix.
+
+The workspace (``-d``) holds the failing NPU run (``npu/debug_0``: dumps and Build graph) and the reference
+(``tf/dump``). ``COMMAND`` is that NPU run again -- the training script with ``action='dump|fusion_switch'``, or
+``precision_tool emulate MODEL.py --fusion switch`` without an NPU -- run once per trial in a fresh process (the
+NPU reads these options once per process: ``../shared/docs/ascend-precision-config.md`` §0), with
+``PRECISION_TOOL_DATA`` set to the trial's own workspace ``WORKSPACE/temp/bisect/{kind}_{time}/run_N``, where the
+candidate configuration is written first:
+
+* ``fusion``: candidates are the fusion passes that fired in the failing run (its graph's ``pass_name`` /
+  ``pass_name_ub`` attributes, then ``fusion/fusion_result.json``); a trial switches some off in
+  ``run_N/fusion/fusion_switch.cfg``, the file ``action='fusion_switch'`` points the NPU at;
+* ``precision``: candidates are the ops whose outputs fail in the failing run, ranked by local error over its
+  floor when ``ac -c`` measured it, else in execution order (``--max-candidates``, 16); a trial keeps some in
+  float32 with ``run_N/precision/customize_dtypes.cfg`` lines (by op *name*; ``modify_mixlist`` works by type
+  only).
+
+Each trial's NPU run is compared with the reference (``--judge all``: every tensor passes the cosine gate;
+``outputs``: the tensors the graph's NetOutput reads). The search is :func:`~precision_tool.checks.bisect.bisect`:
+at most ``ceil(log2(candidates)) + 2`` runs for one culprit. Every trial is recorded in ``state.json`` beside the
+runs; ``--resume`` continues the latest bisection of the same kind and command. The report names the culprit
+passes or ops, the config file that fixes it, the accuracy before and after (the run with only that config: the
+proof), and the line to put in the training script. Exit 0 when a fix was found and proved, 1 when no candidate
+set restores accuracy, 2 for unusable input or a run that failed.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from typing import Any, Dict, List, Optional, Sequence, Tuple
+
+from precision_tool.commands.registry import Command, Context
+from precision_tool.config import ENV_DATA_DIR, Workspace
+from precision_tool.errors import EXIT_FAILED_CHECK, EXIT_OK, PrecisionToolError, UsageError, WorkspaceError
+from precision_tool.reports.format import counted
+from precision_tool.reports.report import Report
+
+KINDS = ("fusion", "precision")
+DEFAULT_MAX_CANDIDATES = 16
+STATE_NAME = "state.json"
+
+
+class BisectError(PrecisionToolError):
+    """A trial's run failed or gave nothing to compare."""
+
+
+def add_arguments(parser) -> None:
+    parser.add_argument("kind", choices=KINDS, help="fusion: switch fusion passes off; precision: keep ops in float32")
+    _add_options(parser)
+    parser.add_argument("command", nargs=argparse.REMAINDER,
+                        help="-- then the NPU run, e.g. -- precision_tool emulate model.py --fusion switch "
+                             "(everything after -- is the command's)")
+
+
+def _add_options(parser) -> None:
+    from precision_tool.commands.options import add_cosine_option, non_negative_int
+
+    add_cosine_option(parser, 0.99)
+    parser.add_argument("--judge", choices=("all", "outputs"), default="all",
+                        help="a trial restores accuracy when every tensor passes (all, default) or the tensors "
+                             "the graph's NetOutput reads do (outputs)")
+    parser.add_argument("--max-candidates", type=non_negative_int, default=DEFAULT_MAX_CANDIDATES, metavar="N",
+                        help=f"precision: the N failing ops ranked first (default {DEFAULT_MAX_CANDIDATES}; 0 = all)")
+    parser.add_argument("--resume", action="store_true",
+                        help="continue the latest bisection of this kind and command (its trials are not run again)")
+
+
+def split_command(args) -> List[str]:
+    """The NPU command after ``--``; options written between the kind and ``--`` (argparse's REMAINDER takes
+    them along) are parsed into ``args`` first. :class:`UsageError` without a command."""
+    from precision_tool.commands.registry import CommandParser
+
+    rest = list(args.command)
+    if "--" in rest:
+        cut = rest.index("--")
+        head, command = rest[:cut], rest[cut + 1:]
+    elif rest and rest[0].startswith("-"):
+        head, command = rest, []
+    else:
+        head, command = [], rest
+    if head:
+        parser = CommandParser(prog="bisect", add_help=False)
+        _add_options(parser)
+        parser.parse_args(head, namespace=args)
+    if not command:
+        raise UsageError("bisect needs the NPU run to repeat after --", "e.g. bisect fusion -- precision_tool "
+                         "emulate model.py --fusion switch")
+    return command
+
+
+# --------------------------------------------------------------------------------------------- judging
+@dataclass(frozen=True)
+class Accuracy:
+    """One run against the reference: tensors judged, how many fail, the lowest cosine among them."""
+
+    judged: int
+    failing: int
+    min_cosine: Optional[float]
+
+    @property
+    def restored(self) -> bool:
+        return self.judged > 0 and self.failing == 0
+
+    def text(self) -> str:
+        cosine = f"{self.min_cosine:.6f}" if self.min_cosine is not None else "-"
+        verb = "fails" if self.failing == 1 or self.judged == 1 else "fail"
+        return f"{self.failing} of {counted(self.judged, 'tensor')} {verb}, lowest cosine {cosine}"
+
+    def to_dict(self) -> Dict[str, Any]:
+        return {"judged": self.judged, "failing": self.failing, "min_cosine": self.min_cosine,
+                "restored": self.restored}
+
+
+def judge(run_root: str, reference: str, cosine: float, scope: str) -> Accuracy:
+    """Compare the NPU run in ``run_root`` (``npu/debug_0``) with ``reference``: :class:`Accuracy` over every
+    compared tensor (``all``) or those of the ops NetOutput reads (``outputs``)."""
+    from precision_tool.comparison.pipeline import CompareRequest, run_comparison
+
+    run = Workspace(run_root)
+    if not os.path.isdir(run.npu_dump(0)):
+        raise BisectError(f"{run.npu_dump(0)}: the run wrote no NPU dump", "the command must dump into the "
+                          f"workspace ${ENV_DATA_DIR} names (action='dump...', or precision_tool emulate)")
+    graph = run.npu_graph(0) if os.path.isdir(run.npu_graph(0)) else None
+    result = run_comparison(CompareRequest(run.npu_dump(0), reference, graph=graph, cosine=cosine, workers=1))
+    rows = [row for row in result.results if row.compared]
+    if scope == "outputs":
+        outputs = _netoutput_producers(result.facts.data_inputs)
+        rows = [row for row in rows if row.op_name in outputs and row.kind == "output"]
+    cosines = [row.cosine for row in rows if row.cosine is not None]
+    return Accuracy(len(rows), sum(1 for row in rows if row.failed), min(cosines) if cosines else None)
+
+
+def _netoutput_producers(data_inputs) -> set:
+    """The ops whose outputs the graph's NetOutput op reads (GE names it ``Node_Output`` / type NetOutput)."""
+    return {producer for op, edges in data_inputs.items() if op.endswith("Node_Output") or op == "NetOutput"
+            for producer, _ in edges}
+
+
+# --------------------------------------------------------------------------------------------- candidates
+def fusion_candidates(workspace: Workspace) -> List[str]:
+    """The passes that fired in the failing run: the graph's op attributes in execution order, then any other
+    pass ``fusion_result.json`` says took effect."""
+    from precision_tool.alignment import load_graph
+    from precision_tool.alignment.npu_side import graphs_of
+    from precision_tool.formats.fusion_result import read_fusion_result
+
+    passes: List[str] = []
+    graph = load_graph(workspace.npu_graph(0), workspace.npu_dump(0)) if os.path.isdir(workspace.npu_graph(0)) \
+        else None
+    for g in graphs_of(graph):
+        for op in g.ops:
+            for name in op.pass_names:
+                if name not in passes:
+                    passes.append(name)
+    if os.path.isfile(workspace.fusion_result):
+        for name in read_fusion_result(workspace.fusion_result).effective_passes():
+            if name not in passes:
+                passes.append(name)
+    return passes
+
+
+def precision_candidates(workspace: Workspace, baseline, limit: int) -> List[Tuple[str, int, int]]:
+    """``(op, inputs, outputs)`` of the ops whose outputs fail in the failing run, by local error over its floor
+    (largest first) where ``ac -c`` measured it, then in execution order; at most ``limit`` (0 = all)."""
+    from precision_tool.alignment import load_graph
+    from precision_tool.alignment.npu_side import graphs_of
+
+    graph = load_graph(workspace.npu_graph(0), workspace.npu_dump(0))
+    shape = {op.name: (len(op.data_inputs), max(1, len(op.output_descs))) for g in graphs_of(graph) for op in g.ops}
+    failing: Dict[str, float] = {}
+    for row in baseline.results:
+        if row.kind == "output" and row.failed and row.op_name in shape:
+            ratio = (row.local_error / row.local_floor) if row.local_error is not None and row.local_floor else -1.0
+            failing[row.op_name] = max(failing.get(row.op_name, -1.0), ratio)
+    order = {name: k for k, name in enumerate(baseline.facts.order)}
+    ranked = sorted(failing, key=lambda name: (-failing[name], order.get(name, 1 << 30)))
+    chosen = ranked if limit <= 0 else ranked[:limit]
+    return [(name, *shape[name]) for name in chosen]
+
+
+# --------------------------------------------------------------------------------------------- trials
+@dataclass
+class Bisection:
+    """One bisection's folder, command and candidates, and the trial runner."""
+
+    kind: str
+    folder: str
+    command: List[str]
+    candidates: List[str]
+    shapes: Dict[str, Tuple[int, int]]
+    reference: str
+    cosine: float
+    scope: str
+    trials: List[Dict[str, Any]]
+
+    def write_config(self, root: str, changed: Sequence[str]) -> str:
+        """The candidate configuration in the trial workspace ``root``; returns the file written."""
+        from precision_tool.formats.customize_dtypes import write_customize_dtypes
+        from precision_tool.formats.fusion_result import FusionSwitches, write_fusion_switches
+
+        workspace = Workspace(root)
+        if self.kind == "fusion":
+            switches = FusionSwitches({name: False for name in changed}, {name: False for name in changed})
+            os.makedirs(os.path.dirname(workspace.fusion_switch), exist_ok=True)
+            write_fusion_switches(switches, workspace.fusion_switch)
+            return workspace.fusion_switch
+        return write_customize_dtypes(workspace.customize_dtypes, [(name, *self.shapes[name]) for name in changed])
+
+    def run(self, changed: Sequence[str]) -> bool:
+        number = len(self.trials) + 1
+        root = os.path.join(self.folder, f"run_{number}")
+        os.makedirs(root)
+        self.write_config(root, changed)
+        log = os.path.join(self.folder, f"run_{number}.log")
+        started = time.perf_counter()
+        env = dict(os.environ, **{ENV_DATA_DIR: root})
+        with open(log, "wb") as handle:
+            try:
+                code = subprocess.run(self.command, env=env, stdin=subprocess.DEVNULL, stdout=handle,
+                                      stderr=subprocess.STDOUT).returncode
+            except OSError as error:
+                raise BisectError(f"run {number}: cannot start {self.command[0]!r} ({error.strerror or error})") \
+                    from None
+        if code != 0:
+            raise BisectError(f"run {number}: the command exited {code}", f"its output is in {log}")
+        reference = Workspace(root).tf_dump if os.path.isdir(Workspace(root).tf_dump) else self.reference
+        accuracy = judge(root, reference, self.cosine, self.scope)
+        seconds = time.perf_counter() - started
+        self.trials.append({"run": number, "changed": list(changed), "folder": root, "seconds": round(seconds, 2),
+                            **accuracy.to_dict()})
+        self.save()
+        what = "off" if self.kind == "fusion" else "in float32"
+        print(f"bisect {self.kind}: run {number}: {what}: {', '.join(changed) or 'nothing'} -> "
+              f"{'restored' if accuracy.restored else 'still failing'} ({accuracy.text()}); {seconds:.1f} s",
+              file=sys.stderr, flush=True)
+        return accuracy.restored
+
+    def save(self) -> None:
+        from precision_tool.fileio import atomic_write
+
+        with atomic_write(os.path.join(self.folder, STATE_NAME), "w") as handle:
+            json.dump({"kind": self.kind, "command": self.command, "candidates": self.candidates,
+                       "trials": self.trials}, handle, indent=1)
+
+
+def _resumed(base: str, kind: str, command: List[str], candidates: List[str]) -> Optional[Tuple[str, list]]:
+    """The latest bisection folder under ``base`` of this kind, command and candidates, with its trials."""
+    if not os.path.isdir(base):
+        return None
+    for name in sorted(os.listdir(base), reverse=True):
+        path = os.path.join(base, name, STATE_NAME)
+        if not name.startswith(kind + "_") or not os.path.isfile(path):
+            continue
+        try:
+            with open(path, encoding="utf-8") as handle:
+                state = json.load(handle)
+        except (OSError, ValueError):
+            continue
+        if state.get("command") == command and state.get("candidates") == candidates:
+            return os.path.join(base, name), list(state.get("trials", []))
+    return None
+
+
+# --------------------------------------------------------------------------------------------- command
+def handle(args, ctx: Context) -> Report:
+    from precision_tool.checks.bisect import Trials, bisect, trial_budget
+    from precision_tool.comparison.pipeline import CompareRequest, run_comparison
+
+    command = split_command(args)
+    workspace = Workspace(ctx.data_dir)
+    workspace.require_root()
+    for needed in (workspace.npu_dump(0), workspace.tf_dump):
+        if not os.path.isdir(needed):
+            raise WorkspaceError(f"{needed}: no such folder", "bisect starts from a workspace holding the failing "
+                                 "NPU run (npu/debug_0) and the reference (tf/dump)")
+    graph = workspace.npu_graph(0) if os.path.isdir(workspace.npu_graph(0)) else None
+    baseline = run_comparison(CompareRequest(workspace.npu_dump(0), workspace.tf_dump, graph=graph,
+                                             cosine=args.cosine, workers=1))
+    before = judge(ctx.data_dir, workspace.tf_dump, args.cosine, args.judge)
+    shapes: Dict[str, Tuple[int, int]] = {}
+    if args.kind == "fusion":
+        candidates = fusion_candidates(workspace)
+    else:
+        chosen = precision_candidates(workspace, baseline, args.max_candidates)
+        candidates = [name for name, _, _ in chosen]
+        shapes = {name: (inputs, outputs) for name, inputs, outputs in chosen}
+    report = Report(title=f"bisect {args.kind} in {ctx.data_dir}: {counted(len(candidates), 'candidate')}, "
+                          f"failing run: {before.text()}")
+    data: Dict[str, Any] = {"kind": args.kind, "candidates": candidates, "before": before.to_dict(),
+                            "culprit_passes": [], "culprit_ops": [], "config_file": None, "runs": []}
+    if before.restored or not candidates:
+        why = ("the workspace's run already passes: nothing to bisect" if before.restored else
+               "no fusion pass fired in the failing run" if args.kind == "fusion" else "no op output fails")
+        report.add_text(why.capitalize() + ".")
+        report.exit_code, report.status, report.data = EXIT_OK if before.restored else EXIT_FAILED_CHECK, why, data
+        return report
+    base = os.path.join(workspace.temp, "bisect")
+    resumed = _resumed(base, args.kind, command, candidates) if args.resume else None
+    if resumed is not None:
+        folder, trials = resumed
+    else:
+        folder = os.path.join(base, f"{args.kind}_{time.strftime('%Y%m%d%H%M%S')}")
+        suffix = 1
+        while os.path.exists(folder):
+            folder = os.path.join(base, f"{args.kind}_{time.strftime('%Y%m%d%H%M%S')}_{suffix}")
+            suffix += 1
+        os.makedirs(folder)
+        trials = []
+    bisection = Bisection(args.kind, folder, command, candidates, shapes, workspace.tf_dump, args.cosine,
+                          args.judge, trials)
+    bisection.save()
+    memo = Trials(bisection.run, {frozenset(t["changed"]): bool(t["restored"]) for t in trials},
+                  [frozenset(t["changed"]) for t in trials])
+    found = bisect(candidates, memo)
+    data["runs"] = bisection.trials
+    data["folder"] = folder
+    data["run_budget"] = trial_budget(len(candidates))
+    what = "passes switched off" if args.kind == "fusion" else "ops kept in float32"
+    change = "switching it off" if args.kind == "fusion" else "keeping it in float32"
+    if found is None:
+        report.add_text(f"Changing every candidate ({what}: all {len(candidates)}) does not restore accuracy: "
+                        f"{'fusion' if args.kind == 'fusion' else 'float16 precision of these ops'} is not the "
+                        f"cause. Runs: {folder}")
+        report.exit_code = EXIT_FAILED_CHECK
+        report.status = f"no fix found in {counted(len(bisection.trials), 'run')}"
+        report.data = data
+        return report
+    proof = next(t for t in reversed(bisection.trials) if sorted(t["changed"]) == sorted(found))
+    config = bisection.write_config(folder, found)
+    after = Accuracy(proof["judged"], proof["failing"], proof["min_cosine"])
+    line = _script_line(args.kind, config)
+    data.update({"culprit_passes" if args.kind == "fusion" else "culprit_ops": found, "config_file": config,
+                 "after": after.to_dict(), "script_line": line})
+    noun = ("pass" if len(found) == 1 else "passes") if args.kind == "fusion" else ("op" if len(found) == 1 else "ops")
+    how = change if len(found) == 1 else change.replace(" it ", " them ")
+    report.add_text(f"Culprit {noun}: {', '.join(found)} ({how} restores accuracy, proved by run {proof['run']}).",
+                    f"Before: {before.text()}.", f"After:  {after.text()}.",
+                    f"Config file: {config}", f"In the training script: {line}",
+                    f"{counted(len(bisection.trials), 'run')} (at most {trial_budget(len(candidates))} for one "
+                    f"culprit); every run's workspace and log: {folder}")
+    report.exit_code = EXIT_OK
+    report.status = f"fixed by {', '.join(found)}"
+    report.data = data
+    return report
+
+
+def _script_line(kind: str, config: str) -> str:
+    """The one line that gives the NPU this config in a TF1 session config (``custom_op`` is the NpuOptimizer)."""
+    option = "fusion_switch_file" if kind == "fusion" else "customize_dtypes"
+    return f'custom_op.parameter_map["{option}"].s = tf.compat.as_bytes("{os.path.abspath(config)}")' + (
+        "  (with precision_mode allow_fp32_to_fp16 or allow_mix_precision)" if kind == "precision" else "")
+
+
+COMMAND = Command(
+    name="bisect",
+    summary="Find the fusion pass or the ops in fp16 that cost accuracy by re-running the NPU run; write the fix.",
+    add_arguments=add_arguments,
+    handler=handle,
+    epilog="Example: precision_tool -d ws bisect fusion -- precision_tool emulate model.py --fusion switch",
+)

@@ -1,0 +1,130 @@
+"""``bisect fusion|precision -- precision_tool emulate ...`` on the sample CNN with faults only a config removes, and
+the emulator honouring those configs (issue 20). Each trial is a real ``emulate`` process: about 45 s in all."""
+import json
+import math
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+from precision_tool.cli import main
+from precision_tool.formats.customize_dtypes import read_customize_dtypes
+from precision_tool.formats.fusion_result import read_fusion_switches
+
+pytestmark = pytest.mark.tf
+
+REPO = Path(__file__).resolve().parent.parent.parent
+CNN = str(REPO / "sample_dumps" / "models" / "cnn.py")
+EMULATE = [sys.executable, "-m", "precision_tool", "emulate", CNN]
+CONV2 = "small_cnn_1/conv2_1/convolution"
+PASS_FAULT = ["--perturb-pass", "ConvBiasaddFusionPass=0.3"]
+FP16_FAULT = ["--perturb", f"{CONV2}=bias:3@fp16"]
+
+
+def emulate(workspace, *extra):
+    assert main(["emulate", CNN, "-o", str(workspace), *extra]) == 0
+
+
+def manifest(workspace):
+    return json.loads((Path(workspace) / "manifest.json").read_text())
+
+
+def bisect_json(capsys, workspace, *args):
+    code = main(["-d", str(workspace), "--json", "bisect", *args])
+    captured = capsys.readouterr()
+    return code, json.loads(captured.out), captured.err
+
+
+# --------------------------------------------------------------------------------------------- the emulator
+def test_a_switch_file_turns_off_exactly_its_pass_and_stays_in_the_workspace(tmp_path, capsys):
+    workspace = tmp_path / "ws"
+    (workspace / "fusion").mkdir(parents=True)
+    switch = workspace / "fusion" / "fusion_switch.cfg"
+    switch.write_text('{"Switch": {"GraphFusion": {"MatMulBiasAddFusionPass": "off"}, "UBFusion": {}}}\n')
+    emulate(workspace, "--fusion", "switch", "--perturb-pass", "MatMulBiasAddFusionPass=0.3",
+            "--perturb-pass", "ConvBiasaddFusionPass=0.2")
+    capsys.readouterr()
+    record = manifest(workspace)
+    passes = {name for group in record["fusion_groups"] for name in group["passes"]}
+    assert "MatMulBiasAddFusionPass" not in passes and "ConvBiasaddFusionPass" in passes  # the file, as read
+    landed = {fault["pass"]: fault["npu_ops"]["debug_0"] for fault in record["pass_faults"]}
+    assert landed["MatMulBiasAddFusionPass"] == []  # its pass is off: the fault has nowhere to be
+    assert CONV2 in landed["ConvBiasaddFusionPass"]
+    assert read_fusion_switches(switch).is_enabled("MatMulBiasAddFusionPass", "graph_fusion") is False  # kept
+
+
+def test_an_fp16_only_fault_is_gone_when_customize_dtypes_keeps_the_op_in_float32(tmp_path, capsys):
+    faulty, kept = tmp_path / "faulty", tmp_path / "kept"
+    emulate(faulty, *FP16_FAULT)
+    (kept / "precision").mkdir(parents=True)
+    (kept / "precision" / "customize_dtypes.cfg").write_text(
+        f"{CONV2}::InputDtype:float32,float32,float32,OutputDtype:float32\n")
+    emulate(kept, *FP16_FAULT)
+    capsys.readouterr()
+    assert manifest(kept)["keep_fp32"] == [CONV2]
+    for workspace, code in ((faulty, 1), (kept, 0)):
+        assert main(["-d", str(workspace), "compare", "-out", str(tmp_path / f"cmp_{workspace.name}")]) == code
+    out = capsys.readouterr().out
+    assert f"{CONV2}:output:0" in out  # named among the faulty run's failures
+
+
+# --------------------------------------------------------------------------------------------- bisect
+@pytest.fixture(scope="module")
+def pass_fault_workspace(tmp_path_factory):
+    workspace = tmp_path_factory.mktemp("bisect") / "ws"
+    emulate(workspace, *PASS_FAULT)
+    return workspace
+
+
+def test_bisect_fusion_names_the_faulty_pass_and_proves_its_switch_file(pass_fault_workspace, capsys):
+    command = [*EMULATE, "--fusion", "switch", *PASS_FAULT]
+    code, report, err = bisect_json(capsys, pass_fault_workspace, "fusion", "--judge", "outputs", "-c", "0.999",
+                                    "--", *command)
+    data = report["data"]
+    assert code == 0 and data["culprit_passes"] == ["ConvBiasaddFusionPass"]
+    candidates = data["candidates"]
+    assert "ConvBiasaddFusionPass" in candidates and len(candidates) >= 3
+    assert len(data["runs"]) <= math.ceil(math.log2(len(candidates))) + 2
+    switches = read_fusion_switches(data["config_file"])  # off: exactly the culprit
+    assert [p for p in candidates if not switches.is_enabled(p, "graph_fusion")] == ["ConvBiasaddFusionPass"]
+    assert data["before"]["restored"] is False and data["after"]["restored"] is True
+    proof = [run for run in data["runs"] if run["changed"] == ["ConvBiasaddFusionPass"]]
+    assert proof and proof[0]["restored"] and proof[0]["failing"] == 0  # the re-run with only that file
+    assert err.count("bisect fusion: run ") == len(data["runs"])  # a progress line per run
+    assert 'parameter_map["fusion_switch_file"]' in data["script_line"]
+    for run in data["runs"]:  # every run kept apart, with its config and its log
+        assert os.path.isfile(os.path.join(run["folder"], "fusion", "fusion_switch.cfg"))
+        assert os.path.isfile(run["folder"] + ".log")
+
+    code, again, err = bisect_json(capsys, pass_fault_workspace, "fusion", "--judge", "outputs", "-c", "0.999",
+                                   "--resume", "--", *command)
+    assert code == 0 and again["data"]["culprit_passes"] == ["ConvBiasaddFusionPass"]
+    assert "run " not in err and again["data"]["runs"] == data["runs"]  # resumed: nothing ran again
+
+
+def test_bisect_precision_names_the_op_whose_fp16_kernel_is_wrong(tmp_path, capsys):
+    workspace = tmp_path / "ws"
+    emulate(workspace, *FP16_FAULT)
+    capsys.readouterr()
+    code, report, _err = bisect_json(capsys, workspace, "precision", "--", *EMULATE, *FP16_FAULT)
+    data = report["data"]
+    assert code == 0 and data["culprit_ops"] == [CONV2]
+    assert len(data["candidates"]) >= 8  # the fault fails everything after it: many candidates
+    assert len(data["runs"]) <= math.ceil(math.log2(len(data["candidates"]))) + 2
+    assert read_customize_dtypes(data["config_file"]).float32_ops() == frozenset([CONV2])
+    assert data["after"]["failing"] == 0 and data["before"]["failing"] > 0
+
+
+def test_bisect_without_a_fix_among_the_candidates_says_so_and_exits_1(pass_fault_workspace, capsys):
+    """A precision bisection of a fusion fault: every failing op in float32 still carries the pass's error."""
+    code, report, _err = bisect_json(capsys, pass_fault_workspace, "precision", "--judge", "outputs", "-c", "0.999",
+                                     "--", *EMULATE, *PASS_FAULT)
+    assert code == 1 and report["data"]["culprit_ops"] == [] and len(report["data"]["runs"]) == 1
+
+
+def test_bisect_needs_a_command_and_a_failing_run(tmp_path, capsys):
+    assert main(["-d", str(tmp_path), "bisect", "fusion"]) == 2
+    assert "bisect needs the NPU run to repeat after --" in capsys.readouterr().err
+    assert main(["-d", str(tmp_path), "bisect", "fusion", "--", "true"]) == 2
+    assert "npu/debug_0/dump: no such folder" in capsys.readouterr().err
