@@ -58,6 +58,7 @@ class AutocheckOptions:
     fusion_floor: float = DEFAULT_FLOOR
     fusion_growth: float = DEFAULT_GROWTH
     replay: bool = True
+    npu_run: str = ""  # the NPU run as a command line, for the bisect suggestion ("": a placeholder is shown)
 
 
 @dataclass(frozen=True)
@@ -376,5 +377,5 @@ def run_autocheck(root: str, options: AutocheckOptions = AutocheckOptions(),
             timing["compare_s"] -= compare.replay.seconds
         if compare.result is not None and on_compared is not None:
             compare = dataclasses.replace(compare, out_folder=on_compared(compare.result))
-    verdict = decide_verdict(overflow, fusion, compare)
+    verdict = decide_verdict(overflow, fusion, compare, npu_run=options.npu_run)
     return AutocheckResult(root, overflow, fusion, compare, verdict, timing)

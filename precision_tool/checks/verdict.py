@@ -512,6 +512,21 @@ def _vcs_command(compare) -> str:
     return f"vcs -f {_q(out_folder)}" if out_folder else "vcs"
 
 
+def _with_bisect(culprit: Culprit, compare, npu_run: str) -> Culprit:
+    """``culprit`` with the bisect that would find its fix: fusion when a pass is blamed, precision when its own
+    float16 output is measured to add the error (local error)."""
+    import dataclasses
+
+    if culprit.evidence.endswith(FUSION) or (culprit.passes and FUSION in culprit.evidence):
+        kind = "fusion"
+    elif culprit.evidence.startswith(LOCAL_ERROR) and any(
+            row.kind == TensorKind.OUTPUT and row.npu_dtype == "float16" for row in _rows_of(compare, culprit.op_name)):
+        kind = "precision"
+    else:
+        return culprit
+    return dataclasses.replace(culprit, next_commands=culprit.next_commands + (f"bisect {kind} -- {npu_run}",))
+
+
 def _report_command(compare) -> str:
     """When every tensor passes, ``vcs`` would list nothing: the HTML report shows where drift grows instead."""
     out_folder = compare.out_folder if compare is not None else ""
@@ -540,9 +555,14 @@ def _judged_by_local_error(compare, op_name: str) -> bool:
                                                        for row in _compared_outputs(compare, op_name))
 
 
-def decide_verdict(overflow, fusion, compare=None) -> "Verdict":
+NPU_RUN_PLACEHOLDER = "YOUR_NPU_RUN (the training script with action='dump|fusion_switch')"
+
+
+def decide_verdict(overflow, fusion, compare=None, npu_run: str = "") -> "Verdict":
     """Apply the rules of the module docstring to the three sections (``compare`` may be ``None``; its
-    ``out_folder`` goes into the ``vcs`` hint)."""
+    ``out_folder`` goes into the ``vcs`` hint). A culprit blamed on fusion, or one whose failing output is
+    float16 and whose own local error stands out, gets ``bisect fusion`` / ``bisect precision -- NPU_RUN`` among
+    its next commands (``npu_run``: the NPU run as a command line, else a placeholder)."""
     culprit = None
     divergence = None
     if compare is not None and compare.result is not None:
@@ -559,6 +579,8 @@ def decide_verdict(overflow, fusion, compare=None) -> "Verdict":
         culprit = _fusion_culprit(fusion.comparison.culprits[0])
     else:
         culprit = _overflow_culprit(overflow, compare)
+    if culprit is not None:
+        culprit = _with_bisect(culprit, compare, npu_run or NPU_RUN_PLACEHOLDER)
     next_commands: Tuple[str, ...] = culprit.next_commands if culprit is not None else ()
     if compare is None:
         next_commands += ("ac -c",)

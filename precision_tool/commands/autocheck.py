@@ -62,7 +62,8 @@ def handle(args, ctx: Context):
     _check_outputs(args, ctx)
     started = time.perf_counter()
     options = AutocheckOptions(compare=args.compare, limit=args.limit, cosine=args.cosine, workers=args.workers,
-                               fusion_floor=args.fusion_floor, fusion_growth=args.fusion_growth, replay=args.replay)
+                               fusion_floor=args.fusion_floor, fusion_growth=args.fusion_growth, replay=args.replay,
+                               npu_run=_emulated_run(ctx.data_dir))
     written = []
 
     def write(result) -> str:
@@ -94,6 +95,22 @@ def handle(args, ctx: Context):
         report.add_text(f"HTML report: {html}")
         report.data["html"] = os.path.abspath(html)
     return report
+
+
+def _emulated_run(data_dir: str) -> str:
+    """For a workspace ``emulate`` wrote (its ``manifest.json``), the command that repeats it for ``bisect``;
+    ``""`` otherwise (the suggestion then names the user's own NPU run)."""
+    import json
+
+    path = os.path.join(data_dir, "manifest.json")
+    try:
+        with open(path, encoding="utf-8") as handle:
+            manifest = json.load(handle)
+        from precision_tool.commands.emulate import emulate_command_line
+
+        return emulate_command_line(manifest)
+    except (OSError, ValueError, KeyError, TypeError):
+        return ""
 
 
 def _check_outputs(args, ctx: Context) -> None:

@@ -63,6 +63,7 @@ def test_a_fault_on_a_fused_op_is_blamed_on_its_passes(tmp_path):
     assert (alone.op_name, alone.evidence) == (CONV2, FUSION)
     assert alone.passes == ("ConvBiasaddFusionPass", "TbeConvElemwiseFusionPass")
     assert "ls -f ConvBiasaddFusionPass" in alone.next_commands
+    assert alone.next_commands[-1].startswith("bisect fusion -- YOUR_NPU_RUN")  # a copy of a workspace: no manifest
     compared = run_autocheck(str(workspace), WITH_COMPARE).verdict.culprit
     assert (compared.op_name, compared.evidence) == (CONV2, f"{BY_REPLAY} and {FUSION}")
     assert any(reason.startswith("fusion: it differs from its unfused TF ops") for reason in compared.reasons)
