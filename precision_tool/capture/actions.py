@@ -22,6 +22,9 @@ fusion_switch  fusion_switch_file      s      the user's own ``fusion_switch_fil
                                               else ``WORKSPACE/fusion/fusion_switch.cfg``
 prof           profiling_mode          b      True
                profiling_options       s      JSON, ``output`` = ``WORKSPACE/profiling``
+(any action,   customize_dtypes        s      ``WORKSPACE/precision/customize_dtypes.cfg``: the ops named there
+when the file                                 are kept in float32 (``bisect precision`` writes it per trial)
+exists)
 ============== ======================= ====== =============================================
 
 N is 0 (``npu/debug_0``, as in the original tool, whatever the action) unless ``PRECISION_TOOL_NPU_RUN``
@@ -244,6 +247,10 @@ def build_plan(action: ActionSpec = None, settings: Optional[CaptureSettings] = 
         params += [NpuParam("profiling_mode", "b", True),
                    NpuParam("profiling_options", "s", profiling_options(prof_dir))]
         folders.append(prof_dir)
+    if actions and os.path.isfile(workspace.customize_dtypes):
+        params.append(NpuParam("customize_dtypes", "s", workspace.customize_dtypes))
+        notices.append(f"customize_dtypes: the NPU keeps the ops {workspace.customize_dtypes} names in the dtypes "
+                       "it gives (it needs a precision_mode other than must_keep_origin_dtype)")
     graph_env: Tuple[Tuple[str, str], ...] = ()
     if actions:
         graph_dir = workspace.npu_graph(run)

@@ -54,6 +54,7 @@ TF2_OPTIONS = {
     "op_debug_level": "op_debug_level",
     "debug_dir": "debug_dir",
     "fusion_switch_file": "fusion_switch_file",
+    "customize_dtypes": "customize_dtypes",
     "profiling_mode": "profiling_config.enable_profiling",
     "profiling_options": "profiling_config.profiling_options",
 }

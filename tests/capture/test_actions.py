@@ -197,3 +197,16 @@ def test_the_switch_file_is_never_written_through_a_dangling_symlink(tmp_path):
     assert not target.exists()
     created = ensure_fusion_switch_file(str(tmp_path / "new" / "fusion_switch.cfg"))  # no link: copied
     assert json.loads(open(created).read())["Switch"]
+
+
+def test_a_customize_dtypes_file_in_the_workspace_is_handed_to_the_npu(tmp_path):
+    """``bisect precision`` writes WORKSPACE/precision/customize_dtypes.cfg for each trial: any capture action of
+    a run in that workspace points the NPU's customize_dtypes option at it (issue 20)."""
+    ws = tmp_path / "ws"
+    assert "customize_dtypes" not in build_plan("dump", CaptureSettings(data_dir=str(ws))).values()
+    (ws / "precision").mkdir(parents=True)
+    (ws / "precision" / "customize_dtypes.cfg").write_text("a/MatMul::InputDtype:float32,float32,OutputDtype:float32\n")
+    plan = build_plan("dump|fusion_switch", CaptureSettings(data_dir=str(ws)))
+    assert plan.values()["customize_dtypes"] == str(ws / "precision" / "customize_dtypes.cfg")
+    assert any(notice.startswith("customize_dtypes: the NPU keeps the ops") for notice in plan.notices)
+    assert "customize_dtypes" not in build_plan(None, CaptureSettings(data_dir=str(ws))).values()  # no action
