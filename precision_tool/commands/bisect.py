@@ -183,6 +183,22 @@ def precision_candidates(workspace: Workspace, baseline, limit: int) -> List[Tup
     return [(name, *shape[name]) for name in chosen]
 
 
+def _with_local_error(workspace: Workspace, baseline):
+    """The workspace's newest stored result when ``ac -c`` measured local error in it (its rows rank the
+    candidates by it), else ``baseline``, the comparison just made."""
+    from precision_tool.reports.result_outputs import workspace_result_folder
+    from precision_tool.reports.result_store import load_result
+
+    folder = workspace_result_folder(workspace.root)
+    try:
+        stored = load_result(folder).comparison if os.path.isdir(folder) else None
+    except PrecisionToolError:
+        return baseline
+    if stored is None or not any(row.local_error is not None for row in stored.results):
+        return baseline
+    return stored
+
+
 # --------------------------------------------------------------------------------------------- trials
 @dataclass
 class Bisection:
@@ -286,7 +302,7 @@ def handle(args, ctx: Context) -> Report:
     if args.kind == "fusion":
         candidates = fusion_candidates(workspace)
     else:
-        chosen = precision_candidates(workspace, baseline, args.max_candidates)
+        chosen = precision_candidates(workspace, _with_local_error(workspace, baseline), args.max_candidates)
         candidates = [name for name, _, _ in chosen]
         shapes = {name: (inputs, outputs) for name, inputs, outputs in chosen}
     report = Report(title=f"bisect {args.kind} in {ctx.data_dir}: {counted(len(candidates), 'candidate')}, "

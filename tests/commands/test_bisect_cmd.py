@@ -128,3 +128,17 @@ def test_bisect_needs_a_command_and_a_failing_run(tmp_path, capsys):
     assert "bisect needs the NPU run to repeat after --" in capsys.readouterr().err
     assert main(["-d", str(tmp_path), "bisect", "fusion", "--", "true"]) == 2
     assert "npu/debug_0/dump: no such folder" in capsys.readouterr().err
+
+
+def test_after_ac_c_precision_candidates_are_ranked_by_local_error(tmp_path, capsys):
+    """ac -c replays each op: the op whose own error is largest is tried first (here: the planted one)."""
+    workspace = tmp_path / "ws"
+    planted = "small_cnn_1/res_conv_1/convolution"
+    fault = ["--perturb", f"{planted}=bias:3@fp16"]
+    emulate(workspace, *fault)
+    assert main(["-d", str(workspace), "ac", "-c"]) == 1
+    capsys.readouterr()
+    code, report, _err = bisect_json(capsys, workspace, "precision", "--", *EMULATE, *fault)
+    data = report["data"]
+    assert code == 0 and data["candidates"][0] == planted and data["culprit_ops"] == [planted]
+    assert len(data["runs"]) <= math.ceil(math.log2(len(data["candidates"]))) + 2
