@@ -23,7 +23,12 @@ FP16_FAULT = ["--perturb", f"{CONV2}=bias:3@fp16"]
 
 
 def emulate(workspace, *extra):
-    assert main(["emulate", CNN, "-o", str(workspace), *extra]) == 0
+    """In a child process, as bisect runs it: emulate seeds and switches on TensorFlow's determinism for the
+    process it runs in (TF_DETERMINISTIC_OPS too), which must not leak into the tests that follow."""
+    import subprocess
+
+    done = subprocess.run([*EMULATE, "-o", str(workspace), *extra], stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    assert done.returncode == 0, done.stdout.decode(errors="replace")[-2000:]
 
 
 def manifest(workspace):
