@@ -238,7 +238,7 @@
     var size = g.graph();
     var svg = el("svg", { width: Math.ceil(size.width * zoom), height: Math.ceil(size.height * zoom),
                           viewBox: "0 0 " + Math.ceil(size.width) + " " + Math.ceil(size.height),
-                          "class": "graph-svg", role: "img" }, canvas);
+                          "class": "graph-svg", role: "group", "aria-label": "NPU graph" }, canvas);
     var defs = el("defs", {}, svg);
     var marker = el("marker", { id: "graph-arrow", viewBox: "0 0 10 10", refX: 9, refY: 5, markerWidth: 7,
                                 markerHeight: 7, orient: "auto-start-reverse" }, defs);
@@ -285,7 +285,9 @@
       if (info.overflow) { el("path", { d: "M" + (n.width - 14) + " 3L" + (n.width - 3) + " 3L" + (n.width - 8.5) + " 12z",
                                          "class": "overflow-mark" }, box); }
       box.addEventListener("click", function () { activate(member); });
-      box.addEventListener("keydown", function (event) { if (event.key === "Enter") { activate(member); } });
+      box.addEventListener("keydown", function (event) {
+        if (event.key === "Enter" || event.key === " ") { event.preventDefault(); activate(member); }
+      });
     });
     var culprit = canvas.querySelector(".culprit");
     if (culprit && !centred) { centre(culprit); }  // the first drawing only: later ones keep the user's place
@@ -313,6 +315,16 @@
     selected = member.op;
     show(member.op);
     safeDraw();
+    var again = canvas.querySelector('[data-index="' + member.op + '"]');  // the drawing is new: keep the focus
+    if (again) { again.focus({ preventScroll: true }); }
+  }
+
+  function rescale() {  // zoom: the same layout, drawn larger or smaller
+    var svg = canvas.querySelector("svg");
+    if (!svg) { return; }
+    var box = svg.getAttribute("viewBox").split(" ");
+    svg.setAttribute("width", String(Math.ceil(Number(box[2]) * zoom)));
+    svg.setAttribute("height", String(Math.ceil(Number(box[3]) * zoom)));
   }
 
   function safeDraw() {  // a failed layout leaves a message, not a stale picture that claims success
@@ -408,7 +420,7 @@
       var button = html("button", pair[0], bar);
       button.type = "button";
       button.title = pair[0] === "+" ? "zoom in" : "zoom out";
-      button.addEventListener("click", function () { zoom *= pair[1]; safeDraw(); });
+      button.addEventListener("click", function () { zoom *= pair[1]; rescale(); });
     });
     var reset = html("button", "close all scopes", bar);
     reset.type = "button";
