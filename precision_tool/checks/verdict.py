@@ -513,18 +513,20 @@ def _vcs_command(compare) -> str:
 
 
 def _with_bisect(culprit: Culprit, compare, npu_run: str) -> Culprit:
-    """``culprit`` with the bisect that would find its fix: fusion when a pass is blamed, precision when its own
-    float16 output is measured to add the error (local error)."""
+    """``culprit`` with the bisects that would find its fix: fusion when passes made it and fusion is not cleared
+    (a fusion-off run that computes the same), precision when its own float16 output is measured to add the error
+    (local error)."""
     import dataclasses
 
-    if culprit.evidence.endswith(FUSION) or (culprit.passes and FUSION in culprit.evidence):
-        kind = "fusion"
-    elif culprit.evidence.startswith(LOCAL_ERROR) and any(
+    kinds = []
+    cleared = any(reason.startswith("not fusion") for reason in culprit.reasons)
+    if culprit.passes and not cleared:
+        kinds.append("fusion")
+    if culprit.evidence.startswith(LOCAL_ERROR) and any(
             row.kind == TensorKind.OUTPUT and row.npu_dtype == "float16" for row in _rows_of(compare, culprit.op_name)):
-        kind = "precision"
-    else:
-        return culprit
-    return dataclasses.replace(culprit, next_commands=culprit.next_commands + (f"bisect {kind} -- {npu_run}",))
+        kinds.append("precision")
+    extra = tuple(f"bisect {kind} -- {npu_run}" for kind in kinds)
+    return dataclasses.replace(culprit, next_commands=culprit.next_commands + extra) if extra else culprit
 
 
 def _report_command(compare) -> str:

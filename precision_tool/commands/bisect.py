@@ -30,6 +30,7 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
 import time
 from dataclasses import dataclass
 from typing import Any, Dict, List, Optional, Sequence, Tuple
@@ -144,43 +145,76 @@ def _netoutput_producers(data_inputs) -> set:
 # --------------------------------------------------------------------------------------------- candidates
 def fusion_candidates(workspace: Workspace) -> List[str]:
     """The passes that fired in the failing run: the graph's op attributes in execution order, then any other
-    pass ``fusion_result.json`` says took effect."""
-    from precision_tool.alignment import load_graph
-    from precision_tool.alignment.npu_side import graphs_of
-    from precision_tool.formats.fusion_result import read_fusion_result
+    pass ``fusion_result.json`` says took effect (:func:`pass_families` says which switch section each is in)."""
+    return list(pass_families(workspace))
 
-    passes: List[str] = []
-    graph = load_graph(workspace.npu_graph(0), workspace.npu_dump(0)) if os.path.isdir(workspace.npu_graph(0)) \
-        else None
-    for g in graphs_of(graph):
-        for op in g.ops:
-            for name in op.pass_names:
-                if name not in passes:
-                    passes.append(name)
+
+def pass_families(workspace: Workspace) -> Dict[str, str]:
+    """``{pass: "graph_fusion" | "ub_fusion"}`` of the failing run: ``pass_name`` attributes are graph fusion,
+    ``pass_name_ub`` UB fusion, as are fusion_result.json's sections."""
+    from precision_tool.formats.fusion_result import GRAPH_FUSION, UB_FUSION, read_fusion_result
+    from precision_tool.formats.ge_graph import PASS_NAME_UB
+
+    families: Dict[str, str] = {}
+    for op in _graph_ops(workspace):
+        ub = str(op.attrs.get(PASS_NAME_UB) or "")
+        for name in op.pass_names:
+            families.setdefault(name, UB_FUSION if name == ub else GRAPH_FUSION)
     if os.path.isfile(workspace.fusion_result):
-        for name in read_fusion_result(workspace.fusion_result).effective_passes():
-            if name not in passes:
-                passes.append(name)
-    return passes
+        result = read_fusion_result(workspace.fusion_result)
+        for family in (GRAPH_FUSION, UB_FUSION):
+            for name in result.effective_passes(family):
+                families.setdefault(name, family)
+    return families
 
 
-def precision_candidates(workspace: Workspace, baseline, limit: int) -> List[Tuple[str, int, int]]:
-    """``(op, inputs, outputs)`` of the ops whose outputs fail in the failing run, by local error over its floor
-    (largest first) where ``ac -c`` measured it, then in execution order; at most ``limit`` (0 = all)."""
+def _graph_ops(workspace: Workspace) -> list:
     from precision_tool.alignment import load_graph
     from precision_tool.alignment.npu_side import graphs_of
 
+    if not os.path.isdir(workspace.npu_graph(0)):
+        return []
     graph = load_graph(workspace.npu_graph(0), workspace.npu_dump(0))
-    shape = {op.name: (len(op.data_inputs), max(1, len(op.output_descs))) for g in graphs_of(graph) for op in g.ops}
+    return [op for g in graphs_of(graph) for op in g.ops]
+
+
+_DTYPE_WORDS = {"DT_FLOAT": "float32", "DT_FLOAT16": "float16", "DT_BF16": "bfloat16", "DT_INT32": "int32",
+                "DT_INT64": "int64", "DT_INT8": "int8", "DT_UINT8": "uint8", "DT_BOOL": "bool", "DT_DOUBLE": "float64"}
+_HALF = ("float16", "bfloat16")
+
+
+def widened(dtypes: Sequence[str]) -> Tuple[str, ...]:
+    """customize_dtypes words for an op's descriptor dtypes, float16/bfloat16 widened to float32 and the rest kept:
+    the count and the integer inputs must match the op, or GE refuses to compile it.
+
+    >>> widened(["DT_FLOAT16", "DT_INT32"])
+    ('float32', 'int32')
+    """
+    words = tuple(_DTYPE_WORDS.get(d, d.lower().replace("dt_", "")) for d in dtypes)
+    return tuple("float32" if word in _HALF else word for word in words)
+
+
+def precision_candidates(workspace: Workspace, baseline, limit: int) -> List[Tuple[str, Tuple[str, ...],
+                                                                                   Tuple[str, ...]]]:
+    """``(op, input dtypes, output dtypes)`` to keep in float32: the ops whose outputs fail in the failing run and
+    that compute in float16 (a float16 input or output in the Build graph; not the Cast/TransData ops GE inserts),
+    by local error over its floor (largest first) where ``ac -c`` measured it, then in execution order; at most
+    ``limit`` (0 = all)."""
+    descs = {}
+    for op in _graph_ops(workspace):
+        dtypes = [d.dtype for d in op.input_descs] + [d.dtype for d in op.output_descs]
+        if op.type in ("Cast", "TransData") or not any(d in ("DT_FLOAT16", "DT_BF16") for d in dtypes):
+            continue
+        descs[op.name] = (widened([d.dtype for d in op.input_descs]), widened([d.dtype for d in op.output_descs]))
     failing: Dict[str, float] = {}
     for row in baseline.results:
-        if row.kind == "output" and row.failed and row.op_name in shape:
+        if row.kind == "output" and row.failed and row.op_name in descs:
             ratio = (row.local_error / row.local_floor) if row.local_error is not None and row.local_floor else -1.0
             failing[row.op_name] = max(failing.get(row.op_name, -1.0), ratio)
     order = {name: k for k, name in enumerate(baseline.facts.order)}
     ranked = sorted(failing, key=lambda name: (-failing[name], order.get(name, 1 << 30)))
     chosen = ranked if limit <= 0 else ranked[:limit]
-    return [(name, *shape[name]) for name in chosen]
+    return [(name, *descs[name]) for name in chosen]
 
 
 def _with_local_error(workspace: Workspace, baseline):
@@ -208,7 +242,8 @@ class Bisection:
     folder: str
     command: List[str]
     candidates: List[str]
-    shapes: Dict[str, Tuple[int, int]]
+    families: Dict[str, str]
+    dtypes: Dict[str, Tuple[Tuple[str, ...], Tuple[str, ...]]]
     reference: str
     cosine: float
     scope: str
@@ -217,22 +252,29 @@ class Bisection:
     def write_config(self, root: str, changed: Sequence[str]) -> str:
         """The candidate configuration in the trial workspace ``root``; returns the file written."""
         from precision_tool.formats.customize_dtypes import write_customize_dtypes
-        from precision_tool.formats.fusion_result import FusionSwitches, write_fusion_switches
+        from precision_tool.formats.fusion_result import GRAPH_FUSION, FusionSwitches, write_fusion_switches
 
         workspace = Workspace(root)
         if self.kind == "fusion":
-            switches = FusionSwitches({name: False for name in changed}, {name: False for name in changed})
+            graph = {name: False for name in changed if self.families.get(name, GRAPH_FUSION) == GRAPH_FUSION}
+            ub = {name: False for name in changed if name not in graph}
             os.makedirs(os.path.dirname(workspace.fusion_switch), exist_ok=True)
-            write_fusion_switches(switches, workspace.fusion_switch)
+            write_fusion_switches(FusionSwitches(graph, ub), workspace.fusion_switch)
             return workspace.fusion_switch
-        return write_customize_dtypes(workspace.customize_dtypes, [(name, *self.shapes[name]) for name in changed])
+        return write_customize_dtypes(workspace.customize_dtypes, [(name, *self.dtypes[name]) for name in changed])
+
+    def next_number(self) -> int:
+        """One more than any run folder here (a run interrupted before it was recorded keeps its folder)."""
+        numbers = [int(name[4:]) for name in os.listdir(self.folder)
+                   if name.startswith("run_") and name[4:].isdigit()]
+        return max(numbers + [len(self.trials)]) + 1
 
     def run(self, changed: Sequence[str]) -> bool:
-        number = len(self.trials) + 1
-        root = os.path.join(self.folder, f"run_{number}")
+        number = self.next_number()
+        root = os.path.abspath(os.path.join(self.folder, f"run_{number}"))
         os.makedirs(root)
         self.write_config(root, changed)
-        log = os.path.join(self.folder, f"run_{number}.log")
+        log = root + ".log"
         started = time.perf_counter()
         env = dict(os.environ, **{ENV_DATA_DIR: root})
         with open(log, "wb") as handle:
@@ -240,10 +282,11 @@ class Bisection:
                 code = subprocess.run(self.command, env=env, stdin=subprocess.DEVNULL, stdout=handle,
                                       stderr=subprocess.STDOUT).returncode
             except OSError as error:
-                raise BisectError(f"run {number}: cannot start {self.command[0]!r} ({error.strerror or error})") \
-                    from None
+                raise BisectError(f"run {number}: cannot start {self.command[0]!r} ({error.strerror or error})",
+                                  self.resume_hint()) from None
         if code != 0:
-            raise BisectError(f"run {number}: the command exited {code}", f"its output is in {log}")
+            raise BisectError(f"run {number}: the command exited {code} (its output: {log})", self.resume_hint())
+        self.check_honoured(number, root, changed)
         reference = Workspace(root).tf_dump if os.path.isdir(Workspace(root).tf_dump) else self.reference
         accuracy = judge(root, reference, self.cosine, self.scope)
         seconds = time.perf_counter() - started
@@ -251,35 +294,81 @@ class Bisection:
                             **accuracy.to_dict()})
         self.save()
         what = "off" if self.kind == "fusion" else "in float32"
-        print(f"bisect {self.kind}: run {number}: {what}: {', '.join(changed) or 'nothing'} -> "
-              f"{'restored' if accuracy.restored else 'still failing'} ({accuracy.text()}); {seconds:.1f} s",
-              file=sys.stderr, flush=True)
+        shown = ", ".join(changed[:3]) + (f" (+{len(changed) - 3} more)" if len(changed) > 3 else "")
+        print(f"bisect {self.kind}: run {number}: {what}: {shown or 'nothing'} -> "
+              f"{'restored' if accuracy.restored else 'still failing'} ({accuracy.text()} at cosine "
+              f"{self.cosine:g}); {seconds:.1f} s", file=sys.stderr, flush=True)
         return accuracy.restored
+
+    def check_honoured(self, number: int, root: str, changed: Sequence[str]) -> None:
+        """:class:`BisectError` when the run ignored its configuration -- a pass switched off still fired, an op
+        kept in float32 still has a float16 output -- instead of a wrong "not the cause"."""
+        ops = _graph_ops(Workspace(root))
+        if not ops:
+            return  # no Build graph to check against
+        if self.kind == "fusion":
+            fired = sorted({name for op in ops for name in op.pass_names} & set(changed))
+            if fired:
+                raise BisectError(f"run {number}: the NPU run did not read the switch file: {', '.join(fired)} still "
+                                  f"fired", "the run must take WORKSPACE/fusion/fusion_switch.cfg: "
+                                  "action='dump|fusion_switch' in the training script, --fusion switch for emulate")
+            return
+        half = sorted(op.name for op in ops if op.name in set(changed)
+                      and any(d.dtype in ("DT_FLOAT16", "DT_BF16") for d in op.output_descs))
+        if half:
+            raise BisectError(f"run {number}: the NPU run did not read customize_dtypes: {', '.join(half[:3])} still "
+                              f"output float16", "the run must take WORKSPACE/precision/customize_dtypes.cfg (any "
+                              "capture action passes it; emulate reads it) and a precision_mode other than "
+                              "must_keep_origin_dtype")
+
+    def resume_hint(self) -> str:
+        return f"every finished run is in {os.path.join(self.folder, STATE_NAME)}; --resume continues from there"
 
     def save(self) -> None:
         from precision_tool.fileio import atomic_write
 
         with atomic_write(os.path.join(self.folder, STATE_NAME), "w") as handle:
             json.dump({"kind": self.kind, "command": self.command, "candidates": self.candidates,
-                       "trials": self.trials}, handle, indent=1)
+                       "cosine": self.cosine, "judge": self.scope, "trials": self.trials}, handle, indent=1)
 
 
-def _resumed(base: str, kind: str, command: List[str], candidates: List[str]) -> Optional[Tuple[str, list]]:
-    """The latest bisection folder under ``base`` of this kind, command and candidates, with its trials."""
+def _resumed(base: str, kind: str, command: List[str], candidates: List[str], cosine: float,
+             scope: str) -> Optional[Tuple[str, list]]:
+    """The latest bisection folder under ``base`` of this kind, command, candidates, threshold and judge, with its
+    trials."""
     if not os.path.isdir(base):
         return None
-    for name in sorted(os.listdir(base), reverse=True):
+    names = [name for name in os.listdir(base) if name.startswith(kind + "_")]
+    for name in sorted(names, key=lambda n: os.path.getmtime(os.path.join(base, n)), reverse=True):
         path = os.path.join(base, name, STATE_NAME)
-        if not name.startswith(kind + "_") or not os.path.isfile(path):
-            continue
         try:
             with open(path, encoding="utf-8") as handle:
                 state = json.load(handle)
         except (OSError, ValueError):
             continue
-        if state.get("command") == command and state.get("candidates") == candidates:
+        if (state.get("command"), state.get("candidates"), state.get("cosine"), state.get("judge")) == (
+                command, candidates, cosine, scope):
             return os.path.join(base, name), list(state.get("trials", []))
     return None
+
+
+def _same_emulation(workspace: Workspace, command: Sequence[str]) -> bool:
+    """True when ``command`` repeats the emulation that wrote the workspace (its ``manifest.json``; compared as
+    :func:`~precision_tool.commands.emulate.emulation_of` reads both): then the workspace's run is the command's own
+    and need not be reproduced."""
+    import shlex
+
+    from precision_tool.commands.emulate import emulate_command_line, emulation_of
+
+    if "emulate" not in command:
+        return False
+    try:
+        with open(os.path.join(workspace.root, "manifest.json"), encoding="utf-8") as handle:
+            recorded = shlex.split(emulate_command_line(json.load(handle)))
+        return emulation_of(recorded[recorded.index("emulate") + 1:]) == emulation_of(
+            command[list(command).index("emulate") + 1:])
+    except (OSError, ValueError, KeyError, TypeError, PrecisionToolError):
+        return False
 
 
 # --------------------------------------------------------------------------------------------- command
@@ -298,44 +387,57 @@ def handle(args, ctx: Context) -> Report:
     baseline = run_comparison(CompareRequest(workspace.npu_dump(0), workspace.tf_dump, graph=graph,
                                              cosine=args.cosine, workers=1))
     before = judge(ctx.data_dir, workspace.tf_dump, args.cosine, args.judge)
-    shapes: Dict[str, Tuple[int, int]] = {}
+    if before.judged == 0:
+        raise BisectError(f"{workspace.npu_dump(0)}: no tensor to judge ({args.judge})",
+                          "--judge outputs needs the Build graph's NetOutput; try --judge all")
+    families: Dict[str, str] = {}
+    dtypes: Dict[str, Tuple[Tuple[str, ...], Tuple[str, ...]]] = {}
     if args.kind == "fusion":
-        candidates = fusion_candidates(workspace)
+        families = pass_families(workspace)
+        candidates = list(families)
     else:
         chosen = precision_candidates(workspace, _with_local_error(workspace, baseline), args.max_candidates)
         candidates = [name for name, _, _ in chosen]
-        shapes = {name: (inputs, outputs) for name, inputs, outputs in chosen}
+        dtypes = {name: (inputs, outputs) for name, inputs, outputs in chosen}
     report = Report(title=f"bisect {args.kind} in {ctx.data_dir}: {counted(len(candidates), 'candidate')}, "
                           f"failing run: {before.text()}")
     data: Dict[str, Any] = {"kind": args.kind, "candidates": candidates, "before": before.to_dict(),
                             "culprit_passes": [], "culprit_ops": [], "config_file": None, "runs": []}
     if before.restored or not candidates:
         why = ("the workspace's run already passes: nothing to bisect" if before.restored else
-               "no fusion pass fired in the failing run" if args.kind == "fusion" else "no op output fails")
-        report.add_text(why.capitalize() + ".")
+               "no fusion pass fired in the failing run" if args.kind == "fusion" else
+               "no failing op computes in float16")
+        report.add_text(why[0].upper() + why[1:] + ".")
         report.exit_code, report.status, report.data = EXIT_OK if before.restored else EXIT_FAILED_CHECK, why, data
         return report
     base = os.path.join(workspace.temp, "bisect")
-    resumed = _resumed(base, args.kind, command, candidates) if args.resume else None
+    resumed = _resumed(base, args.kind, command, candidates, args.cosine, args.judge) if args.resume else None
     if resumed is not None:
         folder, trials = resumed
     else:
-        folder = os.path.join(base, f"{args.kind}_{time.strftime('%Y%m%d%H%M%S')}")
-        suffix = 1
-        while os.path.exists(folder):
-            folder = os.path.join(base, f"{args.kind}_{time.strftime('%Y%m%d%H%M%S')}_{suffix}")
-            suffix += 1
-        os.makedirs(folder)
+        os.makedirs(base, exist_ok=True)
+        folder = tempfile.mkdtemp(prefix=f"{args.kind}_{time.strftime('%Y%m%d%H%M%S')}_", dir=base)
         trials = []
-    bisection = Bisection(args.kind, folder, command, candidates, shapes, workspace.tf_dump, args.cosine,
+    bisection = Bisection(args.kind, folder, command, candidates, families, dtypes, workspace.tf_dump, args.cosine,
                           args.judge, trials)
     bisection.save()
     memo = Trials(bisection.run, {frozenset(t["changed"]): bool(t["restored"]) for t in trials},
                   [frozenset(t["changed"]) for t in trials])
+    reproduced = "the workspace's run is this command's (its manifest.json)"
+    if not _same_emulation(workspace, command):
+        if memo([]):  # the command, nothing changed: it must fail as the workspace's run did
+            report.add_text("The command, run with nothing changed, passes: it does not reproduce the workspace's "
+                            f"failing run, so nothing can be bisected. Runs: {folder}")
+            report.exit_code, report.status = EXIT_FAILED_CHECK, "the command does not reproduce the failure"
+            data.update(runs=bisection.trials, folder=folder)
+            report.data = data
+            return report
+        reproduced = f"reproduced by run {bisection.trials[0]['run'] if bisection.trials else '?'}"
     found = bisect(candidates, memo)
     data["runs"] = bisection.trials
     data["folder"] = folder
     data["run_budget"] = trial_budget(len(candidates))
+    data["failure"] = reproduced
     what = "passes switched off" if args.kind == "fusion" else "ops kept in float32"
     change = "switching it off" if args.kind == "fusion" else "keeping it in float32"
     if found is None:
@@ -349,27 +451,34 @@ def handle(args, ctx: Context) -> Report:
     proof = next(t for t in reversed(bisection.trials) if sorted(t["changed"]) == sorted(found))
     config = bisection.write_config(folder, found)
     after = Accuracy(proof["judged"], proof["failing"], proof["min_cosine"])
-    line = _script_line(args.kind, config)
+    option = "fusion_switch_file" if args.kind == "fusion" else "customize_dtypes"
+    lines = _script_lines(option, config)
     data.update({"culprit_passes" if args.kind == "fusion" else "culprit_ops": found, "config_file": config,
-                 "after": after.to_dict(), "script_line": line})
+                 "after": after.to_dict(), "script_line": lines[0], "script_lines": lines})
     noun = ("pass" if len(found) == 1 else "passes") if args.kind == "fusion" else ("op" if len(found) == 1 else "ops")
     how = change if len(found) == 1 else change.replace(" it ", " them ")
     report.add_text(f"Culprit {noun}: {', '.join(found)} ({how} restores accuracy, proved by run {proof['run']}).",
-                    f"Before: {before.text()}.", f"After:  {after.text()}.",
-                    f"Config file: {config}", f"In the training script: {line}",
-                    f"{counted(len(bisection.trials), 'run')} (at most {trial_budget(len(candidates))} for one "
-                    f"culprit); every run's workspace and log: {folder}")
+                    f"Before: {before.text()} (the failing run; {reproduced}).", f"After:  {after.text()}.",
+                    f"Config file: {config} (copy it out of temp/ to keep it)",
+                    "In the training script, one of:", *("  " + line for line in lines),
+                    f"{counted(len(bisection.trials), 'run')} (the search needs at most "
+                    f"{trial_budget(len(candidates))} for one culprit); every run's workspace and log: {folder}")
+    if args.kind == "precision":
+        report.add_text("customize_dtypes needs a precision_mode other than must_keep_origin_dtype "
+                        "(precision_mode_v2: other than origin).")
     report.exit_code = EXIT_OK
     report.status = f"fixed by {', '.join(found)}"
     report.data = data
     return report
 
 
-def _script_line(kind: str, config: str) -> str:
-    """The one line that gives the NPU this config in a TF1 session config (``custom_op`` is the NpuOptimizer)."""
-    option = "fusion_switch_file" if kind == "fusion" else "customize_dtypes"
-    return f'custom_op.parameter_map["{option}"].s = tf.compat.as_bytes("{os.path.abspath(config)}")' + (
-        "  (with precision_mode allow_fp32_to_fp16 or allow_mix_precision)" if kind == "precision" else "")
+def _script_lines(option: str, config: str) -> List[str]:
+    """The line giving the NPU this config: a TF1 session (``custom_op``: its NpuOptimizer), an estimator's
+    NPURunConfig, TF2's npu_device options (before ``npu.open()``)."""
+    path = os.path.abspath(config)
+    return [f'custom_op.parameter_map["{option}"].s = tf.compat.as_bytes("{path}")',
+            f'NPURunConfig(..., {option}="{path}")',
+            f'npu.global_options().{option} = "{path}"']
 
 
 COMMAND = Command(

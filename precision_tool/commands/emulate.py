@@ -75,7 +75,8 @@ def emulate_command_line(manifest: dict) -> str:
     switch`` (it reads the workspace's fusion switch and customize_dtypes files): what ``bisect`` re-runs."""
     import shlex
 
-    words = ["precision_tool", "emulate", manifest["model_script"], "--fusion", "switch"]
+    fusion = "off" if manifest.get("fusion") == "off" else "switch"  # an unfused run stays unfused
+    words = ["precision_tool", "emulate", manifest["model_script"], "--fusion", fusion]
     if manifest.get("seed"):
         words += ["--seed", str(manifest["seed"])]
     if manifest.get("scale", 1.0) != 1.0:
@@ -97,6 +98,22 @@ def _kept_in_float32(workspace: Workspace) -> frozenset:
     if not os.path.lexists(workspace.customize_dtypes):
         return frozenset()
     return read_customize_dtypes(workspace.customize_dtypes).float32_ops()
+
+
+def emulation_of(arguments) -> dict:
+    """What an ``emulate`` command line computes, to tell two lines that emulate the same run apart from two that do
+    not: the script's real path, seed, scale, step, every fault by op or pass in one spelling, and whether it fuses
+    (``on`` and ``switch`` are the same run without a switch file). :class:`UsageError` for a line ``emulate``
+    would refuse."""
+    from precision_tool.commands.registry import CommandParser
+
+    parser = CommandParser(prog="emulate", add_help=False)
+    add_arguments(parser)
+    args = parser.parse_args(list(arguments))
+    return {"script": os.path.realpath(args.script), "seed": args.seed, "scale": args.scale, "step": args.step,
+            "fused": args.fusion != "off", "second_run": args.fusion == "both",
+            "perturb": {op: fault.spec for op, fault in parse_perturbations(args.perturb).items()},
+            "perturb_pass": {name: fault.spec for name, fault in parse_perturbations(args.perturb_pass).items()}}
 
 
 def parse_perturbations(items, flag: str = "--perturb", what: str = "OP") -> dict:

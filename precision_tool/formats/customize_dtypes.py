@@ -8,18 +8,20 @@ One entry per line::
 
 An ``OpName`` entry names a GE op (an op GE fused away or renamed matches nothing, silently, as on the NPU);
 ``OpType::`` entries name an op type; a name entry overrides a type entry. The number of dtypes must match the
-op's inputs and outputs (GE refuses to compile otherwise), so :func:`write_customize_dtypes` is given them.
+op's inputs and outputs, integer inputs included (GE refuses to compile otherwise), so
+:func:`write_customize_dtypes` is given them.
 Blank lines and ``#`` comments are skipped when reading.
 """
 from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
-from typing import Dict, FrozenSet, Iterable, Mapping, Tuple
+from typing import Dict, FrozenSet, Iterable, Mapping, Sequence, Tuple
 
 from precision_tool.errors import FileFormatError, WorkspaceError
 
 FLOAT32 = "float32"
+HALF = ("float16", "bfloat16")
 
 
 class CustomizeDtypesError(FileFormatError):
@@ -34,9 +36,10 @@ class CustomizeDtypes:
     by_type: Mapping[str, Tuple[Tuple[str, ...], Tuple[str, ...]]] = field(default_factory=dict)
 
     def float32_ops(self) -> FrozenSet[str]:
-        """The op names whose entry asks for float32 everywhere: the ops kept in float32."""
+        """The op names kept in float32: entries whose float dtypes are all float32 (integer inputs such as an
+        axis keep their own dtype; an entry with any float16/bfloat16 keeps nothing in float32)."""
         return frozenset(name for name, (inputs, outputs) in self.by_name.items()
-                         if all(d == FLOAT32 for d in inputs + outputs))
+                         if FLOAT32 in inputs + outputs and not any(d in HALF for d in inputs + outputs))
 
 
 def parse_customize_dtypes(text: str, source=None) -> CustomizeDtypes:
@@ -93,23 +96,21 @@ def read_customize_dtypes(path) -> CustomizeDtypes:
         raise CustomizeDtypesError(path, f"byte {error.start} is not UTF-8") from None
 
 
-def float32_lines(ops: Iterable[Tuple[str, int, int]]) -> str:
-    """The file keeping each ``(name, inputs, outputs)`` op in float32, one line each, in the order given.
+def customize_lines(ops: Iterable[Tuple[str, Sequence[str], Sequence[str]]]) -> str:
+    """The file for ``(name, input dtypes, output dtypes)`` ops, one line each, in the order given.
 
-    >>> print(float32_lines([("model/dense_1/MatMul", 2, 1)]), end="")
+    >>> print(customize_lines([("model/dense_1/MatMul", ["float32", "float32"], ["float32"])]), end="")
     model/dense_1/MatMul::InputDtype:float32,float32,OutputDtype:float32
     """
-    lines = []
-    for name, inputs, outputs in ops:
-        lines.append(f"{name}::InputDtype:{','.join([FLOAT32] * inputs)},OutputDtype:{','.join([FLOAT32] * outputs)}")
-    return "".join(line + "\n" for line in lines)
+    return "".join(f"{name}::InputDtype:{','.join(inputs)},OutputDtype:{','.join(outputs)}\n"
+                   for name, inputs, outputs in ops)
 
 
-def write_customize_dtypes(path, ops: Iterable[Tuple[str, int, int]]) -> str:
-    """Write :func:`float32_lines` of ``ops`` to ``path`` atomically (its folder created); returns the path."""
+def write_customize_dtypes(path, ops: Iterable[Tuple[str, Sequence[str], Sequence[str]]]) -> str:
+    """Write :func:`customize_lines` of ``ops`` to ``path`` atomically (its folder created); returns the path."""
     from precision_tool.fileio import atomic_write
 
     os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
     with atomic_write(path, "w") as handle:
-        handle.write(float32_lines(ops))
+        handle.write(customize_lines(ops))
     return os.fspath(path)

@@ -147,3 +147,57 @@ def test_after_ac_c_precision_candidates_are_ranked_by_local_error(tmp_path, cap
     data = report["data"]
     assert code == 0 and data["candidates"][0] == planted and data["culprit_ops"] == [planted]
     assert len(data["runs"]) <= math.ceil(math.log2(len(data["candidates"]))) + 2
+
+
+def test_a_command_that_does_not_reproduce_the_failure_is_said_so(pass_fault_workspace, capsys):
+    """Without the planted pass fault the command's run passes: no culprit may be named (review of issue 20)."""
+    code, report, _err = bisect_json(capsys, pass_fault_workspace, "fusion", "--judge", "outputs", "-c", "0.999",
+                                     "--", *EMULATE, "--fusion", "switch")
+    assert code == 1 and report["data"]["culprit_passes"] == [] and len(report["data"]["runs"]) == 1
+    assert report["data"]["runs"][0]["changed"] == [] and report["data"]["runs"][0]["restored"] is True
+
+
+def test_a_run_that_ignores_the_switch_file_is_an_error_not_a_verdict(pass_fault_workspace, capsys):
+    code = main(["-d", str(pass_fault_workspace), "bisect", "fusion", "--judge", "outputs", "-c", "0.999", "--",
+                 *EMULATE, *PASS_FAULT])  # no --fusion switch: every pass still fires
+    assert code == 2
+    assert "the NPU run did not read the switch file: ConvBiasaddFusionPass" in capsys.readouterr().err
+
+
+def test_an_interrupted_bisection_resumes_without_redoing_a_run(pass_fault_workspace, tmp_path, capsys, monkeypatch):
+    """The second run of the command fails (as a Ctrl-C or a crash would leave it): exit 2 naming --resume; then
+    --resume, from another folder with a relative workspace and a command that changes folder, finishes the
+    search without running the first trial again."""
+    counter, gate = tmp_path / "count", tmp_path / "fail"
+    gate.touch()
+    inner = " ".join([*EMULATE, "--fusion", "switch", *PASS_FAULT])
+    script = (f'n=$(cat {counter} 2>/dev/null || echo 0); echo $((n + 1)) > {counter}; '
+              f'if [ "$n" = 1 ] && [ -e {gate} ]; then exit 3; fi; cd / && exec {inner}')
+    command = ["sh", "-c", script]
+    args = ["fusion", "--judge", "outputs", "-c", "0.999", "--", *command]
+    assert main(["-d", str(pass_fault_workspace), "bisect", *args]) == 2
+    assert "--resume continues from there" in capsys.readouterr().err
+    gate.unlink()
+    monkeypatch.chdir(pass_fault_workspace.parent)  # a relative -d: each run still writes into its own folder
+    code, report, err = bisect_json(capsys, pass_fault_workspace.name, *args[:-len(command) - 1], "--resume", "--",
+                                    *command)
+    data = report["data"]
+    assert code == 0 and data["culprit_passes"] == ["ConvBiasaddFusionPass"]
+    numbers = [run["run"] for run in data["runs"]]
+    assert numbers == sorted(set(numbers)) and numbers[0] == 1  # the failed run's folder is skipped, none redone
+    assert err.count("bisect fusion: run 1:") == 0
+
+
+def test_all_off_but_one_pass_still_records_that_pass_and_force_keeps_the_switch_file(tmp_path, capsys):
+    from precision_tool.formats.fusion_result import read_fusion_result
+
+    workspace = tmp_path / "ws"
+    (workspace / "fusion").mkdir(parents=True)
+    switch = workspace / "fusion" / "fusion_switch.cfg"
+    switch.write_text('{"Switch": {"GraphFusion": {"ALL": "off", "ConvBiasaddFusionPass": "on"}, '
+                      '"UBFusion": {"ALL": "off"}}}\n')  # the documented "everything off except X"
+    emulate(workspace, "--fusion", "switch")
+    assert read_fusion_result(workspace / "fusion" / "fusion_result.json").effective_passes() == (
+        "ConvBiasaddFusionPass",)
+    emulate(workspace, "--fusion", "switch", "--force")  # replacing the emulation keeps the run's settings
+    assert switch.read_text().startswith('{"Switch": {"GraphFusion": {"ALL": "off"')

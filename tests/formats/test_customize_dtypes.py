@@ -1,7 +1,7 @@
 """The customize_dtypes file: the lines of the adapter's documentation read as they are meant (issue 20)."""
 import pytest
 
-from precision_tool.formats.customize_dtypes import (CustomizeDtypesError, float32_lines, parse_customize_dtypes,
+from precision_tool.formats.customize_dtypes import (CustomizeDtypesError, customize_lines, parse_customize_dtypes,
                                                      read_customize_dtypes, write_customize_dtypes)
 
 DOC_EXAMPLES = ("model/dense_1/MatMul::InputDtype:float32,float32,OutputDtype:float32\n"
@@ -18,10 +18,11 @@ def test_the_documented_lines_by_name_and_by_type():
 
 
 def test_written_lines_are_the_documented_form_and_read_back(tmp_path):
-    assert float32_lines([("model/dense_1/MatMul", 2, 1)]) == \
+    assert customize_lines([("model/dense_1/MatMul", ["float32"] * 2, ["float32"])]) == \
         "model/dense_1/MatMul::InputDtype:float32,float32,OutputDtype:float32\n"  # the doc's own example
-    path = write_customize_dtypes(tmp_path / "precision" / "customize_dtypes.cfg", [("a/conv", 3, 1), ("b", 1, 2)])
-    assert read_customize_dtypes(path).float32_ops() == frozenset(["a/conv", "b"])
+    ops = [("a/conv", ["float32"] * 3, ["float32"]), ("b/Mean", ["float32", "int32"], ["float32"])]
+    path = write_customize_dtypes(tmp_path / "precision" / "customize_dtypes.cfg", ops)
+    assert read_customize_dtypes(path).float32_ops() == frozenset(["a/conv", "b/Mean"])  # an int32 axis stays int32
 
 
 @pytest.mark.parametrize("line, cause", [

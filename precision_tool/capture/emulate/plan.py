@@ -21,6 +21,7 @@ from __future__ import annotations
 from typing import Dict, FrozenSet, List, Sequence, Set, Tuple
 
 from precision_tool.capture.emulate import op_tables as T
+from precision_tool.formats.fusion_result import GRAPH_FUSION, UB_FUSION
 from precision_tool.capture.emulate.fusion import Fusion, FusionGroup, batchnorm_links, group_ops
 from precision_tool.capture.emulate.graph_info import (TfGraph, TfOp, compute_ops, constant_ops, consumers,
                                                        split_tensor_name, tensor_aliases, tensor_name)
@@ -44,7 +45,9 @@ class _Planner:
     def __init__(self, graph: TfGraph, fusion: Fusion, keep_fp32: FrozenSet[str] = frozenset()):
         self.keep_fp32 = keep_fp32
         self.graph = graph
-        self.fusion = fusion if isinstance(fusion, bool) else not fusion.fusion_off  # a switch file: fused
+        self.fusion = fusion if isinstance(fusion, bool) else any(  # a switch file: fused if any pass runs
+            fusion.is_enabled(name, GRAPH_FUSION) for name in T.GRAPH_PASSES) or any(
+            fusion.is_enabled(name, UB_FUSION) for name in T.UB_PASSES)
         self.aliases = tensor_aliases(graph)
         self.constants = constant_ops(graph)
         self.consumers = consumers(graph, self.aliases)

@@ -310,7 +310,7 @@ def emulate_model(model, batch: Sequence[np.ndarray], workspace_dir: str,
     plans = {run_name: plan_npu_graph(graph, fusion, options.keep_fp32) for run_name, fusion in options.runs}
     staging = StagedWorkspace(target, force)
     try:
-        for config in run_config_only(target) if os.path.isdir(target) else []:  # the run's own settings stay
+        for config in [f for f in Workspace(target).run_config_files if os.path.isfile(f)]:  # its settings stay
             copy = os.path.join(staging.path, os.path.relpath(config, target))
             os.makedirs(os.path.dirname(copy), exist_ok=True)
             shutil.copyfile(config, copy)
