@@ -403,6 +403,13 @@ def handle(args, ctx: Context) -> Report:
                           f"failing run: {before.text()}")
     data: Dict[str, Any] = {"kind": args.kind, "candidates": candidates, "before": before.to_dict(),
                             "culprit_passes": [], "culprit_ops": [], "config_file": None, "runs": []}
+    coverage = baseline.facts.coverage
+    unreadable = [message for _, message in coverage.unreadable] if coverage is not None else []
+    if unreadable:  # the failing run is judged without them: say so, naming the first
+        verb = "is" if len(unreadable) == 1 else "are"
+        report.add_text(f"{counted(len(unreadable), 'dump file')} of the failing run could not be read and {verb} not "
+                        f"judged: {unreadable[0]}")
+        data["unreadable"] = unreadable
     if before.restored or not candidates:
         why = ("the workspace's run already passes: nothing to bisect" if before.restored else
                "no fusion pass fired in the failing run" if args.kind == "fusion" else

@@ -201,3 +201,14 @@ def test_all_off_but_one_pass_still_records_that_pass_and_force_keeps_the_switch
         "ConvBiasaddFusionPass",)
     emulate(workspace, "--fusion", "switch", "--force")  # replacing the emulation keeps the run's settings
     assert switch.read_text().startswith('{"Switch": {"GraphFusion": {"ALL": "off"')
+
+
+def test_an_unreadable_dump_of_the_failing_run_is_named(tmp_path, capsys):
+    workspace = tmp_path / "ws"
+    emulate(workspace)
+    dump = sorted((workspace / "npu" / "debug_0" / "dump").rglob("Add.*"))[0]
+    dump.write_bytes(dump.read_bytes()[:50])  # truncated
+    code, report, _err = bisect_json(capsys, workspace, "fusion", "--", *EMULATE, "--fusion", "switch")
+    assert code == 0 and report["data"]["runs"] == []  # the rest passes: nothing to bisect, nothing run
+    (line,) = report["data"]["unreadable"]
+    assert line.startswith(str(dump)) and "truncated" in line
