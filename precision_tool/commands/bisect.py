@@ -118,8 +118,12 @@ class Accuracy:
 
 
 def judge(run_root: str, reference: str, cosine: float, scope: str) -> Accuracy:
-    """Compare the NPU run in ``run_root`` (``npu/debug_0``) with ``reference``: :class:`Accuracy` over every
-    compared tensor (``all``) or those of the ops NetOutput reads (``outputs``)."""
+    """Compare the NPU run in ``run_root`` (``npu/debug_0``) with ``reference``; its :func:`accuracy_of`."""
+    return accuracy_of(compare_run(run_root, reference, cosine), scope)
+
+
+def compare_run(run_root: str, reference: str, cosine: float):
+    """The comparison of the NPU run in ``run_root`` (``npu/debug_0``, its Build graph when there is one)."""
     from precision_tool.comparison.pipeline import CompareRequest, run_comparison
 
     run = Workspace(run_root)
@@ -127,7 +131,12 @@ def judge(run_root: str, reference: str, cosine: float, scope: str) -> Accuracy:
         raise BisectError(f"{run.npu_dump(0)}: the run wrote no NPU dump", "the command must dump into the "
                           f"workspace ${ENV_DATA_DIR} names (action='dump...', or precision_tool emulate)")
     graph = run.npu_graph(0) if os.path.isdir(run.npu_graph(0)) else None
-    result = run_comparison(CompareRequest(run.npu_dump(0), reference, graph=graph, cosine=cosine, workers=1))
+    return run_comparison(CompareRequest(run.npu_dump(0), reference, graph=graph, cosine=cosine, workers=1))
+
+
+def accuracy_of(result, scope: str) -> Accuracy:
+    """:class:`Accuracy` over every compared tensor of ``result`` (``all``) or those of the ops NetOutput reads
+    (``outputs``)."""
     rows = [row for row in result.results if row.compared]
     if scope == "outputs":
         outputs = _netoutput_producers(result.facts.data_inputs)
@@ -178,9 +187,7 @@ def _graph_ops(workspace: Workspace) -> list:
     return [op for g in graphs_of(graph) for op in g.ops]
 
 
-_DTYPE_WORDS = {"DT_FLOAT": "float32", "DT_FLOAT16": "float16", "DT_BF16": "bfloat16", "DT_INT32": "int32",
-                "DT_INT64": "int64", "DT_INT8": "int8", "DT_UINT8": "uint8", "DT_BOOL": "bool", "DT_DOUBLE": "float64"}
-_HALF = ("float16", "bfloat16")
+HALF_TYPES = ("DT_FLOAT16", "DT_BF16")  # what an op computing in float16 has among its descriptors
 
 
 def widened(dtypes: Sequence[str]) -> Tuple[str, ...]:
@@ -190,8 +197,17 @@ def widened(dtypes: Sequence[str]) -> Tuple[str, ...]:
     >>> widened(["DT_FLOAT16", "DT_INT32"])
     ('float32', 'int32')
     """
-    words = tuple(_DTYPE_WORDS.get(d, d.lower().replace("dt_", "")) for d in dtypes)
-    return tuple("float32" if word in _HALF else word for word in words)
+    from precision_tool.formats.dtypes import DTYPE_BY_ENUM_NAME, NUMPY_DTYPES
+
+    words = []
+    for name in dtypes:
+        if name in HALF_TYPES:
+            words.append("float32")
+            continue
+        numpy_type = NUMPY_DTYPES.get(DTYPE_BY_ENUM_NAME.get(name, -1))  # the project's one dtype table
+        words.append(numpy_type.name if numpy_type is not None else name[3:].lower() if name.startswith("DT_")
+                     else name)
+    return tuple(words)
 
 
 def precision_candidates(workspace: Workspace, baseline, limit: int) -> List[Tuple[str, Tuple[str, ...],
@@ -203,7 +219,7 @@ def precision_candidates(workspace: Workspace, baseline, limit: int) -> List[Tup
     descs = {}
     for op in _graph_ops(workspace):
         dtypes = [d.dtype for d in op.input_descs] + [d.dtype for d in op.output_descs]
-        if op.type in ("Cast", "TransData") or not any(d in ("DT_FLOAT16", "DT_BF16") for d in dtypes):
+        if op.type in ("Cast", "TransData") or not any(d in HALF_TYPES for d in dtypes):
             continue
         descs[op.name] = (widened([d.dtype for d in op.input_descs]), widened([d.dtype for d in op.output_descs]))
     failing: Dict[str, float] = {}
@@ -314,7 +330,7 @@ class Bisection:
                                   "action='dump|fusion_switch' in the training script, --fusion switch for emulate")
             return
         half = sorted(op.name for op in ops if op.name in set(changed)
-                      and any(d.dtype in ("DT_FLOAT16", "DT_BF16") for d in op.output_descs))
+                      and any(d.dtype in HALF_TYPES for d in op.output_descs))
         if half:
             raise BisectError(f"run {number}: the NPU run did not read customize_dtypes: {', '.join(half[:3])} still "
                               f"output float16", "the run must take WORKSPACE/precision/customize_dtypes.cfg (any "
@@ -374,7 +390,6 @@ def _same_emulation(workspace: Workspace, command: Sequence[str]) -> bool:
 # --------------------------------------------------------------------------------------------- command
 def handle(args, ctx: Context) -> Report:
     from precision_tool.checks.bisect import Trials, bisect, trial_budget
-    from precision_tool.comparison.pipeline import CompareRequest, run_comparison
 
     command = split_command(args)
     workspace = Workspace(ctx.data_dir)
@@ -383,10 +398,8 @@ def handle(args, ctx: Context) -> Report:
         if not os.path.isdir(needed):
             raise WorkspaceError(f"{needed}: no such folder", "bisect starts from a workspace holding the failing "
                                  "NPU run (npu/debug_0) and the reference (tf/dump)")
-    graph = workspace.npu_graph(0) if os.path.isdir(workspace.npu_graph(0)) else None
-    baseline = run_comparison(CompareRequest(workspace.npu_dump(0), workspace.tf_dump, graph=graph,
-                                             cosine=args.cosine, workers=1))
-    before = judge(ctx.data_dir, workspace.tf_dump, args.cosine, args.judge)
+    baseline = compare_run(ctx.data_dir, workspace.tf_dump, args.cosine)  # compared once: judged and ranked
+    before = accuracy_of(baseline, args.judge)
     if before.judged == 0:
         raise BisectError(f"{workspace.npu_dump(0)}: no tensor to judge ({args.judge})",
                           "--judge outputs needs the Build graph's NetOutput; try --judge all")

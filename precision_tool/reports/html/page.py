@@ -281,11 +281,11 @@ def _graph_card(data: ReportData) -> str:
     graph = data.graph
     if not graph:
         return ""
-    culprit = f"red border: {graph['culprit_is']}" if graph.get("culprit") else "no culprit"
+    culprit = f"thick red border: {graph['culprit_is']}" if graph.get("culprit") else "no culprit"
     hint = (f"The NPU graph ({len(graph['ops'])} ops{', ' + graph['graph'] if graph.get('graph') else ''}), laid "
             f"out by dagre. Colour: {graph['legend']}, green to red (green: the op adds no error of its own, even "
             f"when it fails by inheriting it); red outline: a tensor of the op fails the cosine gate; grey: nothing "
-            f"of the op compared; amber: unreadable; {culprit.replace('red border', 'thick red border')}; "
+            f"of the op compared; amber: unreadable; {culprit}; "
             "orange corner: overflow. Dashed boxes are name scopes: click one to open it; click an op for its "
             "tensors and its table row. Constants (weights) are hidden until you ask for them.")
     payload = json.dumps(graph, separators=(",", ":"), allow_nan=False).replace("<", "\\u003c")
