@@ -100,7 +100,10 @@ def _report(result: ComparisonResult, summary: Dict[str, Any], paths: OutputPath
         line = f"First divergence: {first.op_name} (outputs {list(first.failed_outputs)} fail on good inputs)"
         if first.unknown_inputs:
             line += f"; inputs {list(first.unknown_inputs)} were not compared"
-        report.add_text(line + f"; {inherited} later ops only inherit errors, {other_roots} other roots.")
+        inherits = (f"{counted(inherited, 'later op')} {'fails' if inherited == 1 else 'fail'} only by inheriting its "
+                    f"error" if inherited else "no later op fails only by inheriting its error")
+        roots = f"{counted(other_roots, 'other op')} {'fails' if other_roots == 1 else 'fail'} on good inputs too"
+        report.add_text(line + f"; {inherits}; {roots if other_roots else 'no other op fails on good inputs'}.")
     matched = result.matching_non_finite_line()
     if matched:
         report.add_text(matched)
