@@ -18,6 +18,7 @@ from precision_tool.commands.options import add_dump_selection_options
 from precision_tool.commands.registry import Context
 from precision_tool.config import ENV_DATA_DIR, default_data_dir
 from precision_tool.errors import PrecisionToolError, UsageError
+from precision_tool.process_env import one_blas_thread
 from precision_tool.formats.dump_tree import DumpSelection, request
 from precision_tool.reports.format import format_report, report_to_json, terminal_safe
 
@@ -50,6 +51,7 @@ def _spare_the_final_collection() -> None:
 def main(argv: Optional[Sequence[str]] = None) -> int:
     if argv is not None:
         return _main(list(argv))
+    one_blas_thread()  # before numpy is loaded (precision_tool.process_env)
     try:
         return _main(sys.argv[1:])
     finally:

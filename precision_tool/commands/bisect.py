@@ -38,6 +38,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 from precision_tool.commands.registry import Command, Context
 from precision_tool.config import ENV_DATA_DIR, Workspace
 from precision_tool.errors import EXIT_FAILED_CHECK, EXIT_OK, PrecisionToolError, UsageError, WorkspaceError
+from precision_tool.process_env import user_environment
 from precision_tool.reports.format import counted
 from precision_tool.reports.report import Report
 
@@ -292,7 +293,7 @@ class Bisection:
         self.write_config(root, changed)
         log = root + ".log"
         started = time.perf_counter()
-        env = dict(os.environ, **{ENV_DATA_DIR: root})
+        env = user_environment(**{ENV_DATA_DIR: root})
         with open(log, "wb") as handle:
             try:
                 code = subprocess.run(self.command, env=env, stdin=subprocess.DEVNULL, stdout=handle,

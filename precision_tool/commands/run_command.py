@@ -12,6 +12,7 @@ import subprocess
 
 from precision_tool.commands.registry import Command, Context
 from precision_tool.errors import EXIT_OK, EXIT_FAILED_CHECK, UsageError
+from precision_tool.process_env import user_environment
 from precision_tool.reports.report import Report
 
 
@@ -24,7 +25,7 @@ def handle(args, ctx: Context) -> Report:
     if not command:
         raise UsageError("run what? run CMD, e.g. run ls temp")
     try:
-        completed = subprocess.run(command, shell=True, check=False)
+        completed = subprocess.run(command, shell=True, check=False, env=user_environment())
     except OSError as error:
         raise UsageError(f"cannot start /bin/sh: {error.strerror or error}") from None
     report = Report(status="" if completed.returncode == 0 else f"exit status {completed.returncode}")
