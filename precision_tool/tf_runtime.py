@@ -19,6 +19,7 @@ import threading
 from typing import Optional
 
 from precision_tool.lazy import lazy_import
+from precision_tool.process_env import hold_collection, release_collection
 
 tf = lazy_import("tensorflow")
 
@@ -46,25 +47,24 @@ class BackgroundImport:
     def start(self) -> None:
         if self._thread is None and "tensorflow" not in sys.modules:  # imported once per process (a shell)
             quiet_tensorflow_import()
-            collecting = gc.isenabled()
-            if collecting:
+            if gc.isenabled():
                 gc.collect()  # what is garbage now is collected, not frozen with TensorFlow's objects
-            gc.disable()
-            self._thread = threading.Thread(target=self._run, args=(collecting,), name="import tensorflow",
-                                             daemon=True)
+            hold_collection()
+            self._thread = threading.Thread(target=self._run, name="import tensorflow", daemon=True)
             self._thread.start()
 
-    def _run(self, collecting: bool) -> None:
+    def _run(self) -> None:
         """Import with the garbage collector off, then freeze: TensorFlow's million objects live as long as the
-        process, and every full collection would walk them again (half a second during the import alone)."""
+        process, and every full collection would walk them again (half a second during the import alone). The
+        collector comes back on when no one else holds it off (:func:`~precision_tool.process_env.hold_collection`:
+        the comparison during which the import may start)."""
         try:
             import tensorflow  # noqa: F401  (a failure is reported by wait(), not raised)
         except Exception as error:  # noqa: BLE001 -- ImportError, or whatever a broken install raises
             self._error = error
         finally:
             gc.freeze()
-            if collecting:
-                gc.enable()
+            release_collection()
 
     def wait(self) -> str:
         if self._thread is not None:

@@ -17,6 +17,7 @@ from precision_tool.alignment import Alignment
 from precision_tool.comparison.result import ComparisonResult
 from precision_tool.errors import WorkspaceError
 from precision_tool.metrics import DEFAULT_COSINE_THRESHOLD
+from precision_tool.process_env import collection_paused
 
 Progress = Callable[[int, int], None]
 
@@ -71,12 +72,13 @@ def align_request(request: CompareRequest) -> AlignedRequest:
 
     started = time.perf_counter()
     check_request(request)
-    graph_file, notes = resolve_graph(request.graph, request.npu_dir)
-    reference_graph_file, reference_notes = resolve_graph(request.reference_graph, request.reference)
-    graph = load_graph(graph_file)
-    reference_graph = load_graph(reference_graph_file)
-    alignment = align(request.npu_dir, request.reference, graph, mode=request.mode,
-                      reference_graph=reference_graph)
+    with collection_paused():
+        graph_file, notes = resolve_graph(request.graph, request.npu_dir)
+        reference_graph_file, reference_notes = resolve_graph(request.reference_graph, request.reference)
+        graph = load_graph(graph_file)
+        reference_graph = load_graph(reference_graph_file)
+        alignment = align(request.npu_dir, request.reference, graph, mode=request.mode,
+                          reference_graph=reference_graph)
     read_notes = tuple(note for model in (graph, reference_graph) for note in getattr(model, "notes", ()))
     return AlignedRequest(request, alignment, graph, time.perf_counter() - started,
                           notes + reference_notes + read_notes)
@@ -89,8 +91,9 @@ def compare_aligned(aligned: AlignedRequest, progress: Optional[Progress] = None
     from precision_tool.comparison.engine import compare_alignment
 
     request = aligned.request
-    result = compare_alignment(aligned.alignment, graph=aligned.graph, cosine_threshold=request.cosine,
-                               workers=request.workers, progress=progress, workers_started=workers_started)
+    with collection_paused():
+        result = compare_alignment(aligned.alignment, graph=aligned.graph, cosine_threshold=request.cosine,
+                                   workers=request.workers, progress=progress, workers_started=workers_started)
     inputs = {"npu": os.path.abspath(request.npu_dir), "reference": os.path.abspath(request.reference),
               "graph": os.path.abspath(request.graph) if request.graph else None,
               "reference_graph": os.path.abspath(request.reference_graph) if request.reference_graph else None}

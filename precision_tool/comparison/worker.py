@@ -21,6 +21,7 @@ from __future__ import annotations
 import ctypes
 import dataclasses
 import functools
+import gc
 import os
 import signal
 from collections import OrderedDict
@@ -364,6 +365,7 @@ def init_pool_worker(cosine_threshold: Optional[float], parent: Optional[int] = 
     global _PROCESS_COMPARER, _PROCESS_TASKS
     if parent is not None:
         die_with_parent(parent)
+        gc.enable()  # forked while the comparing process paused it (precision_tool.process_env)
     prepare_worker_process()
     _PROCESS_COMPARER = PairComparer(cosine_threshold)
     _PROCESS_TASKS = tasks

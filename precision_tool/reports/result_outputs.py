@@ -41,6 +41,7 @@ from precision_tool.comparison import ComparisonResult
 from precision_tool.config import Workspace, ensure_output_dir
 from precision_tool.errors import WorkspaceError
 from precision_tool.fileio import TEMP_PREFIX
+from precision_tool.process_env import collection_paused
 
 RESULT_FOLDER = "vector_compare"
 _STALE_TEMP = re.compile(re.escape(TEMP_PREFIX) + r"([0-9]{1,10})-[0-9a-f]+\.tmp")
@@ -244,13 +245,14 @@ def write_outputs(result: ComparisonResult, paths: OutputPaths, *, total_s: Opti
 
     summary = build_summary(result, result_csv=paths.csv, exit_code=run_exit_code(result), total_s=total_s)
     try:
-        _write_results_file(paths, result)
-        write_result_csv(paths.csv, result.results, npu_vs_npu=result.npu_vs_npu)
-        if paths.junit:
-            from precision_tool.reports.junit import write_junit  # here: xml.etree only when asked for
+        with collection_paused():
+            _write_results_file(paths, result)
+            write_result_csv(paths.csv, result.results, npu_vs_npu=result.npu_vs_npu)
+            if paths.junit:
+                from precision_tool.reports.junit import write_junit  # here: xml.etree only when asked for
 
-            write_junit(paths.junit, result)
-        write_summary(paths.summary, summary)
+                write_junit(paths.junit, result)
+            write_summary(paths.summary, summary)
     except OSError as error:
         raise WorkspaceError(f"{paths.folder}: cannot write results ({error.strerror or error})") from None
     return summary
