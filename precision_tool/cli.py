@@ -18,8 +18,8 @@ from precision_tool.commands.options import add_dump_selection_options
 from precision_tool.commands.registry import Context
 from precision_tool.config import ENV_DATA_DIR, default_data_dir
 from precision_tool.errors import PrecisionToolError, UsageError
-from precision_tool.process_env import one_blas_thread
 from precision_tool.formats.dump_tree import DumpSelection, request
+from precision_tool.process_env import one_blas_thread
 from precision_tool.reports.format import format_report, report_to_json, terminal_safe
 
 
