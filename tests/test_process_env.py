@@ -107,15 +107,16 @@ def test_a_hold_that_outlives_the_pause_keeps_it_off_until_released_in_its_threa
 
 
 def test_a_compare_leaves_the_collector_on_and_its_workers_collect(tmp_path, collector_on, monkeypatch):
-    """The comparison pauses the collector in this process; its forked workers turn it back on (a worker that
-    found it off would die here, and the run would raise WorkerError)."""
+    """The comparison pauses the collector in this process; its forked workers turn it back on, with what they
+    inherited frozen (a worker that found it off, or nothing frozen, would die here, and the run would raise
+    WorkerError)."""
     from precision_tool.comparison import processes, worker
     from precision_tool.comparison.pipeline import CompareRequest, run_comparison
     from tests.comparison.cmp_builders import chain_case
 
     def init(*args, **kwargs):
         worker.init_pool_worker(*args, **kwargs)
-        if not gc.isenabled():
+        if not gc.isenabled() or gc.get_freeze_count() == 0:
             os._exit(3)
 
     case = chain_case(str(tmp_path), names=[f"op{i}" for i in range(40)])

@@ -365,7 +365,11 @@ def init_pool_worker(cosine_threshold: Optional[float], parent: Optional[int] = 
     global _PROCESS_COMPARER, _PROCESS_TASKS
     if parent is not None:
         die_with_parent(parent)
-        gc.enable()  # forked while the comparing process paused it (precision_tool.process_env)
+        # Forked while the comparing process paused the collector (precision_tool.process_env): back on, with every
+        # object inherited frozen out of its sight -- the alignment's, never collected there, would otherwise all
+        # be walked (and their pages copied) by this process's first collections.
+        gc.freeze()
+        gc.enable()
     prepare_worker_process()
     _PROCESS_COMPARER = PairComparer(cosine_threshold)
     _PROCESS_TASKS = tasks
