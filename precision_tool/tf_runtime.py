@@ -19,7 +19,7 @@ import threading
 from typing import Optional
 
 from precision_tool.lazy import lazy_import
-from precision_tool.process_env import hold_collection, release_collection
+from precision_tool.collector import hold_collection, release_collection
 
 tf = lazy_import("tensorflow")
 
@@ -47,16 +47,20 @@ class BackgroundImport:
     def start(self) -> None:
         if self._thread is None and "tensorflow" not in sys.modules:  # imported once per process (a shell)
             quiet_tensorflow_import()
-            if gc.isenabled():
-                gc.collect()  # what is garbage now is collected, not frozen with TensorFlow's objects
+            gc.collect()  # what is garbage now is collected, not frozen with TensorFlow's objects (also in a pause)
             hold_collection()
-            self._thread = threading.Thread(target=self._run, name="import tensorflow", daemon=True)
-            self._thread.start()
+            try:
+                self._thread = threading.Thread(target=self._run, name="import tensorflow", daemon=True)
+                self._thread.start()
+            except BaseException:  # no thread: nothing else will let go of the hold
+                self._thread = None
+                release_collection()
+                raise
 
     def _run(self) -> None:
         """Import with the garbage collector off, then freeze: TensorFlow's million objects live as long as the
         process, and every full collection would walk them again (half a second during the import alone). The
-        collector comes back on when no one else holds it off (:func:`~precision_tool.process_env.hold_collection`:
+        collector comes back on when no one else holds it off (:func:`~precision_tool.collector.hold_collection`:
         the comparison during which the import may start)."""
         try:
             import tensorflow  # noqa: F401  (a failure is reported by wait(), not raised)

@@ -17,7 +17,7 @@ from precision_tool.alignment import Alignment
 from precision_tool.comparison.result import ComparisonResult
 from precision_tool.errors import WorkspaceError
 from precision_tool.metrics import DEFAULT_COSINE_THRESHOLD
-from precision_tool.process_env import collection_paused
+from precision_tool.collector import collection_paused
 
 Progress = Callable[[int, int], None]
 

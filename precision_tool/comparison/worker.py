@@ -21,7 +21,6 @@ from __future__ import annotations
 import ctypes
 import dataclasses
 import functools
-import gc
 import os
 import signal
 from collections import OrderedDict
@@ -31,6 +30,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 import numpy as np
 
 from precision_tool.alignment import AlignedPair, NpuTensorRef, NpyTensorRef
+from precision_tool.collector import forked_child
 from precision_tool.comparison.result import TensorResult
 from precision_tool.compat import prod
 from precision_tool.errors import DumpFormatError, PrecisionToolError
@@ -365,11 +365,7 @@ def init_pool_worker(cosine_threshold: Optional[float], parent: Optional[int] = 
     global _PROCESS_COMPARER, _PROCESS_TASKS
     if parent is not None:
         die_with_parent(parent)
-        # Forked while the comparing process paused the collector (precision_tool.process_env): back on, with every
-        # object inherited frozen out of its sight -- the alignment's, never collected there, would otherwise all
-        # be walked (and their pages copied) by this process's first collections.
-        gc.freeze()
-        gc.enable()
+        forked_child()  # a fork inherits the comparing process's paused collector: back on, inherited objects frozen
     prepare_worker_process()
     _PROCESS_COMPARER = PairComparer(cosine_threshold)
     _PROCESS_TASKS = tasks

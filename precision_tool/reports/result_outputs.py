@@ -41,7 +41,7 @@ from precision_tool.comparison import ComparisonResult
 from precision_tool.config import Workspace, ensure_output_dir
 from precision_tool.errors import WorkspaceError
 from precision_tool.fileio import TEMP_PREFIX
-from precision_tool.process_env import collection_paused
+from precision_tool.collector import collection_paused
 
 RESULT_FOLDER = "vector_compare"
 _STALE_TEMP = re.compile(re.escape(TEMP_PREFIX) + r"([0-9]{1,10})-[0-9a-f]+\.tmp")

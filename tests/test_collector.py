@@ -1,0 +1,162 @@
+"""The garbage collector paused for a job: counted pauses, the jobs that take one, TensorFlow's background import
+that can outlive them, and the comparison's forked workers."""
+import gc
+import os
+import subprocess
+import sys
+import textwrap
+import threading
+from pathlib import Path
+
+import pytest
+
+from precision_tool import collector
+from precision_tool.collector import collection_paused, hold_collection, release_collection
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(autouse=True)
+def collector_on():
+    """Each test starts with the collector on and no hold, and leaves it so."""
+    was = gc.isenabled()
+    gc.enable()
+    collector._holders, collector._resume = 0, False
+    yield
+    collector._holders, collector._resume = 0, False
+    (gc.enable if was else gc.disable)()
+
+
+def test_the_collector_is_off_in_a_pause_and_back_on_after_it():
+    with collection_paused():
+        assert not gc.isenabled()
+        with collection_paused():  # nested: the outer pause still holds it
+            pass
+        assert not gc.isenabled()
+    assert gc.isenabled()
+
+
+def test_a_pause_leaves_an_off_collector_off():
+    gc.disable()
+    with collection_paused():
+        assert not gc.isenabled()
+    assert not gc.isenabled()
+
+
+def test_a_release_without_a_hold_is_refused():
+    with pytest.raises(RuntimeError, match="without hold_collection"):
+        release_collection()
+    gc.disable()
+    with collection_paused():
+        pass
+    with pytest.raises(RuntimeError):
+        release_collection()
+    assert not gc.isenabled()  # a stray release does not turn on what the caller turned off
+
+
+def test_a_hold_that_outlives_the_pause_keeps_it_off_until_released_in_its_thread():
+    released = threading.Event()
+    with collection_paused():
+        hold_collection()  # as BackgroundImport.start does
+    assert not gc.isenabled()  # the pause ended, the import goes on
+    threading.Thread(target=lambda: (release_collection(), released.set())).start()
+    assert released.wait(5)
+    assert gc.isenabled()
+
+
+def test_aligning_comparing_and_writing_run_paused(tmp_path, monkeypatch):
+    """Each stage of the one compare pipeline sees the collector off; it is on again afterwards."""
+    import precision_tool.alignment as alignment
+    from precision_tool.commands.compare_run import execute
+    from precision_tool.comparison import CompareRequest
+    from precision_tool.comparison import engine
+    from precision_tool.reports import result_csv
+    from tests.comparison.cmp_builders import chain_case
+
+    seen = {}
+
+    def watching(name, function):
+        def wrapped(*args, **kwargs):
+            seen[name] = gc.isenabled()
+            return function(*args, **kwargs)
+        return wrapped
+
+    monkeypatch.setattr(alignment, "align", watching("align", alignment.align))
+    monkeypatch.setattr(engine, "compare_alignment", watching("compare", engine.compare_alignment))
+    monkeypatch.setattr(result_csv, "write_result_csv", watching("write", result_csv.write_result_csv))
+    case = chain_case(str(tmp_path / "case"))
+    run = execute(CompareRequest(case.npu, case.ref, graph=case.graph, workers=1), str(tmp_path / "out"),
+                  str(tmp_path))
+    assert run.exit_code == 0 and seen == {"align": False, "compare": False, "write": False}
+    assert gc.isenabled()
+
+
+def test_the_workers_collect_with_what_they_inherited_frozen(tmp_path, monkeypatch):
+    """Workers forked during the comparison's pause turn the collector back on, with what they inherited frozen
+    (a worker that found it off, or nothing frozen, would die here, and the run would raise WorkerError)."""
+    from precision_tool.comparison import processes, worker
+    from precision_tool.comparison.pipeline import CompareRequest, run_comparison
+    from tests.comparison.cmp_builders import chain_case
+
+    def init(*args, **kwargs):
+        frozen_before = gc.get_freeze_count()
+        worker.init_pool_worker(*args, **kwargs)
+        if not gc.isenabled() or gc.get_freeze_count() <= frozen_before or collector._holders:
+            os._exit(3)
+
+    case = chain_case(str(tmp_path), names=[f"op{i}" for i in range(40)])
+    monkeypatch.setattr(processes, "init_pool_worker", init)
+    with collection_paused():  # as TensorFlow's background import may hold it
+        result = run_comparison(CompareRequest(case.npu, case.ref, graph=case.graph, workers=2))
+        assert not gc.isenabled()
+    assert result.timing.workers == 2 and len(result.compared) > 40
+    assert gc.isenabled()
+
+
+def test_tensorflows_import_started_in_a_pause_collects_first_and_holds_until_it_ends(tmp_path):
+    """The comparison starts the import while it holds the collector off: garbage made before is collected, not
+    frozen with TensorFlow's objects; the collector stays off until both the pause and the import have ended."""
+    fake = tmp_path / "site" / "tensorflow"
+    fake.mkdir(parents=True)
+    (fake / "__init__.py").write_text("import gc, time\nCOLLECTING = gc.isenabled()\ntime.sleep(0.3)\n")
+    code = textwrap.dedent("""
+        import gc, weakref
+        from precision_tool.collector import collection_paused
+        from precision_tool.tf_runtime import BackgroundImport
+
+        class Node:
+            pass
+
+        with collection_paused():
+            a, b = Node(), Node()
+            a.other, b.other = b, a  # a cycle that is garbage once the names go
+            probe = weakref.ref(a)
+            del a, b
+            started = BackgroundImport()
+            started.start()
+        print("after pause", gc.isenabled())
+        print(started.wait() or "ok", gc.isenabled())
+        import tensorflow
+        print("import ran collecting", tensorflow.COLLECTING)
+        gc.collect()
+        print("cycle gone", probe() is None)
+    """)
+    out = subprocess.run([sys.executable, "-c", code], env={"PYTHONPATH": f"{tmp_path / 'site'}:{REPO}"},
+                         stdout=subprocess.PIPE, universal_newlines=True, check=True).stdout.splitlines()
+    assert out == ["after pause False", "ok True", "import ran collecting False", "cycle gone True"]
+
+
+def test_a_thread_that_cannot_start_gives_back_its_hold(monkeypatch):
+    from precision_tool import tf_runtime
+
+    monkeypatch.delitem(sys.modules, "tensorflow", raising=False)
+    for variable in ("TF_ENABLE_ONEDNN_OPTS", "TF_CPP_MIN_LOG_LEVEL"):  # what start() sets, given back after
+        monkeypatch.setenv(variable, os.environ.get(variable, "0"))
+
+    def refuse(self):
+        raise RuntimeError("can't start new thread")
+
+    monkeypatch.setattr(threading.Thread, "start", refuse)
+    with pytest.raises(RuntimeError, match="can't start new thread"):
+        tf_runtime.BackgroundImport().start()
+    assert gc.isenabled() and collector._holders == 0
