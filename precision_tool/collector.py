@@ -1,11 +1,10 @@
 """The garbage collector paused while a job builds its data, and what a forked worker does with it.
 
 Aligning and comparing build hundreds of thousands of small objects (dump headers, graph ops, rows) that live
-until the job ends, so the collections their allocations trigger walk them all (and the modules loaded before)
-and find next to nothing: in a 300-op ``compare`` collections took 22.6 ms of the main process's time, 12.9 ms
-with the job paused (what is left runs while modules load). A few of those objects do form cycles (the NPU
-run's graph resolver holds one of the run's bound methods): they are collected once the pause ends, by the
-collections that follow, or in a one-shot command not at all, since the process exits.
+until the job ends and form no reference cycles (a test checks that a comparison leaves no cyclic garbage), so
+reference counting frees them all and the collections their allocations trigger only walk them (and the modules
+loaded before) for nothing: in a 300-op ``compare`` collections took 22.6 ms of the main process's time, 12.9 ms
+with the job paused (what is left runs while modules load).
 
 :func:`collection_paused` turns the collector off for a block. A pause can outlive a block -- TensorFlow's
 background import starts during a comparison and ends after it, in its own thread -- so pauses are counted

@@ -91,6 +91,23 @@ def test_aligning_comparing_and_writing_run_paused(tmp_path, monkeypatch):
     assert gc.isenabled()
 
 
+def test_a_comparison_leaves_no_cyclic_garbage(tmp_path):
+    """What the pause relies on: every object of a comparison is freed by reference counting (the NPU run once held
+    its own bound method, a cycle that kept the run's ops, headers and graph alive until a collection)."""
+    from precision_tool.comparison.pipeline import CompareRequest, run_comparison
+    from tests.comparison.cmp_builders import chain_case
+
+    case = chain_case(str(tmp_path), names=[f"op{i}" for i in range(30)])
+    request = CompareRequest(case.npu, case.ref, graph=case.graph, workers=1)
+    run_comparison(request)  # caches and lazy imports filled first
+    gc.collect()
+    with collection_paused():
+        result = run_comparison(request)
+        assert len(result.compared) == 60
+        del result
+        assert gc.collect() == 0
+
+
 def test_the_workers_collect_with_what_they_inherited_frozen(tmp_path, monkeypatch):
     """Workers forked during the comparison's pause turn the collector back on, with what they inherited frozen
     (a worker that found it off, or nothing frozen, would die here, and the run would raise WorkerError)."""

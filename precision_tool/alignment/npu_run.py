@@ -20,6 +20,21 @@ from precision_tool.formats.tensor_kind import TensorKind
 KINDS = (INPUT, OUTPUT)
 
 
+def _header_lookup(by_graph_name: Dict[str, DumpedOp]):
+    """``(graph op name, k) ->`` output ``k``'s entry in that op's dump header, or ``None``. A function of the
+    table alone, not a method of the run: a run holding its own bound method would be a reference cycle, which
+    keeps the run's ops and headers alive until a garbage collection finds it."""
+
+    def header_output(op_name: str, k: int) -> Optional[TensorEntry]:
+        dumped_op = by_graph_name.get(op_name)
+        if dumped_op is None:
+            return None
+        outputs = dumped_op.entries(OUTPUT)
+        return outputs[k] if k < len(outputs) else None
+
+    return header_output
+
+
 class NpuRun:
     """Dumped ops (readable ones in :attr:`ops`, by dump time) with their graph ops and a resolver.
 
@@ -58,14 +73,8 @@ class NpuRun:
                 else:
                     self._by_graph_name.setdefault(node.name, dumped_op)
             self.nodes.append(node)
-        self.resolver = GraphResolver(self.index, self._header_output) if self.index is not None else None
-
-    def _header_output(self, op_name: str, k: int) -> Optional[TensorEntry]:
-        dumped_op = self._by_graph_name.get(op_name)
-        if dumped_op is None:
-            return None
-        outputs = dumped_op.entries(OUTPUT)
-        return outputs[k] if k < len(outputs) else None
+        self.resolver = (GraphResolver(self.index, _header_lookup(self._by_graph_name)) if self.index is not None
+                         else None)
 
     # ------------------------------------------------------------------ per tensor
     def op_name(self, i: int) -> str:
