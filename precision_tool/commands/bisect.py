@@ -118,21 +118,27 @@ class Accuracy:
                 "restored": self.restored}
 
 
-def judge(run_root: str, reference: str, cosine: float, scope: str) -> Accuracy:
-    """Compare the NPU run in ``run_root`` (``npu/debug_0``) with ``reference``; its :func:`accuracy_of`."""
-    return accuracy_of(compare_run(run_root, reference, cosine), scope)
+@dataclass(frozen=True)
+class ComparedRun:
+    """One NPU run compared with the reference, and the ops of the Build graph the comparison read (``()``
+    without a graph): the candidates and the honoured-config check come from the same parse."""
+
+    result: Any
+    ops: Tuple[Any, ...]
 
 
-def compare_run(run_root: str, reference: str, cosine: float):
+def compare_run(run_root: str, reference: str, cosine: float) -> ComparedRun:
     """The comparison of the NPU run in ``run_root`` (``npu/debug_0``, its Build graph when there is one)."""
-    from precision_tool.comparison.pipeline import CompareRequest, run_comparison
+    from precision_tool.alignment.npu_side import graphs_of
+    from precision_tool.comparison.pipeline import CompareRequest, align_request, compare_aligned
 
     run = Workspace(run_root)
     if not os.path.isdir(run.npu_dump(0)):
         raise BisectError(f"{run.npu_dump(0)}: the run wrote no NPU dump", "the command must dump into the "
                           f"workspace ${ENV_DATA_DIR} names (action='dump...', or precision_tool emulate)")
     graph = run.npu_graph(0) if os.path.isdir(run.npu_graph(0)) else None
-    return run_comparison(CompareRequest(run.npu_dump(0), reference, graph=graph, cosine=cosine, workers=1))
+    aligned = align_request(CompareRequest(run.npu_dump(0), reference, graph=graph, cosine=cosine))
+    return ComparedRun(compare_aligned(aligned), tuple(op for g in graphs_of(aligned.graph) for op in g.ops))
 
 
 def accuracy_of(result, scope: str) -> Accuracy:
@@ -153,20 +159,15 @@ def _netoutput_producers(data_inputs) -> set:
 
 
 # --------------------------------------------------------------------------------------------- candidates
-def fusion_candidates(workspace: Workspace) -> List[str]:
-    """The passes that fired in the failing run: the graph's op attributes in execution order, then any other
-    pass ``fusion_result.json`` says took effect (:func:`pass_families` says which switch section each is in)."""
-    return list(pass_families(workspace))
-
-
-def pass_families(workspace: Workspace) -> Dict[str, str]:
-    """``{pass: "graph_fusion" | "ub_fusion"}`` of the failing run: ``pass_name`` attributes are graph fusion,
+def pass_families(workspace: Workspace, ops: Sequence[Any]) -> Dict[str, str]:
+    """``{pass: "graph_fusion" | "ub_fusion"}`` of the failing run (``ops``: its Build graph's), in execution order,
+    then any other pass ``fusion_result.json`` says took effect: ``pass_name`` attributes are graph fusion,
     ``pass_name_ub`` UB fusion, as are fusion_result.json's sections."""
     from precision_tool.formats.fusion_result import GRAPH_FUSION, UB_FUSION, read_fusion_result
     from precision_tool.formats.ge_graph import PASS_NAME_UB
 
     families: Dict[str, str] = {}
-    for op in _graph_ops(workspace):
+    for op in ops:
         ub = str(op.attrs.get(PASS_NAME_UB) or "")
         for name in op.pass_names:
             families.setdefault(name, UB_FUSION if name == ub else GRAPH_FUSION)
@@ -176,16 +177,6 @@ def pass_families(workspace: Workspace) -> Dict[str, str]:
             for name in result.effective_passes(family):
                 families.setdefault(name, family)
     return families
-
-
-def _graph_ops(workspace: Workspace) -> list:
-    from precision_tool.alignment import load_graph
-    from precision_tool.alignment.npu_side import graphs_of
-
-    if not os.path.isdir(workspace.npu_graph(0)):
-        return []
-    graph = load_graph(workspace.npu_graph(0), workspace.npu_dump(0))
-    return [op for g in graphs_of(graph) for op in g.ops]
 
 
 HALF_TYPES = ("DT_FLOAT16", "DT_BF16")  # what an op computing in float16 has among its descriptors
@@ -211,14 +202,16 @@ def widened(dtypes: Sequence[str]) -> Tuple[str, ...]:
     return tuple(words)
 
 
-def precision_candidates(workspace: Workspace, baseline, limit: int) -> List[Tuple[str, Tuple[str, ...],
-                                                                                   Tuple[str, ...]]]:
+def precision_candidates(ops: Sequence[Any], baseline, limit: int) -> List[Tuple[str, Tuple[str, ...],
+                                                                              Tuple[str, ...]]]:
     """``(op, input dtypes, output dtypes)`` to keep in float32: the ops whose outputs fail in the failing run and
     that compute in float16 (a float16 input or output in the Build graph; not the Cast/TransData ops GE inserts),
     by local error over its floor (largest first) where ``ac -c`` measured it, then in execution order; at most
-    ``limit`` (0 = all)."""
+    ``limit`` (0 = all); ``ops``: the failing run's Build graph's."""
+    from precision_tool.replay.local_error import local_ratio
+
     descs = {}
-    for op in _graph_ops(workspace):
+    for op in ops:
         dtypes = [d.dtype for d in op.input_descs] + [d.dtype for d in op.output_descs]
         if op.type in ("Cast", "TransData") or not any(d in HALF_TYPES for d in dtypes):
             continue
@@ -226,7 +219,8 @@ def precision_candidates(workspace: Workspace, baseline, limit: int) -> List[Tup
     failing: Dict[str, float] = {}
     for row in baseline.results:
         if row.kind == "output" and row.failed and row.op_name in descs:
-            ratio = (row.local_error / row.local_floor) if row.local_error is not None and row.local_floor else -1.0
+            ratio = (local_ratio(row.local_error, row.local_floor)
+                     if row.local_error is not None and row.local_floor is not None else -1.0)
             failing[row.op_name] = max(failing.get(row.op_name, -1.0), ratio)
     order = {name: k for k, name in enumerate(baseline.facts.order)}
     ranked = sorted(failing, key=lambda name: (-failing[name], order.get(name, 1 << 30)))
@@ -303,9 +297,10 @@ class Bisection:
                                   self.resume_hint()) from None
         if code != 0:
             raise BisectError(f"run {number}: the command exited {code} (its output: {log})", self.resume_hint())
-        self.check_honoured(number, root, changed)
         reference = Workspace(root).tf_dump if os.path.isdir(Workspace(root).tf_dump) else self.reference
-        accuracy = judge(root, reference, self.cosine, self.scope)
+        compared = compare_run(root, reference, self.cosine)
+        self.check_honoured(number, compared.ops, changed)
+        accuracy = accuracy_of(compared.result, self.scope)
         seconds = time.perf_counter() - started
         self.trials.append({"run": number, "changed": list(changed), "folder": root, "seconds": round(seconds, 2),
                             **accuracy.to_dict()})
@@ -317,10 +312,9 @@ class Bisection:
               f"{self.cosine:g}); {seconds:.1f} s", file=sys.stderr, flush=True)
         return accuracy.restored
 
-    def check_honoured(self, number: int, root: str, changed: Sequence[str]) -> None:
-        """:class:`BisectError` when the run ignored its configuration -- a pass switched off still fired, an op
-        kept in float32 still has a float16 output -- instead of a wrong "not the cause"."""
-        ops = _graph_ops(Workspace(root))
+    def check_honoured(self, number: int, ops: Sequence[Any], changed: Sequence[str]) -> None:
+        """:class:`BisectError` when the run (``ops``: its Build graph's) ignored its configuration -- a pass switched
+        off still fired, an op kept in float32 still has a float16 output -- instead of a wrong "not the cause"."""
         if not ops:
             return  # no Build graph to check against
         if self.kind == "fusion":
@@ -330,7 +324,8 @@ class Bisection:
                                   f"fired", "the run must take WORKSPACE/fusion/fusion_switch.cfg: "
                                   "action='dump|fusion_switch' in the training script, --fusion switch for emulate")
             return
-        half = sorted(op.name for op in ops if op.name in set(changed)
+        kept = set(changed)
+        half = sorted(op.name for op in ops if op.name in kept
                       and any(d.dtype in HALF_TYPES for d in op.output_descs))
         if half:
             raise BisectError(f"run {number}: the NPU run did not read customize_dtypes: {', '.join(half[:3])} still "
@@ -399,7 +394,8 @@ def handle(args, ctx: Context) -> Report:
         if not os.path.isdir(needed):
             raise WorkspaceError(f"{needed}: no such folder", "bisect starts from a workspace holding the failing "
                                  "NPU run (npu/debug_0) and the reference (tf/dump)")
-    baseline = compare_run(ctx.data_dir, workspace.tf_dump, args.cosine)  # compared once: judged and ranked
+    failing_run = compare_run(ctx.data_dir, workspace.tf_dump, args.cosine)  # compared once: judged and ranked
+    baseline = failing_run.result
     before = accuracy_of(baseline, args.judge)
     if before.judged == 0:
         raise BisectError(f"{workspace.npu_dump(0)}: no tensor to judge ({args.judge})",
@@ -407,10 +403,10 @@ def handle(args, ctx: Context) -> Report:
     families: Dict[str, str] = {}
     dtypes: Dict[str, Tuple[Tuple[str, ...], Tuple[str, ...]]] = {}
     if args.kind == "fusion":
-        families = pass_families(workspace)
+        families = pass_families(workspace, failing_run.ops)
         candidates = list(families)
     else:
-        chosen = precision_candidates(workspace, _with_local_error(workspace, baseline), args.max_candidates)
+        chosen = precision_candidates(failing_run.ops, _with_local_error(workspace, baseline), args.max_candidates)
         candidates = [name for name, _, _ in chosen]
         dtypes = {name: (inputs, outputs) for name, inputs, outputs in chosen}
     report = Report(title=f"bisect {args.kind} in {ctx.data_dir}: {counted(len(candidates), 'candidate')}, "

@@ -23,6 +23,11 @@ from __future__ import annotations
 import math
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
+from precision_tool.replay.local_error import local_ratio
+
+#: The colour value of a local error over a zero floor (an infinite ratio, which JSON cannot hold): past the
+#: scale's end, drawn as the worst.
+WORST_RATIO = 1e12
 COLOUR_BY = {"local": "local error / its floor (replay)", "total": "relative error ||npu - ref|| / ||ref||"}
 
 
@@ -120,10 +125,9 @@ def _colour_value(rows: Sequence[Any], local: bool) -> Optional[float]:
     """The largest local/floor ratio over the op's replayed outputs (``local``), else the largest relative
     error over its compared outputs, else over its compared inputs; ``None`` when there is none."""
     if local:
-        ratios = [_finite(row.local_error / row.local_floor) for row in rows
-                  if _finite(row.local_error) is not None and _finite(row.local_floor)]
-        kept_ratios = [ratio for ratio in ratios if ratio is not None]  # a floor near 0: an infinite ratio
-        return max(kept_ratios) if kept_ratios else None
+        ratios = [local_ratio(row.local_error, row.local_floor) for row in rows
+                  if _finite(row.local_error) is not None and _finite(row.local_floor) is not None]
+        return min(max(ratios), WORST_RATIO) if ratios else None  # JSON has no inf: a zero floor's op as the worst
     compared = [row for row in rows if row.compared]
     outputs = [row for row in compared if row.kind == "output"] or compared
     values = [_finite(row.metric("RelativeEuclideanDistance")) for row in outputs]
