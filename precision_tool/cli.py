@@ -123,12 +123,15 @@ def _lift_global_options(options: argparse.Namespace) -> None:
 
 
 def _passes_arguments_through(registry, name: str) -> bool:
-    """True for a command whose arguments are another program's (``run CMD ...``): nothing is taken out of them."""
+    """True for a command whose arguments are another program's from the first on (``run CMD ...``: its first
+    positional takes the rest of the line): nothing is taken out of them. A command whose program comes after its
+    own arguments and a ``--`` (``bisect fusion -d WS -- CMD``) has its options lifted up to the ``--``."""
     try:
         parser = registry.resolve(name).build_parser()
     except PrecisionToolError:
         return True  # an unknown command: the registry's error says so
-    return any(action.nargs == argparse.REMAINDER for action in parser._actions)
+    positionals = [action for action in parser._actions if not action.option_strings]
+    return bool(positionals) and positionals[0].nargs == argparse.REMAINDER
 
 
 if __name__ == "__main__":  # pragma: no cover

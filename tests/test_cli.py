@@ -161,6 +161,15 @@ def test_options_after_a_double_dash_or_in_another_programs_arguments_are_left_a
     assert capfd.readouterr().out == "-d x --json\n"
 
 
+def test_a_command_whose_program_follows_a_double_dash_takes_global_options_before_it(tmp_path, capsys):
+    """``bisect fusion -d WS -- CMD``: -d is the workspace (it was refused as an unknown argument of bisect); what
+    follows ``--`` is the NPU run's, left alone."""
+    missing = str(tmp_path / "no-workspace")
+    assert main(["bisect", "fusion", "-d", missing, "--", "echo", "-d", "x"]) == 2
+    err = capsys.readouterr().err
+    assert missing in err and "unrecognized" not in err and err.count("\n") == 1
+
+
 @pytest.mark.parametrize("typed, suggested", [("vsc", "vcs"), ("comprae", "compare"), ("rport", "report"),
                                               ("xyz", None), ("fusoin", "fusion")])
 def test_an_unknown_command_suggests_the_closest(typed, suggested, capsys):
