@@ -22,7 +22,7 @@ from typing import Any, Dict, Optional, Sequence, Tuple
 from precision_tool.comparison import ComparisonResult, CompareRequest
 from precision_tool.reports.report import Report
 from precision_tool.reports.result_outputs import OutputPaths, workspace_result_folder
-from precision_tool.reports.format import counted, exit_line
+from precision_tool.reports.format import counted, exit_line, inheriting_clause
 
 __all__ = ["CompareRun", "execute", "run_compare", "workspace_result_folder", "CompareRequest"]
 
@@ -100,8 +100,7 @@ def _report(result: ComparisonResult, summary: Dict[str, Any], paths: OutputPath
         line = f"First divergence: {first.op_name} (outputs {list(first.failed_outputs)} fail on good inputs)"
         if first.unknown_inputs:
             line += f"; inputs {list(first.unknown_inputs)} were not compared"
-        inherits = (f"{counted(inherited, 'later op')} {'fails' if inherited == 1 else 'fail'} only by inheriting its "
-                    f"error" if inherited else "no later op fails only by inheriting its error")
+        inherits = inheriting_clause(inherited)
         roots = f"{counted(other_roots, 'other op')} {'fails' if other_roots == 1 else 'fail'} on good inputs too"
         report.add_text(line + f"; {inherits}; {roots if other_roots else 'no other op fails on good inputs'}.")
     matched = result.matching_non_finite_line()

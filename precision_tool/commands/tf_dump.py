@@ -41,7 +41,7 @@ import time
 from collections import Counter
 from typing import Dict, List, Tuple
 
-from precision_tool.commands.options import non_negative_int
+from precision_tool.commands.options import add_limit_option
 from precision_tool.commands.registry import Command, Context
 from precision_tool.config import Workspace, ensure_output_dir
 from precision_tool.errors import EXIT_OK, EXIT_UNUSABLE_INPUT, UsageError, WorkspaceError
@@ -64,9 +64,7 @@ def add_arguments(parser) -> None:
     parser.add_argument("--clean", action="store_true",
                         help="first delete the reference .npy files already in the output folder")
     parser.add_argument("--list", action="store_true", help="only list the runs found, with their numbers")
-    parser.add_argument("-l", "--limit", type=non_negative_int, default=DEFAULT_SHOWN, metavar="N",
-                        help=f"show at most N written tensors, in execution order (default {DEFAULT_SHOWN}; 0 = all; "
-                             f"--json lists all)")
+    add_limit_option(parser, DEFAULT_SHOWN, "show at most N written tensors, in execution order (--json lists all)")
     parser.add_argument("--alias", action="append", default=[], metavar="TENSOR=ALIAS",
                         help="also write the written tensor TENSOR (name[:output], as in the table) under the name "
                              "ALIAS, e.g. --alias IteratorGetNext:0=image; repeatable")

@@ -37,7 +37,7 @@ def add_arguments(parser):
 
 
 def handle(args, ctx: Context):
-    from precision_tool.reports.format import counted
+    from precision_tool.reports.format import counted, inheriting_clause
     from precision_tool.reports.report import Report
     from precision_tool.reports.result_csv import number_text
     from precision_tool.reports.result_outputs import workspace_result_folder
@@ -76,9 +76,7 @@ def handle(args, ctx: Context):
     lines = []
     if first is not None:
         inherited = len(divergence.inherited)
-        lines.append(f"First divergence: {first} (listed first); " + (
-            f"{counted(inherited, 'later op')} {'fails' if inherited == 1 else 'fail'} only by inheriting its error"
-            if inherited else "no later op fails only by inheriting its error"))
+        lines.append(f"First divergence: {first} (listed first); {inheriting_clause(inherited)}")
     if replayed:
         adding = len([r for r in failing if r.local_error is not None and _ratio(r) > 1])
         rest = len(failing) - adding

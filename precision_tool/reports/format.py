@@ -76,6 +76,19 @@ def counted(count: int, noun: str, plural: Optional[str] = None) -> str:
     return f"{count:,} {noun if count == 1 else (plural or noun + 's')}"
 
 
+def inheriting_clause(count: int) -> str:
+    """How many later ops fail only by inheriting the first divergence's error, as ``compare`` and ``vcs`` say it.
+
+    >>> inheriting_clause(0)
+    'no later op fails only by inheriting its error'
+    >>> inheriting_clause(3)
+    '3 later ops fail only by inheriting its error'
+    """
+    if not count:
+        return "no later op fails only by inheriting its error"
+    return f"{counted(count, 'later op')} {'fails' if count == 1 else 'fail'} only by inheriting its error"
+
+
 EXIT_MEANINGS = {0: "all checks passed", 1: "a check found a problem (see above)",
                  2: "some input could not be used (see above)"}
 
