@@ -100,17 +100,10 @@ def handle(args, ctx: Context):
 def _emulated_run(data_dir: str) -> str:
     """For a workspace ``emulate`` wrote (its ``manifest.json``), the command that repeats it for ``bisect``;
     ``""`` otherwise (the suggestion then names the user's own NPU run)."""
-    import json
+    from precision_tool.commands.emulate import emulate_command_line, recorded_emulation
 
-    path = os.path.join(data_dir, "manifest.json")
-    try:
-        with open(path, encoding="utf-8") as handle:
-            manifest = json.load(handle)
-        from precision_tool.commands.emulate import emulate_command_line
-
-        return emulate_command_line(manifest)
-    except (OSError, ValueError, KeyError, TypeError):
-        return ""
+    arguments = recorded_emulation(data_dir)
+    return emulate_command_line(arguments) if arguments is not None else ""
 
 
 def _check_outputs(args, ctx: Context) -> None:

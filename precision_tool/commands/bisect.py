@@ -368,18 +368,14 @@ def _same_emulation(workspace: Workspace, command: Sequence[str]) -> bool:
     """True when ``command`` repeats the emulation that wrote the workspace (its ``manifest.json``; compared as
     :func:`~precision_tool.commands.emulate.emulation_of` reads both): then the workspace's run is the command's own
     and need not be reproduced."""
-    import shlex
+    from precision_tool.commands.emulate import emulation_of, recorded_emulation
 
-    from precision_tool.commands.emulate import emulate_command_line, emulation_of
-
-    if "emulate" not in command:
+    recorded = recorded_emulation(workspace.root)
+    if recorded is None or "emulate" not in command:
         return False
     try:
-        with open(os.path.join(workspace.root, "manifest.json"), encoding="utf-8") as handle:
-            recorded = shlex.split(emulate_command_line(json.load(handle)))
-        return emulation_of(recorded[recorded.index("emulate") + 1:]) == emulation_of(
-            command[list(command).index("emulate") + 1:])
-    except (OSError, ValueError, KeyError, TypeError, PrecisionToolError):
+        return emulation_of(recorded) == emulation_of(command[list(command).index("emulate") + 1:])
+    except PrecisionToolError:
         return False
 
 

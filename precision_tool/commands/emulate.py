@@ -14,6 +14,7 @@ TensorFlow is imported only when this runs.
 from __future__ import annotations
 
 import os
+from typing import List, Optional, Sequence
 
 from precision_tool.commands.registry import Command, Context
 from precision_tool.config import Workspace
@@ -70,13 +71,11 @@ def _switches(fusion: str, workspace: Workspace):
     return read_fusion_switches(workspace.fusion_switch)
 
 
-def emulate_command_line(manifest: dict) -> str:
-    """The ``precision_tool emulate`` command that repeats the emulation ``manifest`` records, with ``--fusion
-    switch`` (it reads the workspace's fusion switch and customize_dtypes files): what ``bisect`` re-runs."""
-    import shlex
-
+def emulate_arguments(manifest: dict) -> List[str]:
+    """The ``emulate`` arguments that repeat the emulation ``manifest`` records, with ``--fusion switch`` (it reads
+    the workspace's fusion switch and customize_dtypes files): what ``bisect`` re-runs."""
     fusion = "off" if manifest.get("fusion") == "off" else "switch"  # an unfused run stays unfused
-    words = ["precision_tool", "emulate", manifest["model_script"], "--fusion", fusion]
+    words = [manifest["model_script"], "--fusion", fusion]
     if manifest.get("seed"):
         words += ["--seed", str(manifest["seed"])]
     if manifest.get("scale", 1.0) != 1.0:
@@ -88,7 +87,26 @@ def emulate_command_line(manifest: dict) -> str:
         words += ["--perturb", f"{planted['tf_op']}={spec}"]
     for planted in manifest.get("pass_faults", []):
         words += ["--perturb-pass", f"{planted['pass']}={planted['spec']}"]
-    return " ".join(shlex.quote(word) for word in words)
+    return words
+
+
+def recorded_emulation(workspace_root: str) -> Optional[List[str]]:
+    """:func:`emulate_arguments` of the workspace's ``manifest.json`` (written by ``emulate``); ``None`` for a
+    workspace without one, or with one that cannot be read."""
+    import json
+
+    try:
+        with open(os.path.join(workspace_root, "manifest.json"), encoding="utf-8") as handle:
+            return emulate_arguments(json.load(handle))
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return None
+
+
+def emulate_command_line(arguments: Sequence[str]) -> str:
+    """``precision_tool emulate ARGUMENTS``, quoted for a shell."""
+    import shlex
+
+    return " ".join(shlex.quote(word) for word in ["precision_tool", "emulate", *arguments])
 
 
 def _kept_in_float32(workspace: Workspace) -> frozenset:

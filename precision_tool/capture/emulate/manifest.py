@@ -123,7 +123,3 @@ def write_manifest(manifest: dict, path: str) -> str:
         handle.write(json.dumps(manifest, indent=2, sort_keys=False) + "\n")
     return path
 
-
-def read_manifest(workspace: str) -> dict:
-    with open(os.path.join(workspace, "manifest.json"), encoding="utf-8") as handle:
-        return json.load(handle)
