@@ -382,6 +382,7 @@ def _same_emulation(workspace: Workspace, command: Sequence[str]) -> bool:
 # --------------------------------------------------------------------------------------------- command
 def handle(args, ctx: Context) -> Report:
     from precision_tool.checks.bisect import Trials, bisect, trial_budget
+    from precision_tool.reports.summary import unusable_inputs, unusable_note
 
     command = split_command(args)
     workspace = Workspace(ctx.data_dir)
@@ -409,13 +410,10 @@ def handle(args, ctx: Context) -> Report:
                           f"failing run: {before.text()}")
     data: Dict[str, Any] = {"kind": args.kind, "candidates": candidates, "before": before.to_dict(),
                             "culprit_passes": [], "culprit_ops": [], "config_file": None, "runs": []}
-    coverage = baseline.facts.coverage
-    unreadable = [message for _, message in coverage.unreadable] if coverage is not None else []
-    if unreadable:  # the failing run is judged without them: say so, naming the first
-        verb = "is" if len(unreadable) == 1 else "are"
-        report.add_text(f"{counted(len(unreadable), 'dump file')} of the failing run could not be read and {verb} not "
-                        f"judged: {unreadable[0]}")
-        data["unreadable"] = unreadable
+    unusable = unusable_inputs(baseline.facts.coverage)
+    if unusable:  # the failing run is judged without them (dump or reference files): say so, naming the first
+        report.add_text(f"In the failing run, {unusable_note(unusable)}")
+        data["unreadable"] = [message for _, message in unusable]
     if before.restored or not candidates:
         why = ("the workspace's run already passes: nothing to bisect" if before.restored else
                "no fusion pass fired in the failing run" if args.kind == "fusion" else

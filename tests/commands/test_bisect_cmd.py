@@ -212,3 +212,14 @@ def test_an_unreadable_dump_of_the_failing_run_is_named(tmp_path, capsys):
     assert code == 0 and report["data"]["runs"] == []  # the rest passes: nothing to bisect, nothing run
     (line,) = report["data"]["unreadable"]
     assert line.startswith(str(dump)) and "truncated" in line
+
+
+def test_an_unreadable_reference_file_of_the_failing_run_is_named_too(tmp_path, capsys):
+    """bisect says what every report says (reports.summary.unusable_inputs): reference files count as well."""
+    workspace = tmp_path / "ws"
+    emulate(workspace)
+    reference = sorted((workspace / "tf" / "dump").glob("*.npy"))[0]
+    reference.write_bytes(reference.read_bytes()[:20])  # truncated
+    code, report, _err = bisect_json(capsys, workspace, "fusion", "--", *EMULATE, "--fusion", "switch")
+    assert code in (0, 1)
+    assert [line for line in report["data"]["unreadable"] if line.startswith(str(reference))]
