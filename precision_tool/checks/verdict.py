@@ -514,16 +514,18 @@ def _vcs_command(compare) -> str:
 
 def _with_bisect(culprit: Culprit, compare, npu_run: str) -> Culprit:
     """``culprit`` with the bisects that would find its fix: fusion when passes made it and fusion is not cleared
-    (a fusion-off run that computes the same), precision when its own float16 output is measured to add the error
-    (local error)."""
+    (a fusion-off run that computes the same), precision when its own float16 or bfloat16 output is measured to add
+    the error (local error)."""
     import dataclasses
+
+    from precision_tool.formats.customize_dtypes import is_half
 
     kinds = []
     cleared = any(reason.startswith("not fusion") for reason in culprit.reasons)
     if culprit.passes and not cleared:
         kinds.append("fusion")
     if culprit.evidence.startswith(LOCAL_ERROR) and any(
-            row.kind == TensorKind.OUTPUT and row.npu_dtype == "float16" for row in _rows_of(compare, culprit.op_name)):
+            row.kind == TensorKind.OUTPUT and is_half(row.npu_dtype) for row in _rows_of(compare, culprit.op_name)):
         kinds.append("precision")
     extra = tuple(f"bisect {kind} -- {npu_run}" for kind in kinds)
     return dataclasses.replace(culprit, next_commands=culprit.next_commands + extra) if extra else culprit

@@ -38,6 +38,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 from precision_tool.commands.registry import Command, Context
 from precision_tool.config import ENV_DATA_DIR, Workspace
 from precision_tool.errors import EXIT_FAILED_CHECK, EXIT_OK, PrecisionToolError, UsageError, WorkspaceError
+from precision_tool.formats.customize_dtypes import is_half, widened
 from precision_tool.process_env import user_environment
 from precision_tool.reports.format import counted
 from precision_tool.reports.report import Report
@@ -179,29 +180,6 @@ def pass_families(workspace: Workspace, ops: Sequence[Any]) -> Dict[str, str]:
     return families
 
 
-HALF_TYPES = ("DT_FLOAT16", "DT_BF16")  # what an op computing in float16 has among its descriptors
-
-
-def widened(dtypes: Sequence[str]) -> Tuple[str, ...]:
-    """customize_dtypes words for an op's descriptor dtypes, float16/bfloat16 widened to float32 and the rest kept:
-    the count and the integer inputs must match the op, or GE refuses to compile it.
-
-    >>> widened(["DT_FLOAT16", "DT_INT32"])
-    ('float32', 'int32')
-    """
-    from precision_tool.formats.dtypes import DTYPE_BY_ENUM_NAME, NUMPY_DTYPES
-
-    words = []
-    for name in dtypes:
-        if name in HALF_TYPES:
-            words.append("float32")
-            continue
-        numpy_type = NUMPY_DTYPES.get(DTYPE_BY_ENUM_NAME.get(name, -1))  # the project's one dtype table
-        words.append(numpy_type.name if numpy_type is not None else name[3:].lower() if name.startswith("DT_")
-                     else name)
-    return tuple(words)
-
-
 def precision_candidates(ops: Sequence[Any], baseline, limit: int) -> List[Tuple[str, Tuple[str, ...],
                                                                               Tuple[str, ...]]]:
     """``(op, input dtypes, output dtypes)`` to keep in float32: the ops whose outputs fail in the failing run and
@@ -213,7 +191,7 @@ def precision_candidates(ops: Sequence[Any], baseline, limit: int) -> List[Tuple
     descs = {}
     for op in ops:
         dtypes = [d.dtype for d in op.input_descs] + [d.dtype for d in op.output_descs]
-        if op.type in ("Cast", "TransData") or not any(d in HALF_TYPES for d in dtypes):
+        if op.type in ("Cast", "TransData") or not any(is_half(d) for d in dtypes):
             continue
         descs[op.name] = (widened([d.dtype for d in op.input_descs]), widened([d.dtype for d in op.output_descs]))
     failing: Dict[str, float] = {}
@@ -326,7 +304,7 @@ class Bisection:
             return
         kept = set(changed)
         half = sorted(op.name for op in ops if op.name in kept
-                      and any(d.dtype in HALF_TYPES for d in op.output_descs))
+                      and any(is_half(d.dtype) for d in op.output_descs))
         if half:
             raise BisectError(f"run {number}: the NPU run did not read customize_dtypes: {', '.join(half[:3])} still "
                               f"output float16", "the run must take WORKSPACE/precision/customize_dtypes.cfg (any "

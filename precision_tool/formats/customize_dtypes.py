@@ -21,7 +21,37 @@ from typing import Dict, FrozenSet, Iterable, Mapping, Sequence, Tuple
 from precision_tool.errors import FileFormatError, WorkspaceError
 
 FLOAT32 = "float32"
-HALF = ("float16", "bfloat16")
+HALF = ("float16", "bfloat16")  # the file's words for the half-precision types an op can be kept out of
+HALF_DESCRIPTOR_TYPES = ("DT_FLOAT16", "DT_BF16")  # the same two as a GE graph's tensor descriptors name them
+
+
+def is_half(dtype: str) -> bool:
+    """Whether ``dtype`` -- a file word, a GE descriptor name or a row's NPU dtype label -- is float16 or bfloat16.
+
+    >>> is_half("DT_BF16"), is_half("float16"), is_half("DT_FLOAT")
+    (True, True, False)
+    """
+    return dtype in HALF or dtype in HALF_DESCRIPTOR_TYPES
+
+
+def widened(dtypes: Sequence[str]) -> Tuple[str, ...]:
+    """The file's words for an op's descriptor dtypes, float16/bfloat16 widened to float32 and the rest kept: the
+    count and the integer inputs must match the op, or GE refuses to compile it.
+
+    >>> widened(["DT_FLOAT16", "DT_INT32"])
+    ('float32', 'int32')
+    """
+    from precision_tool.formats.dtypes import DTYPE_BY_ENUM_NAME, NUMPY_DTYPES
+
+    words = []
+    for name in dtypes:
+        if is_half(name):
+            words.append(FLOAT32)
+            continue
+        numpy_type = NUMPY_DTYPES.get(DTYPE_BY_ENUM_NAME.get(name, -1))  # the project's one dtype table
+        words.append(numpy_type.name if numpy_type is not None else name[3:].lower() if name.startswith("DT_")
+                     else name)
+    return tuple(words)
 
 
 class CustomizeDtypesError(FileFormatError):
@@ -39,7 +69,7 @@ class CustomizeDtypes:
         """The op names kept in float32: entries whose float dtypes are all float32 (integer inputs such as an
         axis keep their own dtype; an entry with any float16/bfloat16 keeps nothing in float32)."""
         return frozenset(name for name, (inputs, outputs) in self.by_name.items()
-                         if FLOAT32 in inputs + outputs and not any(d in HALF for d in inputs + outputs))
+                         if FLOAT32 in inputs + outputs and not any(is_half(d) for d in inputs + outputs))
 
 
 def parse_customize_dtypes(text: str, source=None) -> CustomizeDtypes:
