@@ -27,22 +27,16 @@ Trial = Callable[[Sequence[str]], bool]
 
 @dataclass
 class Trials:
-    """Every trial run so far: the set changed -> accuracy restored. ``run`` runs one not yet known and records
-    it (``on_new`` is told, for the state file and the progress line)."""
+    """Every trial run so far: the set changed -> accuracy restored (``known``, which may start from a state file).
+    Calling it runs a set not yet known and records it; a known set is not run again."""
 
     run_trial: Trial
     known: Dict[FrozenSet[str], bool] = field(default_factory=dict)
-    order: List[FrozenSet[str]] = field(default_factory=list)
-    on_new: Optional[Callable[[Sequence[str], bool], None]] = None
 
     def __call__(self, changed: Sequence[str]) -> bool:
         key = frozenset(changed)
         if key not in self.known:
-            restored = bool(self.run_trial(sorted(key)))
-            self.known[key] = restored
-            self.order.append(key)
-            if self.on_new is not None:
-                self.on_new(sorted(key), restored)
+            self.known[key] = bool(self.run_trial(sorted(key)))
         return self.known[key]
 
 

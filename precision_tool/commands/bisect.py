@@ -410,8 +410,7 @@ def handle(args, ctx: Context) -> Report:
     bisection = Bisection(args.kind, folder, command, candidates, families, dtypes, workspace.tf_dump, args.cosine,
                           args.judge, trials)
     bisection.save()
-    memo = Trials(bisection.run, {frozenset(t["changed"]): bool(t["restored"]) for t in trials},
-                  [frozenset(t["changed"]) for t in trials])
+    memo = Trials(bisection.run, {frozenset(t["changed"]): bool(t["restored"]) for t in trials})
     reproduced = "the workspace's run is this command's (its manifest.json)"
     if not _same_emulation(workspace, command):
         if memo([]):  # the command, nothing changed: it must fail as the workspace's run did

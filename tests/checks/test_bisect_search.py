@@ -19,7 +19,7 @@ def test_one_culprit_is_named_within_ceil_log2_n_plus_2_trials(case):
     names = [f"pass{i}" for i in range(n)]
     trials = Trials(restores_when([names[k]]))
     assert bisect(names, trials) == [names[k]]
-    assert len(trials.order) <= math.ceil(math.log2(n)) + 2 == trial_budget(n)
+    assert len(trials.known) <= math.ceil(math.log2(n)) + 2 == trial_budget(n)
 
 
 @settings(derandomize=True, max_examples=100)
@@ -35,7 +35,7 @@ def test_several_culprits_are_all_named_and_nothing_else(case):
 
 def test_nothing_restores_and_no_candidates_give_none_after_one_trial():
     trials = Trials(lambda changed: False)
-    assert bisect(["a", "b", "c"], trials) is None and len(trials.order) == 1
+    assert bisect(["a", "b", "c"], trials) is None and len(trials.known) == 1
     assert bisect([], Trials(lambda changed: True)) is None
 
 
