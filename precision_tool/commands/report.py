@@ -60,7 +60,7 @@ def handle(args, ctx: Context):
         raise WorkspaceError(f"no compare result in {ctx.data_dir} yet ({target} is missing)",
                              f"run 'precision_tool -d {ctx.data_dir} ac -c' or 'compare' first, or give -f RESULT")
     data = build_report(target, threshold=args.cosine, data_dir=ctx.data_dir, run_checks=args.checks,
-                        details=args.details, worst=args.worst)
+                        details=args.details, worst=args.worst, graph_only=args.graph_only)
     inputs = data.inputs
     default_path = default_report_path(data.csv_path)
     if args.graph_only:

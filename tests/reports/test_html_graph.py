@@ -78,7 +78,14 @@ def test_the_json_in_the_page_cannot_close_its_element(sample, tmp_path):
     assert "</script" not in payload and json.loads(payload)["graph"] == evil["graph"]
 
 
-def test_graph_only_page_from_the_command_line(sample, capsys):
+def test_graph_only_page_from_the_command_line(sample, capsys, monkeypatch):
+    """The graph view alone reads no element details (a second alignment and every failing tensor's values)."""
+    from precision_tool.reports import html
+
+    def no_details(*args, **kwargs):
+        raise AssertionError("report --graph-only read the failing tensors' element details")
+
+    monkeypatch.setattr(html, "failing_details", no_details)
     folder, csv, _data = sample
     assert main(["-d", str(CNN), "report", "-f", str(csv), "--graph-only", "-o", str(folder / "g.html")]) == 1
     page = (folder / "g.html").read_text(encoding="utf-8")

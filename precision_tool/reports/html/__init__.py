@@ -35,20 +35,21 @@ __all__ = ["build_report", "write_report", "write_run_report", "ensure_report_fo
 
 def build_report(target: str, *, threshold: Optional[float] = None, data_dir: str = "", findings=None,
                  run_checks: bool = True, details: int = DEFAULT_DETAILS, worst: int = DEFAULT_WORST,
-                 limit: int = 5) -> ReportData:
+                 limit: int = 5, graph_only: bool = False) -> ReportData:
     """The page's data for the result at ``target`` (a CSV, or a folder searched for the latest one).
 
     ``findings`` are ``ac``'s when the caller has them; otherwise, with ``run_checks``, the overflow and fusion
     checks run on the workspace (``data_dir``, else the one the result's NPU dump lies in). ``details``
     failing tensors get element errors (0 = all), each with its ``worst`` largest errors; ``limit`` caps the
-    rows of ``ac``'s tables, as ``ac -l`` does.
+    rows of ``ac``'s tables, as ``ac -l`` does. ``graph_only``: for the graph view alone, which shows no element
+    details -- none are read (a second alignment and every failing tensor's values).
     """
     source = load_result(target, threshold, hint=RUN_FIRST)
     if findings is None and run_checks:
         workspace = workspace_of_result(data_dir, source.inputs)
         if workspace is not None:
             findings = findings_from_workspace(workspace, source, limit)
-    return build_report_data(source, findings, failing_details(source, details, worst))
+    return build_report_data(source, findings, None if graph_only else failing_details(source, details, worst))
 
 
 def default_report_path(csv_path: str) -> str:
