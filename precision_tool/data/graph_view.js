@@ -116,8 +116,23 @@
     return shown;
   }
 
-  function openAncestors(k) {
-    for (var s = ops[k].scope; s; s = s.parent) { s.open = true; }
+  function openAncestors(k) {  // returns whether a scope was closed (the drawing must change)
+    var opened = false;
+    for (var s = ops[k].scope; s; s = s.parent) { opened = opened || !s.open; s.open = true; }
+    return opened;
+  }
+
+  /* The "selected" and "found" marks moved to the op now chosen, on the drawing as it is: choosing an op moves no
+   * box, so it needs no new layout (dagre's layout is what a redraw costs). */
+  function mark() {
+    Array.prototype.forEach.call(canvas.querySelectorAll(".node.selected, .node.found"), function (node) {
+      node.classList.remove("selected", "found");
+    });
+    var chosen = selected === null ? null : canvas.querySelector('[data-index="' + selected + '"]');
+    if (chosen) {
+      chosen.classList.add("selected");
+      if (found.length && found[foundAt] === selected) { chosen.classList.add("found"); }
+    }
   }
 
   /* The culprit's scopes first, whatever they cost; then scopes level by level, outermost first, while the boxes
@@ -314,9 +329,7 @@
     }
     selected = member.op;
     show(member.op);
-    safeDraw();
-    var again = canvas.querySelector('[data-index="' + member.op + '"]');  // the drawing is new: keep the focus
-    if (again) { again.focus({ preventScroll: true }); }
+    mark();
   }
 
   function rescale() {  // zoom: the same layout, drawn larger or smaller
@@ -400,10 +413,10 @@
       return;
     }
     foundAt = (foundAt + 1) % found.length;
-    openAncestors(found[foundAt]);
+    var opened = openAncestors(found[foundAt]);
     selected = found[foundAt];
     show(selected);
-    safeDraw();
+    if (opened || !canvas.querySelector('[data-index="' + selected + '"]')) { safeDraw(); } else { mark(); }
     status.textContent = "match " + (foundAt + 1) + " of " + found.length + " (Enter: next)";
     var node = canvas.querySelector('[data-index="' + found[foundAt] + '"]');
     if (node) { centre(node); }
