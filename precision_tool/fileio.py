@@ -18,7 +18,6 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
-import secrets
 import stat
 from typing import IO, Any, BinaryIO, Iterator, Optional, Type
 
@@ -148,7 +147,7 @@ def atomic_write(path, mode: str = "wb", encoding: str | None = None) -> Iterato
         raise ValueError(f"atomic_write mode must be 'wb' or 'w', not {mode!r}")
     path = os.fspath(path)
     folder = os.path.dirname(path) or "."
-    temp_path = os.path.join(folder, f"{TEMP_PREFIX}{os.getpid()}-{secrets.token_hex(6)}.tmp")
+    temp_path = os.path.join(folder, f"{TEMP_PREFIX}{os.getpid()}-{os.urandom(6).hex()}.tmp")
     descriptor = os.open(temp_path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
     try:
         handle: IO[Any]

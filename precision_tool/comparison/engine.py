@@ -40,7 +40,7 @@ from typing import Callable, Dict, List, Optional, Tuple
 from precision_tool.alignment import Alignment
 from precision_tool.alignment.npu_side import graphs_of
 from precision_tool.comparison.result import ComparisonResult, RunFacts, TensorResult, Timing
-from precision_tool.comparison.processes import run_in_workers
+from precision_tool.comparison.processes import can_fork, run_in_workers
 from precision_tool.comparison.worker import Outcome, PairComparer, PairTask, reference_identity
 from precision_tool.formats.tensor_kind import TensorKind
 from precision_tool.metrics import DEFAULT_COSINE_THRESHOLD
@@ -153,14 +153,15 @@ def _run(tasks: List[PairTask], cosine_threshold, workers: int, progress: Option
 
     Work is always done in worker processes -- even with ``workers=1`` -- so that their process-wide settings
     (:func:`~precision_tool.comparison.worker.prepare_worker_process`) never touch the caller's process (a
-    long-lived shell, a test runner). Only a run too small to fill two chunks is compared in this process.
+    long-lived shell, a test runner). Only a run too small to fill two chunks, or a system that cannot fork
+    (:func:`~precision_tool.comparison.processes.can_fork`), compares in this process.
     """
     chunks = _chunks(len(tasks), workers)
     outcomes: List[Outcome] = []
     if progress:
         progress(0, len(tasks))
     started = workers_started or (lambda: None)
-    if len(chunks) < 2:
+    if len(chunks) < 2 or not can_fork():
         started()
         comparer = PairComparer(cosine_threshold)
         for start, stop in chunks:

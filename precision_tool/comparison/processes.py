@@ -1,138 +1,283 @@
-"""The comparison's worker processes: started once, fed chunk ranges, results collected in order, a death noticed.
+"""The comparison's worker processes: forked once, fed chunk ranges, results collected in order, a death noticed.
 
-Why not ``multiprocessing.Pool`` or ``concurrent.futures.ProcessPoolExecutor``:
+Why not ``multiprocessing`` (``Pool``, ``Process`` and ``Pipe``) or ``concurrent.futures.ProcessPoolExecutor``:
 
 * a Pool whose worker dies (the out-of-memory killer, a signal) replaces it and waits for ever for the chunk it
   held: ``compare`` hung instead of failing;
 * an executor notices the death, but on Python 3.9 and 3.10 it forks its second worker while its management
   thread runs (CPython issue 90622: a possible deadlock in the child), and both run three threads in this
-  process, which cost a 300-op run about 20 ms of CPU beside two workers on two cores.
+  process, which cost a 300-op run about 20 ms of CPU beside two workers on two cores;
+* importing ``multiprocessing`` and its connections takes 9 ms, 2-3% of a 300-op ``compare``, for what here
+  is a fork, two pipes and a pickle per message.
 
-Here every worker is forked before anything else runs, each is sent one chunk range at a time over its own pipe,
-and this process waits on the pipes and on the processes' sentinels together
-(``multiprocessing.connection.wait``): a worker that exits without answering raises :class:`WorkerError` at
-once. A forked worker inherits the task list; with another start method (not Linux) it is pickled once per
-worker. An exception raised in a worker (a bug: user errors become rows) is raised here with the worker's
-traceback as its text.
+Here every worker is forked (``os.fork``) before anything else runs and talks to this process over two pipes of its
+own: chunk ranges in, results out, each message a pickle after its 8-byte length. This process waits on the result
+pipes (``poll``); a worker's result pipe reaches end-of-file only when the worker is gone, so a worker that dies
+without answering raises :class:`WorkerError` at once, with how it ended (``waitpid``). A worker inherits the task
+list, so only ranges cross its pipe. An exception raised in a worker (a bug: user errors become rows) is raised
+here with the worker's traceback as its text. Workers ignore SIGINT: Ctrl-C interrupts this process, which then
+kills and reaps them.
+
+Where ``os.fork`` does not exist (Windows), :func:`can_fork` is False and the engine compares in its own process.
 """
 from __future__ import annotations
 
-import multiprocessing
 import os
+import pickle
+import select
+import signal
+import struct
+import sys
+import time
 import traceback
-from multiprocessing.connection import wait
-from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tuple
+from typing import Callable, Dict, Iterator, List, Optional, Sequence, Tuple
 
 from precision_tool.comparison.worker import Outcome, PairTask, init_pool_worker, run_chunk
 from precision_tool.errors import WorkerError
 
 Span = Tuple[int, int]
 _STOP = None
+_LENGTH = struct.Struct("<Q")
+#: How long a stopped worker may take to finish (it is between chunks, so at once) before it is killed.
+STOP_SECONDS = 5.0
 
 
-def _worker_main(connection, cosine_threshold: Optional[float], parent: int, tasks: Sequence[PairTask]) -> None:
+def can_fork() -> bool:
+    """Whether worker processes can be forked here (``os.fork`` exists: Linux, macOS, the BSDs)."""
+    return hasattr(os, "fork")
+
+
+class Channel:
+    """One end of a worker's two pipes: :meth:`send` pickles to one, :meth:`recv` unpickles from the other.
+
+    A message is its pickle's length (8 bytes, little-endian) then the pickle. :meth:`recv` raises ``EOFError``
+    when the other side has closed its end (it exited or died) before a whole message arrived.
+    """
+
+    def __init__(self, read_fd: int, write_fd: int):
+        self.read_fd, self.write_fd = read_fd, write_fd
+
+    def fileno(self) -> int:
+        return self.read_fd
+
+    def send(self, message) -> None:
+        data = pickle.dumps(message, pickle.HIGHEST_PROTOCOL)
+        view = memoryview(_LENGTH.pack(len(data)) + data)
+        while view:
+            view = view[os.write(self.write_fd, view):]
+
+    def recv(self):
+        (length,) = _LENGTH.unpack(self._read(_LENGTH.size))
+        return pickle.loads(self._read(length))
+
+    def _read(self, count: int) -> bytes:
+        parts, left = [], count
+        while left:
+            part = os.read(self.read_fd, min(left, 1 << 20))
+            if not part:
+                raise EOFError("the other end of the pipe is closed")
+            parts.append(part)
+            left -= len(part)
+        return b"".join(parts)
+
+    def close(self) -> None:
+        for fd in (self.read_fd, self.write_fd):
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+        self.read_fd = self.write_fd = -1
+
+
+class Worker:
+    """A forked worker: its process id, this process's channel to it, and how it ended once reaped."""
+
+    def __init__(self, pid: int, channel: Channel):
+        self.pid, self.channel = pid, channel
+        self.status: Optional[int] = None  # the waitpid status, once reaped
+
+    def reap(self, timeout: float) -> bool:
+        """Wait up to ``timeout`` seconds for the process to end and reap it; whether it has. The end is seen as
+        the end-of-file of its result pipe (its last open end closes when it exits); answers still in the pipe are
+        dropped."""
+        deadline = time.monotonic() + timeout
+        fd = self.channel.read_fd
+        while self.status is None:
+            pid, status = self._wait(os.WNOHANG)
+            if pid:
+                break
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return False
+            if fd < 0:
+                time.sleep(min(left, 0.01))
+                continue
+            poller = select.poll()
+            poller.register(fd, select.POLLIN)
+            if poller.poll(left * 1000) and not os.read(fd, 1 << 16):  # end of file: it is exiting
+                self._wait(0)
+        return True
+
+    def _wait(self, options: int) -> Tuple[int, int]:
+        try:
+            pid, status = os.waitpid(self.pid, options)
+        except ChildProcessError:  # reaped elsewhere: it is gone, how is unknown
+            pid, status = self.pid, -1
+        if pid:
+            self.status = status
+        return pid, status
+
+    def how_it_ended(self) -> str:
+        status = self.status
+        if status is None or status < 0:
+            return "its pipe closed"
+        if os.WIFSIGNALED(status):
+            number = os.WTERMSIG(status)
+            return f"killed by signal {number}{', SIGKILL: out of memory?' if number == signal.SIGKILL else ''}"
+        return f"exit code {os.WEXITSTATUS(status)}"
+
+    def kill(self) -> None:
+        try:
+            os.kill(self.pid, signal.SIGKILL)
+        except OSError:
+            pass
+
+
+def _worker_main(channel: Channel, cosine_threshold: Optional[float], parent: int, tasks: Sequence[PairTask]) -> None:
     """A worker: settings (:func:`~precision_tool.comparison.worker.init_pool_worker`), then ``(number, span)``
     in, ``(number, outcomes, None)`` or ``(number, None, traceback text)`` out, until told to stop."""
     init_pool_worker(cosine_threshold, parent, tasks)
     while True:
         try:
-            message = connection.recv()
+            message = channel.recv()
         except EOFError:  # the comparing process is gone
             return
         if message is _STOP:
             return
         number, span = message
+        answer: Tuple[int, Optional[List[Outcome]], Optional[str]]
         try:
-            connection.send((number, run_chunk(span), None))
+            answer = (number, run_chunk(span), None)
         except Exception:  # noqa: BLE001 -- a bug: its traceback goes to the comparing process, which raises it
-            connection.send((number, None, traceback.format_exc()))
+            answer = (number, None, traceback.format_exc())
+        try:
+            channel.send(answer)
+        except BrokenPipeError:  # the comparing process is gone
+            return
+
+
+def _fork_worker(cosine_threshold, tasks, inherited: List[Worker]) -> Worker:
+    """Fork one worker; in the child, run :func:`_worker_main` and leave with ``os._exit`` (never return)."""
+    to_child_read, to_child_write = os.pipe()
+    to_parent_read, to_parent_write = os.pipe()
+    parent = os.getpid()
+    for stream in (sys.stdout, sys.stderr):  # or the child's copy of unwritten output could be written twice
+        try:
+            stream.flush()
+        except (AttributeError, OSError, ValueError):
+            pass
+    pid = os.fork()
+    if pid == 0:  # the worker
+        code = 1
+        try:
+            signal.signal(signal.SIGINT, signal.SIG_IGN)
+            os.close(to_child_write)
+            os.close(to_parent_read)
+            for other in inherited:  # the earlier workers' pipes: their ends of file must not wait for this process
+                other.channel.close()
+            _worker_main(Channel(to_child_read, to_parent_write), cosine_threshold, parent, tasks)
+            code = 0
+        except BaseException:  # noqa: BLE001 -- a worker never returns into the caller's code
+            try:
+                traceback.print_exc()
+            finally:
+                os._exit(1)
+        finally:
+            os._exit(code)
+    os.close(to_child_read)
+    os.close(to_parent_write)
+    return Worker(pid, Channel(to_parent_read, to_child_write))
 
 
 def run_in_workers(tasks: Sequence[PairTask], spans: Sequence[Span], cosine_threshold: Optional[float],
                    processes: int, started: Callable[[], None]) -> Iterator[List[Outcome]]:
-    """The outcomes of each span of ``tasks``, in span order, computed by ``processes`` workers; ``started`` is
-    called once all are forked (no fork follows). Raises :class:`WorkerError` when a worker dies, and
+    """The outcomes of each span of ``tasks``, in span order, computed by ``processes`` forked workers; ``started``
+    is called once all are forked (no fork follows). Raises :class:`WorkerError` when a worker dies, and
     ``RuntimeError`` with a worker's traceback when comparing raised one there."""
-    context = multiprocessing.get_context("fork" if "fork" in multiprocessing.get_all_start_methods() else None)
-    workers = []
+    workers: List[Worker] = []
+    finished = False
     try:
         for _ in range(processes):
-            ours, theirs = context.Pipe()
-            process = context.Process(target=_worker_main, args=(theirs, cosine_threshold, os.getpid(), tasks),
-                                      daemon=True)
-            process.start()
-            theirs.close()
-            workers.append((process, ours))
+            workers.append(_fork_worker(cosine_threshold, tasks, workers))
         started()
         yield from _collect(workers, spans, len(tasks))
+        finished = True
     finally:
-        _stop(workers)
+        _stop(workers, gently=finished)
 
 
-def _collect(workers, spans: Sequence[Span], total: int) -> Iterator[List[Outcome]]:
+def _collect(workers: List[Worker], spans: Sequence[Span], total: int) -> Iterator[List[Outcome]]:
     pending = iter(enumerate(spans))
-    busy: Dict[Any, int] = {}  # connection -> the span number it computes
+    by_fd = {worker.channel.fileno(): worker for worker in workers}
+    busy: Dict[int, int] = {}  # result pipe -> the span number its worker computes
     done: Dict[int, List[Outcome]] = {}
     delivered = compared = 0
-    for _, connection in workers:
-        _send_next(connection, pending, busy)
-    watched = {process.sentinel: (process, connection) for process, connection in workers}
+    poller = select.poll()
+    for worker in workers:
+        poller.register(worker.channel.fileno(), select.POLLIN)
+        _send_next(worker, pending, busy)
     while delivered < len(spans):
-        readable: List[Any] = wait(list(busy) + list(watched))
-        for ready in readable:
-            if ready in watched:  # a worker ended: an answer it sent first is still read from its pipe
-                process, connection = watched.pop(ready)
-                if connection in busy and not connection.poll():
-                    raise _died(process, compared, total)
-                continue
+        for fd, _ in poller.poll():
+            worker = by_fd[fd]
             try:
-                number, outcomes, failure = ready.recv()
+                number, outcomes, failure = worker.channel.recv()
             except EOFError:
-                raise _died(next(p for p, c in workers if c is ready), compared, total) from None
+                raise _died(worker, compared, total) from None
             if failure is not None:
                 raise RuntimeError(f"a comparison worker failed:\n{failure}")
             done[number] = outcomes
             compared += len(outcomes)
-            del busy[ready]
-            _send_next(ready, pending, busy)
+            del busy[fd]
+            if not _send_next(worker, pending, busy):
+                poller.unregister(fd)
         while delivered in done:
             yield done.pop(delivered)
             delivered += 1
 
 
-def _died(process, compared: int, total: int) -> WorkerError:
-    process.join(timeout=1)
-    code = process.exitcode
-    if code is None:
-        how = "its pipe closed"
-    elif code < 0:
-        how = f"killed by signal {-code}{', SIGKILL: out of memory?' if code == -9 else ''}"
-    else:
-        how = f"exit code {code}"
-    return WorkerError(f"a comparison worker process died after {compared} of {total} tensors ({how}); nothing was "
-                       f"written", "the system log (dmesg) names an out-of-memory kill")
+def _died(worker: Worker, compared: int, total: int) -> WorkerError:
+    worker.reap(timeout=1)
+    return WorkerError(f"a comparison worker process died after {compared} of {total} tensors "
+                       f"({worker.how_it_ended()}); nothing was written",
+                       "the system log (dmesg) names an out-of-memory kill")
 
 
-def _send_next(connection, pending, busy: Dict[Any, int]) -> None:
+def _send_next(worker: Worker, pending, busy: Dict[int, int]) -> bool:
+    """Send ``worker`` the next span; False when none is left."""
     item = next(pending, None)
-    if item is not None:
-        connection.send(item)
-        busy[connection] = item[0]
+    if item is None:
+        return False
+    worker.channel.send(item)
+    busy[worker.channel.fileno()] = item[0]
+    return True
 
 
-def _stop(workers) -> None:
-    """Tell every worker to stop, wait a moment, then kill what is left."""
-    for _, connection in workers:
-        try:
-            connection.send(_STOP)
-        except (OSError, ValueError):
-            pass
-    for process, connection in workers:
-        process.join(timeout=5)
-        if process.is_alive():
-            process.kill()
-            process.join()
-        connection.close()
+def _stop(workers: List[Worker], gently: bool) -> None:
+    """End and reap every worker: after a complete run, told to stop and given :data:`STOP_SECONDS`; after an
+    error or an interrupt (a worker may be busy with a large tensor), killed at once."""
+    for worker in workers:
+        if gently:
+            try:
+                worker.channel.send(_STOP)
+            except OSError:  # it is already gone
+                pass
+        else:
+            worker.kill()
+    for worker in workers:
+        if not worker.reap(STOP_SECONDS if gently else 1.0):
+            worker.kill()
+            worker.reap(timeout=5.0)
+        worker.channel.close()
 
 
-__all__ = ["run_in_workers"]
+__all__ = ["run_in_workers", "can_fork", "Channel", "STOP_SECONDS"]

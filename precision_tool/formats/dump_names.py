@@ -36,7 +36,6 @@ op ``x.7.20250611171538370`` with task 4, stream 3).
 from __future__ import annotations
 
 import csv
-import hashlib
 import io
 import os
 import re
@@ -340,6 +339,8 @@ def build_dump_name(op_type: str, op_name: str, task_id: int, stream_id: int, ti
                          int(timestamp)).file_name
     if len(full_name.encode("utf-8")) < MAX_FILE_NAME_BYTES:
         return BuiltDumpName(full_name, full_name, None)
+    import hashlib  # only the writer (emulation) names files: reading never needs it
+
     hashed = str(int.from_bytes(hashlib.sha256(full_name.encode("utf-8")).digest()[:8], "big"))
     return BuiltDumpName(hashed, full_name, (hashed, full_name))
 

@@ -143,16 +143,16 @@ def test_rows_are_small_frozen_records(tmp_path):
 
 def test_workers_started_is_called_once_after_the_workers_exist(tmp_path):
     """A caller's thread (replay's TensorFlow import) may start only once no process will fork any more."""
-    import multiprocessing
+    from tests.comparison.test_processes import _children
 
     case = chain_case(tmp_path, names=[f"op{i}" for i in range(12)])
     seen = []
-    run(case, workers=2, workers_started=lambda: seen.append(len(multiprocessing.active_children())))
+    run(case, workers=2, workers_started=lambda: seen.append(len(_children())))
     assert seen == [2]
     from precision_tool.comparison.engine import _run
 
     seen.clear()  # too little to split: compared in this process, called before comparing, nothing forked
-    assert _run([], 0.99, 2, None, lambda: seen.append(len(multiprocessing.active_children()))) == ([], 1)
+    assert _run([], 0.99, 2, None, lambda: seen.append(len(_children()))) == ([], 1)
     assert seen == [0]
 
 

@@ -87,3 +87,51 @@ def _children():
             return [int(pid) for pid in handle.read().split()]
     except OSError:
         return []
+
+
+def test_an_interrupt_kills_busy_workers_at_once_and_they_print_nothing(monkeypatch, capfd):
+    """Ctrl-C reaches the whole process group: the workers ignore it and this process, interrupted, kills them
+    without waiting for a chunk that would take half a minute. (The group here is the test runner's, so SIGINT
+    is sent to the workers one by one.)"""
+    def chunk(span):
+        time.sleep(30)
+        return [span]
+
+    def interrupt(signum, frame):
+        for pid in set(_children()) - set(before):
+            os.kill(pid, signal.SIGINT)
+        time.sleep(0.2)  # time for a worker that did not ignore it to print its traceback
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGALRM, interrupt)
+    before = _children()
+    started = time.perf_counter()
+    try:
+        signal.setitimer(signal.ITIMER_REAL, 0.3)
+        with pytest.raises(KeyboardInterrupt):
+            _run(monkeypatch, chunk, count=12)
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+    assert time.perf_counter() - started < 5
+    assert _children() == before
+    assert "Traceback" not in capfd.readouterr().err
+
+
+def test_answers_larger_than_a_pipe_buffer_come_back_whole(monkeypatch):
+    def chunk(span):
+        return [bytes([span[0] % 256]) * (3 << 20)]  # 3 MiB: many pipe buffers
+
+    out, _ = _run(monkeypatch, chunk, count=12, size=4)
+    assert [len(item[0]) for item in out] == [3 << 20] * 3
+    assert [item[0][:1] for item in out] == [b"\x00", b"\x04", b"\x08"]
+
+
+def test_a_channel_says_end_of_file_when_the_writer_closes_mid_message():
+    read_fd, write_fd = os.pipe()
+    os.write(write_fd, processes._LENGTH.pack(100) + b"x" * 10)
+    os.close(write_fd)
+    channel = processes.Channel(read_fd, -1)
+    with pytest.raises(EOFError):
+        channel.recv()
+    channel.close()
