@@ -1,6 +1,4 @@
 """``python -m precision_tool`` = the ``precision_tool`` console script."""
-import sys
+from precision_tool.cli import console_main
 
-from precision_tool.cli import main
-
-sys.exit(main())
+console_main()

@@ -58,6 +58,38 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         _spare_the_final_collection()
 
 
+def console_main() -> None:
+    """The ``precision_tool`` console script and ``python -m precision_tool``: :func:`main`, then the end of the
+    process (:func:`leave`)."""
+    leave(main())
+
+
+def leave(code: int) -> None:
+    """End the process with ``code`` once its output is out and its ``atexit`` handlers have run, without tearing
+    the interpreter down (``os._exit``).
+
+    The teardown frees every module and object one by one -- 10 ms of a 0.45 s ``compare`` -- for a process
+    about to end. What a user could lose is written before: standard output and error are flushed, and the
+    ``atexit`` handlers (logging's flush, temporary folders' removal) run. Every file we write is closed by then
+    (written through ``with``). Exits the ordinary way (``sys.exit``), teardown included, when another thread
+    still runs (it would be cut off), when TensorFlow was loaded (its handlers expect a normal shutdown) or when
+    this Python has no ``atexit._run_exitfuncs``.
+    """
+    import atexit
+    import threading
+
+    run_exit_handlers = getattr(atexit, "_run_exitfuncs", None)
+    if run_exit_handlers is None or threading.active_count() > 1 or "tensorflow" in sys.modules:
+        sys.exit(code)
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (AttributeError, OSError, ValueError):  # a closed pipe: nothing more can reach the reader
+            pass
+    run_exit_handlers()
+    os._exit(code)
+
+
 def _main(args: List[str]) -> int:
     options = _global_parser().parse_args(args)
     ctx = Context(data_dir=options.data_dir or default_data_dir())
@@ -135,4 +167,4 @@ def _passes_arguments_through(registry, name: str) -> bool:
 
 
 if __name__ == "__main__":  # pragma: no cover
-    sys.exit(main())
+    console_main()

@@ -177,3 +177,54 @@ def test_an_unknown_command_suggests_the_closest(typed, suggested, capsys):
     hint = f"; did you mean {suggested!r}?" if suggested else ""
     assert capsys.readouterr().err == (f"precision_tool: error: unknown command {typed!r}{hint} (type 'help' for the "
                                        f"list of commands)\n")
+
+
+def _console(code: str) -> subprocess.CompletedProcess:
+    """Run ``code`` (ending in ``cli.console_main()``) in a fresh interpreter, as the console script would."""
+    repo = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, stdin=subprocess.DEVNULL,
+                          env=dict(os.environ, PYTHONPATH=repo), timeout=120)
+
+
+def test_the_console_script_keeps_exit_code_output_and_exit_handlers():
+    """console_main ends the process without the interpreter's teardown (os._exit), after what a user could lose:
+    standard output flushed (the whole help text, even into a pipe), atexit handlers run, the exit code kept."""
+    result = _console("import atexit, sys\nfrom precision_tool import cli\n"
+                      "atexit.register(lambda: sys.stderr.write('handler ran\\n'))\n"
+                      "sys.stdout.write('unflushed ')\n"
+                      "sys.argv = ['precision_tool', 'help']\ncli.console_main()\nprint('never here')")
+    assert result.returncode == 0 and result.stdout.startswith("unflushed ") and "Commands" in result.stdout
+    assert result.stdout.rstrip().endswith(main_help_tail()) and "never here" not in result.stdout
+    assert result.stderr == "handler ran\n"
+    failed = _console("import sys\nfrom precision_tool import cli\n"
+                      "sys.argv = ['precision_tool', '-d', '/nonexistent/ws', 'ov']\ncli.console_main()")
+    assert failed.returncode == 2 and failed.stderr.startswith("precision_tool: error:"), failed.stderr
+
+
+def main_help_tail() -> str:
+    """The last line ``precision_tool help`` prints (run in this process)."""
+    import contextlib
+    import io
+
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        main(["help"])
+    return out.getvalue().rstrip().splitlines()[-1]
+
+
+def test_the_console_script_waits_for_a_running_thread():
+    """A thread still running when the command ends would be cut off by os._exit: the ordinary exit waits for it."""
+    result = _console("import sys, threading, time\nfrom precision_tool import cli\n"
+                      "threading.Thread(target=lambda: (time.sleep(0.3), print('thread done', flush=True))).start()\n"
+                      "sys.argv = ['precision_tool', 'help']\ncli.console_main()")
+    assert result.returncode == 0 and "thread done" in result.stdout
+
+
+def test_leave_exits_the_ordinary_way_once_tensorflow_is_loaded(monkeypatch):
+    import precision_tool.cli as cli
+
+    monkeypatch.setitem(sys.modules, "tensorflow", object())
+    monkeypatch.setattr(os, "_exit", lambda code: pytest.fail("os._exit called"))
+    with pytest.raises(SystemExit) as raised:
+        cli.leave(3)
+    assert raised.value.code == 3
