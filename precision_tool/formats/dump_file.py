@@ -34,14 +34,14 @@ from dataclasses import dataclass
 from typing import BinaryIO, Iterator, Optional, Sequence, Tuple, Union, cast
 
 import numpy as np
-from google.protobuf.message import DecodeError
 
 from precision_tool.compat import prod
 from precision_tool.errors import DumpFormatError, NanoDumpError
 from precision_tool.fileio import map_handle, open_input
 from precision_tool.formats import dtypes
 from precision_tool.formats.bounds import ndim_problem
-from precision_tool.formats.dump_schema import DumpData
+from precision_tool.formats.dump_schema import DUMP_RECORDS
+from precision_tool.formats.proto_records import ProtoDecodeError
 from precision_tool.formats.tensor_kind import INPUT, OUTPUT, TensorKind
 
 LENGTH_FIELD_BYTES = 8
@@ -315,8 +315,8 @@ def read_dump_header(path: Union[str, os.PathLike]) -> DumpFile:
     except OSError as error:
         raise DumpFormatError(path, f"cannot read: {error.strerror or error}") from None
     try:
-        message = DumpData.FromString(header)
-    except DecodeError as error:
+        message = DUMP_RECORDS.decode("DumpData", header)
+    except ProtoDecodeError as error:
         raise DumpFormatError(
             path, f"header ({header_length} bytes) is not a DumpData protobuf: {error}",
             "not an Ascend op dump, or a corrupted one") from None

@@ -1,7 +1,9 @@
 """The ``toolkit.dumpdata.DumpData`` header of an Ascend op dump file, as protobuf classes.
 
-Written from the field table in ``ascend-formats.md`` §1 and built with
-:func:`precision_tool.formats.protoschema.build_messages` (no ``protoc``, no generated code).
+Written from the field table in ``ascend-formats.md`` §1. Readers decode headers into records
+(:data:`DUMP_RECORDS`, :mod:`precision_tool.formats.proto_records`: no protobuf runtime to import); writers and
+tests use the protobuf classes, built from the same table by :func:`precision_tool.formats.protoschema.build_messages`
+(no ``protoc``, no generated code) when one of them is first used.
 The header is proto3; enums are open, so a data type or format number missing from the tables
 below still decodes (as its plain integer).
 
@@ -14,8 +16,11 @@ Classes exported: :data:`DumpData`, :data:`OpInput`, :data:`OpOutput`, :data:`Sh
 """
 from __future__ import annotations
 
+import functools
+from typing import Dict
+
 from precision_tool.formats.dtypes import DTYPE_ENUM_NAMES, FORMAT_NAMES
-from precision_tool.formats.protoschema import build_messages
+from precision_tool.formats.proto_records import RecordSchema
 
 PACKAGE = "toolkit.dumpdata"
 
@@ -76,14 +81,23 @@ MESSAGES = {
     ],
 }
 
-_CLASSES = build_messages(PACKAGE, MESSAGES, ENUMS)
+DUMP_RECORDS = RecordSchema(MESSAGES, ENUMS)
+"""The header's record classes and wire decoder: ``DUMP_RECORDS.decode("DumpData", header_bytes)``."""
 
-DumpData = _CLASSES["DumpData"]
-OpInput = _CLASSES["OpInput"]
-OpOutput = _CLASSES["OpOutput"]
-Shape = _CLASSES["Shape"]
-OriginalOp = _CLASSES["OriginalOp"]
-OpBuffer = _CLASSES["OpBuffer"]
-OpAttr = _CLASSES["OpAttr"]
-Workspace = _CLASSES["Workspace"]
-DimRange = _CLASSES["DimRange"]
+_CLASS_NAMES = ("DumpData", "OpInput", "OpOutput", "Shape", "OriginalOp", "OpBuffer", "OpAttr", "Workspace",
+                "DimRange")
+
+
+@functools.lru_cache(maxsize=None)
+def dump_messages() -> Dict[str, type]:
+    """The protobuf classes of the header by name (built once, on first use: this imports protobuf)."""
+    from precision_tool.formats.protoschema import build_messages
+
+    return build_messages(PACKAGE, MESSAGES, ENUMS)
+
+
+def __getattr__(name: str):
+    """``dump_schema.DumpData`` and the other classes of :data:`_CLASS_NAMES`, built when first asked for."""
+    if name in _CLASS_NAMES:
+        return dump_messages()[name]
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -32,7 +32,7 @@ from typing import IO, Any, Callable, Iterable, Iterator, List, Optional, Tuple,
 from precision_tool.errors import GraphFormatError, WorkspaceError
 from precision_tool.fileio import TEXT_LIMIT, atomic_write, open_input
 from precision_tool.formats.ge_graph import Graph, GraphModel, OpNode
-from precision_tool.formats.ge_json_codec import json_to_message, load_json_text, message_to_json
+from precision_tool.formats.ge_json_codec import json_to_record, load_json_text, message_to_json
 from precision_tool.formats.ge_onnx import (HEAD_LINES, OnnxModel, looks_like_onnx_text, model_from_onnx,
                                             parse_onnx_lines)
 from precision_tool.formats.ge_proto_codec import (MessageReader, fill_graph, fill_op, model_from_message,
@@ -165,13 +165,12 @@ def _onnx_from_lines(lines: Iterable[str], lines_again: Callable[[], Iterable[st
 
 
 def ge_graph_from_json(obj, source: Optional[PathLike] = None) -> GraphModel:
-    """A :class:`GraphModel` from an already loaded JSON object (GE's JSON form)."""
+    """A :class:`GraphModel` from an already loaded JSON object (GE's JSON form), read into ``ge.proto`` records
+    (:func:`~precision_tool.formats.ge_json_codec.json_to_record`: no protobuf runtime needed)."""
     if not isinstance(obj, dict):
         raise GraphFormatError(source, f"top level: expected an object, got {type(obj).__name__}")
-    message = ge_messages()["ModelDef"]()
     try:
-        json_to_message(obj, message, source)
-        return model_from_message(message, source)
+        return model_from_message(json_to_record(obj, "ModelDef", source), source)
     except RecursionError:
         raise GraphFormatError(source, "nested too deeply to read") from None
 

@@ -26,20 +26,21 @@ import json
 import math
 import re
 import reprlib
-from typing import Any, Dict
-
-from google.protobuf import text_encoding
-from google.protobuf.descriptor import FieldDescriptor
+import struct
+from typing import Any, Dict, List, Optional, Tuple
 
 from precision_tool.errors import GraphFormatError
 from precision_tool.formats.ge_proto_codec import shortest_float32
-from precision_tool.formats.ge_schema import field_table
+from precision_tool.formats.ge_schema import GE_RECORDS, field_table
 from precision_tool.formats.ge_text import MAX_INT_DIGITS, c_unescape
+from precision_tool.formats.proto_records import FieldSpec, FieldType, Record
 
-_FD = FieldDescriptor
-_INT_TYPES = {_FD.TYPE_INT32, _FD.TYPE_INT64, _FD.TYPE_UINT32, _FD.TYPE_UINT64, _FD.TYPE_SINT32,
-              _FD.TYPE_SINT64, _FD.TYPE_FIXED32, _FD.TYPE_FIXED64, _FD.TYPE_SFIXED32, _FD.TYPE_SFIXED64}
+_FD = FieldType
 _FLOAT_TYPES = {_FD.TYPE_FLOAT, _FD.TYPE_DOUBLE}
+# The range of each integer kind a field table uses (protobuf refuses the rest when a value is set).
+_INT_RANGES = {"int32": (-(1 << 31), (1 << 31) - 1), "enum": (-(1 << 31), (1 << 31) - 1),
+               "int64": (-(1 << 63), (1 << 63) - 1), "uint32": (0, (1 << 32) - 1), "uint64": (0, (1 << 64) - 1)}
+_FLOAT32 = struct.Struct("<f")
 _DECIMAL = re.compile(r"-?[0-9]{1,%d}" % MAX_INT_DIGITS)
 # What GE (``%g``: 1e-05, inf, nan) and protobuf's JSON mapping (Infinity, NaN) write for a float, in ASCII.
 _FLOAT_TEXT = re.compile(r"[-+]?(?:(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][-+]?[0-9]+)?|inf(?:inity)?|nan)", re.IGNORECASE)
@@ -103,6 +104,8 @@ def _value_to_json(field, value) -> Any:
     if field.type == _FD.TYPE_BYTES:
         if field.name in PLAIN_BYTES_FIELDS:
             return value.decode("utf-8", "surrogateescape")
+        from google.protobuf import text_encoding  # the writer has protobuf loaded already (it walks a message)
+
         return text_encoding.CEscape(value, as_utf8=False)
     if field.type in _FLOAT_TYPES:
         if not math.isfinite(value):
@@ -111,131 +114,161 @@ def _value_to_json(field, value) -> Any:
     return value
 
 
-# ----------------------------------------------------------------------------------------- JSON -> message
-def json_to_message(obj: Any, message, source=None, path: str = "") -> None:
-    """Fill ``message`` from ``obj`` (a dict in GE's JSON form), checking every value's type.
+# ----------------------------------------------------------------------------------------- JSON -> record
+def json_to_record(obj: Any, name: str, source=None) -> Record:
+    """The ``ge.proto`` record of message ``name`` (:data:`~precision_tool.formats.ge_schema.GE_RECORDS`) that
+    ``obj`` (a dict in GE's JSON form) holds, every value's type checked as protobuf checks a value it is given.
 
-    Unknown keys are skipped. Raises :class:`GraphFormatError` naming ``source`` and the JSON path of
-    the first bad value (``graph[0].op[3].attr[1].value.i: expected an integer, got "x"``).
+    Unknown keys are skipped; ``null`` counts as absent. Raises :class:`GraphFormatError` naming ``source`` and
+    the JSON path of the first bad value (``graph[0].op[3].attr[1].value.i: expected an integer, got "x"``).
     """
+    record = GE_RECORDS.empty(name)
+    _fill(obj, record, source, None)
+    return record
+
+
+# Where a value sits, as the error messages name it: ``None`` (the top level) or ``(parent, key, index)`` --
+# written out only for an error (a Build graph has hundreds of thousands of values).
+JsonPath = Optional[Tuple[Any, str, Optional[int]]]
+
+
+def _path_text(path: JsonPath) -> str:
+    parts: List[str] = []
+    while path is not None:
+        path, key, index = path
+        parts.append(f"{key}[{index}]" if index is not None else key)
+    return ".".join(reversed(parts))
+
+
+def _fill(obj: Any, record: Record, source, path: JsonPath) -> None:
+    """Set ``record``'s fields from ``obj``; a message field already set is filled further (merged)."""
     if not isinstance(obj, dict):
-        raise _bad(source, path, "expected an object", obj)
-    table = field_table(message.DESCRIPTOR)
+        raise _bad(source, _path_text(path), "expected an object", obj)
+    fields = record._fields
+    values = record.__dict__
     for key, value in obj.items():
-        info = table.get(key)
-        if info is None or value is None:
+        field = fields.get(key)
+        if field is None or value is None:
             continue
-        where = f"{path}.{key}" if path else key
-        if info.map:
-            _map_from_json(value, getattr(message, key), info.map_value, source, where)
-        elif info.repeated:
+        kind = field.kind
+        if kind == "map":
+            _map_from_json(value, values.setdefault(key, {}), field, source, (path, key, None))
+        elif field.repeated:
             if not isinstance(value, list):
-                raise _bad(source, where, "expected a list", value)
-            target = getattr(message, key)
-            for k, item in enumerate(value):
-                if info.type == _FD.TYPE_MESSAGE:
-                    json_to_message({} if item is None else item, target.add(), source, f"{where}[{k}]")
-                else:
-                    _append(target, _scalar(info.descriptor, item, source, f"{where}[{k}]"), source, f"{where}[{k}]")
-        elif info.type == _FD.TYPE_MESSAGE:
-            child = getattr(message, key)
-            child.SetInParent()
-            json_to_message(value, child, source, where)
+                raise _bad(source, _path_text((path, key, None)), "expected a list", value)
+            items = values.setdefault(key, [])
+            if kind == "message":
+                for k, item in enumerate(value):
+                    child = GE_RECORDS.empty(field.message or "")
+                    _fill({} if item is None else item, child, source, (path, key, k))
+                    items.append(child)
+            else:
+                items.extend([_scalar(field, item, source, (path, key, k)) for k, item in enumerate(value)])
         else:
-            _set(message, key, _scalar(info.descriptor, value, source, where), source, where)
+            if kind == "message":
+                existing = values.get(key)
+                child = GE_RECORDS.empty(field.message or "") if existing is None else existing
+                _fill(value, child, source, (path, key, None))
+                value = child
+            else:
+                value = _scalar(field, value, source, (path, key, None))
+            if field.oneof is not None and values:  # a oneof member clears the others: the last one set wins
+                for member in record._oneofs[field.oneof]:
+                    values.pop(member, None)
+            values[key] = value
 
 
-def _map_from_json(value, target, value_field, source, where) -> None:
+def _map_from_json(value, target: dict, field: FieldSpec, source, path: Tuple[Any, str, None]) -> None:
+    parent, name, _ = path
+    entries: List[Tuple[Any, Any, JsonPath]]
     if isinstance(value, dict):  # protobuf's own JSON mapping
-        entries = [(k, v, f"{where}.{k}") for k, v in value.items()]
+        entries = [(k, v, (path, k, None)) for k, v in value.items()]
     elif isinstance(value, list):
         entries = []
         for k, entry in enumerate(value):
             if not isinstance(entry, dict) or not isinstance(entry.get("key"), str):
-                raise _bad(source, f"{where}[{k}]", 'expected {"key": "...", "value": {...}}', entry)
-            entries.append((entry["key"], entry.get("value"), f"{where}[{k}].value"))
+                raise _bad(source, _path_text((parent, name, k)), 'expected {"key": "...", "value": {...}}', entry)
+            entries.append((entry["key"], entry.get("value"), ((parent, name, k), "value", None)))
     else:
-        raise _bad(source, where, "expected a list of key/value objects", value)
-    for key, item, item_where in entries:
-        if value_field.type == _FD.TYPE_MESSAGE:
+        raise _bad(source, _path_text(path), "expected a list of key/value objects", value)
+    for key, item, item_path in entries:
+        entry = target.get(key)
+        if entry is None:  # a key given twice fills one entry, as protobuf's map does
             try:
-                entry = target[key]
-            except (ValueError, TypeError, UnicodeError) as exc:
-                raise _bad(source, item_where, f"has a key that cannot be stored ({exc})", key) from None
-            json_to_message({} if item is None else item, entry, source, item_where)
-        else:
-            _set_item(target, key, _scalar(value_field, item, source, item_where), source, item_where)
+                key.encode("utf-8")
+            except UnicodeError as exc:
+                raise _bad(source, _path_text(item_path), f"has a key that cannot be stored ({exc})", key) from None
+            entry = target[key] = GE_RECORDS.empty(field.message or "")
+        _fill({} if item is None else item, entry, source, item_path)
 
 
-def _scalar(field, value, source, where) -> Any:
-    kind = field.type
-    if kind == _FD.TYPE_STRING:
+def _scalar(field: FieldSpec, value, source, path: JsonPath) -> Any:
+    kind = field.kind
+    if kind == "string":
         if isinstance(value, str):
+            try:
+                value.encode("utf-8")
+            except UnicodeError as exc:
+                raise _bad(source, _path_text(path), f"cannot be stored ({exc})", value) from None
             return value
-        raise _bad(source, where, "expected a string", value)
-    if kind == _FD.TYPE_BYTES:
+        raise _bad(source, _path_text(path), "expected a string", value)
+    if kind in _INT_RANGES:
+        if kind == "enum":
+            number = _enum(field, value, source, path)
+        elif isinstance(value, int) and not isinstance(value, bool):
+            number = value
+        elif isinstance(value, str) and _DECIMAL.fullmatch(value):
+            number = int(value)
+        else:
+            raise _bad(source, _path_text(path), "expected an integer", value)
+        low, high = _INT_RANGES[kind]
+        if not low <= number <= high:
+            raise _bad(source, _path_text(path), f"cannot be stored (Value out of range: {number})", value)
+        return number
+    if kind == "bytes":
         if not isinstance(value, str):
-            raise _bad(source, where, "expected a string", value)
+            raise _bad(source, _path_text(path), "expected a string", value)
         if field.name in PLAIN_BYTES_FIELDS:
             return value.encode("utf-8", "surrogateescape")
         try:
             return c_unescape(value)
         except ValueError:
-            raise _bad(source, where, "expected a C-escaped byte string", value) from None
-    if kind == _FD.TYPE_BOOL:
+            raise _bad(source, _path_text(path), "expected a C-escaped byte string", value) from None
+    if kind == "bool":
         if isinstance(value, bool):
             return value
-        raise _bad(source, where, "expected true or false", value)
-    if kind == _FD.TYPE_ENUM:
-        return _enum(field, value, source, where)
-    if kind in _INT_TYPES:
-        if isinstance(value, int) and not isinstance(value, bool):
-            return value
-        if isinstance(value, str) and _DECIMAL.fullmatch(value):
-            return int(value)
-        raise _bad(source, where, "expected an integer", value)
-    if kind in _FLOAT_TYPES:
+        raise _bad(source, _path_text(path), "expected true or false", value)
+    if kind in ("float", "double"):
         if isinstance(value, str) and not _FLOAT_TEXT.fullmatch(value):
-            raise _bad(source, where, "expected a number", value)
+            raise _bad(source, _path_text(path), "expected a number", value)
         if isinstance(value, (int, float, str)) and not isinstance(value, bool):
             try:
-                return float(value)
+                real = float(value)
             except (ValueError, OverflowError):
                 pass
-        raise _bad(source, where, "expected a number", value)
-    raise _bad(source, where, "has a type this reader does not know", value)  # pragma: no cover
+            else:
+                return _as_float32(real) if kind == "float" else real
+        raise _bad(source, _path_text(path), "expected a number", value)
+    raise _bad(source, _path_text(path), "has a type this reader does not know", value)  # pragma: no cover
 
 
-def _enum(field, value, source, where) -> int:
+def _as_float32(value: float) -> float:
+    """``value`` rounded to the nearest float32, as a ``float`` field stores it (beyond its range: an infinity)."""
+    try:
+        return _FLOAT32.unpack(_FLOAT32.pack(value))[0]
+    except OverflowError:
+        return math.copysign(math.inf, value)
+
+
+def _enum(field: FieldSpec, value, source, path: JsonPath) -> int:
     if isinstance(value, str):
-        enum_value = field.enum_type.values_by_name.get(value)
-        if enum_value is None:
-            raise _bad(source, where, f"is not a {field.enum_type.name} name", value)
-        return enum_value.number
+        number = GE_RECORDS.enums[field.enum or ""].get(value)
+        if number is None:
+            raise _bad(source, _path_text(path), f"is not a {field.enum} name", value)
+        return number
     if isinstance(value, int) and not isinstance(value, bool):
         return value
-    raise _bad(source, where, f"expected a {field.enum_type.name} name", value)
-
-
-def _set(message, name, value, source, where) -> None:
-    try:
-        setattr(message, name, value)
-    except (ValueError, TypeError, OverflowError, UnicodeError) as exc:
-        raise _bad(source, where, f"cannot be stored ({exc})", value) from None
-
-
-def _append(target, value, source, where) -> None:
-    try:
-        target.append(value)
-    except (ValueError, TypeError, OverflowError, UnicodeError) as exc:
-        raise _bad(source, where, f"cannot be stored ({exc})", value) from None
-
-
-def _set_item(target, key, value, source, where) -> None:
-    try:
-        target[key] = value
-    except (ValueError, TypeError, OverflowError, UnicodeError) as exc:
-        raise _bad(source, where, f"cannot be stored ({exc})", value) from None
+    raise _bad(source, _path_text(path), f"expected a {field.enum} name", value)
 
 
 def _bad(source, where: str, what: str, value: Any) -> GraphFormatError:

@@ -70,8 +70,6 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Set, Tuple
 
-from google.protobuf import text_format
-
 from precision_tool.errors import GraphFormatError
 from precision_tool.formats.bounds import loads_json, shown_name
 from precision_tool.formats.dtypes import DTYPE_BY_ENUM_NAME
@@ -79,7 +77,6 @@ from precision_tool.formats.ge_graph import Graph, GraphModel, InputRef, OpNode,
 from precision_tool.formats.ge_proto_codec import MessageReader, shortest_float32
 from precision_tool.formats.ge_schema import ge_messages
 from precision_tool.formats.ge_text import NotCanonicalText, parse_canonical_lines, parse_full_text
-from precision_tool.formats.protoschema import build_messages
 
 PACKAGE = "ge.onnx"  # GE's own package for its copy of onnx.proto, so parse errors name "ge.onnx.NodeProto"
 ONNX_HINT = "not protobuf text of an ONNX ModelProto as GE writes it"
@@ -139,7 +136,10 @@ HEAD_LINES = 3
 
 @functools.lru_cache(maxsize=None)
 def onnx_messages() -> Dict[str, type]:
-    """The ONNX message classes GE's dumps need, by name (``"ModelProto"``, ``"NodeProto"``, ...)."""
+    """The ONNX message classes GE's dumps need, by name (``"ModelProto"``, ``"NodeProto"``, ...), built on first
+    use (this imports protobuf)."""
+    from precision_tool.formats.protoschema import build_messages
+
     return build_messages(PACKAGE, ONNX_MESSAGES, {"AttributeType": ATTRIBUTE_TYPES})
 
 
@@ -398,6 +398,8 @@ class _Converter:
 
     def _ge_attr_text(self, key: str, text: str) -> Any:
         """A descriptor attribute given as ge.proto ``AttrDef`` text (``i: 1``), as the ge_proto reader reads it."""
+        from google.protobuf import text_format
+
         op = ge_messages()["OpDef"]()
         try:
             text_format.Parse(text, op.attr[key], allow_unknown_field=True)

@@ -1,11 +1,13 @@
 """GE's ``ge.proto`` model schema (``ModelDef`` and everything it holds) as field tables.
 
-Written from the schema table in docs/ascend-formats.md §6 and built with
-:func:`precision_tool.formats.protoschema.build_messages`; no generated code. Every field in that table is
-here, so real ``ge_proto_*_Build.txt`` files parse. Left out on purpose, because their layout differs
-between CANN versions: ``attr_groups`` (field 12 of ModelDef / GraphDef) and ``AttrDef.expression``
-(field 17). Readers parse with unknown fields allowed, so files that carry them still load; those fields
-are dropped.
+Written from the schema table in docs/ascend-formats.md §6. The JSON form is read into records
+(:data:`GE_RECORDS`, :mod:`precision_tool.formats.proto_records`: no protobuf runtime to import); the text forms
+and the writers use protobuf classes built from the same tables by
+:func:`precision_tool.formats.protoschema.build_messages` (:func:`ge_messages`); no generated code.
+Every field in that table is here, so real ``ge_proto_*_Build.txt`` files parse. Left out on purpose,
+because their layout differs between CANN versions: ``attr_groups`` (field 12 of ModelDef / GraphDef) and
+``AttrDef.expression`` (field 17). Readers parse with unknown fields allowed, so files that carry them still
+load; those fields are dropped.
 
 Nested protobuf types (``AttrDef.ListValue``, its ``ListValueType`` enum, ``ListListInt.ListInt``) are
 top-level here. That changes nothing in the text or JSON forms, where only field and enum value names
@@ -20,7 +22,7 @@ from typing import Dict
 
 
 from precision_tool.formats.dtypes import DTYPE_ENUM_NAMES
-from precision_tool.formats.protoschema import build_messages
+from precision_tool.formats.proto_records import RecordSchema
 
 PACKAGE = "ge.proto"  # GE's own package name, so parse errors name "ge.proto.OpDef" etc.
 
@@ -90,14 +92,23 @@ ATTR_VALUE_FIELDS = ("list", "s", "i", "f", "b", "bt", "func", "td", "t", "g", "
                      "list_list_float")
 
 
+ONEOFS = {"AttrDef": {"value": ATTR_VALUE_FIELDS}}
+
+GE_RECORDS = RecordSchema(MESSAGES, ENUMS, ONEOFS)
+"""The record classes the JSON form is read into (``GE_RECORDS.empty("ModelDef")``)."""
+
+
 @functools.lru_cache(maxsize=None)
 def ge_messages() -> Dict[str, type]:
-    """The ``ge.proto`` message classes by name (``"ModelDef"``, ``"OpDef"``, ...).
+    """The ``ge.proto`` message classes by name (``"ModelDef"``, ``"OpDef"``, ...), built on first use (this imports
+    protobuf).
 
     ``AttrDef.value`` is a oneof, so a scalar keeps its presence at the default: ``value { i: 0 }`` (the most
     common ``_datadump_origin_output_index``) does not read back as an empty AttrDef.
     """
-    return build_messages(PACKAGE, MESSAGES, ENUMS, oneofs={"AttrDef": {"value": ATTR_VALUE_FIELDS}})
+    from precision_tool.formats.protoschema import build_messages
+
+    return build_messages(PACKAGE, MESSAGES, ENUMS, oneofs=ONEOFS)
 
 
 def is_repeated(field_descriptor) -> bool:

@@ -25,13 +25,11 @@ import re
 import warnings
 from typing import Callable, Iterable, Iterator, List, Optional, Union
 
-from google.protobuf import text_encoding, text_format
-from google.protobuf.descriptor import FieldDescriptor
-
 from precision_tool.errors import GraphFormatError
 from precision_tool.formats.ge_schema import FieldInfo, field_table, ge_messages
+from precision_tool.formats.proto_records import FieldType
 
-_FD = FieldDescriptor
+_FD = FieldType
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 MAX_INT_DIGITS = 20  # uint64's maximum has 20 digits; a longer integer is out of range for every field
 _INT = re.compile(r"-?(?:0|[1-9][0-9]{0,%d})" % (MAX_INT_DIGITS - 1))
@@ -93,6 +91,8 @@ def parse_full_text(text: Lines, message, source=None, lines_again: Optional[Cal
         text, lines_again = whole.split("\n"), lambda: whole.split("\n")
     refuse_non_ascii_digits(text, source)
     lines = _as_split(lines_again() if lines_again else text)
+    from google.protobuf import text_format
+
     try:
         with warnings.catch_warnings():  # Python's note on an obsolete escape such as "\\q" in a string
             warnings.simplefilter("ignore", DeprecationWarning)
@@ -151,6 +151,8 @@ def refuse_non_ascii_digits(lines: Iterable[str], source=None) -> None:
 
 def format_ge_text(message) -> str:
     """The protobuf text form of a ``ModelDef`` message, as GE writes it (one field per line)."""
+    from google.protobuf import text_format
+
     return text_format.MessageToString(message)
 
 
@@ -359,6 +361,8 @@ def c_unescape(text: str) -> bytes:
     """
     if "\\" not in text:
         return text.encode("utf-8")
+    from google.protobuf import text_encoding  # the escapes are protobuf's: its own reader of them
+
     with warnings.catch_warnings():
         warnings.simplefilter("error", DeprecationWarning)
         try:

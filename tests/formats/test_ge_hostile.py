@@ -28,8 +28,8 @@ from precision_tool.errors import GraphFormatError, WorkspaceError
 from precision_tool.formats import ge_io
 from precision_tool.formats.ge_graph import Graph, GraphModel, InputRef, OpNode, TensorDesc, tensor_desc
 from precision_tool.formats.ge_graph_folders import build_files_in, scan_graph_folders
-from precision_tool.formats.ge_io import (BUILD_GRAPH_NAME, ge_graph_to_json, iter_ge_graph_json, parse_ge_graph,
-                                          read_ge_graph, root_graph_name)
+from precision_tool.formats.ge_io import (BUILD_GRAPH_NAME, ge_graph_from_json, ge_graph_to_json, iter_ge_graph_json,
+                                          parse_ge_graph, read_ge_graph, root_graph_name)
 from precision_tool.formats.ge_proto_codec import dtype_number, model_from_message
 from precision_tool.formats.ge_schema import ge_messages
 from precision_tool.formats.ge_text import parse_ge_text
@@ -469,3 +469,13 @@ def test_ge2json_never_writes_into_a_graph_folder_or_the_workspace_inputs(tmp_pa
     assert sorted(p.name for p in graphs.iterdir()) == ["ge_proto_00000001_Build.txt"]
     assert not (tmp_path / "ws" / "tf").exists()
     assert cli_main([*workspace, "ge2json", str(loose), "-o", str(tmp_path / "g.json")]) == 0
+
+
+@needs_real_graphs
+@pytest.mark.parametrize("name", ["oam_370_0_ge_proto_00000000_Build.txt", "oam_370_0_ge_proto_00000001_Build.txt",
+                                  "oam_resnet50_ge_proto_00000062_Build.txt"])
+def test_real_graphs_read_the_same_from_their_json_form(name):
+    """The JSON form is read into records, without protobuf; the text form by protobuf's parser. Real Build graphs
+    (every attribute kind GE wrote) give the same model both ways."""
+    model = read_ge_graph(REAL_GRAPHS / name)
+    assert ge_graph_from_json(json.loads(json.dumps(ge_graph_to_json(model)))) == model

@@ -350,8 +350,8 @@ def test_pt_parses_a_dump_header_once_however_many_tensors(ws, monkeypatch, caps
     big.write_bytes(build_dump_bytes("big", outputs=[np.full(1, i % 7, np.float16) for i in range(2_000)],
                                      dump_time=rb.TS))
     parses = []
-    real = dump_file.DumpData.FromString
-    monkeypatch.setattr(dump_file.DumpData, "FromString", lambda data: parses.append(1) or real(data))
+    real = dump_file.DUMP_RECORDS.decode
+    monkeypatch.setattr(dump_file.DUMP_RECORDS, "decode", lambda name, data: parses.append(name) or real(name, data))
     assert main(["-d", str(ws), "pt", str(big)]) == 0
     assert len(parses) == 1
     assert capsys.readouterr().out.count(":output:") >= 2_000  # every tensor listed
