@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import io
 import os
 import stat
 from typing import IO, Any, BinaryIO, Iterator, Optional, Type
@@ -53,9 +54,9 @@ def open_input(path, error: Type[FileFormatError] = FileFormatError, limit: Opti
             raise error(path, f"is {kind or 'not a regular file'}, not a regular file")
         if limit is not None and info.st_size > limit:
             raise error(path, f"is {info.st_size:,} bytes, more than this reader takes ({limit:,})")
-        if hasattr(os, "set_blocking"):
-            os.set_blocking(descriptor, True)
-        return os.fdopen(descriptor, "rb")
+        # O_NONBLOCK (which kept a FIFO from blocking the open) changes nothing for a regular file, so it stays;
+        # an explicit buffer size spares the terminal check (isatty) a default buffer makes.
+        return os.fdopen(descriptor, "rb", buffering=io.DEFAULT_BUFFER_SIZE)
     except BaseException:
         os.close(descriptor)
         raise
@@ -100,8 +101,7 @@ def prefetch(path) -> None:
     except (OSError, ValueError):
         return
     try:
-        if stat.S_ISREG(os.fstat(descriptor).st_mode):
-            advise(descriptor, 0, 0, os.POSIX_FADV_WILLNEED)
+        advise(descriptor, 0, 0, os.POSIX_FADV_WILLNEED)  # refused (ESPIPE) for a FIFO, harmless for a device
     except OSError:
         pass
     finally:
