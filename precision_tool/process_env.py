@@ -8,10 +8,15 @@ without it). :func:`one_blas_thread` asks OpenBLAS for a single thread, which st
 loaded -- unless the user set the variable, or numpy is already loaded (then it is too late and nothing is
 changed). The user's own programs (``run``, ``bisect``'s trial runs) get the environment as it was
 (:func:`user_environment`). (The headless browser that renders reports is ours: it keeps the setting.)
+
+The processes the command line forks -- comparison workers, :mod:`precision_tool.overlap`'s children -- end when
+it does (:func:`die_with_parent`): a killed ``compare`` would otherwise leave them running.
 """
 from __future__ import annotations
 
+import ctypes
 import os
+import signal
 import sys
 from typing import Dict
 
@@ -40,4 +45,28 @@ def user_environment(**extra: str) -> Dict[str, str]:
     return env
 
 
-__all__ = ["one_blas_thread", "user_environment"]
+def process_symbols() -> ctypes.CDLL:
+    """The C functions already loaded in this process, libc's among them (``dlopen(NULL)``). Not
+    ``ctypes.util.find_library("c")``: on Linux that runs ``ldconfig -p`` in a subprocess, 10 ms per worker."""
+    return ctypes.CDLL(None)
+
+
+_PR_SET_PDEATHSIG = 1  # linux/prctl.h
+
+
+def die_with_parent(parent: int) -> bool:
+    """Linux: have the kernel send this process SIGTERM when its parent dies (``prctl(PR_SET_PDEATHSIG)``),
+    and exit at once if ``parent`` died before the request took effect. False where prctl is unavailable
+    (not Linux): there a killed parent's children end only when their pipes are closed."""
+    try:
+        prctl = process_symbols().prctl
+    except (OSError, AttributeError, TypeError):
+        return False
+    if prctl(_PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0) != 0:
+        return False
+    if os.getppid() != parent:
+        os._exit(1)
+    return True
+
+
+__all__ = ["one_blas_thread", "user_environment", "process_symbols", "die_with_parent"]

@@ -21,12 +21,16 @@ from precision_tool.formats.npy_dir import read_npy_dir
 def align_npu_vs_tf(npu_dump_dir, reference_dir, graph=None, tf_op_names: Iterable[str] = ()) -> Alignment:
     """Pair every NPU tensor under ``npu_dump_dir`` with a reference tensor in ``reference_dir``.
 
-    ``graph`` is a loaded :class:`~precision_tool.formats.ge_graph.GraphModel` (or ``Graph``) or ``None``;
+    ``graph`` is a loaded :class:`~precision_tool.formats.ge_graph.GraphModel` (or ``Graph``), ``None``, or a graph
+    still being read (:class:`~precision_tool.overlap.Overlapped`, waited for once the dumps and the reference
+    folder are read).
     Reference file names are lossy (``a/b`` and ``a.b`` share one); a file is refused as ambiguous when several
     known TF names share its name. Known names: every TF tensor looked up, every TF name the graph mentions
     (original op names, origin names), and ``tf_op_names`` (e.g. from the TF graph).
     """
-    run = NpuRun(read_dumped_ops(npu_dump_dir), graph)
+    dumped = read_dumped_ops(npu_dump_dir)
+    listing = read_npy_dir(reference_dir)  # before the graph: a graph still being read in a child is not waited for
+    run = NpuRun(dumped, graph)
     jobs: List[Tuple[int, NpuTensorRef, Resolution]] = []
     for i in range(len(run.ops)):
         for kind, k, entry in run.tensors(i):
@@ -34,7 +38,6 @@ def align_npu_vs_tf(npu_dump_dir, reference_dir, graph=None, tf_op_names: Iterab
     names = {target.name for _, _, target in jobs if isinstance(target, Target)}
     if run.index is not None:
         names |= run.index.tf_names()
-    listing = read_npy_dir(reference_dir)
     files = tuple(listing)
     references = ReferenceIndex(files, names | set(tf_op_names), listing.unreadable)
     order, order_source = run.order()

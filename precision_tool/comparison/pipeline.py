@@ -8,6 +8,7 @@ and record what was compared and how long aligning took. Writing the outputs is
 """
 from __future__ import annotations
 
+import contextlib
 import os
 import time
 from dataclasses import dataclass, replace
@@ -18,6 +19,7 @@ from precision_tool.comparison.result import ComparisonResult
 from precision_tool.errors import WorkspaceError
 from precision_tool.metrics import DEFAULT_COSINE_THRESHOLD
 from precision_tool.collector import collection_paused
+from precision_tool.overlap import resolved
 
 Progress = Callable[[int, int], None]
 
@@ -68,17 +70,23 @@ class AlignedRequest:
 def align_request(request: CompareRequest) -> AlignedRequest:
     """Check the folders, load the graphs and align. Raises the typed errors of a missing folder or an
     unreadable graph, before any tensor is read (so a caller can plan its outputs only after this)."""
-    from precision_tool.alignment import align, load_graph, resolve_graph
+    from precision_tool.alignment import align, read_graph_beside, resolve_graph
 
     started = time.perf_counter()
     check_request(request)
     with collection_paused():
         graph_file, notes = resolve_graph(request.graph, request.npu_dir)
         reference_graph_file, reference_notes = resolve_graph(request.reference_graph, request.reference)
-        graph = load_graph(graph_file)
-        reference_graph = load_graph(reference_graph_file)
-        alignment = align(request.npu_dir, request.reference, graph, mode=request.mode,
-                          reference_graph=reference_graph)
+        # Each graph is read in a child process while align reads the dump headers and the reference folder.
+        with contextlib.ExitStack() as readings:
+            graph_reading = read_graph_beside(graph_file)
+            reference_reading = read_graph_beside(reference_graph_file)
+            for reading in (graph_reading, reference_reading):
+                if reading is not None:
+                    readings.enter_context(reading)
+            alignment = align(request.npu_dir, request.reference, graph_reading, mode=request.mode,
+                              reference_graph=reference_reading)
+            graph, reference_graph = resolved(graph_reading), resolved(reference_reading)
     read_notes = tuple(note for model in (graph, reference_graph) for note in getattr(model, "notes", ()))
     return AlignedRequest(request, alignment, graph, time.perf_counter() - started,
                           notes + reference_notes + read_notes)

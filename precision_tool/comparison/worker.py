@@ -13,16 +13,14 @@ Two process-wide settings are made once per worker (:func:`prepare_worker_proces
   more than a few hundred kB back to the kernel, so each of the ~8 float64 work arrays of a 262,144-element
   comparison is page-faulted afresh on every tensor: measured here, 11 ms per pair instead of 5 ms.
 
-And a worker dies with the process that started it (:func:`die_with_parent`): a killed ``compare`` would
-otherwise leave its workers blocked on their pipes.
+And a worker dies with the process that started it (:func:`~precision_tool.process_env.die_with_parent`): a
+killed ``compare`` would otherwise leave its workers blocked on their pipes.
 """
 from __future__ import annotations
 
-import ctypes
 import dataclasses
 import functools
 import os
-import signal
 from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any, Dict, List, Optional, Sequence, Tuple
@@ -31,6 +29,7 @@ import numpy as np
 
 from precision_tool.alignment import AlignedPair, NpuTensorRef, NpyTensorRef
 from precision_tool.collector import forked_child
+from precision_tool.process_env import die_with_parent, process_symbols
 from precision_tool.comparison.result import TensorResult
 from precision_tool.compat import prod
 from precision_tool.errors import DumpFormatError, PrecisionToolError
@@ -84,36 +83,12 @@ def keep_freed_memory() -> bool:
     reused -- but work arrays are no longer page-faulted afresh for every tensor.
     """
     try:
-        mallopt = _process_symbols().mallopt
+        mallopt = process_symbols().mallopt
     except (OSError, AttributeError, TypeError):
         return False
     ok = mallopt(_M_MMAP_THRESHOLD, 256 << 20) == 1
     ok = mallopt(_M_TRIM_THRESHOLD, 512 << 20) == 1 and ok
     return mallopt(_M_TOP_PAD, 16 << 20) == 1 and ok
-
-
-def _process_symbols() -> ctypes.CDLL:
-    """The C functions already loaded in this process, libc's among them (``dlopen(NULL)``). Not
-    ``ctypes.util.find_library("c")``: on Linux that runs ``ldconfig -p`` in a subprocess, 10 ms per worker."""
-    return ctypes.CDLL(None)
-
-
-_PR_SET_PDEATHSIG = 1  # linux/prctl.h
-
-
-def die_with_parent(parent: int) -> bool:
-    """Linux: have the kernel send this process SIGTERM when its parent dies (``prctl(PR_SET_PDEATHSIG)``),
-    and exit at once if ``parent`` died before the request took effect. False where prctl is unavailable
-    (not Linux): there a killed parent's workers end only when their queue is closed."""
-    try:
-        prctl = _process_symbols().prctl
-    except (OSError, AttributeError, TypeError):
-        return False
-    if prctl(_PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0) != 0:
-        return False
-    if os.getppid() != parent:
-        os._exit(1)
-    return True
 
 
 def prepare_worker_process() -> None:
@@ -391,4 +366,4 @@ def run_chunk(span: Tuple[int, int]) -> List[Outcome]:
 
 
 __all__ = ["PairTask", "PairComparer", "Outcome", "judge_pair", "prepare_worker_process", "keep_freed_memory",
-           "reference_identity", "init_pool_worker", "run_chunk", "die_with_parent"]
+           "reference_identity", "init_pool_worker", "run_chunk"]

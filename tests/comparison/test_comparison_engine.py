@@ -175,7 +175,7 @@ def test_a_busy_worker_dies_when_the_comparing_process_is_killed(tmp_path):
     pid_file = tmp_path / "worker.pid"
     script = (
         "import os, signal, sys, time\n"
-        "from precision_tool.comparison.worker import die_with_parent\n"
+        "from precision_tool.process_env import die_with_parent\n"
         "parent = os.getpid()\n"
         "if os.fork() == 0:\n"
         "    assert die_with_parent(parent)\n"

@@ -1,0 +1,141 @@
+"""One call computed in a forked process while this one goes on: :func:`overlapped`.
+
+``compare`` spends most of its serial time on two jobs that do not need each other: reading the Build graph and
+reading every dump header and reference listing (and, at the end, writing the result file beside the CSV and the
+summary). On two cores one of them can run in a child process: ``overlapped(read_ge_graph, path)`` forks, the
+child reads the graph and sends it back pickled, and this process reads the dump headers meanwhile;
+:meth:`Overlapped.result` then gives exactly what ``read_ge_graph(path)`` gives.
+
+Exactly, errors included: the child sends back only a value. Whatever goes wrong there -- the call raises (a
+damaged graph), the value does not pickle, the child is killed -- leaves :meth:`Overlapped.result` to make the call
+itself, in this process, so an error is raised here as if nothing had been forked. Nothing is forked, and the call
+is made by :meth:`~Overlapped.result`, where forking is unsafe or impossible: no ``os.fork`` (Windows), another
+thread running (a fork copies no thread but may copy a lock one holds), or ``PRECISION_TOOL_NO_FORK`` set. The
+child ignores SIGINT (Ctrl-C interrupts this process, which kills it), dies with this process (Linux), writes
+nothing to the terminal and skips every exit handler (``os._exit``).
+
+Use it as a context manager: leaving the ``with`` block without asking for the result kills and reaps the child.
+"""
+from __future__ import annotations
+
+import os
+import pickle
+import signal
+import sys
+import threading
+from typing import Any, Callable, Generic, Optional, TypeVar
+
+from precision_tool.process_env import die_with_parent
+
+T = TypeVar("T")
+
+#: Setting this environment variable (to anything) makes every :func:`overlapped` call run in this process.
+NO_FORK_VARIABLE = "PRECISION_TOOL_NO_FORK"
+_UNSET = object()
+
+
+def can_fork_now() -> bool:
+    """Whether forking is possible and safe here: ``os.fork`` exists, no other thread runs, and
+    :data:`NO_FORK_VARIABLE` is not set."""
+    return hasattr(os, "fork") and threading.active_count() == 1 and NO_FORK_VARIABLE not in os.environ
+
+
+class Overlapped(Generic[T]):
+    """``function(*args)``, being computed in a forked child (or, where none was forked, on demand). ``fork=False``
+    forks nothing: the call is made by :meth:`result`."""
+
+    def __init__(self, function: Callable[..., T], *args: Any, fork: bool = True):
+        self._function, self._args = function, args
+        self._value: Any = _UNSET
+        self._pid: Optional[int] = None
+        self._read_fd = -1
+        if fork and can_fork_now():
+            self._fork()
+
+    def _fork(self) -> None:
+        read_fd, write_fd = os.pipe()
+        parent = os.getpid()
+        for stream in (sys.stdout, sys.stderr):  # or the child's copy of unwritten output could be written twice
+            try:
+                stream.flush()
+            except (AttributeError, OSError, ValueError):
+                pass
+        pid = os.fork()
+        if pid == 0:  # the child: compute, send the pickled value, leave without running anything of the parent's
+            code = 1
+            try:
+                os.close(read_fd)
+                signal.signal(signal.SIGINT, signal.SIG_IGN)
+                die_with_parent(parent)
+                data = pickle.dumps(self._function(*self._args), pickle.HIGHEST_PROTOCOL)
+                view = memoryview(data)
+                while view:
+                    view = view[os.write(write_fd, view):]
+                code = 0
+            except BaseException:  # noqa: BLE001 -- any failure: the parent makes the call itself
+                pass
+            finally:
+                os._exit(code)
+        os.close(write_fd)
+        self._pid, self._read_fd = pid, read_fd
+
+    def result(self) -> T:
+        """``function(*args)``: the child's value, or -- nothing forked, or the child failed -- the call made now."""
+        if self._value is _UNSET:
+            value = self._collect() if self._pid is not None else _UNSET
+            self._value = self._function(*self._args) if value is _UNSET else value
+        return self._value
+
+    def _collect(self) -> Any:
+        """The child's value, or ``_UNSET`` when it sent none (it failed, or was killed)."""
+        chunks = []
+        pid = self._pid
+        assert pid is not None  # called only after a fork
+        try:
+            while True:
+                chunk = os.read(self._read_fd, 1 << 20)
+                if not chunk:
+                    break
+                chunks.append(chunk)
+            _, status = os.waitpid(pid, 0)  # the end of its pipe: it is exiting
+            self._pid = None
+        finally:
+            self.close()
+        if status != 0 or not chunks:
+            return _UNSET
+        try:
+            return pickle.loads(b"".join(chunks))
+        except Exception:  # noqa: BLE001 -- a value that does not unpickle: computed here instead
+            return _UNSET
+
+    def close(self) -> None:
+        """Stop waiting for the child: kill it if it still runs, and reap it. Idempotent."""
+        if self._read_fd >= 0:
+            os.close(self._read_fd)
+            self._read_fd = -1
+        if self._pid is not None:
+            try:
+                os.kill(self._pid, signal.SIGKILL)
+            except OSError:
+                pass
+            os.waitpid(self._pid, 0)
+            self._pid = None
+
+    def __enter__(self) -> "Overlapped[T]":
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        self.close()
+
+
+def overlapped(function: Callable[..., T], *args: Any, fork: bool = True) -> Overlapped[T]:
+    """``function(*args)`` started in a forked child (see the module docstring); ``.result()`` gives its value."""
+    return Overlapped(function, *args, fork=fork)
+
+
+def resolved(value: Any) -> Any:
+    """``value.result()`` for an :class:`Overlapped`, else ``value`` itself."""
+    return value.result() if isinstance(value, Overlapped) else value
+
+
+__all__ = ["Overlapped", "overlapped", "resolved", "can_fork_now", "NO_FORK_VARIABLE"]
