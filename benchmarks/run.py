@@ -203,7 +203,9 @@ PLAIN_READ = ("import os, sys\n"
 def run_variant(root: str, variant: str, ops: int, repeat: int, peer_repeat: int, workers: Optional[int]) -> Dict:
     """Ours, a plain read of the same files (one Python process reading every file once: the I/O floor) and the
     peer (not for the huge pair: it holds every tensor in float32 copies), each after one unmeasured warm-up run
-    (page cache and bytecode caches filled, as for a user's second run)."""
+    (page cache and bytecode caches filled, as for a user's second run). The tools take turns run by run: on a
+    shared machine whose speed drifts over minutes (measured here: the plain read of one case went from 0.12 s to
+    0.16 s within an hour), runs made back to back are what can be compared."""
     huge = variant.startswith("huge")
     ops = 1 if huge else ops
     case = _load_make_case().build_case(os.path.join(root, f"{variant}_{ops}"), variant=variant, ops=ops)
@@ -217,9 +219,11 @@ def run_variant(root: str, variant: str, ops: int, repeat: int, peer_repeat: int
     skip = "not run on the huge pair (it holds every tensor in float32 copies)" if huge else peer_available()
     if skip is None:
         runs["msaccucmp"] = (["bash", os.path.normpath(PEER_SCRIPT)] + args, peer_repeat)
-    for tool, (command, times) in runs.items():
-        measurements = []
-        for i in range(-1, times):  # run -1 warms the caches and is not kept
+    kept: Dict[str, List[dict]] = {tool: [] for tool in runs}
+    for i in range(-1, max(times for _, times in runs.values())):  # run -1 warms the caches and is not kept
+        for tool, (command, times) in runs.items():  # the tools take turns: a drifting machine slows each alike
+            if i >= times:
+                continue
             out = os.path.join(root, "out", f"{variant}_{ops}", f"{tool}_{i}")
             shutil.rmtree(out, ignore_errors=True)
             os.makedirs(out)
@@ -227,7 +231,8 @@ def run_variant(root: str, variant: str, ops: int, repeat: int, peer_repeat: int
             if tool != "plain read":
                 measured["csv"] = _only_csv(out)
             if i >= 0:
-                measurements.append(measured)
+                kept[tool].append(measured)
+    for tool, measurements in kept.items():
         results[tool] = {"runs": measurements, "best": min(measurements, key=lambda m: m["wall_s"]),
                          "tensors": _computed_rows(measurements[0]["csv"]) if tool != "plain read" else ""}
     if not huge:
@@ -250,18 +255,17 @@ def _per_pair(root: str, variant: str, ops: int, repeat: int, results: Dict, wor
                          os.path.join(case, "ref"), "-f", os.path.join(case, "graph.json"), "-out", out]
                         + (["--workers", str(workers)] if workers else []),
                 "plain read": [sys.executable, "-c", PLAIN_READ, os.path.join(case, "npu"), os.path.join(case, "ref")]}
-    marginal = {}
-    for tool, command in commands.items():
-        walls = []
-        for i in range(-1, repeat):
+    walls: Dict[str, List[float]] = {tool: [] for tool in commands}
+    for i in range(-1, repeat):
+        for tool, command in commands.items():  # taking turns, as in run_variant
             shutil.rmtree(out, ignore_errors=True)
             os.makedirs(out)
             measured = measure_in_fresh_process(command)
             if i >= 0:
-                walls.append(measured["wall_s"])
-        marginal[tool] = {"one_op_s": min(walls),
-                          "per_pair_ms": 1000 * (results[tool]["best"]["wall_s"] - min(walls)) / max(1, ops - 1)}
-    return marginal
+                walls[tool].append(measured["wall_s"])
+    return {tool: {"one_op_s": min(walls[tool]),
+                   "per_pair_ms": 1000 * (results[tool]["best"]["wall_s"] - min(walls[tool])) / max(1, ops - 1)}
+            for tool in commands}
 
 
 def print_results(all_results: Dict[str, Dict]) -> None:

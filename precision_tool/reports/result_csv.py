@@ -53,7 +53,7 @@ from precision_tool.comparison.result import TensorResult
 from precision_tool.errors import ResultCsvError
 from precision_tool.fileio import TEXT_LIMIT, atomic_write, open_input
 from precision_tool.formats.tensor_kind import TensorKind
-from precision_tool.metrics import ALL, DEFAULT_COSINE_THRESHOLD, MeanStd, format_value
+from precision_tool.metrics import ALL, DEFAULT_COSINE_THRESHOLD, MeanStd, format_value, get_metric
 from precision_tool.metrics.verdict import MATCHING_NON_FINITE
 from precision_tool.status import Status
 
@@ -68,6 +68,7 @@ _NEEDS_QUOTES = re.compile(r'[,"\r\n]')
 _EXPLAINED = tuple(s.value for s in Status if not s.cosine_gated)
 _STATUS_PREFIX = re.compile(r"^(" + "|".join(map(re.escape, _EXPLAINED)) + r"): ")
 _MEAN_STD = re.compile(r"\(([^;()]+);([^;()]+)\),\(([^;()]+);([^;()]+)\)")
+_ALL_INFOS = tuple(get_metric(name) for name in ALL)  # a row's metric cells, in column order
 _MATCHED = re.compile(r"(?:^|; )" + re.escape(MATCHING_NON_FINITE) + r": ([0-9]{1,18}) NaN/inf ")
 
 
@@ -134,7 +135,7 @@ def result_row(result: TensorResult, npu_vs_npu: bool = False) -> List[str]:
     if npu_vs_npu:
         cells.append(result.ref_address or NOT_APPLICABLE)
     cells += [result.tensor_id or NOT_APPLICABLE, shape_text(result.shape)]
-    cells += [format_value(name, value) for name, value in zip(ALL, result.metrics)]
+    cells += [format_value(info, value) for info, value in zip(_ALL_INFOS, result.metrics)]
     cells.append(fail_reason_cell(result))
     return cells
 
