@@ -21,11 +21,10 @@ from __future__ import annotations
 import os
 import pickle
 import signal
-import sys
 import threading
 from typing import Any, Callable, Generic, Optional, TypeVar
 
-from precision_tool.process_env import die_with_parent
+from precision_tool.process_env import fork_child
 
 T = TypeVar("T")
 
@@ -54,19 +53,11 @@ class Overlapped(Generic[T]):
 
     def _fork(self) -> None:
         read_fd, write_fd = os.pipe()
-        parent = os.getpid()
-        for stream in (sys.stdout, sys.stderr):  # or the child's copy of unwritten output could be written twice
-            try:
-                stream.flush()
-            except (AttributeError, OSError, ValueError):
-                pass
-        pid = os.fork()
+        pid = fork_child()
         if pid == 0:  # the child: compute, send the pickled value, leave without running anything of the parent's
             code = 1
             try:
                 os.close(read_fd)
-                signal.signal(signal.SIGINT, signal.SIG_IGN)
-                die_with_parent(parent)
                 data = pickle.dumps(self._function(*self._args), pickle.HIGHEST_PROTOCOL)
                 view = memoryview(data)
                 while view:

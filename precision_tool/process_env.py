@@ -69,4 +69,21 @@ def die_with_parent(parent: int) -> bool:
     return True
 
 
-__all__ = ["one_blas_thread", "user_environment", "process_symbols", "die_with_parent"]
+def fork_child() -> int:
+    """``os.fork()``, with what every child of ours needs: standard output and error flushed first (or the child's
+    copy of unwritten output could be written twice), and in the child (0 returned) SIGINT ignored -- Ctrl-C
+    interrupts this process, which ends its children -- and :func:`die_with_parent`."""
+    parent = os.getpid()
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (AttributeError, OSError, ValueError):
+            pass
+    pid = os.fork()
+    if pid == 0:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        die_with_parent(parent)
+    return pid
+
+
+__all__ = ["one_blas_thread", "user_environment", "process_symbols", "die_with_parent", "fork_child"]

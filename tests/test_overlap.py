@@ -9,16 +9,9 @@ import pytest
 
 from precision_tool import overlap
 from precision_tool.overlap import NO_FORK_VARIABLE, overlapped
+from tests.comparison.test_processes import _children
 
 pytestmark = pytest.mark.skipif(not hasattr(os, "fork"), reason="forking is what is tested")
-
-
-def _children():
-    try:
-        with open(f"/proc/{os.getpid()}/task/{os.getpid()}/children") as handle:
-            return [int(pid) for pid in handle.read().split()]
-    except OSError:
-        return []
 
 
 def where_and_what(value):

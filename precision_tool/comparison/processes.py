@@ -27,13 +27,13 @@ import pickle
 import select
 import signal
 import struct
-import sys
 import time
 import traceback
 from typing import Callable, Dict, Iterator, List, Optional, Sequence, Tuple
 
 from precision_tool.comparison.worker import Outcome, PairTask, init_pool_worker, run_chunk
 from precision_tool.errors import WorkerError
+from precision_tool.process_env import fork_child
 
 Span = Tuple[int, int]
 _STOP = None
@@ -171,16 +171,10 @@ def _fork_worker(cosine_threshold, tasks, inherited: List[Worker]) -> Worker:
     to_child_read, to_child_write = os.pipe()
     to_parent_read, to_parent_write = os.pipe()
     parent = os.getpid()
-    for stream in (sys.stdout, sys.stderr):  # or the child's copy of unwritten output could be written twice
-        try:
-            stream.flush()
-        except (AttributeError, OSError, ValueError):
-            pass
-    pid = os.fork()
+    pid = fork_child()
     if pid == 0:  # the worker
         code = 1
         try:
-            signal.signal(signal.SIGINT, signal.SIG_IGN)
             os.close(to_child_write)
             os.close(to_parent_read)
             for other in inherited:  # the earlier workers' pipes: their ends of file must not wait for this process

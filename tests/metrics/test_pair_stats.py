@@ -151,8 +151,9 @@ def test_the_kl_log_is_within_one_ulp_of_numpy(isa):
 @pytest.mark.parametrize("spread", [0.005, 0.03, 0.5])
 def test_the_kl_sum_near_and_far_from_equal_profiles(isa, spread):
     """Pass 2 takes ln(p/q) from a series in u = (p - q) / q where every ratio of a 256-pair block is within 2**-5
-    of 1 (to u**8 within 2**-7, else to u**12), else from its log of p / q: either way each term is within a few ulps of numpy's log1p/log, so the sum
-    agrees with math.fsum of numpy's terms to 1e-13 (p = x, q = y: lo 0, scale 1)."""
+    of 1 (to u**8 within 2**-7, else to u**12), else from its log of p / q: either way each term is within a few
+    ulps of numpy's log1p/log, so the sum agrees with math.fsum of numpy's terms to 1e-13 (p = x, q = y: lo 0,
+    scale 1)."""
     rng = np.random.default_rng(11)
     y = rng.uniform(0.1, 1.0, 5000)
     x = y * (1.0 + rng.uniform(-spread, spread, y.size))
