@@ -69,11 +69,17 @@ def align(npu_dump_dir, reference, graph: GraphLike = None, *, mode: str = MODE_
         if reference_graph is not None:
             raise UsageError("a reference graph is only used when comparing two NPU runs",
                              "drop it, or pass mode='npu_vs_npu'")
-        return align_npu_vs_tf(npu_dump_dir, reference, load_graph(graph, npu_dump_dir), tf_op_names)
+        return align_npu_vs_tf(npu_dump_dir, reference, _loaded_or_pending(graph, npu_dump_dir), tf_op_names)
     if mode == MODE_NPU_VS_NPU:
-        return align_npu_vs_npu(npu_dump_dir, reference, load_graph(graph, npu_dump_dir),
-                                load_graph(reference_graph, reference))
+        return align_npu_vs_npu(npu_dump_dir, reference, _loaded_or_pending(graph, npu_dump_dir),
+                                _loaded_or_pending(reference_graph, reference))
     raise UsageError(f"unknown alignment mode {mode!r}", f"use {MODE_AUTO}, {MODE_NPU_VS_TF} or {MODE_NPU_VS_NPU}")
+
+
+def _loaded_or_pending(graph: GraphLike, dump_dir):
+    """A graph still being read stays so (the alignment waits for it once the dumps are read); any other form is
+    loaded (:func:`load_graph`)."""
+    return graph if isinstance(graph, Overlapped) else load_graph(graph, dump_dir)
 
 
 def load_graph(graph: GraphLike, dump_dir=None) -> Optional[Union[Graph, GraphModel]]:
@@ -83,7 +89,9 @@ def load_graph(graph: GraphLike, dump_dir=None) -> Optional[Union[Graph, GraphMo
     CANN 8's per-process graph folders); its notes are dropped here, so callers that show them call
     :func:`resolve_graph` first and pass its file.
     """
-    if graph is None or isinstance(graph, (Graph, GraphModel, Overlapped)):
+    if isinstance(graph, Overlapped):
+        return graph.result()
+    if graph is None or isinstance(graph, (Graph, GraphModel)):
         return graph
     path, _ = resolve_graph(graph, dump_dir)
     return read_ge_graph(path) if path is not None else None
