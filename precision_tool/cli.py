@@ -19,7 +19,7 @@ from precision_tool.commands.registry import Context
 from precision_tool.config import ENV_DATA_DIR, default_data_dir
 from precision_tool.errors import PrecisionToolError, UsageError
 from precision_tool.formats.dump_tree import DumpSelection, request
-from precision_tool.process_env import one_blas_thread
+from precision_tool.process_env import one_blas_thread, process_symbols
 from precision_tool.reports.format import format_report, report_to_json, terminal_safe
 
 
@@ -69,11 +69,11 @@ def leave(code: int) -> None:
     the interpreter down (``os._exit``).
 
     The teardown frees every module and object one by one -- 10 ms of a 0.45 s ``compare`` -- for a process
-    about to end. What a user could lose is written before: standard output and error are flushed, and the
-    ``atexit`` handlers (logging's flush, temporary folders' removal) run. Every file we write is closed by then
-    (written through ``with``). Exits the ordinary way (``sys.exit``), teardown included, when another thread
-    still runs (it would be cut off), when TensorFlow was loaded (its handlers expect a normal shutdown) or when
-    this Python has no ``atexit._run_exitfuncs``.
+    about to end. What a user could lose is written before: the ``atexit`` handlers (logging's flush, temporary
+    folders' removal) run, then standard output and error and C's stdio buffers are flushed. Every file we write
+    is closed by then (written through ``with``). Exits the ordinary way (``sys.exit``), teardown included, when
+    another thread still runs (it would be cut off), when TensorFlow was loaded (its handlers expect a normal
+    shutdown) or when this Python has no ``atexit._run_exitfuncs``.
     """
     import atexit
     import threading
@@ -81,12 +81,16 @@ def leave(code: int) -> None:
     run_exit_handlers = getattr(atexit, "_run_exitfuncs", None)
     if run_exit_handlers is None or threading.active_count() > 1 or "tensorflow" in sys.modules:
         sys.exit(code)
-    for stream in (sys.stdout, sys.stderr):
+    run_exit_handlers()
+    for stream in (sys.stdout, sys.stderr):  # after the handlers, which may print
         try:
             stream.flush()
         except (AttributeError, OSError, ValueError):  # a closed pipe: nothing more can reach the reader
             pass
-    run_exit_handlers()
+    try:
+        process_symbols().fflush(None)  # C stdio buffers too (a native library's printf)
+    except (OSError, AttributeError, TypeError):
+        pass
     os._exit(code)
 
 

@@ -39,8 +39,9 @@ _KINDS = ((stat.S_ISDIR, "a folder"), (stat.S_ISFIFO, "a FIFO (named pipe)"), (s
 def open_input(path, error: Type[FileFormatError] = FileFormatError, limit: Optional[int] = NO_LIMIT) -> BinaryIO:
     """Open ``path`` for binary reading after checking it is a regular file of at most ``limit`` bytes.
 
-    See the module docstring. The returned handle is positioned at 0 and blocks normally; ``error`` is
-    raised as ``error(path, cause)``.
+    See the module docstring. The returned handle is buffered, positioned at 0, and keeps ``O_NONBLOCK`` (which
+    changes nothing for a regular file: reads wait for the disk as ever); ``error`` is raised as
+    ``error(path, cause)``.
     """
     path = os.fspath(path)
     try:
@@ -55,8 +56,10 @@ def open_input(path, error: Type[FileFormatError] = FileFormatError, limit: Opti
         if limit is not None and info.st_size > limit:
             raise error(path, f"is {info.st_size:,} bytes, more than this reader takes ({limit:,})")
         # O_NONBLOCK (which kept a FIFO from blocking the open) changes nothing for a regular file, so it stays;
-        # an explicit buffer size spares the terminal check (isatty) a default buffer makes.
-        return os.fdopen(descriptor, "rb", buffering=io.DEFAULT_BUFFER_SIZE)
+        # the buffer size a default buffer would take (the file system's block size), given explicitly, spares the
+        # terminal check (isatty) a default buffer makes.
+        block = getattr(info, "st_blksize", 0)
+        return os.fdopen(descriptor, "rb", buffering=block if block > 1 else io.DEFAULT_BUFFER_SIZE)
     except BaseException:
         os.close(descriptor)
         raise

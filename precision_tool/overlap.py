@@ -21,6 +21,7 @@ from __future__ import annotations
 import os
 import pickle
 import signal
+import struct
 import threading
 from typing import Any, Callable, Generic, Optional, TypeVar
 
@@ -31,6 +32,7 @@ T = TypeVar("T")
 #: Setting this environment variable (to anything) makes every :func:`overlapped` call run in this process.
 NO_FORK_VARIABLE = "PRECISION_TOOL_NO_FORK"
 _UNSET = object()
+_LENGTH = struct.Struct("<Q")  # the child sends its pickle's length first, so it is read into one buffer
 
 
 def can_fork_now() -> bool:
@@ -52,22 +54,26 @@ class Overlapped(Generic[T]):
             self._fork()
 
     def _fork(self) -> None:
-        read_fd, write_fd = os.pipe()
-        pid = fork_child()
-        if pid == 0:  # the child: compute, send the pickled value, leave without running anything of the parent's
-            code = 1
-            try:
-                os.close(read_fd)
-                data = pickle.dumps(self._function(*self._args), pickle.HIGHEST_PROTOCOL)
-                view = memoryview(data)
-                while view:
-                    view = view[os.write(write_fd, view):]
-                code = 0
-            except BaseException:  # noqa: BLE001 -- any failure: the parent makes the call itself
-                pass
-            finally:
-                os._exit(code)
-        os.close(write_fd)
+        try:
+            read_fd, write_fd = os.pipe()
+        except OSError:  # no descriptor left: the call is made here
+            return
+        function, args = self._function, self._args
+
+        def child() -> None:  # compute, send the value's length and pickle; any failure: the parent calls itself
+            os.close(read_fd)
+            data = pickle.dumps(function(*args), pickle.HIGHEST_PROTOCOL)
+            view = memoryview(_LENGTH.pack(len(data)) + data)
+            while view:
+                view = view[os.write(write_fd, view):]
+
+        try:
+            pid = fork_child(child)
+        except OSError:  # no process can be forked now (EAGAIN, ENOMEM): the call is made here
+            os.close(read_fd)
+            return
+        finally:
+            os.close(write_fd)
         self._pid, self._read_fd = pid, read_fd
 
     def result(self) -> T:
@@ -78,45 +84,59 @@ class Overlapped(Generic[T]):
         return self._value
 
     def _collect(self) -> Any:
-        """The child's value, or ``_UNSET`` when it sent none (it failed, or was killed)."""
-        chunks = []
-        pid = self._pid
-        assert pid is not None  # called only after a fork
+        """The child's value, or ``_UNSET`` when it sent none whole (it failed, or was killed)."""
         try:
-            while True:
-                chunk = os.read(self._read_fd, 1 << 20)
-                if not chunk:
-                    break
-                chunks.append(chunk)
-            _, status = os.waitpid(pid, 0)  # the end of its pipe: it is exiting
-            self._pid = None
+            head = _read_exactly(self._read_fd, _LENGTH.size)
+            data = _read_exactly(self._read_fd, _LENGTH.unpack(head)[0]) if head is not None else None
+            self._reap()  # the value is in: the child is exiting
         finally:
             self.close()
-        if status != 0 or not chunks:
+        if data is None:
             return _UNSET
         try:
-            return pickle.loads(b"".join(chunks))
+            return pickle.loads(data)
         except Exception:  # noqa: BLE001 -- a value that does not unpickle: computed here instead
             return _UNSET
+
+    def _reap(self, kill: bool = False) -> None:
+        """Wait for the child (killed first if ``kill`` and it still runs). A child already reaped elsewhere -- by a
+        ``waitpid(-1)``, or by the kernel where SIGCHLD is ignored -- is left alone: its pid may be another
+        process's now."""
+        pid, self._pid = self._pid, None
+        if pid is None:
+            return
+        try:
+            if kill and os.waitpid(pid, os.WNOHANG) == (0, 0):  # still running, so still ours
+                os.kill(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+        except ChildProcessError:
+            pass
 
     def close(self) -> None:
         """Stop waiting for the child: kill it if it still runs, and reap it. Idempotent."""
         if self._read_fd >= 0:
             os.close(self._read_fd)
             self._read_fd = -1
-        if self._pid is not None:
-            try:
-                os.kill(self._pid, signal.SIGKILL)
-            except OSError:
-                pass
-            os.waitpid(self._pid, 0)
-            self._pid = None
+        self._reap(kill=True)
 
     def __enter__(self) -> "Overlapped[T]":
         return self
 
     def __exit__(self, *exc_info) -> None:
         self.close()
+
+
+def _read_exactly(fd: int, count: int) -> Optional[bytearray]:
+    """``count`` bytes from ``fd`` into one buffer (no copy joining pieces), or ``None`` when the writer's end closes
+    first. (``os.readv`` exists wherever ``os.fork`` does.)"""
+    buffer = bytearray(count)
+    view, got = memoryview(buffer), 0
+    while got < count:
+        step = os.readv(fd, [view[got:]])
+        if not step:
+            return None
+        got += step
+    return buffer
 
 
 def overlapped(function: Callable[..., T], *args: Any, fork: bool = True) -> Overlapped[T]:

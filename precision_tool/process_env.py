@@ -18,7 +18,8 @@ import ctypes
 import os
 import signal
 import sys
-from typing import Dict
+import threading
+from typing import Callable, Dict
 
 VARIABLE = "OPENBLAS_NUM_THREADS"
 _SET_HERE = False
@@ -69,21 +70,41 @@ def die_with_parent(parent: int) -> bool:
     return True
 
 
-def fork_child() -> int:
-    """``os.fork()``, with what every child of ours needs: standard output and error flushed first (or the child's
-    copy of unwritten output could be written twice), and in the child (0 returned) SIGINT ignored -- Ctrl-C
-    interrupts this process, which ends its children -- and :func:`die_with_parent`."""
+def fork_child(body: Callable[[], None]) -> int:
+    """Fork a child that runs ``body()`` and ends (``os._exit``: 0 when ``body`` returned, 1 when it raised) without
+    ever returning into the caller's code; the child's pid. Raises ``OSError`` when no process can be forked.
+
+    What every child of ours needs: standard output and error flushed first (or the child's copy of unwritten
+    output could be written twice); SIGINT ignored in the child from its first instruction -- it is set to ignored
+    across the fork, so a Ctrl-C then reaching the child cannot raise in it; Ctrl-C interrupts this process, which
+    ends its children (a Ctrl-C in the microseconds of the fork itself is not seen) -- and :func:`die_with_parent`.
+    """
     parent = os.getpid()
     for stream in (sys.stdout, sys.stderr):
         try:
             stream.flush()
         except (AttributeError, OSError, ValueError):
             pass
-    pid = os.fork()
-    if pid == 0:
-        signal.signal(signal.SIGINT, signal.SIG_IGN)
+    swap = threading.current_thread() is threading.main_thread()  # signal handlers are set in the main thread
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN) if swap else None
+    try:
+        pid = os.fork()
+    except BaseException:
+        if swap:
+            signal.signal(signal.SIGINT, previous)
+        raise
+    if pid:
+        if swap:
+            signal.signal(signal.SIGINT, previous)
+        return pid
+    code = 1
+    try:
         die_with_parent(parent)
-    return pid
+        body()
+        code = 0
+    finally:
+        os._exit(code)
+    return 0  # pragma: no cover -- never reached
 
 
 __all__ = ["one_blas_thread", "user_environment", "process_symbols", "die_with_parent", "fork_child"]

@@ -182,19 +182,20 @@ def test_an_unknown_command_suggests_the_closest(typed, suggested, capsys):
 def _console(code: str) -> subprocess.CompletedProcess:
     """Run ``code`` (ending in ``cli.console_main()``) in a fresh interpreter, as the console script would."""
     repo = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"}  # stdout block-buffered, as in a pipe
     return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, stdin=subprocess.DEVNULL,
-                          env=dict(os.environ, PYTHONPATH=repo), timeout=120)
+                          env=dict(env, PYTHONPATH=repo), timeout=120)
 
 
 def test_the_console_script_keeps_exit_code_output_and_exit_handlers():
     """console_main ends the process without the interpreter's teardown (os._exit), after what a user could lose:
     standard output flushed (the whole help text, even into a pipe), atexit handlers run, the exit code kept."""
     result = _console("import atexit, sys\nfrom precision_tool import cli\n"
-                      "atexit.register(lambda: sys.stderr.write('handler ran\\n'))\n"
+                      "atexit.register(lambda: (sys.stderr.write('handler ran\\n'), print('handler printed')))\n"
                       "sys.stdout.write('unflushed ')\n"
                       "sys.argv = ['precision_tool', 'help']\ncli.console_main()\nprint('never here')")
     assert result.returncode == 0 and result.stdout.startswith("unflushed ") and "Commands" in result.stdout
-    assert result.stdout.rstrip().endswith(main_help_tail()) and "never here" not in result.stdout
+    assert result.stdout.rstrip().endswith(main_help_tail() + "\nhandler printed") and "never here" not in result.stdout
     assert result.stderr == "handler ran\n"
     failed = _console("import sys\nfrom precision_tool import cli\n"
                       "sys.argv = ['precision_tool', '-d', '/nonexistent/ws', 'ov']\ncli.console_main()")

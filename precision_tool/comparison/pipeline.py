@@ -79,17 +79,19 @@ def align_request(request: CompareRequest) -> AlignedRequest:
         reference_graph_file, reference_notes = resolve_graph(request.reference_graph, request.reference)
         # Each graph is read in a child process while align reads the dump headers and the reference folder.
         with contextlib.ExitStack() as readings:
-            graph_reading = read_graph_beside(graph_file)
-            reference_reading = read_graph_beside(reference_graph_file)
-            for reading in (graph_reading, reference_reading):
-                if reading is not None:
-                    readings.enter_context(reading)
+            graph_reading = _entered(readings, read_graph_beside(graph_file))
+            reference_reading = _entered(readings, read_graph_beside(reference_graph_file))
             alignment = align(request.npu_dir, request.reference, graph_reading, mode=request.mode,
                               reference_graph=reference_reading)
             graph, reference_graph = resolved(graph_reading), resolved(reference_reading)
     read_notes = tuple(note for model in (graph, reference_graph) for note in getattr(model, "notes", ()))
     return AlignedRequest(request, alignment, graph, time.perf_counter() - started,
                           notes + reference_notes + read_notes)
+
+
+def _entered(stack: contextlib.ExitStack, reading):
+    """``reading`` (a graph being read, or ``None``), its child process now ended by ``stack`` whatever happens."""
+    return stack.enter_context(reading) if reading is not None else None
 
 
 def compare_aligned(aligned: AlignedRequest, progress: Optional[Progress] = None,

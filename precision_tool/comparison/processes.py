@@ -137,8 +137,18 @@ class Worker:
         return f"exit code {os.WEXITSTATUS(status)}"
 
     def kill(self) -> None:
+        """SIGKILL it, if it still runs: a worker reaped already (here, or elsewhere where SIGCHLD is ignored) is
+        left alone, its pid may be another process's now."""
+        if self.status is not None:
+            return
         try:
-            os.kill(self.pid, signal.SIGKILL)
+            pid, status = os.waitpid(self.pid, os.WNOHANG)
+            if pid:
+                self.status = status  # it has just ended
+            else:
+                os.kill(self.pid, signal.SIGKILL)
+        except ChildProcessError:
+            self.status = -1
         except OSError:
             pass
 
@@ -167,27 +177,34 @@ def _worker_main(channel: Channel, cosine_threshold: Optional[float], parent: in
 
 
 def _fork_worker(cosine_threshold, tasks, inherited: List[Worker]) -> Worker:
-    """Fork one worker; in the child, run :func:`_worker_main` and leave with ``os._exit`` (never return)."""
+    """Fork one worker (:func:`~precision_tool.process_env.fork_child`: it runs :func:`_worker_main` and never
+    returns into the caller's code). ``OSError`` when no process can be forked (its pipes are closed first)."""
     to_child_read, to_child_write = os.pipe()
-    to_parent_read, to_parent_write = os.pipe()
+    try:
+        to_parent_read, to_parent_write = os.pipe()
+    except OSError:
+        os.close(to_child_read)
+        os.close(to_child_write)
+        raise
     parent = os.getpid()
-    pid = fork_child()
-    if pid == 0:  # the worker
-        code = 1
+
+    def worker() -> None:
         try:
             os.close(to_child_write)
             os.close(to_parent_read)
             for other in inherited:  # the earlier workers' pipes: their ends of file must not wait for this process
                 other.channel.close()
             _worker_main(Channel(to_child_read, to_parent_write), cosine_threshold, parent, tasks)
-            code = 0
-        except BaseException:  # noqa: BLE001 -- a worker never returns into the caller's code
-            try:
-                traceback.print_exc()
-            finally:
-                os._exit(1)
-        finally:
-            os._exit(code)
+        except BaseException:  # a bug outside a chunk: its traceback, then exit code 1
+            traceback.print_exc()
+            raise
+
+    try:
+        pid = fork_child(worker)
+    except OSError:
+        for fd in (to_child_read, to_child_write, to_parent_read, to_parent_write):
+            os.close(fd)
+        raise
     os.close(to_child_read)
     os.close(to_parent_write)
     return Worker(pid, Channel(to_parent_read, to_child_write))
@@ -219,7 +236,7 @@ def _collect(workers: List[Worker], spans: Sequence[Span], total: int) -> Iterat
     poller = select.poll()
     for worker in workers:
         poller.register(worker.channel.fileno(), select.POLLIN)
-        _send_next(worker, pending, busy)
+        _send_or_died(worker, pending, busy, compared, total)
     while delivered < len(spans):
         for fd, _ in poller.poll():
             worker = by_fd[fd]
@@ -232,7 +249,7 @@ def _collect(workers: List[Worker], spans: Sequence[Span], total: int) -> Iterat
             done[number] = outcomes
             compared += len(outcomes)
             del busy[fd]
-            if not _send_next(worker, pending, busy):
+            if not _send_or_died(worker, pending, busy, compared, total):
                 poller.unregister(fd)
         while delivered in done:
             yield done.pop(delivered)
@@ -246,12 +263,16 @@ def _died(worker: Worker, compared: int, total: int) -> WorkerError:
                        "the system log (dmesg) names an out-of-memory kill")
 
 
-def _send_next(worker: Worker, pending, busy: Dict[int, int]) -> bool:
-    """Send ``worker`` the next span; False when none is left."""
+def _send_or_died(worker: Worker, pending, busy: Dict[int, int], compared: int, total: int) -> bool:
+    """Send ``worker`` the next span; False when none is left. A worker whose pipe is closed (it died right after
+    answering) raises :class:`WorkerError`."""
     item = next(pending, None)
     if item is None:
         return False
-    worker.channel.send(item)
+    try:
+        worker.channel.send(item)
+    except OSError:
+        raise _died(worker, compared, total) from None
     busy[worker.channel.fileno()] = item[0]
     return True
 

@@ -223,7 +223,7 @@ def _scalar(field: FieldSpec, value, source, path: JsonPath) -> Any:
             raise _bad(source, _path_text(path), "expected an integer", value)
         low, high = _INT_RANGES[kind]
         if not low <= number <= high:
-            raise _bad(source, _path_text(path), f"cannot be stored (Value out of range: {number})", value)
+            raise _bad(source, _path_text(path), f"cannot be stored (Value out of range: {number})", number)
         return number
     if kind == "bytes":
         if not isinstance(value, str):

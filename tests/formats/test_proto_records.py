@@ -219,3 +219,32 @@ def test_comparing_dumps_with_a_json_graph_never_loads_protobuf(tmp_path):
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO,
                           env=dict(os.environ, PYTHONPATH=REPO))
     assert done.stdout.splitlines()[-1] == "0 []", done.stdout + done.stderr
+
+
+def test_unknown_groups_nested_3000_deep_are_refused_not_a_crash():
+    with pytest.raises(ProtoDecodeError, match="nested more than 100 deep"):
+        DUMP.decode("DumpData", b"\x4b" * 3000 + b"\x4c" * 3000)
+
+
+def test_messages_read_as_deep_as_protobuf_reads_them_and_no_deeper():
+    """AttrDef.g -> GraphDef.op -> OpDef.attr (a map entry) -> AttrDef ...: four messages a level. Around protobuf's
+    limit of 100, the reader accepts exactly what protobuf accepts, with the same values."""
+    messages = ge_schema.ge_messages()
+    verdicts = []
+    for levels in range(22, 28):
+        model = current = messages["AttrDef"]()
+        for _ in range(levels):
+            current = current.g.op.add().attr["k"]
+        current.i = 1
+        data = model.SerializeToString()
+        try:
+            expected = plain(messages["AttrDef"].FromString(data))
+        except Exception:  # noqa: BLE001 -- protobuf's DecodeError
+            expected = None
+        try:
+            got = plain(GE.decode("AttrDef", data))
+        except ProtoDecodeError:
+            got = None
+        assert got == expected, levels
+        verdicts.append(expected is not None)
+    assert True in verdicts and False in verdicts  # the limit lies inside the range tried
