@@ -101,3 +101,30 @@ def test_the_child_ignores_ctrl_c():
 def test_resolved_passes_anything_else_through():
     assert overlap.resolved(3) == 3 and overlap.resolved(None) is None
     assert overlap.resolved(overlapped(slow_pid, 0)) != os.getpid()
+
+
+def _open_fds():
+    return set(os.listdir("/proc/self/fd")) if os.path.isdir("/proc/self/fd") else set()
+
+
+def test_a_fork_that_fails_leaves_the_call_to_this_process_and_no_descriptor_open(monkeypatch):
+    def no_fork():
+        raise BlockingIOError(11, "Resource temporarily unavailable")
+
+    before = _open_fds()
+    monkeypatch.setattr(os, "fork", no_fork)
+    with overlapped(slow_pid, 0) as pending:
+        assert pending.result() == os.getpid()
+    assert _open_fds() == before
+
+
+def test_children_reaped_by_the_kernel_still_give_their_value():
+    """Where SIGCHLD is ignored (a daemon embedding the library) the kernel reaps children itself: waitpid finds
+    none, and the value read is used all the same."""
+    previous = signal.signal(signal.SIGCHLD, signal.SIG_IGN)
+    try:
+        with overlapped(where_and_what, 3) as pending:
+            pid, value = pending.result()
+        assert pid != os.getpid() and value["value"] == 3
+    finally:
+        signal.signal(signal.SIGCHLD, previous)

@@ -135,3 +135,28 @@ def test_a_channel_says_end_of_file_when_the_writer_closes_mid_message():
     with pytest.raises(EOFError):
         channel.recv()
     channel.close()
+
+
+def test_a_worker_that_dies_right_after_answering_is_a_worker_error(monkeypatch):
+    """Its pipe is closed when the next span is sent to it: a WorkerError naming how it ended, not a
+    BrokenPipeError traceback."""
+    parent = os.getpid()
+    real_send = processes.Channel.send
+
+    def send(self, message):
+        real_send(self, message)
+        if os.getpid() != parent and message is not None:
+            os._exit(0)  # killed just after its answer left
+
+    real_next = processes._send_or_died
+
+    def late(worker, pending, busy, compared, total):
+        time.sleep(0.1)  # the worker is gone by then
+        return real_next(worker, pending, busy, compared, total)
+
+    monkeypatch.setattr(processes.Channel, "send", send)
+    monkeypatch.setattr(processes, "_send_or_died", late)
+    before = _children()
+    with pytest.raises(WorkerError, match=r"died after .* \(exit code 0\)"):
+        _run(monkeypatch, lambda span: [], count=10, size=1)
+    assert _children() == before
