@@ -18,7 +18,6 @@ import ctypes
 import os
 import signal
 import sys
-import threading
 from typing import Callable, Dict
 
 VARIABLE = "OPENBLAS_NUM_THREADS"
@@ -75,9 +74,11 @@ def fork_child(body: Callable[[], None]) -> int:
     ever returning into the caller's code; the child's pid. Raises ``OSError`` when no process can be forked.
 
     What every child of ours needs: standard output and error flushed first (or the child's copy of unwritten
-    output could be written twice); SIGINT ignored in the child from its first instruction -- it is set to ignored
-    across the fork, so a Ctrl-C then reaching the child cannot raise in it; Ctrl-C interrupts this process, which
-    ends its children (a Ctrl-C in the microseconds of the fork itself is not seen) -- and :func:`die_with_parent`.
+    output could be written twice); SIGINT ignored in the child, which :func:`die_with_parent`. SIGINT is blocked
+    across the fork, so a Ctrl-C then cannot raise in the child before it ignores it; in this process it is
+    delivered once the fork is done, and if it interrupts here the child is killed and reaped before the
+    ``KeyboardInterrupt`` goes on. (The mask, not ``signal.signal``, is switched in this process: on Python 3.7
+    ``signal.signal`` leaves a reference cycle through the caller's frames each time.)
     """
     parent = os.getpid()
     for stream in (sys.stdout, sys.stderr):
@@ -85,20 +86,24 @@ def fork_child(body: Callable[[], None]) -> int:
             stream.flush()
         except (AttributeError, OSError, ValueError):
             pass
-    swap = threading.current_thread() is threading.main_thread()  # signal handlers are set in the main thread
-    previous = signal.signal(signal.SIGINT, signal.SIG_IGN) if swap else None
+    mask = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
     try:
         pid = os.fork()
     except BaseException:
-        if swap:
-            signal.signal(signal.SIGINT, previous)
+        signal.pthread_sigmask(signal.SIG_SETMASK, mask)
         raise
     if pid:
-        if swap:
-            signal.signal(signal.SIGINT, previous)
-        return pid
+        try:
+            signal.pthread_sigmask(signal.SIG_SETMASK, mask)  # a Ctrl-C pending meanwhile is raised here
+            return pid
+        except BaseException:
+            os.kill(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+            raise
     code = 1
     try:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)  # a pending SIGINT is dropped with it
+        signal.pthread_sigmask(signal.SIG_SETMASK, mask)
         die_with_parent(parent)
         body()
         code = 0

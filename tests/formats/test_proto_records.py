@@ -25,7 +25,7 @@ def plain(message):
     for field, value in message.ListFields():
         if getattr(field, "kind", None) == "map" or (hasattr(value, "items") and not hasattr(value, "ListFields")):
             out[field.name] = {key: plain(value[key]) for key in value}
-        elif field.is_repeated:
+        elif ge_schema.is_repeated(field):  # protobuf < 5 has no FieldDescriptor.is_repeated
             out[field.name] = [plain(item) if hasattr(item, "ListFields") else item for item in value]
         else:
             out[field.name] = plain(value) if hasattr(value, "ListFields") else value
@@ -126,7 +126,9 @@ def test_damaged_headers_never_read_looser_than_protobuf():
         else:
             assert got == expected, (seed, damaged)
         agree += got == expected
-    assert agree >= 1990, (agree, stricter)
+    # Stricter only where protobuf itself is lenient: protobuf 3.x (the TF 1.15 environment) reads a string field
+    # that is not UTF-8, logging an error; the reader refuses it, as protobuf 4+ does.
+    assert agree >= 1950 and agree + stricter == 2000, (agree, stricter)
 
 
 # --------------------------------------------------------------------------------------------- the rules by hand
@@ -214,7 +216,7 @@ def test_comparing_dumps_with_a_json_graph_never_loads_protobuf(tmp_path):
     code = ("import sys\nfrom precision_tool.cli import main\n"
             f"code = main(['compare', '-m', {case.npu!r}, '-g', {case.ref!r}, '-f', {case.graph!r}, '-out', "
             f"{str(tmp_path / 'out')!r}])\n"
-            "print(code, sorted(m for m in sys.modules if m.startswith('google')))")
+            "print(code, sorted(m for m in sys.modules if m.startswith('google.protobuf')))")
     (tmp_path / "out").mkdir()
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO,
                           env=dict(os.environ, PYTHONPATH=REPO))
