@@ -32,6 +32,19 @@ def plain(message):
     return out
 
 
+def both_readings(message_class, records, name, data):
+    """``(protobuf's reading, the records')`` of ``data`` as :func:`plain` dicts, ``None`` for a refusal."""
+    try:
+        expected = plain(message_class.FromString(data))
+    except Exception:  # noqa: BLE001 -- protobuf's DecodeError
+        expected = None
+    try:
+        got = plain(records.decode(name, data))
+    except ProtoDecodeError:
+        got = None
+    return expected, got
+
+
 UINT64 = st.integers(0, 2**64 - 1)
 INT32 = st.integers(-2**31, 2**31 - 1)
 DIMS = st.lists(UINT64, max_size=6)
@@ -111,14 +124,7 @@ def test_damaged_headers_never_read_looser_than_protobuf():
     agree = stricter = 0
     for seed in range(2000):
         damaged = _damaged(seed, data)
-        try:
-            expected = plain(dump_schema.DumpData.FromString(damaged))
-        except Exception:  # noqa: BLE001 -- protobuf's DecodeError
-            expected = None
-        try:
-            got = plain(DUMP.decode("DumpData", damaged))
-        except ProtoDecodeError:
-            got = None
+        expected, got = both_readings(dump_schema.DumpData, DUMP, "DumpData", damaged)
         if expected is None:
             assert got is None, (seed, damaged)
         elif got is None:
@@ -238,15 +244,7 @@ def test_messages_read_as_deep_as_protobuf_reads_them_and_no_deeper():
         for _ in range(levels):
             current = current.g.op.add().attr["k"]
         current.i = 1
-        data = model.SerializeToString()
-        try:
-            expected = plain(messages["AttrDef"].FromString(data))
-        except Exception:  # noqa: BLE001 -- protobuf's DecodeError
-            expected = None
-        try:
-            got = plain(GE.decode("AttrDef", data))
-        except ProtoDecodeError:
-            got = None
+        expected, got = both_readings(messages["AttrDef"], GE, "AttrDef", model.SerializeToString())
         assert got == expected, levels
         verdicts.append(expected is not None)
     assert True in verdicts and False in verdicts  # the limit lies inside the range tried
