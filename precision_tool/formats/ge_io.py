@@ -37,7 +37,7 @@ from precision_tool.formats.ge_onnx import (HEAD_LINES, OnnxModel, looks_like_on
                                             parse_onnx_lines)
 from precision_tool.formats.ge_proto_codec import (MessageReader, fill_graph, fill_op, model_from_message,
                                                   model_to_message)
-from precision_tool.formats.ge_schema import ge_messages
+from precision_tool.formats.ge_schema import GE_RECORDS, ge_messages
 from precision_tool.formats.ge_text import NotCanonicalText, format_ge_text, parse_canonical_lines, parse_full_text
 
 PathLike = Union[str, "os.PathLike[str]"]
@@ -241,7 +241,7 @@ class _ModelAssembler:
 
     def __init__(self, source):
         self.source = source
-        self.root = ge_messages()["ModelDef"]()
+        self.root = GE_RECORDS.empty("ModelDef")  # records: GE's layout is read without the protobuf runtime
         self._reader = MessageReader(source)
         self._ops: List[OpNode] = []
         self._graphs: List[Graph] = []

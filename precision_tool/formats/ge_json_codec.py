@@ -26,21 +26,17 @@ import json
 import math
 import re
 import reprlib
-import struct
 from typing import Any, Dict, List, Optional, Tuple
 
 from precision_tool.errors import GraphFormatError
 from precision_tool.formats.ge_proto_codec import shortest_float32
 from precision_tool.formats.ge_schema import GE_RECORDS, field_table
 from precision_tool.formats.ge_text import MAX_INT_DIGITS, c_unescape
-from precision_tool.formats.proto_records import FieldSpec, FieldType, Record
+from precision_tool.formats.proto_records import FieldSpec, FieldType, Record, stored_value
 
 _FD = FieldType
 _FLOAT_TYPES = {_FD.TYPE_FLOAT, _FD.TYPE_DOUBLE}
-# The range of each integer kind a field table uses (protobuf refuses the rest when a value is set).
-_INT_RANGES = {"int32": (-(1 << 31), (1 << 31) - 1), "enum": (-(1 << 31), (1 << 31) - 1),
-               "int64": (-(1 << 63), (1 << 63) - 1), "uint32": (0, (1 << 32) - 1), "uint64": (0, (1 << 64) - 1)}
-_FLOAT32 = struct.Struct("<f")
+_INTEGER_KINDS = frozenset({"int32", "int64", "uint32", "uint64", "enum"})
 _DECIMAL = re.compile(r"-?[0-9]{1,%d}" % MAX_INT_DIGITS)
 # What GE (``%g``: 1e-05, inf, nan) and protobuf's JSON mapping (Infinity, NaN) write for a float, in ASCII.
 _FLOAT_TEXT = re.compile(r"[-+]?(?:(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][-+]?[0-9]+)?|inf(?:inity)?|nan)", re.IGNORECASE)
@@ -206,13 +202,9 @@ def _scalar(field: FieldSpec, value, source, path: JsonPath) -> Any:
     kind = field.kind
     if kind == "string":
         if isinstance(value, str):
-            try:
-                value.encode("utf-8")
-            except UnicodeError as exc:
-                raise _bad(source, _path_text(path), f"cannot be stored ({exc})", value) from None
-            return value
+            return _stored(kind, value, source, path)
         raise _bad(source, _path_text(path), "expected a string", value)
-    if kind in _INT_RANGES:
+    if kind in _INTEGER_KINDS:
         if kind == "enum":
             number = _enum(field, value, source, path)
         elif isinstance(value, int) and not isinstance(value, bool):
@@ -221,10 +213,7 @@ def _scalar(field: FieldSpec, value, source, path: JsonPath) -> Any:
             number = int(value)
         else:
             raise _bad(source, _path_text(path), "expected an integer", value)
-        low, high = _INT_RANGES[kind]
-        if not low <= number <= high:
-            raise _bad(source, _path_text(path), f"cannot be stored (Value out of range: {number})", number)
-        return number
+        return _stored(kind, number, source, path)
     if kind == "bytes":
         if not isinstance(value, str):
             raise _bad(source, _path_text(path), "expected a string", value)
@@ -247,17 +236,17 @@ def _scalar(field: FieldSpec, value, source, path: JsonPath) -> Any:
             except (ValueError, OverflowError):
                 pass
             else:
-                return _as_float32(real) if kind == "float" else real
+                return _stored(kind, real, source, path)
         raise _bad(source, _path_text(path), "expected a number", value)
     raise _bad(source, _path_text(path), "has a type this reader does not know", value)  # pragma: no cover
 
 
-def _as_float32(value: float) -> float:
-    """``value`` rounded to the nearest float32, as a ``float`` field stores it (beyond its range: an infinity)."""
+def _stored(kind: str, value: Any, source, path: JsonPath) -> Any:
+    """:func:`~precision_tool.formats.proto_records.stored_value`, its refusal worded with the JSON path."""
     try:
-        return _FLOAT32.unpack(_FLOAT32.pack(value))[0]
-    except OverflowError:
-        return math.copysign(math.inf, value)
+        return stored_value(kind, value)
+    except (ValueError, UnicodeError) as exc:
+        raise _bad(source, _path_text(path), f"cannot be stored ({exc})", value) from None
 
 
 def _enum(field: FieldSpec, value, source, path: JsonPath) -> int:

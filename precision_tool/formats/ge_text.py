@@ -26,8 +26,8 @@ import warnings
 from typing import Callable, Iterable, Iterator, List, Optional, Union
 
 from precision_tool.errors import GraphFormatError
-from precision_tool.formats.ge_schema import FieldInfo, field_table, ge_messages
-from precision_tool.formats.proto_records import FieldType
+from precision_tool.formats.ge_schema import GE_RECORDS, PACKAGE, FieldInfo, field_table, ge_messages
+from precision_tool.formats.proto_records import FieldSpec, FieldType, Record, stored_value
 
 _FD = FieldType
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
@@ -58,7 +58,58 @@ _NotCanonical = NotCanonicalText
 
 
 def _fields_of(message) -> dict:
+    """The field table of a frame's message: :class:`RecordField` for a record, protobuf's ``FieldInfo`` else."""
+    if isinstance(message, Record):
+        return _record_fields(type(message))
     return field_table(message.DESCRIPTOR)
+
+
+class _MessageType:
+    """What the parser asks of a map's value field: its type."""
+
+    __slots__ = ("type",)
+
+    def __init__(self, type_number: int):
+        self.type = type_number
+
+
+_TYPE_OF_KIND = {"string": _FD.TYPE_STRING, "bytes": _FD.TYPE_BYTES, "bool": _FD.TYPE_BOOL,
+                 "int32": _FD.TYPE_INT32, "int64": _FD.TYPE_INT64, "uint32": _FD.TYPE_UINT32,
+                 "uint64": _FD.TYPE_UINT64, "float": _FD.TYPE_FLOAT, "double": _FD.TYPE_DOUBLE,
+                 "enum": _FD.TYPE_ENUM, "message": _FD.TYPE_MESSAGE, "map": _FD.TYPE_MESSAGE}
+
+
+class RecordField:
+    """A record's field (:class:`~precision_tool.formats.proto_records.FieldSpec`) as the line parser reads protobuf's
+    ``FieldInfo``: ``name``, ``type`` (protobuf's number), ``repeated``, ``map``, ``map_value.type`` and
+    ``presence_key`` (the oneof's name for its members), and the record type of a message or map value."""
+
+    __slots__ = ("spec", "name", "type", "repeated", "map", "map_value", "presence_key", "message")
+
+    def __init__(self, spec: FieldSpec):
+        self.spec, self.name = spec, spec.name
+        self.type = _TYPE_OF_KIND[spec.kind]
+        self.repeated, self.map = spec.repeated or spec.kind == "map", spec.kind == "map"
+        self.map_value = _MessageType(_FD.TYPE_MESSAGE) if self.map else None
+        self.presence_key = spec.oneof or spec.name
+        self.message = spec.message
+
+
+_RECORD_FIELDS: dict = {}
+
+
+def _record_fields(record_type) -> dict:
+    table = _RECORD_FIELDS.get(record_type)
+    if table is None:
+        table = _RECORD_FIELDS[record_type] = {name: RecordField(spec) for name, spec in record_type._fields.items()}
+    return table
+
+
+def _enum_number(field, name: str) -> Optional[int]:
+    if isinstance(field, RecordField):
+        return GE_RECORDS.enums[field.spec.enum or ""].get(name)
+    enum_value = field.descriptor.enum_type.values_by_name.get(name)
+    return None if enum_value is None else enum_value.number
 
 
 def parse_ge_text(text: str, source=None):
@@ -221,7 +272,7 @@ def _open(stack, frame, name: str, hooks=(None, None, None)) -> None:
         if name != "value" or frame[2] is None or frame[3]:
             raise _NotCanonical
         frame[3] = True
-        stack.append(_message_frame(frame[1][frame[2]]))
+        stack.append(_message_frame(_map_entry(frame)))
         return
     field = frame[2].get(name)
     if field is None:
@@ -231,23 +282,43 @@ def _open(stack, frame, name: str, hooks=(None, None, None)) -> None:
     if field.type != _FD.TYPE_MESSAGE:
         raise _NotCanonical
     message = frame[1]
+    is_record = isinstance(message, Record)
     if field.map:
         if field.map_value.type != _FD.TYPE_MESSAGE:
             raise _NotCanonical
-        stack.append([_MAP_ENTRY, getattr(message, name), None, False])
+        entries = message.__dict__.setdefault(name, {}) if is_record else getattr(message, name)
+        stack.append([_MAP_ENTRY, entries, None, False, field.message if is_record else None])
         return
     on_root_op, on_root_graph = hooks[:2]
     on_close = None
     if len(stack) == 2 and name == "op" and on_root_op is not None:  # stack: ModelDef, a root GraphDef
-        child, on_close = ge_messages()["OpDef"](), on_root_op  # a message of its own, dropped after the hook
+        # a message of its own, dropped after the hook
+        child, on_close = (GE_RECORDS.empty("OpDef") if is_record else ge_messages()["OpDef"]()), on_root_op
     elif field.repeated:
-        child = getattr(message, name).add()
+        if is_record:
+            child = GE_RECORDS.empty(field.message)
+            message.__dict__.setdefault(name, []).append(child)
+        else:
+            child = getattr(message, name).add()
         on_close = on_root_graph if len(stack) == 1 else None  # a root graph (ModelDef's only repeated message)
     else:
         _mark_set(frame, field)
-        child = getattr(message, name)
-        child.SetInParent()
+        if is_record:
+            child = GE_RECORDS.empty(field.message)
+            _set_record_field(message, field, child)
+        else:
+            child = getattr(message, name)
+            child.SetInParent()
     stack.append(_message_frame(child, on_close))
+
+
+def _set_record_field(record: Record, field: "RecordField", value) -> None:
+    """Set a record's singular field; a oneof member first clears the other members (the last one set wins)."""
+    values = record.__dict__
+    if field.spec.oneof is not None:
+        for member in record._oneofs[field.spec.oneof]:
+            values.pop(member, None)
+    values[field.name] = value
 
 
 def _close(stack) -> None:
@@ -261,15 +332,31 @@ def _close(stack) -> None:
         key = "" if frame[2] is None else frame[2]
         if key in frame[1]:
             raise _NotCanonical
-        frame[1][key]  # reading a map key adds it: an entry without 'value' still exists, empty
+        frame[2] = key
+        _map_entry(frame)  # an entry without 'value' still exists, empty
     stack.pop()
     if frame[0] == _MESSAGE and frame[4] is not None:
         frame[4](frame[1])
 
 
+def _map_entry(frame):
+    """The value of a map entry frame's key, added if new (a protobuf map adds it when read; a record's map is a
+    dict, its value type in the frame)."""
+    entries, key, value_type = frame[1], frame[2], frame[4]
+    if value_type is None:
+        return entries[key]
+    value = entries.get(key)
+    if value is None:
+        value = entries[key] = GE_RECORDS.empty(value_type)
+    return value
+
+
 def _report_unknown(on_unknown_field: Optional[Callable[[str], None]], frame, name: str) -> None:
     if on_unknown_field is not None:
-        on_unknown_field(f"{frame[1].DESCRIPTOR.full_name}.{name}")
+        message = frame[1]
+        full_name = f"{PACKAGE}.{type(message).__name__}" if isinstance(message, Record) else \
+            message.DESCRIPTOR.full_name
+        on_unknown_field(f"{full_name}.{name}")
 
 
 def _scalar_line(frame, name: str, value: str, on_unknown_field: Optional[Callable[[str], None]] = None) -> None:
@@ -298,12 +385,19 @@ def _scalar_line(frame, name: str, value: str, on_unknown_field: Optional[Callab
     parsed = _value(field, value)
     message = frame[1]
     try:
-        if field.repeated:
+        if isinstance(message, Record):
+            parsed = stored_value(field.spec.kind, parsed)
+            if field.repeated:
+                message.__dict__.setdefault(name, []).append(parsed)
+            else:
+                _mark_set(frame, field)
+                _set_record_field(message, field, parsed)
+        elif field.repeated:
             getattr(message, name).append(parsed)
         else:
             _mark_set(frame, field)
             setattr(message, name, parsed)
-    except (ValueError, TypeError, OverflowError):
+    except (ValueError, TypeError, OverflowError, UnicodeError):
         raise _NotCanonical from None
 
 
@@ -331,9 +425,9 @@ def _value(field: FieldInfo, value: str):
             raise _NotCanonical
         return int(value)
     if kind == _FD.TYPE_ENUM:
-        enum_value = field.descriptor.enum_type.values_by_name.get(value)
-        if enum_value is not None:
-            return enum_value.number
+        number = _enum_number(field, value)
+        if number is not None:
+            return number
         if _INT.fullmatch(value):
             return int(value)
         raise _NotCanonical

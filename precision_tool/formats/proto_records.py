@@ -346,6 +346,31 @@ class RecordSchema:
         current[key] = value
 
 
+_INT_RANGES = {"int32": (-(1 << 31), (1 << 31) - 1), "enum": (-(1 << 31), (1 << 31) - 1),
+               "int64": (-(1 << 63), (1 << 63) - 1), "uint32": (0, (1 << 32) - 1), "uint64": (0, (1 << 64) - 1)}
+
+
+def stored_value(kind: str, value: Any) -> Any:
+    """``value`` as a field of ``kind`` stores it, where protobuf's setters check and convert: an integer kind
+    (``int32``, ``int64``, ``uint32``, ``uint64``, ``enum``) out of its range raises ``ValueError`` with protobuf's
+    words (``Value out of range: N``); a ``float`` is rounded to float32 (beyond its range, an infinity); a
+    ``string`` that cannot be UTF-8 (a lone surrogate) raises ``UnicodeEncodeError``. Other values pass as they
+    are (the caller checked their types)."""
+    bounds = _INT_RANGES.get(kind)
+    if bounds is not None:
+        if not bounds[0] <= value <= bounds[1]:
+            raise ValueError(f"Value out of range: {value}")
+        return value
+    if kind == "float":
+        try:
+            return _FLOAT32.unpack(_FLOAT32.pack(value))[0]
+        except OverflowError:
+            return math.copysign(math.inf, value)
+    if kind == "string":
+        value.encode("utf-8")
+    return value
+
+
 def _is_default(kind: str, value: Any) -> bool:
     """Whether a scalar holds its proto3 default (-0.0 does not: its bits differ, as protobuf tells them)."""
     if kind in ("float", "double"):
@@ -444,4 +469,4 @@ def _skip(data: bytes, position: int, end: int, number: int, wire: int, key_at: 
     return position
 
 
-__all__ = ["RecordSchema", "Record", "FieldSpec", "FieldType", "ProtoDecodeError"]
+__all__ = ["RecordSchema", "Record", "FieldSpec", "FieldType", "ProtoDecodeError", "stored_value"]

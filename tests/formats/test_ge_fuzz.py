@@ -14,7 +14,8 @@ from precision_tool.errors import PrecisionToolError
 from precision_tool.formats import ge_text
 from precision_tool.formats.ge_graph import DataTypeValue, Graph, GraphModel, InputRef, NamedAttrs, OpNode, tensor_desc
 from precision_tool.formats.ge_io import ge_graph_from_json, ge_graph_to_json, ge_graph_to_text, parse_ge_graph
-from precision_tool.formats.ge_schema import ge_messages
+from precision_tool.formats.ge_schema import GE_RECORDS, ge_messages
+from tests.formats.test_proto_records import plain
 
 FUZZ = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
@@ -140,3 +141,22 @@ def test_line_parser_never_disagrees_with_protobuf(flips):
         return  # gave up: the full parser decides, as the reader does
     assert expected is not None, "the line parser accepted text protobuf rejects"
     assert fast == expected
+
+
+@pytest.mark.filterwarnings("ignore::DeprecationWarning")  # protobuf's parser on escapes such as "\\q"
+@FUZZ
+@given(st.lists(st.tuples(st.integers(0, len(TEXT) - 1), SYNTAX_BYTES), min_size=1, max_size=4))
+def test_line_parser_into_records_never_disagrees_with_protobuf(flips):
+    """The reader's own path: GE's layout read into records (no protobuf runtime), against protobuf's parser."""
+    text = _flip(TEXT, flips).decode("utf-8", "replace")
+    try:
+        expected = text_format.Parse(text, ge_messages()["ModelDef"](), allow_unknown_field=True)
+    except Exception:  # noqa: BLE001 -- any failure of the full parser
+        expected = None
+    fast = GE_RECORDS.empty("ModelDef")
+    try:
+        ge_text._parse_canonical(text, fast)
+    except ge_text._NotCanonical:
+        return  # gave up: the full parser decides, as the reader does
+    assert expected is not None, "the line parser accepted text protobuf rejects"
+    assert plain(fast) == plain(expected)
