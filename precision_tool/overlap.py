@@ -25,7 +25,7 @@ import struct
 import threading
 from typing import Any, Callable, Generic, Optional, TypeVar
 
-from precision_tool.process_env import fork_child
+from precision_tool.process_env import can_fork, fork_child
 
 T = TypeVar("T")
 
@@ -38,7 +38,7 @@ _LENGTH = struct.Struct("<Q")  # the child sends its pickle's length first, so i
 def can_fork_now() -> bool:
     """Whether forking is possible and safe here: ``os.fork`` exists, no other thread runs, and
     :data:`NO_FORK_VARIABLE` is not set."""
-    return hasattr(os, "fork") and threading.active_count() == 1 and NO_FORK_VARIABLE not in os.environ
+    return can_fork() and threading.active_count() == 1 and NO_FORK_VARIABLE not in os.environ
 
 
 class Overlapped(Generic[T]):

@@ -69,6 +69,11 @@ def die_with_parent(parent: int) -> bool:
     return True
 
 
+def can_fork() -> bool:
+    """Whether this system forks processes (``os.fork`` exists: Linux, macOS, the BSDs; not Windows)."""
+    return hasattr(os, "fork")
+
+
 def fork_child(body: Callable[[], None]) -> int:
     """Fork a child that runs ``body()`` and ends (``os._exit``: 0 when ``body`` returned, 1 when it raised) without
     ever returning into the caller's code; the child's pid. Raises ``OSError`` when no process can be forked.
@@ -112,4 +117,4 @@ def fork_child(body: Callable[[], None]) -> int:
     return 0  # pragma: no cover -- never reached
 
 
-__all__ = ["one_blas_thread", "user_environment", "process_symbols", "die_with_parent", "fork_child"]
+__all__ = ["one_blas_thread", "user_environment", "process_symbols", "die_with_parent", "can_fork", "fork_child"]

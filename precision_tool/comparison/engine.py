@@ -40,10 +40,11 @@ from typing import Callable, Dict, List, Optional, Tuple
 from precision_tool.alignment import Alignment
 from precision_tool.alignment.npu_side import graphs_of
 from precision_tool.comparison.result import ComparisonResult, RunFacts, TensorResult, Timing
-from precision_tool.comparison.processes import can_fork, run_in_workers
+from precision_tool.comparison.processes import run_in_workers
 from precision_tool.comparison.worker import Outcome, PairComparer, PairTask, reference_identity
 from precision_tool.formats.tensor_kind import TensorKind
 from precision_tool.metrics import DEFAULT_COSINE_THRESHOLD
+from precision_tool.process_env import can_fork
 from precision_tool.status import Status
 
 Progress = Callable[[int, int], None]
@@ -154,7 +155,7 @@ def _run(tasks: List[PairTask], cosine_threshold, workers: int, progress: Option
     Work is always done in worker processes -- even with ``workers=1`` -- so that their process-wide settings
     (:func:`~precision_tool.comparison.worker.prepare_worker_process`) never touch the caller's process (a
     long-lived shell, a test runner). Only a run too small to fill two chunks, or a system that cannot fork
-    (:func:`~precision_tool.comparison.processes.can_fork`), compares in this process.
+    (:func:`~precision_tool.process_env.can_fork`), compares in this process.
     """
     chunks = _chunks(len(tasks), workers)
     outcomes: List[Outcome] = []

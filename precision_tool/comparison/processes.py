@@ -18,7 +18,8 @@ list, so only ranges cross its pipe. An exception raised in a worker (a bug: use
 here with the worker's traceback as its text. Workers ignore SIGINT: Ctrl-C interrupts this process, which then
 kills and reaps them.
 
-Where ``os.fork`` does not exist (Windows), :func:`can_fork` is False and the engine compares in its own process.
+Where ``os.fork`` does not exist (Windows: :func:`~precision_tool.process_env.can_fork`), the engine compares in
+its own process.
 """
 from __future__ import annotations
 
@@ -40,11 +41,6 @@ _STOP = None
 _LENGTH = struct.Struct("<Q")
 #: How long a stopped worker may take to finish (it is between chunks, so at once) before it is killed.
 STOP_SECONDS = 5.0
-
-
-def can_fork() -> bool:
-    """Whether worker processes can be forked here (``os.fork`` exists: Linux, macOS, the BSDs)."""
-    return hasattr(os, "fork")
 
 
 class Channel:
@@ -295,4 +291,4 @@ def _stop(workers: List[Worker], gently: bool) -> None:
         worker.channel.close()
 
 
-__all__ = ["run_in_workers", "can_fork", "Channel", "STOP_SECONDS"]
+__all__ = ["run_in_workers", "Channel", "STOP_SECONDS"]

@@ -50,8 +50,6 @@ STREAM_ABOVE = 1 << 24
 #: Dump files up to this size are read whole, once, the last :data:`FILES_KEPT` kept (:meth:`PairComparer.payloads`).
 WHOLE_FILE_LIMIT = 16 << 20
 FILES_KEPT = 2
-#: Headers a comparer keeps by path (:meth:`PairComparer.header`); consecutive pairs share a few files.
-HEADERS_KEPT = 64
 # glibc mallopt parameters (malloc.h)
 _M_TRIM_THRESHOLD, _M_TOP_PAD, _M_MMAP_THRESHOLD = -1, -2, -3
 
@@ -110,20 +108,11 @@ class PairComparer:
         self._reference_key: Optional[tuple] = None
         self._reference_array: Optional[np.ndarray] = None
         self._payloads: "OrderedDict[str, Payloads]" = OrderedDict()
-        self._headers: Dict[str, DumpFile] = {}
 
     # ------------------------------------------------------------------ loading
     def header(self, path: str) -> DumpFile:
-        """The parsed header of a dump file: the one this comparer used last for ``path`` (a comparison asks for
-        each file's header four times), else from the process's cache (checked against the file with a ``stat``).
-        A file rewritten after it was read here is caught when its payload is read (its size and time are checked
-        on the open file)."""
-        dump = self._headers.get(path)
-        if dump is None:
-            if len(self._headers) >= HEADERS_KEPT:
-                self._headers.clear()
-            dump = self._headers[path] = read_dump_header_cached(path)
-        return dump
+        """The parsed header of a dump file, from the cache when recently read (and unchanged)."""
+        return read_dump_header_cached(path)
 
     def load_npu(self, ref: NpuTensorRef):
         """``(OriginTensor, TensorEntry)``: as :meth:`NpuTensorRef.load`, with the header from the cache, in the

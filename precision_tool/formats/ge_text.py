@@ -73,12 +73,6 @@ class _MessageType:
         self.type = type_number
 
 
-_TYPE_OF_KIND = {"string": _FD.TYPE_STRING, "bytes": _FD.TYPE_BYTES, "bool": _FD.TYPE_BOOL,
-                 "int32": _FD.TYPE_INT32, "int64": _FD.TYPE_INT64, "uint32": _FD.TYPE_UINT32,
-                 "uint64": _FD.TYPE_UINT64, "float": _FD.TYPE_FLOAT, "double": _FD.TYPE_DOUBLE,
-                 "enum": _FD.TYPE_ENUM, "message": _FD.TYPE_MESSAGE, "map": _FD.TYPE_MESSAGE}
-
-
 class RecordField:
     """A record's field (:class:`~precision_tool.formats.proto_records.FieldSpec`) as the line parser reads protobuf's
     ``FieldInfo``: ``name``, ``type`` (protobuf's number), ``repeated``, ``map``, ``map_value.type`` and
@@ -88,7 +82,7 @@ class RecordField:
 
     def __init__(self, spec: FieldSpec):
         self.spec, self.name = spec, spec.name
-        self.type = _TYPE_OF_KIND[spec.kind]
+        self.type = spec.type
         self.repeated, self.map = spec.repeated or spec.kind == "map", spec.kind == "map"
         self.map_value = _MessageType(_FD.TYPE_MESSAGE) if self.map else None
         self.presence_key = spec.oneof or spec.name

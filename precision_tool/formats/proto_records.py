@@ -63,6 +63,12 @@ class FieldType:
      TYPE_SINT64) = range(1, 19)
 
 
+_TYPE_OF_KIND = {"string": FieldType.TYPE_STRING, "bytes": FieldType.TYPE_BYTES, "bool": FieldType.TYPE_BOOL,
+                 "int32": FieldType.TYPE_INT32, "int64": FieldType.TYPE_INT64, "uint32": FieldType.TYPE_UINT32,
+                 "uint64": FieldType.TYPE_UINT64, "float": FieldType.TYPE_FLOAT, "double": FieldType.TYPE_DOUBLE,
+                 "enum": FieldType.TYPE_ENUM, "message": FieldType.TYPE_MESSAGE, "map": FieldType.TYPE_MESSAGE}
+
+
 class ProtoDecodeError(ValueError):
     """Bytes that are not the protobuf wire format of the message asked for."""
 
@@ -73,11 +79,12 @@ class FieldSpec:
     ``kind`` is a scalar type name (``"int64"``, ``"string"``, ...), ``"enum"``, ``"message"`` or ``"map"``;
     ``message`` names the record type of a message field or a map's values (``None`` otherwise); ``map_key`` and
     ``map_value`` are the kinds of a map's keys and values; ``enum`` names an enum field's enum; ``oneof`` names
-    the oneof the field belongs to. ``is_repeated`` mirrors protobuf's field descriptors (a map is repeated there).
+    the oneof the field belongs to. ``is_repeated`` and ``type`` (:class:`FieldType`'s number; a map's is a message's)
+    mirror protobuf's field descriptors.
     """
 
     __slots__ = ("number", "name", "kind", "repeated", "message", "map_key", "map_value", "enum", "oneof", "wire",
-                 "wires", "signed_bits", "is_repeated")
+                 "wires", "signed_bits", "is_repeated", "type")
 
     def __init__(self, number: int, name: str, kind: str, repeated: bool, message: Optional[str] = None,
                  map_key: Optional[str] = None, map_value: Optional[str] = None, enum: Optional[str] = None):
@@ -89,6 +96,7 @@ class FieldSpec:
         self.wires = (self.wire, LENGTH) if packable else (self.wire,)  # the wire types the field is read from
         self.signed_bits = {"int32": 32, "enum": 32, "int64": 64}.get(kind, 0)
         self.is_repeated = repeated or kind == "map"
+        self.type = _TYPE_OF_KIND[kind]
 
     def __repr__(self) -> str:
         return f"<field {self.number} {self.name}: {self.kind}{' (repeated)' if self.repeated else ''}>"

@@ -248,3 +248,15 @@ def test_messages_read_as_deep_as_protobuf_reads_them_and_no_deeper():
         assert got == expected, levels
         verdicts.append(expected is not None)
     assert True in verdicts and False in verdicts  # the limit lies inside the range tried
+
+
+def test_every_field_spec_types_and_counts_fields_as_protobuf_does():
+    """The records' field tables against the descriptors protobuf builds from the same tables."""
+    classes = ge_schema.ge_messages()
+    for name in ge_schema.MESSAGES:
+        descriptors = classes[name].DESCRIPTOR.fields_by_name
+        for field_name, spec in GE.fields(name).items():
+            descriptor = descriptors[field_name]
+            assert (spec.number, spec.type, spec.is_repeated) == (descriptor.number, descriptor.type,
+                                                                   ge_schema.is_repeated(descriptor)), field_name
+            assert (spec.oneof is not None) == (descriptor.containing_oneof is not None), field_name
