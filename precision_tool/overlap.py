@@ -19,20 +19,17 @@ Use it as a context manager: leaving the ``with`` block without asking for the r
 from __future__ import annotations
 
 import os
-import pickle
 import signal
-import struct
 import threading
 from typing import Any, Callable, Generic, Optional, TypeVar
 
-from precision_tool.process_env import can_fork, fork_child
+from precision_tool.process_env import Channel, can_fork, fork_child
 
 T = TypeVar("T")
 
 #: Setting this environment variable (to anything) makes every :func:`overlapped` call run in this process.
 NO_FORK_VARIABLE = "PRECISION_TOOL_NO_FORK"
 _UNSET = object()
-_LENGTH = struct.Struct("<Q")  # the child sends its pickle's length first, so it is read into one buffer
 
 
 def can_fork_now() -> bool:
@@ -60,12 +57,9 @@ class Overlapped(Generic[T]):
             return
         function, args = self._function, self._args
 
-        def child() -> None:  # compute, send the value's length and pickle; any failure: the parent calls itself
+        def child() -> None:  # compute and send the value; any failure: the parent makes the call itself
             os.close(read_fd)
-            data = pickle.dumps(function(*args), pickle.HIGHEST_PROTOCOL)
-            view = memoryview(_LENGTH.pack(len(data)) + data)
-            while view:
-                view = view[os.write(write_fd, view):]
+            Channel(-1, write_fd).send(function(*args))
 
         try:
             pid = fork_child(child)
@@ -86,17 +80,13 @@ class Overlapped(Generic[T]):
     def _collect(self) -> Any:
         """The child's value, or ``_UNSET`` when it sent none whole (it failed, or was killed)."""
         try:
-            head = _read_exactly(self._read_fd, _LENGTH.size)
-            data = _read_exactly(self._read_fd, _LENGTH.unpack(head)[0]) if head is not None else None
-            self._reap()  # the value is in: the child is exiting
-        finally:
-            self.close()
-        if data is None:
+            return Channel(self._read_fd, -1).recv()
+        except EOFError:  # it sent no whole value
             return _UNSET
-        try:
-            return pickle.loads(data)
         except Exception:  # noqa: BLE001 -- a value that does not unpickle: computed here instead
             return _UNSET
+        finally:
+            self.close()  # the value is in, or never will be: the child is exiting (or is killed)
 
     def _reap(self, kill: bool = False) -> None:
         """Wait for the child (killed first if ``kill`` and it still runs). A child already reaped elsewhere -- by a
@@ -124,19 +114,6 @@ class Overlapped(Generic[T]):
 
     def __exit__(self, *exc_info) -> None:
         self.close()
-
-
-def _read_exactly(fd: int, count: int) -> Optional[bytearray]:
-    """``count`` bytes from ``fd`` into one buffer (no copy joining pieces), or ``None`` when the writer's end closes
-    first. (``os.readv`` exists wherever ``os.fork`` does.)"""
-    buffer = bytearray(count)
-    view, got = memoryview(buffer), 0
-    while got < count:
-        step = os.readv(fd, [view[got:]])
-        if not step:
-            return None
-        got += step
-    return buffer
 
 
 def overlapped(function: Callable[..., T], *args: Any, fork: bool = True) -> Overlapped[T]:

@@ -16,7 +16,9 @@ from __future__ import annotations
 
 import ctypes
 import os
+import pickle
 import signal
+import struct
 import sys
 from typing import Callable, Dict
 
@@ -52,6 +54,7 @@ def process_symbols() -> ctypes.CDLL:
 
 
 _PR_SET_PDEATHSIG = 1  # linux/prctl.h
+_LENGTH = struct.Struct("<Q")
 
 
 def die_with_parent(parent: int) -> bool:
@@ -67,6 +70,50 @@ def die_with_parent(parent: int) -> bool:
     if os.getppid() != parent:
         os._exit(1)
     return True
+
+
+class Channel:
+    """One end of a pipe pair between this process and a child: :meth:`send` pickles to one, :meth:`recv` unpickles
+    from the other (either fd may be -1 for a one-way channel).
+
+    A message is its pickle's length (8 bytes, little-endian) then the pickle, read into one buffer. :meth:`recv`
+    raises ``EOFError`` when the other side has closed its end (it exited or died) before a whole message arrived.
+    """
+
+    def __init__(self, read_fd: int, write_fd: int):
+        self.read_fd, self.write_fd = read_fd, write_fd
+
+    def fileno(self) -> int:
+        return self.read_fd
+
+    def send(self, message) -> None:
+        data = pickle.dumps(message, pickle.HIGHEST_PROTOCOL)
+        view = memoryview(_LENGTH.pack(len(data)) + data)
+        while view:
+            view = view[os.write(self.write_fd, view):]
+
+    def recv(self):
+        (length,) = _LENGTH.unpack(self._read(_LENGTH.size))
+        return pickle.loads(self._read(length))
+
+    def _read(self, count: int) -> bytearray:
+        buffer = bytearray(count)
+        view, got = memoryview(buffer), 0
+        while got < count:
+            step = os.readv(self.read_fd, [view[got:]])  # os.readv exists wherever os.fork does
+            if not step:
+                raise EOFError("the other end of the pipe is closed")
+            got += step
+        return buffer
+
+    def close(self) -> None:
+        for fd in (self.read_fd, self.write_fd):
+            if fd >= 0:
+                try:
+                    os.close(fd)
+                except OSError:
+                    pass
+        self.read_fd = self.write_fd = -1
 
 
 def can_fork() -> bool:
@@ -117,4 +164,5 @@ def fork_child(body: Callable[[], None]) -> int:
     return 0  # pragma: no cover -- never reached
 
 
-__all__ = ["one_blas_thread", "user_environment", "process_symbols", "die_with_parent", "can_fork", "fork_child"]
+__all__ = ["one_blas_thread", "user_environment", "process_symbols", "die_with_parent", "can_fork", "fork_child",
+           "Channel"]

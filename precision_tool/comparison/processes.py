@@ -24,65 +24,20 @@ its own process.
 from __future__ import annotations
 
 import os
-import pickle
 import select
 import signal
-import struct
 import time
 import traceback
 from typing import Callable, Dict, Iterator, List, Optional, Sequence, Tuple
 
 from precision_tool.comparison.worker import Outcome, PairTask, init_pool_worker, run_chunk
 from precision_tool.errors import WorkerError
-from precision_tool.process_env import fork_child
+from precision_tool.process_env import Channel, fork_child
 
 Span = Tuple[int, int]
 _STOP = None
-_LENGTH = struct.Struct("<Q")
 #: How long a stopped worker may take to finish (it is between chunks, so at once) before it is killed.
 STOP_SECONDS = 5.0
-
-
-class Channel:
-    """One end of a worker's two pipes: :meth:`send` pickles to one, :meth:`recv` unpickles from the other.
-
-    A message is its pickle's length (8 bytes, little-endian) then the pickle. :meth:`recv` raises ``EOFError``
-    when the other side has closed its end (it exited or died) before a whole message arrived.
-    """
-
-    def __init__(self, read_fd: int, write_fd: int):
-        self.read_fd, self.write_fd = read_fd, write_fd
-
-    def fileno(self) -> int:
-        return self.read_fd
-
-    def send(self, message) -> None:
-        data = pickle.dumps(message, pickle.HIGHEST_PROTOCOL)
-        view = memoryview(_LENGTH.pack(len(data)) + data)
-        while view:
-            view = view[os.write(self.write_fd, view):]
-
-    def recv(self):
-        (length,) = _LENGTH.unpack(self._read(_LENGTH.size))
-        return pickle.loads(self._read(length))
-
-    def _read(self, count: int) -> bytes:
-        parts, left = [], count
-        while left:
-            part = os.read(self.read_fd, min(left, 1 << 20))
-            if not part:
-                raise EOFError("the other end of the pipe is closed")
-            parts.append(part)
-            left -= len(part)
-        return b"".join(parts)
-
-    def close(self) -> None:
-        for fd in (self.read_fd, self.write_fd):
-            try:
-                os.close(fd)
-            except OSError:
-                pass
-        self.read_fd = self.write_fd = -1
 
 
 class Worker:

@@ -3,6 +3,7 @@ worker that dies ends the run at once with one line naming how (a multiprocessin
 bug in a worker comes back with its traceback."""
 import os
 import signal
+import struct
 import time
 
 import pytest
@@ -129,7 +130,7 @@ def test_answers_larger_than_a_pipe_buffer_come_back_whole(monkeypatch):
 
 def test_a_channel_says_end_of_file_when_the_writer_closes_mid_message():
     read_fd, write_fd = os.pipe()
-    os.write(write_fd, processes._LENGTH.pack(100) + b"x" * 10)
+    os.write(write_fd, struct.pack("<Q", 100) + b"x" * 10)  # a length of 100, then 10 bytes
     os.close(write_fd)
     channel = processes.Channel(read_fd, -1)
     with pytest.raises(EOFError):
