@@ -166,6 +166,13 @@ def atomic_write(path, mode: str = "wb", encoding: str | None = None) -> Iterato
             os.unlink(temp_path)
 
 
+def write_text_atomic(path, text: str) -> str:
+    """Write ``text`` (UTF-8, line endings as given) to ``path`` atomically, in one write; returns ``path``."""
+    with atomic_write(path, "w") as handle:
+        handle.write(text)
+    return os.fspath(path)
+
+
 def save_npy_atomic(path, array) -> str:
     """``np.save(path, array, allow_pickle=False)``, atomically; returns ``path``."""
     with atomic_write(path) as handle:

@@ -51,7 +51,7 @@ from typing import IO, Iterable, Iterator, List, Optional, Sequence, Tuple
 
 from precision_tool.comparison.result import TensorResult
 from precision_tool.errors import ResultCsvError
-from precision_tool.fileio import TEXT_LIMIT, atomic_write, open_input
+from precision_tool.fileio import TEXT_LIMIT, open_input, write_text_atomic
 from precision_tool.formats.tensor_kind import TensorKind
 from precision_tool.metrics import ALL, DEFAULT_COSINE_THRESHOLD, MeanStd, format_value, get_metric
 from precision_tool.metrics.verdict import MATCHING_NON_FINITE
@@ -145,12 +145,13 @@ def write_result_csv(path, results: Iterable[TensorResult], npu_vs_npu: bool = F
 
     A run killed while writing leaves no file under ``path``: a reader never sees half a result.
     """
+    return write_text_atomic(path, result_csv_text(results, npu_vs_npu))
+
+
+def result_csv_text(results: Iterable[TensorResult], npu_vs_npu: bool = False) -> str:
+    """The whole result CSV as text: the header line, then one line per row."""
     header = HEADER_NPU_VS_NPU if npu_vs_npu else HEADER
-    with atomic_write(path, "w") as handle:
-        handle.write(csv_line(header))
-        for result in results:
-            handle.write(csv_line(result_row(result, npu_vs_npu)))
-    return os.fspath(path)
+    return "".join([csv_line(header)] + [csv_line(result_row(result, npu_vs_npu)) for result in results])
 
 
 # --------------------------------------------------------------------------------------------- reading

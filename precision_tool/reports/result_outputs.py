@@ -15,9 +15,10 @@ removed with its temporary files. A name whose CSV already exists
 
 Order of writing
 ----------------
-Every file is written atomically (:func:`~precision_tool.fileio.atomic_write`), in this order:
+Every file is written atomically (:func:`~precision_tool.fileio.atomic_write`), each in place before the next:
 
-1. ``result_{ts}.jsonl``, the lossless record (:mod:`.result_store`),
+1. ``result_{ts}.jsonl``, the lossless record (:mod:`.result_store`) -- by a forked child, while this process
+   formats the CSV and the summary (:func:`write_outputs`),
 2. ``result_{ts}.csv``, msaccucmp's columns (:mod:`.result_csv`),
 3. the JUnit XML, when asked for (:mod:`.junit`),
 4. ``summary.json`` last (:mod:`.summary`): whatever CSV it names exists, complete, with its lossless file.
@@ -31,17 +32,19 @@ Before writing, temporary files that killed runs left in the output folders (``.
 """
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import time
 from dataclasses import dataclass
-from typing import Any, Dict, List, Optional, Sequence
+from typing import Any, Dict, Iterator, List, Optional, Sequence
 
 from precision_tool.comparison import ComparisonResult
 from precision_tool.config import Workspace, ensure_output_dir
 from precision_tool.errors import WorkspaceError
-from precision_tool.fileio import TEMP_PREFIX
+from precision_tool.fileio import TEMP_PREFIX, write_text_atomic
 from precision_tool.collector import collection_paused
+from precision_tool.overlap import overlapped
 
 RESULT_FOLDER = "vector_compare"
 _STALE_TEMP = re.compile(re.escape(TEMP_PREFIX) + r"([0-9]{1,10})-[0-9a-f]+\.tmp")
@@ -237,38 +240,51 @@ def write_outputs(result: ComparisonResult, paths: OutputPaths, *, total_s: Opti
                   ) -> Dict[str, Any]:
     """Write every output of ``result`` in the order of the module docstring; returns the summary written.
 
+    The lossless file, the slowest to encode, is written by a forked child (:mod:`precision_tool.overlap`) while
+    this process formats the CSV and the summary; each of those is written only once the lossless file is
+    complete. Where no child can be forked, or it fails, the lossless file is written here first.
+
     Raises :class:`WorkspaceError` when a file cannot be written (a full disk, a read-only folder); the name
     :func:`plan_outputs` took is given back when its lossless file could not be written.
     """
-    from precision_tool.reports.result_csv import write_result_csv
-    from precision_tool.reports.summary import build_summary, run_exit_code, write_summary
+    from precision_tool.reports.result_csv import result_csv_text
+    from precision_tool.reports.summary import build_summary, run_exit_code, summary_text
 
     summary = build_summary(result, result_csv=paths.csv, exit_code=run_exit_code(result), total_s=total_s)
     try:
         with collection_paused():
-            _write_results_file(paths, result)
-            write_result_csv(paths.csv, result.results, npu_vs_npu=result.npu_vs_npu)
+            with _results_file_written_beside(paths, result):
+                csv_text = result_csv_text(result.results, npu_vs_npu=result.npu_vs_npu)
+                summary_json = summary_text(summary)
+            write_text_atomic(paths.csv, csv_text)
             if paths.junit:
                 from precision_tool.reports.junit import write_junit  # here: xml.etree only when asked for
 
                 write_junit(paths.junit, result)
-            write_summary(paths.summary, summary)
+            write_text_atomic(paths.summary, summary_json)
     except OSError as error:
         raise WorkspaceError(f"{paths.folder}: cannot write results ({error.strerror or error})") from None
     return summary
 
 
-def _write_results_file(paths: OutputPaths, result: ComparisonResult) -> None:
-    """Write the lossless file over its placeholder; on any failure (or Ctrl-C) remove the placeholder if it
-    is still the empty one, so the name is free again."""
+@contextlib.contextmanager
+def _results_file_written_beside(paths: OutputPaths, result: ComparisonResult) -> Iterator[None]:
+    """The lossless file written by a forked child while the ``with`` block runs, and complete when it ends
+    (written here then, where no child was forked or it failed). On any failure (or Ctrl-C) the child is killed,
+    its temporary file removed, and the name's placeholder too if it still holds this run's claim, so the name is
+    free again."""
     from precision_tool.reports.result_store import write_results_file
 
     try:
-        write_results_file(paths.results, result, paths.csv)
+        with overlapped(write_results_file, paths.results, result, paths.csv) as writing:
+            yield
+            writing.result()
     except BaseException:
-        try:
-            if os.path.getsize(paths.results) == 0:
+        remove_stale_temp_files(paths.folder)  # the killed child's, if it was writing
+        claim = _claim_of(paths.results)
+        if claim is not None and int(claim.group(1)) == os.getpid():
+            try:
                 os.unlink(paths.results)
-        except OSError:
-            pass
+            except OSError:
+                pass
         raise

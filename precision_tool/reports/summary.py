@@ -35,7 +35,7 @@ from typing import Any, Dict, Optional, Tuple
 from precision_tool import __version__
 from precision_tool.comparison import ComparisonResult
 from precision_tool.errors import EXIT_FAILED_CHECK, EXIT_OK, EXIT_UNUSABLE_INPUT, ResultFileError
-from precision_tool.fileio import atomic_write, read_input_text
+from precision_tool.fileio import read_input_text, write_text_atomic
 from precision_tool.reports.result_store import (check_inputs, check_list, check_object, check_run_facts,
                                                  check_threshold, check_timing, expect, is_count, optional,
                                                  parse_stored_json)
@@ -126,9 +126,12 @@ def _json_ready(value: Any) -> Any:
 
 def write_summary(path, summary: Dict[str, Any]) -> str:
     """Write ``summary`` as JSON atomically (NaN/inf as strings); returns ``path``."""
-    with atomic_write(path, "w") as handle:
-        handle.write(json.dumps(_json_ready(summary), indent=1, allow_nan=False) + "\n")  # one write, not 10,000
-    return os.fspath(path)
+    return write_text_atomic(path, summary_text(summary))
+
+
+def summary_text(summary: Dict[str, Any]) -> str:
+    """``summary`` as the JSON text :func:`write_summary` writes (NaN/inf as strings, one space per level)."""
+    return json.dumps(_json_ready(summary), indent=1, allow_nan=False) + "\n"
 
 
 def summary_for_csv(csv_path) -> Optional[Dict[str, Any]]:

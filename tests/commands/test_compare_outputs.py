@@ -6,6 +6,7 @@ import os
 import subprocess
 import sys
 import threading
+import time
 
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), os.pardir, "comparison"))
@@ -13,7 +14,10 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), os.pardir, "compariso
 from cmp_builders import chain_case, workspace_case
 from precision_tool.cli import main
 from precision_tool.fileio import TEMP_PREFIX
+from precision_tool.overlap import can_fork_now
 from precision_tool.reports import result_csv as result_csv_module
+from precision_tool.reports import result_outputs as result_outputs_module
+from precision_tool.reports import result_store as result_store_module
 from precision_tool.reports.result_csv import read_result_csv
 from precision_tool.reports.result_outputs import remove_stale_temp_files, take_result_name
 from precision_tool.reports.result_store import read_results_file
@@ -110,10 +114,14 @@ def test_a_run_killed_while_writing_the_csv_leaves_no_summary_naming_it(tmp_path
     (earlier,) = result_names(out)
     summary_before = (out / "summary.json").read_text()
 
-    def killed(*_args, **_kwargs):
-        raise KeyboardInterrupt
+    write_text_atomic = result_outputs_module.write_text_atomic
 
-    monkeypatch.setattr(result_csv_module, "write_result_csv", killed)
+    def killed_at_the_csv(path, text):
+        if str(path).endswith(".csv"):
+            raise KeyboardInterrupt
+        return write_text_atomic(path, text)
+
+    monkeypatch.setattr(result_outputs_module, "write_text_atomic", killed_at_the_csv)
     assert main(compare_argv(case, out)) == 130  # Ctrl-C while the CSV is written
     assert capsys.readouterr().err == "precision_tool: interrupted\n"
     assert result_names(out) == [earlier]  # the killed run's CSV is not there ...
@@ -121,6 +129,63 @@ def test_a_run_killed_while_writing_the_csv_leaves_no_summary_naming_it(tmp_path
     assert (out / "summary.json").read_text() == summary_before  # ... and no summary names it
     assert json.loads(summary_before)["result_csv"] == earlier
     assert main(["vcs", "-f", str(out)]) == 0 and f"{out / earlier}:" in capsys.readouterr().out
+
+
+def test_ctrl_c_while_the_child_writes_the_lossless_file_frees_the_name_at_once(tmp_path, capsys, monkeypatch):
+    """The lossless file is written by a forked child (which inherits this patch: it stalls for a minute) while
+    the CSV is formatted here; a Ctrl-C then kills the child at once and leaves the folder as before the run."""
+    assert can_fork_now()  # else nothing is forked and the file is never started
+    case = chain_case(tmp_path / "case")
+    out = tmp_path / "out"
+    assert main(compare_argv(case, out)) == 0
+    before = sorted(os.listdir(out))
+    write_results_file = result_store_module.write_results_file
+
+    def stalled(*args):
+        time.sleep(60)
+        return write_results_file(*args)
+
+    def interrupted(*_args, **_kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(result_store_module, "write_results_file", stalled)
+    monkeypatch.setattr(result_csv_module, "result_csv_text", interrupted)
+    started = time.monotonic()
+    assert main(compare_argv(case, out)) == 130
+    assert time.monotonic() - started < 30  # the stalled child was not waited for
+    assert capsys.readouterr().err == "precision_tool: interrupted\n"
+    assert sorted(os.listdir(out)) == before  # no placeholder, no temporary file, no CSV
+
+
+def test_a_child_that_fails_to_write_the_lossless_file_leaves_it_to_this_process(tmp_path, capsys, monkeypatch):
+    case = chain_case(tmp_path / "case")
+    out = tmp_path / "out"
+    here = os.getpid()
+    write_results_file = result_store_module.write_results_file
+
+    def fails_in_a_child(*args):
+        if os.getpid() != here:
+            raise OSError(28, "No space left on device")
+        return write_results_file(*args)
+
+    monkeypatch.setattr(result_store_module, "write_results_file", fails_in_a_child)
+    assert main(compare_argv(case, out)) == 0
+    (csv_name,) = result_names(out)
+    header, result = read_results_file(str(out / csv_name.replace(".csv", ".jsonl")))
+    assert header["result_csv"] == csv_name and len(result.results) == len(read_result_csv(out / csv_name).rows)
+
+
+def test_a_lossless_file_that_cannot_be_written_gives_its_name_back(tmp_path, capsys, monkeypatch):
+    case = chain_case(tmp_path / "case")
+    out = tmp_path / "out"
+
+    def full(*_args):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(result_store_module, "write_results_file", full)
+    assert main(compare_argv(case, out)) == 2
+    assert "cannot write results (No space left on device)" in capsys.readouterr().err
+    assert os.listdir(out) == []  # the placeholder that claimed the name is gone
 
 
 def test_stale_temp_files_of_dead_processes_are_removed_live_ones_kept(tmp_path):
