@@ -132,7 +132,7 @@ def resolve_metrics(names: Union[None, str, Iterable[Union[str, int, MetricInfo]
     >>> [info.name for info in resolve_metrics("rmse, cos, RMSE")]
     ['RootMeanSquareError', 'CosineSimilarity']
     """
-    if names is None:
+    if names is None or names is ALL:  # the default, once per compared pair
         return METRICS
     if isinstance(names, str):
         if names.strip().lower() == "all":

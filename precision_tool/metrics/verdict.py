@@ -57,6 +57,7 @@ __all__ = ["Status", "NonFiniteClass", "NonFiniteSummary", "WorstElement", "Metr
 DEFAULT_COSINE_THRESHOLD = 0.99
 
 _RELATIVE = ("AccumulatedRelativeError", "MaxRelativeError", "MeanRelativeError")
+_COSINE = get_metric("CosineSimilarity")
 
 #: How the note on a tensor with matching non-finite values begins (:meth:`NonFiniteSummary.matching_text`);
 #: the result CSV writes that note in ``CompareFailReason`` and reads the count back from it.
@@ -374,11 +375,10 @@ def _verdict(stats: PairStats, infos: Sequence[MetricInfo], notes: list, shape_m
     if matching:
         notes.append(non_finite.matching_text(m))
 
-    values = {info.name: (info.kernel(stats) if m else math.nan) for info in infos}
-    cosine_info = get_metric("CosineSimilarity")
-    cosine = cosine_info.kernel(stats) if m else math.nan
+    cosine = _COSINE.kernel(stats) if m else math.nan
     cosine = None if math.isnan(cosine) else cosine
-    metric_values = tuple(_metric_value(info, values[info.name], stats, npu_zero, ref_zero, matching)
+    metric_values = tuple(_metric_value(info, info.kernel(stats), stats, npu_zero, ref_zero, matching)
+                          if m else _metric_value(info, math.nan, stats, npu_zero, ref_zero, matching)
                           for info in infos)
 
     close = stats.close if m else 0
@@ -471,6 +471,8 @@ def _not_computed(infos: Sequence[MetricInfo], reason: str) -> Tuple[MetricValue
 
 def _metric_value(info: MetricInfo, value, stats: PairStats, npu_zero: bool, ref_zero: bool,
                   matching: bool = False) -> MetricValue:
+    if value == value and stats.classes[0]:  # a number (a tuple, or a float that is not NaN), and pairs compared
+        return MetricValue(info.name, value)
     if stats.n == 0:
         return MetricValue(info.name, None, "not computed: every element is NaN/inf, as in the reference" if matching
                            else "not computed: no pair is finite on both sides")
@@ -489,10 +491,24 @@ def _metric_value(info: MetricInfo, value, stats: PairStats, npu_zero: bool, ref
 
 def _worst_element(stats: PairStats, shape) -> WorstElement:
     flat = stats.worst
-    index = tuple(int(i) for i in np.unravel_index(flat, shape)) if shape else ()
+    index = _unravel(flat, shape)
     npu, ref, err = stats.worst_x, stats.worst_y, stats.max_ad
     rel = err / abs(ref) if abs(ref) > ZERO_REFERENCE_EPS else None
     return WorstElement(flat_index=flat, index=index, npu=npu, reference=ref, abs_error=err, rel_error=rel)
+
+
+def _unravel(flat: int, shape: Sequence[int]) -> Tuple[int, ...]:
+    """The C-order index of flat position ``flat`` in ``shape`` (``np.unravel_index``, in Python integers: no
+    array is made for one element); ``()`` for a scalar's shape.
+
+    >>> _unravel(23, (2, 3, 4)), _unravel(0, ())
+    ((1, 2, 3), ())
+    """
+    index = []
+    for dim in reversed(shape):
+        flat, position = divmod(flat, dim)
+        index.append(position)
+    return tuple(reversed(index))
 
 
 def _classify(in_x: int, in_y: int, same: bool) -> NonFiniteClass:

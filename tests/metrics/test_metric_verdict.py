@@ -252,6 +252,18 @@ class TestResultObject:
         assert (worst.abs_error, worst.rel_error) == (0.5, 0.025)
         assert _cmp([0.5], [0.0]).worst.rel_error is None
 
+    def test_worst_element_index_is_numpys_unravel_index(self):
+        rng = np.random.default_rng(5)
+        for _ in range(200):
+            shape = tuple(int(d) for d in rng.integers(1, 6, size=rng.integers(0, 5)))
+            ref = np.zeros(shape, F32)
+            flat = int(rng.integers(0, ref.size))
+            npu = ref.copy().reshape(-1)
+            npu[flat] = 1.0
+            worst = _cmp(npu.reshape(shape), ref).worst
+            assert worst.flat_index == flat
+            assert worst.index == tuple(int(i) for i in np.unravel_index(flat, shape))
+
     def test_zero_reference_note(self):
         result = _cmp([1.0, 2.0, 0.1], [1.0, 2.0, 0.0])
         assert result.zero_reference_count == 1
