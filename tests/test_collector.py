@@ -83,7 +83,7 @@ def test_aligning_comparing_and_writing_run_paused(tmp_path, monkeypatch):
 
     monkeypatch.setattr(alignment, "align", watching("align", alignment.align))
     monkeypatch.setattr(engine, "compare_alignment", watching("compare", engine.compare_alignment))
-    monkeypatch.setattr(result_csv, "write_result_csv", watching("write", result_csv.write_result_csv))
+    monkeypatch.setattr(result_csv, "result_csv_text", watching("write", result_csv.result_csv_text))
     case = chain_case(str(tmp_path / "case"))
     run = execute(CompareRequest(case.npu, case.ref, graph=case.graph, workers=1), str(tmp_path / "out"),
                   str(tmp_path))
