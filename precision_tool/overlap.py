@@ -61,14 +61,13 @@ class Overlapped(Generic[T]):
             os.close(read_fd)
             Channel(-1, write_fd).send(function(*args))
 
+        self._read_fd = read_fd  # kept from here on, so that close() ends whatever has begun
         try:
-            pid = fork_child(child)
+            self._pid = fork_child(child)  # (a Ctrl-C during the fork kills the child there)
         except OSError:  # no process can be forked now (EAGAIN, ENOMEM): the call is made here
-            os.close(read_fd)
-            return
+            self.close()
         finally:
             os.close(write_fd)
-        self._pid, self._read_fd = pid, read_fd
 
     def result(self) -> T:
         """``function(*args)``: the child's value, or -- nothing forked, or the child failed -- the call made now."""
@@ -92,7 +91,7 @@ class Overlapped(Generic[T]):
         """Wait for the child (killed first if ``kill`` and it still runs). A child already reaped elsewhere -- by a
         ``waitpid(-1)``, or by the kernel where SIGCHLD is ignored -- is left alone: its pid may be another
         process's now."""
-        pid, self._pid = self._pid, None
+        pid = self._pid
         if pid is None:
             return
         try:
@@ -101,12 +100,13 @@ class Overlapped(Generic[T]):
             os.waitpid(pid, 0)
         except ChildProcessError:
             pass
+        self._pid = None  # only now: a Ctrl-C in waitpid leaves the child to the next close()
 
     def close(self) -> None:
         """Stop waiting for the child: kill it if it still runs, and reap it. Idempotent."""
-        if self._read_fd >= 0:
-            os.close(self._read_fd)
-            self._read_fd = -1
+        read_fd, self._read_fd = self._read_fd, -1  # forgotten before it is closed: never closed twice
+        if read_fd >= 0:
+            os.close(read_fd)
         self._reap(kill=True)
 
     def __enter__(self) -> "Overlapped[T]":

@@ -128,3 +128,27 @@ def test_children_reaped_by_the_kernel_still_give_their_value():
         assert pid != os.getpid() and value["value"] == 3
     finally:
         signal.signal(signal.SIGCHLD, previous)
+
+
+def test_a_ctrl_c_while_the_child_is_reaped_leaves_it_to_the_next_close(monkeypatch):
+    """Closing twice never closes a descriptor twice, and a wait cut short by Ctrl-C keeps the child's pid, so the
+    ``with`` block's own close kills and reaps it: no zombie is left behind in a long-lived shell."""
+    before, fds = _children(), _open_fds()
+    real_waitpid = os.waitpid
+    interrupted = []
+
+    def waitpid(pid, options):
+        if options == 0 and not interrupted:
+            interrupted.append(pid)
+            raise KeyboardInterrupt
+        return real_waitpid(pid, options)
+
+    pending = overlapped(slow_pid, 30)
+    monkeypatch.setattr(os, "waitpid", waitpid)
+    with pytest.raises(KeyboardInterrupt):
+        pending.close()  # killed, then the wait for it interrupted
+    pending.close()
+    pending.close()
+    assert interrupted and _children() == before and _open_fds() == fds
+    with pytest.raises(ProcessLookupError):
+        os.kill(interrupted[0], 0)  # reaped, not a zombie

@@ -250,10 +250,11 @@ def write_outputs(result: ComparisonResult, paths: OutputPaths, *, total_s: Opti
     from precision_tool.reports.result_csv import result_csv_text
     from precision_tool.reports.summary import build_summary, run_exit_code, summary_text
 
-    summary = build_summary(result, result_csv=paths.csv, exit_code=run_exit_code(result), total_s=total_s)
     try:
         with collection_paused():
             with _results_file_written_beside(paths, result):
+                summary = build_summary(result, result_csv=paths.csv, exit_code=run_exit_code(result),
+                                        total_s=total_s)
                 csv_text = result_csv_text(result.results, npu_vs_npu=result.npu_vs_npu)
                 summary_json = summary_text(summary)
             write_text_atomic(paths.csv, csv_text)
@@ -270,17 +271,19 @@ def write_outputs(result: ComparisonResult, paths: OutputPaths, *, total_s: Opti
 @contextlib.contextmanager
 def _results_file_written_beside(paths: OutputPaths, result: ComparisonResult) -> Iterator[None]:
     """The lossless file written by a forked child while the ``with`` block runs, and complete when it ends
-    (written here then, where no child was forked or it failed). On any failure (or Ctrl-C) the child is killed,
-    its temporary file removed, and the name's placeholder too if it still holds this run's claim, so the name is
-    free again."""
+    (written here then, where no child was forked or it failed). The temporary file of a child that did not finish
+    (killed: out of memory, Ctrl-C) is removed. On any failure (or Ctrl-C) the child is killed, and the name's
+    placeholder removed if it still holds this run's claim, so the name is free again."""
     from precision_tool.reports.result_store import write_results_file
 
     try:
-        with overlapped(write_results_file, paths.results, result, paths.csv) as writing:
-            yield
-            writing.result()
+        try:
+            with overlapped(write_results_file, paths.results, result, paths.csv) as writing:
+                yield
+                writing.result()
+        finally:
+            remove_stale_temp_files(paths.folder)  # the child is gone: a temporary file of its is stale
     except BaseException:
-        remove_stale_temp_files(paths.folder)  # the killed child's, if it was writing
         claim = _claim_of(paths.results)
         if claim is not None and int(claim.group(1)) == os.getpid():
             try:
