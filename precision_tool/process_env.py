@@ -107,13 +107,16 @@ class Channel:
         return buffer
 
     def close(self) -> None:
-        for fd in (self.read_fd, self.write_fd):
+        """Close both ends; idempotent. Each descriptor is forgotten before it is closed, so a close cut short (by
+        Ctrl-C) and made again never closes a number the process has since given to another file."""
+        for name in ("read_fd", "write_fd"):
+            fd = getattr(self, name)
+            setattr(self, name, -1)
             if fd >= 0:
                 try:
                     os.close(fd)
                 except OSError:
                     pass
-        self.read_fd = self.write_fd = -1
 
 
 def can_fork() -> bool:

@@ -77,3 +77,30 @@ def test_run_gives_the_users_command_the_environment_it_had():
         cli.main()
     """, EXTRA="kept")
     assert out.splitlines()[0] == "[] kept"
+
+
+def test_a_channel_closed_again_after_a_ctrl_c_never_closes_a_reused_descriptor(monkeypatch):
+    from precision_tool.process_env import Channel
+
+    read_fd, write_fd = os.pipe()
+    channel = Channel(read_fd, write_fd)
+    real_close = os.close
+
+    def close_then_interrupt(fd):
+        real_close(fd)
+        monkeypatch.setattr(os, "close", real_close)
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(os, "close", close_then_interrupt)
+    with pytest.raises(KeyboardInterrupt):
+        channel.close()  # its read end closed, then interrupted
+    reused = os.open(os.devnull, os.O_RDONLY)  # the lowest free number: the read end's
+    try:
+        assert reused == read_fd
+        channel.close()
+        channel.close()
+        os.fstat(reused)  # still open: not closed as the channel's
+        with pytest.raises(OSError):
+            os.fstat(write_fd)  # the write end was closed by the second close
+    finally:
+        os.close(reused)
