@@ -60,8 +60,14 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
 
 def console_main() -> None:
     """The ``precision_tool`` console script and ``python -m precision_tool``: :func:`main`, then the end of the
-    process (:func:`leave`)."""
-    leave(main())
+    process (:func:`leave`). A Ctrl-C before a command has started (while its modules load) ends it as one does
+    during the command: one line, exit 130."""
+    try:
+        code = main()
+    except KeyboardInterrupt:
+        print("precision_tool: interrupted", file=sys.stderr)
+        code = 130
+    leave(code)
 
 
 def leave(code: int) -> None:

@@ -202,6 +202,15 @@ def test_the_console_script_keeps_exit_code_output_and_exit_handlers():
     assert failed.returncode == 2 and failed.stderr.startswith("precision_tool: error:"), failed.stderr
 
 
+def test_ctrl_c_while_a_command_loads_is_one_line_and_exit_130():
+    """A Ctrl-C while the command's modules are imported (before its own handling is in place) is no traceback."""
+    result = _console("import sys\nfrom precision_tool import cli\n"
+                      "def loading(*args, **kwargs):\n    raise KeyboardInterrupt\n"
+                      "cli.build_registry = loading\n"
+                      "sys.argv = ['precision_tool', 'ov']\ncli.console_main()")
+    assert (result.returncode, result.stderr) == (130, "precision_tool: interrupted\n")
+
+
 def main_help_tail() -> str:
     """The last line ``precision_tool help`` prints (run in this process)."""
     import contextlib
