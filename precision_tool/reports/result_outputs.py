@@ -33,6 +33,7 @@ Before writing, temporary files that killed runs left in the output folders (``.
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import re
 import time
@@ -158,18 +159,46 @@ def take_result_name(folder: str, stamp: str) -> str:
         placeholder = results_path_for(csv_path)
         n += 1
         try:
-            descriptor = os.open(placeholder, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
-            try:
-                os.write(descriptor, _CLAIM.format(pid=os.getpid()).encode("ascii"))
-            finally:
-                os.close(descriptor)
-        except FileExistsError:
-            continue
+            if not _claim(placeholder):
+                continue
         except OSError as error:
             raise WorkspaceError(f"{folder}: cannot write results ({error.strerror or error})") from None
         if not os.path.lexists(csv_path):
             return csv_path
         os.unlink(placeholder)
+
+
+def _claim(placeholder: str) -> bool:
+    """Create ``placeholder`` holding this process's claim, unless it exists (False). Atomic, content included: the
+    claim is written to a temporary file first and hard-linked to the name (which fails if the name exists), so a
+    run killed at any moment never leaves an empty placeholder, which no later run could tell from a live one's;
+    where the file system has no hard links, the name is created with ``O_EXCL`` and the claim written into it."""
+    text = _CLAIM.format(pid=os.getpid()).encode("ascii")
+    temp = os.path.join(os.path.dirname(placeholder), f"{TEMP_PREFIX}{os.getpid()}-{os.urandom(6).hex()}.tmp")
+    descriptor = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+    try:
+        try:
+            os.write(descriptor, text)
+        finally:
+            os.close(descriptor)
+        os.link(temp, placeholder)
+        return True
+    except FileExistsError:
+        return False
+    except OSError as error:
+        if error.errno not in (errno.EPERM, errno.EOPNOTSUPP, errno.ENOTSUP, errno.EXDEV, errno.EMLINK):
+            raise
+    finally:
+        os.unlink(temp)
+    try:  # no hard links here
+        descriptor = os.open(placeholder, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+    except FileExistsError:
+        return False
+    try:
+        os.write(descriptor, text)
+    finally:
+        os.close(descriptor)
+    return True
 
 
 def _run_folders(root: str) -> List[str]:

@@ -60,6 +60,30 @@ def test_names_taken_at_once_by_many_threads_are_all_different(tmp_path):
                                                 for name in os.listdir(tmp_path))
 
 
+def test_a_name_is_never_taken_by_an_empty_placeholder(tmp_path, monkeypatch):
+    """The claim is written before the name exists (a temporary file hard-linked to it): a run killed while
+    writing it leaves no placeholder that no later run could tell from a live run's."""
+    def killed(*_args):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(os, "write", killed)
+    with pytest.raises(KeyboardInterrupt):
+        take_result_name(str(tmp_path), STAMP)
+    assert os.listdir(tmp_path) == []
+
+
+def test_without_hard_links_the_name_is_still_taken_with_its_claim(tmp_path, monkeypatch):
+    def no_links(*_args):
+        raise PermissionError(1, "Operation not permitted")  # what vfat answers
+
+    monkeypatch.setattr(os, "link", no_links)
+    first, second = take_result_name(str(tmp_path), STAMP), take_result_name(str(tmp_path), STAMP)
+    assert (os.path.basename(first), os.path.basename(second)) == (f"result_{STAMP}.csv", f"result_{STAMP}_1.csv")
+    claim = f"precision_tool result name claimed by pid {os.getpid()}\n".encode()
+    assert sorted(os.listdir(tmp_path)) == [f"result_{STAMP}.jsonl", f"result_{STAMP}_1.jsonl"]
+    assert all((tmp_path / name).read_bytes() == claim for name in os.listdir(tmp_path))
+
+
 def test_a_name_whose_csv_exists_already_is_skipped_and_given_back(tmp_path):
     (tmp_path / f"result_{STAMP}.csv").write_bytes(b"msaccucmp's\r\n")
     assert os.path.basename(take_result_name(str(tmp_path), STAMP)) == f"result_{STAMP}_1.csv"
