@@ -41,7 +41,7 @@ from dataclasses import dataclass
 from typing import Any, Dict, Iterator, List, Optional, Sequence
 
 from precision_tool.comparison import ComparisonResult
-from precision_tool.config import Workspace, ensure_output_dir
+from precision_tool.config import Workspace, ensure_output_dir, ensure_output_file
 from precision_tool.errors import WorkspaceError
 from precision_tool.fileio import TEMP_PREFIX, write_text_atomic
 from precision_tool.collector import collection_paused
@@ -81,10 +81,26 @@ def check_outputs(out_dir: Optional[str], default_root: str, inputs: Sequence[st
                   junit: Optional[str] = None, folders: Sequence[str] = ()) -> None:
     """Refuse output folders inside an input -- the ``inputs`` and the input ``folders`` (a workspace's
     :attr:`~precision_tool.config.Workspace.input_folders`) -- and create them, before a long comparison: what
-    :func:`plan_outputs` checks again when it takes the names. Raises :class:`WorkspaceError`."""
-    ensure_output_dir(out_dir or default_root, *inputs, folders=folders)
+    :func:`plan_outputs` checks again when it takes the names. Refuse too, before it, a folder this process cannot
+    write into (read-only: its permissions, or a read-only file system) and a ``junit`` path that is a folder.
+    Raises :class:`WorkspaceError` naming the output given."""
+    out = out_dir or default_root
+    _check_writable(ensure_output_dir(out, *inputs, folders=folders), out)
     if junit:
-        ensure_output_dir(os.path.dirname(os.path.abspath(junit)), *inputs, folders=folders)
+        _check_writable(os.path.dirname(_junit_file(junit, inputs, folders)), junit)
+
+
+def _junit_file(junit: str, inputs: Sequence[str], folders: Sequence[str]) -> str:
+    """The ``--junit`` file checked (not an input, not inside one, not a folder), its folder created."""
+    path = ensure_output_file(junit, *inputs, folders=folders)
+    if os.path.isdir(path):
+        raise WorkspaceError(f"{junit}: is a folder", "--junit takes the path of the XML file to write")
+    return os.path.abspath(path)
+
+
+def _check_writable(folder: str, given: str) -> None:
+    if not os.access(folder, os.W_OK | os.X_OK):
+        raise WorkspaceError(f"{given}: cannot write into {folder} (read-only)", "choose another output folder")
 
 
 def plan_outputs(out_dir: Optional[str], default_root: str, inputs: Sequence[str],
@@ -110,9 +126,8 @@ def plan_outputs(out_dir: Optional[str], default_root: str, inputs: Sequence[str
         folder = _take_run_folder(root, stamp)
     junit_path = None
     if junit:
-        junit_folder = ensure_output_dir(os.path.dirname(os.path.abspath(junit)), *inputs, folders=folders)
-        remove_stale_temp_files(junit_folder)
-        junit_path = os.path.abspath(junit)
+        junit_path = _junit_file(junit, inputs, folders)
+        remove_stale_temp_files(os.path.dirname(junit_path))
     csv_path = take_result_name(folder, stamp)
     return OutputPaths(folder, csv_path, results_path_for(csv_path), os.path.join(folder, SUMMARY_NAME), junit_path)
 
@@ -288,13 +303,20 @@ def write_outputs(result: ComparisonResult, paths: OutputPaths, *, total_s: Opti
                 summary_json = summary_text(summary)
             write_text_atomic(paths.csv, csv_text)
             if paths.junit:
-                from precision_tool.reports.junit import write_junit  # here: xml.etree only when asked for
-
-                write_junit(paths.junit, result)
+                _write_junit(paths.junit, result)
             write_text_atomic(paths.summary, summary_json)
     except OSError as error:
         raise WorkspaceError(f"{paths.folder}: cannot write results ({error.strerror or error})") from None
     return summary
+
+
+def _write_junit(path: str, result: ComparisonResult) -> None:
+    from precision_tool.reports.junit import write_junit  # here: xml.etree only when asked for
+
+    try:
+        write_junit(path, result)
+    except OSError as error:
+        raise WorkspaceError(f"{path}: cannot write the JUnit report ({error.strerror or error})") from None
 
 
 @contextlib.contextmanager

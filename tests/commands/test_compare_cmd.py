@@ -37,6 +37,52 @@ def test_clean_run_exits_0_and_writes_csv_summary_and_junit(tmp_path, capsys):
     assert (tmp_path / "ci" / "junit.xml").is_file()
 
 
+def _never_compared(monkeypatch):
+    from precision_tool.comparison import engine
+
+    monkeypatch.setattr(engine, "compare_alignment", lambda *a, **k: pytest.fail("compared before the outputs were "
+                                                                                  "checked"))
+
+
+def test_a_junit_path_that_is_a_folder_is_refused_before_comparing(tmp_path, capsys, monkeypatch):
+    case = chain_case(tmp_path / "case")
+    (tmp_path / "ci").mkdir()
+    _never_compared(monkeypatch)
+    assert compare(case, tmp_path / "out", "--junit", str(tmp_path / "ci")) == 2
+    assert capsys.readouterr().err == (f"precision_tool: error: {tmp_path / 'ci'}: is a folder (--junit takes the "
+                                       f"path of the XML file to write)\n")
+    assert not (tmp_path / "out").exists() or os.listdir(tmp_path / "out") == []
+
+
+def test_a_read_only_output_folder_is_refused_before_comparing(tmp_path, capsys, monkeypatch):
+    """(As root, permissions do not stop a write, so the read-only answer is given here by os.access; a read-only
+    mount gives it to root too.)"""
+    case = chain_case(tmp_path / "case")
+    out = tmp_path / "out"
+    out.mkdir()
+    access = os.access
+    monkeypatch.setattr(os, "access", lambda path, mode, **k: False if os.path.realpath(path) == str(out.resolve())
+                        else access(path, mode, **k))
+    _never_compared(monkeypatch)
+    assert compare(case, out) == 2
+    assert capsys.readouterr().err == (f"precision_tool: error: {out}: cannot write into {out.resolve()} (read-only) "
+                                       f"(choose another output folder)\n")
+    assert os.listdir(out) == []
+
+
+def test_a_junit_report_that_cannot_be_written_is_named(tmp_path, capsys, monkeypatch):
+    from precision_tool.reports import junit
+
+    def read_only(path, _result):
+        raise OSError(30, "Read-only file system", path)
+
+    monkeypatch.setattr(junit, "write_junit", read_only)
+    case = chain_case(tmp_path / "case")
+    assert compare(case, tmp_path / "out", "--junit", str(tmp_path / "ci" / "junit.xml")) == 2
+    assert capsys.readouterr().err == (f"precision_tool: error: {tmp_path / 'ci' / 'junit.xml'}: cannot write the "
+                                       f"JUnit report (Read-only file system)\n")
+
+
 def test_a_failing_tensor_exits_1_and_names_the_first_divergence(tmp_path, capsys):
     case = chain_case(tmp_path / "case", break_at="op1")
     assert compare(case, tmp_path / "out", "-c", "0.99") == 1
