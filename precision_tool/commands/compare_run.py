@@ -19,6 +19,7 @@ import time
 from dataclasses import dataclass
 from typing import Any, Dict, Optional, Sequence, Tuple
 
+from precision_tool.alignment.model import MODE_NPU_VS_TF
 from precision_tool.comparison import ComparisonResult, CompareRequest
 from precision_tool.reports.report import Report
 from precision_tool.reports.result_outputs import OutputPaths, workspace_result_folder
@@ -117,7 +118,7 @@ def _report(result: ComparisonResult, summary: Dict[str, Any], paths: OutputPath
         notes.append(f"{counts['not_compared']} NPU tensors have no reference (listed in the CSV and summary).")
     if coverage.graph_ops_without_dump:
         notes.append(f"{counted(len(coverage.graph_ops_without_dump), 'graph op')} without a dump file.")
-    if coverage.reference_only:
+    if coverage.reference_only and coverage.npu_tensors:
         notes.append(f"{counted(len(coverage.reference_only), 'reference tensor')} matched no NPU tensor: mostly "
                      f"TF ops fused into another op, whose result is inside that op's output; look only if an op you "
                      f"expected is among them (summary.json: coverage.reference_only).")
@@ -151,6 +152,24 @@ def _report(result: ComparisonResult, summary: Dict[str, Any], paths: OutputPath
     return report
 
 
+def _empty_input(result: ComparisonResult) -> str:
+    """Why nothing was aligned when an input folder held nothing to align: no NPU tensor (and no unreadable dump
+    file), or no reference tensor at all (none aligned, none left over, none unreadable) -- an NPU-vs-TF reference
+    folder without ``.npy`` files, or, in NPU-vs-NPU mode (what an empty folder is taken for), one without dump files
+    either; ``""`` otherwise."""
+    coverage = result.facts.coverage
+    if coverage is None:
+        return ""
+    if not coverage.npu_tensors and not coverage.unreadable:
+        return f"no dump file in {result.inputs.get('npu') or 'the NPU folder'}"
+    if coverage.aligned_count or coverage.reference_only or coverage.unreadable_references or coverage.unreadable:
+        return ""
+    folder = result.inputs.get("reference") or "the reference folder"
+    if result.facts.mode == MODE_NPU_VS_TF:
+        return f"no reference .npy file in {folder} (named {{op}}.{{output}}.{{timestamp}}.npy)"
+    return f"neither reference .npy files ({{op}}.{{output}}.{{timestamp}}.npy) nor dump files in {folder}"
+
+
 def _title(result: ComparisonResult, counts: Dict[str, Any], unusable: int) -> str:
     """``Compared N tensors (cosine >= T): P passed, F failed[, E unreadable][; U input files could not be
     read]``, or ``Nothing could be compared ...``."""
@@ -161,6 +180,9 @@ def _title(result: ComparisonResult, counts: Dict[str, Any], unusable: int) -> s
     if counts["compared"] == 0:
         npu_tensors = result.facts.coverage.npu_tensors if result.facts.coverage is not None else 0
         title = f"Nothing could be compared: {npu_tensors} NPU tensors, none aligned"
+        empty = _empty_input(result)
+        if empty:
+            title += f": {empty}"
     else:
         title = (f"Compared {counted(counts['compared'], 'tensor')} ({gate}): {counts['passed']} passed, "
                  f"{counts['failed']} failed")

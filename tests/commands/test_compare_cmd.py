@@ -83,6 +83,23 @@ def test_a_junit_report_that_cannot_be_written_is_named(tmp_path, capsys, monkey
                                        f"JUnit report (Read-only file system)\n")
 
 
+def test_an_empty_input_folder_is_named_as_the_reason_nothing_was_compared(tmp_path, capsys):
+    case = chain_case(tmp_path / "case")
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    assert main(["compare", "-m", str(empty), "-g", case.ref, "-f", case.graph, "-out", str(tmp_path / "a")]) == 2
+    out = capsys.readouterr().out
+    assert out.startswith(f"Nothing could be compared: 0 NPU tensors, none aligned: no dump file in {empty}\n")
+    assert "fused into another op" not in out  # every reference is left over because there is no NPU tensor
+    for mode, cause in (("auto", f"neither reference .npy files ({{op}}.{{output}}.{{timestamp}}.npy) nor dump "
+                                 f"files in {empty}"),
+                        ("npu_vs_tf", f"no reference .npy file in {empty} (named "
+                                      f"{{op}}.{{output}}.{{timestamp}}.npy)")):
+        assert main(["compare", "-m", case.npu, "-g", str(empty), "-f", case.graph, "--mode", mode, "-out",
+                     str(tmp_path / mode)]) == 2
+        assert capsys.readouterr().out.startswith(f"Nothing could be compared: 8 NPU tensors, none aligned: {cause}\n")
+
+
 def test_a_failing_tensor_exits_1_and_names_the_first_divergence(tmp_path, capsys):
     case = chain_case(tmp_path / "case", break_at="op1")
     assert compare(case, tmp_path / "out", "-c", "0.99") == 1
