@@ -66,6 +66,14 @@ class NpuRun:
         self.not_in_graph: List[str] = []
         self.ambiguous: List[str] = []
         self._by_graph_name: Dict[str, DumpedOp] = {}
+        # graph ops whose dump file is there but unreadable (matched by file name): reported as unreadable, not as
+        # ops without a dump file
+        self._unreadable_graph_names = set()
+        if self.index is not None:
+            for dumped_op in ops:
+                node = self.index.match_dump(dumped_op)[0] if dumped_op.header is None else None
+                if node is not None:
+                    self._unreadable_graph_names.add(node.name)
         for dumped_op in self.ops:
             node = None
             if self.index is not None:
@@ -125,4 +133,5 @@ class NpuRun:
         if self.index is None:
             return ()
         return tuple(name for name in self.index.order()
-                     if name not in self._by_graph_name and self.index.by_name[name].type not in NOT_DUMPED_OP_TYPES)
+                     if name not in self._by_graph_name and name not in self._unreadable_graph_names
+                     and self.index.by_name[name].type not in NOT_DUMPED_OP_TYPES)

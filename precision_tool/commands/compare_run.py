@@ -24,6 +24,7 @@ from precision_tool.comparison import ComparisonResult, CompareRequest
 from precision_tool.reports.report import Report
 from precision_tool.reports.result_outputs import OutputPaths, workspace_result_folder
 from precision_tool.reports.format import counted, exit_line, inheriting_clause
+from precision_tool.status import Status
 
 __all__ = ["CompareRun", "execute", "run_compare", "workspace_result_folder", "CompareRequest"]
 
@@ -114,8 +115,9 @@ def _report(result: ComparisonResult, summary: Dict[str, Any], paths: OutputPath
     if len(unusable) > UNREADABLE_SHOWN:
         notes.append(f"... {len(unusable) - UNREADABLE_SHOWN} more unreadable input files (listed in the summary's "
                      f"coverage)")
-    if counts["not_compared"]:
-        notes.append(f"{counts['not_compared']} NPU tensors have no reference (listed in the CSV and summary).")
+    without_reference = sum(1 for row in result.results if row.status is Status.NOT_COMPARED and row.tensor_id)
+    if without_reference:  # (an unreadable dump file's row names no tensor: it is listed above)
+        notes.append(f"{without_reference} NPU tensors have no reference (listed in the CSV and summary).")
     if coverage.graph_ops_without_dump:
         notes.append(f"{counted(len(coverage.graph_ops_without_dump), 'graph op')} without a dump file.")
     if coverage.reference_only and coverage.npu_tensors:

@@ -122,6 +122,24 @@ def test_missing_dumps_and_references_are_coverage_not_failure(tmp_path, capsys)
     assert "1 graph op without a dump file" in capsys.readouterr().out
 
 
+def test_an_unreadable_dump_file_is_unreadable_not_missing(tmp_path, capsys):
+    """The op's file is there: it is reported once, as unreadable -- not also as a graph op without a dump file,
+    nor counted among the NPU tensors without a reference."""
+    case = chain_case(tmp_path / "case", names=["op0", "op1", "op2", "op3"])
+    (damaged,) = [name for name in os.listdir(case.npu) if ".op2." in name]
+    with open(os.path.join(case.npu, damaged), "r+b") as handle:
+        handle.truncate(20)
+    assert compare(case, tmp_path / "out") == 2
+    out = capsys.readouterr().out
+    summary = json.loads((tmp_path / "out" / "summary.json").read_text())
+    assert summary["coverage"]["graph_ops_without_dump"] == []
+    assert [path for path, _ in summary["coverage"]["unreadable"]] == [os.path.join(case.npu, damaged)]
+    statuses = [row.status for row in read_result_csv(only_csv(tmp_path / "out")).rows]
+    assert "NO_DUMP" not in statuses and statuses.count("NOT_COMPARED") == 1
+    assert f"unreadable, not compared: {os.path.join(case.npu, damaged)}: " in out
+    assert "without a dump file" not in out and "have no reference" not in out
+
+
 def test_unusable_input_exits_2(tmp_path, capsys):
     case = chain_case(tmp_path / "case")
     assert main(["compare", "-m", str(tmp_path / "nope"), "-g", case.ref, "-out", str(tmp_path / "o")]) == 2
