@@ -175,13 +175,14 @@ class Shell:
         return EXIT_OK
 
     def run_script(self, stream) -> int:
-        """Run the lines of ``stream`` (stdin that is not a terminal); returns the last command's exit code."""
+        """Run the lines of ``stream`` (stdin that is not a terminal); returns the worst exit code of them all (a
+        script whose any line failed fails, as a CI step must: a last ``exit`` does not hide it)."""
         code = EXIT_OK
         for line in stream:
             result = self.execute(line)
             if result.text:
                 print(result.text, flush=True)
-            code = result.exit_code
+            code = max(code, result.exit_code)
             if result.leave:
                 break
         return code

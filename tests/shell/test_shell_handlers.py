@@ -97,6 +97,13 @@ def test_run_script_runs_every_line(shell, capsys):
     assert "relu1/Relu" in out and "error: unknown command 'bogus'" in out and code == 2
 
 
+def test_a_script_exits_with_its_worst_line(shell, capsys):
+    """Piped lines end with the worst exit code of them all, so a CI step fails when any line does."""
+    import io
+    assert shell.run_script(io.StringIO("bogus\nls -t relu\nexit\n")) == 2
+    assert shell.run_script(io.StringIO("ls -t relu\nexit\n")) == 0
+
+
 def test_history_path_follows_xdg():
     assert history_path({"XDG_STATE_HOME": "/s"}) == "/s/precision_tool/history"
     assert history_path({}) == os.path.join(os.path.expanduser("~"), ".local", "state", "precision_tool", "history")
