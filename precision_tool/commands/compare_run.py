@@ -117,7 +117,7 @@ def _report(result: ComparisonResult, summary: Dict[str, Any], paths: OutputPath
                      f"coverage)")
     without_reference = sum(1 for row in result.results if row.status is Status.NOT_COMPARED and row.tensor_id)
     if without_reference:  # (an unreadable dump file's row names no tensor: it is listed above)
-        notes.append(f"{without_reference} NPU tensors have no reference (listed in the CSV and summary).")
+        notes.append(f"{without_reference:,} NPU tensors have no reference (listed in the CSV and summary).")
     if coverage.graph_ops_without_dump:
         notes.append(f"{counted(len(coverage.graph_ops_without_dump), 'graph op')} without a dump file.")
     if coverage.reference_only and coverage.npu_tensors:
@@ -127,7 +127,7 @@ def _report(result: ComparisonResult, summary: Dict[str, Any], paths: OutputPath
     if result.facts.order_source != "graph":
         notes.append("No graph: tensors matched by name, inputs not compared, order by dump time.")
     if counts["reused_input_results"]:
-        notes.append(f"{counts['reused_input_results']} inputs are byte-identical to their producer's output and "
+        notes.append(f"{counts['reused_input_results']:,} inputs are byte-identical to their producer's output and "
                      f"share its result.")
     below = summary["allclose_below_default"]
     if below:
@@ -186,10 +186,10 @@ def _title(result: ComparisonResult, counts: Dict[str, Any], unusable: int) -> s
         if empty:
             title += f": {empty}"
     else:
-        title = (f"Compared {counted(counts['compared'], 'tensor')} ({gate}): {counts['passed']} passed, "
-                 f"{counts['failed']} failed")
+        title = (f"Compared {counted(counts['compared'], 'tensor')} ({gate}): {counts['passed']:,} passed, "
+                 f"{counts['failed']:,} failed")
         if counts["errors"]:
-            title += f", {counts['errors']} unreadable"
+            title += f", {counts['errors']:,} unreadable"
     if unusable:
         title += f"; {unusable_text(unusable)}"
     return title
