@@ -42,6 +42,7 @@ from precision_tool.formats.customize_dtypes import is_half, widened
 from precision_tool.process_env import user_environment
 from precision_tool.reports.format import counted
 from precision_tool.reports.report import Report
+from precision_tool.metrics.verdict import threshold_text
 
 KINDS = ("fusion", "precision")
 DEFAULT_MAX_CANDIDATES = 16
@@ -287,7 +288,7 @@ class Bisection:
         shown = ", ".join(changed[:3]) + (f" (+{len(changed) - 3} more)" if len(changed) > 3 else "")
         print(f"bisect {self.kind}: run {number}: {what}: {shown or 'nothing'} -> "
               f"{'restored' if accuracy.restored else 'still failing'} ({accuracy.text()} at cosine "
-              f"{self.cosine:g}); {seconds:.1f} s", file=sys.stderr, flush=True)
+              f"{threshold_text(self.cosine)}); {seconds:.1f} s", file=sys.stderr, flush=True)
         return accuracy.restored
 
     def check_honoured(self, number: int, ops: Sequence[Any], changed: Sequence[str]) -> None:

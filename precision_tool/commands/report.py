@@ -20,6 +20,7 @@ import os
 
 from precision_tool.commands.registry import Command, Context
 from precision_tool.errors import WorkspaceError
+from precision_tool.metrics.verdict import threshold_text
 
 
 def add_arguments(parser):
@@ -91,7 +92,7 @@ def handle(args, ctx: Context):
     headline = data.findings.verdict.headline if data.findings is not None else (
         f"First divergence: {data.first_divergence}." if data.first_divergence else "No first divergence.")
     report = Report(title=f"{data.csv_path}: {data.counts['compared']} tensors compared, {failing} failing at cosine "
-                          f"{data.threshold:g}")
+                          f"{threshold_text(data.threshold)}")
     report.add_text(headline, *lines)
     unusable = unusable_inputs(data.facts.coverage if data.facts is not None else None)
     if unusable:

@@ -24,6 +24,7 @@ from typing import Optional
 from precision_tool.commands.registry import Command, Context
 from precision_tool.errors import WorkspaceError
 from precision_tool.status import Status
+from precision_tool.metrics.verdict import threshold_text
 
 DEFAULT_LIMIT = 10
 
@@ -63,7 +64,7 @@ def handle(args, ctx: Context):
     shown = failing_at if args.limit <= 0 else failing_at[:args.limit]
 
     report = Report(title=f"{stored.csv_path}: {len(compared)} tensors compared, {len(failing)} below cosine "
-                          f"{threshold:g} or failing")
+                          f"{threshold_text(threshold)} or failing")
     replayed = any(r.local_error is not None for r in failing)
     if shown:
         rows = [[_index_value(r.index), r.tensor_id, r.op_type, number_text(r.cosine),

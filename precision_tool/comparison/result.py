@@ -23,7 +23,7 @@ from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
 from precision_tool.alignment import Alignment, Coverage, Divergence, find_first_divergence
 from precision_tool.errors import EXIT_FAILED_CHECK, EXIT_OK, EXIT_UNUSABLE_INPUT
 from precision_tool.formats.tensor_kind import TensorKind
-from precision_tool.metrics import ALL, MeanStd
+from precision_tool.metrics import ALL, MeanStd, threshold_text
 from precision_tool.status import Status
 
 Key = Tuple[str, str, int]
@@ -38,8 +38,8 @@ def cosine_gate_reason(cosine: Optional[float], threshold: float) -> str:
     ('cosine 0.901050 < 0.99', 'cosine undefined < 0.99')
     """
     if cosine is None:
-        return f"cosine undefined < {threshold:g}"
-    return f"cosine {cosine:.6f} {'>=' if cosine >= threshold else '<'} {threshold:g}"
+        return f"cosine undefined < {threshold_text(threshold)}"
+    return f"cosine {cosine:.6f} {'>=' if cosine >= threshold else '<'} {threshold_text(threshold)}"
 
 
 @dataclass(frozen=True)

@@ -24,7 +24,7 @@ from precision_tool.metrics.relative import (accumulated_relative_error, max_rel
                                              relative_euclidean_distance)
 from precision_tool.metrics.similarity import cosine_similarity, kullback_leibler_divergence
 from precision_tool.metrics.verdict import (DEFAULT_COSINE_THRESHOLD, MetricValue, NonFiniteClass, NonFiniteSummary,
-                                            Status, TensorComparison, WorstElement, compare_tensors)
+                                            Status, TensorComparison, WorstElement, compare_tensors, threshold_text)
 
 __all__ = [
     "cosine_similarity", "max_absolute_error", "accumulated_relative_error", "relative_euclidean_distance",
@@ -33,5 +33,5 @@ __all__ = [
     "allclose_ratio", "Tolerance", "DEFAULT_TOLERANCES", "canonical_dtype", "default_tolerance",
     "MetricInfo", "METRICS", "ALL", "get_metric", "resolve_metrics", "compute_metrics", "format_value",
     "compare_tensors", "TensorComparison", "MetricValue", "Status", "NonFiniteClass", "NonFiniteSummary",
-    "WorstElement", "DEFAULT_COSINE_THRESHOLD",
+    "WorstElement", "DEFAULT_COSINE_THRESHOLD", "threshold_text",
 ]

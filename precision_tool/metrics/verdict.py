@@ -51,10 +51,21 @@ from precision_tool.metrics.registry import ALL, MetricInfo, format_value, get_m
 from precision_tool.status import Status
 
 __all__ = ["Status", "NonFiniteClass", "NonFiniteSummary", "WorstElement", "MetricValue", "TensorComparison",
-           "compare_tensors", "DEFAULT_COSINE_THRESHOLD", "MATCHING_NON_FINITE"]
+           "compare_tensors", "DEFAULT_COSINE_THRESHOLD", "MATCHING_NON_FINITE", "threshold_text"]
 
 #: The cosine gate msaccucmp users usually apply.
 DEFAULT_COSINE_THRESHOLD = 0.99
+
+
+def threshold_text(threshold: float) -> str:
+    """A threshold as reports show it: short (``0.99``), and exact where six significant digits would round it --
+    a gate of 0.9999999 is not shown as ``1``, which no cosine is below.
+
+    >>> threshold_text(0.99), threshold_text(0.9999999), threshold_text(1.0), threshold_text(-1.0)
+    ('0.99', '0.9999999', '1', '-1')
+    """
+    short = f"{threshold:g}"
+    return short if float(short) == threshold else repr(float(threshold))
 
 _RELATIVE = ("AccumulatedRelativeError", "MaxRelativeError", "MeanRelativeError")
 _COSINE = get_metric("CosineSimilarity")
@@ -599,7 +610,7 @@ def _gates(cosine, threshold, mismatch: int, n: int, tolerance: Tolerance):
     parts = []
     if threshold is not None and (ok or not cosine_ok):
         shown = "undefined" if cosine is None else f"{cosine:.6f}"
-        parts.append(f"cosine {shown} {'>=' if cosine_ok else '<'} {threshold:g}")
+        parts.append(f"cosine {shown} {'>=' if cosine_ok else '<'} {threshold_text(threshold)}")
     if ok or not close_ok:
         parts.append(f"{mismatch} of {n} elements ({_percent(mismatch / n)}) outside rtol {tolerance.rtol:g}, "
                      f"atol {tolerance.atol:g} (up to {_percent(1 - tolerance.min_ratio)} allowed)")

@@ -140,6 +140,16 @@ def test_an_unreadable_dump_file_is_unreadable_not_missing(tmp_path, capsys):
     assert "without a dump file" not in out and "have no reference" not in out
 
 
+def test_a_threshold_finer_than_six_digits_is_shown_as_given(tmp_path, capsys):
+    """-c 0.9999999 was shown as 'cosine 1', a gate no cosine can pass, in the title and every reason."""
+    case = chain_case(tmp_path / "case", break_at="op1")
+    assert compare(case, tmp_path / "out", "-c", "0.9999999") == 1
+    out = capsys.readouterr().out
+    assert "(cosine >= 0.9999999)" in out and "< 0.9999999" in out and "< 1\n" not in out
+    assert main(["vcs", "-f", str(tmp_path / "out"), "-c", "0.9999999"]) == 1
+    assert "below cosine 0.9999999 or failing" in capsys.readouterr().out
+
+
 def test_unusable_input_exits_2(tmp_path, capsys):
     case = chain_case(tmp_path / "case")
     assert main(["compare", "-m", str(tmp_path / "nope"), "-g", case.ref, "-out", str(tmp_path / "o")]) == 2

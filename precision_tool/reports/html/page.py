@@ -24,6 +24,7 @@ from precision_tool.reports.html.histogram import histogram_svg
 from precision_tool.reports.html.markup import element, text
 from precision_tool.reports.html.plot import accuracy_plot_svg
 from precision_tool.reports.report import Table, Text
+from precision_tool.metrics.verdict import threshold_text
 
 ASSET_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "data")
 _NAME_COLUMNS = ("NPUDump", "GroundTruth", "TensorIndex")
@@ -48,7 +49,7 @@ def _header(data: ReportData) -> str:
     pills = [("good" if not counts["failed"] else "", f"{counts['compared']} compared"),
              ("bad" if counts["failed"] else "good", f"{counts['failed']} failing"),
              ("", f"{counts['passed']} passing"),
-             ("", f"cosine threshold {data.threshold:g}")]
+             ("", f"cosine threshold {threshold_text(data.threshold)}")]
     if counts.get("errors"):
         pills.append(("bad", f"{counts['errors']} unreadable"))
     if counts.get("not_compared"):

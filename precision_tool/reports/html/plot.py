@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from typing import List, Optional, Sequence, Tuple
 
 from precision_tool.reports.html.markup import element, number, text, void
+from precision_tool.metrics.verdict import threshold_text
 
 PASS_COLOR, FAIL_COLOR, LINE_COLOR = "#2563eb", "#dc2626", "#94a3b8"
 DIVERGENCE_COLOR, OVERFLOW_COLOR, GRID_COLOR = "#b91c1c", "#ea580c", "#e2e8f0"
@@ -236,11 +237,11 @@ def _cosine_panel(points, frame: Frame, width: int, threshold, link: bool) -> st
     step = nice_step(high - low)
     parts += _y_grid(frame, width, [(y_of(v), _tick_text(v, step)) for v in cosine_ticks(low, high)])
     if threshold is not None:
-        y = y_of(threshold)
-        parts.append(element("g", element("title", text(f"threshold: a tensor fails below cosine {threshold:g}"))
+        y, shown = y_of(threshold), threshold_text(threshold)
+        parts.append(element("g", element("title", text(f"threshold: a tensor fails below cosine {shown}"))
                              + void("line", x1=LEFT, x2=number(width - RIGHT), y1=number(y), y2=number(y),
                                     stroke=FAIL_COLOR, stroke_width=1.2, stroke_dasharray="6 4")
-                             + _label(width - RIGHT - 6, y - 5, f"threshold {threshold:g}", anchor="end", size=11,
+                             + _label(width - RIGHT - 6, y - 5, f"threshold {shown}", anchor="end", size=11,
                                       fill=FAIL_COLOR), id="threshold-line"))
     line, dots = [], []
     for k, point in enumerate(points):
