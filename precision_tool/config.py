@@ -181,9 +181,11 @@ def _refuse_inside_inputs(name: str, out_dir: str, input_paths: Sequence[str], f
     real_out = os.path.realpath(out_dir)
     for path in input_paths:
         real_in = os.path.realpath(path)
-        inside = _inside(real_out, real_in) if os.path.isdir(real_in) else real_out == os.path.dirname(real_in)
-        if inside:
-            raise WorkspaceError(f"{name}: output folder would be inside the input {path}", _ELSEWHERE)
+        if os.path.isdir(real_in):
+            if _inside(real_out, real_in):
+                raise WorkspaceError(f"{name}: output folder would be inside the input {path}", _ELSEWHERE)
+        elif real_out == os.path.dirname(real_in):
+            raise WorkspaceError(f"{name}: output folder would be the folder of the input file {path}", _ELSEWHERE)
     for folder in folders:
         if _inside(real_out, os.path.realpath(folder)):
             raise WorkspaceError(f"{name}: output folder would be inside the input {folder}", _ELSEWHERE)
@@ -207,6 +209,8 @@ def ensure_output_dir(out_dir: str, *input_paths: str, folders: Sequence[str] = 
     """:func:`check_output_dir`, then create the folder; returns its real path. The check runs before
     anything is written."""
     real_out = check_output_dir(out_dir, *input_paths, folders=folders)
+    if os.path.exists(real_out) and not os.path.isdir(real_out):
+        raise WorkspaceError(f"{out_dir}: is a file, not a folder", "give an output folder")
     try:
         os.makedirs(real_out, exist_ok=True)
     except OSError as exc:

@@ -50,7 +50,8 @@ def test_a_file_input_forbids_its_folder_and_with_input_folders_of_everything_be
     dump = tmp_path / "step" / "Add.add.1.1.1700000000000000"
     dump.parent.mkdir()
     dump.write_bytes(b"x")
-    with pytest.raises(WorkspaceError):
+    with pytest.raises(WorkspaceError, match=f"{dump.parent}: output folder would be the folder of the input file "
+                                             f"{dump}"):
         check_output_dir(str(dump.parent), str(dump))
     assert check_output_dir(str(dump.parent / "sub"), str(dump)) == str(dump.parent / "sub")
     assert input_folders_of(str(dump), str(tmp_path)) == (str(dump.parent), str(tmp_path))
@@ -71,6 +72,14 @@ def test_workspace_input_folders_count_before_they_exist(tmp_path):
     assert ensure_output_dir(os.path.join(workspace.root, "tf", "out"), folders=workspace.input_folders)
 
 
+def test_an_output_folder_that_is_a_file_is_named_so(tmp_path):
+    taken = tmp_path / "notes.txt"
+    taken.write_text("mine")
+    with pytest.raises(WorkspaceError, match=f"{taken}: is a file, not a folder"):
+        ensure_output_dir(str(taken))
+    assert taken.read_text() == "mine"
+
+
 def test_output_files(tmp_path):
     graph = tmp_path / "graph" / "ge_proto_00000001_Build.txt"
     graph.parent.mkdir()
@@ -78,7 +87,7 @@ def test_output_files(tmp_path):
     with pytest.raises(WorkspaceError, match=f"{graph}: the output file is the input {graph}"):
         check_output_file(str(graph), str(graph))
     newest = graph.parent / "ge_proto_00000099_Build.txt"
-    with pytest.raises(WorkspaceError, match=f"{newest}: output folder would be inside the input"):
+    with pytest.raises(WorkspaceError, match=f"{newest}: output folder would be the folder of the input file {graph}"):
         check_output_file(str(newest), str(graph))
     target = tmp_path / "out" / "new" / "g.json"
     assert ensure_output_file(str(target), str(graph)) == str(target) and target.parent.is_dir()
