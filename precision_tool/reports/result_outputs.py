@@ -33,7 +33,6 @@ Before writing, temporary files that killed runs left in the output folders (``.
 from __future__ import annotations
 
 import contextlib
-import errno
 import os
 import re
 import time
@@ -200,12 +199,11 @@ def _claim(placeholder: str) -> bool:
         return True
     except FileExistsError:
         return False
-    except OSError as error:
-        if error.errno not in (errno.EPERM, errno.EOPNOTSUPP, errno.ENOTSUP, errno.EXDEV, errno.EMLINK):
-            raise
+    except OSError:  # no hard links here (EPERM, ENOTSUP, ENOSYS on FUSE, EINVAL on FAT, ...): O_EXCL says the rest
+        pass
     finally:
         os.unlink(temp)
-    try:  # no hard links here
+    try:
         descriptor = os.open(placeholder, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
     except FileExistsError:
         return False

@@ -72,9 +72,13 @@ def test_a_name_is_never_taken_by_an_empty_placeholder(tmp_path, monkeypatch):
     assert os.listdir(tmp_path) == []
 
 
-def test_without_hard_links_the_name_is_still_taken_with_its_claim(tmp_path, monkeypatch):
+@pytest.mark.parametrize("refusal", [PermissionError(1, "Operation not permitted"),  # vfat
+                                     OSError(38, "Function not implemented"),  # FUSE mounts without links
+                                     OSError(22, "Invalid argument"),  # FAT drives on Windows
+                                     PermissionError(13, "Permission denied")])  # some network shares
+def test_without_hard_links_the_name_is_still_taken_with_its_claim(tmp_path, monkeypatch, refusal):
     def no_links(*_args):
-        raise PermissionError(1, "Operation not permitted")  # what vfat answers
+        raise refusal
 
     monkeypatch.setattr(os, "link", no_links)
     first, second = take_result_name(str(tmp_path), STAMP), take_result_name(str(tmp_path), STAMP)
