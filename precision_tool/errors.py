@@ -12,10 +12,23 @@ Exit codes follow the comparator's contract for CI: 0 all good, 1 a tensor faile
 from __future__ import annotations
 
 import os
+from typing import Iterable
 
 EXIT_OK = 0
 EXIT_FAILED_CHECK = 1
 EXIT_UNUSABLE_INPUT = 2
+_EXIT_RANK = {EXIT_OK: 0, EXIT_UNUSABLE_INPUT: 1, EXIT_FAILED_CHECK: 2}
+
+
+def worst_exit_code(codes: Iterable[int]) -> int:
+    """The exit code of several commands run as one job (lines piped into the shell): any other code first (an
+    interrupted command, 130), then 1 -- a check failed, which wins over 2 as it does within one comparison
+    (:func:`~precision_tool.comparison.result.exit_code_for`) -- then 2, then 0 (also for no command at all).
+
+    >>> worst_exit_code([0, 2, 1, 0]), worst_exit_code([2, 0]), worst_exit_code([1, 130]), worst_exit_code([])
+    (1, 2, 130, 0)
+    """
+    return max(codes, key=lambda code: _EXIT_RANK.get(code, len(_EXIT_RANK)), default=EXIT_OK)
 
 
 class PrecisionToolError(Exception):

@@ -28,7 +28,7 @@ from precision_tool import __version__
 from precision_tool.commands import build_registry
 from precision_tool.commands.registry import Context
 from precision_tool.commands.workspace_lookup import lookup_for
-from precision_tool.errors import EXIT_OK, PrecisionToolError, UsageError
+from precision_tool.errors import EXIT_OK, PrecisionToolError, UsageError, worst_exit_code
 from precision_tool.reports.format import OutputSettings, format_report, terminal_safe
 from precision_tool.reports.report import Table
 from precision_tool.shell.command_line import parse_command_line
@@ -175,17 +175,18 @@ class Shell:
         return EXIT_OK
 
     def run_script(self, stream) -> int:
-        """Run the lines of ``stream`` (stdin that is not a terminal); returns the worst exit code of them all (a
-        script whose any line failed fails, as a CI step must: a last ``exit`` does not hide it)."""
-        code = EXIT_OK
+        """Run the lines of ``stream`` (stdin that is not a terminal); returns the worst exit code of them all
+        (:func:`~precision_tool.errors.worst_exit_code`): a script any line of which failed fails, as a CI step
+        must -- a last ``exit`` does not hide it."""
+        codes = []
         for line in stream:
             result = self.execute(line)
             if result.text:
                 print(result.text, flush=True)
-            code = max(code, result.exit_code)
+            codes.append(result.exit_code)
             if result.leave:
                 break
-        return code
+        return worst_exit_code(codes)
 
 
 def _open_history():
