@@ -23,23 +23,13 @@ from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
 from precision_tool.alignment import Alignment, Coverage, Divergence, find_first_divergence
 from precision_tool.errors import EXIT_FAILED_CHECK, EXIT_OK, EXIT_UNUSABLE_INPUT
 from precision_tool.formats.tensor_kind import TensorKind
-from precision_tool.metrics import ALL, MeanStd, threshold_text
+from precision_tool.metrics import ALL, MeanStd
+from precision_tool.metrics.verdict import cosine_gate_reason
 from precision_tool.status import Status
 
 Key = Tuple[str, str, int]
 _KIND_ORDER = {"": 0, TensorKind.INPUT: 1, TensorKind.OUTPUT: 2}
 _STD = ALL.index("StandardDeviation")
-
-
-def cosine_gate_reason(cosine: Optional[float], threshold: float) -> str:
-    """``cosine 0.901050 < 0.99``: the comparator's words for the cosine gate.
-
-    >>> cosine_gate_reason(0.9010504, 0.99), cosine_gate_reason(None, 0.99)
-    ('cosine 0.901050 < 0.99', 'cosine undefined < 0.99')
-    """
-    if cosine is None:
-        return f"cosine undefined < {threshold_text(threshold)}"
-    return f"cosine {cosine:.6f} {'>=' if cosine >= threshold else '<'} {threshold_text(threshold)}"
 
 
 @dataclass(frozen=True)
@@ -479,14 +469,16 @@ class ComparisonResult:
     def counts(self) -> Dict[str, Any]:
         """Counts by status plus totals: compared, passed, failed, errors, not compared, reused, and
         ``matching_non_finite``: compared tensors whose NaN/inf all match the reference's
-        (:attr:`TensorResult.matched_non_finite`), judged on their finite elements."""
+        (:attr:`TensorResult.matched_non_finite`), judged on their finite elements. ``not_compared`` counts the NPU
+        tensors without a reference; the row of a dump file that could not be read names no tensor and is not
+        among them (the coverage's unusable inputs list it)."""
         by_status: Dict[Status, int] = {}
         for result in self.results:
             by_status[result.status] = by_status.get(result.status, 0) + 1
         compared = self.compared
         return {"compared": len(compared), "passed": sum(r.passed for r in compared),
                 "failed": sum(1 for r in compared if not r.passed), "errors": by_status.get(Status.ERROR, 0),
-                "not_compared": by_status.get(Status.NOT_COMPARED, 0),
+                "not_compared": sum(1 for r in self.results if r.status is Status.NOT_COMPARED and r.tensor_id),
                 "ops_without_dump": by_status.get(Status.NO_DUMP, 0),
                 "reused_input_results": sum(1 for r in compared if r.reused_from),
                 "matching_non_finite": sum(1 for r in compared if r.matched_non_finite),

@@ -51,7 +51,8 @@ from precision_tool.metrics.registry import ALL, MetricInfo, format_value, get_m
 from precision_tool.status import Status
 
 __all__ = ["Status", "NonFiniteClass", "NonFiniteSummary", "WorstElement", "MetricValue", "TensorComparison",
-           "compare_tensors", "DEFAULT_COSINE_THRESHOLD", "MATCHING_NON_FINITE", "threshold_text"]
+           "compare_tensors", "DEFAULT_COSINE_THRESHOLD", "MATCHING_NON_FINITE", "threshold_text",
+           "cosine_gate_reason"]
 
 #: The cosine gate msaccucmp users usually apply.
 DEFAULT_COSINE_THRESHOLD = 0.99
@@ -66,6 +67,26 @@ def threshold_text(threshold: float) -> str:
     """
     short = f"{threshold:g}"
     return short if float(short) == threshold else repr(float(threshold))
+
+
+def cosine_gate_reason(cosine: Optional[float], threshold: float) -> str:
+    """``cosine 0.901050 < 0.99``: the comparator's words for the cosine gate -- the cosine to six decimals, or to
+    as many more as it takes not to round it onto the other side of the threshold.
+
+    >>> cosine_gate_reason(0.9010504, 0.99), cosine_gate_reason(None, 0.99)
+    ('cosine 0.901050 < 0.99', 'cosine undefined < 0.99')
+    >>> cosine_gate_reason(0.99999985, 0.9999999)  # not 'cosine 1.000000 < 0.9999999'
+    'cosine 0.99999985 < 0.9999999'
+    """
+    if cosine is None:
+        return f"cosine undefined < {threshold_text(threshold)}"
+    passed = cosine >= threshold
+    digits = 6
+    shown = f"{cosine:.{digits}f}"
+    while (float(shown) >= threshold) != passed and digits < 17:
+        digits += 1
+        shown = f"{cosine:.{digits}f}"
+    return f"cosine {shown} {'>=' if passed else '<'} {threshold_text(threshold)}"
 
 _RELATIVE = ("AccumulatedRelativeError", "MaxRelativeError", "MeanRelativeError")
 _COSINE = get_metric("CosineSimilarity")
@@ -609,8 +630,7 @@ def _gates(cosine, threshold, mismatch: int, n: int, tolerance: Tolerance):
     ok = close_ok and cosine_ok
     parts = []
     if threshold is not None and (ok or not cosine_ok):
-        shown = "undefined" if cosine is None else f"{cosine:.6f}"
-        parts.append(f"cosine {shown} {'>=' if cosine_ok else '<'} {threshold_text(threshold)}")
+        parts.append(cosine_gate_reason(cosine, threshold))
     if ok or not close_ok:
         parts.append(f"{mismatch} of {n} elements ({_percent(mismatch / n)}) outside rtol {tolerance.rtol:g}, "
                      f"atol {tolerance.atol:g} (up to {_percent(1 - tolerance.min_ratio)} allowed)")
