@@ -24,7 +24,6 @@ from precision_tool.comparison import ComparisonResult, CompareRequest
 from precision_tool.reports.report import Report
 from precision_tool.reports.result_outputs import OutputPaths, workspace_result_folder
 from precision_tool.reports.format import counted, exit_line, inheriting_clause
-from precision_tool.status import Status
 from precision_tool.metrics.verdict import threshold_text
 
 __all__ = ["CompareRun", "execute", "run_compare", "workspace_result_folder", "CompareRequest"]
@@ -116,9 +115,8 @@ def _report(result: ComparisonResult, summary: Dict[str, Any], paths: OutputPath
     if len(unusable) > UNREADABLE_SHOWN:
         notes.append(f"... {len(unusable) - UNREADABLE_SHOWN} more unreadable input files (listed in the summary's "
                      f"coverage)")
-    without_reference = sum(1 for row in result.results if row.status is Status.NOT_COMPARED and row.tensor_id)
-    if without_reference:  # (an unreadable dump file's row names no tensor: it is listed above)
-        notes.append(f"{without_reference:,} NPU tensors have no reference (listed in the CSV and summary).")
+    if counts["not_compared"]:
+        notes.append(f"{counts['not_compared']:,} NPU tensors have no reference (listed in the CSV and summary).")
     if coverage.graph_ops_without_dump:
         notes.append(f"{counted(len(coverage.graph_ops_without_dump), 'graph op')} without a dump file.")
     if coverage.reference_only and coverage.npu_tensors:
@@ -182,7 +180,7 @@ def _title(result: ComparisonResult, counts: Dict[str, Any], unusable: int) -> s
     gate = f"cosine >= {threshold_text(threshold)}" if threshold is not None else "cosine gate off"
     if counts["compared"] == 0:
         npu_tensors = result.facts.coverage.npu_tensors if result.facts.coverage is not None else 0
-        title = f"Nothing could be compared: {npu_tensors} NPU tensors, none aligned"
+        title = f"Nothing could be compared: {npu_tensors:,} NPU tensors, none aligned"
         empty = _empty_input(result)
         if empty:
             title += f": {empty}"

@@ -54,7 +54,8 @@ def handle(args, ctx: Context):
     comparison, threshold = stored.comparison, stored.threshold
     compared = [r for r in comparison.results if r.compared]
     errors = [r for r in comparison.results if r.status is Status.ERROR]
-    not_compared = sum(1 for r in comparison.results if not r.compared and r.status is not Status.ERROR)
+    counts = comparison.counts()
+    not_compared = counts["not_compared"] + counts["ops_without_dump"]  # (unreadable files: among the unusable)
     unusable = unusable_inputs(comparison.facts.coverage)
     divergence = comparison.divergence
     first = divergence.first.op_name if divergence.first is not None else None

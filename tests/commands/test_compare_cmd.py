@@ -138,6 +138,10 @@ def test_an_unreadable_dump_file_is_unreadable_not_missing(tmp_path, capsys):
     assert "NO_DUMP" not in statuses and statuses.count("NOT_COMPARED") == 1
     assert f"unreadable, not compared: {os.path.join(case.npu, damaged)}: " in out
     assert "without a dump file" not in out and "have no reference" not in out
+    assert summary["counts"]["not_compared"] == 0 and summary["counts"]["unusable_inputs"] == 1
+    assert main(["vcs", "-f", str(tmp_path / "out")]) == 2
+    shown = capsys.readouterr().out
+    assert "were not compared" not in shown and "could not be read" in shown
 
 
 def test_a_threshold_finer_than_six_digits_is_shown_as_given(tmp_path, capsys):
