@@ -213,12 +213,15 @@ def test_ctrl_c_while_the_child_writes_the_lossless_file_frees_the_name_at_once(
 
 
 def test_ctrl_c_while_the_summary_is_built_frees_the_name(tmp_path, capsys, monkeypatch):
+    """(The child writing the lossless file stalls: a file it completed before the Ctrl-C would rightly stay.)"""
     case = chain_case(tmp_path / "case")
     out = tmp_path / "out"
     assert main(compare_argv(case, out)) == 0
     before = sorted(os.listdir(out))
+    child_pid = _in_the_writing_child(tmp_path, monkeypatch, lambda: time.sleep(60))
 
     def interrupted(*_args, **_kwargs):
+        child_pid()  # the child is writing
         raise KeyboardInterrupt
 
     monkeypatch.setattr(summary_module, "build_summary", interrupted)
