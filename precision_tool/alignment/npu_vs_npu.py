@@ -87,9 +87,11 @@ def align_npu_vs_npu(npu_dump_dir, other_dump_dir, graph=None, other_graph=None)
     steps or devices, the other run's follows the step and device read of the left one
     (:attr:`~precision_tool.formats.dump_tree.DumpSelection.follow`).
     """
-    left = NpuRun(read_dumped_ops(npu_dump_dir), graph)
-    following = DumpSelection(left.choice.step, left.choice.device, follow=True)
-    other = _OtherRun(NpuRun(read_dumped_ops(other_dump_dir, following), other_graph))
+    dumped = read_dumped_ops(npu_dump_dir)  # both runs' headers first: a graph still being read is waited for after
+    chosen = dumped[2]
+    other_dumped = read_dumped_ops(other_dump_dir, DumpSelection(chosen.step, chosen.device, follow=True))
+    left = NpuRun(dumped, graph)
+    other = _OtherRun(NpuRun(other_dumped, other_graph))
     order, order_source = left.order()
     position = {name: p for p, name in enumerate(order)}
     pairs: List[AlignedPair] = []
