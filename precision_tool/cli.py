@@ -17,7 +17,7 @@ from precision_tool.commands import build_registry
 from precision_tool.commands.options import add_dump_selection_options
 from precision_tool.commands.registry import Context
 from precision_tool.config import ENV_DATA_DIR, default_data_dir
-from precision_tool.errors import PrecisionToolError, UsageError
+from precision_tool.errors import EXIT_INTERRUPTED, PrecisionToolError, UsageError
 from precision_tool.formats.dump_tree import DumpSelection, request
 from precision_tool.process_env import one_blas_thread, process_symbols
 from precision_tool.reports.format import format_report, report_to_json, terminal_safe
@@ -65,9 +65,13 @@ def console_main() -> None:
     try:
         code = main()
     except KeyboardInterrupt:
-        print("precision_tool: interrupted", file=sys.stderr)
-        code = 130
+        code = _interrupted()
     leave(code)
+
+
+def _interrupted() -> int:
+    print("precision_tool: interrupted", file=sys.stderr)
+    return EXIT_INTERRUPTED
 
 
 def leave(code: int) -> None:
@@ -120,8 +124,7 @@ def _main(args: List[str]) -> int:
         print(f"precision_tool: error: {terminal_safe(str(error))}", file=sys.stderr)
         return error.exit_code
     except KeyboardInterrupt:
-        print("precision_tool: interrupted", file=sys.stderr)
-        return 130
+        return _interrupted()
     text = report_to_json(report) if options.json else format_report(report)
     if text:
         try:

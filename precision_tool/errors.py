@@ -17,6 +17,7 @@ from typing import Iterable
 EXIT_OK = 0
 EXIT_FAILED_CHECK = 1
 EXIT_UNUSABLE_INPUT = 2
+EXIT_INTERRUPTED = 130  # Ctrl-C, as a shell reports a process ended by SIGINT
 _EXIT_RANK = {EXIT_OK: 0, EXIT_UNUSABLE_INPUT: 1, EXIT_FAILED_CHECK: 2}
 
 

@@ -138,6 +138,13 @@ def _open_cause(failure: OSError) -> str:
     return f"cannot open ({failure.strerror or failure})"
 
 
+def temp_path_beside(path) -> str:
+    """A fresh temporary file name in ``path``'s folder, ``.precision_tool-{PID}-{12 hex}.tmp``: the name that
+    :func:`~precision_tool.reports.result_outputs.remove_stale_temp_files` removes once its process is gone."""
+    folder = os.path.dirname(os.fspath(path)) or "."
+    return os.path.join(folder, f"{TEMP_PREFIX}{os.getpid()}-{os.urandom(6).hex()}.tmp")
+
+
 @contextlib.contextmanager
 def atomic_write(path, mode: str = "wb", encoding: str | None = None) -> Iterator[IO]:
     """Open a temporary file beside ``path`` for writing; rename it to ``path`` on success.
@@ -149,8 +156,7 @@ def atomic_write(path, mode: str = "wb", encoding: str | None = None) -> Iterato
     if mode not in ("wb", "w"):
         raise ValueError(f"atomic_write mode must be 'wb' or 'w', not {mode!r}")
     path = os.fspath(path)
-    folder = os.path.dirname(path) or "."
-    temp_path = os.path.join(folder, f"{TEMP_PREFIX}{os.getpid()}-{os.urandom(6).hex()}.tmp")
+    temp_path = temp_path_beside(path)
     descriptor = os.open(temp_path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
     try:
         handle: IO[Any]

@@ -24,7 +24,7 @@ from precision_tool.comparison import ComparisonResult, CompareRequest
 from precision_tool.reports.report import Report
 from precision_tool.reports.result_outputs import OutputPaths, workspace_result_folder
 from precision_tool.reports.format import counted, exit_line, inheriting_clause
-from precision_tool.metrics.verdict import threshold_text
+from precision_tool.metrics.verdict import gate_text
 
 __all__ = ["CompareRun", "execute", "run_compare", "workspace_result_folder", "CompareRequest"]
 
@@ -176,8 +176,7 @@ def _title(result: ComparisonResult, counts: Dict[str, Any], unusable: int) -> s
     read]``, or ``Nothing could be compared ...``."""
     from precision_tool.reports.summary import unusable_text
 
-    threshold = result.cosine_threshold
-    gate = f"cosine >= {threshold_text(threshold)}" if threshold is not None else "cosine gate off"
+    gate = gate_text(result.cosine_threshold)
     if counts["compared"] == 0:
         npu_tensors = result.facts.coverage.npu_tensors if result.facts.coverage is not None else 0
         title = f"Nothing could be compared: {npu_tensors:,} NPU tensors, none aligned"

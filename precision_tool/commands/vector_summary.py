@@ -52,9 +52,9 @@ def handle(args, ctx: Context):
         raise WorkspaceError(f"{target}: no such folder", RUN_FIRST)
     stored = load_result(target, args.cosine, hint=RUN_FIRST)
     comparison, threshold = stored.comparison, stored.threshold
-    compared = [r for r in comparison.results if r.compared]
     errors = [r for r in comparison.results if r.status is Status.ERROR]
     counts = comparison.counts()
+    compared = counts["compared"]
     not_compared = counts["not_compared"] + counts["ops_without_dump"]  # (unreadable files: among the unusable)
     unusable = unusable_inputs(comparison.facts.coverage)
     divergence = comparison.divergence
@@ -64,7 +64,7 @@ def handle(args, ctx: Context):
     failing = [r for _k, r in failing_at]
     shown = failing_at if args.limit <= 0 else failing_at[:args.limit]
 
-    report = Report(title=f"{stored.csv_path}: {len(compared)} tensors compared, {len(failing)} below cosine "
+    report = Report(title=f"{stored.csv_path}: {compared} tensors compared, {len(failing)} below cosine "
                           f"{threshold_text(threshold)} or failing")
     replayed = any(r.local_error is not None for r in failing)
     if shown:
@@ -98,8 +98,8 @@ def handle(args, ctx: Context):
     if lines:
         report.add_text(*lines)
     report.exit_code = run_exit_code(comparison)
-    report.status = exit_status(report.exit_code, len(failing) + len(errors), len(compared), len(unusable))
-    report.data = {"csv": stored.csv_path, "cosine_threshold": threshold, "compared": len(compared),
+    report.status = exit_status(report.exit_code, len(failing) + len(errors), compared, len(unusable))
+    report.data = {"csv": stored.csv_path, "cosine_threshold": threshold, "compared": compared,
                    "first_divergence": None if divergence.first is None else divergence.first.to_dict(),
                    "failing": [{"index": _index_value(r.index), "tensor_id": r.tensor_id, "op_type": r.op_type,
                                 "cosine": r.cosine, "reason": stored.shown_reason(k), "local_error": r.local_error,

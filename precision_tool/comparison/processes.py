@@ -104,10 +104,10 @@ class Worker:
             pass
 
 
-def _worker_main(channel: Channel, cosine_threshold: Optional[float], parent: int, tasks: Sequence[PairTask]) -> None:
+def _worker_main(channel: Channel, cosine_threshold: Optional[float], tasks: Sequence[PairTask]) -> None:
     """A worker: settings (:func:`~precision_tool.comparison.worker.init_pool_worker`), then ``(number, span)``
     in, ``(number, outcomes, None)`` or ``(number, None, traceback text)`` out, until told to stop."""
-    init_pool_worker(cosine_threshold, parent, tasks)
+    init_pool_worker(cosine_threshold, tasks, forked=True)
     while True:
         try:
             message = channel.recv()
@@ -137,15 +137,13 @@ def _fork_worker(cosine_threshold, tasks, inherited: List[Worker]) -> Worker:
         os.close(to_child_read)
         os.close(to_child_write)
         raise
-    parent = os.getpid()
-
     def worker() -> None:
         try:
             os.close(to_child_write)
             os.close(to_parent_read)
             for other in inherited:  # the earlier workers' pipes: their ends of file must not wait for this process
                 other.channel.close()
-            _worker_main(Channel(to_child_read, to_parent_write), cosine_threshold, parent, tasks)
+            _worker_main(Channel(to_child_read, to_parent_write), cosine_threshold, tasks)
         except BaseException:  # a bug outside a chunk: its traceback, then exit code 1
             traceback.print_exc()
             raise

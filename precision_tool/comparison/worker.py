@@ -13,8 +13,9 @@ Two process-wide settings are made once per worker (:func:`prepare_worker_proces
   more than a few hundred kB back to the kernel, so each of the ~8 float64 work arrays of a 262,144-element
   comparison is page-faulted afresh on every tensor: measured here, 11 ms per pair instead of 5 ms.
 
-And a worker dies with the process that started it (:func:`~precision_tool.process_env.die_with_parent`): a
-killed ``compare`` would otherwise leave its workers blocked on their pipes.
+And a worker dies with the process that started it (:func:`~precision_tool.process_env.fork_child` sees to it,
+:func:`~precision_tool.process_env.die_with_parent`): a killed ``compare`` would otherwise leave its workers
+blocked on their pipes.
 """
 from __future__ import annotations
 
@@ -29,7 +30,7 @@ import numpy as np
 
 from precision_tool.alignment import AlignedPair, NpuTensorRef, NpyTensorRef
 from precision_tool.collector import forked_child
-from precision_tool.process_env import die_with_parent, process_symbols
+from precision_tool.process_env import process_symbols
 from precision_tool.comparison.result import TensorResult
 from precision_tool.compat import prod
 from precision_tool.errors import DumpFormatError, PrecisionToolError
@@ -332,14 +333,13 @@ _PROCESS_COMPARER: Optional[PairComparer] = None
 _PROCESS_TASKS: Sequence[PairTask] = ()
 
 
-def init_pool_worker(cosine_threshold: Optional[float], parent: Optional[int] = None,
-                     tasks: Sequence[PairTask] = ()) -> None:
-    """A worker's set-up (:mod:`~precision_tool.comparison.processes`): process settings, dying with ``parent``
-    (the comparing process), this process's comparer, and every task of the run. A forked worker finds the tasks in
-    the memory it inherited (a fork pickles no argument), so only chunk ranges cross its pipe (:func:`run_chunk`)."""
+def init_pool_worker(cosine_threshold: Optional[float], tasks: Sequence[PairTask] = (), *,
+                     forked: bool = False) -> None:
+    """A worker's set-up (:mod:`~precision_tool.comparison.processes`): process settings, the collector of a
+    ``forked`` one, this process's comparer, and every task of the run. A forked worker finds the tasks in the
+    memory it inherited (a fork pickles no argument), so only chunk ranges cross its pipe (:func:`run_chunk`)."""
     global _PROCESS_COMPARER, _PROCESS_TASKS
-    if parent is not None:
-        die_with_parent(parent)
+    if forked:
         forked_child()  # a fork inherits the comparing process's paused collector: back on, inherited objects frozen
     prepare_worker_process()
     _PROCESS_COMPARER = PairComparer(cosine_threshold)

@@ -77,19 +77,19 @@ class FieldSpec:
     """One field of a message table.
 
     ``kind`` is a scalar type name (``"int64"``, ``"string"``, ...), ``"enum"``, ``"message"`` or ``"map"``;
-    ``message`` names the record type of a message field or a map's values (``None`` otherwise); ``map_key`` and
-    ``map_value`` are the kinds of a map's keys and values; ``enum`` names an enum field's enum; ``oneof`` names
+    ``message`` names the record type of a message field or a map's values (``None`` otherwise; a map's values are
+    always messages); ``map_key`` is the kind of a map's keys; ``enum`` names an enum field's enum; ``oneof`` names
     the oneof the field belongs to. ``is_repeated`` and ``type`` (:class:`FieldType`'s number; a map's is a message's)
     mirror protobuf's field descriptors.
     """
 
-    __slots__ = ("number", "name", "kind", "repeated", "message", "map_key", "map_value", "enum", "oneof", "wire",
+    __slots__ = ("number", "name", "kind", "repeated", "message", "map_key", "enum", "oneof", "wire",
                  "wires", "signed_bits", "is_repeated", "type")
 
     def __init__(self, number: int, name: str, kind: str, repeated: bool, message: Optional[str] = None,
-                 map_key: Optional[str] = None, map_value: Optional[str] = None, enum: Optional[str] = None):
+                 map_key: Optional[str] = None, enum: Optional[str] = None):
         self.number, self.name, self.kind, self.repeated, self.message = number, name, kind, repeated, message
-        self.map_key, self.map_value, self.enum = map_key, map_value, enum
+        self.map_key, self.enum = map_key, enum
         self.oneof: Optional[str] = None
         self.wire = _WIRE_OF.get(kind, VARINT)
         packable = repeated and self.wire != LENGTH
@@ -181,7 +181,7 @@ class RecordSchema:
             key, value = (part.strip() for part in spec[4:-1].split(","))
             if self._kind(value, messages) != "message":
                 raise ValueError(f"map {message_name}.{name}: only maps of messages are supported")
-            return FieldSpec(number, name, "map", False, value, self._kind(key, messages), "message")
+            return FieldSpec(number, name, "map", False, value, self._kind(key, messages))
         repeated = spec.startswith("repeated ")
         type_name = spec[len("repeated "):].strip() if repeated else spec
         kind = self._kind(type_name, messages)
@@ -207,10 +207,6 @@ class RecordSchema:
         return _SCALAR_DEFAULTS[field.kind]
 
     # ------------------------------------------------------------------ records
-    def record(self, name: str) -> Type[Record]:
-        """The record class of message ``name``."""
-        return self._records[name]
-
     def empty(self, name: str) -> Record:
         """A record of ``name`` with no field set."""
         return self._records[name]()

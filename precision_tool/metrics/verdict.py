@@ -52,7 +52,7 @@ from precision_tool.status import Status
 
 __all__ = ["Status", "NonFiniteClass", "NonFiniteSummary", "WorstElement", "MetricValue", "TensorComparison",
            "compare_tensors", "DEFAULT_COSINE_THRESHOLD", "MATCHING_NON_FINITE", "threshold_text",
-           "cosine_gate_reason"]
+           "cosine_gate_reason", "gate_text"]
 
 #: The cosine gate msaccucmp users usually apply.
 DEFAULT_COSINE_THRESHOLD = 0.99
@@ -87,6 +87,12 @@ def cosine_gate_reason(cosine: Optional[float], threshold: float) -> str:
         digits += 1
         shown = f"{cosine:.{digits}f}"
     return f"cosine {shown} {'>=' if passed else '<'} {threshold_text(threshold)}"
+
+
+def gate_text(threshold: Optional[float]) -> str:
+    """The gate a run's title names: ``cosine >= 0.99``, or ``cosine gate off`` (``None``)."""
+    return f"cosine >= {threshold_text(threshold)}" if threshold is not None else "cosine gate off"
+
 
 _RELATIVE = ("AccumulatedRelativeError", "MaxRelativeError", "MeanRelativeError")
 _COSINE = get_metric("CosineSimilarity")
@@ -503,12 +509,10 @@ def _not_computed(infos: Sequence[MetricInfo], reason: str) -> Tuple[MetricValue
 
 def _metric_value(info: MetricInfo, value, stats: PairStats, npu_zero: bool, ref_zero: bool,
                   matching: bool = False) -> MetricValue:
-    if value == value and stats.classes[0]:  # a number (a tuple, or a float that is not NaN), and pairs compared
-        return MetricValue(info.name, value)
     if stats.n == 0:
         return MetricValue(info.name, None, "not computed: every element is NaN/inf, as in the reference" if matching
                            else "not computed: no pair is finite on both sides")
-    if isinstance(value, tuple) or not math.isnan(value):
+    if value == value:  # a number: a tuple, or a float that is not NaN
         return MetricValue(info.name, value)
     if info.name == "CosineSimilarity":
         if npu_zero and ref_zero:

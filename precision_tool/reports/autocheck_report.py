@@ -9,7 +9,7 @@ from precision_tool.reports.fusion_report import add_fusion_comparison, add_pass
 from precision_tool.reports.overflow_report import add_casts, add_dump_scan, add_overflow_records
 from precision_tool.reports.report import Report
 from precision_tool.reports.format import counted, exit_line
-from precision_tool.metrics.verdict import threshold_text
+from precision_tool.metrics.verdict import gate_text
 
 
 def add_overflow_section(report: Report, section, limit: int) -> None:
@@ -39,10 +39,8 @@ def add_compare_section(report: Report, section, paths, limit: int) -> None:
 
     result = section.result
     counts = result.counts()
-    threshold = result.cosine_threshold
-    gate = f"cosine >= {threshold_text(threshold)}" if threshold is not None else "cosine gate off"
-    title = (f"Compared {counted(counts['compared'], 'tensor')} with {section.inputs.get('reference')} ({gate}): "
-             f"{counts['passed']} passed, {counts['failed']} failed")
+    title = (f"Compared {counted(counts['compared'], 'tensor')} with {section.inputs.get('reference')} "
+             f"({gate_text(result.cosine_threshold)}): {counts['passed']:,} passed, {counts['failed']:,} failed")
     failing = result.failing_in_order()
     if failing:
         shown = failing if not limit else failing[:limit]

@@ -42,7 +42,7 @@ from typing import Any, Dict, Iterator, List, Optional, Sequence
 from precision_tool.comparison import ComparisonResult
 from precision_tool.config import Workspace, ensure_output_dir, ensure_output_file
 from precision_tool.errors import WorkspaceError
-from precision_tool.fileio import TEMP_PREFIX, write_text_atomic
+from precision_tool.fileio import TEMP_PREFIX, temp_path_beside, write_text_atomic
 from precision_tool.collector import collection_paused
 from precision_tool.overlap import overlapped
 
@@ -188,7 +188,7 @@ def _claim(placeholder: str) -> bool:
     run killed at any moment never leaves an empty placeholder, which no later run could tell from a live one's;
     where the file system has no hard links, the name is created with ``O_EXCL`` and the claim written into it."""
     text = _CLAIM.format(pid=os.getpid()).encode("ascii")
-    temp = os.path.join(os.path.dirname(placeholder), f"{TEMP_PREFIX}{os.getpid()}-{os.urandom(6).hex()}.tmp")
+    temp = temp_path_beside(placeholder)
     descriptor = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
     try:
         try:
