@@ -25,7 +25,7 @@ DEMO_OUT := out/demo
 
 venv: $(STAMP)
 
-$(STAMP): setup.cfg setup.py pyproject.toml precision_tool/metrics/_pairstats.c
+$(STAMP): setup.cfg setup.py pyproject.toml precision_tool/metrics/_pairstats.c precision_tool/_mapguard.c
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	# setuptools warns on every editable install that a folder named like the package could shadow it: it is the package

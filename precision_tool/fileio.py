@@ -8,6 +8,14 @@ the reader's limit -- before a byte is read. Anything else (a FIFO, a device suc
 raises the caller's :class:`~precision_tool.errors.FileFormatError` subclass: one line naming the file and
 the cause.
 
+Mapped reads. A comparison worker (and any process that calls :func:`allow_mapped_reads`) maps the files it
+reads whole instead of copying them (:func:`map_bytes`): a mapped file is read by the metric passes straight from
+the page cache, which spares one copy of every byte (measured on ``make bench``: 40 ms of CPU in a 0.7 s run). A
+mapped file that another process cuts short meanwhile would kill the process with SIGBUS; the small C extension
+``precision_tool._mapguard`` turns such a fault, inside a mapped file of ours, into pages of zeros and a record of
+the fault, which the reader then reports as the file having shrunk (:func:`shrunk_while_mapped`). Without the
+extension (no C compiler at install) the files are read as everywhere else.
+
 Writing. Every file precision_tool writes -- dump files, npy tensors, graph JSON, result CSVs -- goes through
 :func:`atomic_write`: the bytes go to a hidden temporary file in the destination folder, which is renamed
 over the destination only when complete (``os.replace`` is atomic on one file system). On any error the
@@ -18,13 +26,19 @@ from __future__ import annotations
 import contextlib
 import errno
 import io
+import mmap
 import os
 import stat
-from typing import IO, Any, BinaryIO, Iterator, Optional, Type
+from typing import IO, Any, BinaryIO, Dict, Iterator, List, Optional, Type
 
 import numpy as np
 
 from precision_tool.errors import FileFormatError
+
+try:
+    from precision_tool import _mapguard  # type: ignore[attr-defined]
+except ImportError:  # not built (no C compiler at install): files are read, never mapped
+    _mapguard = None
 
 TEMP_PREFIX = ".precision_tool-"
 NO_LIMIT = None
@@ -89,6 +103,61 @@ def map_handle(handle: BinaryIO, dtype, shape, offset: int) -> np.ndarray:
         return np.zeros(shape, dtype)
     mapped = np.memmap(handle, dtype=dtype, mode="r", offset=offset, shape=shape)
     return mapped.view(np.ndarray)  # a plain array; the map stays alive as its base
+
+
+# --------------------------------------------------------------------------------------------- mapped reads
+_mapping = False
+_watched: Dict[int, str] = {}  # the guard's slot -> the path mapped there
+
+
+def allow_mapped_reads() -> bool:
+    """From now on, :func:`map_bytes` maps in this process -- if the SIGBUS guard installs (module docstring);
+    returns whether it does. Only for processes that check :func:`shrunk_while_mapped` after reading (the
+    comparison workers)."""
+    global _mapping
+    _mapping = _mapguard is not None and bool(_mapguard.install())
+    return _mapping
+
+
+class _WatchedMap(mmap.mmap):
+    """A copy-on-write map whose address range the guard watches until the map is freed."""
+
+    slot = -1
+
+    def __del__(self) -> None:
+        if self.slot >= 0 and _mapguard is not None:
+            _mapguard.unwatch(self.slot)
+            _watched.pop(self.slot, None)
+            self.slot = -1
+
+
+def map_bytes(handle: BinaryIO, path, offset: int, length: int) -> Optional[np.ndarray]:
+    """The ``length`` bytes at ``offset`` of the open file ``handle`` (of ``path``) as a writable uint8 array
+    backed by a copy-on-write map of the file (writes stay in memory), or ``None`` where the caller should read
+    them: mapped reads not allowed here (:func:`allow_mapped_reads`), no bytes, the file already shorter than
+    ``offset + length`` (the read then says so), every guard slot taken, or the map refused."""
+    if not _mapping or length <= 0:
+        return None
+    try:
+        mapped = _WatchedMap(handle.fileno(), offset + length, access=mmap.ACCESS_COPY)
+    except (OSError, ValueError, OverflowError):
+        return None
+    slot = _mapguard.watch(mapped)
+    if slot < 0:
+        mapped.close()
+        return None
+    mapped.slot = slot
+    _watched[slot] = os.fspath(path)
+    return np.frombuffer(mapped, np.uint8, count=length, offset=offset)
+
+
+def shrunk_while_mapped() -> List[str]:
+    """The files (paths, as given to :func:`map_bytes`) cut short while mapped since the last call: where they
+    were read past their new end, zeros were read instead, so whatever was computed from them is void and their
+    maps must be dropped. Empty when nothing is mapped in this process."""
+    if not _mapping or _mapguard is None:
+        return []
+    return [_watched.get(slot, "") for slot in _mapguard.faulted()]
 
 
 def prefetch(path) -> None:

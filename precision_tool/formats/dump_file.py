@@ -37,7 +37,7 @@ import numpy as np
 
 from precision_tool.compat import prod
 from precision_tool.errors import DumpFormatError, NanoDumpError
-from precision_tool.fileio import map_handle, open_input
+from precision_tool.fileio import map_bytes, map_handle, open_input
 from precision_tool.formats import dtypes
 from precision_tool.formats.bounds import ndim_problem
 from precision_tool.formats.dump_schema import DUMP_RECORDS
@@ -613,17 +613,25 @@ def read_blob(dump_file: DumpFile, entry: Union[BlobEntry, TensorEntry]) -> byte
 
 def _read_payload(dump_file: DumpFile, offset: int, length: int) -> np.ndarray:
     """``length`` bytes at ``offset`` as a writable uint8 array (not a bytearray: it would be zero-filled first, a
-    sixth of the cost of reading a file from the page cache)."""
-    payload = np.empty(length, np.uint8)
-    _read_payload_into(dump_file, offset, memoryview(payload))
+    sixth of the cost of reading a file from the page cache); mapped copy-on-write instead of read in a process
+    that maps (:func:`~precision_tool.fileio.map_bytes`: the comparison workers)."""
+    with _opened_payload(dump_file, offset, length) as handle:
+        payload = map_bytes(handle, dump_file.path, offset, length)
+        if payload is None:
+            payload = np.empty(length, np.uint8)
+            _read_into(dump_file, handle, offset, memoryview(payload))
     return payload
 
 
 def _read_payload_into(dump_file: DumpFile, offset: int, payload: memoryview) -> None:
+    with _opened_payload(dump_file, offset, len(payload)) as handle:
+        _read_into(dump_file, handle, offset, payload)
+
+
+def _read_into(dump_file: DumpFile, handle: BinaryIO, offset: int, payload: memoryview) -> None:
     length = len(payload)
-    with _opened_payload(dump_file, offset, length) as handle:
-        handle.seek(offset)
-        got = cast(io.BufferedReader, handle).readinto(payload)  # open_input gives a BufferedReader
+    handle.seek(offset)
+    got = cast(io.BufferedReader, handle).readinto(payload)  # open_input gives a BufferedReader
     if got != length:
         raise DumpFormatError(dump_file.path,
                               f"file shrank while being read (wanted {length} bytes at offset {offset})")
