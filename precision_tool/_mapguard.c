@@ -8,11 +8,13 @@
  *
  * install()      -> True once the handler is in place (False where the platform has no such faults handled here)
  * watch(buffer)  -> a slot number for the buffer's address range (-1 when every slot is taken: read instead)
- * unwatch(slot)  -> forget the slot
+ * unwatch(slot)  -> forget the slot; whether it had faulted since faulted() last looked
  * faulted()      -> the slots that faulted since the last call (and forgets their faults)
  *
- * A SIGBUS outside every watched buffer, or sent by kill(), meets the disposition there was before install(): the
- * handler restores it, and a fault then recurs under it (a signal sent by a process is raised again).
+ * Only BUS_ADRERR -- a page past the end of a mapped file -- is handled. Any other SIGBUS (a hardware memory error,
+ * a misaligned access, one outside every watched buffer, one sent by kill()) meets the disposition there was before
+ * install(): the handler puts it back, and a fault then recurs under it (a signal sent by a process is raised
+ * again, and the guard is reinstalled should that disposition return).
  * One thread reads watched buffers (the comparison workers); the slots are written only outside the handler.
  */
 #define PY_SSIZE_T_CLEAN
@@ -30,14 +32,14 @@
 typedef struct { volatile uintptr_t start, end; volatile sig_atomic_t faults; } Slot;
 
 static Slot slots[SLOTS];
-static struct sigaction previous;
+static struct sigaction previous, ours;
 static int installed;
 static uintptr_t page_size;
 
 static void on_sigbus(int signal_number, siginfo_t *info, void *context) {
     int saved_errno = errno, i;
     (void)context;
-    if (info != NULL && info->si_code > 0) { /* a fault, not a kill(): si_addr is the address read */
+    if (info != NULL && info->si_code == BUS_ADRERR) { /* a page past the end of a mapped file: si_addr read */
         uintptr_t address = (uintptr_t)info->si_addr;
         for (i = 0; i < SLOTS; i++) {
             if (slots[i].start <= address && address < slots[i].end) {
@@ -52,9 +54,15 @@ static void on_sigbus(int signal_number, siginfo_t *info, void *context) {
             }
         }
     }
-    sigaction(SIGBUS, &previous, NULL); /* not ours: as if this handler had never been installed */
-    installed = 0;
-    if (info == NULL || info->si_code <= 0) raise(signal_number);
+    /* Not ours: as if this handler had never been installed. A fault recurs under the previous disposition when
+     * this returns; a signal sent by a process is raised again. Should that disposition return (ignored, or a
+     * handler that returns), the guard is put back. */
+    if (sigaction(SIGBUS, &previous, &ours) == 0) {
+        if (info == NULL || info->si_code <= 0) {
+            raise(signal_number);
+            sigaction(SIGBUS, &ours, NULL);
+        }
+    }
     errno = saved_errno;
 }
 
@@ -95,15 +103,18 @@ static PyObject *watch(PyObject *self, PyObject *args) {
 }
 
 static PyObject *unwatch(PyObject *self, PyObject *args) {
-    int slot;
+    /* Returns whether the slot had faulted since faulted() last looked: a map freed before its reader asked must
+     * not take its faults with it. */
+    int slot, had = 0;
     (void)self;
     if (!PyArg_ParseTuple(args, "i", &slot)) return NULL;
     if (slot >= 0 && slot < SLOTS) {
         slots[slot].end = 0;
         slots[slot].start = 0;
+        had = slots[slot].faults != 0;
         slots[slot].faults = 0;
     }
-    Py_RETURN_NONE;
+    return PyBool_FromLong(had);
 }
 
 static PyObject *faulted(PyObject *self, PyObject *unused) {
@@ -125,14 +136,14 @@ static PyObject *faulted(PyObject *self, PyObject *unused) {
 #else /* no handler here: install() says so, and the callers read instead of mapping */
 static PyObject *install(PyObject *self, PyObject *unused) { (void)self; (void)unused; Py_RETURN_FALSE; }
 static PyObject *watch(PyObject *self, PyObject *args) { (void)self; (void)args; return PyLong_FromLong(-1); }
-static PyObject *unwatch(PyObject *self, PyObject *args) { (void)self; (void)args; Py_RETURN_NONE; }
+static PyObject *unwatch(PyObject *self, PyObject *args) { (void)self; (void)args; Py_RETURN_FALSE; }
 static PyObject *faulted(PyObject *self, PyObject *unused) { (void)self; (void)unused; return PyList_New(0); }
 #endif
 
 static PyMethodDef methods[] = {
     {"install", install, METH_NOARGS, "install() -> whether SIGBUS in watched buffers now reads zeros"},
     {"watch", watch, METH_VARARGS, "watch(buffer) -> slot number (-1: no slot free)"},
-    {"unwatch", unwatch, METH_VARARGS, "unwatch(slot): forget a watched buffer"},
+    {"unwatch", unwatch, METH_VARARGS, "unwatch(slot) -> forget a watched buffer; whether it had faulted"},
     {"faulted", faulted, METH_NOARGS, "faulted() -> slots that faulted since the last call"},
     {NULL, NULL, 0, NULL}};
 

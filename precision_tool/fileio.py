@@ -108,6 +108,7 @@ def map_handle(handle: BinaryIO, dtype, shape, offset: int) -> np.ndarray:
 # --------------------------------------------------------------------------------------------- mapped reads
 _mapping = False
 _watched: Dict[int, str] = {}  # the guard's slot -> the path mapped there
+_freed_faulted: List[str] = []  # maps freed after a fault, before shrunk_while_mapped looked
 
 
 def allow_mapped_reads() -> bool:
@@ -126,8 +127,9 @@ class _WatchedMap(mmap.mmap):
 
     def __del__(self) -> None:
         if self.slot >= 0 and _mapguard is not None:
-            _mapguard.unwatch(self.slot)
-            _watched.pop(self.slot, None)
+            path = _watched.pop(self.slot, "")
+            if _mapguard.unwatch(self.slot):  # freed before its reader asked: the fault must still be reported
+                _freed_faulted.append(path)
             self.slot = -1
 
 
@@ -157,7 +159,9 @@ def shrunk_while_mapped() -> List[str]:
     maps must be dropped. Empty when nothing is mapped in this process."""
     if not _mapping or _mapguard is None:
         return []
-    return [_watched.get(slot, "") for slot in _mapguard.faulted()]
+    shrunk = _freed_faulted + [_watched.get(slot, "") for slot in _mapguard.faulted()]
+    del _freed_faulted[:]
+    return shrunk
 
 
 def prefetch(path) -> None:

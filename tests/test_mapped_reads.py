@@ -20,8 +20,9 @@ PAGES = 16
 
 def _run(code: str, *args: str, **extra_env: str) -> subprocess.CompletedProcess:
     path = os.pathsep.join([os.path.dirname(HERE), os.path.join(HERE, "comparison")])
-    env = dict(os.environ, **extra_env, PYTHONPATH=path)
+    env = dict(os.environ, PYTHONPATH=path)
     env.pop("PYTHONFAULTHANDLER", None)
+    env.update(extra_env)
     return subprocess.run([sys.executable, "-c", textwrap.dedent(code), *args], env=env, stdout=subprocess.PIPE,
                           stderr=subprocess.PIPE, universal_newlines=True, timeout=120)
 
@@ -43,14 +44,20 @@ CUT_SHORT = """
             data = np.frombuffer(mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_COPY), np.uint8) \\
                 if how == "unguarded" else fileio.map_bytes(handle, path, 0, os.fstat(handle.fileno()).st_size)
     os.truncate(path, 100)
-    print(int(data.sum()), fileio.shrunk_while_mapped(), fileio.shrunk_while_mapped())
+    total = int(data.sum())
+    if how == "freed":  # the map is gone before anyone asks: its fault must still be reported
+        del data
+    print(total, fileio.shrunk_while_mapped(), fileio.shrunk_while_mapped())
 """ % PAGES
 
 
 @needs_guard
-def test_a_mapped_file_cut_short_reads_zeros_past_its_end_and_is_named(tmp_path):
+@pytest.mark.parametrize("how", ["guarded", "freed"])
+@pytest.mark.parametrize("faulthandler", [False, True])
+def test_a_mapped_file_cut_short_reads_zeros_past_its_end_and_is_named(tmp_path, how, faulthandler):
+    """Also with Python's faulthandler on (pytest turns it on, so do some users): the guard comes first."""
     path = str(tmp_path / "dump.bin")
-    done = _run(CUT_SHORT, path, "guarded")
+    done = _run(CUT_SHORT, path, how, **({"PYTHONFAULTHANDLER": "1"} if faulthandler else {}))
     assert done.returncode == 0, done.stderr
     # 100 bytes of ones are left; the rest of the first page is zeros (the kernel's), the other pages ours
     assert done.stdout.split(None, 1) == ["100", f"[{path!r}] []\n"]
@@ -58,9 +65,12 @@ def test_a_mapped_file_cut_short_reads_zeros_past_its_end_and_is_named(tmp_path)
 
 @needs_guard
 @pytest.mark.parametrize("how", ["unguarded", "foreign"])
-def test_without_the_guard_or_outside_our_maps_the_kernel_s_sigbus_still_kills(tmp_path, how):
-    done = _run(CUT_SHORT, str(tmp_path / "dump.bin"), how)
+@pytest.mark.parametrize("faulthandler", [False, True])
+def test_without_the_guard_or_outside_our_maps_the_kernel_s_sigbus_still_kills(tmp_path, how, faulthandler):
+    """With faulthandler on, its report comes first (the fault is handed on to it), then the same death."""
+    done = _run(CUT_SHORT, str(tmp_path / "dump.bin"), how, **({"PYTHONFAULTHANDLER": "1"} if faulthandler else {}))
     assert done.returncode == -signal.SIGBUS, (done.returncode, done.stdout, done.stderr)
+    assert ("Fatal Python error: Bus error" in done.stderr) == faulthandler
 
 
 @needs_guard

@@ -202,15 +202,20 @@ class PairComparer:
     def run(self, task: PairTask) -> Outcome:
         """Compare one pair (or find that it shares its producer's result) and return the row -- an ERROR row when
         a file it read was cut short while mapped (what was computed from it is void)."""
+        if shrunk_while_mapped():  # left by a pair that raised: not this pair's, but the kept maps may hold zeros
+            self._forget_kept_files()
         outcome = self._compare(task)
         shrunk = shrunk_while_mapped()
         if not shrunk:
             return outcome
-        self._payloads.clear()  # every kept map may hold zeros now: read again, and meet the new size
-        self._reference_key, self._reference_array = None, None
+        self._forget_kept_files()  # read them again, and meet their new sizes
         reason = f"{shrunk[0]}: file shrank while being compared (cut short by another process?); not compared"
         return TensorResult(**_row_fields(task), status=Status.ERROR, ref_dtype=_dtype_name(task.pair.ref.dtype),
                             address=self._address(task.pair.npu), reason=reason), ""
+
+    def _forget_kept_files(self) -> None:
+        self._payloads.clear()
+        self._reference_key, self._reference_array = None, None
 
     def _compare(self, task: PairTask) -> Outcome:
         pair, npu = task.pair, task.pair.npu

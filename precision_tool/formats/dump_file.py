@@ -498,7 +498,7 @@ def read_payloads(dump_file: DumpFile) -> Payloads:
     """Every payload byte of ``dump_file`` (:class:`Payloads`), with :func:`read_tensor`'s check that the file is
     still the one whose header was read."""
     start = min(dump_file.payload_offset, dump_file.file_size)
-    return Payloads(dump_file, _read_payload(dump_file, start, dump_file.file_size - start))
+    return Payloads(dump_file, _read_payload(dump_file, start, dump_file.file_size - start, mapped=True))
 
 
 def read_tensor_chunks(dump_file: DumpFile, entry: TensorEntry, size: int) -> Iterator[np.ndarray]:
@@ -611,12 +611,12 @@ def read_blob(dump_file: DumpFile, entry: Union[BlobEntry, TensorEntry]) -> byte
     return bytes(_read_payload(dump_file, entry.offset, entry.size))
 
 
-def _read_payload(dump_file: DumpFile, offset: int, length: int) -> np.ndarray:
+def _read_payload(dump_file: DumpFile, offset: int, length: int, mapped: bool = False) -> np.ndarray:
     """``length`` bytes at ``offset`` as a writable uint8 array (not a bytearray: it would be zero-filled first, a
-    sixth of the cost of reading a file from the page cache); mapped copy-on-write instead of read in a process
-    that maps (:func:`~precision_tool.fileio.map_bytes`: the comparison workers)."""
+    sixth of the cost of reading a file from the page cache). ``mapped``: mapped copy-on-write instead, in a
+    process that maps (:func:`~precision_tool.fileio.map_bytes`: the comparison workers' whole-file reads)."""
     with _opened_payload(dump_file, offset, length) as handle:
-        payload = map_bytes(handle, dump_file.path, offset, length)
+        payload = map_bytes(handle, dump_file.path, offset, length) if mapped else None
         if payload is None:
             payload = np.empty(length, np.uint8)
             _read_into(dump_file, handle, offset, memoryview(payload))

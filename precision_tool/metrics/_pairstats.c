@@ -446,11 +446,19 @@ static inline double V(log_positive)(double x) {
     return dk * LN2_HI - ((hfsq - (s * (hfsq + r) + dk * LN2_LO)) - f);
 }
 
-/* Elements [start, start + count) of an input as doubles, into out. */
+/* Elements [start, start + count) of an input as doubles, into out (count <= BLOCK). A buffer need not be aligned
+ * to its item size (a memory-mapped file's tensor sits at its file offset): such a block is copied into an aligned
+ * one first. */
 static void V(to_double)(const Input *in, Py_ssize_t start, Py_ssize_t count, double *out) {
     Py_ssize_t i = 0;
+    const char *bytes = (const char *)in->view.buf + start * in->view.itemsize;
     if (in->kind == KIND_HALF) {
-        const uint16_t *h = (const uint16_t *)in->view.buf + start;
+        uint16_t aligned[BLOCK];
+        const uint16_t *h = (const uint16_t *)(const void *)bytes;
+        if ((uintptr_t)bytes % sizeof(uint16_t)) {
+            memcpy(aligned, bytes, (size_t)count * sizeof(uint16_t));
+            h = aligned;
+        }
 #if V_F16C == 16
         for (; i + 16 <= count; i += 16) {
             __m512 f = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(h + i)));
@@ -467,10 +475,15 @@ static void V(to_double)(const Input *in, Py_ssize_t start, Py_ssize_t count, do
 #endif
         for (; i < count; i++) out[i] = (double)half_to_float(h[i]);
     } else if (in->kind == KIND_FLOAT) {
-        const float *f = (const float *)in->view.buf + start;
+        float aligned[BLOCK];
+        const float *f = (const float *)(const void *)bytes;
+        if ((uintptr_t)bytes % sizeof(float)) {
+            memcpy(aligned, bytes, (size_t)count * sizeof(float));
+            f = aligned;
+        }
         for (i = 0; i < count; i++) out[i] = (double)f[i];
     } else {
-        memcpy(out, (const double *)in->view.buf + start, (size_t)count * sizeof(double));
+        memcpy(out, bytes, (size_t)count * sizeof(double));
     }
 }
 

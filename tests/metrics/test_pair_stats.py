@@ -59,6 +59,25 @@ def _assert_same(a, b, rel=1e-12):
 
 @needs_c
 @pytest.mark.parametrize("x_dtype, y_dtype", DTYPE_PAIRS)
+@pytest.mark.parametrize("shift", [1, 2, 3])
+def test_the_c_passes_read_buffers_not_aligned_to_their_item_size(isa, x_dtype, y_dtype, shift):
+    """A memory-mapped tensor sits at its file offset (a dump's payload starts wherever its header ends), so the
+    passes meet float32 at odd addresses: the same sums as over aligned copies."""
+    x, y = _pair(np.random.default_rng(5), 3001, x_dtype, y_dtype, special=True)
+
+    def misaligned(array):
+        raw = np.zeros(array.nbytes + 8, np.uint8)
+        raw[shift:shift + array.nbytes] = array.view(np.uint8)
+        view = np.frombuffer(raw.data, array.dtype, array.size, offset=shift)
+        assert not view.flags.aligned or array.itemsize == 1 or shift % array.itemsize == 0
+        return view
+
+    moved = ps.gather(ps.array_chunks(misaligned(x), misaligned(y), 1024), 1e-3, 1e-3)
+    _assert_same(moved, ps.gather(ps.array_chunks(x, y, 1024), 1e-3, 1e-3), rel=0)
+
+
+@needs_c
+@pytest.mark.parametrize("x_dtype, y_dtype", DTYPE_PAIRS)
 @pytest.mark.parametrize("special", [False, True])
 def test_c_and_numpy_passes_agree(monkeypatch, isa, x_dtype, y_dtype, special):
     x, y = _pair(np.random.default_rng(17), 20011, x_dtype, y_dtype, special)
