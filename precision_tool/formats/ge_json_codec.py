@@ -168,9 +168,8 @@ def _fill(obj: Any, record: Record, source, path: JsonPath) -> None:
                 value = child
             else:
                 value = _scalar(field, value, source, (path, key, None))
-            if field.oneof is not None and values:  # a oneof member clears the others: the last one set wins
-                for member in record._oneofs[field.oneof]:
-                    values.pop(member, None)
+            if field.oneof is not None and values:
+                record.clear_oneof(field.oneof)
             values[key] = value
 
 

@@ -308,11 +308,9 @@ def _open(stack, frame, name: str, hooks=(None, None, None)) -> None:
 
 def _set_record_field(record: Record, field: "RecordField", value) -> None:
     """Set a record's singular field; a oneof member first clears the other members (the last one set wins)."""
-    values = record.__dict__
     if field.spec.oneof is not None:
-        for member in record._oneofs[field.spec.oneof]:
-            values.pop(member, None)
-    values[field.name] = value
+        record.clear_oneof(field.spec.oneof)
+    record.__dict__[field.name] = value
 
 
 def _close(stack) -> None:

@@ -124,6 +124,12 @@ class Record:
                 return member
         return None
 
+    def clear_oneof(self, oneof: str) -> None:
+        """Unset every member of ``oneof``: what setting one of them does first (the last one set wins)."""
+        values = self.__dict__
+        for member in self._oneofs[oneof]:
+            values.pop(member, None)
+
     def ListFields(self) -> List[Tuple[FieldSpec, Any]]:
         """``(field, value)`` of the fields present, by field number: set messages and oneof members, non-empty
         repeated fields and maps, scalars other than their default (proto3 keeps no other presence)."""
@@ -301,8 +307,7 @@ class RecordSchema:
                 values.setdefault(field.name, []).append(value)
             else:
                 if field.oneof is not None and values:
-                    for member in record._oneofs[field.oneof]:
-                        values.pop(member, None)
+                    record.clear_oneof(field.oneof)
                 values[field.name] = value
         if position != end:
             raise ProtoDecodeError(f"byte {end}: a field runs past the end of its message")

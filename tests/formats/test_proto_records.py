@@ -195,6 +195,11 @@ def test_records_answer_like_messages():
     assert record.WhichOneof("value") == "i" and record.HasField("i") and record.ListFields()[0][1] == 0
     both = GE.decode("AttrDef", _key(3, 0) + b"\x07" + _key(2, 2) + b"\x01s")  # i, then s: the last member wins
     assert both.WhichOneof("value") == "s" and both.i == 0 and both.s == b"s"
+    from precision_tool.formats.ge_json_codec import json_to_record
+
+    for order in (("i", "s"), ("s", "i")):  # the JSON reader keeps the wire rule: the member given last wins
+        record = json_to_record({name: {"i": "7", "s": "cw=="}[name] for name in order}, "AttrDef")
+        assert record.WhichOneof("value") == order[1] and not record.HasField(order[0])
     empty = GE.empty("TensorDescriptor")
     assert empty.shape.dim == () and not empty.HasField("shape") and empty.attr == {} and empty.ListFields() == []
     assert GE.decode("ShapeDef", b"").ListFields() == [] and DUMP.decode("OpOutput", _key(6, 0) + b"\x00").size == 0
