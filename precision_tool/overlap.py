@@ -19,11 +19,10 @@ Use it as a context manager: leaving the ``with`` block without asking for the r
 from __future__ import annotations
 
 import os
-import signal
 import threading
 from typing import Any, Callable, Generic, Optional, TypeVar
 
-from precision_tool.process_env import Channel, can_fork, fork_child
+from precision_tool.process_env import Channel, Child, can_fork, fork_child
 
 T = TypeVar("T")
 
@@ -45,7 +44,7 @@ class Overlapped(Generic[T]):
     def __init__(self, function: Callable[..., T], *args: Any, fork: bool = True):
         self._function, self._args = function, args
         self._value: Any = _UNSET
-        self._pid: Optional[int] = None
+        self._child: Optional[Child] = None
         self._read_fd = -1
         if fork and can_fork_now():
             self._fork()
@@ -63,7 +62,7 @@ class Overlapped(Generic[T]):
 
         self._read_fd = read_fd  # kept from here on, so that close() ends whatever has begun
         try:
-            self._pid = fork_child(child)  # (a Ctrl-C during the fork kills the child there)
+            self._child = Child(fork_child(child))  # (a Ctrl-C during the fork kills the child there)
         except OSError:  # no process can be forked now (EAGAIN, ENOMEM): the call is made here
             self.close()
         finally:
@@ -72,7 +71,7 @@ class Overlapped(Generic[T]):
     def result(self) -> T:
         """``function(*args)``: the child's value, or -- nothing forked, or the child failed -- the call made now."""
         if self._value is _UNSET:
-            value = self._collect() if self._pid is not None else _UNSET
+            value = self._collect() if self._child is not None else _UNSET
             self._value = self._function(*self._args) if value is _UNSET else value
         return self._value
 
@@ -88,19 +87,15 @@ class Overlapped(Generic[T]):
             self.close()  # the value is in, or never will be: the child is exiting (or is killed)
 
     def _reap(self, kill: bool = False) -> None:
-        """Wait for the child (killed first if ``kill`` and it still runs). A child already reaped elsewhere -- by a
-        ``waitpid(-1)``, or by the kernel where SIGCHLD is ignored -- is left alone: its pid may be another
-        process's now."""
-        pid = self._pid
-        if pid is None:
+        """Wait for the child (killed first if ``kill`` and it still runs). One reaped elsewhere is left alone, and a
+        wait cut short by Ctrl-C leaves it to the next :meth:`close` (:class:`~precision_tool.process_env.Child`)."""
+        child = self._child
+        if child is None:
             return
-        try:
-            if kill and os.waitpid(pid, os.WNOHANG) == (0, 0):  # still running, so still ours
-                os.kill(pid, signal.SIGKILL)
-            os.waitpid(pid, 0)
-        except ChildProcessError:
-            pass
-        self._pid = None  # only now: a Ctrl-C in waitpid leaves the child to the next close()
+        if kill:
+            child.kill()
+        child.wait()
+        self._child = None
 
     def close(self) -> None:
         """Stop waiting for the child: kill it if it still runs, and reap it. Idempotent."""

@@ -20,7 +20,7 @@ import pickle
 import signal
 import struct
 import sys
-from typing import Callable, Dict
+from typing import Callable, Dict, Optional
 
 VARIABLE = "OPENBLAS_NUM_THREADS"
 _SET_HERE = False
@@ -119,6 +119,51 @@ class Channel:
                     pass
 
 
+class Child:
+    """A child process of this one (forked by :func:`fork_child`), reaped by this one: its pid, and once reaped the
+    ``waitpid`` status (-1 when it was reaped elsewhere -- by a ``waitpid(-1)``, or by the kernel where SIGCHLD is
+    ignored -- so how it ended is unknown).
+
+    A child reaped is never signalled again: its pid may be another process's by then. A wait cut short (Ctrl-C)
+    leaves the child unreaped, for the next :meth:`wait` or :meth:`kill`.
+    """
+
+    def __init__(self, pid: int):
+        self.pid = pid
+        self.status: Optional[int] = None
+
+    def wait(self, block: bool = True) -> bool:
+        """Reap it -- waiting for it to end, or with ``block=False`` only if it has ended; whether it is reaped."""
+        if self.status is None:
+            try:
+                pid, status = os.waitpid(self.pid, 0 if block else os.WNOHANG)
+            except ChildProcessError:  # reaped elsewhere
+                pid, status = self.pid, -1
+            if pid:
+                self.status = status
+        return self.status is not None
+
+    def kill(self) -> None:
+        """SIGKILL it if it still runs (a child that has ended is reaped instead); reaping a killed one is left to
+        :meth:`wait`."""
+        if not self.wait(block=False):
+            try:
+                os.kill(self.pid, signal.SIGKILL)
+            except OSError:
+                pass
+
+    def how_it_ended(self) -> str:
+        """``"exit code N"`` or ``"killed by signal N"`` (with a guess for SIGKILL); while unreaped, or reaped
+        elsewhere, what is known: that its pipe closed."""
+        status = self.status
+        if status is None or status < 0:
+            return "its pipe closed"
+        if os.WIFSIGNALED(status):
+            number = os.WTERMSIG(status)
+            return f"killed by signal {number}{', SIGKILL: out of memory?' if number == signal.SIGKILL else ''}"
+        return f"exit code {os.WEXITSTATUS(status)}"
+
+
 def can_fork() -> bool:
     """Whether this system forks processes (``os.fork`` exists: Linux, macOS, the BSDs; not Windows)."""
     return hasattr(os, "fork")
@@ -168,4 +213,4 @@ def fork_child(body: Callable[[], None]) -> int:
 
 
 __all__ = ["one_blas_thread", "user_environment", "process_symbols", "die_with_parent", "can_fork", "fork_child",
-           "Channel"]
+           "Channel", "Child"]

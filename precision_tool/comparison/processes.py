@@ -25,14 +25,13 @@ from __future__ import annotations
 
 import os
 import select
-import signal
 import time
 import traceback
 from typing import Callable, Dict, Iterator, List, Optional, Sequence, Tuple
 
 from precision_tool.comparison.worker import Outcome, PairTask, init_pool_worker, run_chunk
 from precision_tool.errors import WorkerError
-from precision_tool.process_env import Channel, fork_child
+from precision_tool.process_env import Channel, Child, fork_child
 
 Span = Tuple[int, int]
 _STOP = None
@@ -41,11 +40,11 @@ STOP_SECONDS = 5.0
 
 
 class Worker:
-    """A forked worker: its process id, this process's channel to it, and how it ended once reaped."""
+    """A forked worker: the child process (:class:`~precision_tool.process_env.Child`) and this process's channel
+    to it."""
 
     def __init__(self, pid: int, channel: Channel):
-        self.pid, self.channel = pid, channel
-        self.status: Optional[int] = None  # the waitpid status, once reaped
+        self.child, self.channel = Child(pid), channel
 
     def reap(self, timeout: float) -> bool:
         """Wait up to ``timeout`` seconds for the process to end and reap it; whether it has. The end is seen as
@@ -53,10 +52,7 @@ class Worker:
         dropped."""
         deadline = time.monotonic() + timeout
         fd = self.channel.read_fd
-        while self.status is None:
-            pid, status = self._wait(os.WNOHANG)
-            if pid:
-                break
+        while not self.child.wait(block=False):
             left = deadline - time.monotonic()
             if left <= 0:
                 return False
@@ -66,42 +62,8 @@ class Worker:
             poller = select.poll()
             poller.register(fd, select.POLLIN)
             if poller.poll(left * 1000) and not os.read(fd, 1 << 16):  # end of file: it is exiting
-                self._wait(0)
+                self.child.wait()
         return True
-
-    def _wait(self, options: int) -> Tuple[int, int]:
-        try:
-            pid, status = os.waitpid(self.pid, options)
-        except ChildProcessError:  # reaped elsewhere: it is gone, how is unknown
-            pid, status = self.pid, -1
-        if pid:
-            self.status = status
-        return pid, status
-
-    def how_it_ended(self) -> str:
-        status = self.status
-        if status is None or status < 0:
-            return "its pipe closed"
-        if os.WIFSIGNALED(status):
-            number = os.WTERMSIG(status)
-            return f"killed by signal {number}{', SIGKILL: out of memory?' if number == signal.SIGKILL else ''}"
-        return f"exit code {os.WEXITSTATUS(status)}"
-
-    def kill(self) -> None:
-        """SIGKILL it, if it still runs: a worker reaped already (here, or elsewhere where SIGCHLD is ignored) is
-        left alone, its pid may be another process's now."""
-        if self.status is not None:
-            return
-        try:
-            pid, status = os.waitpid(self.pid, os.WNOHANG)
-            if pid:
-                self.status = status  # it has just ended
-            else:
-                os.kill(self.pid, signal.SIGKILL)
-        except ChildProcessError:
-            self.status = -1
-        except OSError:
-            pass
 
 
 def _worker_main(channel: Channel, cosine_threshold: Optional[float], tasks: Sequence[PairTask]) -> None:
@@ -208,7 +170,7 @@ def _collect(workers: List[Worker], spans: Sequence[Span], total: int) -> Iterat
 def _died(worker: Worker, compared: int, total: int) -> WorkerError:
     worker.reap(timeout=1)
     return WorkerError(f"a comparison worker process died after {compared} of {total} tensors "
-                       f"({worker.how_it_ended()}); nothing was written",
+                       f"({worker.child.how_it_ended()}); nothing was written",
                        "the system log (dmesg) names an out-of-memory kill")
 
 
@@ -236,10 +198,10 @@ def _stop(workers: List[Worker], gently: bool) -> None:
             except OSError:  # it is already gone
                 pass
         else:
-            worker.kill()
+            worker.child.kill()
     for worker in workers:
         if not worker.reap(STOP_SECONDS if gently else 1.0):
-            worker.kill()
+            worker.child.kill()
             worker.reap(timeout=5.0)
         worker.channel.close()
 
