@@ -66,3 +66,18 @@ def peer() -> Peer:
     if not (venv / "bin" / "python").exists():
         pytest.skip(f"msaccucmp peer venv {venv} not set up (run make peer)")
     return Peer(script)
+
+
+@pytest.fixture(params=["read", "mapped"])
+def reads(request, monkeypatch) -> str:
+    """Run a test twice: with files read (what every process does), and with them memory-mapped as in a comparison
+    worker (:func:`precision_tool.fileio.map_bytes`) -- skipped where the guard is not built, since nothing maps
+    then. The mapped run does not install the guard's SIGBUS handler: a test using it must not cut a mapped file
+    short (``tests/test_mapped_reads.py`` does that, in a child Python)."""
+    from precision_tool import fileio
+
+    if request.param == "mapped":
+        if fileio._mapguard is None:
+            pytest.skip("the SIGBUS guard is not built (no C compiler at install): nothing is mapped")
+        monkeypatch.setattr(fileio, "_mapping", True)
+    return request.param

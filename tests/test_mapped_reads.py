@@ -133,6 +133,56 @@ def test_a_worker_reports_a_dump_cut_short_while_compared_and_compares_the_rest(
     assert op2.startswith("op2:output:0 PASS"), op2
 
 
+@needs_guard
+@pytest.mark.parametrize("cut", [True, False])
+def test_a_worker_reports_a_dump_cut_short_while_streamed_and_compares_the_rest(tmp_path, cut):
+    """A pair compared in pieces (above STREAM_ABOVE) reads mapped windows: the dump is cut short while its first
+    window is being summed. The row is an ERROR naming the file -- whether a window met the cut mapped (zeros, the
+    guard's report) or a later one was read -- and the next pair is compared as usual."""
+    done = _run("""
+        import os, sys
+        import numpy as np
+        from precision_tool.alignment import AlignedPair, NpuTensorRef, NpyTensorRef
+        from precision_tool.comparison import worker
+        from precision_tool.formats.dump_writer import TensorSpec, write_dump
+        root = sys.argv[1]
+        reference = np.random.default_rng(5).standard_normal((30, 1001)).astype(np.float32)
+        tasks = []
+        for number, name in enumerate(("op1", "op2")):
+            dump = os.path.join(root, f"Add.{name}.1.1.1")
+            write_dump(dump, name, outputs=[TensorSpec(reference.astype(np.float16), "ND")])
+            ref_path = os.path.join(root, f"{name}.0.1.npy")
+            np.save(ref_path, reference)
+            pair = AlignedPair(npu=NpuTensorRef(path=dump, op_name=name, op_type="Add", kind="output", index=0,
+                                                dtype="float16", shape=reference.shape, origin_format="ND",
+                                                origin_shape=reference.shape),
+                               ref=NpyTensorRef(path=ref_path, op_name=name, output_index=0, dtype="<f4",
+                                                shape=reference.shape), rule="test")
+            tasks.append(worker.PairTask(pair, number, name))
+        worker.prepare_worker_process()
+        worker.STREAM_ABOVE, worker.CHUNK = 1000, 4096
+        pieces, passes = worker.paired_pieces, []
+        def cut_in_the_first_pass(xs, ys):  # op1's first pass: its second window is mapped, then the file is cut
+            passes.append(len(passes))
+            for number, pair in enumerate(pieces(xs, ys)):
+                if number == 1 and passes == [0] and os.environ.get("CUT"):
+                    os.truncate(tasks[0].pair.npu.path, 300)
+                yield pair
+        worker.paired_pieces = cut_in_the_first_pass
+        for row, _ in worker.PairComparer(0.99).run_all(tasks):
+            print(row.tensor_id, row.status.value, row.reason)
+        print(len(passes))
+    """, str(tmp_path), CUT="1" if cut else "")
+    assert done.returncode == 0, done.stderr
+    op1, op2, passes = done.stdout.splitlines()
+    assert passes == ("3" if cut else "4")  # streamed: two passes a pair, but the pair cut short stops in its first
+    if cut:
+        assert op1.startswith("op1:output:0 ERROR ") and "Add.op1.1.1.1" in op1 and "file shrank while being" in op1
+    else:
+        assert op1.startswith("op1:output:0 PASS"), op1
+    assert op2.startswith("op2:output:0 PASS"), op2
+
+
 @pytest.mark.skipif(not os.environ.get("PRECISION_TOOL_EXPECT_C"),
                     reason="PRECISION_TOOL_EXPECT_C is not set (make test sets it for the main environment)")
 def test_the_guard_is_built_from_the_current_source():

@@ -12,10 +12,10 @@ Three process-wide settings are made once per worker (:func:`prepare_worker_proc
 * glibc is told to keep freed memory (:func:`keep_freed_memory`). By default it hands every freed block of
   more than a few hundred kB back to the kernel, so each of the ~8 float64 work arrays of a 262,144-element
   comparison is page-faulted afresh on every tensor: measured here, 11 ms per pair instead of 5 ms.
-* Files read whole -- dump files, ``.npy`` references -- are memory-mapped, not copied
-  (:func:`~precision_tool.fileio.allow_mapped_reads`). A file cut short by another process while mapped reads as
-  zeros past its new end instead of killing the worker; :meth:`PairComparer.run` then reports the pair as not
-  compared, naming the file, and drops every kept map.
+* Files read whole -- dump files, ``.npy`` references -- are memory-mapped, not copied, and so are the windows
+  a pair too large to hold is streamed in (:func:`~precision_tool.fileio.allow_mapped_reads`). A file cut short
+  by another process while mapped reads as zeros past its new end instead of killing the worker;
+  :meth:`PairComparer.run` then reports the pair as not compared, naming the file, and drops every kept map.
 
 And a worker dies with the process that started it (:func:`~precision_tool.process_env.fork_child` sees to it,
 :func:`~precision_tool.process_env.die_with_parent`): a killed ``compare`` would otherwise leave its workers

@@ -37,7 +37,7 @@ import numpy as np
 
 from precision_tool.compat import prod
 from precision_tool.errors import DumpFormatError, NanoDumpError
-from precision_tool.fileio import map_bytes, map_handle, open_input
+from precision_tool.fileio import map_bytes, map_handle, open_input, read_windows
 from precision_tool.formats import dtypes
 from precision_tool.formats.bounds import ndim_problem
 from precision_tool.formats.dump_schema import DUMP_RECORDS
@@ -503,20 +503,22 @@ def read_payloads(dump_file: DumpFile) -> Payloads:
 
 def read_tensor_chunks(dump_file: DumpFile, entry: TensorEntry, size: int) -> Iterator[np.ndarray]:
     """The payload of ``entry`` as flat arrays of at most ``size`` elements, in stored order, read one at a time by
-    offset (a tensor of any size in a fixed amount of memory). Each array is valid until the next is read.
+    offset (a tensor of any size in a fixed amount of memory; mapped where :func:`~precision_tool.fileio.map_bytes`
+    maps, :func:`~precision_tool.fileio.read_windows`). Each array is valid until the next is read.
     Same errors as :func:`read_tensor`; float16/32/64 and integer tensors only (not bf16 or raw bytes)."""
     storage = entry.storage_dtype
     if storage is None or not can_map(entry):
         raise DumpFormatError(dump_file.path, f"{entry.label}: data type {entry.dtype_name} is not read in pieces")
     nbytes = _check_tensor_fits(dump_file.path, entry)
     assert nbytes is not None
+    def shrank(start: int) -> DumpFormatError:
+        return DumpFormatError(dump_file.path, f"file shrank while being read (wanted {min(step, nbytes - start)} "
+                                               f"bytes at offset {entry.offset + start})")
+
     step = max(1, size) * storage.itemsize
-    buffer = bytearray(min(step, nbytes))
-    for start in range(0, nbytes, step):
-        length = min(step, nbytes - start)
-        view = memoryview(buffer)[:length]
-        _read_payload_into(dump_file, entry.offset + start, view)
-        yield np.frombuffer(view, dtype=storage)
+    with _opened_payload(dump_file, entry.offset, nbytes) as handle:
+        for window in read_windows(handle, dump_file.path, entry.offset, nbytes, step, shrank):
+            yield window.view(storage)
 
 
 def map_tensor(dump_file: DumpFile, entry: TensorEntry) -> np.ndarray:
@@ -538,10 +540,11 @@ def map_tensor(dump_file: DumpFile, entry: TensorEntry) -> np.ndarray:
 def read_stored_block(dump_file: DumpFile, entry: TensorEntry, index: Tuple[slice, ...]) -> np.ndarray:
     """``read_tensor(dump_file, entry)[index]`` for an ``index`` of one step-1 slice per stored axis, reading only
     those bytes: the block is a few contiguous runs of the payload (every axis after the last partial one is
-    whole), each read into its place with one open for all. For the slabs a large device-layout tensor is
-    compared in (:func:`~precision_tool.formats.origin_tensor.origin_pieces`); a read, unlike a memory map, turns
-    a file cut short meanwhile into an error instead of a SIGBUS. Same checks and errors as :func:`read_tensor`;
-    for tensors :func:`can_map` takes."""
+    whole), each read into its place with one open for all -- or, where :func:`~precision_tool.fileio.map_bytes`
+    maps (the comparison workers, guarded against a file cut short meanwhile), a strided view of the block in a map of
+    the bytes from its first to its last, of which only the block's pages are read. For the slabs a large
+    device-layout tensor is compared in (:func:`~precision_tool.formats.origin_tensor.origin_pieces`). Same checks
+    and errors as :func:`read_tensor`; for tensors :func:`can_map` takes."""
     if not can_map(entry):
         raise DumpFormatError(dump_file.path, f"{entry.label}: data type {entry.dtype_name} is not read in blocks")
     nbytes = _check_tensor_fits(dump_file.path, entry)
@@ -550,15 +553,21 @@ def read_stored_block(dump_file: DumpFile, entry: TensorEntry, index: Tuple[slic
     ranges = [range(*part.indices(size)) for part, size in zip(index, shape)]
     if len(ranges) != len(shape) or any(r.step != 1 for r in ranges):
         raise ValueError(f"index {index!r} is not one step-1 slice per axis of {shape}")
-    block = np.empty(tuple(len(r) for r in ranges), entry.storage_dtype)
-    if not block.size:
-        return block
-    partial = max((axis for axis, (r, size) in enumerate(zip(ranges, shape)) if len(r) != size), default=0)
+    block_shape = tuple(len(r) for r in ranges)
+    if not prod(block_shape):
+        return np.empty(block_shape, entry.storage_dtype)
     itemsize = entry.storage_dtype.itemsize
     strides = [itemsize * prod(shape[axis + 1:]) for axis in range(len(shape))]
-    run = len(ranges[partial]) * strides[partial]
-    runs = memoryview(block.reshape(-1).view(np.uint8))
     with _opened_payload(dump_file, entry.offset, nbytes) as handle:
+        first = sum(r.start * stride for r, stride in zip(ranges, strides))
+        last = sum((r.stop - 1) * stride for r, stride in zip(ranges, strides)) + itemsize
+        window = map_bytes(handle, dump_file.path, entry.offset + first, last - first)
+        if window is not None:  # the block in place, strided, in the map of the bytes from its first to its last
+            return np.ndarray(block_shape, entry.storage_dtype, buffer=window, strides=tuple(strides))
+        block = np.empty(block_shape, entry.storage_dtype)
+        partial = max((axis for axis, (r, size) in enumerate(zip(ranges, shape)) if len(r) != size), default=0)
+        run = len(ranges[partial]) * strides[partial]
+        runs = memoryview(block.reshape(-1).view(np.uint8))
         for number, outer in enumerate(itertools.product(*ranges[:partial])):
             start = entry.offset + sum(i * stride for i, stride in zip(outer, strides)) \
                 + ranges[partial].start * strides[partial]

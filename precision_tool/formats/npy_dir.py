@@ -26,7 +26,7 @@ from typing import BinaryIO, Dict, Iterable, Iterator, List, Mapping, Optional, 
 import numpy as np
 
 from precision_tool.errors import PrecisionToolError, ReferenceFormatError, WorkspaceError
-from precision_tool.fileio import map_bytes, map_input, open_input, save_npy_atomic
+from precision_tool.fileio import map_bytes, map_input, open_input, read_windows, save_npy_atomic
 from precision_tool.formats.bounds import ndim_problem, shown_name
 
 TIMESTAMP_DIGITS = 16
@@ -353,13 +353,14 @@ def read_npy_chunks(path: str, dtype: np.dtype, shape: Tuple[int, ...], size: in
         if found_dtype != dtype or tuple(found_shape) != tuple(shape) or fortran_order:
             raise ReferenceFormatError(path, "changed since it was listed, or Fortran-ordered: not read in pieces")
         total = _element_count(shape)
-        buffer = bytearray(min(max(1, size), max(total, 1)) * dtype.itemsize)
-        for start in range(0, total, max(1, size)):
-            count = min(size, total - start)
-            view = memoryview(buffer)[:count * dtype.itemsize]
-            if cast(io.BufferedReader, handle).readinto(view) != len(view):  # open_input gives a BufferedReader
-                raise ReferenceFormatError(path, f"file shrank while being read (element {start} of {total})")
-            yield np.frombuffer(view, dtype=dtype)
+
+        def shrank(start: int) -> ReferenceFormatError:
+            return ReferenceFormatError(path, f"file shrank while being read (element {start // dtype.itemsize} of "
+                                              f"{total})")
+
+        for window in read_windows(handle, path, handle.tell(), total * dtype.itemsize, max(1, size) * dtype.itemsize,
+                                   shrank):
+            yield window.view(dtype)
 
 
 MappingValue = Union[str, Iterable[str]]

@@ -1,6 +1,7 @@
 """Ascend op dump files: header reading, tensor reading, the writer, and every error message."""
 from __future__ import annotations
 
+import mmap
 import os
 import struct
 
@@ -360,13 +361,21 @@ def test_format_shape_elides_long_shapes():
     assert format_shape(tuple(range(20))) == "[0, 1, 2, 3, 4, 5, 6, 7, 8, 9, ..., 19] (20 dims)"
 
 
+def in_a_map(array) -> bool:
+    """Whether ``array``'s memory is a memory map's (a view into one), not a copy."""
+    while array is not None and not isinstance(array, mmap.mmap):
+        array = array.obj if isinstance(array, memoryview) else getattr(array, "base", None)
+    return array is not None
+
+
 @pytest.mark.parametrize("index", [
     (slice(0, 1), slice(None), slice(2, 5), slice(None), slice(None)),   # an NHWC slab: C1 runs
     (slice(1, 2), slice(1, 3), slice(None), slice(None), slice(None)),   # an NCHW slab: one run
     (slice(None),) * 5,                                                  # the whole tensor
     (slice(0, 2), slice(0, 3), slice(0, 6), slice(1, 2), slice(None)),  # a partial axis deep inside
     (slice(0, 2), slice(1, 1), slice(None), slice(None), slice(None))])  # empty
-def test_read_stored_block_reads_what_indexing_the_whole_tensor_gives(tmp_path, index):
+def test_read_stored_block_reads_what_indexing_the_whole_tensor_gives(tmp_path, index, reads):
+    """Read run by run, or (in a process that maps) a strided view of a map starting at the block's first byte."""
     stored = np.arange(2 * 3 * 6 * 4 * 16, dtype=np.float16).reshape(2, 3, 6, 4, 16)
     path = str(tmp_path / "Conv2D.op.1.1.1")
     write_dump(path, "op", inputs=[TensorSpec(np.ones(7, np.float32))],
@@ -374,6 +383,25 @@ def test_read_stored_block_reads_what_indexing_the_whole_tensor_gives(tmp_path, 
     dump = read_dump_header(path)
     block = read_stored_block(dump, dump.tensor(OUTPUT, 0), index)
     assert block.dtype == np.float16 and np.array_equal(block, stored[index])
+    assert in_a_map(block) == (reads == "mapped" and block.size > 0)  # mapped: a view, not a copy
+
+
+@pytest.mark.parametrize("size", [777, 1000, 4096, 10 ** 6])
+def test_read_tensor_chunks_give_the_payload_in_order(tmp_path, size, reads):
+    """Chunks of ``size`` elements, the last shorter, that put together are the tensor: read into one buffer, or
+    (in a process that maps) each a map of its own, a view."""
+    from precision_tool.formats.dump_file import read_tensor_chunks
+
+    stored = np.random.default_rng(1).standard_normal(3 * 1000 + 7).astype(np.float32)
+    path = str(tmp_path / "Add.op.1.1.1")
+    write_dump(path, "op", inputs=[TensorSpec(np.ones(5, np.float16))], outputs=[TensorSpec(stored, "ND")])
+    dump = read_dump_header(path)
+    chunks = []
+    for chunk in read_tensor_chunks(dump, dump.tensor(OUTPUT, 0), size):  # each valid until the next is read
+        assert chunk.dtype == np.float32 and in_a_map(chunk) == (reads == "mapped")
+        chunks.append(chunk.copy())
+    assert [len(chunk) for chunk in chunks] == [min(size, stored.size - start) for start in range(0, stored.size, size)]
+    assert np.array_equal(np.concatenate(chunks), stored)
 
 
 def test_read_stored_block_says_a_file_cut_short_after_its_header_was_read(tmp_path):

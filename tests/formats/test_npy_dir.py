@@ -205,3 +205,21 @@ def test_fast_header_path_agrees_with_numpy(tmp_path, dtype, shape, fortran, ver
 ])
 def test_fast_header_path_leaves_anything_else_to_numpy(text):
     assert npy_dir._parse_plain_header((text + " " * 8 + "\n").encode("latin-1")) is None
+
+
+@pytest.mark.parametrize("size", [1000, 4096, 10 ** 6])
+def test_read_npy_chunks_give_the_elements_in_order(tmp_path, size, reads):
+    """Chunks of ``size`` elements, the last shorter, that put together are ``np.load``'s array: read into one buffer,
+    or (in a process that maps) each a map of its own, a view."""
+    from precision_tool.formats.npy_dir import read_npy_chunks
+    from tests.formats.test_dump_file import in_a_map
+
+    array = np.random.default_rng(2).standard_normal((3, 1001)).astype(np.float32)
+    path = str(tmp_path / "op.0.1.npy")
+    np.save(path, array)
+    chunks = []
+    for chunk in read_npy_chunks(path, np.dtype("<f4"), (3, 1001), size):  # each valid until the next is read
+        assert in_a_map(chunk) == (reads == "mapped")
+        chunks.append(chunk.copy())
+    assert [len(chunk) for chunk in chunks] == [min(size, array.size - start) for start in range(0, array.size, size)]
+    assert np.array_equal(np.concatenate(chunks), np.load(path).reshape(-1))

@@ -184,7 +184,7 @@ def test_the_kl_sum_near_and_far_from_equal_profiles(isa, spread):
                              pytest.approx(math.fsum(x * x), rel=1e-14))
 
 
-def test_the_worker_reads_a_large_pair_in_pieces_with_the_same_result(tmp_path, monkeypatch):
+def test_the_worker_reads_a_large_pair_in_pieces_with_the_same_result(tmp_path, monkeypatch, reads):
     from precision_tool.alignment import AlignedPair, NpuTensorRef, NpyTensorRef
     from precision_tool.comparison import worker
     from precision_tool.formats.dump_writer import TensorSpec, write_dump
@@ -219,7 +219,7 @@ def test_the_worker_reads_a_large_pair_in_pieces_with_the_same_result(tmp_path, 
     ("NHWC", "NC1HWC0", (2, 9, 7, 19)), ("NCHW", "NC1HWC0", (2, 19, 9, 7)), ("NDHWC", "NDC1HWC0", (1, 3, 5, 7, 17)),
     ("ND", "FRACTAL_NZ", (2, 53, 37))])
 def test_a_large_device_layout_tensor_is_compared_slab_by_slab_with_the_whole_tensors_result(tmp_path, monkeypatch,
-                                                                                          origin, device, shape):
+                                                                                          origin, device, shape, reads):
     """Above STREAM_ABOVE a device-layout tensor is converted a slab at a time (issue 17: any size in fixed memory):
     the row equals the whole-tensor row -- status, shape, every metric, and the worst element's position."""
     from precision_tool.alignment import AlignedPair, NpuTensorRef, NpyTensorRef
@@ -257,7 +257,7 @@ def test_a_large_device_layout_tensor_is_compared_slab_by_slab_with_the_whole_te
 
 
 @pytest.mark.parametrize("case", ["no header shape, graph shape", "empty header shape", "fortran reference"])
-def test_the_pieces_path_decodes_the_shape_as_the_whole_path_does(tmp_path, monkeypatch, case):
+def test_the_pieces_path_decodes_the_shape_as_the_whole_path_does(tmp_path, monkeypatch, case, reads):
     """Found in review: the piece-by-piece path ignored the graph's shape when the header had none, took a header
     shape of [] as a scalar, and could not read a Fortran-ordered reference -- SHAPE_MISMATCH, COUNT_MISMATCH and
     ERROR where the whole-tensor path passes. Each row must be the whole path's."""
