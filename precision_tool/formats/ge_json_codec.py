@@ -32,7 +32,7 @@ from precision_tool.errors import GraphFormatError
 from precision_tool.formats.ge_proto_codec import shortest_float32
 from precision_tool.formats.ge_schema import GE_RECORDS, field_table
 from precision_tool.formats.ge_text import MAX_INT_DIGITS, c_unescape
-from precision_tool.formats.proto_records import FieldSpec, FieldType, Record, stored_value
+from precision_tool.formats.proto_records import FieldSpec, FieldType, Record, clear_oneof, stored_value
 
 _FD = FieldType
 _FLOAT_TYPES = {_FD.TYPE_FLOAT, _FD.TYPE_DOUBLE}
@@ -169,7 +169,7 @@ def _fill(obj: Any, record: Record, source, path: JsonPath) -> None:
             else:
                 value = _scalar(field, value, source, (path, key, None))
             if field.oneof is not None and values:
-                record.clear_oneof(field.oneof)
+                clear_oneof(record, field.oneof)
             values[key] = value
 
 

@@ -27,7 +27,7 @@ from typing import Callable, Iterable, Iterator, List, Optional, Union
 
 from precision_tool.errors import GraphFormatError
 from precision_tool.formats.ge_schema import GE_RECORDS, PACKAGE, FieldInfo, field_table, ge_messages
-from precision_tool.formats.proto_records import FieldSpec, FieldType, Record, stored_value
+from precision_tool.formats.proto_records import FieldSpec, FieldType, Record, clear_oneof, stored_value
 
 _FD = FieldType
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
@@ -309,7 +309,7 @@ def _open(stack, frame, name: str, hooks=(None, None, None)) -> None:
 def _set_record_field(record: Record, field: "RecordField", value) -> None:
     """Set a record's singular field; a oneof member first clears the other members (the last one set wins)."""
     if field.spec.oneof is not None:
-        record.clear_oneof(field.spec.oneof)
+        clear_oneof(record, field.spec.oneof)
     record.__dict__[field.name] = value
 
 

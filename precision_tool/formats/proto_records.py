@@ -124,12 +124,6 @@ class Record:
                 return member
         return None
 
-    def clear_oneof(self, oneof: str) -> None:
-        """Unset every member of ``oneof``: what setting one of them does first (the last one set wins)."""
-        values = self.__dict__
-        for member in self._oneofs[oneof]:
-            values.pop(member, None)
-
     def ListFields(self) -> List[Tuple[FieldSpec, Any]]:
         """``(field, value)`` of the fields present, by field number: set messages and oneof members, non-empty
         repeated fields and maps, scalars other than their default (proto3 keeps no other presence)."""
@@ -150,6 +144,15 @@ class Record:
     def __repr__(self) -> str:
         shown = ", ".join(f"{name}={value!r}" for name, value in self.__dict__.items())
         return f"{type(self).__name__}({shown})"
+
+
+def clear_oneof(record: Record, oneof: str) -> None:
+    """Unset every member of ``record``'s ``oneof``: what setting one of them does first (the last one set wins). A
+    function, not a method: a message may have a field of any name, and a field's default, a class attribute, would
+    hide a method of that name."""
+    values = record.__dict__
+    for member in record._oneofs[oneof]:
+        values.pop(member, None)
 
 
 class RecordSchema:
@@ -307,7 +310,7 @@ class RecordSchema:
                 values.setdefault(field.name, []).append(value)
             else:
                 if field.oneof is not None and values:
-                    record.clear_oneof(field.oneof)
+                    clear_oneof(record, field.oneof)
                 values[field.name] = value
         if position != end:
             raise ProtoDecodeError(f"byte {end}: a field runs past the end of its message")

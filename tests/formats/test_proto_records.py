@@ -190,6 +190,15 @@ def test_strings_must_be_utf8():
         DUMP.decode("DumpData", _key(6, 2) + b"\x02\xc3\x28")
 
 
+def test_a_field_may_have_the_name_of_a_helper():
+    """Found in review: oneof clearing as a record method was hidden by a field of its name (a field's default is a
+    class attribute), and decoding such a message raised TypeError."""
+    schema = RecordSchema({"M": [(1, "clear_oneof", "int32"), (2, "a", "int32"), (3, "b", "int32")]},
+                          oneofs={"M": {"v": ["a", "b"]}})
+    record = schema.decode("M", _key(2, 0) + b"\x01" + _key(3, 0) + b"\x02")  # a, then b: the last member wins
+    assert record.WhichOneof("v") == "b" and record.b == 2 and not record.HasField("a") and record.clear_oneof == 0
+
+
 def test_records_answer_like_messages():
     record = GE.decode("AttrDef", _key(3, 0) + b"\x00")  # value { i: 0 }: a oneof member keeps its presence
     assert record.WhichOneof("value") == "i" and record.HasField("i") and record.ListFields()[0][1] == 0
