@@ -201,15 +201,21 @@ class PairComparer:
     # ------------------------------------------------------------------ comparing
     def run(self, task: PairTask) -> Outcome:
         """Compare one pair (or find that it shares its producer's result) and return the row -- an ERROR row when
-        a file it read was cut short while mapped (what was computed from it is void)."""
+        a file it read was cut short while mapped, or changed on disk (size, modification time or identity) while
+        the pair was compared: what was computed from it is void, a mix of two versions or zeros."""
         if shrunk_while_mapped():  # left by a pair that raised: not this pair's, but the kept maps may hold zeros
             self._forget_kept_files()
+        files = _files_read(task)
+        before = [_identity(path) for path in files]
         outcome = self._compare(task)
         shrunk = shrunk_while_mapped()
-        if not shrunk:
+        changed = [path for path, identity in zip(files, before) if _identity(path) != identity]
+        if not shrunk and not changed:
             return outcome
         self._forget_kept_files()  # read them again, and meet their new sizes
-        reason = f"{shrunk[0]}: file shrank while being compared (cut short by another process?); not compared"
+        reason = (f"{shrunk[0]}: file shrank while being compared (cut short by another process?); not compared"
+                  if shrunk else f"{changed[0]}: changed on disk while being compared (rewritten by another "
+                                 "process?); not compared")
         return TensorResult(**_row_fields(task), status=Status.ERROR, ref_dtype=_dtype_name(task.pair.ref.dtype),
                             address=self._address(task.pair.npu), reason=reason), ""
 
@@ -312,6 +318,15 @@ def _files_read(task: PairTask) -> Tuple[str, ...]:
     if task.same_as is not None:
         return (task.pair.npu.path, task.same_as.path)
     return (task.pair.npu.path, task.pair.ref.path)
+
+
+def _identity(path: str) -> Optional[Tuple[int, int, int, int]]:
+    """What tells a file's versions apart: device, inode, size and modification time; ``None`` if it does not stat."""
+    try:
+        info = os.stat(path)
+    except (OSError, ValueError):
+        return None
+    return info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns
 
 
 def reference_identity(ref) -> tuple:

@@ -504,7 +504,9 @@ def read_payloads(dump_file: DumpFile) -> Payloads:
 def read_tensor_chunks(dump_file: DumpFile, entry: TensorEntry, size: int) -> Iterator[np.ndarray]:
     """The payload of ``entry`` as flat arrays of at most ``size`` elements, in stored order, read one at a time by
     offset (a tensor of any size in a fixed amount of memory; mapped where :func:`~precision_tool.fileio.map_bytes`
-    maps, :func:`~precision_tool.fileio.read_windows`). Each array is valid until the next is read.
+    maps, :func:`~precision_tool.fileio.read_windows`). Each array is valid until the next is read; a file changed
+    on disk (size or modification time) by the time an array has been used raises :class:`DumpFormatError` on
+    asking for the next.
     Same errors as :func:`read_tensor`; float16/32/64 and integer tensors only (not bf16 or raw bytes)."""
     storage = entry.storage_dtype
     if storage is None or not can_map(entry):
@@ -519,6 +521,7 @@ def read_tensor_chunks(dump_file: DumpFile, entry: TensorEntry, size: int) -> It
     with _opened_payload(dump_file, entry.offset, nbytes) as handle:
         for window in read_windows(handle, dump_file.path, entry.offset, nbytes, step, shrank):
             yield window.view(storage)
+            _check_unchanged(dump_file, handle)  # the window was used: rewritten meanwhile, it mixed two versions
 
 
 def map_tensor(dump_file: DumpFile, entry: TensorEntry) -> np.ndarray:
@@ -656,14 +659,22 @@ def _opened_payload(dump_file: DumpFile, offset: int, length: int) -> Iterator[B
         raise DumpFormatError(path, f"payload at offset {offset} ({length} bytes) lies past the end of the file")
     try:
         with open_input(path, DumpFormatError) as handle:
-            info = os.fstat(handle.fileno())
-            if info.st_size != dump_file.file_size or info.st_mtime_ns != dump_file.mtime_ns:
-                raise DumpFormatError(
-                    path, f"changed on disk since its header was read ({dump_file.file_size} -> "
-                          f"{info.st_size} bytes)", "read the header again")
+            _check_unchanged(dump_file, handle)
             yield handle
     except OSError as error:
         raise DumpFormatError(path, f"cannot read: {error.strerror or error}") from None
+
+
+def _check_unchanged(dump_file: DumpFile, handle: Optional[BinaryIO] = None) -> None:
+    """Raise :class:`DumpFormatError` unless the file -- open as ``handle`` (``fstat`` on its descriptor), else at its
+    path -- still has the size and modification time ``dump_file``'s header was read with."""
+    try:
+        info = os.fstat(handle.fileno()) if handle is not None else os.stat(dump_file.path)
+    except OSError as error:
+        raise DumpFormatError(dump_file.path, f"cannot read: {error.strerror or error}") from None
+    if info.st_size != dump_file.file_size or info.st_mtime_ns != dump_file.mtime_ns:
+        raise DumpFormatError(dump_file.path, f"changed on disk since its header was read ({dump_file.file_size} -> "
+                                              f"{info.st_size} bytes)", "read the header again")
 
 
 # --------------------------------------------------------------------------------------------- cached headers

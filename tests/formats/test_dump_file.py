@@ -404,6 +404,28 @@ def test_read_tensor_chunks_give_the_payload_in_order(tmp_path, size, reads):
     assert np.array_equal(np.concatenate(chunks), stored)
 
 
+def test_read_tensor_chunks_say_a_file_rewritten_while_streamed(tmp_path, reads):
+    """Found in review: opened once for all chunks, the stream met a rewrite of the file (same size, new values) no
+    more -- it gave a mix of both versions. Each chunk, once used, is checked against the header's size and
+    modification time."""
+    from precision_tool.formats.dump_file import read_tensor_chunks
+
+    stored = np.zeros(3000, np.float32)
+    path = str(tmp_path / "Add.op.1.1.1")
+    write_dump(path, "op", outputs=[TensorSpec(stored, "ND")])
+    dump = read_dump_header(path)
+    entry = dump.tensor(OUTPUT, 0)
+    chunks = read_tensor_chunks(dump, entry, 1000)
+    assert float(next(chunks).sum()) == 0.0
+    with open(path, "r+b") as handle:  # another process writes new values over the payload, later
+        handle.seek(entry.offset)
+        handle.write(np.ones(3000, np.float32).tobytes())
+    later = os.stat(path).st_mtime_ns + 10 ** 9
+    os.utime(path, ns=(later, later))
+    with pytest.raises(DumpFormatError, match="Add.op.1.1.1: changed on disk since its header was read"):
+        next(chunks)
+
+
 def test_read_stored_block_says_a_file_cut_short_after_its_header_was_read(tmp_path):
     stored = np.zeros((1, 2, 8, 8, 16), np.float16)
     path = str(tmp_path / "Conv2D.op.1.1.1")

@@ -289,3 +289,90 @@ def test_the_pieces_path_decodes_the_shape_as_the_whole_path_does(tmp_path, monk
     pieces, _ = worker.PairComparer(0.99).run(task)
     assert (pieces.status, pieces.shape, pieces.reason) == (whole.status, whole.shape, whole.reason)
     assert pieces.metrics[0] == pytest.approx(whole.metrics[0], rel=1e-12)
+
+
+@pytest.mark.parametrize("device", ["ND", "NC1HWC0"])
+def test_a_dump_rewritten_while_its_pair_is_streamed_is_an_error_not_a_mix(tmp_path, monkeypatch, reads, device):
+    """Found in review: once pieces were mapped, a dump rewritten in place (same size, new values) while its pair was
+    streamed -- here while its last piece is used -- was compared as a mix of both versions: a PASS. The row is an
+    ERROR naming the file (the worker checks every file a pair read, once compared, against what it was before)."""
+    from precision_tool.alignment import AlignedPair, NpuTensorRef, NpyTensorRef
+    from precision_tool.comparison import worker
+    from precision_tool.formats.dump_file import read_dump_header
+    from precision_tool.formats.dump_writer import TensorSpec, write_dump
+    from precision_tool.formats.layouts import to_device
+
+    shape = (2, 19, 9, 32)  # NHWC
+    reference = np.random.default_rng(6).standard_normal(shape).astype(np.float32)
+    stored = reference.astype(np.float16) if device == "ND" else to_device(reference.astype(np.float16), "NHWC", device)
+    dump = str(tmp_path / "Add.op.1.1.1")
+    write_dump(dump, "op", outputs=[TensorSpec(stored, device, original_shape=list(shape))])
+    ref_path = str(tmp_path / "op.0.1.npy")
+    np.save(ref_path, reference)
+    pair = AlignedPair(npu=NpuTensorRef(path=dump, op_name="op", op_type="Add", kind="output", index=0,
+                                        dtype="float16", shape=stored.shape, origin_format="NHWC" if device != "ND"
+                                        else "ND", origin_shape=shape),
+                       ref=NpyTensorRef(path=ref_path, op_name="op", output_index=0, dtype="<f4", shape=shape),
+                       rule="test")
+    offset = read_dump_header(dump).tensor("output", 0).offset
+    monkeypatch.setattr(worker, "STREAM_ABOVE", 100)
+    monkeypatch.setattr(worker, "CHUNK", 1000)
+    pieces, passes = worker.paired_pieces, []
+
+    def rewrite_in_the_second_pass(xs, ys):  # while its last piece is used, after which nothing is read again
+        passes.append(0)
+        for number, piece in enumerate(pieces(xs, ys)):
+            passes[-1] += 1
+            if len(passes) == 2 and number == passes[0] - 1:  # another process writes new values over it, later
+                with open(dump, "r+b") as handle:
+                    handle.seek(offset)
+                    handle.write((-stored).tobytes())
+                later = os.stat(dump).st_mtime_ns + 10 ** 9
+                os.utime(dump, ns=(later, later))
+            yield piece
+
+    monkeypatch.setattr(worker, "paired_pieces", rewrite_in_the_second_pass)
+    row, _ = worker.PairComparer(0.99).run(worker.PairTask(pair, 0, "op"))
+    assert len(passes) == 2 and passes[0] > 2 and row.status.value == "ERROR", (passes, row.status, row.reason)
+    assert row.reason == f"{dump}: changed on disk while being compared (rewritten by another process?); not compared"
+
+
+@pytest.mark.parametrize("rewritten", ["dump", "reference"])
+def test_a_file_rewritten_while_its_pair_is_compared_whole_is_an_error(tmp_path, monkeypatch, reads, rewritten):
+    """A pair read whole (mapped in a worker, where the map shows another process's writes as they happen) whose
+    dump or reference is rewritten in place while it is compared: the row is an ERROR naming that file, and the next
+    pair -- the same files, read again -- is compared."""
+    from precision_tool.alignment import AlignedPair, NpuTensorRef, NpyTensorRef
+    from precision_tool.comparison import worker
+    from precision_tool.formats.dump_writer import TensorSpec, write_dump
+
+    reference = np.random.default_rng(7).standard_normal((64, 100)).astype(np.float32)
+    dump = str(tmp_path / "Add.op.1.1.1")
+    write_dump(dump, "op", outputs=[TensorSpec(reference.astype(np.float16), "ND")])
+    ref_path = str(tmp_path / "op.0.1.npy")
+    np.save(ref_path, reference)
+    pair = AlignedPair(npu=NpuTensorRef(path=dump, op_name="op", op_type="Add", kind="output", index=0,
+                                        dtype="float16", shape=reference.shape, origin_format="ND",
+                                        origin_shape=reference.shape),
+                       ref=NpyTensorRef(path=ref_path, op_name="op", output_index=0, dtype="<f4",
+                                        shape=reference.shape), rule="test")
+    judge, target = worker.judge_pair, {"dump": dump, "reference": ref_path}[rewritten]
+
+    def judge_while_rewriting(*args, **options):
+        if not judge_while_rewriting.done:  # the same bytes written again, later: what matters is that it changed
+            with open(target, "r+b") as handle:
+                data = handle.read()
+                handle.seek(0)
+                handle.write(data)
+            later = os.stat(target).st_mtime_ns + 10 ** 9
+            os.utime(target, ns=(later, later))
+            judge_while_rewriting.done = True
+        return judge(*args, **options)
+
+    judge_while_rewriting.done = False
+    monkeypatch.setattr(worker, "judge_pair", judge_while_rewriting)
+    comparer = worker.PairComparer(0.99)
+    first, second = (row for row, _ in comparer.run_all([worker.PairTask(pair, k, "op") for k in (0, 1)]))
+    assert first.status.value == "ERROR" and first.reason == (
+        f"{target}: changed on disk while being compared (rewritten by another process?); not compared")
+    assert second.status.value == "PASS", second.reason
