@@ -184,24 +184,31 @@ def test_the_kl_sum_near_and_far_from_equal_profiles(isa, spread):
                              pytest.approx(math.fsum(x * x), rel=1e-14))
 
 
-def test_the_worker_reads_a_large_pair_in_pieces_with_the_same_result(tmp_path, monkeypatch, reads):
+def write_pair(folder, stored, reference, device="ND", origin_format="ND", op_type="Add"):
+    """A dump ``{op_type}.op.1.1.1`` holding ``stored`` as its output (in ``device`` layout, with the reference's
+    shape as its original shape) and the reference ``op.0.1.npy`` in ``folder``; the aligned pair of the two."""
     from precision_tool.alignment import AlignedPair, NpuTensorRef, NpyTensorRef
-    from precision_tool.comparison import worker
     from precision_tool.formats.dump_writer import TensorSpec, write_dump
+
+    dump = os.path.join(str(folder), f"{op_type}.op.1.1.1")
+    write_dump(dump, "op", outputs=[TensorSpec(stored, device, original_shape=list(reference.shape))])
+    ref_path = os.path.join(str(folder), "op.0.1.npy")
+    np.save(ref_path, reference)
+    return AlignedPair(npu=NpuTensorRef(path=dump, op_name="op", op_type=op_type, kind="output", index=0,
+                                        dtype=str(stored.dtype), shape=stored.shape, origin_format=origin_format,
+                                        origin_shape=tuple(reference.shape)),
+                       ref=NpyTensorRef(path=ref_path, op_name="op", output_index=0, dtype="<f4",
+                                        shape=tuple(reference.shape)), rule="test")
+
+
+def test_the_worker_reads_a_large_pair_in_pieces_with_the_same_result(tmp_path, monkeypatch, reads):
+    from precision_tool.comparison import worker
 
     rng = np.random.default_rng(9)
     reference = rng.standard_normal((30, 1001)).astype(np.float32)
     npu = (reference + rng.standard_normal(reference.shape).astype(np.float32) * 0.01).astype(np.float16)
     npu[3, 5] = np.nan
-    dump = str(tmp_path / "Add.op.1.1.1")
-    write_dump(dump, "op", outputs=[TensorSpec(npu, "ND", original_shape=list(npu.shape))])
-    ref_path = str(tmp_path / "op.0.1.npy")
-    np.save(ref_path, reference)
-    pair = AlignedPair(npu=NpuTensorRef(path=dump, op_name="op", op_type="Add", kind="output", index=0,
-                                        dtype="float16", shape=npu.shape, origin_format="ND",
-                                        origin_shape=npu.shape),
-                       ref=NpyTensorRef(path=ref_path, op_name="op", output_index=0, dtype="<f4",
-                                        shape=tuple(reference.shape)), rule="test")
+    pair = write_pair(tmp_path, npu, reference)
     task = worker.PairTask(pair, 0, "op")
     whole, _ = worker.PairComparer(0.99).run(task)
     monkeypatch.setattr(worker, "STREAM_ABOVE", 1000)
@@ -222,25 +229,14 @@ def test_a_large_device_layout_tensor_is_compared_slab_by_slab_with_the_whole_te
                                                                                           origin, device, shape, reads):
     """Above STREAM_ABOVE a device-layout tensor is converted a slab at a time (issue 17: any size in fixed memory):
     the row equals the whole-tensor row -- status, shape, every metric, and the worst element's position."""
-    from precision_tool.alignment import AlignedPair, NpuTensorRef, NpyTensorRef
     from precision_tool.comparison import worker
-    from precision_tool.formats.dump_writer import TensorSpec, write_dump
     from precision_tool.formats.layouts import to_device
 
     rng = np.random.default_rng(4)
     reference = rng.standard_normal(shape).astype(np.float32)
     npu = (reference + rng.standard_normal(shape).astype(np.float32) * 0.01).astype(np.float16)
     npu.flat[npu.size * 2 // 3] += 5  # the worst element, deep inside
-    stored = to_device(npu, origin, device)
-    dump = str(tmp_path / "Conv2D.op.1.1.1")
-    write_dump(dump, "op", outputs=[TensorSpec(stored, device, original_shape=list(shape))])
-    ref_path = str(tmp_path / "op.0.1.npy")
-    np.save(ref_path, reference)
-    pair = AlignedPair(npu=NpuTensorRef(path=dump, op_name="op", op_type="Conv2D", kind="output", index=0,
-                                        dtype="float16", shape=stored.shape, origin_format=origin,
-                                        origin_shape=shape),
-                       ref=NpyTensorRef(path=ref_path, op_name="op", output_index=0, dtype="<f4", shape=shape),
-                       rule="test")
+    pair = write_pair(tmp_path, to_device(npu, origin, device), reference, device, origin, "Conv2D")
     task = worker.PairTask(pair, 0, "op")
     whole, _ = worker.PairComparer(0.99).run(task)
     monkeypatch.setattr(worker, "STREAM_ABOVE", 100)
@@ -296,24 +292,14 @@ def test_a_dump_rewritten_while_its_pair_is_streamed_is_an_error_not_a_mix(tmp_p
     """Found in review: once pieces were mapped, a dump rewritten in place (same size, new values) while its pair was
     streamed -- here while its last piece is used -- was compared as a mix of both versions: a PASS. The row is an
     ERROR naming the file (the worker checks every file a pair read, once compared, against what it was before)."""
-    from precision_tool.alignment import AlignedPair, NpuTensorRef, NpyTensorRef
     from precision_tool.comparison import worker
     from precision_tool.formats.dump_file import read_dump_header
-    from precision_tool.formats.dump_writer import TensorSpec, write_dump
     from precision_tool.formats.layouts import to_device
 
-    shape = (2, 19, 9, 32)  # NHWC
-    reference = np.random.default_rng(6).standard_normal(shape).astype(np.float32)
+    reference = np.random.default_rng(6).standard_normal((2, 19, 9, 32)).astype(np.float32)  # NHWC
     stored = reference.astype(np.float16) if device == "ND" else to_device(reference.astype(np.float16), "NHWC", device)
-    dump = str(tmp_path / "Add.op.1.1.1")
-    write_dump(dump, "op", outputs=[TensorSpec(stored, device, original_shape=list(shape))])
-    ref_path = str(tmp_path / "op.0.1.npy")
-    np.save(ref_path, reference)
-    pair = AlignedPair(npu=NpuTensorRef(path=dump, op_name="op", op_type="Add", kind="output", index=0,
-                                        dtype="float16", shape=stored.shape, origin_format="NHWC" if device != "ND"
-                                        else "ND", origin_shape=shape),
-                       ref=NpyTensorRef(path=ref_path, op_name="op", output_index=0, dtype="<f4", shape=shape),
-                       rule="test")
+    pair = write_pair(tmp_path, stored, reference, device, "NHWC" if device != "ND" else "ND")
+    dump = pair.npu.path
     offset = read_dump_header(dump).tensor("output", 0).offset
     monkeypatch.setattr(worker, "STREAM_ABOVE", 100)
     monkeypatch.setattr(worker, "CHUNK", 1000)
@@ -342,21 +328,11 @@ def test_a_file_rewritten_while_its_pair_is_compared_whole_is_an_error(tmp_path,
     """A pair read whole (mapped in a worker, where the map shows another process's writes as they happen) whose
     dump or reference is rewritten in place while it is compared: the row is an ERROR naming that file, and the next
     pair -- the same files, read again -- is compared."""
-    from precision_tool.alignment import AlignedPair, NpuTensorRef, NpyTensorRef
     from precision_tool.comparison import worker
-    from precision_tool.formats.dump_writer import TensorSpec, write_dump
 
     reference = np.random.default_rng(7).standard_normal((64, 100)).astype(np.float32)
-    dump = str(tmp_path / "Add.op.1.1.1")
-    write_dump(dump, "op", outputs=[TensorSpec(reference.astype(np.float16), "ND")])
-    ref_path = str(tmp_path / "op.0.1.npy")
-    np.save(ref_path, reference)
-    pair = AlignedPair(npu=NpuTensorRef(path=dump, op_name="op", op_type="Add", kind="output", index=0,
-                                        dtype="float16", shape=reference.shape, origin_format="ND",
-                                        origin_shape=reference.shape),
-                       ref=NpyTensorRef(path=ref_path, op_name="op", output_index=0, dtype="<f4",
-                                        shape=reference.shape), rule="test")
-    judge, target = worker.judge_pair, {"dump": dump, "reference": ref_path}[rewritten]
+    pair = write_pair(tmp_path, reference.astype(np.float16), reference)
+    judge, target = worker.judge_pair, {"dump": pair.npu.path, "reference": pair.ref.path}[rewritten]
 
     def judge_while_rewriting(*args, **options):
         if not judge_while_rewriting.done:  # the same bytes written again, later: what matters is that it changed
