@@ -55,10 +55,13 @@ $(TF26_VENV)/.installed: setup.cfg pyproject.toml tests/user_env/freeze_unchange
 user-envs: $(TF115_VENV)/.installed $(TF26_VENV)/.installed
 
 # On this checkout's code: in the oldest environment (Python 3.7, numpy 1.18, protobuf 3.20) every test that does
-# not need TF 2.21, the peer or a browser (~1 min: the analysis commands and shell on old numpy too); in the TF 2.6
-# one only the tests marked `compat` (capture, tf_dump, one analysis run).
+# not need TF 2.21, the peer or a browser (~1 min: the analysis commands and shell on old numpy too), with the C
+# passes and the SIGBUS guard built for Python 3.7 beside the main environment's, as pip builds them there; in the
+# TF 2.6 one only the tests marked `compat` (capture, tf_dump, one analysis run).
 test-user-envs: user-envs
-	PYTHONPATH=$(CURDIR) $(TF115_VENV)/bin/python -m pytest $(USER_ENV_TESTS) -m "compat or not (tf or peer or browser)"
+	$(TF115_VENV)/bin/python setup.py -q build_ext --inplace
+	PRECISION_TOOL_EXPECT_C=1 PYTHONPATH=$(CURDIR) $(TF115_VENV)/bin/python -m pytest $(USER_ENV_TESTS) \
+	  -m "compat or not (tf or peer or browser)"
 	PYTHONPATH=$(CURDIR) $(TF26_VENV)/bin/python -m pytest $(USER_ENV_TESTS) -m compat
 
 # The msaccucmp peer (CANN's comparator) in its own venv, when ../shared is beside this checkout.
