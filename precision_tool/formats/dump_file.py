@@ -513,11 +513,12 @@ def read_tensor_chunks(dump_file: DumpFile, entry: TensorEntry, size: int) -> It
         raise DumpFormatError(dump_file.path, f"{entry.label}: data type {entry.dtype_name} is not read in pieces")
     nbytes = _check_tensor_fits(dump_file.path, entry)
     assert nbytes is not None
+    step = max(1, size) * storage.itemsize
+
     def shrank(start: int) -> DumpFormatError:
         return DumpFormatError(dump_file.path, f"file shrank while being read (wanted {min(step, nbytes - start)} "
                                                f"bytes at offset {entry.offset + start})")
 
-    step = max(1, size) * storage.itemsize
     with _opened_payload(dump_file, entry.offset, nbytes) as handle:
         for window in read_windows(handle, dump_file.path, entry.offset, nbytes, step, shrank):
             yield window.view(storage)
@@ -665,13 +666,10 @@ def _opened_payload(dump_file: DumpFile, offset: int, length: int) -> Iterator[B
         raise DumpFormatError(path, f"cannot read: {error.strerror or error}") from None
 
 
-def _check_unchanged(dump_file: DumpFile, handle: Optional[BinaryIO] = None) -> None:
-    """Raise :class:`DumpFormatError` unless the file -- open as ``handle`` (``fstat`` on its descriptor), else at its
-    path -- still has the size and modification time ``dump_file``'s header was read with."""
-    try:
-        info = os.fstat(handle.fileno()) if handle is not None else os.stat(dump_file.path)
-    except OSError as error:
-        raise DumpFormatError(dump_file.path, f"cannot read: {error.strerror or error}") from None
+def _check_unchanged(dump_file: DumpFile, handle: BinaryIO) -> None:
+    """Raise :class:`DumpFormatError` unless the open file (``fstat`` on its descriptor) still has the size and
+    modification time ``dump_file``'s header was read with."""
+    info = os.fstat(handle.fileno())
     if info.st_size != dump_file.file_size or info.st_mtime_ns != dump_file.mtime_ns:
         raise DumpFormatError(dump_file.path, f"changed on disk since its header was read ({dump_file.file_size} -> "
                                               f"{info.st_size} bytes)", "read the header again")
