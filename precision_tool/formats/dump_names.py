@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import csv
 import io
+import itertools
 import os
 import re
 from dataclasses import dataclass
@@ -503,8 +504,11 @@ def scan_dump_folder(root: Union[str, os.PathLike], selection: Optional[DumpSele
                                              f"resolve a hashed name cannot be read ({mapping_error.cause})"))
                 continue
             found.append(DumpFileRef(path, name, file_name if real_name != file_name else None))
-    folders = sorted({os.path.dirname(ref.path) for ref in found} | {os.path.dirname(ref.path) for ref in exceptions})
-    choice, kept_folders = choose_folders(root, folders, selection)
+    files: Dict[str, int] = {}
+    for ref in itertools.chain(found, exceptions):
+        folder = os.path.dirname(ref.path)
+        files[folder] = files.get(folder, 0) + 1
+    choice, kept_folders = choose_folders(root, sorted(files), selection, files)
     noted(root, choice)
     kept = set(kept_folders)
     found = [ref for ref in found if os.path.dirname(ref.path) in kept]

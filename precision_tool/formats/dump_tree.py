@@ -11,6 +11,13 @@ Dumps of different steps or devices are different tensors of the same ops: a sca
 else the tree holds; ``--step N`` / ``--device N`` pick one (:func:`requested`, set per command by the CLI and
 the registry: :func:`reading`). Folders without a position are always scanned.
 
+Nor does a scan mix GE models. A device holds one ``{model}/{model_id}`` folder per loaded graph (a TF job has
+several: initialisation, training, small helper graphs; their generated op names, ``trans_Cast_0``, repeat), and a
+data-parallel job that restarted holds one ``{time}`` folder per session. Of each device one *model* -- a
+``{time}/{device}/{model}/{model_id}`` folder -- is read: the one holding the most dump files (the training graph;
+ties to the newest session, then by name), and the note names the others; to read another, give its folder. Its
+steps are the device's steps.
+
 A *reference* tree (the other run of an NPU-vs-NPU comparison) follows the compared run
 (:attr:`DumpSelection.follow`): the same step and device when it holds them, else its only step or device --
 the same reference for every step -- else the error listing what it holds.
@@ -25,7 +32,7 @@ import os
 import re
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Iterable, Iterator, List, Optional, Sequence, Tuple
+from typing import Dict, Iterable, Iterator, List, Mapping, Optional, Sequence, Tuple
 
 from precision_tool.errors import WorkspaceError
 
@@ -43,6 +50,11 @@ class TreePosition:
     model: str
     model_id: int
     step: int
+
+    @property
+    def model_folder(self) -> str:
+        """``{time}/{device}/{model}/{model_id}``: which model of which session, as a path below the tree's root."""
+        return "/".join((self.time, str(self.device), self.model, str(self.model_id)))
 
 
 @dataclass(frozen=True)
@@ -68,17 +80,26 @@ class Choice:
     """The step and device a scan keeps (``None`` when the tree has no positions), and a note saying what was
     chosen and what else the tree holds (``""`` when there was nothing to choose from and nothing was asked).
 
-    ``held``: every ``(device, step)`` of the tree, sorted (``()`` for a flat folder).
+    ``held``: every ``(device, step)`` of the tree's read models, sorted (``()`` for a flat folder). ``models``: the
+    :attr:`TreePosition.model_folder` read of each device, ``(device, folder)`` by device (see the module
+    docstring).
     """
 
     step: Optional[int]
     device: Optional[int]
     note: str = ""
     held: Tuple[Tuple[int, int], ...] = ()
+    models: Tuple[Tuple[int, str], ...] = ()
 
     def keeps(self, position: Optional[TreePosition]) -> bool:
-        return position is None or self.step is None or (position.step == self.step
-                                                         and position.device == self.device)
+        return position is None or self.step is None or (
+            position.step == self.step and position.device == self.device
+            and (not self.models or (position.device, position.model_folder) in self.models))
+
+    @property
+    def model_folder(self) -> str:
+        """The model folder read on the chosen device (``""`` for a flat folder)."""
+        return dict(self.models).get(self.device, "") if self.device is not None else ""
 
     @property
     def devices(self) -> Tuple[int, ...]:
@@ -155,8 +176,32 @@ def _pick(values: Sequence[int], wanted: Optional[int], follow: bool, default: i
     return values[0] if follow and len(values) == 1 else None
 
 
-def choose(root: str, positions: Sequence[TreePosition], wanted: Optional[DumpSelection] = None) -> Choice:
-    """The step and device to keep among ``positions`` (see the module docstring).
+def read_models(positions: Sequence[TreePosition],
+                files: Optional[Mapping[TreePosition, int]] = None) -> Tuple[Dict[int, str], Dict[int, List[str]]]:
+    """``({device: model folder read}, {device: the other model folders, in the order ranked})``: of each device the
+    model holding the most dump files (``files``: per position; without it, the most step folders), ties to the
+    newest session (``{time}``), then the name (module docstring)."""
+    weight: Dict[Tuple[int, str], int] = {}
+    for position in positions:
+        key = (position.device, position.model_folder)
+        weight[key] = weight.get(key, 0) + (1 if files is None else files.get(position, 0))
+    ranked: Dict[int, List[str]] = {}
+    for (device, folder), _ in sorted(weight.items(), key=lambda item: (-item[1], _newest_first(item[0][1]))):
+        ranked.setdefault(device, []).append(folder)
+    return {device: folders[0] for device, folders in ranked.items()}, {
+        device: folders[1:] for device, folders in ranked.items() if len(folders) > 1}
+
+
+def _newest_first(model_folder: str) -> Tuple[int, str]:
+    """Sort key: a later ``{time}`` (14 digits) first, then the folder by name."""
+    time = model_folder.split("/", 1)[0]
+    return (-int(time) if time.isdigit() else 0, model_folder)
+
+
+def choose(root: str, positions: Sequence[TreePosition], wanted: Optional[DumpSelection] = None,
+           files: Optional[Mapping[TreePosition, int]] = None) -> Choice:
+    """The step and device to keep among ``positions``, and of each device one model (:func:`read_models`; ``files``:
+    dump files per position); see the module docstring.
 
     Raises
     ------
@@ -167,7 +212,8 @@ def choose(root: str, positions: Sequence[TreePosition], wanted: Optional[DumpSe
     wanted = requested() if wanted is None else wanted
     if wanted.follow and wanted.empty:  # following a run that is no tree: the default rule
         wanted = DumpSelection()
-    held = tuple(sorted({(p.device, p.step) for p in positions}))
+    read, others = read_models(positions, files)
+    held = tuple(sorted({(p.device, p.step) for p in positions if read[p.device] == p.model_folder}))
     if not held:
         if not wanted.empty and not wanted.follow:
             raise WorkspaceError(f"{root}: --step/--device: the dumps are not in step folders "
@@ -182,19 +228,22 @@ def choose(root: str, positions: Sequence[TreePosition], wanted: Optional[DumpSe
     if step is None:
         raise WorkspaceError(f"{root}: no dumps of step {wanted.step} on device {device} "
                              f"(steps: {numbers_text(steps)})")
-    return Choice(step, device, _note(wanted, step, device, devices, steps), held)
+    return Choice(step, device, _note(wanted, step, device, devices, steps, read[device], others.get(device, ())),
+                  held, tuple(sorted(read.items())))
 
 
-def _note(wanted: DumpSelection, step: int, device: int, devices: Sequence[int], steps: Sequence[int]) -> str:
+def _note(wanted: DumpSelection, step: int, device: int, devices: Sequence[int], steps: Sequence[int],
+          read_model: str = "", other_models: Sequence[str] = ()) -> str:
     """What :func:`choose` says about its choice: ``""`` when the tree held nothing else and the choice is what
-    was asked (or nothing was asked)."""
+    was asked (or nothing was asked). When the device holds other models, the one read and the others are named
+    as folders below the tree's root (give one instead of the root to read it)."""
     others: List[str] = []
     if len(steps) > 1:
         others.append(f"step{'s' if len(steps) > 2 else ''} {numbers_text(s for s in steps if s != step)}")
     if len(devices) > 1:
         others.append(f"device{'s' if len(devices) > 2 else ''} {numbers_text(d for d in devices if d != device)}")
     exact = wanted.step in (None, step) and wanted.device in (None, device)
-    if not others and (wanted.empty or (wanted.follow and exact)):
+    if not others and not other_models and (wanted.empty or (wanted.follow and exact)):
         return ""
     if wanted.follow:
         how = "the same step and device" if exact else (
@@ -207,14 +256,19 @@ def _note(wanted: DumpSelection, step: int, device: int, devices: Sequence[int],
     else:
         how = "as asked, newest step" if wanted.step is None else "as asked, lowest device"
     also = f"; also in the tree: {', '.join(others)} ({PICK_HINT})" if others else ""
-    return f"dumps of step {step} on device {device} ({how}){also}"
+    model = f", model {read_model} (most dump files)" if other_models else ""
+    not_read = (f"; other models of device {device}, not read (give one's folder to read it): "
+                f"{', '.join(other_models)}") if other_models else ""
+    return f"dumps of step {step} on device {device} ({how}){model}{also}{not_read}"
 
 
-def choose_folders(root: str, folders: Sequence[str],
-                   wanted: Optional[DumpSelection] = None) -> Tuple[Choice, List[str]]:
-    """``(choice, folders kept)`` among the dump-holding ``folders`` under ``root``."""
+def choose_folders(root: str, folders: Sequence[str], wanted: Optional[DumpSelection] = None,
+                   files: Optional[Mapping[str, int]] = None) -> Tuple[Choice, List[str]]:
+    """``(choice, folders kept)`` among the dump-holding ``folders`` under ``root`` (``files``: dump files per
+    folder, which decide the model read of each device)."""
     positions = {folder: position_of(folder) for folder in folders}
-    choice = choose(root, [p for p in positions.values() if p is not None], wanted)
+    counts = None if files is None else {p: files.get(f, 0) for f, p in positions.items() if p is not None}
+    choice = choose(root, [p for p in positions.values() if p is not None], wanted, counts)
     return choice, [folder for folder in folders if choice.keeps(positions[folder])]
 
 

@@ -297,3 +297,30 @@ def test_an_unreadable_name_in_another_step_does_not_fail_the_chosen_step(tree, 
     assert compare_after(case, root, tmp_path / "out5", "--step", "5", "--device", "0") == 0
     assert "could not be read" not in capsys.readouterr().out
     assert compare_after(case, root, tmp_path / "out0", "--step", "0", "--device", "0") == 2  # its own step: said
+
+
+def test_other_models_and_sessions_of_a_device_are_named_not_mixed(tree, tmp_path, capsys):
+    """A device holds a folder per loaded graph and per session. A helper graph's dump of an op of the same name
+    (GE's generated names repeat across graphs), newer and at a step of its own, and an older session's copy of
+    step 5: neither is compared, nor taken as the newest step; the note names both folders (a user walk found the
+    helper's op compared in the training graph's place, and its step 7 taken as the device's newest)."""
+    case, root = tree
+    chain_dump_tree(tmp_path / "b", tmp_path / "b" / "dump", broken=(0, 5))
+    faulty_step = tmp_path / "b" / "dump" / TIMES[0] / "0" / "ge_default_cmp" / "1" / "5"
+    op2 = [name for name in os.listdir(faulty_step) if ".op2." in name]
+    helper = root / TIMES[0] / "0" / "ge_default_helper" / "3" / "7"
+    helper.mkdir(parents=True)
+    shutil.copy(faulty_step / op2[0], helper / op2[0])
+    older_session = root / "20240613120000" / "0" / "ge_default_cmp" / "1" / "5"
+    shutil.copytree(faulty_step, older_session)
+    assert compare(case, root, tmp_path / "out") == 0  # step 5 of the training graph's newest session: clean
+    out = capsys.readouterr().out
+    assert "Compared 8 tensors" in out
+    note = out.split("NPU dumps: ")[1].splitlines()[0]
+    assert note.startswith(f"dumps of step 5 on device 0 (the newest step of the lowest device), model "
+                           f"{TIMES[0]}/0/ge_default_cmp/1 (most dump files)")
+    assert note.endswith("other models of device 0, not read (give one's folder to read it): "
+                         f"20240613120000/0/ge_default_cmp/1, {TIMES[0]}/0/ge_default_helper/3")
+    # The helper's folder, given as the root, is read: its one op, broken.
+    assert main(["compare", "-m", str(root / TIMES[0] / "0" / "ge_default_helper"), "-g", case.ref, "-f",
+                 case.graph, "-out", str(tmp_path / "helper")]) == 1

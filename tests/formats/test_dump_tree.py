@@ -10,9 +10,8 @@ pytestmark = pytest.mark.compat
 
 
 def tree(*held):
-    """Positions for ``(device, step)`` pairs (two models on device 0, step 5: a position is not a pair)."""
-    return [TreePosition("20240613143502", device, model, 1, step) for device, step in held
-            for model in (("ge_a", "ge_b") if (device, step) == (0, 5) else ("ge_a",))]
+    """Positions for ``(device, step)`` pairs, one model."""
+    return [TreePosition("20240613143502", device, "ge_a", 1, step) for device, step in held]
 
 
 TWO_BY_TWO = tree((0, 0), (0, 5), (1, 0), (1, 5))
@@ -33,6 +32,33 @@ def test_the_choice_and_its_note(wanted, step, device, note):
     assert (choice.step, choice.device, choice.note) == (step, device, note)
     assert choice.held == ((0, 0), (0, 5), (1, 0), (1, 5)) and choice.devices == (0, 1)
     assert choice.steps_of(1) == (0, 5) and choice.steps_of(9) == ()
+
+
+def test_one_model_of_each_device_is_read_the_one_with_most_dump_files_and_the_others_are_named():
+    """A device holds a model per loaded graph (the training graph, and helpers whose generated op names repeat)
+    and a folder per session: their dumps are never mixed. Found by a user walk: a helper model's one file, newer,
+    had replaced the training graph's op of the same name, and its step 7 had been taken as the newest."""
+    training = [TreePosition("20241119070640", 0, "ge_default_1", 11, step) for step in (0, 5)]
+    helper = TreePosition("20241119070640", 0, "ge_default_2", 3, 7)
+    other_device = TreePosition("20241119070702", 1, "ge_default_1", 11, 5)
+    files = {training[0]: 52, training[1]: 52, helper: 1, other_device: 52}
+    choice = choose("/r", training + [helper, other_device], DumpSelection(), files)
+    assert (choice.step, choice.device, choice.held) == (5, 0, ((0, 0), (0, 5), (1, 5)))
+    assert choice.models == ((0, "20241119070640/0/ge_default_1/11"), (1, "20241119070702/1/ge_default_1/11"))
+    assert choice.note == (
+        "dumps of step 5 on device 0 (the newest step of the lowest device), model 20241119070640/0/ge_default_1/11 "
+        "(most dump files); also in the tree: step 0, device 1 (pick with --step N --device N); other models of "
+        "device 0, not read (give one's folder to read it): 20241119070640/0/ge_default_2/3")
+    assert choice.keeps(training[1]) and not choice.keeps(helper) and not choice.keeps(other_device)
+    with pytest.raises(WorkspaceError, match=r"no dumps of step 7 on device 0 \(steps: 0, 5\)"):
+        choose("/r", training + [helper], DumpSelection(step=7), files)  # the helper's step is not the device's
+    # Two sessions of one device, the same files each: the newer session is read, the older named.
+    older = TreePosition("20241119060000", 0, "ge_default_1", 11, 5)
+    choice = choose("/r", [older, training[1]], DumpSelection(), {older: 52, training[1]: 52})
+    assert choice.models == ((0, "20241119070640/0/ge_default_1/11"),) and not choice.keeps(older)
+    assert choice.note.endswith("not read (give one's folder to read it): 20241119060000/0/ge_default_1/11")
+    # Without file counts, the model with the most step folders.
+    assert choose("/r", training + [helper]).models == ((0, "20241119070640/0/ge_default_1/11"),)
 
 
 def test_a_reference_tree_follows_the_step_and_device_else_takes_its_only_one():
