@@ -504,11 +504,11 @@ def scan_dump_folder(root: Union[str, os.PathLike], selection: Optional[DumpSele
                                              f"resolve a hashed name cannot be read ({mapping_error.cause})"))
                 continue
             found.append(DumpFileRef(path, name, file_name if real_name != file_name else None))
-    files: Dict[str, int] = {}
-    for ref in itertools.chain(found, exceptions):
-        folder = os.path.dirname(ref.path)
-        files[folder] = files.get(folder, 0) + 1
-    choice, kept_folders = choose_folders(root, sorted(files), selection, files)
+    per_folder: Dict[str, int] = {}
+    for path in itertools.chain((ref.path for ref in found), (ref.path for ref in exceptions)):
+        folder = os.path.dirname(path)
+        per_folder[folder] = per_folder.get(folder, 0) + 1
+    choice, kept_folders = choose_folders(root, sorted(per_folder), selection, per_folder)
     noted(root, choice)
     kept = set(kept_folders)
     found = [ref for ref in found if os.path.dirname(ref.path) in kept]
