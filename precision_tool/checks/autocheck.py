@@ -42,6 +42,7 @@ from precision_tool.config import Workspace
 from precision_tool.errors import (EXIT_FAILED_CHECK, EXIT_OK, EXIT_UNUSABLE_INPUT, PrecisionToolError,
                                    WorkspaceError)
 from precision_tool.formats.dump_names import scan_dump_folder
+from precision_tool.formats.dump_tree import following, requested
 from precision_tool.replay.replay_run import ReplayReport
 
 DEFAULT_LIMIT = 5
@@ -183,13 +184,25 @@ def _require_workspace(workspace: Workspace) -> None:
 
 def check_overflow(workspace: Workspace, limit: int = DEFAULT_LIMIT) -> OverflowSection:
     """The overflow section: records of ``overflow/dump``, then a scan of ``npu/debug_0/dump``; the exception
-    dumps of both."""
-    overflow_scan = scan_dump_folder(workspace.overflow_dump) if os.path.isdir(workspace.overflow_dump) else None
-    records = check_overflow_records(workspace.overflow_dump, limit, scan=overflow_scan)
+    dumps of both. The overflow run is another run: it follows the step and device asked for when it holds them,
+    else takes its only one (:func:`~precision_tool.formats.dump_tree.following`); one it lacks, of several, is
+    a note, and the section goes on without its records."""
     notes = []
+    overflow_scan = None
+    if os.path.isdir(workspace.overflow_dump):
+        try:
+            overflow_scan = scan_dump_folder(workspace.overflow_dump, following(requested()))
+        except WorkspaceError as error:  # a step or device it lacks, of several: the other checks go on
+            notes.append(f"the overflow run's records were not read: {error}")
+    if os.path.isdir(workspace.overflow_dump) and overflow_scan is None:
+        records = OverflowCheck(workspace.overflow_dump, True, limit=limit)
+    else:
+        records = check_overflow_records(workspace.overflow_dump, limit, scan=overflow_scan)
     if not records.folder_exists:
         notes.append(f"no overflow run ({workspace.overflow_dump} is missing): scanned the dumps of "
                      f"{workspace.npu_dump(0)} instead; capture one with action='overflow' for Opdebug records")
+    elif overflow_scan is None:
+        pass
     elif records.records == 0:
         notes.append(f"the overflow run ({workspace.overflow_dump}) holds no Opdebug records: nothing overflowed "
                      "there")
@@ -330,7 +343,7 @@ def compare_steps(request, result: ComparisonResult) -> Tuple[StepRun, ...]:
     (no files written, no replay; a step that cannot be compared says why). ``()`` otherwise."""
     from precision_tool.comparison.pipeline import run_comparison
     from precision_tool.comparison.tree_runs import compare_each, tree_of
-    from precision_tool.formats.dump_tree import each_selection, requested
+    from precision_tool.formats.dump_tree import each_selection
 
     wanted = requested()
     tree = tree_of(request.npu_dir)

@@ -43,6 +43,7 @@ def handle(args, ctx: Context):
     from precision_tool.checks.overflow import check_overflow_records
     from precision_tool.config import Workspace
     from precision_tool.formats.dump_names import scan_dump_folder
+    from precision_tool.formats.dump_tree import following, requested
     from precision_tool.reports.exception_report import add_exception_dumps, exception_status
     from precision_tool.reports.overflow_report import add_overflow_records
     from precision_tool.reports.report import Report
@@ -54,7 +55,10 @@ def handle(args, ctx: Context):
     if args.folder is not None and not os.path.isdir(folder):
         cause = "not a folder" if os.path.lexists(folder) else "no such folder"
         raise WorkspaceError(f"{folder}: {cause}", "give the folder holding the Opdebug records")
-    scan = scan_dump_folder(folder) if os.path.isdir(folder) else None
+    # the workspace's overflow run is another run than the dump run --step/--device name: it follows them when it
+    # holds them, else takes its only step and device (a folder given is read as asked)
+    selection = following(requested()) if args.folder is None else None
+    scan = scan_dump_folder(folder, selection) if os.path.isdir(folder) else None
     records = check_overflow_records(folder, args.limit, scan=scan)
     report = Report(title=f"Overflow check of {folder}")
     add_overflow_records(report, records)

@@ -62,12 +62,14 @@ class DumpSelection:
     """A requested step and/or device (``None``: the default rule).
 
     ``follow``: the selection of a reference tree following the compared run's step and device -- taken when
-    the tree holds them, else its only step (device), else an error (see the module docstring).
+    the tree holds them, else its only step (device), else an error (see the module docstring). ``why``: what the
+    note says of a choice made for the user rather than asked by them (``""``: the note's usual words).
     """
 
     step: Optional[int] = None
     device: Optional[int] = None
     follow: bool = False
+    why: str = ""
 
     @property
     def empty(self) -> bool:
@@ -122,6 +124,12 @@ def request(selection: DumpSelection) -> None:
 
 def requested() -> DumpSelection:
     return _REQUESTED.get() or DumpSelection()
+
+
+def following(selection: DumpSelection) -> DumpSelection:
+    """The selection of another run of the same job (a reference tree, the overflow run): ``selection``'s step and
+    device when it holds them, else its only ones (:attr:`DumpSelection.follow`)."""
+    return DumpSelection(selection.step, selection.device, follow=True)
 
 
 @contextmanager
@@ -245,7 +253,9 @@ def _note(wanted: DumpSelection, step: int, device: int, devices: Sequence[int],
     exact = wanted.step in (None, step) and wanted.device in (None, device)
     if not others and not other_models and (wanted.empty or (wanted.follow and exact)):
         return ""
-    if wanted.follow:
+    if wanted.why:
+        how = wanted.why
+    elif wanted.follow:
         how = "the same step and device" if exact else (
             "its only step" if wanted.step not in (None, step) and wanted.device in (None, device)
             else "its only device" if wanted.step in (None, step) else "its only step and device")

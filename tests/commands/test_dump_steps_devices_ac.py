@@ -62,3 +62,40 @@ def test_ac_on_a_device_whose_steps_all_pass_says_no_step_diverges(workspace, ca
                  "--device", "1"])
     assert code == 0
     assert "No step diverges: steps 0, 5 of device 1 compared." in capsys.readouterr().out.splitlines()
+
+
+def test_the_overflow_run_follows_the_step_asked_for_or_takes_its_only_one_and_never_stops_ac(workspace, capsys,
+                                                                                            tmp_path):
+    """The overflow run is another run, often of one step: ``ac --step 5`` or ``--device 1`` on the dump run must not
+    fail on it (a user walk found exit 2, "no dumps of step 5", even from the step ``ac`` itself advised)."""
+    step_0 = workspace / "npu" / "debug_0" / "dump" / "20240613143502" / "0" / "ge_default_cmp" / "1" / "0"
+    overflow = workspace / "overflow" / "dump" / "20240613150000" / "0" / "ge_default_cmp" / "1"
+    shutil.copytree(step_0, overflow / "0")
+    for flags in (["--step", "5"], ["--device", "1"]):
+        code = main(["-d", str(workspace), "ac", "-c", "--no-replay", "-o", str(tmp_path / "o" / flags[1]), *flags])
+        out = capsys.readouterr().out
+        assert code in (0, 1) and f"NPU dumps of {workspace / 'overflow' / 'dump'}: dumps of step 0 on device 0 (its " \
+                                  f"only {'step' if flags[0] == '--step' else 'device'})" in out
+    shutil.copytree(step_0, overflow / "3")  # two steps, neither 5: a note, and ac goes on
+    code = main(["-d", str(workspace), "ac", "-c", "--no-replay", "-o", str(tmp_path / "o" / "two"), "--step", "5"])
+    out = capsys.readouterr().out
+    assert code in (0, 1)
+    assert (f"the overflow run's records were not read: {workspace / 'overflow' / 'dump'}: no dumps of step 5 on "
+            "device 0 (steps: 0, 3)") in out
+    assert main(["-d", str(workspace), "ov", "--step", "0"]) in (0, 1)  # the dump run's step 0: the overflow run's too
+
+
+def test_npu_vs_npu_compares_like_with_like_when_the_other_run_holds_one_step(workspace, capsys, tmp_path):
+    """A fusion-off run dumped at step 0 only, beside a dump run of steps 0 and 5: without --step, the dump run is
+    read at step 0 too (at different steps the weights differ and every op would seem to; a user walk found ``ac``
+    blaming a fusion pass on that)."""
+    tree = workspace / "npu" / "debug_0" / "dump"
+    other = tmp_path / "other" / "20240613150000" / "0" / "ge_default_cmp" / "1" / "0"
+    shutil.copytree(tree / "20240613143502" / "0" / "ge_default_cmp" / "1" / "5", other)  # clean
+    code = main(["compare", "-m", str(tree), "-g", str(tmp_path / "other"), "-out", str(tmp_path / "o1")])
+    out = capsys.readouterr().out
+    assert code == 1 and "NPU dumps: dumps of step 0 on device 0 (the other run's only step)" in out
+    assert "op2" in out.split("First divergence:")[1].splitlines()[0]
+    code = main(["compare", "--step", "5", "-m", str(tree), "-g", str(tmp_path / "other"), "-out",
+                 str(tmp_path / "o2")])
+    assert code == 0  # asked for: step 5 against the other run's only step, as asked
