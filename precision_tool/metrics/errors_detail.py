@@ -46,12 +46,20 @@ class ErrorHistogram:
     left_out: int
 
 
-def _flat_pair(npu, ref):
-    x, y = np.asarray(npu), np.asarray(ref)
+#: Elements per chunk of :func:`worst_elements` (8 MiB of float64 errors).
+CHUNK = 1 << 20
+
+
+def _check_pair(x: np.ndarray, y: np.ndarray) -> None:
     if x.size != y.size:
         raise MetricInputError(f"Tensors differ in size: NPU {x.size}, reference {y.size}.")
     if x.dtype.kind not in "fiub" or y.dtype.kind not in "fiub":
         raise MetricInputError("Only real tensors have element errors.")
+
+
+def _flat_pair(npu, ref):
+    x, y = np.asarray(npu), np.asarray(ref)
+    _check_pair(x, y)
     return x.shape, x.reshape(-1).astype(np.float64, copy=False), y.reshape(-1).astype(np.float64, copy=False)
 
 
@@ -82,31 +90,57 @@ def element_errors(npu, ref, kind: str = "abs") -> np.ndarray:
 def worst_elements(npu, ref, count: int = 10, kind: str = "abs") -> Tuple[ElementError, ...]:
     """The ``count`` elements with the largest error, worst first (ties: lower index first).
 
-    Uses ``np.argpartition``, so the cost is linear in the tensor size. Elements with an undefined relative
-    error are not ranked by ``"rel"``.
+    Streamed: the errors are computed :data:`CHUNK` elements at a time, each chunk's ``count`` worst kept
+    (``np.argpartition``, then the lowest indices among the elements tied at the boundary), so the cost is linear
+    in the tensor size and the memory fixed -- a 100M-element pair is not copied to float64 whole. Elements with
+    an undefined relative error are not ranked by ``"rel"``.
 
     >>> [e.flat_index for e in worst_elements([[1.0, 2.0], [3.0, 4.0]], [[1.0, 2.5], [0.0, 4.1]], 2)]
     [2, 1]
     >>> worst_elements([[1.0, 2.0], [3.0, 4.0]], [[1.0, 2.5], [0.0, 4.1]], 1)[0].index
     (1, 0)
+    >>> [e.flat_index for e in worst_elements([5.0, 1.0, 5.0, 1.0], [1.0, 0.0, 1.0, 0.0], 3)]  # ties: lower first
+    [0, 2, 1]
     """
-    shape, x, y = _flat_pair(npu, ref)
-    error = element_errors(npu, ref, kind)
-    ranked = np.where(np.isnan(error), -1.0, error)
-    count = max(0, min(int(count), int(np.count_nonzero(ranked >= 0))))
-    if count == 0:
+    if kind not in ("abs", "rel"):
+        raise MetricInputError(f"Unknown error kind {kind!r}.", "use 'abs' or 'rel'")
+    x_in, y_in = np.asarray(npu), np.asarray(ref)
+    _check_pair(x_in, y_in)
+    shape, x, y = x_in.shape, x_in.reshape(-1), y_in.reshape(-1)
+    count = max(0, int(count))
+    kept_errors, kept_indices = [], []
+    for start in range(0, x.size if count else 0, CHUNK):
+        ranked = element_errors(x[start:start + CHUNK], y[start:start + CHUNK], kind)
+        ranked[np.isnan(ranked)] = -1.0  # undefined: never ranked
+        top = _top_indices(ranked, count)
+        kept_errors.append(ranked[top])
+        kept_indices.append(top + start)
+    if not kept_indices:
         return ()
-    top = np.argpartition(-ranked, count - 1)[:count] if count < ranked.size else np.arange(ranked.size)
-    top = top[np.lexsort((top, -ranked[top]))][:count]
-    abs_error = error[top] if kind == "abs" else element_errors(x[top], y[top], "abs")
-    rel_error = error[top] if kind == "rel" else element_errors(x[top], y[top], "rel")
+    errors, indices = np.concatenate(kept_errors), np.concatenate(kept_indices)
+    top = indices[np.lexsort((indices, -errors))][:count]
+    xs, ys = x[top].astype(np.float64), y[top].astype(np.float64)
+    abs_error, rel_error = element_errors(xs, ys, "abs"), element_errors(xs, ys, "rel")
     out = []
     for k, flat in enumerate(top.tolist()):
         rel = None if np.isnan(rel_error[k]) else float(rel_error[k])
         index = tuple(int(i) for i in np.unravel_index(flat, shape)) if shape else ()
-        out.append(ElementError(flat_index=flat, index=index, npu=float(x[flat]), reference=float(y[flat]),
+        out.append(ElementError(flat_index=flat, index=index, npu=float(xs[k]), reference=float(ys[k]),
                                 abs_error=float(abs_error[k]), rel_error=rel))
     return tuple(out)
+
+
+def _top_indices(ranked: np.ndarray, count: int) -> np.ndarray:
+    """Indices of the ``count`` largest non-negative values of ``ranked`` (fewer when fewer are non-negative): every
+    value above the ``count``-th largest, then the lowest indices among those equal to it."""
+    ranked_count = int(np.count_nonzero(ranked >= 0))
+    count = min(count, ranked_count)
+    if count == 0:
+        return np.zeros(0, np.intp)
+    boundary = -np.partition(-ranked, count - 1)[count - 1]
+    above = np.flatnonzero(ranked > boundary)
+    tied = np.flatnonzero(ranked == boundary)[:count - above.size]
+    return np.concatenate((above, tied))
 
 
 def error_histogram(npu, ref, kind: str = "rel", edges: Optional[Sequence[float]] = None) -> ErrorHistogram:
