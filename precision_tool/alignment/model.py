@@ -216,6 +216,8 @@ class Coverage:
         tensors are not compared (the NPU tensors they would serve say why in :attr:`unaligned`).
     dump_choice : which step and device of the NPU dump tree were compared, when it holds others or one was
         asked for (:mod:`precision_tool.formats.dump_tree`); ``""`` otherwise.
+    dump_step, dump_device : the step and device compared, as numbers (``None``: the dumps were not in GE's
+        step folders); what ``vcs``, ``ni`` and ``report`` match a ``--step``/``--device`` against.
     """
 
     aligned_count: int = 0
@@ -229,9 +231,13 @@ class Coverage:
     unreadable: Tuple[Tuple[str, str], ...] = ()
     unreadable_references: Tuple[Tuple[str, str], ...] = ()
     dump_choice: str = ""
+    dump_step: Optional[int] = None
+    dump_device: Optional[int] = None
 
     def to_dict(self) -> dict:
-        chosen = {"dump_choice": self.dump_choice} if self.dump_choice else {}
+        chosen: dict = {"dump_choice": self.dump_choice} if self.dump_choice else {}
+        chosen.update((key, value) for key, value in (("dump_step", self.dump_step),
+                                                      ("dump_device", self.dump_device)) if value is not None)
         return {**chosen, "aligned_count": self.aligned_count, "npu_tensors": self.npu_tensors,
                 "npu_only_ops": list(self.npu_only_ops), "reference_only": list(self.reference_only),
                 "dumped_not_in_graph": list(self.dumped_not_in_graph),

@@ -165,6 +165,7 @@ def align_npu_vs_npu(npu_dump_dir, other_dump_dir, graph=None, other_graph=None)
         unaligned=tuple((item.npu.tensor_id, item.reason) for item in unaligned),
         unreadable=tuple(left.unreadable) + tuple(other.run.unreadable),
         dump_choice="; ".join(filter(None, (left.dump_choice,
-                                            other.run.dump_choice and f"other run: {other.run.dump_choice}"))))
+                                            other.run.dump_choice and f"other run: {other.run.dump_choice}"))),
+        dump_step=left.choice.step, dump_device=left.choice.device)
     return Alignment(MODE_NPU_VS_NPU, tuple(pairs), tuple(unaligned), coverage, order, order_source,
                      left.data_inputs())

@@ -6,7 +6,8 @@ command loads only that command's module (``build_registry(only=NAME)``), so ``p
 not pay for importing the HTML report, the checks and the shell. A test keeps the table equal to what the
 modules declare.
 
-:data:`DUMP_READERS` names the commands that read NPU dumps: the registry gives them ``--step N --device N``
+:data:`DUMP_READERS` names the commands that read NPU dumps, or results of a step and device (``vcs``, ``report``:
+the newest result of the step and device asked for): the registry gives them ``--step N --device N``
 (``compare`` also ``--steps all`` and ``--device all``) and says which step and device they read
 (:mod:`precision_tool.commands.registry`). ``emulate`` is not one: its ``--step`` is a training step.
 """
@@ -43,8 +44,8 @@ COMMAND_TABLE: Dict[str, Tuple[str, Tuple[str, ...]]] = {
 COMMAND_MODULES = tuple(module for module, _ in COMMAND_TABLE.values())
 # command name -> what it reads of an NPU dump tree (Command.dumps): one step of one device, or, for compare,
 # also every step / every device.
-DUMP_READERS: Dict[str, str] = {**dict.fromkeys(("ac", "cp", "dc", "fusion", "ls", "ni", "ov", "pt", "replay", "vc"),
-                                                ONE_STEP), "compare": EVERY_STEP}
+DUMP_READERS: Dict[str, str] = {**dict.fromkeys(("ac", "cp", "dc", "fusion", "ls", "ni", "ov", "pt", "replay", "report",
+                                                 "vc", "vcs"), ONE_STEP), "compare": EVERY_STEP}
 
 
 def module_of(name: str) -> Optional[str]:

@@ -14,14 +14,20 @@ COMPARE_HEADERS = ("tensor", "ground truth", "cosine", "max abs err", "max rel e
 _METRICS = ("CosineSimilarity", "MaxAbsoluteError", "MaxRelativeError", "MeanRelativeError")
 
 
-def latest_result_csv(temp_dir: str) -> Optional[str]:
-    """The newest result CSV under ``temp_dir/vector_compare``, or ``None``."""
+def latest_result_csv(temp_dir: str, selection=None) -> Optional[str]:
+    """The newest result CSV under ``temp_dir/vector_compare`` (of ``selection``'s step and device, when given:
+    :func:`~precision_tool.reports.result_store.find_result_csv`), or ``None``."""
+    from precision_tool.errors import WorkspaceError
     from precision_tool.reports.result_outputs import RESULT_FOLDER
-    from precision_tool.reports.result_store import result_csvs
+    from precision_tool.reports.result_store import find_result_csv
 
     folder = os.path.join(temp_dir, RESULT_FOLDER)
-    found = result_csvs(folder) if os.path.isdir(folder) else []
-    return found[-1] if found else None
+    if not os.path.isdir(folder):
+        return None
+    try:
+        return find_result_csv(folder, selection=selection)
+    except WorkspaceError:  # none there, or none of that step and device
+        return None
 
 
 def compare_rows_for_op(csv_path: str, op_name: str) -> Tuple[List[str], List[List[str]]]:

@@ -132,23 +132,30 @@ def add_reference_section(report: Report, data: dict, op_name: str, lookup) -> N
 
 def result_for(lookup, chosen: Optional[str]) -> Optional[str]:
     """The result CSV ``ni`` reads: ``-f RESULT`` (a CSV, or a folder searched for the latest; errors name it), else
-    the newest under ``WORKSPACE/temp/vector_compare``, else ``None``."""
+    the newest under ``WORKSPACE/temp/vector_compare``, else ``None`` -- of the step and device asked for
+    (``--step``/``--device``) when given: a result of another step is never shown beside this step's dumps."""
     from precision_tool.commands.compare_rows import latest_result_csv
+    from precision_tool.formats.dump_tree import requested
     from precision_tool.reports.result_store import find_result_csv
 
     if chosen:
         if not os.path.lexists(chosen):
             raise WorkspaceError(f"{chosen}: no such file or folder", "give -f a result folder or result_*.csv")
-        return find_result_csv(chosen)
-    return latest_result_csv(lookup.workspace.temp)
+        return find_result_csv(chosen, selection=requested())
+    return latest_result_csv(lookup.workspace.temp, requested())
 
 
 def add_compare_section(report: Report, data: dict, op_name: str, lookup, path: Optional[str] = None) -> None:
     """This op's rows of the comparison result at ``path`` (:func:`result_for`), or a line saying there is none."""
     from precision_tool.commands.compare_rows import compare_rows_for_op
 
+    from precision_tool.formats.dump_tree import requested
+    from precision_tool.reports.result_store import position_text, recorded_position
+
     if path is None:
-        report.add_text(f"Comparison result: none under {lookup.workspace.temp} ('ac -c' or 'compare' writes one; "
+        asked = requested()
+        of = f" of {position_text(asked.step, asked.device)}" if not asked.empty else ""
+        report.add_text(f"Comparison result{of}: none under {lookup.workspace.temp} ('ac -c' or 'compare' writes one; "
                         f"-f RESULT reads one written elsewhere, as with -o)")
         data["compare"] = None
         return
@@ -158,10 +165,12 @@ def add_compare_section(report: Report, data: dict, op_name: str, lookup, path: 
         report.add_text(f"Comparison result: {error}")
         data["compare"] = {"path": path, "error": str(error)}
         return
+    position = position_text(*recorded_position(path))
+    shown = f"{path} ({position})" if position else path
     if rows:
-        report.add_table(headers, rows, title=f"Comparison result {path}")
+        report.add_table(headers, rows, title=f"Comparison result {shown}")
     else:
-        report.add_text(f"Comparison result {path}: no row for this op")
+        report.add_text(f"Comparison result {shown}: no row for this op")
     data["compare"] = {"path": path, "headers": headers, "rows": rows}
 
 

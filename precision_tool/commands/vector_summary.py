@@ -42,7 +42,8 @@ def handle(args, ctx: Context):
     from precision_tool.reports.report import Report
     from precision_tool.reports.result_csv import number_text
     from precision_tool.reports.result_outputs import workspace_result_folder
-    from precision_tool.reports.result_store import FROM_CSV, RUN_FIRST, load_result
+    from precision_tool.formats.dump_tree import requested
+    from precision_tool.reports.result_store import FROM_CSV, RUN_FIRST, load_result, position_text
     from precision_tool.reports.summary import exit_status, run_exit_code, unusable_inputs, unusable_note
 
     target = args.file or workspace_result_folder(ctx.data_dir)
@@ -50,7 +51,7 @@ def handle(args, ctx: Context):
         raise WorkspaceError(f"{args.file}: no such file or folder")
     if not args.file and not os.path.isdir(target):
         raise WorkspaceError(f"{target}: no such folder", RUN_FIRST)
-    stored = load_result(target, args.cosine, hint=RUN_FIRST)
+    stored = load_result(target, args.cosine, hint=RUN_FIRST, selection=requested())
     comparison, threshold = stored.comparison, stored.threshold
     errors = [r for r in comparison.results if r.status is Status.ERROR]
     counts = comparison.counts()
@@ -64,8 +65,10 @@ def handle(args, ctx: Context):
     failing = [r for _k, r in failing_at]
     shown = failing_at if args.limit <= 0 else failing_at[:args.limit]
 
-    report = Report(title=f"{stored.csv_path}: {compared} tensors compared, {len(failing)} below cosine "
-                          f"{threshold_text(threshold)} or failing")
+    coverage = comparison.facts.coverage
+    position = "" if coverage is None else position_text(coverage.dump_step, coverage.dump_device)
+    report = Report(title=f"{stored.csv_path}{f' ({position})' if position else ''}: {compared} tensors compared, "
+                          f"{len(failing)} below cosine {threshold_text(threshold)} or failing")
     replayed = any(r.local_error is not None for r in failing)
     if shown:
         rows = [[_index_value(r.index), r.tensor_id, r.op_type, number_text(r.cosine),

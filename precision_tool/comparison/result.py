@@ -377,7 +377,13 @@ def _coverage_from_dict(data: Mapping[str, Any]) -> Coverage:
                     graph_ops_without_dump=names("graph_ops_without_dump"), ambiguous=names("ambiguous"),
                     unaligned=pairs("unaligned"), unreadable=pairs("unreadable"),
                     unreadable_references=pairs("unreadable_references"),
-                    dump_choice=str(data.get("dump_choice") or ""))
+                    dump_choice=str(data.get("dump_choice") or ""), dump_step=_optional_count(data, "dump_step"),
+                    dump_device=_optional_count(data, "dump_device"))
+
+
+def _optional_count(data: Mapping[str, Any], key: str) -> Optional[int]:
+    value = data.get(key)
+    return None if value is None else int(value)
 
 
 def order_by_index(results: Sequence[TensorResult]) -> Tuple[str, ...]:

@@ -7,7 +7,7 @@ has error ``inf``, so it ranks first; pairs that agree (NaN and NaN, +inf and +i
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Optional, Sequence, Tuple
+from typing import List, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -108,7 +108,8 @@ def worst_elements(npu, ref, count: int = 10, kind: str = "abs") -> Tuple[Elemen
     _check_pair(x_in, y_in)
     shape, x, y = x_in.shape, x_in.reshape(-1), y_in.reshape(-1)
     count = max(0, int(count))
-    kept_errors, kept_indices = [], []
+    kept_errors: List[np.ndarray] = []
+    kept_indices: List[np.ndarray] = []
     for start in range(0, x.size if count else 0, CHUNK):
         ranked = element_errors(x[start:start + CHUNK], y[start:start + CHUNK], kind)
         ranked[np.isnan(ranked)] = -1.0  # undefined: never ranked

@@ -48,7 +48,7 @@ from dataclasses import dataclass, replace
 from typing import Any, Dict, Iterable, Iterator, List, Optional, Tuple
 
 from precision_tool.comparison.result import ComparisonResult, RunFacts, TensorResult, Timing, order_by_index
-from precision_tool.errors import ResultCsvError, ResultFileError, WorkspaceError
+from precision_tool.errors import PrecisionToolError, ResultCsvError, ResultFileError, WorkspaceError
 from precision_tool.fileio import TEXT_LIMIT, atomic_write, open_input
 from precision_tool.metrics import ALL, DEFAULT_COSINE_THRESHOLD
 from precision_tool.status import Status
@@ -258,7 +258,7 @@ def _check_pairs(value: Any, field: str, second: str) -> None:
                and second_ok(pair[1]), "a [string, string] pair" if second == "text" else "a [string, count] pair")
 
 
-_COVERAGE_COUNTS = ("aligned_count", "npu_tensors")
+_COVERAGE_COUNTS = ("aligned_count", "npu_tensors", "dump_step", "dump_device")
 _COVERAGE_NAMES = ("npu_only_ops", "reference_only", "dumped_not_in_graph", "graph_ops_without_dump", "ambiguous")
 _COVERAGE_PAIRS = ("unaligned", "unreadable", "unreadable_references")
 
@@ -354,14 +354,17 @@ def _mtime(path: str) -> int:
         return 0
 
 
-def find_result_csv(target: str, hint: str = RUN_FIRST) -> str:
-    """``target`` itself when it is not a folder, else the latest ``result_{timestamp}[_n].csv`` under it.
+def find_result_csv(target: str, hint: str = RUN_FIRST, selection=None) -> str:
+    """``target`` itself when it is not a folder, else the latest ``result_{timestamp}[_n].csv`` under it -- with a
+    ``selection`` (:class:`~precision_tool.formats.dump_tree.DumpSelection`: ``--step``/``--device``), the latest
+    whose run compared that step and device (:func:`recorded_position`).
 
     A ``-f result_{ts}.jsonl`` means the CSV beside it, when there is one. Anything else that exists -- a
     file, but also a FIFO, a device or a dangling symlink -- is returned as it is, for its reader to refuse
     in one line saying what it is.
 
-    Raises :class:`WorkspaceError` (with ``hint``) when there is no such file or folder, or no result in it.
+    Raises :class:`WorkspaceError` (with ``hint``) when there is no such file or folder, or no result in it (of
+    the step and device asked for: the error lists those the results hold).
     """
     if os.path.lexists(target) and not os.path.isdir(target):
         root, ext = os.path.splitext(target)
@@ -373,7 +376,40 @@ def find_result_csv(target: str, hint: str = RUN_FIRST) -> str:
     found = result_csvs(target)
     if not found:
         raise WorkspaceError(f"no result_*.csv under {target}", hint)
-    return found[-1]
+    if selection is None or (selection.step is None and selection.device is None):
+        return found[-1]
+    positions = {path: recorded_position(path) for path in found}
+    for path in reversed(found):
+        step, device = positions[path]
+        if selection.step in (None, step) and selection.device in (None, device):
+            return path
+    held = sorted({position for position in positions.values() if position != (None, None)},
+                  key=lambda position: (position[1] if position[1] is not None else -1,
+                                        position[0] if position[0] is not None else -1))
+    listed = "; ".join(position_text(*position) for position in held) or "none records a step or device"
+    raise WorkspaceError(f"no result of {position_text(selection.step, selection.device)} under {target} "
+                         f"(results of: {listed})", "compare it first: compare --step N --device N")
+
+
+def recorded_position(csv_path: str) -> Tuple[Optional[int], Optional[int]]:
+    """``(step, device)`` the run of ``csv_path`` compared, from its ``summary.json`` (``coverage.dump_step`` and
+    ``dump_device``); ``(None, None)`` when it records none -- dumps not in step folders, an older result, a
+    summary that describes another CSV or cannot be read."""
+    from precision_tool.reports.summary import summary_for_csv
+
+    try:
+        summary = summary_for_csv(csv_path)
+    except PrecisionToolError:
+        return None, None
+    coverage = (summary or {}).get("coverage") or {}
+    return coverage.get("dump_step"), coverage.get("dump_device")
+
+
+def position_text(step: Optional[int], device: Optional[int]) -> str:
+    """``"step 5 on device 0"``, ``"step 5"``, ``"device 1"`` (``""`` for neither)."""
+    if step is not None:
+        return f"step {step}" + (f" on device {device}" if device is not None else "")
+    return f"device {device}" if device is not None else ""
 
 
 # --------------------------------------------------------------------------------------------- loading
@@ -440,14 +476,15 @@ class StoredResult:
         return tuple((k, row) for k, row in enumerate(self.comparison.results) if row.op_name == op_name)
 
 
-def load_result(target: str, threshold: Optional[float] = None, hint: str = RUN_FIRST) -> StoredResult:
-    """Read the result at ``target`` (a CSV, or a folder searched for the latest) judged at ``threshold``
-    (default: the run's, else 0.99). Raises :class:`WorkspaceError`, ``ResultCsvError`` or
-    :class:`ResultFileError` with one line naming the file."""
+def load_result(target: str, threshold: Optional[float] = None, hint: str = RUN_FIRST,
+                selection=None) -> StoredResult:
+    """Read the result at ``target`` (a CSV, or a folder searched for the latest: of ``selection``'s step and device
+    when given, :func:`find_result_csv`) judged at ``threshold`` (default: the run's, else 0.99). Raises
+    :class:`WorkspaceError`, ``ResultCsvError`` or :class:`ResultFileError` with one line naming the file."""
     from precision_tool.reports.result_csv import read_result_csv
     from precision_tool.reports.summary import summary_for_csv
 
-    csv_path = find_result_csv(target, hint)
+    csv_path = find_result_csv(target, hint, selection)
     summary = summary_for_csv(csv_path)
     results_path = results_path_for(csv_path)
     if os.path.lexists(results_path):  # a FIFO or a dangling symlink named like it is refused, not skipped

@@ -99,3 +99,27 @@ def test_npu_vs_npu_compares_like_with_like_when_the_other_run_holds_one_step(wo
     code = main(["compare", "--step", "5", "-m", str(tree), "-g", str(tmp_path / "other"), "-out",
                  str(tmp_path / "o2")])
     assert code == 0  # asked for: step 5 against the other run's only step, as asked
+
+
+def test_vcs_ni_and_report_read_the_result_of_the_step_asked_for_and_say_which_they_read(workspace, capsys):
+    """After ``compare --steps all`` the workspace holds a result per step. A user walk found ``ni --step 0`` showing
+    step 5's passing row beside step 0's failing dump, and ``vcs`` passing on step 5 unasked and unsaid."""
+    assert main(["-d", str(workspace), "compare", "--steps", "all"]) == 1  # step 0 diverges
+    capsys.readouterr()
+    code, out = main(["-d", str(workspace), "vcs", "--step", "0"]), capsys.readouterr().out
+    assert code == 1 and "(step 0 on device 0): 8 tensors compared, 3 below cosine" in out.splitlines()[0]
+    code, out = main(["-d", str(workspace), "vcs"]), capsys.readouterr().out
+    assert code == 0 and "(step 5 on device 0): 8 tensors compared, 0 below" in out.splitlines()[0]
+    assert main(["-d", str(workspace), "--step", "0", "vcs"]) == 1  # before the command too
+    capsys.readouterr()
+    assert main(["-d", str(workspace), "vcs", "--step", "3"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("precision_tool: error: no result of step 3 under ") and len(err.splitlines()) == 1
+    assert "(results of: step 0 on device 0; step 5 on device 0)" in err
+    main(["-d", str(workspace), "ni", "op2", "--step", "0"])
+    out = capsys.readouterr().out
+    result = out.split("Comparison result ")[1]
+    assert result.startswith(f"{workspace / 'temp'}") and "(step 0 on device 0)" in result.splitlines()[0]
+    assert "fail" in result.split("op2:output:0")[1].splitlines()[0]
+    main(["-d", str(workspace), "ni", "op2", "--device", "1"])
+    assert "Comparison result of device 1: none under" in capsys.readouterr().out

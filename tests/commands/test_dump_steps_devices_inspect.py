@@ -84,13 +84,13 @@ def test_dc_converts_the_files_of_the_step_and_device_asked_for(steps, tmp_path,
     assert not any(name.startswith("Add.") for name in os.listdir(str(tmp_path / "d1")))
 
 
-def test_emulate_keeps_its_own_step_and_vcs_takes_none(capsys):
+def test_emulate_keeps_its_own_step(capsys):
     from precision_tool.commands import build_registry
 
     registry = build_registry()
     emulate = registry.resolve("emulate").build_parser()
     assert emulate.parse_args(["m.py", "-o", "ws", "--step", "2"]).step == 2  # the training step
     assert not hasattr(emulate.parse_args(["m.py", "-o", "ws"]), "dump_device")
-    assert "--device" not in registry.resolve("vcs").build_parser().format_help()
+    assert "--device" not in registry.resolve("tf_dump").build_parser().format_help()  # TF: no NPU steps
     assert "--steps N|all" in registry.resolve("compare").build_parser().format_help()
     assert "--steps" not in registry.resolve("vc").build_parser().format_help()

@@ -53,7 +53,7 @@ def test_a_device_the_tree_lacks_is_one_error_line_and_the_shell_stays(shell):
     assert dumped(shell.execute("ls -n Add", SIZE).text) == "yes"
 
 
-def test_tab_completes_the_flags_on_commands_that_read_dumps_only(shell):
+def test_tab_completes_the_flags_on_commands_that_read_dumps_or_their_results_only(shell):
     from prompt_toolkit.completion import CompleteEvent
     from prompt_toolkit.document import Document
 
@@ -63,4 +63,4 @@ def test_tab_completes_the_flags_on_commands_that_read_dumps_only(shell):
 
     assert texts("pt --de") == ["--device"] and texts("ls --st") == ["--step"]
     assert set(texts("compare --st")) == {"--step", "--steps"}
-    assert texts("vcs --de") == []
+    assert texts("vcs --de") == ["--device"] and texts("help --de") == []  # vcs: the result of that device

@@ -44,7 +44,9 @@ def build_report(target: str, *, threshold: Optional[float] = None, data_dir: st
     rows of ``ac``'s tables, as ``ac -l`` does. ``graph_only``: for the graph view alone, which shows no element
     details -- none are read (a second alignment and every failing tensor's values).
     """
-    source = load_result(target, threshold, hint=RUN_FIRST)
+    from precision_tool.formats.dump_tree import requested
+
+    source = load_result(target, threshold, hint=RUN_FIRST, selection=requested())
     if findings is None and run_checks:
         workspace = workspace_of_result(data_dir, source.inputs)
         if workspace is not None:
