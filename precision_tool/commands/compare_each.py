@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence, Tuple
 
 from precision_tool.commands.compare_run import CompareRequest, execute, run_compare
 from precision_tool.commands.options import ALL, dump_selection
-from precision_tool.errors import EXIT_FAILED_CHECK, PrecisionToolError, UsageError
+from precision_tool.errors import EXIT_FAILED_CHECK, EXIT_UNUSABLE_INPUT, PrecisionToolError, UsageError
 from precision_tool.formats.dump_tree import DumpSelection, each_selection, numbers_text, requested
 from precision_tool.reports.report import Report, Text
 from precision_tool.reports.result_outputs import take_run_folder
@@ -48,7 +48,7 @@ def run_compare_each(request: CompareRequest, args, default_root: str, folders: 
     Raises :class:`UsageError` with ``--junit`` or ``--html`` (one run's outputs), and the typed error of a
     missing folder, of a device asked for that the tree lacks, or of the first run when every run failed.
     """
-    from precision_tool.comparison.tree_runs import compare_each, tree_of
+    from precision_tool.comparison.tree_runs import StepRun, compare_each, tree_of
 
     from precision_tool.comparison.pipeline import check_request
 
@@ -72,6 +72,10 @@ def run_compare_each(request: CompareRequest, args, default_root: str, folders: 
         if not args.out_dir:
             _remove_if_empty(base)
         raise
+    if every_device:  # a card that dumped nothing is a row too, not left out
+        runs = list(runs) + [StepRun(device, None, exit_code=EXIT_UNUSABLE_INPUT,
+                                     error=f"{os.path.join(request.npu_dir, folder)}: no dump files")
+                             for device, folder in tree.empty_devices]
     return _report(runs, _what(every_step, every_device, selections, wanted), every_step, every_device, base,
                    time.perf_counter() - started)
 

@@ -9,7 +9,8 @@ divergence. From those:
 * :func:`first_diverging` -- the earliest step whose comparison fails (per device);
 * :func:`replicas_differ` -- the devices whose results differ from the others' (data-parallel replicas should
   agree): another set of failing tensors than most devices have (ties: the smallest set), or, with the same
-  set, a tensor whose cosine is more than :data:`REPLICA_COSINE_TOLERANCE` from the replicas' median;
+  set, a tensor whose cosine is more than :data:`REPLICA_COSINE_TOLERANCE` from the replicas' median (of two
+  replicas, both, each line saying that which is off cannot be told);
 * :func:`exit_code_of` -- 1 when a run fails, else 2 when one could not be used, else 0.
 """
 from __future__ import annotations
@@ -171,13 +172,20 @@ def _set_difference(run: StepRun, consensus: FrozenSet[str], where: str) -> str:
 
 
 def _cosine_difference(run: StepRun, agreeing: Sequence[StepRun], tolerance: float) -> str:
+    """Why a cosine of ``run`` is off the agreeing replicas' median, or ``""``. Of two replicas the median lies
+    halfway: both are off by as much, so the line says that which one is off cannot be told (both are flagged)."""
     for tensor, cosine in run.cosines.items():
         values = [other.cosines[tensor] for other in agreeing if tensor in other.cosines]
         if len(values) < 2:
             continue
         median = statistics.median(values)
-        if abs(cosine - median) > tolerance:
-            return f"cosine of {tensor} {cosine:.6g}, replicas' median {median:.6g}"
+        if abs(cosine - median) <= tolerance:
+            continue
+        if len(values) == 2:
+            (other,) = [o for o in agreeing if o is not run and tensor in o.cosines] or [run]
+            return (f"cosine of {tensor} {cosine:.6g} against device {other.device}'s {other.cosines[tensor]:.6g} "
+                    "(two replicas: which one is off cannot be told)")
+        return f"cosine of {tensor} {cosine:.6g}, replicas' median {median:.6g}"
     return ""
 
 

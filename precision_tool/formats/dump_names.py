@@ -46,7 +46,8 @@ from typing import Dict, List, Optional, Sequence, Tuple, Union
 
 from precision_tool.errors import DumpFormatError, WorkspaceError
 from precision_tool.fileio import read_input_text
-from precision_tool.formats.dump_tree import Choice, DumpSelection, choose_folders, noted, position_of
+from precision_tool.formats.dump_tree import (Choice, DumpSelection, choose_folders, device_folder_of, noted,
+                                              position_of, with_empty_devices)
 
 MAPPING_FILE_NAME = "mapping.csv"
 MAX_FILE_NAME_BYTES = 255  # names this long or longer are stored under a hash
@@ -479,7 +480,11 @@ def scan_dump_folder(root: Union[str, os.PathLike], selection: Optional[DumpSele
     unreadable: List[str] = []
     unresolved: List[Tuple[str, str]] = []
     exceptions: List[ExceptionDumpRef] = []
+    device_folders: List[Tuple[int, str]] = []
     for folder, files in _walk_files(root, unreadable):
+        device = device_folder_of(folder)
+        if device is not None:
+            device_folders.append((device, folder))
         mapping: Dict[str, str] = {}
         mapping_error = None
         if MAPPING_FILE_NAME in files:
@@ -509,6 +514,8 @@ def scan_dump_folder(root: Union[str, os.PathLike], selection: Optional[DumpSele
         folder = os.path.dirname(path)
         per_folder[folder] = per_folder.get(folder, 0) + 1
     choice, kept_folders = choose_folders(root, sorted(per_folder), selection, per_folder)
+    choice = with_empty_devices(choice, [(device, os.path.relpath(folder, root)) for device, folder in device_folders
+                                         if not any(path.startswith(folder + os.sep) for path in per_folder)])
     noted(root, choice)
     kept = set(kept_folders)
     found = [ref for ref in found if os.path.dirname(ref.path) in kept]

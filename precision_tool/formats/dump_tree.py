@@ -28,6 +28,7 @@ yields, so a command can say which step and device it read (:func:`noted`).
 from __future__ import annotations
 
 import contextvars
+import dataclasses
 import os
 import re
 from contextlib import contextmanager
@@ -84,7 +85,8 @@ class Choice:
 
     ``held``: every ``(device, step)`` of the tree's read models, sorted (``()`` for a flat folder). ``models``: the
     :attr:`TreePosition.model_folder` read of each device, ``(device, folder)`` by device (see the module
-    docstring).
+    docstring). ``empty_devices``: ``(device, folder)`` of the ``{time}/{device}`` folders holding no dump file
+    (a card that dumped nothing), which the note names too (:func:`with_empty_devices`).
     """
 
     step: Optional[int]
@@ -92,6 +94,7 @@ class Choice:
     note: str = ""
     held: Tuple[Tuple[int, int], ...] = ()
     models: Tuple[Tuple[int, str], ...] = ()
+    empty_devices: Tuple[Tuple[int, str], ...] = ()
 
     def keeps(self, position: Optional[TreePosition]) -> bool:
         return position is None or self.step is None or (
@@ -156,6 +159,25 @@ def noted(root: str, choice: Choice) -> None:
     found = _NOTED.get()
     if found is not None and choice.note and (root, choice) not in found:
         found.append((root, choice))
+
+
+def device_folder_of(folder: str) -> Optional[int]:
+    """The device of a ``{time}/{device}`` folder (its last two path components), or ``None``."""
+    parts = os.path.normpath(os.path.abspath(folder)).split(os.sep)
+    if len(parts) < 2 or not (_TIME.match(parts[-2]) and _NUMBER.match(parts[-1])):
+        return None
+    return int(parts[-1])
+
+
+def with_empty_devices(choice: Choice, empty: Sequence[Tuple[int, str]]) -> Choice:
+    """``choice`` knowing the device folders that hold no dump file, ``(device, folder)``: kept in
+    :attr:`Choice.empty_devices` and named at the end of the note (a tree's choice only: a flat folder has no
+    devices)."""
+    if not empty or choice.step is None:
+        return choice
+    listed = ", ".join(f"device {device} ({folder})" for device, folder in sorted(empty))
+    note = choice.note or f"dumps of step {choice.step} on device {choice.device}"
+    return dataclasses.replace(choice, note=f"{note}; no dump files for {listed}", empty_devices=tuple(sorted(empty)))
 
 
 def position_of(folder: str) -> Optional[TreePosition]:

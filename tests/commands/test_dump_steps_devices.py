@@ -324,3 +324,19 @@ def test_other_models_and_sessions_of_a_device_are_named_not_mixed(tree, tmp_pat
     # The helper's folder, given as the root, is read: its one op, broken.
     assert main(["compare", "-m", str(root / TIMES[0] / "0" / "ge_default_helper"), "-g", case.ref, "-f",
                  case.graph, "-out", str(tmp_path / "helper")]) == 1
+
+
+def test_a_device_folder_without_dump_files_is_named_and_is_a_row_of_device_all(tree, tmp_path, capsys):
+    """A card that dumped nothing: its ``{time}/{device}`` folder is there, empty. A user walk found it left out of
+    ``--device all`` and of the note without a word."""
+    case, root = tree
+    (root / "20240613143512" / "2").mkdir(parents=True)
+    assert compare(case, root, tmp_path / "one") == 0
+    assert "; no dump files for device 2 (20240613143512/2)" in capsys.readouterr().out
+    every = ["compare", "--device", "all", "-m", str(root), "-g", case.ref, "-f", case.graph, "-out"]
+    assert main([*every, str(tmp_path / "all")]) == 1  # device 1's step 5 fails
+    out = capsys.readouterr().out
+    (row,) = [line for line in out.splitlines() if line.startswith("2 ")]
+    assert row.split()[-1] == "files" and f"{root}/20240613143512/2: no dump files" in row
+    shutil.rmtree(root / TIMES[1])  # device 1 gone: nothing fails, the empty card makes it exit 2
+    assert main([*every, str(tmp_path / "all2")]) == 2

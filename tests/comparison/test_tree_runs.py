@@ -33,7 +33,9 @@ def test_with_the_same_failing_tensors_a_cosine_off_the_median_is_flagged():
 
 def test_two_replicas_that_disagree_on_a_cosine_are_both_flagged_and_one_replica_never():
     runs = [replica(0), replica(1, a_output_0=0.9)]
-    assert sorted(replicas_differ(runs)) == [0, 1]  # which is right cannot be told from two
+    assert replicas_differ(runs) == {  # which is right cannot be told from two, and the lines say so
+        0: "cosine of a:output:0 0.99995 against device 1's 0.9 (two replicas: which one is off cannot be told)",
+        1: "cosine of a:output:0 0.9 against device 0's 0.99995 (two replicas: which one is off cannot be told)"}
     assert replicas_differ([replica(0)]) == {}
     failed = StepRun.failed(DumpSelection(5, 1), WorkspaceError("/r: no dumps of step 5 on device 1"))
     assert replicas_differ([replica(0), failed]) == {}  # a run that could not be compared is no replica
