@@ -101,8 +101,9 @@ COMMAND = Command(
             "(also before the command). --steps all compares every step of the device, --device all every "
             "device (its newest step), each into OUT/step_N or OUT/device_N, with a table and the first diverging "
             "step or the replicas that differ.\n"
-            "Exit codes: 0 every compared tensor passes, 1 at least one fails, 2 unusable input (missing folder, "
-            "unreadable graph, nothing aligned, or dump/reference files that could not be read while nothing "
-            "fails).\nTensors without a reference and ops without a dump are reported as coverage and do not fail "
-            "the run."),
+            "Exit codes: 0 every compared tensor passes, 1 at least one fails -- or is aligned but cannot be "
+            "read (an ERROR row: its dump or reference cut, changed while compared, of a type not compared) --, "
+            "2 unusable input (missing folder, unreadable graph, nothing aligned, or dump/reference files whose "
+            "headers could not be read, so nothing was aligned to them, while nothing fails).\n"
+            "Tensors without a reference and ops without a dump are reported as coverage and do not fail the run."),
 )

@@ -428,7 +428,8 @@ def _walk_files(root: str, unreadable: List[str]):
 
     The names are every entry that is not a folder: regular files, and also FIFOs, devices, sockets and
     dangling symlinks, so that one named like a dump is found and then refused by the dump reader in one
-    line naming it, rather than silently missing."""
+    line naming it, rather than silently missing -- and a folder named like a dump file (GE's own folders are
+    named by times, numbers and model names, never so), which is not entered but refused the same way."""
     seen = set()
     stack = [root]
     while stack:
@@ -447,7 +448,7 @@ def _walk_files(root: str, unreadable: List[str]):
         files, folders = [], []
         for entry in entries:
             try:
-                if entry.is_dir():
+                if entry.is_dir() and parse_dump_name(entry.name) is None:
                     folders.append(entry.path)
                 else:
                     files.append(entry.name)

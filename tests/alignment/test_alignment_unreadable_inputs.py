@@ -70,3 +70,15 @@ def test_a_dump_with_too_many_dims_is_one_unreadable_file_the_rest_aligned(tmp_p
                                                  f"holds at most {MAX_NDIM} (a corrupted header)"),)
     assert pairing(result) == {"a:input:0": "x:output:0", "a:output:0": "a:output:0", "c:input:0": "b:output:0",
                                "c:output:0": "c:output:0"}
+
+
+def test_a_folder_named_like_a_dump_file_is_one_unreadable_file_not_entered(tmp_path):
+    """A fuzz run found it left out without a word (the op was only "a graph op without a dump file"); a FIFO in its
+    place was named. GE names its own folders by times, numbers and model names, never like a dump file."""
+    dump_dir, ref_dir, graph_path = write_workspace(tmp_path, NODES, ["x", "a", "b", "c"])
+    (folder,) = [os.path.join(dump_dir, f) for f in os.listdir(dump_dir) if f.startswith("Neg.")]
+    os.unlink(folder)
+    os.mkdir(folder)
+    result = align(dump_dir, ref_dir, graph=graph_path)
+    assert result.coverage.unreadable == ((folder, f"{folder}: is a folder, not a regular file"),)
+    assert "b" not in result.coverage.graph_ops_without_dump
