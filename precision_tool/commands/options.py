@@ -162,8 +162,8 @@ def add_fusion_rule_options(parser: argparse.ArgumentParser) -> None:
 
 
 def _dump_position(text: str) -> int:
-    """A step or device number: the folder name GE writes (0, 1, ...)."""
-    if not text.isdigit():
+    """A step or device number: the folder name GE writes (0, 1, ...; ASCII digits: ``int`` also takes ``٥``)."""
+    if not (text.isdigit() and all("0" <= c <= "9" for c in text)):
         raise ValueError(text)
     return int(text)
 

@@ -22,7 +22,7 @@ import numpy as np
 
 from precision_tool.commands.tensor_spec import (ParsedSpec, TensorChoice, choose_tensor_file, parse_slice,
                                                  parse_tensor_spec)
-from precision_tool.errors import UsageError
+from precision_tool.errors import LayoutError, UsageError
 from precision_tool.formats.layouts import shape_text
 from precision_tool.formats.tensor_kind import INPUT, OUTPUT
 
@@ -117,7 +117,10 @@ def _load_dump(choice: TensorChoice, lookup, keep_layout: bool) -> List[LoadedTe
     loaded = []
     for entry in entries:
         ref = npu_tensor_ref(choice.path, dump, entry, node)
-        decoded = ref.load(keep_layout=keep_layout, mapped=True)
+        try:
+            decoded = ref.load(keep_layout=keep_layout, mapped=True)
+        except LayoutError as error:  # the shapes of the header contradict: say which file and tensor
+            raise LayoutError(f"{choice.path}: {entry.label}: {error}", "--keep-layout shows it as stored") from None
         stored = f"{ref.dtype} {entry.stored_text}"
         loaded.append(LoadedTensor(ref.tensor_id, choice.path, decoded.array, stored, decoded.origin_format,
                                    decoded.note, ref.dtype, whole_shape=tuple(decoded.array.shape)))

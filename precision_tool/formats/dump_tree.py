@@ -267,9 +267,10 @@ def _note(wanted: DumpSelection, step: int, device: int, devices: Sequence[int],
     """What :func:`choose` says about its choice: ``""`` when the tree held nothing else and the choice is what
     was asked (or nothing was asked). When the device holds other models, the one read and the others are named
     as folders below the tree's root (give one instead of the root to read it)."""
-    others: List[str] = []
+    others: List[str] = []  # "step 0 of device 0 and device 1": the steps are the chosen device's
     if len(steps) > 1:
-        others.append(f"step{'s' if len(steps) > 2 else ''} {numbers_text(s for s in steps if s != step)}")
+        others.append(f"step{'s' if len(steps) > 2 else ''} {numbers_text(s for s in steps if s != step)} of "
+                      f"device {device}")
     if len(devices) > 1:
         others.append(f"device{'s' if len(devices) > 2 else ''} {numbers_text(d for d in devices if d != device)}")
     exact = wanted.step in (None, step) and wanted.device in (None, device)
@@ -287,7 +288,7 @@ def _note(wanted: DumpSelection, step: int, device: int, devices: Sequence[int],
         how = "as asked"
     else:
         how = "as asked, newest step" if wanted.step is None else "as asked, lowest device"
-    also = f"; also in the tree: {', '.join(others)} ({PICK_HINT})" if others else ""
+    also = f"; also in the tree: {' and '.join(others)} ({PICK_HINT})" if others else ""
     model = f", model {read_model} (most dump files)" if other_models else ""
     not_read = (f"; other models of device {device}, not read (give one's folder to read it): "
                 f"{', '.join(other_models)}") if other_models else ""

@@ -41,7 +41,7 @@ def test_by_default_the_newest_step_of_the_lowest_device_is_compared_and_named(t
     out = capsys.readouterr().out
     assert "Compared 8 tensors" in out  # one step of one device: each op once
     assert ("NPU dumps: dumps of step 5 on device 0 (the newest step of the lowest device); also in the tree: "
-            "step 0, device 1 (pick with --step N --device N)") in out
+            "step 0 of device 0 and device 1 (pick with --step N --device N)") in out
 
 
 @pytest.mark.parametrize("selection, code", [(["--device", "1", "--step", "5"], 1),
@@ -94,14 +94,16 @@ def summary_of(folder):
 
 
 @pytest.mark.parametrize("flags, code, note", [
-    (["--device", "1", "--step", "5"], 1, "dumps of step 5 on device 1 (as asked); also in the tree: step 0, "
-                                          "device 0"),
-    (["--step", "5", "--device", "1"], 1, "dumps of step 5 on device 1 (as asked); also in the tree: step 0, "
-                                          "device 0"),
-    (["--device", "1", "--step", "0"], 0, "dumps of step 0 on device 1 (as asked); also in the tree: step 5, "
-                                          "device 0"),
-    (["--device", "1"], 1, "dumps of step 5 on device 1 (as asked, newest step); also in the tree: step 0, device 0"),
-    (["--step", "0"], 0, "dumps of step 0 on device 0 (as asked, lowest device); also in the tree: step 5, device 1"),
+    (["--device", "1", "--step", "5"], 1, "dumps of step 5 on device 1 (as asked); also in the tree: step 0 of "
+                                          "device 1 and device 0"),
+    (["--step", "5", "--device", "1"], 1, "dumps of step 5 on device 1 (as asked); also in the tree: step 0 of "
+                                          "device 1 and device 0"),
+    (["--device", "1", "--step", "0"], 0, "dumps of step 0 on device 1 (as asked); also in the tree: step 5 of "
+                                          "device 1 and device 0"),
+    (["--device", "1"], 1, "dumps of step 5 on device 1 (as asked, newest step); also in the tree: step 0 of device 1 "
+                           "and device 0"),
+    (["--step", "0"], 0, "dumps of step 0 on device 0 (as asked, lowest device); also in the tree: step 5 of device 0 "
+                         "and device 1"),
 ])
 def test_step_and_device_after_the_command_pick_exactly_one_folder(tree, tmp_path, capsys, flags, code, note):
     case, root = tree
@@ -131,6 +133,8 @@ def test_a_bad_step_or_device_after_the_command_is_one_error(tree, tmp_path, cap
     assert compare_after(case, root, tmp_path / "out", "--device", "x") == 2
     assert capsys.readouterr().err.strip() == ("precision_tool: error: compare: argument --device: invalid step or "
                                                "device: 'x' (give 0, 1, ... or all) (see 'compare -h')")
+    assert compare_after(case, root, tmp_path / "out", "--step", "\u0665") == 2  # ARABIC-INDIC FIVE: int() takes it
+    assert "invalid step or device: '\u0665'" in capsys.readouterr().err
     assert compare_after(case, root, tmp_path / "out", "--device", "2") == 2
     assert capsys.readouterr().err.strip() == f"precision_tool: error: {root}: no dumps of device 2 (devices: 0, 1)"
     assert not (tmp_path / "out").exists()  # refused before anything was written

@@ -15,7 +15,7 @@ from precision_tool.formats.dump_tree import DumpSelection, request
 
 pytestmark = pytest.mark.compat
 DEFAULT_NOTE = ("NPU dumps: dumps of step 3 on device 0 (the newest step of the lowest device); also in the tree: "
-                "step 0, device 1 (pick with --step N --device N)")
+                "step 0 of device 0 and device 1 (pick with --step N --device N)")
 DEVICE_1_NOTE = ("NPU dumps: dumps of step 3 on device 1 (as asked, newest step); also in the tree: device 0 "
                  "(pick with --step N --device N)")
 

@@ -120,3 +120,28 @@ def test_save_writes_npy_and_txt_into_workspace_temp(workspace):
     lines = open(txt_path).read().splitlines()
     assert lines[0] == "# out/Add:output:0[0, 0] dtype float16 shape [4, 3]"
     assert np.allclose(np.loadtxt(txt_path), saved.astype(np.float64))
+
+
+def test_a_header_whose_shapes_contradict_is_one_error_naming_the_file_and_tensor(tmp_path):
+    """Origin shape [2, 32] for 48 stored elements: a user walk found the error naming neither file nor tensor."""
+    import struct
+
+    from precision_tool.errors import LayoutError
+    from precision_tool.formats.dump_schema import DumpData
+
+    root = write_inspect_workspace(tmp_path)
+    path = dump_path(root, "relu1/Relu")
+    with open(path, "rb") as handle:
+        content = handle.read()
+    length = struct.unpack("<Q", content[:8])[0]
+    header = DumpData()
+    header.ParseFromString(content[8:8 + length])
+    del header.output[0].original_shape.dim[:]
+    header.output[0].original_shape.dim.extend([2, 32])
+    with open(path, "wb") as handle:
+        data = header.SerializeToString()
+        handle.write(struct.pack("<Q", len(data)) + data + content[8 + length:])
+    with pytest.raises(LayoutError) as raised:
+        run(root, "relu1/Relu:output:0")
+    assert str(raised.value).startswith(f"{path}: output 0: cannot convert ")
+    assert run(root, "relu1/Relu:output:0", "--keep-layout").data["tensors"][0]["shape"] == [1, 1, 4, 4, 16]

@@ -19,13 +19,13 @@ TWO_BY_TWO = tree((0, 0), (0, 5), (1, 0), (1, 5))
 
 @pytest.mark.parametrize("wanted, step, device, note", [
     (DumpSelection(), 5, 0, "dumps of step 5 on device 0 (the newest step of the lowest device); also in the tree: "
-                            "step 0, device 1 (pick with --step N --device N)"),
+                            "step 0 of device 0 and device 1 (pick with --step N --device N)"),
     (DumpSelection(step=0), 0, 0, "dumps of step 0 on device 0 (as asked, lowest device); also in the tree: "
-                                  "step 5, device 1 (pick with --step N --device N)"),
+                                  "step 5 of device 0 and device 1 (pick with --step N --device N)"),
     (DumpSelection(device=1), 5, 1, "dumps of step 5 on device 1 (as asked, newest step); also in the tree: "
-                                    "step 0, device 0 (pick with --step N --device N)"),
-    (DumpSelection(0, 1), 0, 1, "dumps of step 0 on device 1 (as asked); also in the tree: step 5, device 0 "
-                                "(pick with --step N --device N)"),
+                                    "step 0 of device 1 and device 0 (pick with --step N --device N)"),
+    (DumpSelection(0, 1), 0, 1, "dumps of step 0 on device 1 (as asked); also in the tree: step 5 of device 1 and "
+                                "device 0 (pick with --step N --device N)"),
 ])
 def test_the_choice_and_its_note(wanted, step, device, note):
     choice = choose("/r", TWO_BY_TWO, wanted)
@@ -47,8 +47,8 @@ def test_one_model_of_each_device_is_read_the_one_with_most_dump_files_and_the_o
     assert choice.models == ((0, "20241119070640/0/ge_default_1/11"), (1, "20241119070702/1/ge_default_1/11"))
     assert choice.note == (
         "dumps of step 5 on device 0 (the newest step of the lowest device), model 20241119070640/0/ge_default_1/11 "
-        "(most dump files); also in the tree: step 0, device 1 (pick with --step N --device N); other models of "
-        "device 0, not read (give one's folder to read it): 20241119070640/0/ge_default_2/3")
+        "(most dump files); also in the tree: step 0 of device 0 and device 1 (pick with --step N --device N); other "
+        "models of device 0, not read (give one's folder to read it): 20241119070640/0/ge_default_2/3")
     assert choice.keeps(training[1]) and not choice.keeps(helper) and not choice.keeps(other_device)
     with pytest.raises(WorkspaceError, match=r"no dumps of step 7 on device 0 \(steps: 0, 5\)"):
         choose("/r", training + [helper], DumpSelection(step=7), files)  # the helper's step is not the device's
@@ -67,8 +67,8 @@ def test_a_reference_tree_follows_the_step_and_device_else_takes_its_only_one():
     assert both.note.startswith("dumps of step 0 on device 1 (the same step and device); also in the tree:")
     one_device = choose("/ref", tree((0, 0), (0, 5)), DumpSelection(5, 3, follow=True))
     assert (one_device.step, one_device.device) == (5, 0)
-    assert one_device.note == ("dumps of step 5 on device 0 (its only device); also in the tree: step 0 (pick with "
-                               "--step N --device N)")
+    assert one_device.note == ("dumps of step 5 on device 0 (its only device); also in the tree: step 0 of device 0 "
+                               "(pick with --step N --device N)")
     only = choose("/ref", tree((0, 7)), DumpSelection(5, 3, follow=True))
     assert (only.step, only.device, only.note) == (7, 0, "dumps of step 7 on device 0 (its only step and device)")
     assert choose("/ref", tree((2, 7)), DumpSelection(7, 2, follow=True)).note == ""  # exactly it: nothing to say

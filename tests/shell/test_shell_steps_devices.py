@@ -12,7 +12,7 @@ from precision_tool.shell.app import Shell
 
 SIZE = (160, 40)
 DEFAULT_NOTE = ("NPU dumps: dumps of step 3 on device 0 (the newest step of the lowest device); also in the tree: "
-                "step 0, device 1 (pick with --step N --device N)")
+                "step 0 of device 0 and device 1 (pick with --step N --device N)")
 
 
 @pytest.fixture(scope="module")
