@@ -75,6 +75,10 @@ class NpuRun:
                 if node is not None:
                     self._unreadable_graph_names.add(node.name)
         for dumped_op in self.ops:
+            if dumped_op.names_disagree:
+                assert dumped_op.header is not None  # names_disagree reads it
+                self.ambiguous.append(f"{dumped_op.path}: its header names op {dumped_op.header.op_name!r}, its file "
+                                      f"name {dumped_op.file_op_name!r}: read as the file name's op")
             node = None
             if self.index is not None:
                 node, problem = self.index.match_dump(dumped_op)

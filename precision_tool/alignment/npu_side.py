@@ -49,14 +49,21 @@ class DumpedOp:
 
     @property
     def name(self) -> str:
-        """The raw op name from the header, else the (sanitised) name from the file name."""
-        if self.header is not None and self.header.op_name:
-            return self.header.op_name
-        return self.op.op_name
+        """The raw op name from the header, else the (sanitised) name from the file name -- also when the header's
+        name is another op's (:attr:`names_disagree`)."""
+        return self.header.op_name if self.has_raw_name else self.op.op_name  # type: ignore[union-attr]
 
     @property
     def has_raw_name(self) -> bool:
-        return self.header is not None and bool(self.header.op_name)
+        return self.header is not None and bool(self.header.op_name) and not self.names_disagree
+
+    @property
+    def names_disagree(self) -> bool:
+        """The header names another op than the file name does (``/``, ``.``, ``\\`` and space aside): a header
+        written over, or a file renamed. The file name is then taken, as GE derived it from the op it dumped, and
+        the alignment's coverage says so."""
+        return (self.header is not None and bool(self.header.op_name)
+                and sanitize_op_name(self.header.op_name) != self.op.op_name)
 
     @property
     def file_op_name(self) -> str:

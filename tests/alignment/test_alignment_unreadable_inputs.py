@@ -82,3 +82,24 @@ def test_a_folder_named_like_a_dump_file_is_one_unreadable_file_not_entered(tmp_
     result = align(dump_dir, ref_dir, graph=graph_path)
     assert result.coverage.unreadable == ((folder, f"{folder}: is a folder, not a regular file"),)
     assert "b" not in result.coverage.graph_ops_without_dump
+
+
+def test_a_header_naming_another_op_than_its_file_is_read_as_the_file_names_op_and_said(tmp_path):
+    """A fuzz run found b's dump, its header rewritten to name op a, labelled a yet compared against b's reference,
+    and b reported without a dump file. The file name (GE derives it from the op it dumps) is taken, and said."""
+    dump_dir, ref_dir, graph_path = write_workspace(tmp_path, NODES, ["x", "a", "b", "c"])
+    (path,) = [os.path.join(dump_dir, f) for f in os.listdir(dump_dir) if f.startswith("Neg.")]
+    with open(path, "rb") as handle:
+        content = handle.read()
+    length = struct.unpack("<Q", content[:8])[0]
+    header = DumpData()
+    header.ParseFromString(content[8:8 + length])
+    assert header.op_name == "b"
+    header.op_name = "a"
+    data = header.SerializeToString()
+    with open(path, "wb") as handle:
+        handle.write(struct.pack("<Q", len(data)) + data + content[8 + length:])
+    result = align(dump_dir, ref_dir, graph=graph_path)
+    assert pairing(result)["b:output:0"] == "b:output:0" and "b" not in result.coverage.graph_ops_without_dump
+    assert result.coverage.ambiguous == (f"{path}: its header names op 'a', its file name 'b': read as the file "
+                                         "name's op",)
