@@ -23,15 +23,22 @@ from precision_tool.process_env import one_blas_thread, process_symbols
 from precision_tool.reports.format import format_report, report_to_json, terminal_safe
 
 
+class _GlobalParser(argparse.ArgumentParser):
+    """The options before the command: a bad one is one line, as a command's are (not argparse's usage block)."""
+
+    def error(self, message: str):  # type: ignore[override]
+        self.exit(2, f"{self.prog}: error: {message} (see '{self.prog} -h')\n")
+
+
 def _global_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _GlobalParser(
         prog="precision_tool",
         description="Find which op loses accuracy on an Ascend NPU, and why.",
         epilog=f"Workspace: -d DIR, else ${ENV_DATA_DIR}, else ./precision_data. "
                "Run 'precision_tool help' for the commands, 'precision_tool COMMAND -h' for one.",
     )
     parser.add_argument("-d", "--data-dir", default=None, help="workspace folder (precision_data)")
-    add_dump_selection_options(parser)  # for every command; also accepted after the command, for it alone
+    add_dump_selection_options(parser, global_options=True)  # every command's; after the command, for it alone
     parser.add_argument("--json", action="store_true", help="print the report as JSON for scripts")
     parser.add_argument("--version", action="version", version=f"precision_tool {__version__}")
     parser.add_argument("command", nargs="?", help="command to run (default: the interactive shell)")

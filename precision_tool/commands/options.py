@@ -182,7 +182,27 @@ def dump_position_or_all(text: str) -> Union[int, str]:
         raise argparse.ArgumentTypeError(f"invalid step or device: {text!r} (give 0, 1, ... or all)") from None
 
 
-def add_dump_selection_options(parser: argparse.ArgumentParser, every: bool = False) -> None:
+class _GivenOnce(argparse.Action):
+    """Stores the value; the same option given again with another value (``--step 5 --steps all``) is an error,
+    not the last one silently winning."""
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        before = getattr(namespace, self.dest, None)
+        if before is not None and before != values:
+            raise argparse.ArgumentError(self, f"given twice, as {before} and {values}: give one")
+        setattr(namespace, self.dest, values)
+
+
+def dump_position_before_the_command(text: str) -> int:
+    """:func:`dump_position` for the global options, where ``all`` is refused with where it goes instead."""
+    if text == ALL:
+        raise argparse.ArgumentTypeError("'all' goes after the command, for that command alone (compare --steps all, "
+                                         "compare --device all)")
+    return dump_position(text)
+
+
+def add_dump_selection_options(parser: argparse.ArgumentParser, every: bool = False, *,
+                               global_options: bool = False) -> None:
     """``--step N`` and ``--device N`` into ``args.dump_step`` / ``args.dump_device`` (``None`` when absent):
     which step of which device of an NPU dump tree holding several the command reads
     (:mod:`precision_tool.formats.dump_tree`). Given after the command they override the global options given
@@ -191,15 +211,15 @@ def add_dump_selection_options(parser: argparse.ArgumentParser, every: bool = Fa
     ``every`` (``compare``): ``--step``/``--steps`` and ``--device`` also take ``all``, one comparison per step
     or device (:data:`ALL`).
     """
-    convert = dump_position_or_all if every else dump_position
+    convert = dump_position_or_all if every else dump_position_before_the_command if global_options else dump_position
     steps = ("--step", "--steps") if every else ("--step",)
     metavar = "N|all" if every else "N"
     tail_step = "; all: every step of the device, one comparison each" if every else ""
     tail_device = "; all: every device, one comparison each, flagging replicas that differ" if every else ""
-    parser.add_argument(*steps, dest="dump_step", type=convert, default=None, metavar=metavar,
+    parser.add_argument(*steps, dest="dump_step", type=convert, default=None, metavar=metavar, action=_GivenOnce,
                         help=f"the dump step to read when the NPU dump tree holds several (default: the newest)"
                              f"{tail_step}")
-    parser.add_argument("--device", dest="dump_device", type=convert, default=None, metavar=metavar,
+    parser.add_argument("--device", dest="dump_device", type=convert, default=None, metavar=metavar, action=_GivenOnce,
                         help=f"the device whose dumps to read when the tree holds several (default: the lowest)"
                              f"{tail_device}")
 

@@ -344,3 +344,25 @@ def test_a_device_folder_without_dump_files_is_named_and_is_a_row_of_device_all(
     assert row.split()[-1] == "files" and f"{root}/20240613143512/2: no dump files" in row
     shutil.rmtree(root / TIMES[1])  # device 1 gone: nothing fails, the empty card makes it exit 2
     assert main([*every, str(tmp_path / "all2")]) == 2
+
+
+@pytest.mark.parametrize("value, message", [
+    ("abc", "argument --step: invalid step or device number: 'abc' (give 0, 1, ...)"),
+    ("all", "argument --step: 'all' goes after the command, for that command alone (compare --steps all, compare "
+            "--device all)"),
+])
+def test_a_bad_step_before_the_command_is_one_line_too(capsys, value, message):
+    """A user walk found argparse's three-line usage block before the command, one line after it."""
+    with pytest.raises(SystemExit) as exited:
+        main(["--step", value, "ls"])
+    assert exited.value.code == 2
+    assert capsys.readouterr().err == f"precision_tool: error: {message} (see 'precision_tool -h')\n"
+
+
+def test_a_step_or_device_given_twice_with_two_values_is_one_error_not_the_last_winning(capsys):
+    with pytest.raises(SystemExit):
+        main(["--device", "1", "--device", "0", "ls"])
+    assert "argument --device: given twice, as 1 and 0: give one" in capsys.readouterr().err
+    assert main(["compare", "--step", "5", "--steps", "all"]) == 2
+    assert capsys.readouterr().err.strip() == ("precision_tool: error: compare: argument --step/--steps: given twice, "
+                                               "as 5 and all: give one (see 'compare -h')")
