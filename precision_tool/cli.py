@@ -26,7 +26,7 @@ from precision_tool.reports.format import format_report, report_to_json, termina
 class _GlobalParser(argparse.ArgumentParser):
     """The options before the command: a bad one is one line, as a command's are (not argparse's usage block)."""
 
-    def error(self, message: str):  # type: ignore[override]
+    def error(self, message: str):
         self.exit(2, f"{self.prog}: error: {message} (see '{self.prog} -h')\n")
 
 
