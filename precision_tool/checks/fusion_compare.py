@@ -105,7 +105,9 @@ class FusionComparison:
     ``ops`` holds every fusion-on op with a compared output, in execution order; ``culprits`` the differing
     ops that fusion made, ``other_differences`` the differing ops it did not. ``tensors`` holds every
     compared pair; ``not_compared`` counts the fusion-on tensors without a counterpart; ``unreadable`` has one
-    line per tensor that could not be read.
+    line per tensor that could not be read. ``steps_differ``: one line when the two runs were read at different
+    steps (``--step`` asked for one the fusion-off run lacks; it holds one step only): their weights differ, so
+    a difference is not the fusion's, and no op is a culprit (every differing op is an other difference).
     """
 
     fused_dir: str
@@ -116,14 +118,15 @@ class FusionComparison:
     tensors: Tuple[TensorDiff, ...] = ()
     not_compared: int = 0
     unreadable: Tuple[str, ...] = ()
+    steps_differ: str = ""
 
     @property
     def culprits(self) -> Tuple[OpDiff, ...]:
-        return tuple(op for op in self.ops if op.differs and op.fused is not None)
+        return tuple(op for op in self.ops if op.differs and op.fused is not None and not self.steps_differ)
 
     @property
     def other_differences(self) -> Tuple[OpDiff, ...]:
-        return tuple(op for op in self.ops if op.differs and op.fused is None)
+        return tuple(op for op in self.ops if op.differs and (op.fused is None or bool(self.steps_differ)))
 
     def op(self, name: str) -> Optional[OpDiff]:
         return next((op for op in self.ops if op.op_name == name), None)
@@ -133,7 +136,8 @@ class FusionComparison:
                 "growth": self.growth, "culprits": [op.op_name for op in self.culprits],
                 "other_differences": [op.op_name for op in self.other_differences],
                 "ops": [op.to_dict() for op in self.ops], "not_compared": self.not_compared,
-                "unreadable": list(self.unreadable)}
+                "unreadable": list(self.unreadable),
+                **({"steps_differ": self.steps_differ} if self.steps_differ else {})}
 
 
 def _diff(pair) -> TensorDiff:
@@ -196,7 +200,25 @@ def compare_fusion_runs(fused_dump: str, unfused_dump: str, fused_graph=None, un
         by_key[pair.npu.key] = diff
     ops = _op_diffs(alignment, by_key, op_types, graph_ops, floor, growth)
     return FusionComparison(os.fspath(fused_dump), os.fspath(unfused_dump), floor, growth, tuple(ops),
-                            tuple(tensors), len(alignment.unaligned), tuple(unreadable))
+                            tuple(tensors), len(alignment.unaligned), tuple(unreadable),
+                            _steps_differ(alignment.coverage, unfused_dump))
+
+
+def _steps_differ(coverage, unfused_dump) -> str:
+    """The line of :attr:`FusionComparison.steps_differ`: the fusion-on run's step (``coverage``) against the step
+    the fusion-off run's scan follows to; ``""`` when they agree or either has no steps."""
+    from precision_tool.formats.dump_names import scan_dump_folder
+    from precision_tool.formats.dump_tree import DumpSelection, following, reading
+
+    if coverage is None or coverage.dump_step is None:
+        return ""
+    with reading():  # a second look at the folder's names: its note is the alignment's already
+        other = scan_dump_folder(unfused_dump, following(DumpSelection(coverage.dump_step, coverage.dump_device)))
+    if other.choice.step is None or other.choice.step == coverage.dump_step:
+        return ""
+    return (f"the fusion-on run was read at step {coverage.dump_step}, the fusion-off run at step "
+            f"{other.choice.step} (its only one): the weights differ between steps, so no difference is blamed "
+            f"on fusion; compare step {other.choice.step} (--step {other.choice.step}) for a fusion verdict")
 
 
 def _op_diffs(alignment, by_key, op_types, graph_ops, floor: float, growth: float) -> List[OpDiff]:

@@ -81,6 +81,8 @@ def add_fusion_comparison(report: Report, comparison, limit: int = 0, all_ops: b
                          title=header)
         lines = []
     notes = lines
+    if comparison.steps_differ:
+        notes.append(f"Not comparable: {comparison.steps_differ}.")
     if comparison.not_compared:
         notes.append(f"{comparison.not_compared} fusion-on tensor(s) have no fusion-off counterpart.")
     if comparison.unreadable:

@@ -123,3 +123,24 @@ def test_vcs_ni_and_report_read_the_result_of_the_step_asked_for_and_say_which_t
     assert "fail" in result.split("op2:output:0")[1].splitlines()[0]
     main(["-d", str(workspace), "ni", "op2", "--device", "1"])
     assert "Comparison result of device 1: none under" in capsys.readouterr().out
+
+
+def test_fusion_runs_read_at_different_steps_blame_no_op_on_fusion(workspace, tmp_path):
+    """``--step 5`` of the fusion-on run against a fusion-off run of step 0 only: a user walk found ``ac`` blaming a
+    fusion pass on what was the difference between two steps."""
+    from precision_tool.checks.fusion_compare import compare_fusion_runs
+
+    tree = workspace / "npu" / "debug_0" / "dump"
+    other = tmp_path / "off" / "20240613150000" / "0" / "ge_default_cmp" / "1" / "0"
+    shutil.copytree(tree / "20240613143502" / "0" / "ge_default_cmp" / "1" / "0", other)  # step 0: broken at op2
+    graph = workspace / "npu" / "debug_0" / "graph"
+    request(DumpSelection(step=5))
+    try:
+        apart = compare_fusion_runs(str(tree), str(tmp_path / "off"), str(graph), str(graph))
+    finally:
+        request(DumpSelection())
+    assert apart.steps_differ.startswith("the fusion-on run was read at step 5, the fusion-off run at step 0 (its "
+                                         "only one)")
+    assert apart.culprits == () and apart.to_dict()["steps_differ"] == apart.steps_differ
+    together = compare_fusion_runs(str(tree), str(tmp_path / "off"), str(graph), str(graph))  # both at step 0
+    assert together.steps_differ == "" and "steps_differ" not in together.to_dict()
