@@ -83,7 +83,9 @@ class OverflowSection:
     def unreadable(self) -> Tuple[str, ...]:
         """One line (file: cause) per Opdebug record that could not be decoded and per dump the scan could not
         read: an overflow in them stays hidden, so "no overflow" is then not a clean bill."""
-        return self.records.failures + (self.scan.unreadable if self.scan is not None else ())
+        not_read = (f"the overflow run's records were not read: {self.records.not_read}",
+                    ) if self.records.not_read else ()
+        return not_read + self.records.failures + (self.scan.unreadable if self.scan is not None else ())
 
     def to_dict(self) -> dict:
         return {"records": self.records.to_dict(), "scan": None if self.scan is None else self.scan.to_dict(),
@@ -186,24 +188,22 @@ def check_overflow(workspace: Workspace, limit: int = DEFAULT_LIMIT) -> Overflow
     """The overflow section: records of ``overflow/dump``, then a scan of ``npu/debug_0/dump``; the exception
     dumps of both. The overflow run is another run: it follows the step and device asked for when it holds them,
     else takes its only one (:func:`~precision_tool.formats.dump_tree.following`); one it lacks, of several, is
-    a note, and the section goes on without its records."""
+    said (:attr:`OverflowCheck.not_read`: unreadable, so no clean pass), and the section goes on without them."""
     notes = []
-    overflow_scan = None
+    overflow_scan, not_read = None, ""
     if os.path.isdir(workspace.overflow_dump):
         try:
             overflow_scan = scan_dump_folder(workspace.overflow_dump, following(requested()))
         except WorkspaceError as error:  # a step or device it lacks, of several: the other checks go on
-            notes.append(f"the overflow run's records were not read: {error}")
-    if os.path.isdir(workspace.overflow_dump) and overflow_scan is None:
-        records = OverflowCheck(workspace.overflow_dump, True, limit=limit)
+            not_read = str(error)
+    if not_read:  # no record known: not a clean bill (unreadable, so exit 2 when nothing else is found)
+        records = OverflowCheck(workspace.overflow_dump, True, limit=limit, not_read=not_read)
     else:
         records = check_overflow_records(workspace.overflow_dump, limit, scan=overflow_scan)
     if not records.folder_exists:
         notes.append(f"no overflow run ({workspace.overflow_dump} is missing): scanned the dumps of "
                      f"{workspace.npu_dump(0)} instead; capture one with action='overflow' for Opdebug records")
-    elif overflow_scan is None:
-        pass
-    elif records.records == 0:
+    elif records.records == 0 and not records.not_read:
         notes.append(f"the overflow run ({workspace.overflow_dump}) holds no Opdebug records: nothing overflowed "
                      "there")
     folder = workspace.npu_dump(0)

@@ -90,7 +90,8 @@ class OverflowCheck:
 
     ``findings`` are in timestamp order; the first ``limit`` carry tensor statistics (``shown``).
     ``failures`` holds one line per record that could not be decoded. ``folder_exists`` is False when
-    there is no overflow run at all.
+    there is no overflow run at all. ``not_read``: why the run's records were not read at all (it lacks the step
+    or device asked for, of several): no record is known, which is not "nothing overflowed".
     """
 
     folder: str
@@ -98,6 +99,7 @@ class OverflowCheck:
     findings: Tuple[OverflowFinding, ...] = ()
     failures: Tuple[str, ...] = ()
     limit: Optional[int] = None
+    not_read: str = ""
 
     @property
     def records(self) -> int:
@@ -120,7 +122,7 @@ class OverflowCheck:
     def to_dict(self) -> dict:
         return {"folder": self.folder, "folder_exists": self.folder_exists, "records": self.records,
                 "limit": self.limit, "findings": [finding.to_dict() for finding in self.findings],
-                "failures": list(self.failures)}
+                "failures": list(self.failures), **({"not_read": self.not_read} if self.not_read else {})}
 
 
 def _dump_index(scan: DumpScan) -> Dict[Tuple[int, int], List[DumpFileRef]]:

@@ -115,7 +115,7 @@ def _report(result: ComparisonResult, summary: Dict[str, Any], paths: OutputPath
     if len(unusable) > UNREADABLE_SHOWN:
         notes.append(f"... {len(unusable) - UNREADABLE_SHOWN} more unreadable input files (listed in the summary's "
                      f"coverage)")
-    notes.extend(f"not guessed: {line}" for line in coverage.ambiguous[:UNREADABLE_SHOWN])
+    notes.extend(f"names: {line}" for line in coverage.ambiguous[:UNREADABLE_SHOWN])
     if len(coverage.ambiguous) > UNREADABLE_SHOWN:
         notes.append(f"... {len(coverage.ambiguous) - UNREADABLE_SHOWN} more names not guessed (listed in the "
                      f"summary's coverage: ambiguous)")

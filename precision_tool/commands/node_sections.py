@@ -132,28 +132,42 @@ def add_reference_section(report: Report, data: dict, op_name: str, lookup) -> N
 
 def result_for(lookup, chosen: Optional[str]) -> Optional[str]:
     """The result CSV ``ni`` reads: ``-f RESULT`` (a CSV, or a folder searched for the latest; errors name it), else
-    the newest under ``WORKSPACE/temp/vector_compare``, else ``None`` -- of the step and device asked for
-    (``--step``/``--device``) when given: a result of another step is never shown beside this step's dumps."""
+    the newest under ``WORKSPACE/temp/vector_compare``, else ``None`` -- of the step and device whose dumps ``ni``
+    shows, when the tree holds several: a result of another step is never shown beside this step's dumps."""
     from precision_tool.commands.compare_rows import latest_result_csv
-    from precision_tool.formats.dump_tree import requested
     from precision_tool.reports.result_store import find_result_csv
 
+    selection = shown_dumps(lookup)
     if chosen:
         if not os.path.lexists(chosen):
             raise WorkspaceError(f"{chosen}: no such file or folder", "give -f a result folder or result_*.csv")
-        return find_result_csv(chosen, selection=requested())
-    return latest_result_csv(lookup.workspace.temp, requested())
+        return find_result_csv(chosen, selection=selection)
+    return latest_result_csv(lookup.workspace.temp, selection)
+
+
+def shown_dumps(lookup):
+    """The step and device of the dumps the lookup reads, as a selection, when its tree holds several (or one was
+    asked for); else the request (empty: any result)."""
+    from precision_tool.formats.dump_tree import DumpSelection, requested
+
+    try:
+        scan = lookup.dump_scan(required=False)
+    except PrecisionToolError:  # the dumps' own error is the dump section's to say
+        scan = None
+    choice = scan.choice if scan is not None else None
+    if choice is None or choice.step is None or (len(choice.held) < 2 and requested().empty):
+        return requested()
+    return DumpSelection(choice.step, choice.device)
 
 
 def add_compare_section(report: Report, data: dict, op_name: str, lookup, path: Optional[str] = None) -> None:
     """This op's rows of the comparison result at ``path`` (:func:`result_for`), or a line saying there is none."""
     from precision_tool.commands.compare_rows import compare_rows_for_op
 
-    from precision_tool.formats.dump_tree import requested
     from precision_tool.reports.result_store import position_text, recorded_position
 
     if path is None:
-        asked = requested()
+        asked = shown_dumps(lookup)
         of = f" of {position_text(asked.step, asked.device)}" if not asked.empty else ""
         report.add_text(f"Comparison result{of}: none under {lookup.workspace.temp} ('ac -c' or 'compare' writes one; "
                         f"-f RESULT reads one written elsewhere, as with -o)")

@@ -515,8 +515,11 @@ def scan_dump_folder(root: Union[str, os.PathLike], selection: Optional[DumpSele
         folder = os.path.dirname(path)
         per_folder[folder] = per_folder.get(folder, 0) + 1
     choice, kept_folders = choose_folders(root, sorted(per_folder), selection, per_folder)
+    dumped = {device for device, _ in choice.held}  # a device with dumps in another session's folder is not empty
     choice = with_empty_devices(choice, [(device, os.path.relpath(folder, root)) for device, folder in device_folders
-                                         if not any(path.startswith(folder + os.sep) for path in per_folder)])
+                                         if device not in dumped and not any(
+                                             path == folder or path.startswith(folder + os.sep)
+                                             for path in per_folder)])
     noted(root, choice)
     kept = set(kept_folders)
     found = [ref for ref in found if os.path.dirname(ref.path) in kept]
@@ -549,7 +552,8 @@ def _group_by_op(refs) -> Tuple[DumpOp, ...]:
         groups.setdefault((ref.name.op_type, ref.name.op_name), []).append(ref)
     ops = []
     for (op_type, op_name), members in groups.items():
-        members.sort(key=lambda ref: (ref.name.timestamp, ref.path), reverse=True)
+        if len(members) > 1:  # a folder named like a newer dump of the op must not hide its readable file
+            members.sort(key=lambda ref: (not os.path.isdir(ref.path), ref.name.timestamp, ref.path), reverse=True)
         ops.append(DumpOp(op_type, op_name, members[0], tuple(members[1:])))
     ops.sort(key=lambda op: (op.latest.name.timestamp, op.op_name, op.op_type))
     return tuple(ops)

@@ -131,7 +131,7 @@ def build_files_in(folder: str, problems: Optional[List[str]] = None) -> List[Tu
             _note(problems, f"{entry.path}: skipped, {_kind(info.st_mode)}, not a regular file")
             continue
         found.append((info.st_mtime_ns, name.index, Path(entry.path)))
-        names[entry.path] = name
+        names[os.fspath(Path(entry.path))] = name  # as found's paths are keyed: Path drops a leading "./"
     proto_names = [name for name in names.values() if name.form == "ge_proto"]
     found = [item for item in found if not _has_proto_twin(names[os.fspath(item[2])], proto_names)]
     found.sort(reverse=True)

@@ -35,6 +35,9 @@ def add_overflow_records(report: Report, check) -> None:
     per undecodable record."""
     if not check.folder_exists:
         return
+    if check.not_read:
+        report.add_text(f"Overflow run: its records were not read: {check.not_read}.")
+        return
     total = check.records
     if total == 0:
         report.add_text(f"Overflow run: no Opdebug records in {check.folder}.")

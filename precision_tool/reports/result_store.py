@@ -356,8 +356,9 @@ def _mtime(path: str) -> int:
 
 def find_result_csv(target: str, hint: str = RUN_FIRST, selection=None) -> str:
     """``target`` itself when it is not a folder, else the latest ``result_{timestamp}[_n].csv`` under it -- with a
-    ``selection`` (:class:`~precision_tool.formats.dump_tree.DumpSelection`: ``--step``/``--device``), the latest
-    whose run compared that step and device (:func:`recorded_position`).
+    ``selection`` (:class:`~precision_tool.formats.dump_tree.DumpSelection`: ``--step``/``--device``), one whose
+    run compared that step and device (:func:`recorded_position`), chosen as dumps are: a step alone, of the lowest
+    device; a device alone, its newest step; both, the latest of them.
 
     A ``-f result_{ts}.jsonl`` means the CSV beside it, when there is one. Anything else that exists -- a
     file, but also a FIFO, a device or a dangling symlink -- is returned as it is, for its reader to refuse
@@ -379,10 +380,14 @@ def find_result_csv(target: str, hint: str = RUN_FIRST, selection=None) -> str:
     if selection is None or (selection.step is None and selection.device is None):
         return found[-1]
     positions = {path: recorded_position(path) for path in found}
-    for path in reversed(found):
-        step, device = positions[path]
-        if selection.step in (None, step) and selection.device in (None, device):
-            return path
+    matching = [path for path in found  # oldest first
+                if selection.step in (None, positions[path][0]) and selection.device in (None, positions[path][1])]
+    if matching:  # as the dumps are chosen: a step asked for, of the lowest device; a device, its newest step
+        if selection.device is None:
+            return min(reversed(matching), key=lambda path: _or_last(positions[path][1]))
+        if selection.step is None:
+            return max(reversed(matching), key=lambda path: _or_first(positions[path][0]))
+        return matching[-1]
     held = sorted({position for position in positions.values() if position != (None, None)},
                   key=lambda position: (position[1] if position[1] is not None else -1,
                                         position[0] if position[0] is not None else -1))
@@ -392,17 +397,40 @@ def find_result_csv(target: str, hint: str = RUN_FIRST, selection=None) -> str:
 
 
 def recorded_position(csv_path: str) -> Tuple[Optional[int], Optional[int]]:
-    """``(step, device)`` the run of ``csv_path`` compared, from its ``summary.json`` (``coverage.dump_step`` and
-    ``dump_device``); ``(None, None)`` when it records none -- dumps not in step folders, an older result, a
-    summary that describes another CSV or cannot be read."""
+    """``(step, device)`` the run of ``csv_path`` compared (``coverage.dump_step`` and ``dump_device``): from its
+    ``summary.json`` when that describes it, else from the first line of its lossless results file (an ``-out``
+    folder holding several runs keeps only the last summary); ``(None, None)`` when neither records them --
+    dumps not in step folders, an older result, files that cannot be read."""
     from precision_tool.reports.summary import summary_for_csv
 
     try:
-        summary = summary_for_csv(csv_path)
-    except PrecisionToolError:
+        facts = summary_for_csv(csv_path) or _results_header_facts(results_path_for(csv_path))
+    except (PrecisionToolError, ValueError):
         return None, None
-    coverage = (summary or {}).get("coverage") or {}
-    return coverage.get("dump_step"), coverage.get("dump_device")
+    coverage = facts.get("coverage") or {}
+    step, device = coverage.get("dump_step"), coverage.get("dump_device")
+    return (step if is_count(step) else None), (device if is_count(device) else None)
+
+
+def _results_header_facts(path: str) -> Dict[str, Any]:
+    """The run facts in the header line of the results file at ``path`` (``{}`` when there is none); the rows are
+    not read."""
+    if not os.path.isfile(path):
+        return {}
+    for number, line in _numbered_lines(path):
+        facts = _header(path, number, _json_line(path, number, line)).get("facts")
+        return facts if isinstance(facts, dict) else {}
+    return {}
+
+
+def _or_last(number: Optional[int]) -> int:
+    """Sort key: a number, an unknown one after every number."""
+    return (1 << 62) if number is None else number
+
+
+def _or_first(number: Optional[int]) -> int:
+    """Sort key: a number, an unknown one before every number."""
+    return -1 if number is None else number
 
 
 def position_text(step: Optional[int], device: Optional[int]) -> str:

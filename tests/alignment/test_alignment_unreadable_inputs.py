@@ -103,3 +103,12 @@ def test_a_header_naming_another_op_than_its_file_is_read_as_the_file_names_op_a
     assert pairing(result)["b:output:0"] == "b:output:0" and "b" not in result.coverage.graph_ops_without_dump
     assert result.coverage.ambiguous == (f"{path}: its header names op 'a', its file name 'b': read as the file "
                                          "name's op",)
+
+
+def test_a_folder_named_like_a_newer_dump_does_not_hide_the_readable_file(tmp_path):
+    dump_dir, ref_dir, graph_path = write_workspace(tmp_path, NODES, ["x", "a", "b", "c"])
+    (name,) = [f for f in os.listdir(dump_dir) if f.startswith("Neg.")]
+    parts = name.split(".")
+    os.mkdir(os.path.join(dump_dir, ".".join(parts[:-1] + [str(int(parts[-1]) + 1000)])))  # newer, a folder
+    result = align(dump_dir, ref_dir, graph=graph_path)
+    assert pairing(result)["b:output:0"] == "b:output:0" and result.coverage.unreadable == ()

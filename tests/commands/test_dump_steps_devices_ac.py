@@ -76,12 +76,12 @@ def test_the_overflow_run_follows_the_step_asked_for_or_takes_its_only_one_and_n
         out = capsys.readouterr().out
         assert code in (0, 1) and f"NPU dumps of {workspace / 'overflow' / 'dump'}: dumps of step 0 on device 0 (its " \
                                   f"only {'step' if flags[0] == '--step' else 'device'})" in out
-    shutil.copytree(step_0, overflow / "3")  # two steps, neither 5: a note, and ac goes on
+    shutil.copytree(step_0, overflow / "3")  # two steps, neither 5: said, ac goes on, and it is no clean pass
     code = main(["-d", str(workspace), "ac", "-c", "--no-replay", "-o", str(tmp_path / "o" / "two"), "--step", "5"])
     out = capsys.readouterr().out
-    assert code in (0, 1)
-    assert (f"the overflow run's records were not read: {workspace / 'overflow' / 'dump'}: no dumps of step 5 on "
-            "device 0 (steps: 0, 3)") in out
+    assert code == 2  # step 5 compares clean, but the overflow records were not read (a review found exit 0)
+    assert (f"Overflow run: its records were not read: {workspace / 'overflow' / 'dump'}: no dumps of step 5 on "
+            "device 0 (steps: 0, 3).") in out.splitlines()
     assert main(["-d", str(workspace), "ov", "--step", "0"]) in (0, 1)  # the dump run's step 0: the overflow run's too
 
 
@@ -122,7 +122,25 @@ def test_vcs_ni_and_report_read_the_result_of_the_step_asked_for_and_say_which_t
     assert result.startswith(f"{workspace / 'temp'}") and "(step 0 on device 0)" in result.splitlines()[0]
     assert "fail" in result.split("op2:output:0")[1].splitlines()[0]
     main(["-d", str(workspace), "ni", "op2", "--device", "1"])
-    assert "Comparison result of device 1: none under" in capsys.readouterr().out
+    assert "Comparison result of step 5 on device 1: none under" in capsys.readouterr().out
+    # A newer result of step 5 on device 1 is not shown beside device 0's step 5 dumps (a review found it was).
+    assert main(["-d", str(workspace), "compare", "--step", "5", "--device", "1"]) == 0
+    capsys.readouterr()
+    main(["-d", str(workspace), "ni", "op2", "--step", "5"])
+    out = capsys.readouterr().out
+    assert "(step 5 on device 0)" in out.split("Comparison result ")[1].splitlines()[0]
+    assert main(["-d", str(workspace), "vcs", "--step", "5"]) == 0 and "(step 5 on device 0)" in capsys.readouterr().out
+
+
+def test_a_shared_out_folder_finds_each_steps_result_from_its_lossless_file(workspace, capsys, tmp_path):
+    """Two runs into one -out folder keep one summary.json (the last): a review found the first run's step unknown,
+    and 'vcs -f OUT --step 0' saying no result of step 0 was there."""
+    out = str(tmp_path / "shared")
+    assert main(["-d", str(workspace), "compare", "--step", "0", "-out", out]) == 1
+    assert main(["-d", str(workspace), "compare", "--step", "5", "-out", out]) == 0
+    capsys.readouterr()
+    assert main(["-d", str(workspace), "vcs", "-f", out, "--step", "0"]) == 1
+    assert "(step 0 on device 0): 8 tensors compared, 3 below" in capsys.readouterr().out
 
 
 def test_fusion_runs_read_at_different_steps_blame_no_op_on_fusion(workspace, tmp_path):

@@ -114,3 +114,22 @@ def test_reading_blocks_nest_collect_the_notes_and_restore_the_request():
     assert inner == [("/r", choice)] and outer == []
     assert requested() == DumpSelection()
     noted("/r", choice)  # outside any block: dropped
+
+
+def test_a_device_folder_is_empty_only_when_no_dump_lies_in_or_below_it_and_the_device_has_none_elsewhere(tmp_path):
+    """Names only (headers are not read by a scan). A review found dumps lying directly in ``{time}/1`` (no model
+    or step folders) and a restarted device's empty second session both called "no dump files"."""
+    from precision_tool.formats.dump_names import scan_dump_folder
+
+    def touch(*parts):
+        path = tmp_path.joinpath(*parts)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(b"")
+
+    touch("20240613143502", "0", "ge_a", "1", "5", "Add.a.1.2.1700000000000001")
+    touch("20240613143507", "1", "Add.a.1.2.1700000000000002")  # directly in the device folder
+    (tmp_path / "20240613143599" / "0").mkdir(parents=True)  # device 0 again: dumped nothing this session
+    (tmp_path / "20240613143512" / "2").mkdir(parents=True)  # device 2: nothing anywhere
+    choice = scan_dump_folder(str(tmp_path), DumpSelection()).choice
+    assert choice.empty_devices == ((2, "20240613143512/2"),)
+    assert choice.note.endswith("; no dump files for device 2 (20240613143512/2)")

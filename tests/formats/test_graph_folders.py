@@ -44,6 +44,13 @@ def test_a_flat_folder_is_read_as_before_without_a_note(tmp_path):
     assert choose_build_graph(tmp_path, device_id=3).notes == ()  # a device means nothing to a flat folder
 
 
+def test_a_folder_given_as_a_relative_path_with_a_leading_dot_is_read(tmp_path, monkeypatch):
+    """``precision_tool -d . ac`` ended in a KeyError: the found paths had lost their ``./``, the names had not."""
+    _build(tmp_path / "graph", 1, mtime=1000)
+    monkeypatch.chdir(tmp_path)
+    assert os.fspath(choose_build_graph("./graph").path) == os.path.join("graph", "ge_proto_00000001_Build.txt")
+
+
 @pytest.mark.parametrize("name, pid, device", [("pid_1234_deviceid_0", 1234, 0),   # CANN 8.5+ and current code
                                                ("1234_0", 1234, 0),                # CANN 8.0.RC1 / 8.0.0
                                                ("pid_77_deviceid_12", 77, 12)])
