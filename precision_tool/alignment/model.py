@@ -216,6 +216,8 @@ class Coverage:
         tensors are not compared (the NPU tensors they would serve say why in :attr:`unaligned`).
     dump_choice : which step and device of the NPU dump tree were compared, when it holds others or one was
         asked for (:mod:`precision_tool.formats.dump_tree`); ``""`` otherwise.
+    ignored_references : ``.npy`` files of the reference folder (NPU vs TF) not named
+        ``{name}.{index}.{timestamp}.npy``: not read, so no tensor is compared with them.
     dump_step, dump_device : the step and device compared, as numbers (``None``: the dumps were not in GE's
         step folders); what ``vcs``, ``ni`` and ``report`` match a ``--step``/``--device`` against.
     """
@@ -230,6 +232,7 @@ class Coverage:
     unaligned: Tuple[Tuple[str, str], ...] = ()
     unreadable: Tuple[Tuple[str, str], ...] = ()
     unreadable_references: Tuple[Tuple[str, str], ...] = ()
+    ignored_references: Tuple[str, ...] = ()
     dump_choice: str = ""
     dump_step: Optional[int] = None
     dump_device: Optional[int] = None
@@ -244,7 +247,8 @@ class Coverage:
                 "graph_ops_without_dump": list(self.graph_ops_without_dump), "ambiguous": list(self.ambiguous),
                 "unaligned": [list(item) for item in self.unaligned],
                 "unreadable": [list(item) for item in self.unreadable],
-                "unreadable_references": [list(item) for item in self.unreadable_references]}
+                "unreadable_references": [list(item) for item in self.unreadable_references],
+                **({"ignored_references": list(self.ignored_references)} if self.ignored_references else {})}
 
     @property
     def unusable_inputs(self) -> Tuple[Tuple[str, str], ...]:

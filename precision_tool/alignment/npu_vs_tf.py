@@ -79,7 +79,7 @@ def align_npu_vs_tf(npu_dump_dir, reference_dir, graph=None, tf_op_names: Iterab
         ambiguous=tuple(dict.fromkeys(ambiguous)),
         unaligned=tuple((item.npu.tensor_id, item.reason) for item in unaligned),
         unreadable=tuple(run.unreadable),
-        unreadable_references=listing.unreadable, dump_choice=run.dump_choice,
+        unreadable_references=listing.unreadable, ignored_references=listing.ignored, dump_choice=run.dump_choice,
         dump_step=run.choice.step, dump_device=run.choice.device)
     return Alignment(MODE_NPU_VS_TF, tuple(pairs), tuple(unaligned), coverage, order, order_source,
                      run.data_inputs(), files)

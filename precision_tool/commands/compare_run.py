@@ -121,6 +121,10 @@ def _report(result: ComparisonResult, summary: Dict[str, Any], paths: OutputPath
                      f"summary's coverage: ambiguous)")
     if counts["not_compared"]:
         notes.append(f"{counts['not_compared']:,} NPU tensors have no reference (listed in the CSV and summary).")
+    if coverage.ignored_references:
+        notes.append(f"{counted(len(coverage.ignored_references), '.npy file')} in the reference folder not named "
+                     f"NAME.OUTPUT.TIMESTAMP.npy, not read (first: {coverage.ignored_references[0]}; all in the "
+                     f"summary's coverage: ignored_references).")
     if coverage.graph_ops_without_dump:
         notes.append(f"{counted(len(coverage.graph_ops_without_dump), 'graph op')} without a dump file.")
     if coverage.reference_only and coverage.npu_tensors:

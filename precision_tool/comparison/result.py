@@ -377,6 +377,7 @@ def _coverage_from_dict(data: Mapping[str, Any]) -> Coverage:
                     graph_ops_without_dump=names("graph_ops_without_dump"), ambiguous=names("ambiguous"),
                     unaligned=pairs("unaligned"), unreadable=pairs("unreadable"),
                     unreadable_references=pairs("unreadable_references"),
+                    ignored_references=names("ignored_references"),
                     dump_choice=str(data.get("dump_choice") or ""), dump_step=_optional_count(data, "dump_step"),
                     dump_device=_optional_count(data, "dump_device"))
 

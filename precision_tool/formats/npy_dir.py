@@ -383,12 +383,15 @@ def reference_key(file_name: str) -> Optional[Tuple[str, int, int]]:
 
 
 class NpyListing(List[NpyReference]):
-    """What :func:`read_npy_dir` returns: the readable references (a list, as before), and ``unreadable``:
-    ``(path, message)`` for every reference file whose header could not be read, in name order."""
+    """What :func:`read_npy_dir` returns: the readable references (a list, as before), ``unreadable``:
+    ``(path, message)`` for every reference file whose header could not be read, in name order, and ``ignored``:
+    the paths of the ``.npy`` files not named ``{name}.{index}.{timestamp}.npy``, which are not read."""
 
-    def __init__(self, records: Iterable[NpyReference] = (), unreadable: Iterable[Tuple[str, str]] = ()):
+    def __init__(self, records: Iterable[NpyReference] = (), unreadable: Iterable[Tuple[str, str]] = (),
+                 ignored: Iterable[str] = ()):
         super().__init__(records)
         self.unreadable: Tuple[Tuple[str, str], ...] = tuple(unreadable)
+        self.ignored: Tuple[str, ...] = tuple(ignored)
 
 
 def read_npy_dir(folder, name_mapping: Optional[Mapping[str, MappingValue]] = None) -> NpyListing:
@@ -405,8 +408,9 @@ def read_npy_dir(folder, name_mapping: Optional[Mapping[str, MappingValue]] = No
     NpyListing
         One :class:`NpyReference` per (file op name, output index): the file with the latest timestamp,
         sorted by op name then output index; files not named ``{name}.{index}.{timestamp}.npy`` are
-        ignored. A latest file that cannot be read -- truncated, a damaged header, a FIFO, a folder or a
-        dangling symlink named like a reference -- is left out and listed in ``.unreadable`` as
+        ignored (the ``.npy`` ones listed in ``.ignored``). A latest file that cannot be read -- truncated, a
+        damaged header, a FIFO, a folder or a dangling symlink named like a reference -- is left out and listed
+        in ``.unreadable`` as
         ``(path, one-line message)``; the others are still read (an older file of the same tensor is not
         used in its place: it would compare against stale values).
 
@@ -419,9 +423,12 @@ def read_npy_dir(folder, name_mapping: Optional[Mapping[str, MappingValue]] = No
     if not os.path.isdir(folder):
         raise WorkspaceError(f"{folder}: no such folder (expected a folder of reference .npy files)")
     latest: Dict[Tuple[str, int], Tuple[int, str]] = {}
+    ignored = []
     for name in os.listdir(folder):
         key = reference_key(name)
         if key is None:
+            if name.lower().endswith(".npy"):
+                ignored.append(os.path.join(folder, name))
             continue
         file_op_name, output_index, stamp = key
         path = os.path.join(folder, name)
@@ -438,7 +445,8 @@ def read_npy_dir(folder, name_mapping: Optional[Mapping[str, MappingValue]] = No
             unreadable.append((path, str(error)))
             continue
         records.append(NpyReference(op_name, output_index, stamp, dtype, shape, path, file_op_name, candidates))
-    return NpyListing(sorted(records, key=lambda record: (record.op_name, record.output_index)), sorted(unreadable))
+    return NpyListing(sorted(records, key=lambda record: (record.op_name, record.output_index)), sorted(unreadable),
+                      sorted(ignored))
 
 
 def _candidates(name_mapping, file_op_name: str) -> Tuple[str, ...]:

@@ -259,7 +259,8 @@ def _check_pairs(value: Any, field: str, second: str) -> None:
 
 
 _COVERAGE_COUNTS = ("aligned_count", "npu_tensors", "dump_step", "dump_device")
-_COVERAGE_NAMES = ("npu_only_ops", "reference_only", "dumped_not_in_graph", "graph_ops_without_dump", "ambiguous")
+_COVERAGE_NAMES = ("npu_only_ops", "reference_only", "dumped_not_in_graph", "graph_ops_without_dump", "ambiguous",
+                   "ignored_references")
 _COVERAGE_PAIRS = ("unaligned", "unreadable", "unreadable_references")
 
 

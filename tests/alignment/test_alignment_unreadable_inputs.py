@@ -112,3 +112,18 @@ def test_a_folder_named_like_a_newer_dump_does_not_hide_the_readable_file(tmp_pa
     os.mkdir(os.path.join(dump_dir, ".".join(parts[:-1] + [str(int(parts[-1]) + 1000)])))  # newer, a folder
     result = align(dump_dir, ref_dir, graph=graph_path)
     assert pairing(result)["b:output:0"] == "b:output:0" and result.coverage.unreadable == ()
+
+
+def test_npy_files_not_named_like_references_are_listed_not_dropped_silently(tmp_path):
+    """A fuzz run found them ignored without a trace but "N NPU tensors have no reference"."""
+    dump_dir, ref_dir, graph_path = write_workspace(tmp_path, NODES, ["x", "a", "b", "c"])
+    odd = [os.path.join(ref_dir, name) for name in ("X.x.y.npy", "b.99999999999999999999999.1.npy", "notes.txt")]
+    for path in odd:
+        with open(path, "wb") as handle:
+            handle.write(b"")
+    result = align(dump_dir, ref_dir, graph=graph_path)
+    assert result.coverage.ignored_references == tuple(sorted(odd[:2]))  # .npy only: other files are side files
+    assert result.coverage.to_dict()["ignored_references"] == sorted(odd[:2])
+    for path in odd:
+        os.unlink(path)
+    assert "ignored_references" not in align(dump_dir, ref_dir, graph=graph_path).coverage.to_dict()
