@@ -29,6 +29,7 @@ from precision_tool.formats.tensor_kind import TensorKind
 
 _KINDS = "|".join(kind.value for kind in TensorKind)
 _SELECTOR = re.compile(rf"(?P<target>.+?):(?:(?P<kind>{_KINDS}):)?(?P<index>[0-9]+)\Z")
+_NEGATIVE_SELECTOR = re.compile(rf"(?P<target>.+?):(?P<kind>{_KINDS}):(?P<index>-[0-9]+)\Z")
 _INT = r"[+-]?[0-9]+"
 _SLICE_PART = re.compile(rf"\s*(?P<start>{_INT})?\s*:\s*(?P<stop>{_INT})?\s*(?::\s*(?P<step>{_INT})?\s*)?\Z")
 
@@ -91,9 +92,18 @@ def parse_slice(slice_text: str) -> tuple:
     return tuple(items)
 
 
+def _index(text: str, whole: str) -> int:
+    """An integer index of a slice; beyond int64 it fits no dimension (numpy would only say it is no integer; a
+    slice's bounds are clipped, so ``[0:10**30]`` is the whole axis)."""
+    value = int(text)
+    if not -(1 << 63) <= value < (1 << 63):
+        raise UsageError(f"slice {whole}: {text} is beyond any dimension")
+    return value
+
+
 def _slice_item(part: str, whole: str):
     if re.fullmatch(_INT, part):
-        return int(part)
+        return _index(part, whole)
     if part == "...":
         return Ellipsis
     if part in ("None", "newaxis", "np.newaxis"):
@@ -115,6 +125,10 @@ def parse_tensor_spec(text: str) -> ParsedSpec:
         raise UsageError("empty tensor argument", FORMS_HINT)
     match = _SELECTOR.match(target)
     if match is None:
+        negative = _NEGATIVE_SELECTOR.match(target)
+        if negative is not None:  # else "is not a file, a dump file name or an op", which hides the cause
+            raise UsageError(f"{text}: {negative.group('kind')} index {negative.group('index')}: tensors are numbered "
+                             "from 0", FORMS_HINT)
         return ParsedSpec(text, target, target, slice_text=slice_text)
     kind = TensorKind(match.group("kind")) if match.group("kind") else "reference"
     return ParsedSpec(text, target, match.group("target"), kind, int(match.group("index")), slice_text)

@@ -198,9 +198,9 @@ def _checked_header(handle, path: str) -> Tuple[np.dtype, Tuple[int, ...], bool]
     ``L`` (uint16 for version 1, uint32 for version 2) -- is read here first, and ``L`` is checked against the file
     size and :data:`MAX_NPY_HEADER_BYTES` before numpy reads ``L`` bytes (numpy 1.x reads a declared
     4 GiB header into memory). Then numpy parses the header; whatever its parser raises is a damaged
-    header. Refused, as :class:`ReferenceFormatError`: a version other than 1.0 or 2.0, an object dtype,
-    more dimensions than numpy holds, a negative dimension, and data shorter than
-    ``prod(shape) * itemsize``.
+    header. Refused, as :class:`ReferenceFormatError`: a version other than 1.0 or 2.0, an object dtype, a
+    structured, datetime or timedelta dtype (no TF tensor is one), more dimensions than numpy holds, a negative
+    dimension, and data shorter than ``prod(shape) * itemsize``.
     """
     file_size = os.fstat(handle.fileno()).st_size
     header_length = _check_preamble(handle, path, file_size)
@@ -219,6 +219,9 @@ def _checked_header(handle, path: str) -> Tuple[np.dtype, Tuple[int, ...], bool]
     data_offset = handle.tell()
     if dtype.hasobject:
         raise ReferenceFormatError(path, "holds Python objects (pickled); refused, only numeric arrays are read")
+    if dtype.kind in "VMm":  # no TF tensor is a record, a date or a time span
+        what = "records (a structured dtype)" if dtype.kind == "V" else "dates or time spans"
+        raise ReferenceFormatError(path, f"holds {what}, {dtype.str}; only numeric arrays are read")
     problem = ndim_problem(len(shape))
     if problem is not None:
         raise ReferenceFormatError(path, f".npy header {problem}")

@@ -40,6 +40,19 @@ def test_slices_are_parsed_never_evaluated(text):
         parse_slice(text)
 
 
+def test_an_integer_index_beyond_int64_is_said_to_fit_no_dimension_and_a_huge_bound_clips():
+    """A fuzz run found numpy's "only integers, slices ... are valid indices" for [99999999999999999999999999]."""
+    with pytest.raises(UsageError, match=r"^slice \[99999999999999999999999999\]: 99999999999999999999999999 is "
+                                         r"beyond any dimension$"):
+        parse_slice("[99999999999999999999999999]")
+    assert parse_slice("[0:99999999999999999999999]") == (slice(0, 99999999999999999999999, None),)
+
+
+def test_a_negative_tensor_index_says_tensors_are_numbered_from_0():
+    with pytest.raises(UsageError, match=r"^op/x:input:-1: input index -1: tensors are numbered from 0 "):
+        parse_tensor_spec("op/x:input:-1")
+
+
 def test_spec_parts():
     spec = parse_tensor_spec("conv1/Conv2D:output:0[0, :4]")
     assert (spec.base, spec.target, spec.kind, spec.index, spec.slice_text) == (

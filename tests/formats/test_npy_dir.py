@@ -129,6 +129,9 @@ def valid_npy_bytes(array):
     (b"random bytes, not numpy at all", "not a readable .npy file"),
     (valid_npy_bytes(np.arange(100, dtype=np.float64))[:-8], "truncated: the header promises 800 bytes"),
     (valid_npy_bytes(np.array([{"a": 1}], dtype=object)), "holds Python objects"),
+    # a fuzz run found these called "changed since it was listed", and two rows of one file saying two things
+    (valid_npy_bytes(np.zeros(3, dtype=[("a", "<f4"), ("b", "<f4")])), r"holds records \(a structured dtype\)"),
+    (valid_npy_bytes(np.array(["2020-01-01"], dtype="M8[D]")), r"holds dates or time spans, <M8\[D\]"),
     (b"PK\x03\x04" + b"\x00" * 40, "not a readable .npy file"),
 ])
 def test_bad_npy_files_name_the_file_in_one_line(tmp_path, content, cause):
