@@ -171,6 +171,8 @@ def _json_safe(value: Any) -> Any:
 
 
 def report_to_json(report: Report) -> str:
-    """The machine-readable form: ``{"title", "status", "exit_code", "data"}`` (NaN/inf as strings)."""
-    return json.dumps(_json_safe({"title": report.title, "status": report.status,
+    """The machine-readable form: ``{"title", "status", "exit_code", "data"}`` (NaN/inf as strings; the status
+    without the terminal's pointer "(see above)": a script has no "above")."""
+    status = report.status.replace(" (see above)", "") if isinstance(report.status, str) else report.status
+    return json.dumps(_json_safe({"title": report.title, "status": status,
                                   "exit_code": report.exit_code, "data": report.data}), indent=2)

@@ -29,3 +29,12 @@ def test_json_is_strict_even_with_nan_and_inf():
     report = Report(title="t", exit_code=1, data={"cos": float("nan"), "max": np.float32(np.inf), "n": np.int64(3)})
     parsed = json.loads(report_to_json(report))
     assert parsed == {"title": "t", "status": "", "exit_code": 1, "data": {"cos": "nan", "max": "inf", "n": 3}}
+
+
+def test_json_status_has_no_pointer_to_text_above():
+    """A user walk found "exit 1: a check found a problem (see above)" in --json output, where nothing is above."""
+    from precision_tool.reports.format import exit_line
+
+    report = Report(title="t", status=exit_line(1, 0.5), exit_code=1)
+    assert json.loads(report_to_json(report))["status"] == "exit 1: a check found a problem; 0.50 s"
+    assert "(see above)" in format_report(report)  # the terminal keeps it
