@@ -95,7 +95,8 @@ def _like_with_like(npu_dump_dir, other_dump_dir) -> Optional[DumpSelection]:
         other = scan_dump_folder(other_dump_dir, following(DumpSelection(left.step, left.device))).choice
     if other.step is None or other.step == left.step or other.step not in left.steps_of(left.device):
         return None
-    return DumpSelection(other.step, requested().device, why="the other run's only step")
+    return DumpSelection(other.step, requested().device,
+                         why=f"to match {os.fspath(other_dump_dir)}, which holds only that step")
 
 
 def align_npu_vs_npu(npu_dump_dir, other_dump_dir, graph=None, other_graph=None) -> Alignment:

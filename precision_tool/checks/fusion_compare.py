@@ -108,6 +108,9 @@ class FusionComparison:
     line per tensor that could not be read. ``steps_differ``: one line when the two runs were read at different
     steps (``--step`` asked for one the fusion-off run lacks; it holds one step only): their weights differ, so
     a difference is not the fusion's, and no op is a culprit (every differing op is an other difference).
+    ``read_at``: ``"step N"`` when the fusion-on run was read at another step than its newest, the one a
+    comparison detailed without ``--step`` (to match the fusion-off run's only step): a verdict on an op then
+    says at which step fusion was measured; ``""`` otherwise.
     """
 
     fused_dir: str
@@ -119,6 +122,7 @@ class FusionComparison:
     not_compared: int = 0
     unreadable: Tuple[str, ...] = ()
     steps_differ: str = ""
+    read_at: str = ""
 
     @property
     def culprits(self) -> Tuple[OpDiff, ...]:
@@ -201,7 +205,19 @@ def compare_fusion_runs(fused_dump: str, unfused_dump: str, fused_graph=None, un
     ops = _op_diffs(alignment, by_key, op_types, graph_ops, floor, growth)
     return FusionComparison(os.fspath(fused_dump), os.fspath(unfused_dump), floor, growth, tuple(ops),
                             tuple(tensors), len(alignment.unaligned), tuple(unreadable),
-                            _steps_differ(alignment.coverage, unfused_dump))
+                            _steps_differ(alignment.coverage, unfused_dump), _read_at(alignment.coverage, fused_dump))
+
+
+def _read_at(coverage, fused_dump) -> str:
+    """:attr:`FusionComparison.read_at`: the step the fusion-on run was read at, when no step was asked for and it
+    is not the device's newest (the step a comparison details)."""
+    from precision_tool.comparison.tree_runs import tree_of
+    from precision_tool.formats.dump_tree import requested
+
+    if coverage is None or coverage.dump_step is None or coverage.dump_device is None or requested().step is not None:
+        return ""
+    steps = tree_of(fused_dump).steps_of(coverage.dump_device)
+    return f"step {coverage.dump_step}" if steps and steps[-1] != coverage.dump_step else ""
 
 
 def _steps_differ(coverage, unfused_dump) -> str:

@@ -164,13 +164,15 @@ def _fusion_reason(fusion, op_name: str) -> _FusionFinding:
     comparison = fusion.comparison
     diff = comparison.op(op_name) if comparison is not None else None
     passes = tuple(view.passes) if view is not None else ()
+    at = f" at {comparison.read_at} (the fusion-off run's only step)" if comparison is not None and \
+        comparison.read_at else ""
     if diff is not None and diff.differs and diff.fused is not None:
-        return _FusionFinding((f"fusion: it differs from its unfused TF ops in the fusion-off run "
+        return _FusionFinding((f"fusion: it differs from its unfused TF ops in the fusion-off run{at} "
                                f"(relative distance {diff.output_distance:.3g} vs {diff.input_distance:.3g} on its "
                                f"inputs); made by {diff.fused.passes_text}",), tuple(diff.fused.passes), blamed=True)
     if view is not None and diff is not None:
-        return _FusionFinding((f"not fusion: fused by {view.passes_text}, but the fusion-off run computes the same "
-                               f"(relative distance {diff.output_distance:.3g})",), passes)
+        return _FusionFinding((f"not fusion: fused by {view.passes_text}, but the fusion-off run computes the same"
+                               f"{at} (relative distance {diff.output_distance:.3g})",), passes)
     if view is not None:
         return _FusionFinding((f"fused from {len(view.tf_ops)} TF ops by {view.passes_text}; a fusion-off run "
                                "(action='fusion_off') would tell whether fusion is to blame",), passes, undecided=True)
@@ -371,8 +373,12 @@ def _earlier_step_lines(compare) -> List[str]:
     first = first_diverging(steps)
     if first is None or first is steps[-1]:
         return []
+    from precision_tool.formats.dump_tree import requested
+
+    device = f" --device {first.device}" if requested().device is not None else ""  # the device asked for stays
     return [f"step {first.step} diverges first, before the step {steps[-1].step} detailed here (first divergence "
-            f"{first.first_divergence}, {len(first.failing)} tensor(s) fail): detail it with ac -c --step {first.step}"]
+            f"{first.first_divergence}, {len(first.failing)} tensor(s) fail): detail it with ac -c --step {first.step}"
+            f"{device}"]
 
 
 def _also(culprit: Optional[Culprit], overflow, fusion, compare) -> List[str]:

@@ -21,6 +21,7 @@ workspace: 2.
 """
 from __future__ import annotations
 
+import dataclasses
 import os
 import shlex
 import time
@@ -82,6 +83,7 @@ def handle(args, ctx: Context):
         if progress is not None:
             progress.close()
     exit_code = result.exit_code()
+    result = dataclasses.replace(result, verdict=with_selection_flags(result.verdict))
     paths = written[0] if written else None
     html = None
     if args.html and paths is not None:
@@ -95,6 +97,23 @@ def handle(args, ctx: Context):
         report.add_text(f"HTML report: {html}")
         report.data["html"] = os.path.abspath(html)
     return report
+
+
+def with_selection_flags(verdict):
+    """``verdict`` whose next commands that read dumps or results carry the ``--step``/``--device`` this ``ac`` was
+    given (a user walk found ``ac -c --device 1`` suggesting ``ni OP``, which shows device 0's dumps); ``bisect``
+    runs the training again and takes none."""
+    from precision_tool.commands import DUMP_READERS
+    from precision_tool.formats.dump_tree import requested
+
+    asked = requested()
+    flags = "".join(f" --{name} {value}" for name, value in (("step", asked.step), ("device", asked.device))
+                    if value is not None)
+    if not flags:
+        return verdict
+    commands = tuple(command + flags if command.split(" ", 1)[0] in DUMP_READERS else command
+                     for command in verdict.next_commands)
+    return dataclasses.replace(verdict, next_commands=commands)
 
 
 def _emulated_run(data_dir: str) -> str:

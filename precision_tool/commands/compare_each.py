@@ -179,7 +179,9 @@ def _first_diverging(runs: Sequence[StepRun], every_step: bool) -> Findings:
         first = first_diverging(device_runs)
         if first is None:
             steps = numbers_text(run.step for run in device_runs if run.step is not None and not run.error)
-            found.append((f"No step{of} diverges (steps compared: {steps or 'none'}).", None))
+            # a device none of whose steps could be compared is no pass (a user walk read it as one)
+            found.append((f"No step{of} diverges (steps compared: {steps})." if steps else
+                          f"No step{of} could be compared: {device_runs[0].error}.", None))
             continue
         found.append((f"First diverging step{of}: {first.step} ({first.first_divergence}: first divergence; "
                       f"{len(first.failing)} tensors fail of {first.compared}; {first.folder})",

@@ -103,6 +103,8 @@ def handle(args, ctx: Context):
     report.exit_code = run_exit_code(comparison)
     report.status = exit_status(report.exit_code, len(failing) + len(errors), compared, len(unusable))
     report.data = {"csv": stored.csv_path, "cosine_threshold": threshold, "compared": compared,
+                   "dump_step": None if coverage is None else coverage.dump_step,
+                   "dump_device": None if coverage is None else coverage.dump_device,
                    "first_divergence": None if divergence.first is None else divergence.first.to_dict(),
                    "failing": [{"index": _index_value(r.index), "tensor_id": r.tensor_id, "op_type": r.op_type,
                                 "cosine": r.cosine, "reason": stored.shown_reason(k), "local_error": r.local_error,

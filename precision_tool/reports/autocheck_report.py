@@ -117,10 +117,14 @@ def autocheck_data(result, paths=None) -> dict:
         compare = {"error": result.compare.error or None, "inputs": result.compare.inputs}
         if result.compare.result is not None:
             outcome = result.compare.result
+            coverage = outcome.facts.coverage
             compare.update(counts=outcome.counts(), divergence=outcome.divergence.to_dict(),
                            failing=[r.tensor_id or r.op_name for r in outcome.failing],
                            result_csv=paths.csv if paths is not None else None,
-                           summary=paths.summary if paths is not None else None)
+                           summary=paths.summary if paths is not None else None,
+                           dump_step=coverage.dump_step if coverage is not None else None,
+                           dump_device=coverage.dump_device if coverage is not None else None,
+                           dump_choice=coverage.dump_choice or None if coverage is not None else None)
         if result.compare.attribution is not None:
             compare["local_error"] = result.compare.attribution.to_dict()
         if result.compare.steps:

@@ -30,11 +30,14 @@ def _text_lines(report: Report) -> List[str]:
 def add_dump_choices(report: Report, choices: Sequence[Tuple[str, Choice]]) -> Report:
     """Add one line per ``(root, choice)`` a command's scans recorded
     (:func:`~precision_tool.formats.dump_tree.reading`) that the report does not say already, naming the
-    folder only when several were read; the lines also go to ``report.data["dump_choice"]`` (a list). Returns
-    ``report``."""
+    folder when several were read or the report has such a line already; the lines also go to
+    ``report.data["dump_choice"]`` (a list). Returns ``report``."""
     said = _text_lines(report)
     roots = {root for root, _ in choices}
-    lines = [dump_choice_line(choice.note, root if len(roots) > 1 else "") for root, choice in choices
+    # a folder is named when several were read -- also when the report says one already (ac's compare line), so
+    # that a second, unnamed line does not read as contradicting it (a user walk found two)
+    named = len(roots) > 1 or any(line.startswith(PREFIX) for line in said)
+    lines = [dump_choice_line(choice.note, root if named else "") for root, choice in choices
              if not any(choice.note in line for line in said)]
     lines = list(dict.fromkeys(lines))
     if lines:

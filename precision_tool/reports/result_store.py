@@ -394,7 +394,8 @@ def find_result_csv(target: str, hint: str = RUN_FIRST, selection=None) -> str:
                                         position[0] if position[0] is not None else -1))
     listed = "; ".join(position_text(*position) for position in held) or "none records a step or device"
     raise WorkspaceError(f"no result of {position_text(selection.step, selection.device)} under {target} "
-                         f"(results of: {listed})", "compare it first: compare --step N --device N")
+                         f"(results of: {listed})",
+                         "compare it first, if the dumps hold it (ls lists their steps): compare --step N --device N")
 
 
 def recorded_position(csv_path: str) -> Tuple[Optional[int], Optional[int]]:

@@ -344,6 +344,10 @@ def test_a_device_folder_without_dump_files_is_named_and_is_a_row_of_device_all(
     out = capsys.readouterr().out
     (row,) = [line for line in out.splitlines() if line.startswith("2 ")]
     assert row.split()[-1] == "files" and f"{root}/20240613143512/2: no dump files" in row
+    assert main(["compare", "--steps", "all", "--device", "all", "-m", str(root), "-g", case.ref, "-f", case.graph,
+                 "-out", str(tmp_path / "both")]) == 1
+    assert (f"No step of device 2 could be compared: {root}/20240613143512/2: no dump files."
+            in capsys.readouterr().out.splitlines())  # a user walk read "No step diverges (compared: none)" as a pass
     shutil.rmtree(root / TIMES[1])  # device 1 gone: nothing fails, the empty card makes it exit 2
     assert main([*every, str(tmp_path / "all2")]) == 2
 

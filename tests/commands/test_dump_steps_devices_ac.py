@@ -94,7 +94,8 @@ def test_npu_vs_npu_compares_like_with_like_when_the_other_run_holds_one_step(wo
     shutil.copytree(tree / "20240613143502" / "0" / "ge_default_cmp" / "1" / "5", other)  # clean
     code = main(["compare", "-m", str(tree), "-g", str(tmp_path / "other"), "-out", str(tmp_path / "o1")])
     out = capsys.readouterr().out
-    assert code == 1 and "NPU dumps: dumps of step 0 on device 0 (the other run's only step)" in out
+    assert code == 1 and (f"NPU dumps: dumps of step 0 on device 0 (to match {tmp_path / 'other'}, which holds "
+                          "only that step)") in out
     assert "op2" in out.split("First divergence:")[1].splitlines()[0]
     code = main(["compare", "--step", "5", "-m", str(tree), "-g", str(tmp_path / "other"), "-out",
                  str(tmp_path / "o2")])
@@ -162,3 +163,36 @@ def test_fusion_runs_read_at_different_steps_blame_no_op_on_fusion(workspace, tm
     assert apart.culprits == () and apart.to_dict()["steps_differ"] == apart.steps_differ
     together = compare_fusion_runs(str(tree), str(tmp_path / "off"), str(graph), str(graph))  # both at step 0
     assert together.steps_differ == "" and "steps_differ" not in together.to_dict()
+
+
+def test_ac_with_a_step_or_device_suggests_commands_that_keep_them(workspace, capsys, tmp_path):
+    """A user walk found ``ac -c --device 1`` suggesting ``ni OP``, which shows device 0's dumps -- a pass beside a
+    verdict that blames the op."""
+    code = main(["-d", str(workspace), "ac", "-c", "--no-replay", "-o", str(tmp_path / "o"), "--step", "0",
+                 "--device", "0"])
+    lines = capsys.readouterr().out.splitlines()
+    suggested = [line for line in lines[lines.index("Next:") + 1:] if line.startswith("  precision_tool ")]
+    assert code == 1 and suggested and all(line.endswith(" --step 0 --device 0") for line in suggested
+                                           if line.split()[3] in ("ni", "pt", "vcs", "ls", "ac", "report"))
+    assert any(" ni " in line for line in suggested)
+
+
+def test_ac_names_each_runs_folder_and_says_where_fusion_was_measured(workspace, capsys, tmp_path):
+    """A user walk found two unlabelled, seemingly contradicting ``NPU dumps:`` lines (the comparison's step 5, the
+    fusion check's step 0), a verdict on fusion measured at step 0 without saying so, and ``--json`` naming only
+    step 0."""
+    from precision_tool.checks.fusion_compare import compare_fusion_runs
+
+    tree = workspace / "npu" / "debug_0" / "dump"
+    off = workspace / "npu" / "debug_1" / "dump" / "20240613150000" / "0" / "ge_default_cmp" / "1" / "0"
+    shutil.copytree(tree / "20240613143502" / "0" / "ge_default_cmp" / "1" / "0", off)
+    code = main(["-d", str(workspace), "--json", "ac", "-c", "--no-replay", "-o", str(tmp_path / "j")])
+    data = json.loads(capsys.readouterr().out)["data"]
+    assert (data["compare"]["dump_step"], data["compare"]["dump_device"]) == (5, 0)
+    assert main(["-d", str(workspace), "ac", "-c", "--no-replay", "-o", str(tmp_path / "t")]) == code
+    lines = [line for line in capsys.readouterr().out.splitlines() if line.startswith("NPU dumps")]
+    assert lines[0].startswith("NPU dumps: dumps of step 5 on device 0") and len(lines) > 1
+    assert all(line.startswith("NPU dumps of ") for line in lines[1:])
+    graph = workspace / "npu" / "debug_0" / "graph"
+    fusion = compare_fusion_runs(str(tree), str(workspace / "npu" / "debug_1" / "dump"), str(graph), str(graph))
+    assert fusion.read_at == "step 0" and fusion.steps_differ == ""
