@@ -205,7 +205,9 @@ def add_local_error_section(report: Report, data: dict, op_name: str, path: Opti
     measured = [row for row in rows if row.local_error is not None]
     if not measured:
         notes = [note for row in rows for note in row.notes if note.startswith("not replayed: ")]
-        why = notes[0] if notes else "not replayed (ac -c replays each op when tf/graph and TensorFlow are there)"
+        why = notes[0] if notes else (f"not measured in {os.path.basename(path)}: that run replayed nothing ('compare' "
+                                      "and 'ac -c --no-replay' do not; 'ac -c' replays each op when tf/graph and "
+                                      "TensorFlow are there)")
         report.add_text(f"Local error: {why}")
         data["local_error"] = {"rows": [], "why": why}
         return

@@ -79,8 +79,9 @@ def handle(args, ctx: Context) -> Report:
     for number, tensor in enumerate(tensors):
         shown = tensor.array
         stats = array_stats(shown)
-        rows.append([tensor.shown_label, tensor.stored, f"{tensor.layout} {shape_text(tensor.whole_shape)}".strip(),
-                     *stats.cells()])
+        part = f", slice {shape_text(shown.shape)}" if tuple(shown.shape) != tuple(tensor.whole_shape) else ""
+        rows.append([tensor.shown_label, tensor.stored,  # the statistics are the slice's: say its shape too
+                     f"{tensor.layout} {shape_text(tensor.whole_shape)}{part}".strip(), *stats.cells()])
         if number < MAX_VALUE_BLOCKS:
             value_lines += _value_block(tensor, columns, value_lines_each)
         item = {"tensor": tensor.label, "path": tensor.path, "stored": tensor.stored, "layout": tensor.layout,

@@ -122,6 +122,8 @@ def test_vcs_ni_and_report_read_the_result_of_the_step_asked_for_and_say_which_t
     result = out.split("Comparison result ")[1]
     assert result.startswith(f"{workspace / 'temp'}") and "(step 0 on device 0)" in result.splitlines()[0]
     assert "fail" in result.split("op2:output:0")[1].splitlines()[0]
+    assert f"Local error: not measured in {os.path.basename(result.splitlines()[0].split()[0])}: that run replayed " \
+           "nothing" in out  # a user walk read "ac -c replays each op when tf/graph ... are there" as missing inputs
     main(["-d", str(workspace), "ni", "op2", "--device", "1"])
     assert "Comparison result of step 5 on device 1: none under" in capsys.readouterr().out
     # A newer result of step 5 on device 1 is not shown beside device 0's step 5 dumps (a review found it was).

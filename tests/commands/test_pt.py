@@ -69,7 +69,8 @@ def test_op_output_in_origin_layout_with_slice(workspace):
     assert np.array_equal(shown(report), expected)
     assert report.data["tensors"][0]["shown_shape"] == [2, 3]
     row = report.blocks[0].rows[0]
-    assert row[:3] == ["conv1/Conv2D:output:0[0, :2, 1]", "float16 NC1HWC0 [1, 1, 4, 4, 16]", "NHWC [1, 4, 4, 3]"]
+    assert row[:3] == ["conv1/Conv2D:output:0[0, :2, 1]", "float16 NC1HWC0 [1, 1, 4, 4, 16]",
+                       "NHWC [1, 4, 4, 3], slice [2, 3]"]  # the statistics are the slice's: its shape is said
     assert report.data["tensors"][0]["max"] == float(expected.max())  # the statistics are the slice's
 
 
