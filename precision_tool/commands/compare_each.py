@@ -204,8 +204,17 @@ def _replica_findings(runs: Sequence[StepRun], every_step: bool) -> Findings:
         differ = replicas_differ(replicas)
         found.extend((f"Replicas differ{at}: device {device} ({why})", {"step": step, "device": device, "why": why})
                      for device, why in differ.items())
-        usable = [run.device for run in replicas if run.device is not None and not run.error]
+        usable = [run for run in replicas if run.device is not None and not run.error]
         if not differ and len(usable) > 1:
-            found.append((f"Replicas agree{at}: devices {numbers_text(usable)} (same failing tensors, cosines "
-                          f"within {REPLICA_COSINE_TOLERANCE:g})", None))
+            # on the tensors both compared: say when some were not (a user walk read "agree" as a clean bill)
+            unreadable = "; ".join(f"device {run.device}: {counted(run.unreadable, 'unreadable dump file')}"
+                                   for run in usable if run.unreadable)
+            over = ""
+            if len({run.compared for run in usable}) > 1 or unreadable:
+                compared = ", ".join(f"device {run.device} {run.compared}" for run in usable)
+                over = f"; but not over the same tensors: compared {compared}" + (f" ({unreadable})" if unreadable
+                                                                                  else "")
+            devices = numbers_text(run.device for run in usable if run.device is not None)
+            found.append((f"Replicas agree{at}: devices {devices} (same failing tensors, cosines within "
+                          f"{REPLICA_COSINE_TOLERANCE:g}{over})", None))
     return found

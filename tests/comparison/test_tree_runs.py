@@ -65,3 +65,17 @@ def test_compare_each_runs_each_selection_and_keeps_going_past_an_error():
     with pytest.raises(WorkspaceError, match="step 0 is unreadable"):
         compare_each([DumpSelection(0, 1)], run_one)  # every run stopped: the first error, as one comparison
     assert requested() == DumpSelection()
+
+
+def test_replicas_that_agree_on_different_tensors_say_so():
+    """A user walk read "Replicas agree" as a clean bill where one device had compared 48 tensors and the other 52."""
+    from precision_tool.commands.compare_each import _replica_findings
+
+    full = StepRun(1, 5, 52, cosines=dict(GOOD))
+    short = StepRun(0, 5, 48, cosines=dict(GOOD), unreadable=1)
+    ((line, data),) = _replica_findings([short, full], every_step=False)
+    assert data is None and line == ("Replicas agree: devices 0, 1 (same failing tensors, cosines within 0.001; but "
+                                     "not over the same tensors: compared device 0 48, device 1 52 (device 0: 1 "
+                                     "unreadable dump file))")
+    ((line, _),) = _replica_findings([StepRun(0, 5, 52, cosines=dict(GOOD)), full], every_step=False)
+    assert line == "Replicas agree: devices 0, 1 (same failing tensors, cosines within 0.001)"
