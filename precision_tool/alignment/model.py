@@ -274,6 +274,8 @@ class Alignment:
         dump is entry k); empty without a graph. :mod:`.divergence` follows these edges.
     reference_files : the reference folder's files as read (``NpyReference`` records, NPU-vs-TF only), for a
         caller that looks up more TF tensors (replay) without reading every header again.
+    choices : the :class:`~precision_tool.formats.dump_tree.Choice` of each NPU run read, the compared run first
+        (NPU vs NPU: then the other run's), for a caller that needs the steps read without scanning again.
     """
 
     mode: str
@@ -284,6 +286,7 @@ class Alignment:
     order_source: str
     data_inputs: dict = field(default_factory=dict, hash=False, compare=False)
     reference_files: tuple = field(default=(), hash=False, compare=False)
+    choices: tuple = field(default=(), hash=False, compare=False)
 
     def first_divergence(self, verdicts):
         """:func:`~precision_tool.alignment.divergence.find_first_divergence` over this alignment's order

@@ -169,4 +169,4 @@ def align_npu_vs_npu(npu_dump_dir, other_dump_dir, graph=None, other_graph=None)
                                             other.run.dump_choice and f"other run: {other.run.dump_choice}"))),
         dump_step=left.choice.step, dump_device=left.choice.device)
     return Alignment(MODE_NPU_VS_NPU, tuple(pairs), tuple(unaligned), coverage, order, order_source,
-                     left.data_inputs())
+                     left.data_inputs(), choices=(left.choice, other.run.choice))

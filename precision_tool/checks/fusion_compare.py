@@ -205,36 +205,25 @@ def compare_fusion_runs(fused_dump: str, unfused_dump: str, fused_graph=None, un
     ops = _op_diffs(alignment, by_key, op_types, graph_ops, floor, growth)
     return FusionComparison(os.fspath(fused_dump), os.fspath(unfused_dump), floor, growth, tuple(ops),
                             tuple(tensors), len(alignment.unaligned), tuple(unreadable),
-                            _steps_differ(alignment.coverage, unfused_dump), _read_at(alignment.coverage, fused_dump))
+                            *_steps_read(alignment))
 
 
-def _read_at(coverage, fused_dump) -> str:
-    """:attr:`FusionComparison.read_at`: the step the fusion-on run was read at, when no step was asked for and it
-    is not the device's newest (the step a comparison details)."""
-    from precision_tool.comparison.tree_runs import tree_of
+def _steps_read(alignment) -> Tuple[str, str]:
+    """``(steps_differ, read_at)`` of :class:`FusionComparison`, from the two runs' choices the alignment made:
+    the fusion-off run followed to another step than the fusion-on run's; the fusion-on run read at another step
+    than its device's newest, no step being asked for (to match the fusion-off run's only one)."""
     from precision_tool.formats.dump_tree import requested
 
-    if coverage is None or coverage.dump_step is None or coverage.dump_device is None or requested().step is not None:
-        return ""
-    steps = tree_of(fused_dump).steps_of(coverage.dump_device)
-    return f"step {coverage.dump_step}" if steps and steps[-1] != coverage.dump_step else ""
-
-
-def _steps_differ(coverage, unfused_dump) -> str:
-    """The line of :attr:`FusionComparison.steps_differ`: the fusion-on run's step (``coverage``) against the step
-    the fusion-off run's scan follows to; ``""`` when they agree or either has no steps."""
-    from precision_tool.formats.dump_names import scan_dump_folder
-    from precision_tool.formats.dump_tree import DumpSelection, following, reading
-
-    if coverage is None or coverage.dump_step is None:
-        return ""
-    with reading():  # a second look at the folder's names: its note is the alignment's already
-        other = scan_dump_folder(unfused_dump, following(DumpSelection(coverage.dump_step, coverage.dump_device)))
-    if other.choice.step is None or other.choice.step == coverage.dump_step:
-        return ""
-    return (f"the fusion-on run was read at step {coverage.dump_step}, the fusion-off run at step "
-            f"{other.choice.step} (its only one): the weights differ between steps, so no difference is blamed "
-            f"on fusion; compare step {other.choice.step} (--step {other.choice.step}) for a fusion verdict")
+    if len(alignment.choices) < 2 or alignment.choices[0].step is None or alignment.choices[1].step is None:
+        return "", ""
+    fused, unfused = alignment.choices
+    if unfused.step != fused.step:
+        return (f"the fusion-on run was read at step {fused.step}, the fusion-off run at step {unfused.step} (its "
+                f"only one): the weights differ between steps, so no difference is blamed on fusion; compare step "
+                f"{unfused.step} (--step {unfused.step}) for a fusion verdict"), ""
+    steps = fused.steps_of(fused.device)
+    moved = requested().step is None and bool(steps) and steps[-1] != fused.step
+    return "", f"step {fused.step}" if moved else ""
 
 
 def _op_diffs(alignment, by_key, op_types, graph_ops, floor: float, growth: float) -> List[OpDiff]:

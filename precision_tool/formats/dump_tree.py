@@ -102,11 +102,6 @@ class Choice:
             and (not self.models or (position.device, position.model_folder) in self.models))
 
     @property
-    def model_folder(self) -> str:
-        """The model folder read on the chosen device (``""`` for a flat folder)."""
-        return dict(self.models).get(self.device, "") if self.device is not None else ""
-
-    @property
     def devices(self) -> Tuple[int, ...]:
         """The devices of the tree, lowest first."""
         return tuple(sorted({device for device, _ in self.held}))

@@ -390,8 +390,7 @@ def find_result_csv(target: str, hint: str = RUN_FIRST, selection=None) -> str:
             return max(reversed(matching), key=lambda path: _or_first(positions[path][0]))
         return matching[-1]
     held = sorted({position for position in positions.values() if position != (None, None)},
-                  key=lambda position: (position[1] if position[1] is not None else -1,
-                                        position[0] if position[0] is not None else -1))
+                  key=lambda position: (_or_first(position[1]), _or_first(position[0])))
     listed = "; ".join(position_text(*position) for position in held) or "none records a step or device"
     raise WorkspaceError(f"no result of {position_text(selection.step, selection.device)} under {target} "
                          f"(results of: {listed})",
