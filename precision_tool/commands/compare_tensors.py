@@ -118,7 +118,7 @@ def _worst_table(report: Report, left: LoadedTensor, right: LoadedTensor, count:
 
     worst = worst_elements(left.array, right.array, count, "abs")
     rows = [[str(list(e.index)), f"{e.npu:.6g}", f"{e.reference:.6g}", f"{e.abs_error:.6g}",
-             "-" if e.rel_error is None else f"{e.rel_error:.6g}"] for e in worst]
+             f"{e.rel_error:.6g}"] for e in worst]
     report.add_table(["index", "left", "right", "abs error", "rel error"], rows,
                      title=f"Largest {len(rows)} absolute errors")
     return [{"index": list(e.index), "left": e.npu, "right": e.reference, "abs_error": e.abs_error,

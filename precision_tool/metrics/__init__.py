@@ -15,6 +15,7 @@ Every metric works in float64. msaccucmp casts to float32 and computes there; wh
 overflows (|values| above ~1e19) or underflows (below ~1e-19). Metrics never log and never warn.
 """
 from precision_tool.metrics.absolute import max_absolute_error, mean_absolute_error, root_mean_square_error
+from precision_tool.metrics.errors_detail import ElementError
 from precision_tool.metrics.closeness import (DEFAULT_TOLERANCES, Tolerance, allclose_ratio, canonical_dtype,
                                               default_tolerance)
 from precision_tool.metrics.moments import MeanStd, format_mean_std, standard_deviation
@@ -24,7 +25,7 @@ from precision_tool.metrics.relative import (accumulated_relative_error, max_rel
                                              relative_euclidean_distance)
 from precision_tool.metrics.similarity import cosine_similarity, kullback_leibler_divergence
 from precision_tool.metrics.verdict import (DEFAULT_COSINE_THRESHOLD, MetricValue, NonFiniteClass, NonFiniteSummary,
-                                            Status, TensorComparison, WorstElement, compare_tensors, threshold_text)
+                                            Status, TensorComparison, compare_tensors, threshold_text)
 
 __all__ = [
     "cosine_similarity", "max_absolute_error", "accumulated_relative_error", "relative_euclidean_distance",
@@ -33,5 +34,5 @@ __all__ = [
     "allclose_ratio", "Tolerance", "DEFAULT_TOLERANCES", "canonical_dtype", "default_tolerance",
     "MetricInfo", "METRICS", "ALL", "get_metric", "resolve_metrics", "compute_metrics", "format_value",
     "compare_tensors", "TensorComparison", "MetricValue", "Status", "NonFiniteClass", "NonFiniteSummary",
-    "WorstElement", "DEFAULT_COSINE_THRESHOLD", "threshold_text",
+    "ElementError", "DEFAULT_COSINE_THRESHOLD", "threshold_text",
 ]

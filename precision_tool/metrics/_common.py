@@ -12,10 +12,11 @@ from __future__ import annotations
 import numpy as np
 
 from precision_tool.errors import MetricInputError
+from precision_tool.metrics import rounding
 
 #: ``|y| <= ZERO_REFERENCE_EPS`` counts as a zero reference: left out of relative errors.
 #: It is msaccucmp's ``FLOAT_EPSILON`` (``np.finfo(float).eps``, 2.220446049250313e-16).
-ZERO_REFERENCE_EPS = float(np.finfo(np.float64).eps)
+ZERO_REFERENCE_EPS = rounding.ZERO_REFERENCE_EPS
 
 #: Kullback-Leibler divergence clamps each min-max scaled value below at this (float32 machine epsilon,
 #: 1.1920928955078125e-07), as msaccucmp does, so no probability is zero.

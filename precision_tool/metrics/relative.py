@@ -10,15 +10,19 @@ The per-element relative error is msaccucmp's
 
 so an element whose reference is zero contributes nothing to a sum and 0 to a maximum, and still counts in
 the N of a mean. That is msaccucmp's definition and we keep it so the columns agree; we differ in one case:
-when *no* element has a non-zero reference the relative errors are undefined and we return ``nan`` where
-msaccucmp writes 0 (a reference of zeros against an NPU tensor of 1000s is not "relative error 0").
-:func:`~precision_tool.metrics.verdict.compare_tensors` also reports how many elements were left out.
+when *no* element has a non-zero reference, nothing is left to be relative to, and the tool's one rule for a
+zero reference applies (:func:`~precision_tool.metrics.rounding.relative_error`): 0 when the tensors are
+identical, ``inf`` when they differ -- where msaccucmp writes 0 (a reference of zeros against an NPU tensor of
+1000s is not "relative error 0"). The same rule makes RelativeEuclideanDistance 0 or ``inf`` over an all-zero
+reference. :func:`~precision_tool.metrics.verdict.compare_tensors` also reports how many elements were left out.
+Empty inputs (no finite pair) give ``nan``: nothing was measured.
 """
 from __future__ import annotations
 
 import math
 
 from precision_tool.metrics.pair_stats import PairStats, metric_over
+from precision_tool.metrics.rounding import relative_error
 from precision_tool.metrics._docs import fill_doc
 
 __all__ = ["accumulated_relative_error", "max_relative_error", "mean_relative_error",
@@ -48,7 +52,8 @@ def accumulated_relative_error(x, y) -> float:
     Notes
     -----
     Elements with a zero reference (``|y_i| <= 2.220446e-16``) contribute 0. If every reference element is
-    zero -- or the inputs are empty -- the result is ``nan``: relative error is undefined (msaccucmp gives 0).
+    zero the result is 0 for identical tensors and ``inf`` otherwise (msaccucmp gives 0); empty inputs give
+    ``nan``.
     {nonfinite}
     {precision}
 
@@ -57,7 +62,7 @@ def accumulated_relative_error(x, y) -> float:
     >>> accumulated_relative_error([1.5, 2.0, 7.0], [1.0, 4.0, 0.0])
     1.0
     >>> accumulated_relative_error([1.0, 2.0], [0.0, 0.0])
-    nan
+    inf
     """
     return metric_over(_accumulated_relative_error, x, y)
 
@@ -85,7 +90,8 @@ def max_relative_error(x, y) -> float:
     Notes
     -----
     Elements with a zero reference (``|y_i| <= 2.220446e-16``) are left out (their ``r_i`` is 0). If every
-    reference element is zero -- or the inputs are empty -- the result is ``nan`` (msaccucmp gives 0).
+    reference element is zero the result is 0 for identical tensors and ``inf`` otherwise (msaccucmp gives 0);
+    empty inputs give ``nan``.
     {nonfinite}
     {precision}
 
@@ -120,8 +126,8 @@ def mean_relative_error(x, y) -> float:
     Notes
     -----
     N counts the zero-reference elements too (their ``r_i`` is 0), as msaccucmp does, so many zero references
-    pull the mean down. If every reference element is zero -- or the inputs are empty -- the result is ``nan``
-    (msaccucmp gives 0).
+    pull the mean down. If every reference element is zero the result is 0 for identical tensors and ``inf``
+    otherwise (msaccucmp gives 0); empty inputs give ``nan``.
     {nonfinite}
     {precision}
 
@@ -156,8 +162,9 @@ def relative_euclidean_distance(x, y) -> float:
 
     Notes
     -----
-    If the reference is exactly all zero -- or the inputs are empty -- the result is ``nan``: there is nothing
-    to be relative to. msaccucmp writes 0 whenever ``||y|| <= 2.22e-16``, which also hides real differences
+    If the reference is exactly all zero the result is 0 for identical tensors and ``inf`` otherwise (the one
+    rule of :func:`~precision_tool.metrics.rounding.relative_error`); empty inputs give ``nan``. msaccucmp
+    writes 0 whenever ``||y|| <= 2.22e-16``, which also hides real differences
     between tiny tensors (``x = 2y`` with ``y`` of order 1e-17 has RED 1, not 0). Norms are scaled when
     needed, so neither tiny nor huge values lose digits.
     {nonfinite}
@@ -167,25 +174,30 @@ def relative_euclidean_distance(x, y) -> float:
     --------
     >>> relative_euclidean_distance([6.0, 8.0], [3.0, 4.0])
     1.0
-    >>> relative_euclidean_distance([1.0, 1.0], [0.0, 0.0])
-    nan
+    >>> relative_euclidean_distance([1.0, 1.0], [0.0, 0.0]), relative_euclidean_distance([0.0], [0.0])
+    (inf, 0.0)
     """
     return metric_over(_relative_euclidean_distance, x, y)
 
 
+def _nothing_left(stats: PairStats) -> float:
+    """Every reference element is zero: :func:`relative_error` over a zero reference (``nan`` with no pair)."""
+    return relative_error(stats.max_ad, 0.0) if stats.n else math.nan
+
+
 def _accumulated_relative_error(stats: PairStats) -> float:
-    return stats.rel_sum if stats.rel_count else math.nan
+    return stats.rel_sum if stats.rel_count else _nothing_left(stats)
 
 
 def _max_relative_error(stats: PairStats) -> float:
-    return stats.rel_max if stats.rel_count else math.nan
+    return stats.rel_max if stats.rel_count else _nothing_left(stats)
 
 
 def _mean_relative_error(stats: PairStats) -> float:
-    return stats.rel_sum / stats.n if stats.rel_count else math.nan
+    return stats.rel_sum / stats.n if stats.rel_count else _nothing_left(stats)
 
 
 def _relative_euclidean_distance(stats: PairStats) -> float:
-    if stats.n == 0 or stats.norm_y == 0.0:
+    if stats.n == 0:
         return math.nan
-    return stats.norm_d / stats.norm_y
+    return relative_error(stats.norm_d, stats.norm_y)

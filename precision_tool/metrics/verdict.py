@@ -44,13 +44,13 @@ from typing import Any, Dict, Optional, Sequence, Tuple
 import numpy as np
 
 from precision_tool.errors import MetricInputError
-from precision_tool.metrics._common import ZERO_REFERENCE_EPS
+from precision_tool.metrics.errors_detail import ElementError
 from precision_tool.metrics.pair_stats import NAN, NEGINF, POSINF, Chunks, PairStats, array_chunks, gather
 from precision_tool.metrics.closeness import DEFAULT_TOLERANCES, Tolerance, canonical_dtype, lower_precision
 from precision_tool.metrics.registry import ALL, MetricInfo, format_value, get_metric, resolve_metrics
 from precision_tool.status import Status
 
-__all__ = ["Status", "NonFiniteClass", "NonFiniteSummary", "WorstElement", "MetricValue", "TensorComparison",
+__all__ = ["Status", "NonFiniteClass", "NonFiniteSummary", "ElementError", "MetricValue", "TensorComparison",
            "compare_tensors", "DEFAULT_COSINE_THRESHOLD", "MATCHING_NON_FINITE", "threshold_text",
            "cosine_gate_reason", "gate_text"]
 
@@ -182,22 +182,6 @@ class NonFiniteSummary:
 
 
 @dataclass(frozen=True)
-class WorstElement:
-    """The element with the largest absolute error among the finite pairs.
-
-    ``index`` is its position in the NPU tensor's shape, ``flat_index`` in the flattened data;
-    ``rel_error`` is None when the reference value is zero (``|y| <= 2.22e-16``).
-    """
-
-    flat_index: int
-    index: Tuple[int, ...]
-    npu: float
-    reference: float
-    abs_error: float
-    rel_error: Optional[float]
-
-
-@dataclass(frozen=True)
 class MetricValue:
     """One metric's value, or None with the reason it could not be computed."""
 
@@ -244,7 +228,7 @@ class TensorComparison:
     zero_reference_count : int
         Compared pairs whose reference is zero, left out of the relative errors.
     non_finite : NonFiniteSummary
-    worst : WorstElement or None
+    worst : ElementError or None
     notes : tuple of str
         Further one-line remarks (shapes that differ only in size-1 dims, zero references, ...).
     """
@@ -264,7 +248,7 @@ class TensorComparison:
     cosine: Optional[float]
     zero_reference_count: int
     non_finite: NonFiniteSummary
-    worst: Optional[WorstElement]
+    worst: Optional[ElementError]
     notes: Tuple[str, ...] = ()
 
     @property
@@ -460,7 +444,7 @@ def _judge(cosine, threshold, mismatch, tolerance, non_finite, stats: PairStats,
     if npu_zero and ref_zero:
         where = " where finite" if non_finite.any else ""
         what = f"are all zero{where} ({compared} element{'' if compared == 1 else 's'})"
-        return Status.BOTH_ZERO, f"both tensors {what}: identical; cosine and relative errors are undefined"
+        return Status.BOTH_ZERO, f"both tensors {what}: identical; cosine is undefined"
     if npu_zero or ref_zero:
         return Status.ONE_SIDE_ZERO, _one_side_zero_reason(stats, npu_zero, tolerance)
     return _gates(cosine, threshold, mismatch, compared, tolerance)
@@ -525,26 +509,8 @@ def _metric_value(info: MetricInfo, value, stats: PairStats, npu_zero: bool, ref
     return MetricValue(info.name, None, "undefined: the result is not a number")
 
 
-def _worst_element(stats: PairStats, shape) -> WorstElement:
-    flat = stats.worst
-    index = _unravel(flat, shape)
-    npu, ref, err = stats.worst_x, stats.worst_y, stats.max_ad
-    rel = err / abs(ref) if abs(ref) > ZERO_REFERENCE_EPS else None
-    return WorstElement(flat_index=flat, index=index, npu=npu, reference=ref, abs_error=err, rel_error=rel)
-
-
-def _unravel(flat: int, shape: Sequence[int]) -> Tuple[int, ...]:
-    """The C-order index of flat position ``flat`` in ``shape`` (``np.unravel_index``, in Python integers: no
-    array is made for one element); ``()`` for a scalar's shape.
-
-    >>> _unravel(23, (2, 3, 4)), _unravel(0, ())
-    ((1, 2, 3), ())
-    """
-    index = []
-    for dim in reversed(shape):
-        flat, position = divmod(flat, dim)
-        index.append(position)
-    return tuple(reversed(index))
+def _worst_element(stats: PairStats, shape) -> ElementError:
+    return ElementError.of(stats.worst, shape, stats.worst_x, stats.worst_y, stats.max_ad)
 
 
 def _classify(in_x: int, in_y: int, same: bool) -> NonFiniteClass:

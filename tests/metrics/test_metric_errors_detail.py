@@ -1,6 +1,8 @@
 """Worst elements and error histograms."""
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
 
@@ -21,10 +23,11 @@ def test_worst_elements_are_sorted_with_positions():
     assert (worst[0].npu, worst[0].reference, worst[0].abs_error, worst[0].rel_error) == (12.0, 9.0, 3.0, 3.0 / 9.0)
 
 
-def test_worst_by_relative_error_skips_zero_references():
-    worst = worst_elements([1.0, 2.0, 3.0], [0.0, 1.0, 2.0], 5, kind="rel")
-    assert [w.flat_index for w in worst] == [1, 2]
-    assert worst_elements([1.0], [0.0], 1)[0].rel_error is None
+def test_worst_by_relative_error_ranks_an_error_over_a_zero_reference_first():
+    # the one rule (metrics.rounding.relative_error): over a zero reference, no error is 0 and any error inf
+    worst = worst_elements([1.0, 2.0, 3.0, 0.0], [0.0, 1.0, 2.0, 0.0], 5, kind="rel")
+    assert [w.flat_index for w in worst] == [0, 1, 2, 3]
+    assert [w.rel_error for w in worst] == [math.inf, 1.0, 0.5, 0.0]
 
 
 def test_non_finite_disagreements_rank_first():
@@ -47,8 +50,8 @@ def test_large_tensor_matches_a_full_sort():
 
 
 def test_element_errors():
-    errors = element_errors([1.0, np.nan, 3.0, 5.0, -np.inf], [1.5, np.nan, np.inf, 0.0, np.inf], "rel")
-    np.testing.assert_array_equal(errors, [1 / 3, 0.0, np.inf, np.nan, np.inf])
+    errors = element_errors([1.0, np.nan, 3.0, 5.0, -np.inf, 0.0], [1.5, np.nan, np.inf, 0.0, np.inf, 0.0], "rel")
+    np.testing.assert_array_equal(errors, [1 / 3, 0.0, np.inf, np.inf, np.inf, 0.0])
     with pytest.raises(MetricInputError, match="Unknown error kind 'max'"):
         element_errors([1.0], [1.0], "max")
 
@@ -56,13 +59,13 @@ def test_element_errors():
 def test_histogram():
     hist = error_histogram([1.0, 2.0, 3.0, 1.0, 7.0], [1.0, 2.2, 0.0, 1.0005, 1.0])
     assert hist.edges == DEFAULT_REL_EDGES
-    assert hist.counts == (1, 0, 0, 1, 0, 1, 0, 1) and hist.left_out == 1
-    assert sum(hist.counts) + hist.left_out == 5
+    assert hist.counts == (1, 0, 0, 1, 0, 1, 0, 2)  # 3 over a zero reference: inf, in the last bin
+    assert sum(hist.counts) == 5
 
 
 def test_histogram_absolute_with_edges():
     hist = error_histogram([0.0, 0.5, 2.0], [0.0, 0.0, 0.0], kind="abs", edges=[0, 1, 10])
-    assert hist.counts == (2, 1) and hist.left_out == 0
+    assert hist.counts == (2, 1)
 
 
 @pytest.mark.parametrize("edges", [[1.0], [0.0, 0.0, 1.0], [1.0, 0.5]])

@@ -63,9 +63,7 @@ def histogram_svg(histogram, labels, *, title: str = "", standalone: bool = Fals
                              class_="bin", data_count=count))
         parts.append(element("text", text(labels[k]), x=number(LEFT + (k + 0.5) * slot), y=number(base + 14),
                              text_anchor="middle", font_size=10, fill="#475569"))
-    footer = f"{kind} error |NPU - ref| / |ref| per element"
-    if histogram.left_out:
-        footer += f"; {histogram.left_out} element(s) with a zero reference not binned"
+    footer = f"{kind} error |NPU - ref| / |ref| per element (over a zero reference: 0 when equal, else inf)"
     parts.append(element("text", text(footer), x=number(WIDTH / 2), y=HEIGHT - 8, text_anchor="middle", font_size=10,
                          fill="#64748b"))
     attrs = {"xmlns": SVG_NAMESPACE if standalone else None, "viewBox": f"0 0 {WIDTH} {HEIGHT}", "width": WIDTH,

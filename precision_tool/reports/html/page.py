@@ -115,7 +115,7 @@ def _worst_table(detail) -> str:
         ("rel error", "num"))))
     rows = []
     for rank, item in enumerate(detail.worst, start=1):
-        rel = "undefined" if item.rel_error is None else f"{item.rel_error:.4g}"
+        rel = f"{item.rel_error:.4g}"
         cells = [(str(rank), "num"), (str(list(item.index)), "mono"), (f"{item.npu:.6g}", "num"),
                  (f"{item.reference:.6g}", "num"), (f"{item.abs_error:.4g}", "num"), (rel, "num")]
         rows.append(element("tr", "".join(element("td", text(value), class_=cls) for value, cls in cells)))

@@ -1,0 +1,91 @@
+r"""What storing a number in a float dtype costs: the constants every error floor of the tool is made of.
+
+For a dtype with unit roundoff :math:`u` (half the gap between 1 and the next number), storing a value that is
+not representable changes it by at most :math:`u` relative, and by :math:`u/\sqrt{3}` in root mean square when
+the error is spread evenly over :math:`[-u, u]`. Every floor is :data:`FLOOR_FACTOR` times such a rounding: what
+rounding *inside* an op (a fused group rounds before its activation, an accumulator at the end) can add on top of
+the one rounding of its output.
+
+* :func:`rounding_floor` -- the relative error a correct op's float output may carry against its exact value,
+  ``max(FLOOR_FACTOR * u / sqrt(3), MIN_FLOOR[dtype])``: about 1.1e-3 for float16, 1e-5 for float32 (an
+  accumulation of ~10^4 terms in float32 rounds by about :math:`\sqrt{10^4} \cdot 2^{-24}`);
+* :func:`relative_error` -- the one rule for an error relative to a reference: ``error / reference``, and over a
+  zero reference 0 for no error, ``inf`` for any;
+* :func:`ratio_to_floor` -- how many floors an error is;
+* :data:`SMALLEST_NORMAL` -- below it a float16 value is subnormal: stored with an absolute spacing of
+  :math:`2^{-24}` (about 6e-8), so its relative precision degrades until it flushes to 0.
+
+>>> round(rounding_floor("float16"), 6), rounding_floor("float32"), rounding_floor("int32")
+(0.001128, 1e-05, 0.0)
+>>> relative_error(0.5, 2.0), relative_error(0.0, 0.0), relative_error(1e-9, 0.0)
+(0.25, 0.0, inf)
+"""
+from __future__ import annotations
+
+import math
+from typing import Optional
+
+#: Unit roundoff per float dtype.
+UNIT_ROUNDOFF = {"float16": 2.0 ** -11, "bfloat16": 2.0 ** -8, "float32": 2.0 ** -24, "float64": 2.0 ** -53}
+#: Floors are this many roundings.
+FLOOR_FACTOR = 4.0
+#: The least floor per dtype, for results that happen to be representable (ReLU, MaxPool of float16 inputs).
+MIN_FLOOR = {"float16": 2.0 ** -11 / 16, "bfloat16": 2.0 ** -8 / 16, "float32": 1e-5, "float64": 1e-12}
+#: The smallest normal number per dtype; float16's is 2^-14, about 6.1e-5.
+SMALLEST_NORMAL = {"float16": 2.0 ** -14, "bfloat16": 2.0 ** -126, "float32": 2.0 ** -126, "float64": 2.0 ** -1022}
+#: ``|y|`` at or below this counts as a zero reference (msaccucmp's ``FLOAT_EPSILON``, float64's machine epsilon).
+ZERO_REFERENCE_EPS = 2.0 ** -52
+
+
+def is_float(dtype: str) -> bool:
+    """True for ``float16``, ``bfloat16``, ``float32``, ``float64`` (as stored names)."""
+    return dtype.startswith(("float", "bfloat"))
+
+
+def unit_roundoff(dtype: str) -> Optional[float]:
+    """The dtype's unit roundoff, ``None`` for a dtype that is not a float this tool knows."""
+    return UNIT_ROUNDOFF.get(dtype)
+
+
+def rms_rounding(dtype: str) -> float:
+    """``u / sqrt(3)``: the relative root-mean-square error of storing values in ``dtype`` (0 for non-floats)."""
+    u = UNIT_ROUNDOFF.get(dtype)
+    return u / math.sqrt(3) if u is not None else 0.0
+
+
+def rounding_floor(dtype: str) -> float:
+    """The relative error a correct op's output in ``dtype`` may carry: ``max(FLOOR_FACTOR * u / sqrt(3),
+    MIN_FLOOR[dtype])``; 0 for integers and bools, which are exact."""
+    if dtype not in UNIT_ROUNDOFF:
+        return 0.0
+    return max(FLOOR_FACTOR * rms_rounding(dtype), MIN_FLOOR[dtype])
+
+
+def relative_error(error: float, reference: float) -> float:
+    """``error / |reference|`` -- the one definition of a relative error, for an element or a norm.
+
+    A zero reference makes no error 0 and any error ``inf``: nothing is relative to nothing, and an error over a
+    reference below the rounding noise is judged on its absolute size instead (the noise rule of
+    :mod:`precision_tool.comparison.noise`). msaccucmp's relative-error columns (Accumulated, Max and Mean
+    RelativeError) leave out the elements whose reference is at most :data:`ZERO_REFERENCE_EPS`, as msaccucmp
+    does; with none left they follow this rule too.
+
+    >>> relative_error(3.0, -4.0), relative_error(0.0, 0.0), relative_error(2e-17, 1e-17), relative_error(1.0, 0.0)
+    (0.75, 0.0, 2.0, inf)
+    """
+    magnitude = abs(reference)
+    if magnitude > 0:
+        return error / magnitude
+    return 0.0 if error == 0 else (error if math.isnan(error) else math.inf)
+
+
+def ratio_to_floor(error: float, floor: float) -> float:
+    """``error / floor``: how many floors an error is; ``inf`` for an error over a zero floor, ``0`` for no error
+    (also over a zero floor).
+
+    >>> ratio_to_floor(0.02, 0.001), ratio_to_floor(0.0, 0.0), ratio_to_floor(0.1, 0.0)
+    (20.0, 0.0, inf)
+    """
+    if floor > 0:
+        return error / floor
+    return 0.0 if error == 0 else math.inf
