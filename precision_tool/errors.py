@@ -24,7 +24,7 @@ _EXIT_RANK = {EXIT_OK: 0, EXIT_UNUSABLE_INPUT: 1, EXIT_FAILED_CHECK: 2}
 def worst_exit_code(codes: Iterable[int]) -> int:
     """The exit code of several commands run as one job (lines piped into the shell): any other code first (an
     interrupted command, 130), then 1 -- a check failed, which wins over 2 as it does within one comparison
-    (:func:`~precision_tool.comparison.result.exit_code_for`) -- then 2, then 0 (also for no command at all).
+    (:func:`~precision_tool.comparison.judgment.exit_code`) -- then 2, then 0 (also for no command at all).
 
     >>> worst_exit_code([0, 2, 1, 0]), worst_exit_code([2, 0]), worst_exit_code([1, 130]), worst_exit_code([])
     (1, 2, 130, 0)

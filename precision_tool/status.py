@@ -1,7 +1,8 @@
 """The one verdict vocabulary: what became of one NPU tensor (or one op) in a comparison.
 
-Every layer speaks it: :func:`~precision_tool.metrics.compare_tensors` returns the first eight (the
-*compared* statuses), the comparison engine adds the last three (why nothing was compared), and the CSV,
+Every layer speaks it: :func:`~precision_tool.metrics.compare_tensors` returns the first eight of the *compared*
+statuses, the judgment of a run (:mod:`precision_tool.comparison.judgment`) adds ``BELOW_NOISE``, the
+comparison engine adds the last three (why nothing was compared), and the CSV,
 ``summary.json``, the lossless result file, ``vcs``, ``ni``, JUnit and the HTML page all write and read the
 same words. A :class:`Status` is a ``str``, so ``Status.PASS == "PASS"`` and JSON keeps the word.
 
@@ -18,6 +19,10 @@ status             pass?  compared?  meaning
 ``ONE_SIDE_ZERO``  no     yes        one side all zero, the other not
 ``EMPTY``          yes    yes        nothing to measure: no elements on either side, or every element NaN/inf
                                      matching the reference's
+``BELOW_NOISE``    yes    yes        the reference is below the rounding noise of the computation that made it
+                                     (a sum that cancels: a bias gradient before a training batch norm), and
+                                     the NPU's absolute error is within that noise; or computed from such a
+                                     tensor by an op that adds no error of its own (docs/local-error.md)
 ``ERROR``          no     no         aligned but unreadable (payload, layout): counts as failed, since
                                      nothing shows it is right, but no metric exists
 ``NOT_COMPARED``   --     no         the NPU tensor has no reference: coverage, not a failure
@@ -56,18 +61,19 @@ class Status(str, Enum):
     BOTH_ZERO = "BOTH_ZERO"
     ONE_SIDE_ZERO = "ONE_SIDE_ZERO"
     EMPTY = "EMPTY"
+    BELOW_NOISE = "BELOW_NOISE"
     ERROR = "ERROR"
     NOT_COMPARED = "NOT_COMPARED"
     NO_DUMP = "NO_DUMP"
 
     @property
     def compared(self) -> bool:
-        """True when the metrics ran (the first eight statuses)."""
+        """True when the metrics ran (the first nine statuses)."""
         return self not in _UNCOMPARED
 
     @property
     def passed(self) -> bool:
-        """True for ``PASS``, ``BOTH_ZERO`` and ``EMPTY``: nothing disagrees."""
+        """True for ``PASS``, ``BOTH_ZERO``, ``EMPTY`` and ``BELOW_NOISE``: nothing disagrees beyond rounding."""
         return self in _PASSING
 
     @property
@@ -96,7 +102,7 @@ class Status(str, Enum):
         return format(self.value, spec)
 
 
-_PASSING = frozenset({Status.PASS, Status.BOTH_ZERO, Status.EMPTY})
+_PASSING = frozenset({Status.PASS, Status.BOTH_ZERO, Status.EMPTY, Status.BELOW_NOISE})
 _UNCOMPARED = frozenset({Status.ERROR, Status.NOT_COMPARED, Status.NO_DUMP})
 #: Statuses of tensors the metrics ran on, in declaration order.
 COMPARED_STATUSES = tuple(status for status in Status if status.compared)

@@ -11,7 +11,7 @@
   in ``npu/debug_1`` the fusion-on vs fusion-off comparison naming culprit fused ops (:mod:`.fusion_compare`);
 * :class:`CompareSection` (``compare=True``) -- ``npu/debug_0`` against ``tf/dump`` through the one compare
   pipeline (:func:`precision_tool.comparison.run_comparison`), with its first divergence. Writing the result
-  files is left to the caller (``on_compared``), as is any progress display. When the dump tree holds several
+  files is left to the caller (``on_compared`` names them), as is any progress display. When the dump tree holds several
   steps of the device compared and no step was asked for (``--step N``), the other steps are compared too
   (no files written, no replay), for the first diverging step (:attr:`CompareSection.steps`);
 * the :class:`~precision_tool.checks.verdict.Verdict` (:func:`~precision_tool.checks.verdict.decide_verdict`).
@@ -25,9 +25,8 @@ import dataclasses
 import os
 import time
 from dataclasses import dataclass, field
-from typing import Callable, Dict, Optional, Tuple
+from typing import Any, Callable, Dict, Optional, Tuple
 
-from precision_tool.checks.attribution import Attribution, apply_replay, attribute
 from precision_tool.checks.casts import CastCheck, check_casts
 from precision_tool.checks.exception_dumps import ExceptionDumpInfo, describe_exception_dumps, exception_refs
 from precision_tool.checks.fusion import FusionOverview, summarize_fusion
@@ -36,11 +35,11 @@ from precision_tool.checks.fusion_compare import (DEFAULT_FLOOR, DEFAULT_GROWTH,
 from precision_tool.checks.nonfinite import DumpScanCheck, scan_dumps_for_overflow
 from precision_tool.checks.overflow import OverflowCheck, check_overflow_records
 from precision_tool.checks.verdict import Verdict
+from precision_tool.comparison.judgment import exit_code
 from precision_tool.comparison.result import ComparisonResult
 from precision_tool.comparison.tree_runs import StepRun
 from precision_tool.config import Workspace
-from precision_tool.errors import (EXIT_FAILED_CHECK, EXIT_OK, EXIT_UNUSABLE_INPUT, PrecisionToolError,
-                                   WorkspaceError)
+from precision_tool.errors import EXIT_FAILED_CHECK, EXIT_OK, EXIT_UNUSABLE_INPUT, PrecisionToolError, WorkspaceError
 from precision_tool.formats.dump_names import scan_dump_folder
 from precision_tool.formats.dump_tree import following, requested
 from precision_tool.replay.replay_run import ReplayReport
@@ -116,8 +115,9 @@ class CompareSection:
 
     ``inputs`` names the folders compared; ``out_folder`` is where the caller wrote the result files when it
     chose the folder (``-o``), for the ``vcs -f`` hint; ``""`` for the default place ``vcs`` finds itself.
-    ``replay`` is the replay of the compared ops (``None`` when not asked for) and ``attribution`` which op adds
-    the error (:mod:`.attribution`; ``None`` without a result). ``steps``: every step of the device compared,
+    ``replay`` is the replay of the compared ops (``None`` when not asked for; ``replay_note`` says why), its
+    figures in the result's rows, whose judgment (:attr:`attribution`, the culprit) is the run's one judgment
+    (:mod:`precision_tool.comparison.judgment`). ``steps``: every step of the device compared,
     one :class:`~precision_tool.comparison.tree_runs.StepRun` each, when the tree holds several and none was
     asked for (:func:`compare_steps`); ``()`` otherwise.
     """
@@ -127,14 +127,16 @@ class CompareSection:
     inputs: Dict[str, Optional[str]] = field(default_factory=dict)
     out_folder: str = ""
     replay: Optional[ReplayReport] = None
-    attribution: Optional[Attribution] = None
     steps: Tuple[StepRun, ...] = ()
+    replay_note: str = ""
+    graph: Any = field(default=None, compare=False, repr=False)
+    """The NPU Build graph the comparison read (``None`` without one)."""
 
     @property
-    def failing_ops(self) -> Tuple[str, ...]:
-        if self.result is None:
-            return ()
-        return tuple(dict.fromkeys(row.op_name for row in self.result.failing))
+    def attribution(self):
+        """Which ops add error (the result's :attr:`~precision_tool.comparison.judgment.Judgment.attribution`);
+        ``None`` without a result."""
+        return self.result.attribution if self.result is not None else None
 
 
 @dataclass(frozen=True)
@@ -147,29 +149,24 @@ class AutocheckResult:
     timing: Dict[str, float] = field(default_factory=dict)
 
     def exit_code(self) -> int:
-        """With the comparison, as ``compare`` (:func:`~precision_tool.comparison.result.exit_code_for`: 1 a
-        tensor fails, else 2 when nothing was compared, the comparison could not run or input files -- an
-        Opdebug record, the reference graphs' index.json too -- could not be read, else 0), and 1 when an op's
-        local error stands out although every tensor passes (a finding, which outranks unusable input as a
-        failing tensor does), and 1 when another step of the dump tree fails (:attr:`CompareSection.steps`);
-        without it, 1 when an overflow or a fusion culprit was found, else 2 when an
+        """With the comparison, the one exit rule (:func:`~precision_tool.comparison.judgment.exit_code`): 2 when
+        the runs do not compute the same model; 1 when a tensor fails (in any step of the dump tree compared,
+        :attr:`CompareSection.steps`) or the verdict names a culprit, by any method; 2 when nothing was compared,
+        the comparison could not run or input files -- an Opdebug record, the reference graphs' index.json too --
+        could not be read; else 0. Without it, 1 when an overflow or a fusion culprit was found, else 2 when an
         Opdebug record or a scanned dump could not be read (as ``ov``), else 0."""
         if self.compare is not None:
             outcome = self.compare.result
             if outcome is None:
                 return EXIT_UNUSABLE_INPUT
-            code = outcome.exit_code()
-            if any(run.diverges for run in self.compare.steps):  # another step of the tree fails
-                return EXIT_FAILED_CHECK
-            attribution = self.compare.attribution
-            if code != EXIT_FAILED_CHECK and attribution is not None and attribution.culprit is not None:
-                return EXIT_FAILED_CHECK
-            if code == EXIT_OK and self.overflow.unreadable and not self.overflow.found:
-                return EXIT_UNUSABLE_INPUT
+            coverage = outcome.facts.coverage
+            unusable = len(coverage.unusable_inputs) if coverage is not None else 0
+            unusable += bool(self.overflow.unreadable and not self.overflow.found)
             replay = self.compare.replay
-            if code == EXIT_OK and replay is not None and replay.index_problem:
-                return EXIT_UNUSABLE_INPUT  # the reference graphs of other runs may have been replayed from
-            return code
+            unusable += bool(replay is not None and replay.index_problem)  # other runs' graphs may have been used
+            failed = any(row.failed for row in outcome.results) or any(run.diverges for run in self.compare.steps)
+            return exit_code(failed, self.verdict.culprit is not None, len(outcome.compared), unusable,
+                             outcome.verdict.same_model)
         comparison = self.fusion.comparison
         found = self.overflow.found or (comparison is not None and bool(comparison.culprits))
         if found:
@@ -283,13 +280,13 @@ def check_fusion(workspace: Workspace, floor: float = DEFAULT_FLOOR, growth: flo
     return FusionSection(overview, comparison, graph_path, tuple(notes), result_problem)
 
 
-def _early_tensorflow_import(workspace: Workspace):
+def _early_tensorflow_import(tf_graph: str):
     """A :class:`~precision_tool.tf_runtime.BackgroundImport` for replay, to start while the comparison's
     workers run (importing TensorFlow takes seconds); ``None`` when replay will not need it (no reference
-    graph, TensorFlow not installed -- replay says why)."""
+    graph ``tf_graph``, TensorFlow not installed -- replay says why)."""
     import importlib.util
 
-    if not os.path.isdir(workspace.tf_graph) or importlib.util.find_spec("tensorflow") is None:
+    if not os.path.isdir(tf_graph) or importlib.util.find_spec("tensorflow") is None:
         return None
     from precision_tool.tf_runtime import BackgroundImport
 
@@ -297,15 +294,18 @@ def _early_tensorflow_import(workspace: Workspace):
 
 
 def compare_workspace(workspace: Workspace, cosine: Optional[float], workers: Optional[int] = None,
-                      progress: Optional[Callable[[int, int], None]] = None, replay: bool = False) -> CompareSection:
+                      progress: Optional[Callable[[int, int], None]] = None, replay: bool = False, *,
+                      reference: Optional[str] = None, tf_graph: Optional[str] = None) -> CompareSection:
     """``npu/debug_0`` (with its graph) against ``tf/dump`` through the one compare pipeline
     (:func:`~precision_tool.comparison.pipeline.align_request`, then
     :func:`~precision_tool.comparison.pipeline.compare_aligned`); errors are kept in the section. With
     ``replay``, every compared op is replayed from ``tf/graph`` (:mod:`precision_tool.replay`) and its figures
-    go into the result's rows; the :class:`~.attribution.Attribution` is made either way."""
+    go into the result's rows, judged with them. ``reference``/``tf_graph``: another workspace's (``bisect``'s
+    trials reuse the failing run's reference when the NPU run wrote none)."""
     from precision_tool.comparison.pipeline import CompareRequest, align_request, compare_aligned
 
-    npu, reference = workspace.npu_dump(0), workspace.tf_dump
+    npu, reference = workspace.npu_dump(0), reference or workspace.tf_dump
+    tf_graph = tf_graph or workspace.tf_graph
     graph_folder = workspace.npu_graph(0) if os.path.isdir(workspace.npu_graph(0)) else None
     inputs = {"npu": npu, "reference": reference, "graph": graph_folder}
     for label, path, hint in (("NPU dump", npu, "capture a dump run (action='dump')"),
@@ -313,7 +313,7 @@ def compare_workspace(workspace: Workspace, cosine: Optional[float], workers: Op
         if not os.path.isdir(path):
             return CompareSection(error=f"no {label} folder {path}: {hint}", inputs=inputs)
     request = CompareRequest(npu, reference, graph_folder, cosine=cosine, workers=workers)
-    tensorflow = _early_tensorflow_import(workspace) if replay else None
+    tensorflow = _early_tensorflow_import(tf_graph) if replay else None
     try:
         aligned = align_request(request)
         result = compare_aligned(aligned, progress, tensorflow.start if tensorflow else None)
@@ -323,18 +323,17 @@ def compare_workspace(workspace: Workspace, cosine: Optional[float], workers: Op
         elif replay:
             from precision_tool.replay.replay_run import replay_alignment
 
-            report = replay_alignment(aligned.alignment, aligned.graph, reference, workspace.tf_graph,
-                                      tensorflow=tensorflow)
+            report = replay_alignment(aligned.alignment, aligned.graph, reference, tf_graph, tensorflow=tensorflow)
     except PrecisionToolError as error:
         return CompareSection(error=str(error), inputs=inputs)
     finally:
         if tensorflow is not None:
             tensorflow.wait()  # no thread outlives the section (a later fork would be unsafe)
     if report is not None:
-        result = apply_replay(result, report)
+        result = report.applied_to(result)
         note = report.notes[0] if not report.ran and report.notes else ""
-    return CompareSection(result, "", inputs, replay=report, attribution=attribute(result, note),
-                          steps=compare_steps(request, result))
+    return CompareSection(result, "", inputs, replay=report, steps=compare_steps(request, result), replay_note=note,
+                          graph=aligned.graph)
 
 
 def compare_steps(request, result: ComparisonResult) -> Tuple[StepRun, ...]:
@@ -357,7 +356,7 @@ def compare_steps(request, result: ComparisonResult) -> Tuple[StepRun, ...]:
         selection, result if selection == newest else run_comparison(request))))
 
 
-#: Called with the comparison's result once it is made; returns the folder it wrote the results to when that
+#: Called with the comparison's result once it is made; returns the folder its results go to when that
 #: folder was the user's choice (for the ``vcs -f`` hint), else ``""``.
 OnCompared = Callable[[ComparisonResult], str]
 
@@ -367,7 +366,8 @@ def run_autocheck(root: str, options: AutocheckOptions = AutocheckOptions(),
                   on_compared: Optional[OnCompared] = None) -> AutocheckResult:
     """Run every section on the workspace at ``root`` and decide the verdict, once (see the module docstring).
 
-    ``on_compared`` lets the caller write the comparison's outputs before the verdict names them.
+    ``on_compared`` lets the caller take the comparison's output names before the verdict names them (it writes
+    them after, with the verdict).
     """
     from precision_tool.checks.verdict import decide_verdict
 

@@ -22,13 +22,13 @@ MobileNetV2 -- so no fixed threshold on :math:`d` can tell a faulty op from a de
     \text{excess} = d_{\text{out}} - g \cdot d_{\text{in}}, \qquad
     d_{\text{out}} = \max_k d(\text{output}_k), \quad d_{\text{in}} = \max_k d(\text{input}_k)
 
-An op **differs** when ``excess > floor``, with ``floor`` = :data:`DEFAULT_FLOOR` = 0.01 (about twenty fp16
-roundings; the largest excess measured on clean runs is 0.0004) and ``g`` = :data:`DEFAULT_GROWTH` = 2 (an op
-may at most double the relative difference it receives -- the largest growth measured on clean runs was 1.5,
-at a Softmax). A planted relative noise of 0.3 on one fused op gives an excess of 0.31. An input that was not
-compared takes the difference of the producer output feeding it (graph edges), else counts as 0. A compared
-tensor whose verdict is not a value difference but an honest failure (NaN/inf positions differ, shapes or
-counts differ, one side all zero) counts as :math:`d = \infty`: it differs unless an input fails the same way.
+An op **differs** when ``excess > floor``: the fusion-excess method of the one attribution
+(:func:`precision_tool.comparison.attribution.fusion_excess`, whose constants ``floor`` = 0.01 and ``g`` = 2 are
+derived there; ``--fusion-floor`` and ``--fusion-growth`` change them for one run). A planted relative noise of 0.3
+on one fused op gives an excess of 0.31. An input that was not compared takes the difference of the producer output
+feeding it (graph edges), else counts as 0. A compared tensor whose verdict is not a value difference but an honest
+failure (NaN/inf positions differ, shapes or counts differ, one side all zero) counts as :math:`d = \infty`: it
+differs unless an input fails the same way.
 
 A differing op that fusion made (``_datadump_original_op_names`` lists several TF ops, or a pass marked it) is a
 **fusion culprit**, named with its passes; a differing op that fusion did not make is listed apart -- the two
@@ -42,11 +42,12 @@ from dataclasses import dataclass
 from typing import Dict, List, Optional, Tuple
 
 from precision_tool.checks.fusion import FusedOp, fused_op_of
+from precision_tool.comparison.attribution import FUSION_FLOOR, FUSION_GROWTH, fusion_excess
 from precision_tool.errors import PrecisionToolError
 from precision_tool.formats.tensor_kind import OUTPUT
 
-DEFAULT_FLOOR = 0.01
-DEFAULT_GROWTH = 2.0
+DEFAULT_FLOOR = FUSION_FLOOR
+DEFAULT_GROWTH = FUSION_GROWTH
 _METRICS = ("CosineSimilarity", "RelativeEuclideanDistance", "MaxAbsoluteError")
 
 
@@ -156,18 +157,6 @@ def _diff(pair) -> TensorDiff:
                       result.value("CosineSimilarity"), result.value("MaxAbsoluteError"), result.reason)
 
 
-def op_excess(output_distance: float, input_distance: float, growth: float = DEFAULT_GROWTH) -> float:
-    """``d_out - growth * d_in``; an infinite ``d_out`` on inputs that are finite is ``inf``, on inputs that
-    are infinite too ``0`` (the failure came in).
-
-    >>> round(op_excess(0.31, 0.0003), 4), round(op_excess(0.14, 0.097), 4), op_excess(math.inf, math.inf)
-    (0.3094, -0.054, 0.0)
-    """
-    if math.isinf(output_distance):
-        return 0.0 if math.isinf(input_distance) else math.inf
-    return output_distance - growth * input_distance
-
-
 def compare_fusion_runs(fused_dump: str, unfused_dump: str, fused_graph=None, unfused_graph=None, *,
                         floor: float = DEFAULT_FLOOR, growth: float = DEFAULT_GROWTH) -> FusionComparison:
     """Compare the fusion-on run with the fusion-off run op by op (see the module docstring).
@@ -242,7 +231,7 @@ def _op_diffs(alignment, by_key, op_types, graph_ops, floor: float, growth: floa
         worst_index, worst = max(outputs[op_name], key=lambda item: item[1].distance or 0.0)
         output_distance = worst.distance or 0.0
         input_distance = _input_distance(op_name, inputs.get(op_name, {}), alignment.data_inputs, by_key)
-        excess = op_excess(output_distance, input_distance, growth)
+        excess = fusion_excess(output_distance, input_distance, growth)
         graph_op = graph_ops.get(op_name)
         fused = fused_op_of(graph_op) if graph_op is not None else None
         found.append(OpDiff(op_name, graph_op.type if graph_op is not None else op_types.get(op_name, ""),

@@ -38,11 +38,14 @@ import shlex
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, List, Optional, Sequence, Tuple
 
-from precision_tool.checks.attribution import METHOD_NONE, METHOD_REPLAY, STANDOUT_FACTOR
 from precision_tool.checks.nonfinite import INTRODUCED
+from precision_tool.comparison.attribution import METHOD_NONE, METHOD_REPLAY, STANDOUT_FACTOR
+from precision_tool.comparison.judgment import (METHOD_DIVERGENCE, METHOD_FUSION, METHOD_OVERFLOW, decide_culprit,
+                                                judged_by_local_error)
+from precision_tool.comparison.same_model import mismatch_lines
+from precision_tool.comparison.underflow import underflow_text
 from precision_tool.formats.dump_names import sanitize_op_name
 from precision_tool.replay.plan import SOURCE_REFERENCE
-from precision_tool.status import Status
 
 if TYPE_CHECKING:
     from precision_tool.comparison.tree_runs import StepRun
@@ -76,12 +79,15 @@ class Verdict:
     also: Tuple[str, ...] = ()
     next_commands: Tuple[str, ...] = ()
     checked: bool = True  # False: no comparison with the reference ran, so the culprit is only a lead
+    withheld: str = ""  # why no op is judged at all (the runs do not compute the same model)
 
     @property
     def headline(self) -> str:
         """One line: ``Most likely culprit: OP (TYPE), by EVIDENCE``; without a comparison with the reference
         (``ac`` without ``-c``, or no reference), ``Lead, not yet checked against the reference: ...`` -- an
         overflow or a fusion difference may cost no accuracy at all; or why there is none."""
+        if self.withheld:
+            return f"No verdict: {self.withheld}."
         if self.culprit is None:
             return "No culprit found."
         c = self.culprit
@@ -423,12 +429,17 @@ def _also(culprit: Optional[Culprit], overflow, fusion, compare) -> List[str]:
         if comparison.other_differences:
             lines.append("fusion-on and fusion-off runs also differ at unfused op(s): "
                          + ", ".join(op.op_name for op in comparison.other_differences[:5]))
-    attribution = compare.attribution if compare is not None else None
-    if attribution is not None:
-        lines.extend(_attribution_lines(attribution, compare, named))
-    if compare is not None and compare.result is not None:
-        roots = [op.op_name for op in compare.result.divergence.roots if op.op_name != named
-                 and not _judged_by_local_error(compare, op.op_name)]
+    judgment = _judgment(compare)
+    if judgment is not None and not judgment.same_model:
+        lines[:0] = mismatch_lines(judgment.mismatches)
+        return lines
+    if judgment is not None:
+        lines.extend(_attribution_lines(judgment.attribution, compare, named))
+        lines.extend(_noise_lines(judgment))
+        underflow = {id(row) for row in judgment.underflow}
+        roots = [op.op_name for op in judgment.divergence.roots if op.op_name != named
+                 and not _judged_by_local_error(compare, op.op_name)
+                 and not all(id(row) in underflow for row in compare.result.failing if row.op_name == op.op_name)]
         if roots:
             lines.append(f"{len(roots)} more op(s) fail on good inputs (independent errors): " + ", ".join(roots[:5]))
     matching = compare.result.matching_non_finite_line() if compare is not None and compare.result is not None \
@@ -474,7 +485,16 @@ def _attribution_lines(attribution, compare, named: Optional[str]) -> List[str]:
     if others:
         lines.append(f"{len(others)} more op(s) add error of their own: "
                      + "; ".join(f"{op.op_name} ({op.summary.split(':')[0]})" for op in others[:5]))
-    failing = compare.result.failing if compare.result is not None else ()
+    judgment = _judgment(compare)
+    underflow = {id(row) for row in judgment.underflow} if judgment is not None else set()
+    failing = [row for row in compare.result.failing if id(row) not in underflow] if compare.result is not None else []
+    if underflow:
+        lines.append(_underflow_line(judgment))
+        roots = {op.op_name for op in judgment.divergence.roots}
+        if failing and not any(row.op_name in roots for row in failing):
+            lines.append(f"{len(failing)} more tensor(s) fail only by inheriting that error (first: "
+                         f"{failing[0].tensor_id})")
+            failing = []
     replayed = [op for op in attribution.ops if op.method == METHOD_REPLAY and op.score is not None]
     unmeasured = [op for op in attribution.ops if op.method == METHOD_NONE
                   and any(row.op_name == op.op_name and row.kind == TensorKind.OUTPUT for row in failing)]
@@ -501,6 +521,28 @@ def _attribution_lines(attribution, compare, named: Optional[str]) -> List[str]:
                     f"{worst.score:.2g}x its floor): no single op stands out")
         lines.append(text)
     return lines
+
+
+def _underflow_line(judgment) -> str:
+    """The failing tensors that are float16 underflow (:mod:`precision_tool.comparison.underflow`), and the remedy."""
+    rows = judgment.underflow
+    first = rows[0]
+    ops = len({row.op_name for row in rows})
+    return (f"float16 underflow: {len(rows)} failing tensor(s) of {ops} op(s) hold values mostly below float16's "
+            f"smallest normal (first: {first.tensor_id}, {underflow_text(first)}), which the NPU flushes to 0 or "
+            "stores coarsely: no kernel is at fault; scale the loss (gradients), or keep the ops that produce them in "
+            "float32 (customize_dtypes; bisect precision proves which)")
+
+
+def _noise_lines(judgment) -> List[str]:
+    """One line on the tensors below the rounding noise of their computation (``BELOW_NOISE``), when any."""
+    rows = judgment.noise
+    if not rows:
+        return []
+    sources = [row for row in rows if not row.reason.startswith(("computed from", "the output"))]
+    first = (sources or list(rows))[0]
+    return [f"{len(rows)} tensor(s) are below the rounding noise of the sums that make them and pass on absolute "
+            f"error (BELOW_NOISE; first: {first.tensor_id}: {first.reason}); docs/local-error.md"]
 
 
 def _dump_op_label(path: str) -> str:
@@ -549,20 +591,14 @@ def _position(compare, op_name: str) -> int:
     return min((row.index for row in _rows_of(compare, op_name)), default=0)
 
 
-def _measured(attribution, op_name: str) -> bool:
-    """True when the op's local error was measured (replay or error jump): then its own figures, not the
-    cosine gate, decide whether it adds the error."""
-    measured = attribution.op(op_name) if attribution is not None else None
-    return measured is not None and measured.method != METHOD_NONE
+def _judgment(compare):
+    """The comparison's :class:`~precision_tool.comparison.judgment.Judgment`, ``None`` without one."""
+    return compare.result.verdict if compare is not None and compare.result is not None else None
 
 
 def _judged_by_local_error(compare, op_name: str) -> bool:
-    """True when the op's local error speaks for it (:func:`_measured`) -- unless an output of it fails for
-    NaN/inf the reference does not hold (``NAN_INF``): local error is measured over the finite elements and
-    never sees them, so the first divergence speaks for such an op."""
-    attribution = compare.attribution if compare is not None else None
-    return _measured(attribution, op_name) and not any(row.status is Status.NAN_INF
-                                                       for row in _compared_outputs(compare, op_name))
+    judgment = _judgment(compare)
+    return judgment is not None and judged_by_local_error(judgment, op_name)
 
 
 NPU_RUN_PLACEHOLDER = "YOUR_NPU_RUN (the training script with action='dump|fusion_switch')"
@@ -570,31 +606,37 @@ NPU_RUN_PLACEHOLDER = "YOUR_NPU_RUN (the training script with action='dump|fusio
 
 def decide_verdict(overflow, fusion, compare=None, npu_run: str = "") -> "Verdict":
     """Apply the rules of the module docstring to the three sections (``compare`` may be ``None``; its
-    ``out_folder`` goes into the ``vcs`` hint). A culprit blamed on fusion, or one whose failing output is
-    float16 and whose own local error stands out, gets ``bisect fusion`` / ``bisect precision -- NPU_RUN`` among
-    its next commands (``npu_run``: the NPU run as a command line, else a placeholder)."""
+    ``out_folder`` goes into the ``vcs`` hint): the culprit is
+    :func:`~precision_tool.comparison.judgment.decide_culprit`'s, this module writes its reasons. A culprit blamed
+    on fusion, or one whose failing output is float16 and whose own local error stands out, gets ``bisect fusion`` /
+    ``bisect precision -- NPU_RUN`` among its next commands (``npu_run``: the NPU run as a command line, else a
+    placeholder)."""
+    judgment = _judgment(compare)
+    fusion_culprits = fusion.comparison.culprits if fusion.comparison is not None else ()
+    overflow_culprit = _overflow_culprit(overflow, compare)
+    choice = decide_culprit(judgment, fusion_culprits,
+                            None if overflow_culprit is None else (overflow_culprit.op_name, overflow_culprit))
     culprit = None
-    divergence = None
-    if compare is not None and compare.result is not None:
-        divergence = compare.result.divergence.first
-    attribution = compare.attribution if compare is not None else None
-    local = attribution.culprit if attribution is not None else None
-    unmeasured = divergence is not None and not _judged_by_local_error(compare, divergence.op_name)
-    if divergence is not None and unmeasured and (local is None
-                                                   or _position(compare, divergence.op_name) < local.position):
-        culprit = _divergence_culprit(divergence, overflow, fusion, compare)
-    elif local is not None:
-        culprit = _local_error_culprit(local, overflow, fusion, compare)
-    elif fusion.comparison is not None and fusion.comparison.culprits:
-        culprit = _fusion_culprit(fusion.comparison.culprits[0])
+    if choice is None:
+        pass
+    elif choice.method == METHOD_DIVERGENCE:
+        culprit = _divergence_culprit(choice.divergence, overflow, fusion, compare)
+    elif choice.method == METHOD_FUSION:
+        culprit = _fusion_culprit(choice.evidence)
+    elif choice.method == METHOD_OVERFLOW:
+        culprit = choice.evidence
     else:
-        culprit = _overflow_culprit(overflow, compare)
+        culprit = _local_error_culprit(choice.measured, overflow, fusion, compare)
     if culprit is not None:
         culprit = _with_bisect(culprit, compare, npu_run or NPU_RUN_PLACEHOLDER)
     next_commands: Tuple[str, ...] = culprit.next_commands if culprit is not None else ()
     if compare is None:
         next_commands += ("ac -c",)
-    elif culprit is None and compare.result is not None:
+    elif culprit is None and compare.result is not None and judgment is not None and judgment.same_model:
         next_commands += (_vcs_command(compare) if compare.result.failing_in_order() else _report_command(compare),)
+        if judgment.underflow:
+            next_commands += (f"bisect precision -- {npu_run or NPU_RUN_PLACEHOLDER}",)
     checked = compare is not None and compare.result is not None
-    return Verdict(culprit, tuple(_also(culprit, overflow, fusion, compare)), next_commands, checked)
+    withheld = "the two runs do not compute the same model" if judgment is not None and not judgment.same_model \
+        else ""
+    return Verdict(culprit, tuple(_also(culprit, overflow, fusion, compare)), next_commands, checked, withheld)

@@ -65,26 +65,28 @@ def handle(args, ctx: Context):
     options = AutocheckOptions(compare=args.compare, limit=args.limit, cosine=args.cosine, workers=args.workers,
                                fusion_floor=args.fusion_floor, fusion_growth=args.fusion_growth, replay=args.replay,
                                npu_run=_emulated_run(ctx.data_dir))
-    written = []
+    planned = []
 
-    def write(result) -> str:
-        """Write the comparison's outputs where ``compare`` would; name the folder when it was ``-o``'s."""
-        paths = plan_outputs(args.out_dir, workspace_result_folder(ctx.data_dir),
-                             [path for path in result.inputs.values() if path],
-                             folders=Workspace(ctx.data_dir).input_folders)
-        write_outputs(result, paths, total_s=time.perf_counter() - started)
-        written.append(paths)
-        return paths.folder if args.out_dir else ""
+    def plan(result) -> str:
+        """Take the result's output names where ``compare`` would (written once the verdict is decided, which
+        the summary keeps); name the folder when it was ``-o``'s."""
+        planned.append(plan_outputs(args.out_dir, workspace_result_folder(ctx.data_dir),
+                                    [path for path in result.inputs.values() if path],
+                                    folders=Workspace(ctx.data_dir).input_folders))
+        return planned[-1].folder if args.out_dir else ""
 
     progress = terminal_progress("ac: compare") if args.compare else None
     try:
-        result = run_autocheck(ctx.data_dir, options, progress, on_compared=write)
+        result = run_autocheck(ctx.data_dir, options, progress, on_compared=plan)
     finally:
         if progress is not None:
             progress.close()
     exit_code = result.exit_code()
     result = dataclasses.replace(result, verdict=with_selection_flags(result.verdict))
-    paths = written[0] if written else None
+    if planned and result.compare is not None and result.compare.result is not None:
+        write_outputs(result.compare.result, planned[0], total_s=time.perf_counter() - started,
+                      verdict=result.verdict.to_dict(), exit_code=exit_code)
+    paths = planned[0] if planned else None
     html = None
     if args.html and paths is not None:
         from precision_tool.reports.html import findings_from_autocheck, write_run_report

@@ -10,18 +10,21 @@ candidate configuration is written first:
 * ``fusion``: candidates are the fusion passes that fired in the failing run (its graph's ``pass_name`` /
   ``pass_name_ub`` attributes, then ``fusion/fusion_result.json``); a trial switches some off in
   ``run_N/fusion/fusion_switch.cfg``, the file ``action='fusion_switch'`` points the NPU at;
-* ``precision``: candidates are the ops whose outputs fail in the failing run, ranked by local error over its
-  floor when ``ac -c`` measured it, else in execution order (``--max-candidates``, 16); a trial keeps some in
-  float32 with ``run_N/precision/customize_dtypes.cfg`` lines (by op *name*; ``modify_mixlist`` works by type
-  only).
+* ``precision``: candidates are the ops of the failing run's judgment that compute in float16 -- its culprit
+  first, then the other ops that stand out or exceed their floor, then the other ops with a failing tensor by
+  local error over its floor, then in execution order (``--max-candidates``, 16); a trial keeps some in float32
+  with ``run_N/precision/customize_dtypes.cfg`` lines (by op *name*; ``modify_mixlist`` works by type only).
 
-Each trial's NPU run is compared with the reference (``--judge all``: every tensor passes the cosine gate;
-``outputs``: the tensors the graph's NetOutput reads). The search is :func:`~precision_tool.checks.bisect.bisect`:
-at most ``ceil(log2(candidates)) + 2`` runs for one culprit. Every trial is recorded in ``state.json`` beside the
-runs; ``--resume`` continues the latest bisection of the same kind and command. The report names the culprit
-passes or ops, the config file that fixes it, the accuracy before and after (the run with only that config: the
-proof), and the line to put in the training script. Exit 0 when a fix was found and proved, 1 when no candidate
-set restores accuracy, 2 for unusable input or a run that failed.
+The failing run and each trial's NPU run are compared with the reference and replayed as ``ac -c`` does
+(:func:`~precision_tool.checks.autocheck.compare_workspace`: one pipeline, one judgment). A trial restores accuracy
+when the culprit's local error is back within its floor and the failures the candidates explain are gone
+(:class:`~precision_tool.checks.bisect.Target`; ``--judge outputs`` counts only the tensors the graph's NetOutput
+reads); failures every trial keeps are named once as outside the search. The search is
+:func:`~precision_tool.checks.bisect.bisect`: at most ``ceil(log2(candidates)) + 2`` runs for one culprit. Every
+trial is recorded in ``state.json`` beside the runs; ``--resume`` continues the latest bisection of the same kind
+and command. The report names the culprit passes or ops, the config file that fixes it, the accuracy before and
+after (the run with only that config: the proof), and the line to put in the training script. Exit 0 when a fix was
+found and proved, 1 when no candidate set restores accuracy, 2 for unusable input or a run that failed.
 """
 from __future__ import annotations
 
@@ -33,8 +36,9 @@ import sys
 import tempfile
 import time
 from dataclasses import dataclass
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, FrozenSet, List, Optional, Sequence, Tuple
 
+from precision_tool.checks.bisect import Outcome
 from precision_tool.commands.registry import Command, Context
 from precision_tool.config import ENV_DATA_DIR, Workspace
 from precision_tool.errors import EXIT_FAILED_CHECK, EXIT_OK, PrecisionToolError, UsageError, WorkspaceError
@@ -66,8 +70,9 @@ def _add_options(parser) -> None:
 
     add_cosine_option(parser, 0.99)
     parser.add_argument("--judge", choices=("all", "outputs"), default="all",
-                        help="a trial restores accuracy when every tensor passes (all, default) or the tensors "
-                             "the graph's NetOutput reads do (outputs)")
+                        help="the tensors a trial is judged on: every one (all, default) or those the graph's "
+                             "NetOutput reads (outputs); a trial restores accuracy when the failing run's culprit is "
+                             "back within its floor and the failures the candidates explain are gone")
     parser.add_argument("--max-candidates", type=non_negative_int, default=DEFAULT_MAX_CANDIDATES, metavar="N",
                         help=f"precision: the N failing ops ranked first (default {DEFAULT_MAX_CANDIDATES}; 0 = all)")
     parser.add_argument("--resume", action="store_true",
@@ -99,28 +104,6 @@ def split_command(args) -> List[str]:
 
 # --------------------------------------------------------------------------------------------- judging
 @dataclass(frozen=True)
-class Accuracy:
-    """One run against the reference: tensors judged, how many fail, the lowest cosine among them."""
-
-    judged: int
-    failing: int
-    min_cosine: Optional[float]
-
-    @property
-    def restored(self) -> bool:
-        return self.judged > 0 and self.failing == 0
-
-    def text(self) -> str:
-        cosine = f"{self.min_cosine:.6f}" if self.min_cosine is not None else "-"
-        verb = "fails" if self.failing == 1 or self.judged == 1 else "fail"
-        return f"{self.failing} of {counted(self.judged, 'tensor')} {verb}, lowest cosine {cosine}"
-
-    def to_dict(self) -> Dict[str, Any]:
-        return {"judged": self.judged, "failing": self.failing, "min_cosine": self.min_cosine,
-                "restored": self.restored}
-
-
-@dataclass(frozen=True)
 class ComparedRun:
     """One NPU run compared with the reference, and the ops of the Build graph the comparison read (``()``
     without a graph): the candidates and the honoured-config check come from the same parse."""
@@ -129,29 +112,28 @@ class ComparedRun:
     ops: Tuple[Any, ...]
 
 
-def compare_run(run_root: str, reference: str, cosine: float) -> ComparedRun:
-    """The comparison of the NPU run in ``run_root`` (``npu/debug_0``, its Build graph when there is one)."""
+def compare_run(run_root: str, reference: str, cosine: float, tf_graph: Optional[str] = None) -> ComparedRun:
+    """The NPU run in ``run_root`` (``npu/debug_0``, its Build graph when there is one) compared with
+    ``reference`` and replayed from ``tf_graph`` (default the run's own ``tf/graph``) as ``ac -c`` does."""
     from precision_tool.alignment.npu_side import graphs_of
-    from precision_tool.comparison.pipeline import CompareRequest, align_request, compare_aligned
+    from precision_tool.checks.autocheck import compare_workspace
 
     run = Workspace(run_root)
     if not os.path.isdir(run.npu_dump(0)):
         raise BisectError(f"{run.npu_dump(0)}: the run wrote no NPU dump", "the command must dump into the "
                           f"workspace ${ENV_DATA_DIR} names (action='dump...', or precision_tool emulate)")
-    graph = run.npu_graph(0) if os.path.isdir(run.npu_graph(0)) else None
-    aligned = align_request(CompareRequest(run.npu_dump(0), reference, graph=graph, cosine=cosine))
-    return ComparedRun(compare_aligned(aligned), tuple(op for g in graphs_of(aligned.graph) for op in g.ops))
+    section = compare_workspace(run, cosine, replay=True, reference=reference, tf_graph=tf_graph)
+    if section.result is None:
+        raise BisectError(f"{run_root}: {section.error}", "the run must dump ops the reference holds")
+    return ComparedRun(section.result, tuple(op for g in graphs_of(section.graph) for op in g.ops))
 
 
-def accuracy_of(result, scope: str) -> Accuracy:
-    """:class:`Accuracy` over every compared tensor of ``result`` (``all``) or those of the ops NetOutput reads
-    (``outputs``)."""
-    rows = [row for row in result.results if row.compared]
+def outcome_of(result, scope: str) -> Outcome:
+    """:class:`~precision_tool.checks.bisect.Outcome` over every compared tensor of ``result`` (``all``) or those of
+    the ops NetOutput reads (``outputs``)."""
     if scope == "outputs":
-        outputs = _netoutput_producers(result.facts.data_inputs)
-        rows = [row for row in rows if row.op_name in outputs and row.kind == "output"]
-    cosines = [row.cosine for row in rows if row.cosine is not None]
-    return Accuracy(len(rows), sum(1 for row in rows if row.failed), min(cosines) if cosines else None)
+        return Outcome.of(result, _netoutput_producers(result.facts.data_inputs))
+    return Outcome.of(result)
 
 
 def _netoutput_producers(data_inputs) -> set:
@@ -183,11 +165,12 @@ def pass_families(workspace: Workspace, ops: Sequence[Any]) -> Dict[str, str]:
 
 def precision_candidates(ops: Sequence[Any], baseline, limit: int) -> List[Tuple[str, Tuple[str, ...],
                                                                               Tuple[str, ...]]]:
-    """``(op, input dtypes, output dtypes)`` to keep in float32: the ops whose outputs fail in the failing run and
-    that compute in float16 (a float16 input or output in the Build graph; not the Cast/TransData ops GE inserts),
-    by local error over its floor (largest first) where ``ac -c`` measured it, then in execution order; at most
-    ``limit`` (0 = all); ``ops``: the failing run's Build graph's."""
-    from precision_tool.replay.local_error import local_ratio
+    """``(op, input dtypes, output dtypes)`` to keep in float32, from the failing run's judgment (``baseline``, a
+    judged comparison): ops that compute in float16 (a float16 input or output in the Build graph; not the
+    Cast/TransData ops GE inserts) -- the culprit first, then the other ops that stand out, then those above their
+    floor (largest first), then the other ops with a failing tensor (below-noise tensors pass) by local error over
+    its floor, then in execution order; at most ``limit`` (0 = all). ``ops``: the failing run's Build graph's."""
+    from precision_tool.comparison.attribution import ratio_of
 
     descs = {}
     for op in ops:
@@ -195,32 +178,19 @@ def precision_candidates(ops: Sequence[Any], baseline, limit: int) -> List[Tuple
         if op.type in ("Cast", "TransData") or not any(is_half(d) for d in dtypes):
             continue
         descs[op.name] = (widened([d.dtype for d in op.input_descs]), widened([d.dtype for d in op.output_descs]))
+    judgment = baseline.verdict
+    attribution = judgment.attribution
+    first = [judgment.culprit.op_name] if judgment.culprit is not None else []
+    standouts = [op.op_name for op in attribution.standouts]
+    above = [op.op_name for op in sorted(attribution.above_floor, key=lambda op: -(op.score or 0.0))]
     failing: Dict[str, float] = {}
     for row in baseline.results:
-        if row.kind == "output" and row.failed and row.op_name in descs:
-            ratio = (local_ratio(row.local_error, row.local_floor)
-                     if row.local_error is not None and row.local_floor is not None else -1.0)
-            failing[row.op_name] = max(failing.get(row.op_name, -1.0), ratio)
+        if row.kind == "output" and row.failed:
+            failing[row.op_name] = max(failing.get(row.op_name, -1.0), ratio_of(row) or -1.0)
     order = {name: k for k, name in enumerate(baseline.facts.order)}
     ranked = sorted(failing, key=lambda name: (-failing[name], order.get(name, 1 << 30)))
-    chosen = ranked if limit <= 0 else ranked[:limit]
-    return [(name, *descs[name]) for name in chosen]
-
-
-def _with_local_error(workspace: Workspace, baseline):
-    """The workspace's newest stored result when ``ac -c`` measured local error in it (its rows rank the
-    candidates by it), else ``baseline``, the comparison just made."""
-    from precision_tool.reports.result_outputs import workspace_result_folder
-    from precision_tool.reports.result_store import load_result
-
-    folder = workspace_result_folder(workspace.root)
-    try:
-        stored = load_result(folder).comparison if os.path.isdir(folder) else None
-    except PrecisionToolError:
-        return baseline
-    if stored is None or not any(row.local_error is not None for row in stored.results):
-        return baseline
-    return stored
+    chosen = [name for name in dict.fromkeys(first + standouts + above + ranked) if name in descs]
+    return [(name, *descs[name]) for name in (chosen if limit <= 0 else chosen[:limit])]
 
 
 # --------------------------------------------------------------------------------------------- trials
@@ -235,9 +205,32 @@ class Bisection:
     families: Dict[str, str]
     dtypes: Dict[str, Tuple[Tuple[str, ...], Tuple[str, ...]]]
     reference: str
+    tf_graph: str
     cosine: float
     scope: str
     trials: List[Dict[str, Any]]
+    culprit: str = ""
+    judge_trial: Optional[Callable[[Outcome], bool]] = None
+    """Whether an outcome restores accuracy, once the target is known (None before: the run is only measured)."""
+
+    def outcomes(self) -> Dict[FrozenSet[str], Outcome]:
+        """Every recorded trial's outcome by the set it changed (trials of an older state file, without the
+        judgment's figures, are left out: they run again)."""
+        return {frozenset(trial["changed"]): Outcome.from_dict(trial) for trial in self.trials
+                if "failing_ops" in trial}
+
+    def outcome(self, changed: Sequence[str]) -> Outcome:
+        """The outcome of the run with ``changed`` changed: recorded, else run now."""
+        known = self.outcomes().get(frozenset(changed))
+        return known if known is not None else self.run(sorted(changed))
+
+    def mark(self, restored: Callable[[Outcome], bool]) -> None:
+        """Record, for every trial, whether it restored accuracy (``restored``), and keep judging new ones so."""
+        self.judge_trial = restored
+        for trial in self.trials:
+            if "failing_ops" in trial:
+                trial["restored"] = bool(restored(Outcome.from_dict(trial)))
+        self.save()
 
     def write_config(self, root: str, changed: Sequence[str]) -> str:
         """The candidate configuration in the trial workspace ``root``; returns the file written."""
@@ -259,7 +252,7 @@ class Bisection:
                    if name.startswith("run_") and name[4:].isdigit()]
         return max(numbers + [len(self.trials)]) + 1
 
-    def run(self, changed: Sequence[str]) -> bool:
+    def run(self, changed: Sequence[str]) -> Outcome:
         number = self.next_number()
         root = os.path.abspath(os.path.join(self.folder, f"run_{number}"))
         os.makedirs(root)
@@ -276,20 +269,24 @@ class Bisection:
                                   self.resume_hint()) from None
         if code != 0:
             raise BisectError(f"run {number}: the command exited {code} (its output: {log})", self.resume_hint())
-        reference = Workspace(root).tf_dump if os.path.isdir(Workspace(root).tf_dump) else self.reference
-        compared = compare_run(root, reference, self.cosine)
+        own = Workspace(root)
+        reference = own.tf_dump if os.path.isdir(own.tf_dump) else self.reference
+        tf_graph = own.tf_graph if os.path.isdir(own.tf_graph) else self.tf_graph
+        compared = compare_run(root, reference, self.cosine, tf_graph)
         self.check_honoured(number, compared.ops, changed)
-        accuracy = accuracy_of(compared.result, self.scope)
+        outcome = outcome_of(compared.result, self.scope)
         seconds = time.perf_counter() - started
+        restored = None if self.judge_trial is None else bool(self.judge_trial(outcome))
         self.trials.append({"run": number, "changed": list(changed), "folder": root, "seconds": round(seconds, 2),
-                            **accuracy.to_dict()})
+                            **outcome.to_dict(), "restored": restored})
         self.save()
         what = "off" if self.kind == "fusion" else "in float32"
         shown = ", ".join(changed[:3]) + (f" (+{len(changed) - 3} more)" if len(changed) > 3 else "")
-        print(f"bisect {self.kind}: run {number}: {what}: {shown or 'nothing'} -> "
-              f"{'restored' if accuracy.restored else 'still failing'} ({accuracy.text()} at cosine "
-              f"{threshold_text(self.cosine)}); {seconds:.1f} s", file=sys.stderr, flush=True)
-        return accuracy.restored
+        verdict = "measured" if restored is None else "restored" if restored else "still failing"
+        print(f"bisect {self.kind}: run {number}: {what}: {shown or 'nothing'} -> {verdict} "
+              f"({outcome.text(self.culprit)} at cosine {threshold_text(self.cosine)}); {seconds:.1f} s",
+              file=sys.stderr, flush=True)
+        return outcome
 
     def check_honoured(self, number: int, ops: Sequence[Any], changed: Sequence[str]) -> None:
         """:class:`BisectError` when the run (``ops``: its Build graph's) ignored its configuration -- a pass switched
@@ -360,7 +357,7 @@ def _same_emulation(workspace: Workspace, command: Sequence[str]) -> bool:
 
 # --------------------------------------------------------------------------------------------- command
 def handle(args, ctx: Context) -> Report:
-    from precision_tool.checks.bisect import Trials, bisect, trial_budget
+    from precision_tool.checks.bisect import Target, Trials, bisect, reproduces, trial_budget
     from precision_tool.reports.summary import unusable_inputs, unusable_note
 
     command = split_command(args)
@@ -370,35 +367,43 @@ def handle(args, ctx: Context) -> Report:
         if not os.path.isdir(needed):
             raise WorkspaceError(f"{needed}: no such folder", "bisect starts from a workspace holding the failing "
                                  "NPU run (npu/debug_0) and the reference (tf/dump)")
-    failing_run = compare_run(ctx.data_dir, workspace.tf_dump, args.cosine)  # compared once: judged and ranked
+    failing_run = compare_run(ctx.data_dir, workspace.tf_dump, args.cosine, workspace.tf_graph)  # judged, ranked
     baseline = failing_run.result
-    before = accuracy_of(baseline, args.judge)
+    before = outcome_of(baseline, args.judge)
     if before.judged == 0:
         raise BisectError(f"{workspace.npu_dump(0)}: no tensor to judge ({args.judge})",
                           "--judge outputs needs the Build graph's NetOutput; try --judge all")
+    if not baseline.verdict.same_model:
+        from precision_tool.comparison.same_model import mismatch_lines
+
+        raise BisectError(f"{ctx.data_dir}: {mismatch_lines(baseline.verdict.mismatches)[0]}",
+                          "bisect compares runs of the same model: fix the reference first")
+    culprit = before.culprit
     families: Dict[str, str] = {}
     dtypes: Dict[str, Tuple[Tuple[str, ...], Tuple[str, ...]]] = {}
     if args.kind == "fusion":
         families = pass_families(workspace, failing_run.ops)
         candidates = list(families)
     else:
-        chosen = precision_candidates(failing_run.ops, _with_local_error(workspace, baseline), args.max_candidates)
+        chosen = precision_candidates(failing_run.ops, baseline, args.max_candidates)
         candidates = [name for name, _, _ in chosen]
         dtypes = {name: (inputs, outputs) for name, inputs, outputs in chosen}
     report = Report(title=f"bisect {args.kind} in {ctx.data_dir}: {counted(len(candidates), 'candidate')}, "
-                          f"failing run: {before.text()}")
-    data: Dict[str, Any] = {"kind": args.kind, "candidates": candidates, "before": before.to_dict(),
-                            "culprit_passes": [], "culprit_ops": [], "config_file": None, "runs": []}
+                          f"failing run: {before.text(culprit)}")
+    data: Dict[str, Any] = {"kind": args.kind, "candidates": candidates, "culprit": culprit or None,
+                            "before": _state(before, False), "culprit_passes": [], "culprit_ops": [],
+                            "config_file": None, "runs": [], "outside": []}
     unusable = unusable_inputs(baseline.facts.coverage)
     if unusable:  # the failing run is judged without them (dump or reference files): say so, naming the first
         report.add_text(f"In the failing run, {unusable_note(unusable)}")
         data["unreadable"] = [message for _, message in unusable]
-    if before.restored or not candidates:
-        why = ("the workspace's run already passes: nothing to bisect" if before.restored else
-               "no fusion pass fired in the failing run" if args.kind == "fusion" else
-               "no failing op computes in float16")
+    if before.passes or not candidates:
+        why = ("the workspace's run already passes (no tensor fails, no op adds error of its own): nothing to bisect"
+               if before.passes else "no fusion pass fired in the failing run" if args.kind == "fusion" else
+               "no op of the failing run's judgment computes in float16")
         report.add_text(why[0].upper() + why[1:] + ".")
-        report.exit_code, report.status, report.data = EXIT_OK if before.restored else EXIT_FAILED_CHECK, why, data
+        data["before"] = _state(before, before.passes)
+        report.exit_code, report.status, report.data = EXIT_OK if before.passes else EXIT_FAILED_CHECK, why, data
         return report
     base = os.path.join(workspace.temp, "bisect")
     resumed = _resumed(base, args.kind, command, candidates, args.cosine, args.judge) if args.resume else None
@@ -408,46 +413,67 @@ def handle(args, ctx: Context) -> Report:
         os.makedirs(base, exist_ok=True)
         folder = tempfile.mkdtemp(prefix=f"{args.kind}_{time.strftime('%Y%m%d%H%M%S')}_", dir=base)
         trials = []
-    bisection = Bisection(args.kind, folder, command, candidates, families, dtypes, workspace.tf_dump, args.cosine,
-                          args.judge, trials)
+    bisection = Bisection(args.kind, folder, command, candidates, families, dtypes, workspace.tf_dump,
+                          workspace.tf_graph, args.cosine, args.judge, trials, culprit)
     bisection.save()
-    memo = Trials(bisection.run, {frozenset(t["changed"]): bool(t["restored"]) for t in trials})
+    data.update(folder=folder, run_budget=trial_budget(len(candidates)))
     reproduced = "the workspace's run is this command's (its manifest.json)"
     if not _same_emulation(workspace, command):
-        if memo([]):  # the command, nothing changed: it must fail as the workspace's run did
+        nothing = bisection.outcome([])  # the command, nothing changed: it must fail as the workspace's run did
+        if not reproduces(before, nothing):
+            bisection.mark(lambda outcome: not reproduces(before, outcome))
             report.add_text("The command, run with nothing changed, passes: it does not reproduce the workspace's "
-                            f"failing run, so nothing can be bisected. Runs: {folder}")
+                            f"failing run ({before.text(culprit)}), so nothing can be bisected. Runs: {folder}")
             report.exit_code, report.status = EXIT_FAILED_CHECK, "the command does not reproduce the failure"
-            data.update(runs=bisection.trials, folder=folder)
+            data.update(runs=bisection.trials)
             report.data = data
             return report
-        reproduced = f"reproduced by run {bisection.trials[0]['run'] if bisection.trials else '?'}"
-    found = bisect(candidates, memo)
-    data["runs"] = bisection.trials
-    data["folder"] = folder
-    data["run_budget"] = trial_budget(len(candidates))
-    data["failure"] = reproduced
+        reproduced = f"reproduced by run {_run_of(bisection, [])}"
+    every = bisection.outcome(candidates)
+    target = Target.of(before, every)
     what = "passes switched off" if args.kind == "fusion" else "ops kept in float32"
-    change = "switching it off" if args.kind == "fusion" else "keeping it in float32"
-    if found is None:
+    if target is None:
+        bisection.mark(lambda outcome: False)
+        left = (f"{culprit} still adds error of its own" if culprit else "no failing op is fixed")
         report.add_text(f"Changing every candidate ({what}: all {len(candidates)}) does not restore accuracy: "
+                        f"{left} ({every.text(culprit)}); "
                         f"{'fusion' if args.kind == 'fusion' else 'float16 precision of these ops'} is not the "
                         f"cause. Runs: {folder}")
         report.exit_code = EXIT_FAILED_CHECK
         report.status = f"no fix found in {counted(len(bisection.trials), 'run')}"
+        data.update(runs=bisection.trials, failure=reproduced)
         report.data = data
         return report
+    bisection.mark(target.restores)
+    memo = Trials(lambda changed: target.restores(bisection.outcome(changed)),
+                  {key: target.restores(outcome) for key, outcome in bisection.outcomes().items()})
+    found = bisect(candidates, memo)
+    outside = sorted(target.outside)
+    data.update(runs=bisection.trials, failure=reproduced, outside=outside)
+    if outside:
+        verb = "fails or adds" if len(outside) == 1 else "fail or add"
+        report.add_text(f"Outside the search: {counted(len(outside), 'op')} still {verb} error with every candidate "
+                        f"changed (first: {outside[0]}), so no candidate explains them; a trial restores accuracy "
+                        "when the rest is back" + (f" and {culprit} is within its floor" if culprit else ""))
+    if found is None:  # the proof of a minimal set failed: cannot happen with a monotone search, said all the same
+        report.add_text(f"No set of candidates restores accuracy. Runs: {folder}")
+        report.exit_code, report.status, report.data = EXIT_FAILED_CHECK, "no fix found", data
+        return report
     proof = next(t for t in reversed(bisection.trials) if sorted(t["changed"]) == sorted(found))
+    after = Outcome.from_dict(proof)
     config = bisection.write_config(folder, found)
-    after = Accuracy(proof["judged"], proof["failing"], proof["min_cosine"])
     option = "fusion_switch_file" if args.kind == "fusion" else "customize_dtypes"
     lines = _script_lines(option, config)
     data.update({"culprit_passes" if args.kind == "fusion" else "culprit_ops": found, "config_file": config,
-                 "after": after.to_dict(), "script_line": lines[0], "script_lines": lines})
+                 "after": _state(after, True), "script_line": lines[0], "script_lines": lines})
     noun = ("pass" if len(found) == 1 else "passes") if args.kind == "fusion" else ("op" if len(found) == 1 else "ops")
+    change = "switching it off" if args.kind == "fusion" else "keeping it in float32"
     how = change if len(found) == 1 else change.replace(" it ", " them ")
     report.add_text(f"Culprit {noun}: {', '.join(found)} ({how} restores accuracy, proved by run {proof['run']}).",
-                    f"Before: {before.text()} (the failing run; {reproduced}).", f"After:  {after.text()}.",
+                    f"Before: {before.text(culprit)} (the failing run; {reproduced}).",
+                    f"After:  {after.text(culprit)}"
+                    + (" (only the ops outside the search fail)." if after.failing_ops and
+                       after.failing_ops <= target.outside else "."),
                     f"Config file: {config} (copy it out of temp/ to keep it)",
                     "In the training script, one of:", *("  " + line for line in lines),
                     f"{counted(len(bisection.trials), 'run')} (the search needs at most "
@@ -459,6 +485,14 @@ def handle(args, ctx: Context) -> Report:
     report.status = f"fixed by {', '.join(found)}"
     report.data = data
     return report
+
+
+def _state(outcome: Outcome, restored: bool) -> Dict[str, Any]:
+    return {**outcome.to_dict(), "restored": restored}
+
+
+def _run_of(bisection: Bisection, changed: Sequence[str]) -> str:
+    return next((str(t["run"]) for t in bisection.trials if sorted(t["changed"]) == sorted(changed)), "?")
 
 
 def _script_lines(option: str, config: str) -> List[str]:

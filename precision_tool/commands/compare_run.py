@@ -6,10 +6,11 @@ refused at once), compares with a progress bar, then takes the run's unique resu
 outputs (:mod:`~precision_tool.reports.result_outputs`: the lossless result file, the CSV, JUnit, then
 ``summary.json``). :func:`run_compare` adds ``compare``'s and ``vc``'s report.
 
-Exit codes: :func:`~precision_tool.comparison.result.exit_code_for` -- 0 every compared tensor passes and every
-input file was read; 1 at least one fails (threshold or an honest status such as NaN/inf, or an aligned
-tensor that cannot be read); 2 nothing could be compared, or some dump or reference files could not be read
-(and nothing failed), or a missing folder / unreadable graph (raised as errors before anything is written).
+Exit codes: :func:`~precision_tool.comparison.judgment.exit_code` -- 0 every compared tensor passes, no culprit
+is named and every input file was read; 1 at least one fails (threshold or an honest status such as NaN/inf, or
+an aligned tensor that cannot be read) or the judgment names a culprit (an op whose error jumps); 2 the runs do
+not compute the same model, nothing could be compared, or some dump or reference files could not be read (and
+nothing failed), or a missing folder / unreadable graph (raised as errors before anything is written).
 Tensors without a reference and ops without a dump are listed in the coverage report; they do not fail the
 run.
 """
@@ -82,6 +83,7 @@ def _report(result: ComparisonResult, summary: Dict[str, Any], paths: OutputPath
             graph_notes: Sequence[str] = ()) -> Report:
     from precision_tool.alignment import Coverage
     from precision_tool.reports.dump_choice import dump_choice_line
+    from precision_tool.reports.judgment_lines import judgment_lines
     from precision_tool.reports.result_csv import number_text
     from precision_tool.reports.summary import unusable_inputs
 
@@ -105,6 +107,9 @@ def _report(result: ComparisonResult, summary: Dict[str, Any], paths: OutputPath
         inherits = inheriting_clause(inherited)
         roots = f"{counted(other_roots, 'other op')} {'fails' if other_roots == 1 else 'fail'} on good inputs too"
         report.add_text(line + f"; {inherits}; {roots if other_roots else 'no other op fails on good inputs'}.")
+    judged = judgment_lines(result)
+    if judged:
+        report.add_text(*judged)
     matched = result.matching_non_finite_line()
     if matched:
         report.add_text(matched)

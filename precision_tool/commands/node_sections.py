@@ -190,15 +190,17 @@ def add_compare_section(report: Report, data: dict, op_name: str, lookup, path: 
 
 def add_local_error_section(report: Report, data: dict, op_name: str, path: Optional[str]) -> None:
     """Local vs total error of this op's outputs from the lossless rows of the result at ``path`` (``ac -c``
-    replays; see docs/local-error.md), or why there is none."""
-    from precision_tool.checks.attribution import percent
+    replays; see docs/local-error.md), or why there is none; then what the run's one judgment says of the op
+    (:func:`judgment_line`)."""
+    from precision_tool.comparison.attribution import percent, ratio_of
     from precision_tool.reports.result_store import load_result
 
     if path is None:
         data["local_error"] = None
         return
     try:
-        rows = [row for _, row in load_result(path).rows_of_op(op_name) if row.kind == "output" and row.compared]
+        stored = load_result(path)
+        rows = [row for _, row in stored.rows_of_op(op_name) if row.kind == "output" and row.compared]
     except PrecisionToolError as error:
         data["local_error"] = {"error": str(error)}
         return
@@ -210,19 +212,58 @@ def add_local_error_section(report: Report, data: dict, op_name: str, path: Opti
                                       "TensorFlow are there)")
         report.add_text(f"Local error: {why}")
         data["local_error"] = {"rows": [], "why": why}
-        return
-    table, figures = [], []
-    for row in measured:
-        local, floor = float(row.local_error or 0.0), float(row.local_floor or 0.0)
-        ratio = local / floor if floor else float("inf")
-        total = row.metric("RelativeEuclideanDistance")
-        table.append([f"{row.kind}:{row.tensor_index}", percent(local), percent(floor), f"{ratio:.3g}",
-                      percent(row.inherited_error), percent(total), row.local_method])
-        figures.append({"tensor": row.tensor_id, "local": local, "floor": floor, "ratio": ratio if floor else None,
-                        "inherited": row.inherited_error, "total": total, "method": row.local_method})
-    report.add_table(["tensor", "local", "floor", "local/floor", "inherited", "total", "measured by"], table,
-                     title="Local error (NPU vs the op replayed on its own dumped inputs; total = vs the reference)")
-    data["local_error"] = {"rows": figures}
+    else:
+        table, figures = [], []
+        for row in measured:
+            local, floor = float(row.local_error or 0.0), float(row.local_floor or 0.0)
+            ratio = ratio_of(row)
+            total = row.metric("RelativeEuclideanDistance")
+            table.append([f"{row.kind}:{row.tensor_index}", percent(local), percent(floor), f"{ratio:.3g}",
+                          percent(row.inherited_error), percent(total), row.local_method])
+            figures.append({"tensor": row.tensor_id, "local": local, "floor": floor,
+                            "ratio": ratio if floor else None, "inherited": row.inherited_error, "total": total,
+                            "method": row.local_method})
+        report.add_table(["tensor", "local", "floor", "local/floor", "inherited", "total", "measured by"], table,
+                         title="Local error (NPU vs the op replayed on its own dumped inputs; total = vs the "
+                               "reference)")
+        data["local_error"] = {"rows": figures}
+    line = judgment_line(stored, op_name)
+    report.add_text(line)
+    data["judgment"] = line
+
+
+def judgment_line(stored, op_name: str) -> str:
+    """``Judgment: ...``: what the run's one judgment (:mod:`precision_tool.comparison.judgment`) says of the op --
+    the culprit (``ac``'s when ``ac -c`` wrote the run), or whether it adds error of its own, and its outputs
+    below the rounding noise or underflowing."""
+    comparison = stored.comparison
+    judgment = comparison.verdict
+    if not judgment.same_model:
+        return "Judgment: none -- the two runs do not compute the same model"
+    measured = judgment.attribution.op(op_name)
+    parts = []
+    if stored.culprit_name == op_name:
+        ac = stored.ac_culprit
+        how = ac.get("evidence") if ac is not None else (comparison.culprit.how if comparison.culprit else "")
+        parts.append(f"the run's culprit, by {how}")
+    if measured is None:
+        parts.append("its own error is not measured (no compared output outside the rounding noise)")
+    elif not measured.measured:
+        parts.append(f"its own error is not measured ({measured.why_not})")
+    elif measured.standout:
+        parts.append(f"it adds error of its own and stands out ({measured.ratio_text})")
+    elif not measured.within_floor:
+        parts.append(f"it exceeds its floor without standing out ({measured.ratio_text})")
+    else:
+        parts.append(f"it adds no error of its own ({measured.ratio_text})")
+    rows = [row for row in comparison.results if row.op_name == op_name and row.kind == "output"]
+    noise = [row for row in rows if row.status.value == "BELOW_NOISE"]
+    if noise:
+        parts.append(f"{len(noise)} output(s) below the rounding noise, passing on absolute error")
+    underflow = [row for row in judgment.underflow if row.op_name == op_name and row.kind == "output"]
+    if underflow:
+        parts.append(f"{len(underflow)} output(s) are float16 underflow")
+    return "Judgment: " + "; ".join(parts)
 
 
 def add_attribute_section(report: Report, data: dict, op) -> None:

@@ -37,7 +37,7 @@ def _op_name(given: str, order) -> Optional[str]:
 
 
 def handle(args, ctx: Context) -> Report:
-    from precision_tool.checks.attribution import percent
+    from precision_tool.comparison.attribution import percent
     from precision_tool.comparison.pipeline import CompareRequest, align_request
     from precision_tool.replay.replay_run import replay_alignment
 

@@ -10,9 +10,10 @@ histograms and worst elements, every CSV row in a sortable, filterable table, an
 The page goes beside the CSV as ``report_{timestamp}.html`` unless ``-o`` says where; ``--plots DIR`` also
 writes the plots as SVG files, and as PNG when Chromium is installed.
 
-Exit codes, as ``vcs`` (:func:`~precision_tool.comparison.result.exit_code_for`): 0 every compared tensor
-passes, 1 some fail (the page is written either way), 2 nothing was compared or the run could not read some
-input files (and nothing fails), no result to read, or nowhere to write.
+Exit codes, as ``vcs`` (:func:`~precision_tool.comparison.judgment.exit_code`): 0 every compared tensor
+passes and no culprit is named, 1 some fail or a culprit is named (the page is written either way), 2 the runs do
+not compute the same model, nothing was compared or the run could not read some input files (and nothing fails),
+no result to read, or nowhere to write.
 """
 from __future__ import annotations
 
@@ -39,7 +40,8 @@ def add_arguments(parser):
     parser.add_argument("--worst", type=non_negative_int, default=DEFAULT_WORST, metavar="N",
                         help=f"worst elements listed per failing tensor (default {DEFAULT_WORST})")
     parser.add_argument("--no-checks", dest="checks", action="store_false",
-                        help="leave out ac's overflow and fusion checks (the verdict is then the first divergence)")
+                        help="leave out ac's overflow and fusion checks (the verdict is then the comparison's "
+                             "judgment, or ac's when ac -c wrote the result)")
     parser.add_argument("--graph-only", action="store_true",
                         help="a page with the graph view alone (the NPU graph coloured by error; default name "
                              "graph_{timestamp}.html beside the CSV)")
@@ -49,7 +51,7 @@ def handle(args, ctx: Context):
     from precision_tool.reports.result_outputs import workspace_result_folder
     from precision_tool.reports.html import build_report, default_report_path, ensure_report_folder, write_report
     from precision_tool.reports.report import Report
-    from precision_tool.comparison.result import exit_code_for
+    from precision_tool.comparison.judgment import exit_code
     from precision_tool.reports.summary import exit_status, unusable_inputs, unusable_note
 
     target = args.file or workspace_result_folder(ctx.data_dir)
@@ -90,14 +92,17 @@ def handle(args, ctx: Context):
                                                                             if plots.png_note else ""))
     failing = len(data.failing_rows)
     headline = data.findings.verdict.headline if data.findings is not None else (
-        f"First divergence: {data.first_divergence}." if data.first_divergence else "No first divergence.")
+        f"Culprit: {data.culprit}, by {data.culprit_evidence}." if data.culprit else "No culprit found."
+        if data.same_model else
+        "No verdict: the two runs do not compute the same model.")
     report = Report(title=f"{data.csv_path}: {data.counts['compared']} tensors compared, {failing} failing at cosine "
                           f"{threshold_text(data.threshold)}")
     report.add_text(headline, *lines)
     unusable = unusable_inputs(data.facts.coverage if data.facts is not None else None)
     if unusable:
         report.add_text(unusable_note(unusable))
-    report.exit_code = exit_code_for(failing > 0, data.counts["compared"], len(unusable))
+    report.exit_code = exit_code(failing > 0, bool(data.culprit), data.counts["compared"], len(unusable),
+                                 data.same_model)
     report.status = exit_status(report.exit_code, failing, data.counts["compared"], len(unusable))
     report.data = {"html": os.path.abspath(html_path), "csv": data.csv_path, "compared": data.counts["compared"],
                    "failing": failing, "first_divergence": data.first_divergence,
@@ -115,7 +120,8 @@ COMMAND = Command(
     handler=handle,
     aliases=("html",),
     epilog=("Example: precision_tool -d precision_data report -o accuracy.html --plots plots/\n"
-            "Exit codes: 0 every compared tensor passes, 1 some fail (the page is written either way), 2 nothing "
-            "compared or some inputs of the run unreadable (and nothing fails), no result to read (run ac -c or "
-            "compare first) or nowhere to write."),
+            "Exit codes: 0 every compared tensor passes and no culprit is named, 1 some fail or a culprit is named "
+            "(the page is written either way), 2 the runs do not compute the same model, nothing compared or some "
+            "inputs of the run unreadable (and nothing fails), no result to read (run ac -c or compare first) or "
+            "nowhere to write."),
 )

@@ -1,4 +1,4 @@
-"""``vcs [-f RESULT] [-c 0.99] [-l 10]``: the tensors of a result below a cosine threshold, first divergence first.
+"""``vcs [-f RESULT] [-c 0.99] [-l 10]``: the culprit and the failing tensors of a result, first divergence first.
 
 Reads our results and msaccucmp's CSVs. Without ``-f`` it reads the latest result under
 ``WORKSPACE/temp/vector_compare`` (``-f`` may also name a folder to search). Results are written atomically,
@@ -12,9 +12,15 @@ the threshold or with a ``NaN`` cosine, and without the run's facts (msaccucmp's
 ``Index`` column and only compared inputs are known. The reason column shows CompareFailReason as the CSV has
 it (msaccucmp's remarks included).
 
-Exit code: :func:`~precision_tool.comparison.result.exit_code_for` of the result read back, as ``compare`` decided
-it -- 1 a tensor is listed; 2 nothing was compared, or the run could not read some input files (its coverage
-says so) and nothing fails, or the result itself cannot be read; else 0.
+The run's culprit -- ``ac``'s when ``ac -c`` wrote the result (its summary keeps the verdict), else the
+comparison's own judgment (:mod:`precision_tool.comparison.judgment`) -- is listed first with its local error,
+even when its output still passes the cosine gate; then the failing tensors, first divergence first. Tensors
+below the rounding noise of their computation (``BELOW_NOISE``) pass and are not listed; failing tensors that
+are float16 underflow say so in their reason.
+
+Exit code: :func:`~precision_tool.comparison.judgment.exit_code` of the result read back -- 1 a tensor fails or
+a culprit is named; 2 the runs do not compute the same model, nothing was compared, or the run could not read
+some input files (its coverage says so) and nothing fails, or the result itself cannot be read; else 0.
 """
 from __future__ import annotations
 
@@ -22,7 +28,7 @@ import os
 from typing import Optional
 
 from precision_tool.commands.registry import Command, Context
-from precision_tool.errors import WorkspaceError
+from precision_tool.errors import EXIT_FAILED_CHECK, WorkspaceError
 from precision_tool.status import Status
 from precision_tool.metrics.verdict import threshold_text
 
@@ -38,13 +44,16 @@ def add_arguments(parser):
 
 
 def handle(args, ctx: Context):
+    from precision_tool.comparison.judgment import exit_code
+    from precision_tool.comparison.same_model import mismatch_lines
+    from precision_tool.comparison.underflow import underflow_text
+    from precision_tool.formats.dump_tree import requested
     from precision_tool.reports.format import counted, inheriting_clause
     from precision_tool.reports.report import Report
     from precision_tool.reports.result_csv import number_text
     from precision_tool.reports.result_outputs import workspace_result_folder
-    from precision_tool.formats.dump_tree import requested
     from precision_tool.reports.result_store import FROM_CSV, RUN_FIRST, load_result, position_text
-    from precision_tool.reports.summary import exit_status, run_exit_code, unusable_inputs, unusable_note
+    from precision_tool.reports.summary import exit_status, unusable_inputs, unusable_note
 
     target = args.file or workspace_result_folder(ctx.data_dir)
     if args.file and not os.path.lexists(args.file):  # a dangling symlink is named as one by its reader
@@ -53,6 +62,7 @@ def handle(args, ctx: Context):
         raise WorkspaceError(f"{target}: no such folder", RUN_FIRST)
     stored = load_result(target, args.cosine, hint=RUN_FIRST, selection=requested())
     comparison, threshold = stored.comparison, stored.threshold
+    judgment = comparison.verdict
     errors = [r for r in comparison.results if r.status is Status.ERROR]
     counts = comparison.counts()
     compared = counts["compared"]
@@ -60,29 +70,43 @@ def handle(args, ctx: Context):
     unusable = unusable_inputs(comparison.facts.coverage)
     divergence = comparison.divergence
     first = divergence.first.op_name if divergence.first is not None else None
+    culprit = stored.culprit_name
+    underflow = {id(row) for row in judgment.underflow}
     failing_at = [(k, r) for k, r in enumerate(comparison.results) if r.compared and not r.passed]
+    lead = _culprit_rows(comparison, culprit, failing_at)
     failing_at.sort(key=lambda item: (item[1].op_name != first, item[1].index if item[1].index >= 0 else 1 << 62))
     failing = [r for _k, r in failing_at]
-    shown = failing_at if args.limit <= 0 else failing_at[:args.limit]
+    listed = lead + [item for item in failing_at if item not in lead]
+    shown = listed if args.limit <= 0 else listed[:max(args.limit, len(lead))]
 
     coverage = comparison.facts.coverage
     position = "" if coverage is None else position_text(coverage.dump_step, coverage.dump_device)
     report = Report(title=f"{stored.csv_path}{f' ({position})' if position else ''}: {compared} tensors compared, "
-                          f"{len(failing)} below cosine {threshold_text(threshold)} or failing")
-    replayed = any(r.local_error is not None for r in failing)
+                          f"{len(failing)} below cosine {threshold_text(threshold)} or failing"
+                          + (f"; culprit {culprit}" if culprit else ""))
+    replayed = any(r.local_error is not None for _k, r in listed)
+
+    def reason(k: int, row) -> str:
+        text = stored.shown_reason(k)
+        return f"float16 underflow ({underflow_text(row)}); {text}" if id(row) in underflow else text
+
     if shown:
-        rows = [[_index_value(r.index), r.tensor_id, r.op_type, number_text(r.cosine),
-                 number_text(r.metric("MaxAbsoluteError")), number_text(r.metric("MeanRelativeError"))]
-                + ([_ratio_text(r)] if replayed else []) + [stored.shown_reason(k)] for k, r in shown]
+        rows = [[_index_value(r.index), r.tensor_id + (" (culprit)" if (k, r) in lead else ""), r.op_type,
+                 number_text(r.cosine), number_text(r.metric("MaxAbsoluteError")),
+                 number_text(r.metric("MeanRelativeError"))]
+                + ([_ratio_text(r)] if replayed else []) + [reason(k, r)] for k, r in shown]
         report.add_table(["index", "tensor", "op type", "cosine", "max abs err", "mean rel err"]
                          + (["local/floor"] if replayed else []) + ["reason"], rows)
-        if len(shown) < len(failing):
-            report.add_text(f"... {len(failing) - len(shown)} more (-l 0 shows all)")
-    lines = []
+        if len(shown) < len(listed):
+            report.add_text(f"... {len(listed) - len(shown)} more (-l 0 shows all)")
+    lines = mismatch_lines(judgment.mismatches)
+    if culprit:
+        lines.append(_culprit_line(stored, comparison, culprit, lead))
     if first is not None:
         inherited = len(divergence.inherited)
-        lines.append(f"First divergence: {first} (listed first); {inheriting_clause(inherited)}")
-    if replayed:
+        lines.append(f"First divergence: {first} (listed {'after the culprit' if culprit else 'first'}); "
+                     f"{inheriting_clause(inherited)}")
+    if replayed and failing:
         adding = len([r for r in failing if r.local_error is not None and _ratio(r) > 1])
         rest = len(failing) - adding
         who = "is an output whose op adds" if adding == 1 else "are outputs whose ops add"
@@ -90,6 +114,12 @@ def handle(args, ctx: Context):
         lines.append(f"local/floor (ac -c's replay of each op on its own inputs; the floor is the error the dtype's "
                      f"rounding alone makes, docs/local-error.md): {adding} of the "
                      f"{counted(len(failing), 'failing tensor')} {who} more error than its dtype explains{others}")
+    if judgment.underflow:
+        lines.append(f"{counted(len(judgment.underflow), 'failing tensor')} are float16 underflow: their reference "
+                     "lies mostly below float16's smallest normal (scale the loss, or keep their ops in float32)")
+    if judgment.noise:
+        lines.append(f"{counted(len(judgment.noise), 'tensor')} below the rounding noise of the sums that make them "
+                     "pass on absolute error (BELOW_NOISE) and are not listed")
     if errors:
         lines.append(f"{len(errors)} aligned tensors could not be read: " + ", ".join(r.tensor_id for r in errors[:5]))
     if not_compared:
@@ -100,25 +130,71 @@ def handle(args, ctx: Context):
         lines.append("No summary.json for this CSV: order from the Index column, no graph edges")
     if lines:
         report.add_text(*lines)
-    report.exit_code = run_exit_code(comparison)
+    report.exit_code = exit_code(bool(failing or errors), bool(culprit), compared, len(unusable),
+                                 judgment.same_model)
     report.status = exit_status(report.exit_code, len(failing) + len(errors), compared, len(unusable))
+    if culprit and not failing and report.exit_code == EXIT_FAILED_CHECK:
+        report.status = f"culprit {culprit}"
+    if not judgment.same_model:
+        report.status = "the two runs do not compute the same model"
     report.data = {"csv": stored.csv_path, "cosine_threshold": threshold, "compared": compared,
                    "dump_step": None if coverage is None else coverage.dump_step,
                    "dump_device": None if coverage is None else coverage.dump_device,
+                   "culprit": _culprit_data(stored, comparison, culprit),
                    "first_divergence": None if divergence.first is None else divergence.first.to_dict(),
                    "failing": [{"index": _index_value(r.index), "tensor_id": r.tensor_id, "op_type": r.op_type,
-                                "cosine": r.cosine, "reason": stored.shown_reason(k), "local_error": r.local_error,
-                                "local_floor": r.local_floor} for k, r in failing_at],
+                                "cosine": r.cosine, "reason": reason(k, r), "local_error": r.local_error,
+                                "local_floor": r.local_floor, "underflow": id(r) in underflow}
+                               for k, r in failing_at],
+                   "below_noise": [r.tensor_id for r in judgment.noise],
+                   "model_mismatch": [m.to_dict() for m in judgment.mismatches],
                    "errors": [r.tensor_id for r in errors], "not_compared": not_compared,
                    "unusable_inputs": [list(item) for item in unusable],
                    "summary": stored.summary is not None, "source": stored.origin}
     return report
 
 
-def _ratio(row) -> float:
-    from precision_tool.replay.local_error import local_ratio
+def _culprit_rows(comparison, culprit: str, failing_at):
+    """``[(position, row)]`` of the culprit's output to list first: the output its local error was measured on,
+    else its failing outputs, else its first compared output."""
+    if not culprit:
+        return []
+    outputs = [(k, r) for k, r in enumerate(comparison.results)
+               if r.op_name == culprit and r.kind == "output" and r.compared]
+    measured = comparison.attribution.op(culprit)
+    chosen = [item for item in outputs if measured is not None and item[1].tensor_id == measured.tensor_id]
+    failing = [item for item in failing_at if item[1].op_name == culprit and item[1].kind == "output"]
+    return chosen or failing or outputs[:1]
 
-    return local_ratio(row.local_error or 0.0, row.local_floor or 0.0)
+
+def _culprit_line(stored, comparison, culprit: str, lead) -> str:
+    """``Culprit: OP, by METHOD: figures`` -- said even when its output passes the cosine gate."""
+    ac = stored.ac_culprit
+    measured = comparison.attribution.op(culprit)
+    how = f"by {ac.get('evidence')}" if ac is not None else f"by {comparison.culprit.how}" \
+        if comparison.culprit is not None else ""
+    figures = f": {measured.summary}" if measured is not None and measured.measured else ""
+    passes = bool(lead) and all(row.passed for _k, row in lead)
+    tail = " (listed first although its output passes the cosine gate: the error is its own, not yet large)" \
+        if passes else " (listed first)"
+    source = "ac's verdict" if ac is not None else "the comparison's judgment"
+    return f"Culprit ({source}): {culprit}, {how}{figures}{tail}"
+
+
+def _culprit_data(stored, comparison, culprit: str):
+    if not culprit:
+        return None
+    measured = comparison.attribution.op(culprit)
+    ac = stored.ac_culprit
+    method = ac.get("evidence") if ac is not None else (comparison.culprit.how if comparison.culprit else "")
+    return {"op_name": culprit, "method": method, "from": "ac" if ac is not None else "comparison",
+            "measured": None if measured is None else measured.to_dict()}
+
+
+def _ratio(row) -> float:
+    from precision_tool.comparison.attribution import ratio_of
+
+    return ratio_of(row) or 0.0
 
 
 def _ratio_text(row) -> str:
@@ -132,11 +208,11 @@ def _index_value(index: int) -> Optional[int]:
 
 COMMAND = Command(
     name="vcs",
-    summary="List the tensors of a compare result below a cosine threshold, first divergence first.",
+    summary="List the culprit and the failing tensors of a compare result, first divergence first.",
     add_arguments=add_arguments,
     handler=handle,
     aliases=("vector_summary",),
-    epilog=("Reads precision_tool's and msaccucmp's result CSVs. Exit code 1 when any tensor is listed; 2 when "
-            "nothing was compared or the run could not read some input files (and nothing fails), or the result "
-            "cannot be read."),
+    epilog=("Reads precision_tool's and msaccucmp's result CSVs. Exit code 1 when a tensor fails or a culprit is "
+            "named; 2 when the runs do not compute the same model, nothing was compared or the run could not read "
+            "some input files (and nothing fails), or the result cannot be read."),
 )

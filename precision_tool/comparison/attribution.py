@@ -1,6 +1,9 @@
-"""Which op *adds* the error: local error from replay, else an error-jump score, and the op that stands out.
+"""Which op *adds* the error: one attribution, three methods, one set of constants.
 
-Each op with a compared output is measured by the first method that can:
+Each op with a compared output is measured by the first method that can (replay, then error jump); the third
+method, **fusion excess**, compares a fused op with the fusion-off run instead of the reference
+(:func:`fusion_excess`, used by :mod:`precision_tool.checks.fusion_compare`). Outputs below the rounding noise of
+their computation (``BELOW_NOISE``, :mod:`.noise`) are left out: their relative figures measure noise.
 
 1. **replay** (:mod:`precision_tool.replay`): its output rows carry ``local_error`` and ``local_floor``.
    The op's **ratio** is its worst output's ``local_error / local_floor``. It *stands out* when
@@ -15,8 +18,9 @@ Each op with a compared output is measured by the first method that can:
 2. **error jump**, for an op not replayed (no reference graph, TensorFlow missing, a stateful op, ...) whose
    float inputs were all compared: its output's total error ``RED(NPU, reference)`` against the largest total
    error of its float inputs (integer inputs -- shapes, axes -- carry no rounding error),
-   ``jump = output / max(inputs, floor)`` with ``floor = FLOOR_FACTOR * u / sqrt(3)`` for the output dtype
-   (``u`` its unit roundoff: what storing the result costs, times the same factor of 4). It stands out when
+   ``jump = output / max(inputs, floor)`` with ``floor`` the output dtype's
+   :func:`~precision_tool.metrics.rounding.rounding_floor` (what storing the result costs, times the same factor of
+   4 as replay's floor). It stands out when
    ``output > floor`` and ``jump >= JUMP_FACTOR`` (10). This is weaker: an op that merely amplifies its inputs'
    error (a subtraction of close values, a softmax of large logits) jumps too.
 
@@ -35,6 +39,17 @@ Each op with a compared output is measured by the first method that can:
    speaks for the op, saying which inputs it assumed right. (An input with nothing to measure -- ``EMPTY``: no
    element, or only NaN/inf that match the reference's -- was compared and carries no error: 0.)
 
+An op adds **no error of its own** (:attr:`OpAttribution.within_floor`) when it was measured and its figure is
+within its floor: a replay ratio of at most 1, or an error jump that does not stand out. The noise rule (what a
+tensor computed from noise inherits), ``bisect`` (a culprit back within its floor) and the run's status line use
+that one predicate.
+
+4. **fusion excess** (the fusion-off run, not the reference): ``excess = d_out - FUSION_GROWTH * d_in`` with
+   ``d`` the relative distance of the fused op's outputs (inputs) from the fusion-off run's; the op differs when
+   ``excess > FUSION_FLOOR`` (0.01, about twenty float16 roundings; the largest excess measured on clean runs is
+   0.0004) -- an op may at most double the difference it receives (``FUSION_GROWTH`` = 2; 1.5 is the largest
+   growth measured on clean runs, at a Softmax).
+
 The **culprit** is the earliest op (execution order) that stands out by replay, else the earliest that stands
 out by error jump; the others are listed. The method that decided is named with every figure.
 """
@@ -43,16 +58,19 @@ from __future__ import annotations
 import math
 import statistics
 from dataclasses import dataclass, replace
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from precision_tool.formats.tensor_kind import TensorKind
-from precision_tool.replay.local_error import FLOOR_FACTOR, UNIT_ROUNDOFF, local_ratio
+from precision_tool.metrics.rounding import is_float, ratio_to_floor, rounding_floor
 from precision_tool.status import Status
 
 METHOD_REPLAY, METHOD_ERROR_JUMP, METHOD_NONE = "replay", "error jump", "not measured"
+METHOD_FUSION = "fusion excess"
 STANDOUT_FACTOR = 10.0
 MIN_PEERS = 3
 JUMP_FACTOR = 10.0
+FUSION_FLOOR = 0.01
+FUSION_GROWTH = 2.0
 # NPU op types whose output error is the sum of their inputs' absolute errors (plus one rounding).
 ADDITIVE_TYPES = frozenset({"Add", "AddV2", "Sub", "BiasAdd", "AddN", "Neg"})
 # NPU op types whose output jumps where a float input crosses a step (a mask, a routing, a rounding).
@@ -88,6 +106,21 @@ class OpAttribution:
     uncompared_inputs: Tuple[int, ...] = ()
 
     @property
+    def measured(self) -> bool:
+        """True when replay or the error jump measured the op."""
+        return self.method in (METHOD_REPLAY, METHOD_ERROR_JUMP) and self.score is not None
+
+    @property
+    def within_floor(self) -> bool:
+        """Measured, and it adds no error of its own: a replay ratio of at most 1, or an error jump that does not
+        stand out (see the module docstring)."""
+        if not self.measured:
+            return False
+        if self.method == METHOD_REPLAY:
+            return (self.score or 0.0) <= 1.0
+        return not _jumps(self.total, self.floor, self.score)
+
+    @property
     def summary(self) -> str:
         """One line of figures, saying how they were measured."""
         if self.method == METHOD_REPLAY:
@@ -100,6 +133,15 @@ class OpAttribution:
                     f"float inputs at most {percent(self.inputs_total)} (not replayed: {self.why_not})")
         return f"not measured ({self.why_not})"
 
+    @property
+    def ratio_text(self) -> str:
+        """``5.3x its floor`` (replay), ``error jump 12x`` (error jump), ``not measured``."""
+        if self.method == METHOD_REPLAY:
+            return f"{self.score:.3g}x its floor"
+        if self.method == METHOD_ERROR_JUMP:
+            return f"error jump {self.score:.3g}x"
+        return "not measured"
+
     def to_dict(self) -> dict:
         def number(value):
             return value if value is None or math.isfinite(value) else str(value)
@@ -107,7 +149,7 @@ class OpAttribution:
                 "tensor_id": self.tensor_id, "dtype": self.dtype, "score": number(self.score),
                 "local": number(self.local), "floor": number(self.floor), "inherited": number(self.inherited),
                 "total": number(self.total), "inputs_total": number(self.inputs_total), "precision": self.precision,
-                "standout": self.standout, "why_not": self.why_not,
+                "standout": self.standout, "within_floor": self.within_floor, "why_not": self.why_not,
                 "uncompared_inputs": list(self.uncompared_inputs), "summary": self.summary}
 
 
@@ -115,9 +157,8 @@ class OpAttribution:
 class Attribution:
     """Every measured op in order, the culprit (first standout) and the median replay ratio it was judged by."""
 
-    ops: Tuple[OpAttribution, ...]
+    ops: Tuple[OpAttribution, ...] = ()
     median_ratio: Optional[float] = None
-    notes: Tuple[str, ...] = ()
 
     @property
     def standouts(self) -> Tuple[OpAttribution, ...]:
@@ -130,6 +171,11 @@ class Attribution:
         replayed = [op for op in self.standouts if op.method == METHOD_REPLAY]
         ranked = replayed or list(self.standouts)
         return ranked[0] if ranked else None
+
+    @property
+    def above_floor(self) -> Tuple[OpAttribution, ...]:
+        """Measured ops that add error of their own (not :attr:`OpAttribution.within_floor`), standouts or not."""
+        return tuple(op for op in self.ops if op.measured and not op.within_floor)
 
     def op(self, name: str) -> Optional[OpAttribution]:
         return next((op for op in self.ops if op.op_name == name), None)
@@ -150,7 +196,7 @@ class Attribution:
     def to_dict(self) -> dict:
         culprit = self.culprit
         return {"culprit": None if culprit is None else culprit.op_name, "median_ratio": self.median_ratio,
-                "methods": self.methods_text, "ops": [op.to_dict() for op in self.ops], "notes": list(self.notes)}
+                "methods": self.methods_text, "ops": [op.to_dict() for op in self.ops]}
 
 
 def percent(value: Optional[float]) -> str:
@@ -162,27 +208,31 @@ def percent(value: Optional[float]) -> str:
     return f"{value * 100:.3g}%"
 
 
-def apply_replay(result, report):
-    """``result`` (a :class:`~precision_tool.comparison.result.ComparisonResult`) with the replay's figures in
-    its output rows, and a note on the output rows of ops that could not be replayed."""
-    measured: Dict[str, tuple] = {}
-    reasons: Dict[str, str] = dict(report.skipped) if report is not None else {}
-    for op in (report.ops if report is not None else ()):
-        if op.error:
-            reasons[op.op_name] = op.error
-        for output in op.outputs:
-            measured[output.tensor_id] = (output, op.precision)
-    rows = []
-    for row in result.results:
-        if row.kind == TensorKind.OUTPUT and row.tensor_id in measured:
-            output, precision = measured[row.tensor_id]
-            row = replace(row, local_error=output.local, local_floor=output.floor, inherited_error=output.inherited,
-                          local_method=f"replay {precision}",
-                          notes=row.notes + ((output.note,) if output.note else ()))
-        elif row.kind == TensorKind.OUTPUT and row.compared and row.op_name in reasons:
-            row = replace(row, notes=row.notes + (f"not replayed: {reasons[row.op_name]}",))
-        rows.append(row)
-    return replace(result, results=tuple(rows))
+def fusion_excess(output_distance: float, input_distance: float, growth: float = FUSION_GROWTH) -> float:
+    """``d_out - growth * d_in``: what a fused op adds to the difference between the fusion-on and the fusion-off
+    run beyond what it received (method 4 of the module docstring). An infinite ``d_out`` (an honest failure) on
+    finite inputs is ``inf``, on inputs that are infinite too ``0`` (the failure came in).
+
+    >>> round(fusion_excess(0.31, 0.0003), 4), round(fusion_excess(0.14, 0.097), 4), fusion_excess(math.inf, math.inf)
+    (0.3094, -0.054, 0.0)
+    """
+    if math.isinf(output_distance):
+        return 0.0 if math.isinf(input_distance) else math.inf
+    return output_distance - growth * input_distance
+
+
+def ratio_of(row) -> Optional[float]:
+    """An output row's replay figure as floors (``local_error / local_floor``), ``None`` when it was not
+    replayed."""
+    if row.local_error is None or row.local_floor is None:
+        return None
+    return ratio_to_floor(row.local_error, row.local_floor)
+
+
+def _jumps(total: Optional[float], floor: Optional[float], jump: Optional[float]) -> bool:
+    """The error-jump rule: the output is beyond its dtype's floor and its error jumps ``JUMP_FACTOR`` times
+    above its inputs'."""
+    return total is not None and floor is not None and jump is not None and total > floor and jump >= JUMP_FACTOR
 
 
 def _red(row) -> Optional[float]:
@@ -201,54 +251,53 @@ def _rmse(row) -> Optional[float]:
 
 def _absolute_jump(output, total: float, floor: float, inputs: Sequence) -> Optional[float]:
     """``RMSE(output) / max(sum RMSE(inputs), floor * rms(reference output))``, ``None`` when a figure is missing
-    (an ``EMPTY`` input counts 0) or the output's RED is 0 (then there is no jump to measure)."""
+    (an ``EMPTY`` input counts 0) or the output's RED is 0 or infinite (then there is no reference scale)."""
     errors = [0.0 if row.status is Status.EMPTY else _rmse(row) for row in inputs]
     out = _rmse(output)
-    if out is None or any(e is None for e in errors) or not total:
+    if out is None or any(e is None for e in errors) or not total or math.isinf(total):
         return None
     reference_rms = out / total
     return out / max(sum(e for e in errors if e is not None), floor * reference_rms)
 
 
-def _is_float(dtype: str) -> bool:
-    return dtype.startswith(("float", "bfloat"))
-
-
-def _jump_floor(dtype: str) -> float:
-    return FLOOR_FACTOR * UNIT_ROUNDOFF.get(dtype, UNIT_ROUNDOFF["float32"]) / math.sqrt(3)
-
-
-def _why_not(rows, replay_note: str) -> str:
+def _why_not(rows) -> str:
     for row in rows:
         for note in row.notes:
-            if note.startswith("not replayed: "):
-                return note[len("not replayed: "):]
-    return replay_note or "no replay"
+            if note.startswith(NOT_REPLAYED):
+                return note[len(NOT_REPLAYED):]
+    return "no replay"
+
+
+#: How a row's note says why its op was not replayed (written by the replay, read by the error jump).
+NOT_REPLAYED = "not replayed: "
 
 
 def _replayed(name: str, op_type: str, position: int, outputs: Sequence) -> Optional[OpAttribution]:
-    figures = [(row, row.local_error, row.local_floor) for row in outputs
-               if row.local_error is not None and row.local_floor is not None and _is_float(row.npu_dtype)]
+    figures: List[Tuple[Any, float]] = []
+    for row in outputs:
+        ratio = ratio_of(row)
+        if ratio is not None and is_float(row.npu_dtype):
+            figures.append((row, ratio))
     if not figures:
         return None
-    worst, local, floor = max(figures, key=lambda item: local_ratio(item[1], item[2]))
-    return OpAttribution(name, op_type, position, METHOD_REPLAY, worst.tensor_id, worst.npu_dtype,
-                         local_ratio(local, floor), local, floor, worst.inherited_error, _red(worst),
+    worst, ratio = max(figures, key=lambda item: item[1])
+    return OpAttribution(name, op_type, position, METHOD_REPLAY, worst.tensor_id, worst.npu_dtype, ratio,
+                         worst.local_error, worst.local_floor, worst.inherited_error, _red(worst),
                          precision=worst.local_method.replace("replay ", "", 1))
 
 
-def _measure_op(name: str, rows: Sequence, position: int, replay_note: str) -> Optional[OpAttribution]:
-    outputs = [r for r in rows if r.kind == TensorKind.OUTPUT and r.compared]
+def _measure_op(name: str, rows: Sequence, position: int) -> Optional[OpAttribution]:
+    outputs = [r for r in rows if r.kind == TensorKind.OUTPUT and r.compared and r.status is not Status.BELOW_NOISE]
     if not outputs:
         return None
     op_type = rows[0].op_type
     replayed = _replayed(name, op_type, position, outputs)
     if replayed is not None:
         return replayed
-    why = _why_not(outputs, replay_note)
+    why = _why_not(outputs)
     totals = [(row, _red(row)) for row in outputs]
     worst, total = max(totals, key=lambda item: -1.0 if item[1] is None else item[1])
-    float_inputs = [r for r in rows if r.kind == TensorKind.INPUT and _is_float(r.npu_dtype)]
+    float_inputs = [r for r in rows if r.kind == TensorKind.INPUT and is_float(r.npu_dtype)]
     errors = [(r, _red(r)) for r in float_inputs]
     uncompared = tuple(sorted(r.tensor_index for r, error in errors if not r.compared or error is None))
     inputs = [error for r, error in errors if r.compared and error is not None]
@@ -265,26 +314,26 @@ def _measure_op(name: str, rows: Sequence, position: int, replay_note: str) -> O
     if reason or total is None:
         return OpAttribution(name, op_type, position, METHOD_NONE, worst.tensor_id, worst.npu_dtype,
                              total=total, why_not=f"{why}; {reason}", uncompared_inputs=uncompared)
-    floor = _jump_floor(worst.npu_dtype)
+    floor = rounding_floor(worst.npu_dtype) or rounding_floor("float32")
     jump = total / max(max(inputs), floor)
-    absolute = _absolute_jump(worst, total, floor, [r for r in float_inputs]) if op_type in ADDITIVE_TYPES else None
+    absolute = _absolute_jump(worst, total, floor, float_inputs) if op_type in ADDITIVE_TYPES else None
     if absolute is not None:
         jump = absolute
     return OpAttribution(name, op_type, position, METHOD_ERROR_JUMP, worst.tensor_id, worst.npu_dtype, jump,
-                         floor=floor, total=total, inputs_total=max(inputs),
-                         standout=total > floor and jump >= JUMP_FACTOR, why_not=why)
+                         floor=floor, total=total, inputs_total=max(inputs), standout=_jumps(total, floor, jump),
+                         why_not=why)
 
 
-def attribute(result, replay_note: str = "") -> Attribution:
-    """Measure every op of ``result`` (rows as :func:`apply_replay` left them) and mark the standouts (see the
-    module docstring). ``replay_note`` says why nothing was replayed, for ops without a row note."""
+def attribute(rows: Sequence) -> Attribution:
+    """Measure every op of the result rows ``rows`` (with their replay figures, if any) and mark the standouts
+    (see the module docstring)."""
     by_op: Dict[str, List] = {}
-    for row in result.results:
+    for row in rows:
         if row.kind:
             by_op.setdefault(row.op_name, []).append(row)
     ops: List[OpAttribution] = []
-    for name, rows in by_op.items():
-        measured = _measure_op(name, rows, min(r.index for r in rows), replay_note)
+    for name, op_rows in by_op.items():
+        measured = _measure_op(name, op_rows, min(r.index for r in op_rows))
         if measured is not None:
             ops.append(measured)
     ops.sort(key=lambda op: (op.position, op.op_name))

@@ -89,7 +89,7 @@ def compare_alignment(alignment: Alignment, *, graph=None,
     rows = computed + _uncompared_rows(alignment, positions, names)
     rows.sort(key=lambda r: r.order_key)
     timing = Timing(compare_s=time.perf_counter() - started, workers=used_workers)
-    return ComparisonResult.judged(rows, RunFacts.of(alignment), cosine_threshold, timing)
+    return ComparisonResult.judged(rows, RunFacts.of(alignment, graph), cosine_threshold, timing)
 
 
 # --------------------------------------------------------------------------------------------- planning

@@ -6,6 +6,13 @@ read into them), the lossless result file stores them, and ``vcs``, ``ni``, ``ac
 show them. A ``TensorResult`` holds no array: names, dtypes, the shape, the ten metric values and the
 :class:`~precision_tool.status.Status` with its one-line reason, so workers send it back cheaply.
 
+One judgment
+------------
+A result is always made through :meth:`ComparisonResult.judged`, which applies
+:func:`~precision_tool.comparison.judgment.judge` to the rows: the noise rule (``BELOW_NOISE``), the attribution
+of local error, the first divergence, underflow, the same-model check and the culprit. Every consumer reads
+:attr:`ComparisonResult.judgment`; none decides again.
+
 Judging again at another threshold
 ----------------------------------
 The engine runs with the fp16 allclose gate off, so ``PASS`` and ``FAIL`` are decided by the cosine gate
@@ -20,8 +27,8 @@ import math
 from dataclasses import dataclass, field, replace
 from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
 
-from precision_tool.alignment import Alignment, Coverage, Divergence, find_first_divergence
-from precision_tool.errors import EXIT_FAILED_CHECK, EXIT_OK, EXIT_UNUSABLE_INPUT
+from precision_tool.alignment import Alignment, Coverage, Divergence
+from precision_tool.comparison.judgment import Judgment, exit_code, judge
 from precision_tool.formats.tensor_kind import TensorKind
 from precision_tool.metrics import ALL, MeanStd
 from precision_tool.metrics.verdict import cosine_gate_reason
@@ -309,6 +316,8 @@ class RunFacts:
     data_inputs : ``{op: ((producer, output index), ...)}`` from the graph; empty without one.
     coverage : what was not compared and why (:class:`~precision_tool.alignment.Coverage`); ``None`` when
         unknown (a CSV written by msaccucmp).
+    sources : ``{op: "constant" | "data"}``: the graph's source ops and the ops that only pass a source on
+        (:func:`~precision_tool.comparison.same_model.graph_sources`); empty without a graph.
     """
 
     mode: str
@@ -316,21 +325,26 @@ class RunFacts:
     order_source: str
     data_inputs: Mapping[str, Tuple[Tuple[str, int], ...]] = field(default_factory=dict, hash=False)
     coverage: Optional[Coverage] = None
+    sources: Mapping[str, str] = field(default_factory=dict, hash=False)
 
     @classmethod
-    def of(cls, alignment: Alignment) -> "RunFacts":
+    def of(cls, alignment: Alignment, graph=None) -> "RunFacts":
+        """The facts of ``alignment``; ``graph`` (the NPU graph it was aligned with, or ``None``) gives the sources."""
+        from precision_tool.alignment.npu_side import graphs_of
+        from precision_tool.comparison.same_model import graph_sources
+
         edges = {op: tuple((str(p), int(k)) for p, k in pairs) for op, pairs in alignment.data_inputs.items()
                  if pairs}
-        return cls(alignment.mode, tuple(alignment.order), alignment.order_source, edges, alignment.coverage)
-
-    def first_divergence(self, verdicts: Mapping[Key, bool]) -> Divergence:
-        return find_first_divergence(verdicts, self.order, self.data_inputs, self.order_source)
+        ops = ((op.name, op.type, [ref.producer for ref in op.data_inputs]) for g in graphs_of(graph) for op in g.ops)
+        return cls(alignment.mode, tuple(alignment.order), alignment.order_source, edges, alignment.coverage,
+                   graph_sources(ops) if graph is not None else {})
 
     def to_dict(self) -> Dict[str, Any]:
         return {"mode": self.mode, "order_source": self.order_source, "order": list(self.order),
                 "data_inputs": {op: [list(edge) for edge in edges] for op, edges in self.data_inputs.items()
                                 if edges},
-                "coverage": None if self.coverage is None else self.coverage.to_dict()}
+                "coverage": None if self.coverage is None else self.coverage.to_dict(),
+                "sources": dict(self.sources)}
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> "RunFacts":
@@ -338,30 +352,11 @@ class RunFacts:
         coverage = data.get("coverage")
         edges = {str(op): tuple((str(p), int(k)) for p, k in pairs)
                  for op, pairs in (data.get("data_inputs") or {}).items()}
+        sources = data.get("sources") or {}
         return cls(str(data.get("mode") or "npu_vs_tf"), tuple(str(op) for op in data["order"]),
                    str(data.get("order_source") or "graph"), edges,
-                   None if coverage is None else _coverage_from_dict(coverage))
-
-
-def exit_code_for(any_failed: bool, compared: int, unusable: int) -> int:
-    """The exit code of a comparison, for ``compare``, ``vc``, ``ac -c``, ``vcs`` and ``report`` alike.
-
-    ======  ==================================================================================================
-    ``1``   a tensor failed: below the cosine gate, an honest status (NaN/inf, shape or count mismatch, one
-            side zero) or aligned but unreadable (``ERROR``). It wins over 2: the failure is real whatever
-            else could not be read -- the summary's ``counts.unusable_inputs`` and the report still say how
-            many input files could not be read.
-    ``2``   nothing failed, but nothing could be compared (nothing aligned) or ``unusable`` input files (dump
-            or reference files that could not be read: :attr:`Coverage.unusable_inputs`) were left out:
-            unusable input outranks "all passed", since a culprit may hide among them.
-    ``0``   every compared tensor passes and every input file was read.
-    ======  ==================================================================================================
-
-    Tensors without a reference and ops without a dump file are coverage, not failures: they change nothing.
-    """
-    if any_failed:
-        return EXIT_FAILED_CHECK
-    return EXIT_UNUSABLE_INPUT if compared == 0 or unusable else EXIT_OK
+                   None if coverage is None else _coverage_from_dict(coverage),
+                   {str(op): str(kind) for op, kind in sources.items()} if isinstance(sources, dict) else {})
 
 
 def _coverage_from_dict(data: Mapping[str, Any]) -> Coverage:
@@ -398,10 +393,10 @@ def order_by_index(results: Sequence[TensorResult]) -> Tuple[str, ...]:
 class ComparisonResult:
     """Every row of a run, in execution order, and what the run was judged with.
 
-    ``results`` holds compared tensors, uncompared tensors and op-level ``NO_DUMP`` rows; ``divergence`` is
-    the first divergence over the compared tensors' verdicts (:meth:`RunFacts.first_divergence`), decided
-    when the result is made and again by :meth:`judged_at`. ``inputs`` names the folders compared
-    (``npu``, ``reference``, ``graph``, ``reference_graph``; absolute paths, ``None`` when not given).
+    ``results`` holds compared tensors, uncompared tensors and op-level ``NO_DUMP`` rows, with the statuses the
+    :attr:`judgment` gave them; ``divergence`` is its first divergence. Both are decided when the result is made
+    (:meth:`judged`) and again by :meth:`judged_at`. ``inputs`` names the folders compared (``npu``,
+    ``reference``, ``graph``, ``reference_graph``; absolute paths, ``None`` when not given).
     """
 
     results: Tuple[TensorResult, ...]
@@ -410,14 +405,34 @@ class ComparisonResult:
     cosine_threshold: Optional[float]
     timing: Timing = Timing()
     inputs: Mapping[str, Optional[str]] = field(default_factory=dict, hash=False)
+    judgment: Optional[Judgment] = field(default=None, hash=False, compare=False, repr=False)
 
     @classmethod
     def judged(cls, results: Iterable[TensorResult], facts: RunFacts, cosine_threshold: Optional[float],
                timing: Timing = Timing(), inputs: Optional[Mapping[str, Optional[str]]] = None
                ) -> "ComparisonResult":
-        """A result whose divergence is found from ``results``' own verdicts."""
-        rows = tuple(results)
-        return cls(rows, facts, facts.first_divergence(_verdicts(rows)), cosine_threshold, timing, dict(inputs or {}))
+        """A result judged from ``results``' own statuses and figures (:func:`~.judgment.judge`)."""
+        judgment = judge(tuple(results), facts)
+        return cls(judgment.rows, facts, judgment.divergence, cosine_threshold, timing, dict(inputs or {}), judgment)
+
+    def with_rows(self, results: Iterable[TensorResult]) -> "ComparisonResult":
+        """This run with other rows (replay figures added, say), judged again."""
+        return ComparisonResult.judged(results, self.facts, self.cosine_threshold, self.timing, self.inputs)
+
+    @property
+    def verdict(self) -> Judgment:
+        """The :attr:`judgment` (made now for a result built without :meth:`judged`)."""
+        return self.judgment if self.judgment is not None else judge(self.results, self.facts)
+
+    @property
+    def attribution(self):
+        """Which ops add error (:attr:`Judgment.attribution <.judgment.Judgment.attribution>`)."""
+        return self.verdict.attribution
+
+    @property
+    def culprit(self):
+        """The culprit the comparison names (:attr:`Judgment.culprit <.judgment.Judgment.culprit>`), or ``None``."""
+        return self.verdict.culprit
 
     def judged_at(self, threshold: Optional[float]) -> "ComparisonResult":
         """Every row judged at ``threshold`` (:meth:`TensorResult.judged_at`) and the divergence found again."""
@@ -445,10 +460,12 @@ class ComparisonResult:
         return sorted(self.failing, key=lambda r: (r.op_name != first, r.order_key))
 
     def exit_code(self) -> int:
-        """:func:`exit_code_for` this result (its coverage's unusable inputs; none known without facts)."""
+        """:func:`~.judgment.exit_code` of this result (its coverage's unusable inputs; none known without facts)."""
         coverage = self.facts.coverage if self.facts is not None else None
         unusable = len(coverage.unusable_inputs) if coverage is not None else 0
-        return exit_code_for(any(r.failed for r in self.results), len(self.compared), unusable)
+        verdict = self.verdict
+        return exit_code(any(r.failed for r in self.results), verdict.culprit is not None, len(self.compared),
+                         unusable, verdict.same_model)
 
     def matching_non_finite_line(self) -> str:
         """One line on the compared tensors whose NaN/inf all match the reference's

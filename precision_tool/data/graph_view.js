@@ -359,7 +359,7 @@
     html("h3", op.n, panel);
     var lines = ["type " + (op.t || "?") + ", " + { fail: "fails", pass: "passes", error: "unreadable",
                  none: "not compared" }[op.k]];
-    if (op.c) { lines.push(data.culprit_is === "verdict" ? "the verdict's culprit" : "the first divergence"); }
+    if (op.c) { lines.push("the verdict's culprit"); }
     if (op.tf.length) { lines.push("TF ops: " + op.tf.join(", ")); }
     if (op.p.length) { lines.push("fusion passes: " + op.p.join(", ")); }
     if (op.o) { lines.push(op.o); }

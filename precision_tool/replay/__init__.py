@@ -18,5 +18,6 @@ against a floor: what storing the exact result in the NPU output's dtype costs (
 Modules: :mod:`.reference_graph` (the kept graphs, read without TensorFlow), :mod:`.plan` (which TF ops and
 which inputs, from the alignment; no TensorFlow), :mod:`.runner` (one TensorFlow session for many ops; the
 only module importing TensorFlow, lazily), :mod:`.local_error` (the numbers) and :mod:`.replay_run` (the
-job). Attribution -- which op stands out -- is :mod:`precision_tool.checks.attribution`.
+job). Attribution -- which op stands out -- is :mod:`precision_tool.comparison.attribution`, part of the one
+judgment of a run (:mod:`precision_tool.comparison.judgment`).
 """

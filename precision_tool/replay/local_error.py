@@ -4,7 +4,8 @@ For an NPU output ``n``, its replay ``p`` (the op's TF subgraph run on the NPU's
 can) and the reference ``r`` (the float32 reference run), all as float64 in the origin layout:
 
 * ``local = RED(n, p)``, ``inherited = RED(p, r)``, with ``RED(x, y) = ||x - y||_2 / ||y||_2`` over the
-  elements finite in both (``0`` when both norms are 0, ``inf`` when only ``y``'s is);
+  elements finite in both (over a zero ``y``: 0 for no difference, ``inf`` for any -- the one rule of
+  :func:`~precision_tool.metrics.rounding.relative_error`);
 * ``rounding = RED(round(p), p)``, ``round`` storing ``p`` in the NPU output's dtype (float16, bfloat16,
   float32): the error of the exact answer written in that dtype -- about ``u / sqrt(3)`` for values that are
   not representable, 0 for an op whose results are (ReLU, MaxPool of float16 inputs). For float32, writing a
@@ -12,12 +13,10 @@ can) and the reference ``r`` (the float32 reference run), all as float64 in the 
   shrinking below 2^-126 would otherwise look like a kernel losing 100%);
 * ``floor = max(FLOOR_FACTOR * rounding, MIN_FLOOR[dtype])``: what rounding inside the op (a fused group rounds
   before its activation, accumulators round at the end) can add on top, with a minimum per dtype for ops whose
-  results happen to be representable. ``FLOOR_FACTOR`` is 4; ``MIN_FLOOR`` is ``u/16`` for float16 and
-  bfloat16 (``u`` the unit roundoff, 2^-11 and 2^-8) and ``1e-5`` for float32 (an accumulation over ~10^4 terms
-  in float32 rounds by about ``sqrt(10^4) * 2^-24``).
+  results happen to be representable (the constants of :mod:`precision_tool.metrics.rounding`).
 
 A local error above its floor says the op added more than its dtype explains; whether it *stands out* is
-decided against the other ops too (:mod:`precision_tool.checks.attribution`).
+decided against the other ops too (:mod:`precision_tool.comparison.attribution`).
 
 Non-finite values: where ``n`` holds inf/NaN and ``p`` is finite the op produced them from finite inputs
 (an overflow inside it, or an exact result beyond the output dtype's range -- the note tells which): ``local``
@@ -34,10 +33,7 @@ from typing import Optional
 import numpy as np
 
 from precision_tool.formats.dtypes import bf16_bits_to_float32, float32_to_bf16_bits
-
-FLOOR_FACTOR = 4.0
-UNIT_ROUNDOFF = {"float16": 2.0 ** -11, "bfloat16": 2.0 ** -8, "float32": 2.0 ** -24, "float64": 2.0 ** -53}
-MIN_FLOOR = {"float16": 2.0 ** -11 / 16, "bfloat16": 2.0 ** -8 / 16, "float32": 1e-5, "float64": 1e-12}
+from precision_tool.metrics.rounding import FLOOR_FACTOR, MIN_FLOOR, UNIT_ROUNDOFF, ratio_to_floor, relative_error
 
 
 @dataclass(frozen=True)
@@ -56,21 +52,13 @@ class OutputError:
 
     @property
     def ratio(self) -> float:
-        """:func:`local_ratio` of this output."""
-        return local_ratio(self.local, self.floor)
+        """How many floors the local error is (:func:`~precision_tool.metrics.rounding.ratio_to_floor`)."""
+        return ratio_to_floor(self.local, self.floor)
 
     def to_dict(self) -> dict:
         return {"tensor_id": self.tensor_id, "npu_dtype": self.npu_dtype, "local": _json(self.local),
                 "floor": _json(self.floor), "rounding": _json(self.rounding), "inherited": _json(self.inherited),
                 "total": _json(self.total), "note": self.note}
-
-
-def local_ratio(local: float, floor: float) -> float:
-    """``local / floor``: how many floors the op adds. ``inf`` for a local error over a zero floor, ``0`` for no
-    error at all (also over a zero floor)."""
-    if floor > 0:
-        return local / floor
-    return 0.0 if local == 0 else math.inf
 
 
 def _json(value):
@@ -107,11 +95,7 @@ def _red(x: _Finite, y: _Finite) -> float:
     if x.mask is not None or y.mask is not None:
         both = x.mask if y.mask is None else y.mask if x.mask is None else x.mask & y.mask
         xs, ys, square = xs[both], ys[both], None
-    diff = _norm(xs - ys)
-    norm = _norm(ys, square)
-    if norm == 0:
-        return 0.0 if diff == 0 else math.inf
-    return diff / norm
+    return relative_error(_norm(xs - ys), _norm(ys, square))
 
 
 def _square(values: np.ndarray) -> float:

@@ -80,6 +80,36 @@ class ReplayReport:
     def op(self, name: str) -> Optional[OpReplay]:
         return next((op for op in self.ops if op.op_name == name), None)
 
+    def applied_to(self, result):
+        """``result`` (a :class:`~precision_tool.comparison.result.ComparisonResult`) with this replay's figures in
+        its output rows, a ``not replayed: WHY`` note on the compared outputs of ops it could not replay (the
+        error jump names the reason), judged again (:meth:`~precision_tool.comparison.result.ComparisonResult.
+        with_rows`)."""
+        from dataclasses import replace
+
+        from precision_tool.comparison.attribution import NOT_REPLAYED
+        from precision_tool.formats.tensor_kind import TensorKind
+
+        measured: Dict[str, tuple] = {}
+        reasons: Dict[str, str] = dict(self.skipped)
+        for op in self.ops:
+            if op.error:
+                reasons[op.op_name] = op.error
+            for output in op.outputs:
+                measured[output.tensor_id] = (output, op.precision)
+        everywhere = "" if self.ran else (self.notes[0] if self.notes else "replay did not run")
+        rows = []
+        for row in result.results:
+            if row.kind == TensorKind.OUTPUT and row.tensor_id in measured:
+                output, precision = measured[row.tensor_id]
+                row = replace(row, local_error=output.local, local_floor=output.floor,
+                              inherited_error=output.inherited, local_method=f"replay {precision}",
+                              notes=row.notes + ((output.note,) if output.note else ()))
+            elif row.kind == TensorKind.OUTPUT and row.compared and (row.op_name in reasons or everywhere):
+                row = replace(row, notes=row.notes + (NOT_REPLAYED + reasons.get(row.op_name, everywhere),))
+            rows.append(row)
+        return result.with_rows(rows)
+
     def to_dict(self) -> dict:
         return {"ran": self.ran, "ops": [op.to_dict() for op in self.ops], "skipped": dict(self.skipped),
                 "notes": list(self.notes), "seconds": round(self.seconds, 3),

@@ -278,9 +278,11 @@ def _process_alive(pid: int) -> bool:
     return True
 
 
-def write_outputs(result: ComparisonResult, paths: OutputPaths, *, total_s: Optional[float] = None
-                  ) -> Dict[str, Any]:
+def write_outputs(result: ComparisonResult, paths: OutputPaths, *, total_s: Optional[float] = None,
+                  verdict: Optional[Dict[str, Any]] = None, exit_code: Optional[int] = None) -> Dict[str, Any]:
     """Write every output of ``result`` in the order of the module docstring; returns the summary written.
+    ``verdict`` and ``exit_code``: ``ac``'s, when it wrote the run (the summary keeps them for ``vcs``, ``ni`` and
+    ``report``); default the comparison's own.
 
     The lossless file, the slowest to encode, is written by a forked child (:mod:`precision_tool.overlap`) while
     this process formats the CSV and the summary; each of those is written only once the lossless file is
@@ -295,8 +297,9 @@ def write_outputs(result: ComparisonResult, paths: OutputPaths, *, total_s: Opti
     try:
         with collection_paused():
             with _results_file_written_beside(paths, result):
-                summary = build_summary(result, result_csv=paths.csv, exit_code=run_exit_code(result),
-                                        total_s=total_s)
+                summary = build_summary(result, result_csv=paths.csv,
+                                        exit_code=run_exit_code(result) if exit_code is None else exit_code,
+                                        total_s=total_s, verdict=verdict)
                 csv_text = result_csv_text(result.results, npu_vs_npu=result.npu_vs_npu)
                 summary_json = summary_text(summary)
             write_text_atomic(paths.csv, csv_text)

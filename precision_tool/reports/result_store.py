@@ -459,6 +459,23 @@ class StoredResult:
     summary: Optional[Dict[str, Any]] = None
     csv_reasons: Tuple[str, ...] = ()
 
+    @property
+    def ac_culprit(self) -> Optional[Dict[str, Any]]:
+        """``ac``'s culprit (``op_name``, ``op_type``, ``evidence``, ...) when ``ac -c`` wrote this run and named
+        one (its summary's ``verdict``), else ``None``: then the comparison's own
+        (:attr:`~precision_tool.comparison.result.ComparisonResult.culprit`) is the run's."""
+        verdict = (self.summary or {}).get("verdict") or {}
+        culprit = verdict.get("culprit") if isinstance(verdict, dict) else None
+        return culprit if isinstance(culprit, dict) and isinstance(culprit.get("op_name"), str) else None
+
+    @property
+    def culprit_name(self) -> str:
+        """The run's culprit op: ``ac``'s (:attr:`ac_culprit`), else the comparison's, else ``""``."""
+        if self.ac_culprit is not None:
+            return str(self.ac_culprit["op_name"])
+        culprit = self.comparison.culprit
+        return culprit.op_name if culprit is not None else ""
+
     def reason_cell(self, position: int) -> str:
         """Row ``position``'s CompareFailReason as the CSV has it: our ``STATUS: reason`` (empty for a plain
         PASS/FAIL), or whatever msaccucmp wrote, remarks on compared rows included."""

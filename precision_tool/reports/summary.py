@@ -4,8 +4,9 @@ Keys
 ----
 ``result_csv``       the CSV this summary describes (file name, same folder); a reader checks it, since an
                      output folder given with ``-out`` may hold several runs' CSVs and only the last summary
-``exit_code``        ``comparison.result.exit_code_for``: 0 all compared tensors pass and every input was
-                     usable, 1 some fail, 2 nothing could be compared or some input files could not be read
+``exit_code``        ``comparison.judgment.exit_code`` (``ac``'s, with its verdict): 0 all compared tensors pass,
+                     no culprit and every input was usable, 1 some fail or a culprit was found, 2 the runs do
+                     not compute the same model, nothing could be compared or some input files could not be read
 ``cosine_threshold`` the cosine gate; ``allclose_gate`` is off, ``allclose_below_default`` lists the tensors
                      whose allclose ratio is below their dtype's default minimum (reported, not failed)
 ``counts``           compared / passed / failed / errors / not compared / ops without dump / reused inputs,
@@ -16,6 +17,12 @@ Keys
 ``failing``          every failing tensor (first divergence first, then execution order) with its reason
 ``first_divergence`` the op that most likely introduced the error (``None`` when nothing fails), with
                      ``divergence`` (every root and every op that only inherits an error)
+``judgment``         the run's one judgment (:meth:`~precision_tool.comparison.judgment.Judgment.to_dict`):
+                     its culprit and method, the ops that stand out or exceed their floor, the tensors below the
+                     rounding noise and those that underflow, and the model mismatch when the runs differ
+``verdict``          ``ac``'s verdict when ``ac -c`` wrote the run: its culprit (``op_name``, ``op_type``,
+                     ``evidence``: also a fusion or an overflow culprit, which the comparison alone does not
+                     name) and headline; ``None`` for ``compare``
 ``order``, ``data_inputs``, ``order_source``  the execution order and data edges (also in the lossless
                      result file, :mod:`.result_store`, which is what ``vcs`` and the reports read back)
 ``inputs``, ``timing``, ``tool``, ``created``
@@ -63,7 +70,7 @@ def unusable_note(unusable: Tuple[Tuple[str, str], ...]) -> str:
 
 def exit_status(exit_code: int, failing: int, compared: int, unusable: int) -> str:
     """The status line of a report on a comparison: what decided its exit code
-    (:func:`~precision_tool.comparison.result.exit_code_for`)."""
+    (:func:`~precision_tool.comparison.judgment.exit_code`)."""
     if exit_code == EXIT_OK:
         return "all compared tensors pass"
     if exit_code == EXIT_FAILED_CHECK:
@@ -78,7 +85,7 @@ def run_exit_code(result: ComparisonResult) -> int:
 
 
 def build_summary(result: ComparisonResult, *, result_csv: str, exit_code: int,
-                  total_s: Optional[float] = None) -> Dict[str, Any]:
+                  total_s: Optional[float] = None, verdict: Optional[Dict[str, Any]] = None) -> Dict[str, Any]:
     """The summary of one run as a JSON-ready dict (see the module docstring for the keys)."""
     facts = result.facts
     failing = [{"tensor_id": r.tensor_id or r.op_name, "op_type": r.op_type, "status": r.status.value,
@@ -106,6 +113,8 @@ def build_summary(result: ComparisonResult, *, result_csv: str, exit_code: int,
         "failing": failing,
         "first_divergence": None if divergence.first is None else divergence.first.to_dict(),
         "divergence": divergence.to_dict(),
+        "judgment": result.verdict.to_dict(),
+        "verdict": verdict,
         "allclose_below_default": below,
         "order_source": facts.order_source,
         "order": list(facts.order),
@@ -188,6 +197,14 @@ def check_summary(summary: Dict[str, Any]) -> None:
     if summary.get("first_divergence") is not None:
         check_object(summary["first_divergence"], "first_divergence")
     check_object(optional(summary, "divergence", {}), "divergence")
+    check_object(optional(summary, "judgment", {}), "judgment")
+    if summary.get("verdict") is not None:
+        check_object(summary["verdict"], "verdict")
+        culprit = summary["verdict"].get("culprit")
+        if culprit is not None:
+            check_object(culprit, "verdict.culprit")
+            expect(isinstance(culprit.get("op_name"), str), culprit.get("op_name"), "verdict.culprit.op_name",
+                   "a string")
     below = optional(summary, "allclose_below_default", [])
     expect(isinstance(below, list), below, "allclose_below_default", "a list")
 

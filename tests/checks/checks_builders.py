@@ -69,9 +69,10 @@ def set_tensor(path: str, kind: str, index: int, values: np.ndarray, origin_form
 
 
 def set_npu_to_reference(workspace, run: int) -> int:
-    """Set every NPU tensor of ``npu/debug_<run>`` that has a reference to that reference rounded to float16,
-    stored in the NPU tensor's dtype and layout (an NPU exact up to float16 storage); returns how many were
-    set. Not consistent under replay: an op computing in float32 (a mean) would not give the rounded value."""
+    """Set every NPU tensor of ``npu/debug_<run>`` that has a reference to that reference -- rounded to float16 when
+    the NPU stores it in float16 -- in the NPU tensor's dtype and layout (an NPU exact up to its storage: a float32
+    input of the model stays the batch itself); returns how many were set. Not consistent under replay: an op
+    computing in float32 (a mean) would not give the rounded value."""
     from precision_tool.comparison.pipeline import CompareRequest, align_request
 
     root = os.fspath(workspace)
@@ -80,7 +81,7 @@ def set_npu_to_reference(workspace, run: int) -> int:
                                            os.path.join(root, "npu", f"debug_{run}", "graph")))
     for pair in aligned.alignment.pairs:
         values = pair.ref.load()
-        if values.dtype.kind == "f":
+        if values.dtype.kind == "f" and pair.npu.dtype in ("float16", ""):
             values = np.clip(values, -65504, 65504).astype(np.float16)
         set_tensor(pair.npu.path, pair.npu.kind, pair.npu.index, values, pair.npu.origin_format or "ND")
     return len(aligned.alignment.pairs)

@@ -4,7 +4,8 @@ import math
 import numpy as np
 
 from checks_builders import CNN, CONV2, POOL1, copy_cnn_workspace, dump_file_of, perturb_output
-from precision_tool.checks.fusion_compare import DEFAULT_FLOOR, compare_fusion_runs, op_excess
+from precision_tool.checks.fusion_compare import DEFAULT_FLOOR, compare_fusion_runs
+from precision_tool.comparison.attribution import fusion_excess as op_excess
 from precision_tool.formats.dump_file import read_dump_header, read_tensor
 
 

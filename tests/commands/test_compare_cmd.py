@@ -106,9 +106,14 @@ def test_a_failing_tensor_exits_1_and_names_the_first_divergence(tmp_path, capsy
     out = capsys.readouterr().out
     assert "First divergence: op1 (outputs [0] fail on good inputs)" in out
     assert main(["--json", "compare", "-m", case.npu, "-g", case.ref, "-f", case.graph, "-out",
-                 str(tmp_path / "out2"), "--cosine", "-1"]) == 0  # the gate is the user's
+                 str(tmp_path / "out2"), "--cosine", "-1"]) == 1
     data = json.loads(capsys.readouterr().out)
-    assert data["exit_code"] == 0 and data["data"]["cosine_threshold"] == -1.0
+    # the gate is the user's: nothing fails at -1; the judgment is not -- op1's error jumps above its inputs', and a
+    # culprit found by any method exits 1 (comparison.judgment.exit_code)
+    assert data["exit_code"] == 1 and data["data"]["cosine_threshold"] == -1.0
+    assert data["data"]["counts"]["failed"] == 0
+    assert data["data"]["judgment"]["culprit"]["op_name"] == "op1"
+    assert data["data"]["judgment"]["culprit"]["evidence"] == "local error (error jump)"
 
 
 def test_missing_dumps_and_references_are_coverage_not_failure(tmp_path, capsys):

@@ -50,7 +50,8 @@ def test_threshold_and_limit(broken_workspace, capsys):
     out = capsys.readouterr().out
     assert code == 1 and f"... {len(everything['failing']) - 2} more (-l 0 shows all)" in out
     code, nothing = vcs_json(capsys, "-c", "-1", data_dir=root)
-    assert code == 0 and nothing["failing"] == []
+    # nothing fails at -1, but the judgment still names the op whose error jumps: listed, exit 1 (one exit rule)
+    assert code == 1 and nothing["failing"] == [] and nothing["culprit"]["op_name"] == "op3"
 
 
 def test_without_summary_the_csv_alone_still_gives_the_first_divergence(broken_workspace, capsys):

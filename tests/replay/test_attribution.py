@@ -1,4 +1,4 @@
-"""Which op stands out, from hand-made result rows (no TensorFlow): the rules of checks/attribution.py."""
+"""Which op stands out, from hand-made result rows (no TensorFlow): the rules of comparison/attribution.py."""
 import dataclasses
 import math
 import subprocess
@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from precision_tool.checks.attribution import METHOD_ERROR_JUMP, METHOD_NONE, METHOD_REPLAY, attribute
+from precision_tool.comparison.attribution import METHOD_ERROR_JUMP, METHOD_NONE, METHOD_REPLAY, attribute
 from precision_tool.comparison.result import TensorResult
 from precision_tool.formats.tensor_kind import TensorKind
 from precision_tool.metrics import ALL
@@ -19,12 +19,8 @@ RMSE = ALL.index("RootMeanSquareError")
 REPO = Path(__file__).resolve().parents[2]
 
 
-class _Result:
-    def __init__(self, rows):
-        self.results = tuple(rows)
-
-
-def _row(index, op, kind, red=None, local=None, floor=None, dtype="float16", k=0, compared=True, rmse=None):
+def _row(index, op, kind, red=None, local=None, floor=None, dtype="float16", k=0, compared=True, rmse=None,
+         note=""):
     metrics = [None] * len(ALL)
     metrics[0] = 0.999
     metrics[RED] = red
@@ -32,12 +28,12 @@ def _row(index, op, kind, red=None, local=None, floor=None, dtype="float16", k=0
     status = Status.PASS if compared else Status.NOT_COMPARED
     return TensorResult(index, f"{op}:{kind}:{k}", op, kind, k, "Conv2D", status, npu_dtype=dtype,
                         metrics=tuple(metrics), local_error=local, local_floor=floor,
-                        local_method="replay float64" if local is not None else "")
+                        local_method="replay float64" if local is not None else "",
+                        notes=(f"not replayed: {note}",) if note else ())
 
 
 def _replayed(ratios):
-    return _Result(_row(i, f"op{i}", TensorKind.OUTPUT, red=0.001, local=r * 1e-3, floor=1e-3)
-                   for i, r in enumerate(ratios))
+    return [_row(i, f"op{i}", TensorKind.OUTPUT, red=0.001, local=r * 1e-3, floor=1e-3) for i, r in enumerate(ratios)]
 
 
 def test_an_op_stands_out_above_its_floor_and_ten_times_the_median():
@@ -56,13 +52,13 @@ def test_with_few_peers_the_floor_alone_decides_and_an_op_is_not_its_own_peer():
 
 def test_integer_outputs_are_not_ranked():
     rows = [_row(0, "argmax", TensorKind.OUTPUT, red=0.0, local=0.25, floor=0.0, dtype="int32")]
-    assert attribute(_Result(rows)).ops[0].method != METHOD_REPLAY
+    assert attribute(rows).ops[0].method != METHOD_REPLAY
 
 
 def test_a_replay_standout_is_the_culprit_before_an_earlier_error_jump():
     rows = [_row(0, "jumps", TensorKind.INPUT, red=0.0015), _row(0, "jumps", TensorKind.OUTPUT, red=0.02),
             _row(1, "adds", TensorKind.OUTPUT, red=0.03, local=0.03, floor=0.001)]
-    attribution = attribute(_Result(rows))
+    attribution = attribute(rows)
     assert [op.op_name for op in attribution.standouts] == ["jumps", "adds"]
     assert attribution.culprit.op_name == "adds" and attribution.culprit.method == METHOD_REPLAY
 
@@ -76,8 +72,9 @@ def test_above_the_floor_is_not_enough_when_every_op_is():
 
 def test_an_op_not_replayed_is_judged_by_its_error_jump():
     rows = [_row(0, "a", TensorKind.INPUT, red=0.0015, k=0),
-            _row(0, "a", TensorKind.INPUT, red=0.0, dtype="int32", k=1), _row(0, "a", TensorKind.OUTPUT, red=0.02)]
-    (op,) = attribute(_Result(rows), "no reference graph").ops
+            _row(0, "a", TensorKind.INPUT, red=0.0, dtype="int32", k=1),
+            _row(0, "a", TensorKind.OUTPUT, red=0.02, note="no reference graph")]
+    (op,) = attribute(rows).ops
     # 2% out of at most 0.15% in (the int32 axis carries no rounding error, and 0.15% is above the float16
     # floor 4 * 2^-11 / sqrt(3) = 0.113%): a jump of 13.3 >= 10
     assert op.method == METHOD_ERROR_JUMP and op.score == pytest.approx(0.02 / 0.0015) and op.standout
@@ -91,7 +88,7 @@ def test_a_step_function_is_not_judged_by_its_error_jump():
     rows = [dataclasses.replace(row, op_type="ReluGrad") for row in (
         _row(0, "g", TensorKind.INPUT, red=0.0006, k=0), _row(0, "g", TensorKind.INPUT, red=0.0004, k=1),
         _row(0, "g", TensorKind.OUTPUT, red=0.0248))]
-    (op,) = attribute(_Result(rows), "replay not asked for").ops
+    (op,) = attribute(rows).ops
     assert op.method == METHOD_NONE and not op.standout and op.total == pytest.approx(0.0248)
     assert "a ReluGrad output jumps where an input crosses a step" in op.why_not
 
@@ -103,19 +100,19 @@ def test_a_difference_of_close_values_is_judged_on_absolute_errors():
         _row(0, "d", TensorKind.INPUT, red=7.7e-6, rmse=7.7e-6, dtype="float32", k=0),
         _row(0, "d", TensorKind.INPUT, red=1e-8, rmse=1e-8, dtype="float32", k=1),
         _row(0, "d", TensorKind.OUTPUT, red=7.7e-6 / 0.018, rmse=7.7e-6, dtype="float32"))]
-    (op,) = attribute(_Result(rows), "replay not asked for").ops
+    (op,) = attribute(rows).ops
     assert op.method == METHOD_ERROR_JUMP and not op.standout and op.score == pytest.approx(7.7e-6 / 7.71e-6)
     # the same op adding 100x its inputs' absolute error of its own stands out
     rows[2] = dataclasses.replace(rows[2], metrics=tuple(7.7e-4 if i == RMSE else 7.7e-4 / 0.018 if i == RED else m
                                                          for i, m in enumerate(rows[2].metrics)))
-    (op,) = attribute(_Result(rows), "replay not asked for").ops
+    (op,) = attribute(rows).ops
     assert op.standout and op.score == pytest.approx(7.7e-4 / 7.71e-6)
 
 
 def test_an_uncompared_float_input_leaves_the_op_unmeasured():
     rows = [_row(0, "a", TensorKind.INPUT, compared=False), _row(0, "a", TensorKind.OUTPUT, red=0.5)]
     # floor check: a jump needs every float input's error, and input 0 has none
-    (op,) = attribute(_Result(rows), "replay not asked for").ops
+    (op,) = attribute(rows).ops
     assert op.method == METHOD_NONE and op.uncompared_inputs == (0,) and not op.standout
     assert "a jump cannot be told from inherited error" in op.why_not
 
@@ -129,5 +126,5 @@ def test_analysis_without_replay_never_imports_tensorflow(tmp_path):
     out = subprocess.run([sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                          universal_newlines=True, check=True).stdout
     modules = set(__import__("json").loads(out.splitlines()[-1]))
-    assert "precision_tool.checks.attribution" in modules
+    assert "precision_tool.comparison.attribution" in modules
     assert not {m for m in modules if m == "tensorflow" or m.startswith("tensorflow.")}

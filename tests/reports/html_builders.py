@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import io
 import json
+import math
 import os
 from pathlib import Path
 from typing import Optional, Sequence, Tuple
@@ -44,6 +45,8 @@ def tensor(index: int, op: str, kind: str = "output", k: int = 0, cosine: Option
         metrics[ALL.index("StandardDeviation")] = None
         metrics[ALL.index("CosineSimilarity")] = cosine
         metrics[ALL.index("MaxRelativeError")] = max_rel
+        if cosine is not None:  # two tensors of equal norm at this cosine are this far apart
+            metrics[ALL.index("RelativeEuclideanDistance")] = math.sqrt(max(0.0, 2.0 * (1.0 - cosine)))
     return TensorResult(index=index, tensor_id=f"{op}:{kind}:{k}", op_name=op, kind=kind, tensor_index=k,
                         op_type=op_type, status=Status(status), reason=reason, npu_dtype="float16",
                         ground_truth=op, reference=f"{op}:output:{k}" if status != "NOT_COMPARED" else "",

@@ -241,14 +241,15 @@ def test_a_graph_view_that_fails_leaves_the_page_marked_as_failed(sample, tmp_pa
 
 
 def test_a_local_error_over_a_zero_floor_is_coloured_as_the_worst():
-    """local_ratio's rule (replay.local_error): an error the rounding floor cannot explain at all is infinite --
+    """ratio_to_floor's rule (metrics.rounding): an error the rounding floor cannot explain at all is infinite --
     drawn as the worst op, not left uncoloured; no error over a zero floor is 0."""
     from types import SimpleNamespace
 
     from precision_tool.reports.html.graph_data import WORST_RATIO, _colour_value
+    from precision_tool.status import Status
 
     def row(local, floor):
-        return SimpleNamespace(local_error=local, local_floor=floor)
+        return SimpleNamespace(local_error=local, local_floor=floor, status=Status.PASS)
 
     assert _colour_value([row(1e-3, 0.0), row(2e-3, 1e-3)], local=True) == WORST_RATIO
     assert _colour_value([row(0.0, 0.0), row(2e-3, 1e-3)], local=True) == 2.0

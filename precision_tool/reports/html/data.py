@@ -17,7 +17,7 @@ from precision_tool import __version__
 from precision_tool.alignment import Divergence
 from precision_tool.comparison.result import RunFacts
 from precision_tool.reports.html.details import Details
-from precision_tool.reports.html.graph_data import graph_view_data
+from precision_tool.reports.html.graph_data import culprit_and_evidence, culprit_of, graph_view_data
 from precision_tool.reports.html.findings import CheckFindings
 from precision_tool.reports.html.plot import PlotPoint
 
@@ -64,6 +64,9 @@ class ReportData:
     details: Details = Details()
     notes: Tuple[str, ...] = ()
     graph: Optional[Dict[str, Any]] = None  # the graph view's data (.graph_data); None: no graph to draw
+    culprit: str = ""  # the run's culprit: ac's verdict (findings, or stored with the result), else the judgment's
+    culprit_evidence: str = ""  # how it was found: "local error (replay)", "first divergence", ...
+    same_model: bool = True  # False: the runs do not compute the same model (no op is judged)
     created: str = field(default_factory=lambda: time.strftime("%Y-%m-%d %H:%M:%S"))
     tool: str = f"precision_tool {__version__}"
 
@@ -162,4 +165,6 @@ def build_report_data(source, findings: Optional[CheckFindings] = None, details:
                       points=tuple(points), counts=counts,
                       divergence=comparison.divergence, facts=comparison.facts if source.has_run_facts else None,
                       inputs=dict(source.inputs), findings=findings, details=details, notes=tuple(notes),
-                      graph=graph_view_data(source, findings) if source.has_run_facts else None)
+                      graph=graph_view_data(source, findings) if source.has_run_facts else None,
+                      culprit=culprit_of(findings, source), same_model=comparison.verdict.same_model,
+                      culprit_evidence=culprit_and_evidence(findings, source)[1])

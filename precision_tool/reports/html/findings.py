@@ -110,10 +110,7 @@ def findings_from_workspace(workspace: str, source, limit: int = 5) -> CheckFind
     folder = Workspace(workspace)
     overflow = check_overflow(folder, limit)
     fusion = check_fusion(folder)
-    from precision_tool.checks.attribution import attribute
-
-    compare = CompareSection(result=source.comparison, inputs=source.inputs, out_folder=source.folder,
-                             attribution=attribute(source.comparison, "the result holds no replay figures"))
+    compare = CompareSection(result=source.comparison, inputs=source.inputs, out_folder=source.folder)
     verdict = decide_verdict(overflow, fusion, compare)
     prefix = command_prefix_for(workspace)
     return CheckFindings(workspace, verdict, _sections(overflow, fusion, limit),

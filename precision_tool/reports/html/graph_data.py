@@ -13,7 +13,10 @@ Colour value ``v`` (see :data:`COLOUR_BY`): with replay figures (``ac -c``), an 
 floor -- the error the output dtype's rounding alone makes -- the largest over its replayed outputs, so 1 means
 "no more than rounding"; else the op's **total error** against the reference, RED ``||npu - ref|| / ||ref||``,
 the largest over its compared outputs (inputs when it has none). ``k`` is ``none`` -- drawn grey -- where
-nothing of the op was compared. ``c`` marks the verdict's culprit, else the first divergence.
+nothing of the op was compared. ``c`` marks the culprit of the run's one judgment (``ac``'s verdict when it is
+given or stored with the result, else the comparison's own: :attr:`~precision_tool.comparison.judgment.Judgment.
+culprit`). Outputs below the rounding noise (``BELOW_NOISE``) are not coloured by their local error: it measures
+noise.
 
 The graph comes from the result's own inputs (the Build graph it was compared with); when that file is gone,
 the summary's execution order and data edges give the ops and edges without types, fused TF ops or passes.
@@ -23,7 +26,8 @@ from __future__ import annotations
 import math
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
-from precision_tool.replay.local_error import local_ratio
+from precision_tool.comparison.attribution import ratio_of
+from precision_tool.status import Status
 
 #: The colour value of a local error over a zero floor (an infinite ratio, which JSON cannot hold): past the
 #: scale's end, drawn as the worst.
@@ -57,7 +61,7 @@ def graph_view_data(source, findings=None) -> Optional[Dict[str, Any]]:
     for position, row in enumerate(comparison.results):
         rows_of.setdefault(row.op_name, []).append((position, row))
     local = any(row.local_error is not None for row in comparison.results)
-    culprit = _culprit(findings, comparison)
+    culprit = culprit_of(findings, source)
     overflow = {mark.op_name: mark.label for mark in (findings.overflow_marks if findings is not None else ())}
     index = {op[0]: k for k, op in enumerate(ops)}
     entries = []
@@ -70,7 +74,7 @@ def graph_view_data(source, findings=None) -> Optional[Dict[str, Any]]:
                         "x": [_tensor_line(row, layout) for _, row in rows]})
     return {"graph": name, "colour_by": "local" if local else "total", "legend": COLOUR_BY["local" if local else
                                                                                              "total"],
-            "culprit": culprit or "", "culprit_is": "verdict" if _verdict_culprit(findings) else "first divergence",
+            "culprit": culprit or "", "culprit_is": "verdict",
             "ops": entries}
 
 
@@ -97,15 +101,23 @@ def _first_row(rows) -> Optional[int]:
     return outputs[0] if outputs else (rows[0][0] if rows else None)
 
 
-def _verdict_culprit(findings) -> str:
-    verdict = getattr(findings, "verdict", None)
-    culprit = getattr(verdict, "culprit", None)
-    return culprit.op_name if culprit is not None else ""
+def culprit_of(findings, source) -> str:
+    """``ac``'s culprit when ``findings`` hold its verdict, else the stored run's (:attr:`StoredResult.culprit_name
+    <precision_tool.reports.result_store.StoredResult.culprit_name>`: ``ac``'s kept in its summary, else the
+    comparison's judgment)."""
+    return culprit_and_evidence(findings, source)[0]
 
 
-def _culprit(findings, comparison) -> str:
-    first = comparison.divergence.first
-    return _verdict_culprit(findings) or (first.op_name if first is not None else "")
+def culprit_and_evidence(findings, source) -> Tuple[str, str]:
+    """:func:`culprit_of` and how it was found (``local error (replay)``, ``first divergence`` ...); ``("", "")``
+    when there is none."""
+    culprit = getattr(getattr(findings, "verdict", None), "culprit", None)
+    if culprit is not None:
+        return culprit.op_name, culprit.evidence
+    if source.ac_culprit is not None:
+        return source.culprit_name, str(source.ac_culprit.get("evidence") or "")
+    choice = source.comparison.culprit
+    return (choice.op_name, choice.how) if choice is not None else ("", "")
 
 
 def _status(rows) -> str:
@@ -125,8 +137,9 @@ def _colour_value(rows: Sequence[Any], local: bool) -> Optional[float]:
     """The largest local/floor ratio over the op's replayed outputs (``local``), else the largest relative
     error over its compared outputs, else over its compared inputs; ``None`` when there is none."""
     if local:
-        ratios = [local_ratio(row.local_error, row.local_floor) for row in rows
-                  if _finite(row.local_error) is not None and _finite(row.local_floor) is not None]
+        ratios = [ratio for ratio in (ratio_of(row) for row in rows if _finite(row.local_error) is not None
+                                      and _finite(row.local_floor) is not None and row.status is not Status.BELOW_NOISE)
+                  if ratio is not None]
         return min(max(ratios), WORST_RATIO) if ratios else None  # JSON has no inf: a zero floor's op as the worst
     compared = [row for row in rows if row.compared]
     outputs = [row for row in compared if row.kind == "output"] or compared

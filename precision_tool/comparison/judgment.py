@@ -1,0 +1,199 @@
+"""The one judgment of a comparison: which tensors fail, which ops add error, and which op is the culprit.
+
+Every :class:`~precision_tool.comparison.result.ComparisonResult` is made through :func:`judge`, so ``compare``,
+``vcs``, ``ni``, ``report``, ``bisect`` and ``ac`` read one decision from the same rows, fresh or read back:
+
+1. the comparator's per-tensor statuses (:func:`~precision_tool.metrics.compare_tensors`: the cosine gate and
+   the honest statuses);
+2. **noise**: outputs below the rounding noise of their computation are judged on absolute error
+   (``BELOW_NOISE``, :mod:`.noise`);
+3. **attribution**: which ops add error of their own -- replay ratio, else error jump (:mod:`.attribution`);
+4. noise **inherited** by what is computed from it through ops that add nothing (:func:`.noise.inherit_noise`),
+   and the attribution made again over the final statuses;
+5. the **first divergence** over the final statuses (:mod:`precision_tool.alignment.divergence`);
+6. **underflow**: failing float16 tensors whose reference lies mostly below float16's smallest normal
+   (:mod:`.underflow`) -- counted and named, never blamed on an op's kernel;
+7. **same model**: the NPU ops' constant and data inputs against the reference's (:mod:`.same_model`); when they
+   differ beyond rounding nothing else is judged: no culprit, exit 2;
+8. the **culprit** (:func:`culprit_of`): the earliest op that stands out by replay (else by error jump) -- unless
+   the first divergence comes before it and its own error could not be measured (no replay, no jump: an
+   uncompared input, a step function) or it fails for NaN/inf the reference does not hold, which local error
+   (measured over finite elements) cannot see; a first divergence whose failing outputs all underflow is no
+   culprit. :func:`decide_culprit` adds the evidence only ``ac`` has: a fusion culprit of the fusion-off run,
+   then an overflow -- one order of rules for every command.
+
+:func:`exit_code` is the one exit rule: 2 when the runs do not compute the same model; 1 when a tensor fails or a
+culprit is found, by any method; 2 when nothing was compared or input files could not be read; else 0.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Mapping, Optional, Sequence, Tuple
+
+from precision_tool.alignment import Divergence, find_first_divergence
+from precision_tool.comparison.attribution import (METHOD_ERROR_JUMP, METHOD_FUSION, METHOD_NONE, METHOD_REPLAY,
+                                                   Attribution, OpAttribution, attribute)
+from precision_tool.comparison.noise import inherit_noise, judge_noise
+from precision_tool.comparison.same_model import Mismatch, source_mismatches
+from precision_tool.comparison.underflow import underflowing
+from precision_tool.errors import EXIT_FAILED_CHECK, EXIT_OK, EXIT_UNUSABLE_INPUT
+from precision_tool.formats.tensor_kind import TensorKind
+from precision_tool.status import Status
+
+METHOD_DIVERGENCE = "first divergence"
+METHOD_OVERFLOW = "overflow"
+
+
+@dataclass(frozen=True)
+class CulpritChoice:
+    """The op a judgment names first and the method that named it: ``replay`` or ``error jump`` (``measured``
+    holds its figures), ``first divergence`` (``divergence``), ``fusion excess`` or ``overflow`` (``evidence``:
+    what ``ac`` found: the fusion-off run's op difference, the overflow finding)."""
+
+    op_name: str
+    method: str
+    measured: Optional[OpAttribution] = None
+    divergence: Any = None
+    evidence: Any = None
+
+    @property
+    def how(self) -> str:
+        """``local error (replay)``, ``local error (error jump)``, ``first divergence``, ``fusion excess``,
+        ``overflow``: the evidence, as every report names it."""
+        return f"local error ({self.method})" if self.method in (METHOD_REPLAY, METHOD_ERROR_JUMP) else self.method
+
+    def to_dict(self) -> dict:
+        return {"op_name": self.op_name, "method": self.method, "evidence": self.how,
+                "measured": None if self.measured is None else self.measured.to_dict()}
+
+
+@dataclass(frozen=True)
+class Judgment:
+    """What :func:`judge` decided over one run's rows (see the module docstring)."""
+
+    rows: Tuple[Any, ...]
+    attribution: Attribution
+    divergence: Divergence
+    underflow: Tuple[Any, ...] = ()
+    mismatches: Tuple[Mismatch, ...] = ()
+    culprit: Optional[CulpritChoice] = None
+
+    @property
+    def noise(self) -> Tuple[Any, ...]:
+        """The ``BELOW_NOISE`` rows."""
+        return tuple(row for row in self.rows if row.status is Status.BELOW_NOISE)
+
+    @property
+    def same_model(self) -> bool:
+        return not self.mismatches
+
+    def to_dict(self) -> dict:
+        """The decision in short, for ``summary.json`` and ``--json`` (every op's figures stay in the rows)."""
+        attribution = self.attribution
+        return {"culprit": None if self.culprit is None else self.culprit.to_dict(),
+                "standouts": [op.to_dict() for op in attribution.standouts],
+                "above_floor": [op.op_name for op in attribution.above_floor],
+                "methods": attribution.methods_text, "median_ratio": attribution.median_ratio,
+                "below_noise": [row.tensor_id for row in self.noise],
+                "underflow": [row.tensor_id for row in self.underflow],
+                "model_mismatch": [m.to_dict() for m in self.mismatches]}
+
+
+def judge(rows: Sequence, facts) -> Judgment:
+    """The judgment of ``rows`` (in execution order) with the run's ``facts`` (order, graph edges, sources)."""
+    edges: Mapping = facts.data_inputs
+    rows = judge_noise(rows)
+    rows = inherit_noise(rows, attribute(rows), edges)
+    attribution = attribute(rows)
+    verdicts = {row.key: row.passed for row in rows if row.compared and row.kind}
+    divergence = find_first_divergence(verdicts, facts.order, edges, facts.order_source)
+    mismatches = source_mismatches(rows, edges, getattr(facts, "sources", {}) or {})
+    underflow = underflowing(rows)
+    judgment = Judgment(tuple(rows), attribution, divergence, underflow, mismatches)
+    if mismatches:
+        return judgment
+    from dataclasses import replace
+
+    return replace(judgment, culprit=culprit_of(judgment))
+
+
+def _outputs(judgment: Judgment, op_name: str):
+    return [row for row in judgment.rows if row.op_name == op_name and row.kind == TensorKind.OUTPUT
+            and row.compared]
+
+
+def judged_by_local_error(judgment: Judgment, op_name: str) -> bool:
+    """True when the op's own error was measured (replay or error jump) -- unless an output of it fails for
+    NaN/inf the reference does not hold (``NAN_INF``): local error is measured over the finite elements and never
+    sees them, so the first divergence speaks for such an op."""
+    measured = judgment.attribution.op(op_name)
+    return measured is not None and measured.method != METHOD_NONE and not any(
+        row.status is Status.NAN_INF for row in _outputs(judgment, op_name))
+
+
+def _position(judgment: Judgment, op_name: str) -> int:
+    return min((row.index for row in judgment.rows if row.op_name == op_name), default=0)
+
+
+def _underflows_only(judgment: Judgment, op_name: str) -> bool:
+    """True when every failing output of the op underflows: its failure is float16's range, not its kernel."""
+    failing = [row for row in _outputs(judgment, op_name) if row.failed]
+    underflow = {id(row) for row in judgment.underflow}
+    return bool(failing) and all(id(row) in underflow for row in failing)
+
+
+def culprit_of(judgment: Judgment) -> Optional[CulpritChoice]:
+    """The culprit the comparison alone names (rule 8 of the module docstring), ``None`` when none."""
+    if judgment.mismatches:
+        return None
+    first = judgment.divergence.first
+    local = judgment.attribution.culprit
+    if first is not None and not judged_by_local_error(judgment, first.op_name) \
+            and not _underflows_only(judgment, first.op_name) \
+            and (local is None or _position(judgment, first.op_name) < local.position):
+        return CulpritChoice(first.op_name, METHOD_DIVERGENCE, judgment.attribution.op(first.op_name), first)
+    if local is not None:
+        return CulpritChoice(local.op_name, local.method, local)
+    return None
+
+
+def decide_culprit(judgment: Optional[Judgment], fusion_culprits: Sequence = (),
+                   overflow: Optional[Tuple[str, Any]] = None) -> Optional[CulpritChoice]:
+    """The culprit with all of ``ac``'s evidence, in the one order: the comparison's (:func:`culprit_of`), else the
+    first fusion culprit of the fusion-off run (``fusion_culprits``: its op differences, each with ``op_name``),
+    else ``overflow`` (``(op name, finding)``). None when the runs do not compute the same model."""
+    if judgment is not None:
+        if judgment.mismatches:
+            return None
+        if judgment.culprit is not None:
+            return judgment.culprit
+    if fusion_culprits:
+        first = fusion_culprits[0]
+        return CulpritChoice(first.op_name, METHOD_FUSION, evidence=first)
+    if overflow is not None:
+        return CulpritChoice(overflow[0], METHOD_OVERFLOW, evidence=overflow[1])
+    return None
+
+
+def exit_code(any_failed: bool, culprit: bool, compared: int, unusable: int, same_model: bool = True) -> int:
+    """The one exit rule (for ``compare``, ``vc``, ``ac``, ``vcs``, ``report`` alike).
+
+    ======  ==================================================================================================
+    ``2``   the runs do not compute the same model (:mod:`.same_model`): no tensor is judged
+    ``1``   a tensor fails (below the cosine gate, an honest status, noise beyond its budget, aligned but
+            unreadable) or a culprit is found by any method -- it wins over unusable input: the finding is real
+    ``2``   nothing failed, but nothing could be compared or input files could not be read (a culprit may hide
+            among them)
+    ``0``   every compared tensor passes, no op stands out, every input file was read
+    ======  ==================================================================================================
+    """
+    if not same_model:
+        return EXIT_UNUSABLE_INPUT
+    if any_failed or culprit:
+        return EXIT_FAILED_CHECK
+    return EXIT_UNUSABLE_INPUT if compared == 0 or unusable else EXIT_OK
+
+
+__all__ = ["Judgment", "CulpritChoice", "judge", "culprit_of", "decide_culprit", "exit_code",
+           "judged_by_local_error", "METHOD_DIVERGENCE", "METHOD_OVERFLOW", "METHOD_REPLAY", "METHOD_ERROR_JUMP",
+           "METHOD_FUSION", "METHOD_NONE"]

@@ -1,0 +1,58 @@
+r"""Float16 underflow: failing tensors whose reference lies mostly below the NPU dtype's smallest normal.
+
+Below float16's smallest normal, :math:`2^{-14} \approx 6.1 \cdot 10^{-5}`, a value is stored with a fixed
+absolute spacing of :math:`2^{-24}`: the smaller the value, the coarser its relative precision, until it flushes
+to 0. A deep network whose activations or gradients shrink there fails the cosine gate (or holds only zeros on
+the NPU: ``ONE_SIDE_ZERO``) although every op computes within its floor -- the floor of a subnormal output is
+large, its rounding being large. The remedy is not a kernel: scale the loss (gradients), or keep the ops that
+produce such tensors in float32 (``bisect precision`` proves which).
+
+A failing tensor stored in float16 (or bfloat16) on the NPU **underflows** when the root mean square of its
+reference is at most :math:`t / \sqrt{2}`, :math:`t` the smallest normal. By Markov's inequality,
+:math:`P(|y| \ge t) \le \mathrm{rms}(y)^2 / t^2 \le 1/2`: at least half its reference values lie below the
+smallest normal. The rms comes from the StandardDeviation metric every result row keeps
+(:math:`\mathrm{rms}^2 = \mu^2 + \sigma^2`), so stored results are judged the same way.
+
+>>> from precision_tool.comparison.result import TensorResult
+>>> from precision_tool.metrics import ALL, MeanStd
+>>> metrics = [None] * len(ALL); metrics[ALL.index("StandardDeviation")] = MeanStd(0.0, 5e-8, 0.0, 4.7e-8)
+>>> row = TensorResult(3, "dw:output:0", "dw", "output", 0, "DepthwiseConv2D", Status.FAIL, npu_dtype="float16",
+...                    metrics=tuple(metrics))
+>>> underflows(row)
+True
+"""
+from __future__ import annotations
+
+import math
+from typing import Any, Sequence, Tuple
+
+from precision_tool.comparison.noise import reference_rms
+from precision_tool.metrics.rounding import SMALLEST_NORMAL
+from precision_tool.status import Status
+
+#: NPU dtypes narrower than the float32 reference, whose smallest normal a float32 value may lie below.
+NARROW_DTYPES = ("float16", "bfloat16")
+#: ``rms(reference) <= THRESHOLD_SHARE * smallest normal`` puts at least half the reference below it.
+THRESHOLD_SHARE = 1 / math.sqrt(2)
+
+
+def underflows(row) -> bool:
+    """True for a compared, failing row stored in a narrow dtype on the NPU whose reference rms is at most the
+    smallest normal over sqrt(2) (see the module docstring)."""
+    if not (row.compared and row.failed) or row.npu_dtype not in NARROW_DTYPES:
+        return False
+    if row.status not in (Status.FAIL, Status.ONE_SIDE_ZERO):
+        return False
+    rms = reference_rms(row)
+    return rms is not None and rms <= THRESHOLD_SHARE * SMALLEST_NORMAL[row.npu_dtype]
+
+
+def underflowing(rows: Sequence) -> Tuple[Any, ...]:
+    """The rows of ``rows`` that :func:`underflows`, in order."""
+    return tuple(row for row in rows if underflows(row))
+
+
+def underflow_text(row) -> str:
+    """``reference rms 4.7e-08, below float16's smallest normal 6.1e-05``."""
+    return (f"reference rms {reference_rms(row):.2g}, below {row.npu_dtype}'s smallest normal "
+            f"{SMALLEST_NORMAL[row.npu_dtype]:.2g}")
