@@ -42,7 +42,7 @@ from dataclasses import dataclass
 from typing import Dict, List, Optional, Tuple
 
 from precision_tool.checks.fusion import FusedOp, fused_op_of
-from precision_tool.comparison.attribution import FUSION_FLOOR, FUSION_GROWTH, fusion_excess
+from precision_tool.comparison.attribution import FUSION_FLOOR, FUSION_GROWTH, fusion_differs
 from precision_tool.errors import PrecisionToolError
 from precision_tool.formats.tensor_kind import OUTPUT
 
@@ -231,11 +231,11 @@ def _op_diffs(alignment, by_key, op_types, graph_ops, floor: float, growth: floa
         worst_index, worst = max(outputs[op_name], key=lambda item: item[1].distance or 0.0)
         output_distance = worst.distance or 0.0
         input_distance = _input_distance(op_name, inputs.get(op_name, {}), alignment.data_inputs, by_key)
-        excess = fusion_excess(output_distance, input_distance, growth)
+        excess, differs = fusion_differs(output_distance, input_distance, floor, growth)
         graph_op = graph_ops.get(op_name)
         fused = fused_op_of(graph_op) if graph_op is not None else None
         found.append(OpDiff(op_name, graph_op.type if graph_op is not None else op_types.get(op_name, ""),
-                            position, output_distance, input_distance, excess, excess > floor, worst.tensor_id,
+                            position, output_distance, input_distance, excess, differs, worst.tensor_id,
                             worst.other, fused))
     return found
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 import os
 from typing import List, Optional, Sequence
 
+from precision_tool.capture.determinism import DEFAULT_SEED
 from precision_tool.commands.registry import Command, Context
 from precision_tool.config import Workspace
 from precision_tool.errors import UsageError
@@ -47,8 +48,9 @@ def add_arguments(parser) -> None:
     parser.add_argument("--perturb-pass", action="append", default=[], metavar="PASS=FAULT",
                         help="plant FAULT (as --perturb) on the output of every op fusion pass PASS produced: an "
                              "error the pass makes, gone when PASS is switched off (repeatable)")
-    parser.add_argument("--seed", type=int, default=0, metavar="N",
-                        help="seed for weights, inputs, noise and faulty positions")
+    parser.add_argument("--seed", type=int, default=DEFAULT_SEED, metavar="N",
+                        help=f"seed for weights, inputs, noise and faulty positions (default {DEFAULT_SEED}, the "
+                             "capture helpers' own: an emulated run and a captured reference share their weights)")
     parser.add_argument("--step", type=int, default=0, metavar="N",
                         help="for a training step (train_graph()): dump step N, after steps 0 to N-1 ran in float32 "
                              "(default: 0)")
@@ -76,7 +78,7 @@ def emulate_arguments(manifest: dict) -> List[str]:
     the workspace's fusion switch and customize_dtypes files): what ``bisect`` re-runs."""
     fusion = "off" if manifest.get("fusion") == "off" else "switch"  # an unfused run stays unfused
     words = [manifest["model_script"], "--fusion", fusion]
-    if manifest.get("seed"):
+    if manifest.get("seed", DEFAULT_SEED) != DEFAULT_SEED:
         words += ["--seed", str(manifest["seed"])]
     if manifest.get("scale", 1.0) != 1.0:
         words += ["--scale", repr(manifest["scale"])]

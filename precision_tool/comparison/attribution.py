@@ -24,10 +24,14 @@ their computation (``BELOW_NOISE``, :mod:`.noise`) are left out: their relative 
    ``output > floor`` and ``jump >= JUMP_FACTOR`` (10). This is weaker: an op that merely amplifies its inputs'
    error (a subtraction of close values, a softmax of large logits) jumps too.
 
-   For a sum or difference (:data:`ADDITIVE_TYPES`) the jump is taken on absolute errors, as they add up:
-   ``jump = RMSE(output) / max(sum of RMSE(inputs), floor * rms(reference output))`` (``rms = RMSE / RED``):
-   subtracting close values (an exponential moving average's ``shadow - weight``) multiplies the relative error
-   but adds no error of its own, and is not flagged.
+   For a sum or difference (:data:`SUM_TYPES`) the jump is taken on absolute errors, as they add up:
+   ``jump = RMSE(output) / max(sum of RMSE(inputs), floor * rms(reference output))``: subtracting close values
+   (an exponential moving average's ``shadow - weight``) multiplies the relative error but adds no error of its
+   own, and is not flagged. A reduction (:data:`REDUCTION_TYPES`: a bias gradient, a ``ReduceSum``) sums ``n =
+   count(input 0) / count(output)`` terms of input 0, whose errors add like independent roundings:
+   ``jump = RMSE(output) / max(sqrt(n) RMSE(input 0), floor * rms(reference output))`` (a mean,
+   :data:`MEAN_TYPES`, divides by ``n``) -- a sum that partly cancels has a larger relative error than its terms
+   without any op adding one.
 
    An op whose output is a step function of a float input (:data:`STEP_FUNCTION_TYPES`: ``ReluGrad`` masks the
    gradient by the sign of the forward activation, ``MaxPoolGrad`` routes it to the maximum, ``Floor`` and
@@ -60,6 +64,7 @@ import statistics
 from dataclasses import dataclass, replace
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
+from precision_tool.comparison.figures import element_count, red, reference_rms, rmse
 from precision_tool.formats.tensor_kind import TensorKind
 from precision_tool.metrics.rounding import is_float, ratio_to_floor, rounding_floor
 from precision_tool.status import Status
@@ -71,15 +76,18 @@ MIN_PEERS = 3
 JUMP_FACTOR = 10.0
 FUSION_FLOOR = 0.01
 FUSION_GROWTH = 2.0
-# NPU op types whose output error is the sum of their inputs' absolute errors (plus one rounding).
-ADDITIVE_TYPES = frozenset({"Add", "AddV2", "Sub", "BiasAdd", "AddN", "Neg"})
+# NPU op types whose output element adds (or subtracts) one element of each input: their absolute errors add up.
+SUM_TYPES = frozenset({"Add", "AddV2", "Sub", "BiasAdd", "AddN", "AccumulateNV2", "Neg"})
+# NPU op types whose output element sums count(input 0) / count(output) elements of input 0.
+REDUCTION_TYPES = frozenset({"BiasAddGrad", "Sum", "ReduceSum", "ReduceSumD", "UnsortedSegmentSum",
+                             "BNTrainingReduce", "BNTrainingUpdateGrad", "Mean", "ReduceMean", "ReduceMeanD"})
+# Reductions that divide their sum by the number of terms.
+MEAN_TYPES = frozenset({"Mean", "ReduceMean", "ReduceMeanD"})
 # NPU op types whose output jumps where a float input crosses a step (a mask, a routing, a rounding).
 STEP_FUNCTION_TYPES = frozenset({
     "ReluGrad", "Relu6Grad", "LeakyReluGrad", "EluGrad", "SeluGrad", "MaxPoolGrad", "MaxPoolGradV2",
     "MaxPoolGradWithArgmax", "Floor", "Ceil", "Round", "Rint", "Sign",
 })
-_RED = "RelativeEuclideanDistance"
-_RMSE = "RootMeanSquareError"
 
 
 @dataclass(frozen=True)
@@ -221,6 +229,14 @@ def fusion_excess(output_distance: float, input_distance: float, growth: float =
     return output_distance - growth * input_distance
 
 
+def fusion_differs(output_distance: float, input_distance: float, floor: float = FUSION_FLOOR,
+                   growth: float = FUSION_GROWTH) -> Tuple[float, bool]:
+    """``(excess, differs)``: :func:`fusion_excess` and whether it is above ``floor`` -- a fused op that adds error
+    the fusion-off run's ops do not."""
+    excess = fusion_excess(output_distance, input_distance, growth)
+    return excess, excess > floor
+
+
 def ratio_of(row) -> Optional[float]:
     """An output row's replay figure as floors (``local_error / local_floor``), ``None`` when it was not
     replayed."""
@@ -235,29 +251,43 @@ def _jumps(total: Optional[float], floor: Optional[float], jump: Optional[float]
     return total is not None and floor is not None and jump is not None and total > floor and jump >= JUMP_FACTOR
 
 
-def _red(row) -> Optional[float]:
-    """The row's RED against the reference (over its finite elements); ``0`` for an ``EMPTY`` row -- no
-    element, or only NaN/inf matching the reference's: identical, it carries no error; ``None`` when unknown."""
-    if row.status is Status.EMPTY:
-        return 0.0
-    value = row.metric(_RED) if row.compared else None
-    return value if isinstance(value, float) and not math.isnan(value) else None
+def terms_per_output(output, first_input) -> Optional[float]:
+    """``count(input 0) / count(output)``: the terms a reduction sums per output element (``None`` when a shape is
+    unknown)."""
+    count, out_count = element_count(first_input), element_count(output)
+    return count / out_count if count and out_count else None
 
 
-def _rmse(row) -> Optional[float]:
-    value = row.metric(_RMSE) if row.compared else None
-    return value if isinstance(value, float) and math.isfinite(value) else None
+def reduction_scale(op_type: str, terms: float) -> float:
+    """How a reduction of ``terms`` terms scales its terms' independent errors (and rms): ``sqrt(terms)`` for a sum,
+    ``sqrt(terms) / terms`` for a mean."""
+    return math.sqrt(terms) / terms if op_type in MEAN_TYPES else math.sqrt(terms)
 
 
-def _absolute_jump(output, total: float, floor: float, inputs: Sequence) -> Optional[float]:
-    """``RMSE(output) / max(sum RMSE(inputs), floor * rms(reference output))``, ``None`` when a figure is missing
-    (an ``EMPTY`` input counts 0) or the output's RED is 0 or infinite (then there is no reference scale)."""
-    errors = [0.0 if row.status is Status.EMPTY else _rmse(row) for row in inputs]
-    out = _rmse(output)
-    if out is None or any(e is None for e in errors) or not total or math.isinf(total):
+def _absolute_jump(output, op_type: str, total: float, floor: float, inputs: Sequence) -> Optional[float]:
+    """``RMSE(output) / max(E, floor * rms(reference output))``, ``E`` the error the inputs bring through a sum
+    (the sum of their RMSEs) or a reduction (``sqrt(n) RMSE(input 0)``, a mean's divided by ``n``); ``None`` when a
+    figure is missing or the output's RED is 0 or infinite (no reference scale)."""
+    out = rmse(output)
+    scale_rms = reference_rms(output)
+    if out is None or not total or math.isinf(total):
         return None
-    reference_rms = out / total
-    return out / max(sum(e for e in errors if e is not None), floor * reference_rms)
+    if scale_rms is None:
+        scale_rms = out / total
+    if op_type in REDUCTION_TYPES:
+        first = next((row for row in inputs if row.tensor_index == 0), None)
+        terms = terms_per_output(output, first) if first is not None else None
+        error = rmse(first) if first is not None else None
+        if terms is None or error is None:
+            return None
+        brought = reduction_scale(op_type, terms) * error
+    else:
+        errors = [rmse(row) for row in inputs]
+        known = [e for e in errors if e is not None]
+        if len(known) < len(errors):
+            return None
+        brought = sum(known)
+    return out / max(brought, floor * scale_rms)
 
 
 def _why_not(rows) -> str:
@@ -282,7 +312,7 @@ def _replayed(name: str, op_type: str, position: int, outputs: Sequence) -> Opti
         return None
     worst, ratio = max(figures, key=lambda item: item[1])
     return OpAttribution(name, op_type, position, METHOD_REPLAY, worst.tensor_id, worst.npu_dtype, ratio,
-                         worst.local_error, worst.local_floor, worst.inherited_error, _red(worst),
+                         worst.local_error, worst.local_floor, worst.inherited_error, red(worst),
                          precision=worst.local_method.replace("replay ", "", 1))
 
 
@@ -295,10 +325,10 @@ def _measure_op(name: str, rows: Sequence, position: int) -> Optional[OpAttribut
     if replayed is not None:
         return replayed
     why = _why_not(outputs)
-    totals = [(row, _red(row)) for row in outputs]
+    totals = [(row, red(row)) for row in outputs]
     worst, total = max(totals, key=lambda item: -1.0 if item[1] is None else item[1])
     float_inputs = [r for r in rows if r.kind == TensorKind.INPUT and is_float(r.npu_dtype)]
-    errors = [(r, _red(r)) for r in float_inputs]
+    errors = [(r, red(r)) for r in float_inputs]
     uncompared = tuple(sorted(r.tensor_index for r, error in errors if not r.compared or error is None))
     inputs = [error for r, error in errors if r.compared and error is not None]
     reason = ""
@@ -316,7 +346,8 @@ def _measure_op(name: str, rows: Sequence, position: int) -> Optional[OpAttribut
                              total=total, why_not=f"{why}; {reason}", uncompared_inputs=uncompared)
     floor = rounding_floor(worst.npu_dtype) or rounding_floor("float32")
     jump = total / max(max(inputs), floor)
-    absolute = _absolute_jump(worst, total, floor, float_inputs) if op_type in ADDITIVE_TYPES else None
+    absolute = _absolute_jump(worst, op_type, total, floor, float_inputs) \
+        if op_type in SUM_TYPES or op_type in REDUCTION_TYPES else None
     if absolute is not None:
         jump = absolute
     return OpAttribution(name, op_type, position, METHOD_ERROR_JUMP, worst.tensor_id, worst.npu_dtype, jump,

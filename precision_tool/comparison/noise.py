@@ -6,12 +6,13 @@ bias gradient (its sum over batch and space) is mathematically zero, and both ru
 float32 against terms of 0.1). Its cosine and relative errors compare two noises; only its absolute error means
 something, against the noise its terms could make. The rule, derived in docs/local-error.md:
 
-* **magnitude summed** ``m``, per output element, from the reference's inputs:
+* **magnitude summed** ``m``, per output element, from the reference's inputs (the op types are the attribution's,
+  :mod:`.attribution`):
 
-  - a reduction (:data:`REDUCTION_TYPES`: ``BiasAddGrad``, ``ReduceSum`` ...) sums ``n = count(input 0) /
-    count(output)`` terms of input 0: ``m = sqrt(n) * rms(input 0)`` (a mean, :data:`MEAN_TYPES`, divides by
-    ``n``: ``m = rms(input 0) / sqrt(n)``);
-  - a sum or difference (:data:`SUM_TYPES`: ``Add``, ``Sub``, ``BiasAdd`` ...) adds one element of each input:
+  - a reduction (``REDUCTION_TYPES``: ``BiasAddGrad``, ``ReduceSum`` ...) sums ``n = count(input 0) /
+    count(output)`` terms of input 0: ``m = sqrt(n) * rms(input 0)`` (a mean divides by ``n``:
+    ``m = rms(input 0) / sqrt(n)``);
+  - a sum or difference (``SUM_TYPES``: ``Add``, ``Sub``, ``BiasAdd`` ...) adds one element of each input:
     ``m = sqrt(sum_j rms(input j)^2)``;
 
 * **rounding noise** ``rho = u / sqrt(3) * m``: each term rounded once in the op's narrowest float dtype
@@ -37,22 +38,15 @@ import math
 from dataclasses import dataclass, replace
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Set, Tuple
 
+from precision_tool.comparison.attribution import REDUCTION_TYPES, SUM_TYPES, reduction_scale, terms_per_output
+from precision_tool.comparison.figures import reference_rms, rmse
 from precision_tool.formats.tensor_kind import TensorKind
 from precision_tool.metrics.rounding import FLOOR_FACTOR, UNIT_ROUNDOFF, rms_rounding
 from precision_tool.status import Status
 
-#: Ops whose output element sums ``count(input 0) / count(output)`` elements of input 0.
-REDUCTION_TYPES = frozenset({"BiasAddGrad", "Sum", "ReduceSum", "ReduceSumD", "UnsortedSegmentSum",
-                             "BNTrainingReduce", "BNTrainingUpdateGrad", "Mean", "ReduceMean", "ReduceMeanD"})
-#: Reductions that divide their sum by the number of terms.
-MEAN_TYPES = frozenset({"Mean", "ReduceMean", "ReduceMeanD"})
-#: Ops whose output element adds (or subtracts) one element of each input.
-SUM_TYPES = frozenset({"Add", "AddV2", "Sub", "AddN", "BiasAdd", "AccumulateNV2"})
 #: Statuses the noise rule may replace: a cosine verdict, or one side all zero (the other side's noise).
 JUDGED_AGAIN = frozenset({Status.PASS, Status.FAIL, Status.ONE_SIDE_ZERO})
 
-_RMSE = "RootMeanSquareError"
-_STD = "StandardDeviation"
 
 
 @dataclass(frozen=True)
@@ -88,32 +82,6 @@ def _terms_text(terms: float) -> str:
     return "sums" if terms == 1 else f"{terms:.4g}-term sums"
 
 
-def reference_rms(row) -> Optional[float]:
-    """``sqrt(mean_y^2 + std_y^2)`` of a compared row (its StandardDeviation metric), ``None`` when unknown."""
-    value = row.metric(_STD) if row.compared else None
-    if value is None:
-        return None
-    mean, std = float(value[2]), float(value[3])
-    rms = math.sqrt(mean * mean + std * std)
-    return rms if math.isfinite(rms) else None
-
-
-def _rmse(row) -> Optional[float]:
-    if row.status in (Status.BOTH_ZERO, Status.EMPTY):
-        return 0.0
-    value = row.metric(_RMSE) if row.compared else None
-    return value if isinstance(value, float) and math.isfinite(value) else None
-
-
-def _count(row) -> Optional[int]:
-    if row.shape is None:
-        return None
-    count = 1
-    for dim in row.shape:
-        count *= int(dim)
-    return count
-
-
 def _narrowest(rows: Sequence) -> Optional[str]:
     """The float dtype with the largest unit roundoff among the rows' NPU dtypes."""
     floats = [row.npu_dtype for row in rows if row.npu_dtype in UNIT_ROUNDOFF]
@@ -125,7 +93,7 @@ def noise_of(output, inputs: Mapping[int, Any]) -> Optional[Noise]:
     from its op's ``inputs`` (``{input index: row}``, compared rows); ``None`` when the op type has no model or
     a figure is missing."""
     op_type = output.op_type
-    out_rms, out_error = reference_rms(output), _rmse(output)
+    out_rms, out_error = reference_rms(output), rmse(output)
     dtype = _narrowest([output, *inputs.values()])
     if out_rms is None or out_error is None or dtype is None:
         return None
@@ -133,17 +101,16 @@ def noise_of(output, inputs: Mapping[int, Any]) -> Optional[Noise]:
         first = inputs.get(0)
         if first is None:
             return None
-        rms, error, count, out_count = reference_rms(first), _rmse(first), _count(first), _count(output)
-        if rms is None or error is None or not count or not out_count:
+        rms, error, terms = reference_rms(first), rmse(first), terms_per_output(output, first)
+        if rms is None or error is None or terms is None:
             return None
-        terms = count / out_count
-        scale = math.sqrt(terms) / terms if op_type in MEAN_TYPES else math.sqrt(terms)
+        scale = reduction_scale(op_type, terms)
         magnitude, brought = scale * rms, scale * error
     elif op_type in SUM_TYPES:
         if not inputs:
             return None
         magnitudes = [reference_rms(row) for row in inputs.values()]
-        errors = [_rmse(row) for row in inputs.values()]
+        errors = [rmse(row) for row in inputs.values()]
         known_magnitudes = [rms for rms in magnitudes if rms is not None]
         known_errors = [error for error in errors if error is not None]
         if len(known_magnitudes) < len(magnitudes) or len(known_errors) < len(errors):

@@ -26,7 +26,7 @@ from __future__ import annotations
 import math
 from typing import Any, Sequence, Tuple
 
-from precision_tool.comparison.noise import reference_rms
+from precision_tool.comparison.figures import reference_rms
 from precision_tool.metrics.rounding import SMALLEST_NORMAL
 from precision_tool.status import Status
 

@@ -105,10 +105,21 @@ def autocheck_report(result, *, limit: int, paths=None, exit_code: int = 0, elap
     add_compare_section(report, result.compare, paths, limit)
     add_verdict(report, result.verdict, command_prefix)
     timing = ", ".join(f"{name[:-2]} {seconds:.2f} s" for name, seconds in result.timing.items())
-    report.status = exit_line(exit_code, elapsed_s, timing)
+    report.status = exit_line(exit_code, elapsed_s, timing, _passed_meaning(result) if exit_code == 0 else "")
     report.exit_code = exit_code
     report.data = autocheck_data(result, paths)
     return report
+
+
+def _passed_meaning(result) -> str:
+    """At exit 0, "all checks passed" only when no op adds error beyond its floor either; else what is left."""
+    attribution = result.compare.attribution if result.compare is not None else None
+    above = attribution.above_floor if attribution is not None else ()
+    if not above:
+        return ""
+    largest = max(above, key=lambda op: op.score or 0.0)
+    return (f"no tensor fails and no op stands out, but {counted(len(above), 'op')} exceed their floor (largest: "
+            f"{largest.op_name}, {largest.ratio_text})")
 
 
 def autocheck_data(result, paths=None) -> dict:
@@ -124,7 +135,8 @@ def autocheck_data(result, paths=None) -> dict:
                            summary=paths.summary if paths is not None else None,
                            dump_step=coverage.dump_step if coverage is not None else None,
                            dump_device=coverage.dump_device if coverage is not None else None,
-                           dump_choice=coverage.dump_choice or None if coverage is not None else None)
+                           dump_choice=coverage.dump_choice or None if coverage is not None else None,
+                           judgment=outcome.verdict.to_dict())
         if result.compare.attribution is not None:
             compare["local_error"] = result.compare.attribution.to_dict()
         if result.compare.steps:

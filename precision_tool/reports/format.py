@@ -93,13 +93,14 @@ EXIT_MEANINGS = {0: "all checks passed", 1: "a check found a problem (see above)
                  2: "some input could not be used (see above)"}
 
 
-def exit_line(exit_code: int, seconds: Optional[float] = None, detail: str = "") -> str:
-    """A job's last line: its exit code and what the code means, then the time taken and ``detail``.
+def exit_line(exit_code: int, seconds: Optional[float] = None, detail: str = "", meaning: str = "") -> str:
+    """A job's last line: its exit code and what the code means (``meaning`` when the job says it better), then the
+    time taken and ``detail``.
 
     >>> exit_line(1, 1.574, "compare 0.35 s, replay 1.18 s")
     'exit 1: a check found a problem (see above); 1.57 s (compare 0.35 s, replay 1.18 s)'
     """
-    line = f"exit {exit_code}: {EXIT_MEANINGS.get(exit_code, 'see above')}"
+    line = f"exit {exit_code}: {meaning or EXIT_MEANINGS.get(exit_code, 'see above')}"
     if seconds is not None:
         line += f"; {seconds:.2f} s" + (f" ({detail})" if detail else "")
     elif detail:

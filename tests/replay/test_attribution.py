@@ -128,3 +128,24 @@ def test_analysis_without_replay_never_imports_tensorflow(tmp_path):
     modules = set(__import__("json").loads(out.splitlines()[-1]))
     assert "precision_tool.comparison.attribution" in modules
     assert not {m for m in modules if m == "tensorflow" or m.startswith("tensorflow.")}
+
+
+def test_a_reduction_is_judged_on_its_terms_absolute_errors():
+    """A bias gradient summing 64 terms of rms 1 that partly cancel (reference rms 0.5): the terms' errors (RMSE
+    2.3e-4 each, independent) add to sqrt(64) x 2.3e-4 = 1.84e-3, a RED of 0.37% on the small sum -- 16x its inputs'
+    relative error, and no error of its own (training steps met this as a false culprit)."""
+    from precision_tool.metrics import MeanStd
+
+    def row(kind, shape, ref_rms, error):
+        metrics = [None] * len(ALL)
+        metrics[0], metrics[RED], metrics[RMSE] = 0.9999, error / ref_rms, error
+        metrics[ALL.index("StandardDeviation")] = MeanStd(0.0, ref_rms, 0.0, ref_rms)
+        return TensorResult(0, f"g:{kind}:0", "g", kind, 0, "BiasAddGrad", Status.PASS, npu_dtype="float32",
+                            shape=shape, metrics=tuple(metrics))
+
+    rows = [row(TensorKind.INPUT, (64, 16), 1.0, 2.3e-4), row(TensorKind.OUTPUT, (16,), 0.5, 8 * 2.3e-4)]
+    (op,) = attribute(rows).ops
+    assert op.method == METHOD_ERROR_JUMP and op.score == pytest.approx(1.0) and not op.standout
+    rows[1] = row(TensorKind.OUTPUT, (16,), 0.5, 0.05)  # an error 27x what its terms bring
+    (op,) = attribute(rows).ops
+    assert op.standout and op.score == pytest.approx(0.05 / (8 * 2.3e-4))

@@ -20,7 +20,7 @@ from typing import Dict, FrozenSet, List, Mapping, Optional, Sequence, Tuple, Un
 
 import numpy as np
 
-from precision_tool.capture.determinism import seed_everything
+from precision_tool.capture.determinism import DEFAULT_SEED, seed_everything
 from precision_tool.capture.emulate import artifacts
 from precision_tool.capture.emulate.errors import EmulationError, ModelScriptError
 from precision_tool.capture.emulate.faults import Fault, as_fault, check_fault_site
@@ -60,7 +60,9 @@ class EmulationOptions:
     perturb : TF op name -> the fault planted on its output: a :class:`~.faults.Fault`, a spec string
         (``"bias:0.05"``, ``"fp16acc"``, ``"saturate:4"``, ``"positions:3"``, ``"noise:0.3"``) or a number
         (relative noise, the original form). Stored as ``{op: Fault}``; see :mod:`~.faults`.
-    seed : seeds Python, numpy, TensorFlow/Keras, the perturbation noise and the faulty positions.
+    seed : seeds Python, numpy, TensorFlow/Keras, the perturbation noise and the faulty positions; by default the
+        capture helpers' (:data:`~precision_tool.capture.determinism.DEFAULT_SEED`, 2022), so an emulated NPU run and
+        a reference captured with ``sess_dump``/``enable_reference_dump`` start from the same weights.
     keep_tfdbg : keep the raw tfdbg dump in ``tf/tf_debug`` (not bit-reproducible: wall-clock times).
     step : for a training step (``train_graph()``), the step dumped: steps 0 to ``step - 1`` run first, in
         float32.
@@ -69,7 +71,7 @@ class EmulationOptions:
     scale: float = 1.0
     fusion: str = "on"
     perturb: Mapping[str, Union[float, str, Fault]] = field(default_factory=dict)
-    seed: int = 0
+    seed: int = DEFAULT_SEED
     keep_tfdbg: bool = False
     step: int = 0
     switches: Optional[FusionSwitches] = None

@@ -26,7 +26,7 @@ sys.path.insert(0, HERE)
 import numpy as np  # noqa: E402
 from bn_cases import check  # noqa: E402
 
-from precision_tool.capture.determinism import seed_everything  # noqa: E402
+from precision_tool.capture.determinism import DEFAULT_SEED, seed_everything  # noqa: E402
 from precision_tool.capture.emulate import EmulationOptions, emulate  # noqa: E402
 from precision_tool.capture.emulate.model_script import load_model_script  # noqa: E402
 from precision_tool.errors import PrecisionToolError  # noqa: E402
@@ -43,7 +43,7 @@ def tensorflow_output(case: str) -> np.ndarray:
 
     os.environ["PRECISION_TOOL_CF_CASE"] = case
     script = load_model_script(SCRIPT)
-    seed_everything(0, deterministic=True)  # as emulate() does: the same initial weights
+    seed_everything(DEFAULT_SEED, deterministic=True)  # as emulate() does: the same initial weights
     model = None if case == "graph_cond" else script.build_model()
     (batch,) = script.batch()
     if case == "graph_cond":

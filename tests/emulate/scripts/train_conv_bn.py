@@ -11,11 +11,12 @@ import numpy as np
 import tensorflow as tf
 
 OPTIMIZER = os.environ.get("PRECISION_TOOL_TRAIN_OPTIMIZER", "momentum")
+CONV_BIAS = os.environ.get("PRECISION_TOOL_TRAIN_CONV_BIAS") == "1"
 LOSS_SCALE = 1024.0
 
 
 def _block(x, filters, name):
-    x = tf.compat.v1.layers.conv2d(x, filters, 3, padding="same", use_bias=False, name=f"{name}_conv")
+    x = tf.compat.v1.layers.conv2d(x, filters, 3, padding="same", use_bias=CONV_BIAS, name=f"{name}_conv")
     x = tf.compat.v1.layers.batch_normalization(x, training=True, name=f"{name}_bn")
     return tf.nn.relu(x, name=f"{name}_relu")
 
