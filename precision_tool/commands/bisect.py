@@ -8,8 +8,8 @@ NPU reads these options once per process: ``../shared/docs/ascend-precision-conf
 candidate configuration is written first:
 
 * ``fusion``: candidates are the fusion passes that fired in the failing run (its graph's ``pass_name`` /
-  ``pass_name_ub`` attributes, then ``fusion/fusion_result.json``); a trial switches some off in
-  ``run_N/fusion/fusion_switch.cfg``, the file ``action='fusion_switch'`` points the NPU at;
+  ``pass_name_ub`` attributes, then ``fusion/fusion_result.json``), those that made its culprit first; a trial
+  switches some off in ``run_N/fusion/fusion_switch.cfg``, the file ``action='fusion_switch'`` points the NPU at;
 * ``precision``: candidates are the ops of the failing run's judgment that compute in float16 -- its culprit
   first, then the other ops that stand out or exceed their floor, then the other ops with a failing tensor by
   local error over its floor, then in execution order (``--max-candidates``, 16); a trial keeps some in float32
@@ -383,7 +383,8 @@ def handle(args, ctx: Context) -> Report:
     dtypes: Dict[str, Tuple[Tuple[str, ...], Tuple[str, ...]]] = {}
     if args.kind == "fusion":
         families = pass_families(workspace, failing_run.ops)
-        candidates = list(families)
+        made_culprit = [name for op in failing_run.ops if op.name == culprit for name in op.pass_names]
+        candidates = list(dict.fromkeys(made_culprit + list(families)))  # the passes that made the culprit first
     else:
         chosen = precision_candidates(failing_run.ops, baseline, args.max_candidates)
         candidates = [name for name, _, _ in chosen]

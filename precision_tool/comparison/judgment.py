@@ -103,8 +103,11 @@ def judge(rows: Sequence, facts) -> Judgment:
     """The judgment of ``rows`` (in execution order) with the run's ``facts`` (order, graph edges, sources)."""
     edges: Mapping = facts.data_inputs
     rows = judge_noise(rows)
-    rows = inherit_noise(rows, attribute(rows), edges)
     attribution = attribute(rows)
+    if any(row.status is Status.BELOW_NOISE for row in rows):  # else nothing to inherit
+        inherited = inherit_noise(rows, attribution, edges)
+        if any(new is not old for new, old in zip(inherited, rows)):
+            rows, attribution = inherited, attribute(inherited)
     verdicts = {row.key: row.passed for row in rows if row.compared and row.kind}
     divergence = find_first_divergence(verdicts, facts.order, edges, facts.order_source)
     mismatches = source_mismatches(rows, edges, getattr(facts, "sources", {}) or {})
