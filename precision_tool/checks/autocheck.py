@@ -320,6 +320,8 @@ def compare_workspace(workspace: Workspace, cosine: Optional[float], workers: Op
         report, note = None, "replay not asked for (--no-replay)"
         if replay and result.npu_vs_npu:
             note = "replay compares NPU with TF only"
+        elif replay and not result.verdict.same_model:
+            note = "not replayed: the two runs do not compute the same model"
         elif replay:
             from precision_tool.replay.replay_run import replay_alignment
 

@@ -7,13 +7,14 @@ where it stopped). Changing more candidates is assumed never to make accuracy wo
 switched off or an op widened to float32: both only remove error).
 
 **What "accuracy came back" means** (:class:`Target`): each run is judged by the one judgment of a comparison
-(:mod:`precision_tool.comparison.judgment`) and summed up as an :class:`Outcome` -- the ops with a failing tensor,
-the ops that add error of their own, the culprit. The failing run names a culprit ``C`` (or only failures); the
-run with *every* candidate changed shows what the candidates can explain: the failures and standouts it removes.
-A trial restores accuracy when those explained failures and standouts are gone and ``C``'s local error is back
-within its floor -- not when every tensor of the network passes: failures every trial keeps (an overflow a clamp
-makes harmless) are **outside the search**, named once. When changing every candidate leaves ``C`` adding error
-(or, without a culprit, removes no failure), no candidate set will.
+(:mod:`precision_tool.comparison.judgment`) and summed up as an :class:`Outcome` in terms that survive a change of
+fusion -- the reference tensors that fail, the TF ops of the ops that fail, stand out or exceed their floor, the
+culprit's TF ops. The failing run names a culprit ``C`` (or only failures); the run with *every* candidate changed
+shows what the candidates can explain. A trial restores accuracy when ``C`` is gone (no op implementing its TF ops
+fails, adds error or is the culprit) and it fails and stands out nowhere the run with every candidate changed does
+not -- not when every tensor of the network passes: failures every trial keeps (an overflow a clamp makes
+harmless) are **outside the search**, named once. When changing every candidate leaves ``C`` (or, without a
+culprit, removes no failure), no candidate set will.
 
 :func:`bisect` -- one culprit, the common case, in at most ``ceil(log2(n)) + 2`` trials:
 
@@ -29,30 +30,46 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Any, Callable, Dict, FrozenSet, Iterable, List, Optional, Sequence
+from typing import Any, Callable, Dict, FrozenSet, Iterable, List, Optional, Sequence, Tuple
 
 Trial = Callable[[Sequence[str]], bool]
 
 
+def _tf_ops(rows) -> Dict[str, FrozenSet[str]]:
+    """``{NPU op: the TF ops it implements}`` (its rows' GroundTruth; its own name when unknown): what stays the same
+    across runs that fuse differently."""
+    found: Dict[str, FrozenSet[str]] = {}
+    for row in rows:
+        if row.op_name not in found and row.kind:
+            names = [name for name in row.ground_truth.split(",") if name and name != "*"]
+            found[row.op_name] = frozenset(names or [row.op_name])
+    return found
+
+
 @dataclass(frozen=True)
 class Outcome:
-    """One run against the reference as its judgment sees it: ``judged`` tensors, ``failing`` of them (lowest
-    cosine ``min_cosine``), the ops with a failing tensor, the ops that stand out by their own error
-    (``standouts``) and those above their floor (``above_floor``), and its ``culprit`` (``""``: none)."""
+    """One run against the reference as its judgment sees it, in terms that survive a change of fusion: ``judged``
+    tensors, ``failing`` of them (lowest cosine ``min_cosine``); the reference tensors the failing ones are compared
+    with (``failing_refs``: the same tensor whatever NPU op computes it); the TF ops of the ops with a failing output
+    (``failing_ops``), of each op that stands out (``standouts``, one set per op), of the ops above their floor
+    (``above_floor``); the culprit (``culprit``, an NPU op name, ``""`` for none) and its TF ops (``culprit_ops``)."""
 
     judged: int
     failing: int
     min_cosine: Optional[float]
+    failing_refs: FrozenSet[str] = frozenset()
     failing_ops: FrozenSet[str] = frozenset()
-    standouts: FrozenSet[str] = frozenset()
+    standouts: Tuple[FrozenSet[str], ...] = ()
     above_floor: FrozenSet[str] = frozenset()
     culprit: str = ""
+    culprit_ops: FrozenSet[str] = frozenset()
 
     @classmethod
     def of(cls, result, only_ops: Optional[Iterable[str]] = None) -> "Outcome":
         """The outcome of a judged comparison ``result``; ``only_ops``: judge only these ops' output tensors
         (``--judge outputs``), ``None`` every compared tensor."""
         judgment = result.verdict
+        tf_ops = _tf_ops(result.results)
         rows = [row for row in result.results if row.compared]
         if only_ops is not None:
             kept = set(only_ops)
@@ -60,76 +77,90 @@ class Outcome:
         failing = [row for row in rows if row.failed]
         cosines = [row.cosine for row in rows if row.cosine is not None]
         attribution = judgment.attribution
+
+        def union(names):
+            return frozenset(op for name in names for op in tf_ops.get(name, frozenset([name])))
+
+        culprit = judgment.culprit.op_name if judgment.culprit is not None else ""
         return cls(len(rows), len(failing), min(cosines) if cosines else None,
-                   frozenset(row.op_name for row in failing), frozenset(op.op_name for op in attribution.standouts),
-                   frozenset(op.op_name for op in attribution.above_floor),
-                   judgment.culprit.op_name if judgment.culprit is not None else "")
+                   frozenset(row.reference or row.tensor_id for row in failing),
+                   union(row.op_name for row in failing if row.kind == "output"),
+                   tuple(tf_ops.get(op.op_name, frozenset([op.op_name])) for op in attribution.standouts),
+                   union(op.op_name for op in attribution.above_floor), culprit, union([culprit] if culprit else []))
 
     @property
     def passes(self) -> bool:
         """Nothing to fix: no tensor fails and no culprit."""
         return self.judged > 0 and self.failing == 0 and not self.culprit
 
-    def text(self, culprit: str = "") -> str:
-        """``3 of 52 tensors fail, lowest cosine 0.917254[; conv2 within its floor]``."""
+    def still(self, ops: FrozenSet[str]) -> bool:
+        """True when an op implementing one of the TF ops ``ops`` still fails, adds error of its own or is the
+        culprit in this run: what a culprit named by any method (local error, first divergence) leaves behind."""
+        return bool(ops & (self.failing_ops | self.above_floor | self.culprit_ops))
+
+    def text(self, culprit_ops: FrozenSet[str] = frozenset(), culprit: str = "") -> str:
+        """``3 of 52 tensors fail, lowest cosine 0.917254[; conv2 still fails or adds error]``."""
         cosine = f"{self.min_cosine:.6f}" if self.min_cosine is not None else "-"
         verb = "fails" if self.failing == 1 or self.judged == 1 else "fail"
         noun = "tensor" if self.judged == 1 else "tensors"
         line = f"{self.failing} of {self.judged} {noun} {verb}, lowest cosine {cosine}"
         if culprit:
-            line += f"; {culprit} {'adds error of its own' if culprit in self.above_floor else 'within its floor'}"
+            line += f"; {culprit} {'still fails or adds error' if self.still(culprit_ops) else 'no longer does'}"
         return line
 
     def to_dict(self) -> Dict[str, Any]:
         return {"judged": self.judged, "failing": self.failing, "min_cosine": self.min_cosine,
-                "failing_ops": sorted(self.failing_ops), "standouts": sorted(self.standouts),
-                "above_floor": sorted(self.above_floor), "culprit": self.culprit}
+                "failing_refs": sorted(self.failing_refs), "failing_ops": sorted(self.failing_ops),
+                "standouts": [sorted(ops) for ops in self.standouts], "above_floor": sorted(self.above_floor),
+                "culprit": self.culprit, "culprit_ops": sorted(self.culprit_ops)}
 
     @classmethod
     def from_dict(cls, data: Dict[str, Any]) -> "Outcome":
         """The outcome :meth:`to_dict` wrote (a state file's trial)."""
         return cls(int(data.get("judged", 0)), int(data.get("failing", 0)), data.get("min_cosine"),
-                   frozenset(data.get("failing_ops") or ()), frozenset(data.get("standouts") or ()),
-                   frozenset(data.get("above_floor") or ()), str(data.get("culprit") or ""))
+                   frozenset(data.get("failing_refs") or ()), frozenset(data.get("failing_ops") or ()),
+                   tuple(frozenset(ops) for ops in data.get("standouts") or ()),
+                   frozenset(data.get("above_floor") or ()), str(data.get("culprit") or ""),
+                   frozenset(data.get("culprit_ops") or ()))
 
 
 @dataclass(frozen=True)
 class Target:
-    """What a trial must restore (see the module docstring): the failing run's ``culprit`` back within its floor,
-    and the ``failures`` and ``standouts`` that changing every candidate removes gone; ``outside``: the ops that
-    still fail or stand out with every candidate changed -- outside the search."""
+    """What a trial must restore (see the module docstring), from the failing run and the run with every candidate
+    changed (``every``): the failing run's culprit (its TF ops ``culprit_ops``) gone -- no op implementing them fails
+    or adds error -- and nothing failing or standing out that ``every`` does not show; ``outside``: the reference
+    tensors and TF ops that fail or stand out in both runs -- outside the search."""
 
-    culprit: str
-    failures: FrozenSet[str]
-    standouts: FrozenSet[str]
+    culprit_ops: FrozenSet[str]
+    every: Outcome
     outside: FrozenSet[str]
 
     @classmethod
     def of(cls, failing_run: Outcome, every: Outcome) -> Optional["Target"]:
-        """The target, from the failing run and the run with every candidate changed; ``None`` when that run does
-        not bring the culprit back within its floor or, without a culprit, removes no failure: then no candidate
-        set restores accuracy."""
-        culprit = failing_run.culprit
-        failures = failing_run.failing_ops - every.failing_ops
-        standouts = failing_run.standouts - every.standouts
-        if culprit and culprit in every.above_floor:
+        """The target; ``None`` when changing every candidate leaves the culprit, or, without a culprit, fixes no
+        failure: then no candidate set restores accuracy."""
+        if failing_run.culprit_ops and every.still(failing_run.culprit_ops):
             return None
-        if not culprit and not failures:
+        if not failing_run.culprit_ops and not failing_run.failing_refs - every.failing_refs:
             return None
-        outside = (failing_run.failing_ops & every.failing_ops) | (failing_run.standouts & every.standouts)
-        return cls(culprit, failures, standouts, outside)
+        kept = [ops for ops in failing_run.standouts if any(ops & others for others in every.standouts)]
+        outside = (failing_run.failing_refs & every.failing_refs) | frozenset(op for ops in kept for op in ops)
+        return cls(failing_run.culprit_ops, every, outside)
 
     def restores(self, outcome: Outcome) -> bool:
-        return not (outcome.failing_ops & self.failures) and not (outcome.standouts & self.standouts) and not (
-            self.culprit and self.culprit in outcome.above_floor)
+        """The culprit is gone, every failing reference tensor also fails with every candidate changed, and every op
+        that stands out overlaps one that stands out there."""
+        every = self.every
+        return (not outcome.still(self.culprit_ops) and outcome.failing_refs <= every.failing_refs
+                and all(any(ops & others for others in every.standouts) for ops in outcome.standouts))
 
 
 def reproduces(failing_run: Outcome, outcome: Outcome) -> bool:
     """True when ``outcome`` (the NPU command with nothing changed) shows what the failing run showed: its culprit
-    adding error, else one of its failing ops failing."""
-    if failing_run.culprit:
-        return failing_run.culprit in outcome.above_floor
-    return bool(failing_run.failing_ops & outcome.failing_ops)
+    still failing or adding error, else one of its failing tensors failing."""
+    if failing_run.culprit_ops:
+        return outcome.still(failing_run.culprit_ops)
+    return bool(failing_run.failing_refs & outcome.failing_refs)
 
 
 @dataclass

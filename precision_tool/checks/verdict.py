@@ -41,8 +41,8 @@ from typing import TYPE_CHECKING, List, Optional, Sequence, Tuple
 from precision_tool.checks.nonfinite import INTRODUCED
 from precision_tool.comparison.attribution import METHOD_NONE, METHOD_REPLAY, STANDOUT_FACTOR
 from precision_tool.comparison.judgment import (METHOD_DIVERGENCE, METHOD_FUSION, METHOD_OVERFLOW, decide_culprit,
-                                                judged_by_local_error)
-from precision_tool.comparison.same_model import mismatch_lines
+                                                judged_by_local_error, underflows_only)
+from precision_tool.comparison.same_model import drift_lines, mismatch_lines
 from precision_tool.comparison.underflow import underflow_text
 from precision_tool.formats.dump_names import sanitize_op_name
 from precision_tool.replay.plan import SOURCE_REFERENCE
@@ -430,16 +430,14 @@ def _also(culprit: Optional[Culprit], overflow, fusion, compare) -> List[str]:
             lines.append("fusion-on and fusion-off runs also differ at unfused op(s): "
                          + ", ".join(op.op_name for op in comparison.other_differences[:5]))
     judgment = _judgment(compare)
-    if judgment is not None and not judgment.same_model:
+    if judgment is not None and not judgment.same_model:  # the reference-independent findings above stay
         lines[:0] = mismatch_lines(judgment.mismatches)
-        return lines
-    if judgment is not None:
+    elif judgment is not None:
+        lines.extend(drift_lines(judgment.mismatches))
         lines.extend(_attribution_lines(judgment.attribution, compare, named))
         lines.extend(_noise_lines(judgment))
-        underflow = {id(row) for row in judgment.underflow}
         roots = [op.op_name for op in judgment.divergence.roots if op.op_name != named
-                 and not _judged_by_local_error(compare, op.op_name)
-                 and not all(id(row) in underflow for row in compare.result.failing if row.op_name == op.op_name)]
+                 and not _judged_by_local_error(compare, op.op_name) and not underflows_only(judgment, op.op_name)]
         if roots:
             lines.append(f"{len(roots)} more op(s) fail on good inputs (independent errors): " + ", ".join(roots[:5]))
     matching = compare.result.matching_non_finite_line() if compare is not None and compare.result is not None \
@@ -504,7 +502,7 @@ def _attribution_lines(attribution, compare, named: Optional[str]) -> List[str]:
                                                                   for op in unmeasured[:3]))
     elif not attribution.standouts and failing and named is None and replayed:
         worst = max(replayed, key=lambda op: op.score or 0.0)
-        above = [op for op in replayed if (op.score or 0.0) > 1]
+        above = [op for op in attribution.above_floor if op.method == METHOD_REPLAY]
         coverage = compare.result.facts.coverage if compare.result is not None else None
         unreadable = len(coverage.unreadable) if coverage is not None else 0
         if not above and unreadable:  # the op that adds the error may be one whose dump could not be read
@@ -525,24 +523,21 @@ def _attribution_lines(attribution, compare, named: Optional[str]) -> List[str]:
 
 def _underflow_line(judgment) -> str:
     """The failing tensors that are float16 underflow (:mod:`precision_tool.comparison.underflow`), and the remedy."""
+    from precision_tool.comparison.underflow import underflow_remedy
+
     rows = judgment.underflow
     first = rows[0]
     ops = len({row.op_name for row in rows})
     return (f"float16 underflow: {len(rows)} failing tensor(s) of {ops} op(s) hold values mostly below float16's "
             f"smallest normal (first: {first.tensor_id}, {underflow_text(first)}), which the NPU flushes to 0 or "
-            "stores coarsely: no kernel is at fault; scale the loss (gradients), or keep the ops that produce them in "
-            "float32 (customize_dtypes; bisect precision proves which)")
+            f"stores coarsely: no kernel is at fault; {underflow_remedy(rows)}")
 
 
 def _noise_lines(judgment) -> List[str]:
-    """One line on the tensors below the rounding noise of their computation (``BELOW_NOISE``), when any."""
-    rows = judgment.noise
-    if not rows:
-        return []
-    sources = [row for row in rows if not row.reason.startswith(("computed from", "the output"))]
-    first = (sources or list(rows))[0]
-    return [f"{len(rows)} tensor(s) are below the rounding noise of the sums that make them and pass on absolute "
-            f"error (BELOW_NOISE; first: {first.tensor_id}: {first.reason}); docs/local-error.md"]
+    """One line on the tensors that are rounding noise (``BELOW_NOISE``), when any."""
+    from precision_tool.comparison.noise import noise_line
+
+    return [noise_line(judgment) + "; docs/local-error.md"] if judgment.noise else []
 
 
 def _dump_op_label(path: str) -> str:

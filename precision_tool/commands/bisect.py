@@ -17,9 +17,10 @@ candidate configuration is written first:
 
 The failing run and each trial's NPU run are compared with the reference and replayed as ``ac -c`` does
 (:func:`~precision_tool.checks.autocheck.compare_workspace`: one pipeline, one judgment). A trial restores accuracy
-when the culprit's local error is back within its floor and the failures the candidates explain are gone
-(:class:`~precision_tool.checks.bisect.Target`; ``--judge outputs`` counts only the tensors the graph's NetOutput
-reads); failures every trial keeps are named once as outside the search. The search is
+when the culprit is gone -- no op implementing its TF ops fails or adds error, whatever fusion made of them -- and
+it fails nowhere the run with every candidate changed does not (:class:`~precision_tool.checks.bisect.Target`;
+``--judge outputs`` counts only the tensors the graph's NetOutput reads); failures every trial keeps are named once
+as outside the search. The search is
 :func:`~precision_tool.checks.bisect.bisect`: at most ``ceil(log2(candidates)) + 2`` runs for one culprit. Every
 trial is recorded in ``state.json`` beside the runs; ``--resume`` continues the latest bisection of the same kind
 and command. The report names the culprit passes or ops, the config file that fixes it, the accuracy before and
@@ -210,6 +211,7 @@ class Bisection:
     scope: str
     trials: List[Dict[str, Any]]
     culprit: str = ""
+    culprit_ops: FrozenSet[str] = frozenset()
     judge_trial: Optional[Callable[[Outcome], bool]] = None
     """Whether an outcome restores accuracy, once the target is known (None before: the run is only measured)."""
 
@@ -284,7 +286,8 @@ class Bisection:
         shown = ", ".join(changed[:3]) + (f" (+{len(changed) - 3} more)" if len(changed) > 3 else "")
         verdict = "measured" if restored is None else "restored" if restored else "still failing"
         print(f"bisect {self.kind}: run {number}: {what}: {shown or 'nothing'} -> {verdict} "
-              f"({outcome.text(self.culprit)} at cosine {threshold_text(self.cosine)}); {seconds:.1f} s",
+              f"({outcome.text(self.culprit_ops, self.culprit)} at cosine {threshold_text(self.cosine)}); "
+              f"{seconds:.1f} s",
               file=sys.stderr, flush=True)
         return outcome
 
@@ -378,7 +381,7 @@ def handle(args, ctx: Context) -> Report:
 
         raise BisectError(f"{ctx.data_dir}: {mismatch_lines(baseline.verdict.mismatches)[0]}",
                           "bisect compares runs of the same model: fix the reference first")
-    culprit = before.culprit
+    culprit, culprit_ops = before.culprit, before.culprit_ops
     families: Dict[str, str] = {}
     dtypes: Dict[str, Tuple[Tuple[str, ...], Tuple[str, ...]]] = {}
     if args.kind == "fusion":
@@ -390,7 +393,7 @@ def handle(args, ctx: Context) -> Report:
         candidates = [name for name, _, _ in chosen]
         dtypes = {name: (inputs, outputs) for name, inputs, outputs in chosen}
     report = Report(title=f"bisect {args.kind} in {ctx.data_dir}: {counted(len(candidates), 'candidate')}, "
-                          f"failing run: {before.text(culprit)}")
+                          f"failing run: {before.text(culprit_ops, culprit)}")
     data: Dict[str, Any] = {"kind": args.kind, "candidates": candidates, "culprit": culprit or None,
                             "before": _state(before, False), "culprit_passes": [], "culprit_ops": [],
                             "config_file": None, "runs": [], "outside": []}
@@ -415,7 +418,7 @@ def handle(args, ctx: Context) -> Report:
         folder = tempfile.mkdtemp(prefix=f"{args.kind}_{time.strftime('%Y%m%d%H%M%S')}_", dir=base)
         trials = []
     bisection = Bisection(args.kind, folder, command, candidates, families, dtypes, workspace.tf_dump,
-                          workspace.tf_graph, args.cosine, args.judge, trials, culprit)
+                          workspace.tf_graph, args.cosine, args.judge, trials, culprit, culprit_ops)
     bisection.save()
     data.update(folder=folder, run_budget=trial_budget(len(candidates)))
     reproduced = "the workspace's run is this command's (its manifest.json)"
@@ -423,8 +426,9 @@ def handle(args, ctx: Context) -> Report:
         nothing = bisection.outcome([])  # the command, nothing changed: it must fail as the workspace's run did
         if not reproduces(before, nothing):
             bisection.mark(lambda outcome: not reproduces(before, outcome))
-            report.add_text("The command, run with nothing changed, passes: it does not reproduce the workspace's "
-                            f"failing run ({before.text(culprit)}), so nothing can be bisected. Runs: {folder}")
+            report.add_text("The command, run with nothing changed, does not show what the workspace's failing run "
+                            f"shows ({before.text(culprit_ops, culprit)}; now: {nothing.text(culprit_ops, culprit)}), "
+                            f"so nothing can be bisected. Runs: {folder}")
             report.exit_code, report.status = EXIT_FAILED_CHECK, "the command does not reproduce the failure"
             data.update(runs=bisection.trials)
             report.data = data
@@ -435,11 +439,10 @@ def handle(args, ctx: Context) -> Report:
     what = "passes switched off" if args.kind == "fusion" else "ops kept in float32"
     if target is None:
         bisection.mark(lambda outcome: False)
-        left = (f"{culprit} still adds error of its own" if culprit else "no failing op is fixed")
-        report.add_text(f"Changing every candidate ({what}: all {len(candidates)}) does not restore accuracy: "
-                        f"{left} ({every.text(culprit)}); "
-                        f"{'fusion' if args.kind == 'fusion' else 'float16 precision of these ops'} is not the "
-                        f"cause. Runs: {folder}")
+        left = every.text(culprit_ops, culprit) if culprit else f"no failing tensor is fixed: {every.text()}"
+        report.add_text(f"Changing every candidate ({what}: all {len(candidates)}) does not restore accuracy "
+                        f"({left}); {'fusion' if args.kind == 'fusion' else 'float16 precision of these ops'} is not "
+                        f"the cause. Runs: {folder}")
         report.exit_code = EXIT_FAILED_CHECK
         report.status = f"no fix found in {counted(len(bisection.trials), 'run')}"
         data.update(runs=bisection.trials, failure=reproduced)
@@ -452,10 +455,10 @@ def handle(args, ctx: Context) -> Report:
     outside = sorted(target.outside)
     data.update(runs=bisection.trials, failure=reproduced, outside=outside)
     if outside:
-        verb = "fails or adds" if len(outside) == 1 else "fail or add"
-        report.add_text(f"Outside the search: {counted(len(outside), 'op')} still {verb} error with every candidate "
-                        f"changed (first: {outside[0]}), so no candidate explains them; a trial restores accuracy "
-                        "when the rest is back" + (f" and {culprit} is within its floor" if culprit else ""))
+        report.add_text(f"Outside the search: {counted(len(outside), 'tensor or op')} still fail or stand out with "
+                        f"every candidate changed (first: {outside[0]}), so no candidate explains them; a trial "
+                        "restores accuracy when the rest is back" + (f" and {culprit} no longer fails or adds error"
+                                                                     if culprit else ""))
     if found is None:  # the proof of a minimal set failed: cannot happen with a monotone search, said all the same
         report.add_text(f"No set of candidates restores accuracy. Runs: {folder}")
         report.exit_code, report.status, report.data = EXIT_FAILED_CHECK, "no fix found", data
@@ -471,10 +474,10 @@ def handle(args, ctx: Context) -> Report:
     change = "switching it off" if args.kind == "fusion" else "keeping it in float32"
     how = change if len(found) == 1 else change.replace(" it ", " them ")
     report.add_text(f"Culprit {noun}: {', '.join(found)} ({how} restores accuracy, proved by run {proof['run']}).",
-                    f"Before: {before.text(culprit)} (the failing run; {reproduced}).",
-                    f"After:  {after.text(culprit)}"
-                    + (" (only the ops outside the search fail)." if after.failing_ops and
-                       after.failing_ops <= target.outside else "."),
+                    f"Before: {before.text(culprit_ops, culprit)} (the failing run; {reproduced}).",
+                    f"After:  {after.text(culprit_ops, culprit)}"
+                    + (" (only tensors outside the search fail)." if after.failing_refs and
+                       after.failing_refs <= target.outside else "."),
                     f"Config file: {config} (copy it out of temp/ to keep it)",
                     "In the training script, one of:", *("  " + line for line in lines),
                     f"{counted(len(bisection.trials), 'run')} (the search needs at most "
@@ -483,7 +486,9 @@ def handle(args, ctx: Context) -> Report:
         report.add_text("customize_dtypes needs a precision_mode other than must_keep_origin_dtype "
                         "(precision_mode_v2: other than origin).")
     report.exit_code = EXIT_OK
-    report.status = f"fixed by {', '.join(found)}"
+    left = len(after.failing_refs & target.outside)
+    report.status = f"fixed by {', '.join(found)}" + (
+        f" ({counted(left, 'failing tensor')} outside the search remain)" if left else "")
     report.data = data
     return report
 

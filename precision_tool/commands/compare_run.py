@@ -84,6 +84,7 @@ def _report(result: ComparisonResult, summary: Dict[str, Any], paths: OutputPath
     from precision_tool.alignment import Coverage
     from precision_tool.reports.dump_choice import dump_choice_line
     from precision_tool.reports.judgment_lines import judgment_lines
+    from precision_tool.reports.summary import SAME_MODEL_MEANING
     from precision_tool.reports.result_csv import number_text
     from precision_tool.reports.summary import unusable_inputs
 
@@ -156,8 +157,9 @@ def _report(result: ComparisonResult, summary: Dict[str, Any], paths: OutputPath
         written.append(f"JUnit: {paths.junit}")
     report.add_text(*written)
     timing = summary["timing"]
+    meaning = f"{SAME_MODEL_MEANING} (see above)" if not result.verdict.same_model else ""
     report.status = exit_line(exit_code, timing.get("total_s", 0), f"align {timing['align_s']:.2f} s, compare "
-                              f"{timing['compare_s']:.2f} s, {counted(timing['workers'], 'worker')}")
+                              f"{timing['compare_s']:.2f} s, {counted(timing['workers'], 'worker')}", meaning)
     report.exit_code = exit_code
     data = {key: value for key, value in summary.items() if key not in ("order", "data_inputs")}
     data.update(result_csv_path=paths.csv, results_path=paths.results, summary_path=paths.summary,

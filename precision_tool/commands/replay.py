@@ -37,7 +37,8 @@ def _op_name(given: str, order) -> Optional[str]:
 
 
 def handle(args, ctx: Context) -> Report:
-    from precision_tool.comparison.attribution import percent
+    from precision_tool.comparison.attribution import exceeds_floor, percent
+    from precision_tool.metrics.rounding import is_float
     from precision_tool.comparison.pipeline import CompareRequest, align_request
     from precision_tool.replay.replay_run import replay_alignment
 
@@ -67,7 +68,7 @@ def handle(args, ctx: Context) -> Report:
     report.add_text(f"TF ops: {members}", f"Run in: {op.precision}", "Inputs:", *(f"  {line}" for line in op.feeds))
     rows, above = [], False
     for output in op.outputs:
-        above = above or output.ratio > 1
+        above = above or (is_float(output.npu_dtype) and exceeds_floor(output.ratio))
         ratio = "inf" if math.isinf(output.ratio) else f"{output.ratio:.3g}"
         rows.append([output.tensor_id, output.npu_dtype, percent(output.local), percent(output.floor), ratio,
                      percent(output.inherited), percent(output.total), output.note])

@@ -103,7 +103,8 @@ def handle(args, ctx: Context):
         report.add_text(unusable_note(unusable))
     report.exit_code = exit_code(failing > 0, bool(data.culprit), data.counts["compared"], len(unusable),
                                  data.same_model)
-    report.status = exit_status(report.exit_code, failing, data.counts["compared"], len(unusable))
+    report.status = exit_status(report.exit_code, failing, data.counts["compared"], len(unusable), data.culprit,
+                                data.same_model)
     report.data = {"html": os.path.abspath(html_path), "csv": data.csv_path, "compared": data.counts["compared"],
                    "failing": failing, "first_divergence": data.first_divergence,
                    "unusable_inputs": [list(item) for item in unusable],

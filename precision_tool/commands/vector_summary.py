@@ -28,7 +28,7 @@ import os
 from typing import Optional
 
 from precision_tool.commands.registry import Command, Context
-from precision_tool.errors import EXIT_FAILED_CHECK, WorkspaceError
+from precision_tool.errors import WorkspaceError
 from precision_tool.status import Status
 from precision_tool.metrics.verdict import threshold_text
 
@@ -44,8 +44,9 @@ def add_arguments(parser):
 
 
 def handle(args, ctx: Context):
+    from precision_tool.comparison.attribution import exceeds_floor
     from precision_tool.comparison.judgment import exit_code
-    from precision_tool.comparison.same_model import mismatch_lines
+    from precision_tool.comparison.same_model import drift_lines, mismatch_lines
     from precision_tool.comparison.underflow import underflow_text
     from precision_tool.formats.dump_tree import requested
     from precision_tool.reports.format import counted, inheriting_clause
@@ -99,7 +100,7 @@ def handle(args, ctx: Context):
                          + (["local/floor"] if replayed else []) + ["reason"], rows)
         if len(shown) < len(listed):
             report.add_text(f"... {len(listed) - len(shown)} more (-l 0 shows all)")
-    lines = mismatch_lines(judgment.mismatches)
+    lines = mismatch_lines(judgment.mismatches) + drift_lines(judgment.mismatches)
     if culprit:
         lines.append(_culprit_line(stored, comparison, culprit, lead))
     if first is not None:
@@ -107,7 +108,7 @@ def handle(args, ctx: Context):
         lines.append(f"First divergence: {first} (listed {'after the culprit' if culprit else 'first'}); "
                      f"{inheriting_clause(inherited)}")
     if replayed and failing:
-        adding = len([r for r in failing if r.local_error is not None and _ratio(r) > 1])
+        adding = len([r for r in failing if r.local_error is not None and exceeds_floor(_ratio(r))])
         rest = len(failing) - adding
         who = "is an output whose op adds" if adding == 1 else "are outputs whose ops add"
         others = "; the other inherits it" if rest == 1 else (f"; the other {rest} inherit it" if rest else "")
@@ -132,11 +133,8 @@ def handle(args, ctx: Context):
         report.add_text(*lines)
     report.exit_code = exit_code(bool(failing or errors), bool(culprit), compared, len(unusable),
                                  judgment.same_model)
-    report.status = exit_status(report.exit_code, len(failing) + len(errors), compared, len(unusable))
-    if culprit and not failing and report.exit_code == EXIT_FAILED_CHECK:
-        report.status = f"culprit {culprit}"
-    if not judgment.same_model:
-        report.status = "the two runs do not compute the same model"
+    report.status = exit_status(report.exit_code, len(failing) + len(errors), compared, len(unusable), culprit,
+                                judgment.same_model)
     report.data = {"csv": stored.csv_path, "cosine_threshold": threshold, "compared": compared,
                    "dump_step": None if coverage is None else coverage.dump_step,
                    "dump_device": None if coverage is None else coverage.dump_device,
@@ -168,17 +166,23 @@ def _culprit_rows(comparison, culprit: str, failing_at):
 
 
 def _culprit_line(stored, comparison, culprit: str, lead) -> str:
-    """``Culprit: OP, by METHOD: figures`` -- said even when its output passes the cosine gate."""
+    """``Culprit (WHOSE): OP, by METHOD: figures (listed first ...)`` -- said even when its output passes the cosine
+    gate, in words that fit how it was found."""
     ac = stored.ac_culprit
     measured = comparison.attribution.op(culprit)
-    how = f"by {ac.get('evidence')}" if ac is not None else f"by {comparison.culprit.how}" \
-        if comparison.culprit is not None else ""
+    how = str(ac.get("evidence") or "") if ac is not None else comparison.culprit.how if comparison.culprit else ""
     figures = f": {measured.summary}" if measured is not None and measured.measured else ""
     passes = bool(lead) and all(row.passed for _k, row in lead)
-    tail = " (listed first although its output passes the cosine gate: the error is its own, not yet large)" \
-        if passes else " (listed first)"
+    if not lead:
+        tail = " (no compared output of it to list)"
+    elif passes and how.startswith("local error"):
+        tail = " (listed first although its output passes the cosine gate: the error is its own, not yet large)"
+    elif passes:
+        tail = " (listed first although its output passes the cosine gate)"
+    else:
+        tail = " (listed first)"
     source = "ac's verdict" if ac is not None else "the comparison's judgment"
-    return f"Culprit ({source}): {culprit}, {how}{figures}{tail}"
+    return f"Culprit ({source}): {culprit}, by {how}{figures}{tail}"
 
 
 def _culprit_data(stored, comparison, culprit: str):

@@ -31,7 +31,8 @@ their computation (``BELOW_NOISE``, :mod:`.noise`) are left out: their relative 
    count(input 0) / count(output)`` terms of input 0, whose errors add like independent roundings:
    ``jump = RMSE(output) / max(sqrt(n) RMSE(input 0), floor * rms(reference output))`` (a mean,
    :data:`MEAN_TYPES`, divides by ``n``) -- a sum that partly cancels has a larger relative error than its terms
-   without any op adding one.
+   without any op adding one. Inputs that are rounding noise (``BELOW_NOISE``) are left out: their relative error
+   is noise over noise.
 
    An op whose output is a step function of a float input (:data:`STEP_FUNCTION_TYPES`: ``ReluGrad`` masks the
    gradient by the sign of the forward activation, ``MaxPoolGrad`` routes it to the maximum, ``Floor`` and
@@ -59,6 +60,7 @@ out by error jump; the others are listed. The method that decided is named with 
 """
 from __future__ import annotations
 
+import bisect
 import math
 import statistics
 from dataclasses import dataclass, replace
@@ -125,7 +127,7 @@ class OpAttribution:
         if not self.measured:
             return False
         if self.method == METHOD_REPLAY:
-            return (self.score or 0.0) <= 1.0
+            return not exceeds_floor(self.score or 0.0)
         return not _jumps(self.total, self.floor, self.score)
 
     @property
@@ -137,8 +139,9 @@ class OpAttribution:
             return (f"local error {percent(self.local)} ({self.dtype} floor {percent(self.floor)}){inherited}{total}: "
                     f"{self.tensor_id} replayed ({self.precision}) on the op's own dumped inputs")
         if self.method == METHOD_ERROR_JUMP:
+            why = "" if self.why_not == NO_REPLAY else f": {self.why_not}"
             return (f"error jump {self.score:.3g}x: {self.tensor_id} is {percent(self.total)} from the reference, its "
-                    f"float inputs at most {percent(self.inputs_total)} (not replayed: {self.why_not})")
+                    f"float inputs at most {percent(self.inputs_total)} (not replayed{why})")
         return f"not measured ({self.why_not})"
 
     @property
@@ -237,6 +240,11 @@ def fusion_differs(output_distance: float, input_distance: float, floor: float =
     return excess, excess > floor
 
 
+def exceeds_floor(ratio: float) -> bool:
+    """A replayed float output whose local error is ``ratio`` floors adds error of its own (more than 1 floor)."""
+    return ratio > 1.0
+
+
 def ratio_of(row) -> Optional[float]:
     """An output row's replay figure as floors (``local_error / local_floor``), ``None`` when it was not
     replayed."""
@@ -287,7 +295,8 @@ def _absolute_jump(output, op_type: str, total: float, floor: float, inputs: Seq
         if len(known) < len(errors):
             return None
         brought = sum(known)
-    return out / max(brought, floor * scale_rms)
+    scale = max(brought, floor * scale_rms)
+    return out / scale if scale > 0 else None  # no figure to scale by (a printed 0, say): no absolute jump
 
 
 def _why_not(rows) -> str:
@@ -295,9 +304,11 @@ def _why_not(rows) -> str:
         for note in row.notes:
             if note.startswith(NOT_REPLAYED):
                 return note[len(NOT_REPLAYED):]
-    return "no replay"
+    return NO_REPLAY
 
 
+#: Why an op was not replayed when no row says (compare, ac -c --no-replay).
+NO_REPLAY = "no replay"
 #: How a row's note says why its op was not replayed (written by the replay, read by the error jump).
 NOT_REPLAYED = "not replayed: "
 
@@ -327,7 +338,8 @@ def _measure_op(name: str, rows: Sequence, position: int) -> Optional[OpAttribut
     why = _why_not(outputs)
     totals = [(row, red(row)) for row in outputs]
     worst, total = max(totals, key=lambda item: -1.0 if item[1] is None else item[1])
-    float_inputs = [r for r in rows if r.kind == TensorKind.INPUT and is_float(r.npu_dtype)]
+    all_float = [r for r in rows if r.kind == TensorKind.INPUT and is_float(r.npu_dtype)]
+    float_inputs = [r for r in all_float if r.status is not Status.BELOW_NOISE]  # noise over noise: no scale
     errors = [(r, red(r)) for r in float_inputs]
     uncompared = tuple(sorted(r.tensor_index for r, error in errors if not r.compared or error is None))
     inputs = [error for r, error in errors if r.compared and error is not None]
@@ -337,7 +349,8 @@ def _measure_op(name: str, rows: Sequence, position: int) -> Optional[OpAttribut
     elif uncompared:
         reason = f"float input(s) {list(uncompared)} not compared: a jump cannot be told from inherited error"
     elif not inputs:
-        reason = "no compared float input to measure a jump from"
+        reason = ("its float inputs are rounding noise (BELOW_NOISE): no jump to measure" if all_float else
+                  "no compared float input to measure a jump from")
     elif op_type in STEP_FUNCTION_TYPES:
         reason = (f"a {op_type} output jumps where an input crosses a step, so its error jump is no evidence; "
                   "replay measures it")
@@ -369,14 +382,32 @@ def attribute(rows: Sequence) -> Attribution:
             ops.append(measured)
     ops.sort(key=lambda op: (op.position, op.op_name))
     scores = {op.op_name: op.score for op in ops if op.method == METHOD_REPLAY and op.score is not None}
-    ratios = [score for score in scores.values() if 0 < score < math.inf]
+    ratios = sorted(score for score in scores.values() if 0 < score < math.inf)
     median = statistics.median(ratios) if ratios else None
     judged = []
     for op in ops:
         if op.method == METHOD_REPLAY and op.score is not None:
-            peers = [score for name, score in scores.items() if name != op.op_name and 0 < score < math.inf]
-            peer_median = statistics.median(peers) if len(peers) >= MIN_PEERS else None
+            peer_median = _median_without(ratios, op.score if 0 < op.score < math.inf else None)
             out = op.score > 1 and (peer_median is None or op.score >= STANDOUT_FACTOR * peer_median)
             op = replace(op, standout=bool(out))
         judged.append(op)
     return Attribution(tuple(judged), median)
+
+
+def _median_without(ordered: Sequence[float], own: Optional[float]) -> Optional[float]:
+    """The median of the sorted ``ordered`` with one occurrence of ``own`` left out (``None``: nothing left out);
+    ``None`` with fewer than ``MIN_PEERS`` values left. O(log n), so that every op's peers cost n log n in all.
+
+    >>> _median_without([1.0, 2.0, 3.0, 10.0], 10.0), _median_without([1.0, 2.0, 3.0, 10.0], 2.0)
+    (2.0, 3.0)
+    """
+    skip = bisect.bisect_left(ordered, own) if own is not None else len(ordered)
+    count = len(ordered) - (own is not None)
+    if count < MIN_PEERS:
+        return None
+
+    def at(k: int) -> float:  # the k-th value of the list without position ``skip``
+        return ordered[k if k < skip else k + 1]
+
+    middle = count // 2
+    return at(middle) if count % 2 else (at(middle - 1) + at(middle)) / 2

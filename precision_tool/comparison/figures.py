@@ -2,7 +2,8 @@
 reference's rms, the absolute and relative errors, the element count. One place, so the noise rule, the error jump
 and the underflow rule read a row the same way.
 
-``reference_rms`` is ``sqrt(mean_y^2 + std_y^2)`` from the StandardDeviation metric (population statistics), exact;
+``reference_rms`` is ``sqrt(mean_y^2 + std_y^2)`` from the StandardDeviation metric (population statistics), exact
+-- unknown for a row read from a CSV alone, which prints it to 3 decimals (``PrintedMeanStd``);
 ``rmse`` and ``red`` are the metrics; an ``EMPTY`` or ``BOTH_ZERO`` row carries no error (0).
 """
 from __future__ import annotations
@@ -10,6 +11,7 @@ from __future__ import annotations
 import math
 from typing import Optional
 
+from precision_tool.metrics.moments import PrintedMeanStd
 from precision_tool.status import Status
 
 _STD = "StandardDeviation"
@@ -21,7 +23,7 @@ _NO_ERROR = (Status.EMPTY, Status.BOTH_ZERO)
 def reference_rms(row) -> Optional[float]:
     """``sqrt(mean_y^2 + std_y^2)`` of a compared row, ``None`` when unknown."""
     value = row.metric(_STD) if row.compared else None
-    if value is None:
+    if value is None or isinstance(value, PrintedMeanStd):
         return None
     mean, std = float(value[2]), float(value[3])
     rms = math.sqrt(mean * mean + std * std)
@@ -43,6 +45,15 @@ def red(row) -> Optional[float]:
         return 0.0
     value = row.metric(_RED) if row.compared else None
     return value if isinstance(value, float) and not math.isnan(value) else None
+
+
+def npu_rms(row) -> Optional[float]:
+    """``sqrt(mean_x^2 + std_x^2)``: the NPU side's rms, as :func:`reference_rms`."""
+    value = row.metric(_STD) if row.compared else None
+    if value is None or isinstance(value, PrintedMeanStd):
+        return None
+    rms = math.sqrt(float(value[0]) ** 2 + float(value[1]) ** 2)
+    return rms if math.isfinite(rms) else None
 
 
 def element_count(row) -> Optional[int]:

@@ -14,7 +14,8 @@ Every :class:`~precision_tool.comparison.result.ComparisonResult` is made throug
 6. **underflow**: failing float16 tensors whose reference lies mostly below float16's smallest normal
    (:mod:`.underflow`) -- counted and named, never blamed on an op's kernel;
 7. **same model**: the NPU ops' constant and data inputs against the reference's (:mod:`.same_model`); when they
-   differ beyond rounding nothing else is judged: no culprit, exit 2;
+   are another model's (another seed, checkpoint or batch) nothing else is judged: no culprit, exit 2; inputs beyond
+   rounding but alike (training drift) are said, the verdict stands;
 8. the **culprit** (:func:`culprit_of`): the earliest op that stands out by replay (else by error jump) -- unless
    the first divergence comes before it and its own error could not be measured (no replay, no jump: an
    uncompared input, a step function) or it fails for NaN/inf the reference does not hold, which local error
@@ -85,7 +86,9 @@ class Judgment:
 
     @property
     def same_model(self) -> bool:
-        return not self.mismatches
+        """False when a source input is another model's (:attr:`~.same_model.Mismatch.severe`); inputs beyond rounding
+        but alike (training drift) keep the verdict."""
+        return not any(m.severe for m in self.mismatches)
 
     def to_dict(self) -> dict:
         """The decision in short, for ``summary.json`` and ``--json`` (every op's figures stay in the rows)."""
@@ -113,7 +116,7 @@ def judge(rows: Sequence, facts) -> Judgment:
     mismatches = source_mismatches(rows, edges, getattr(facts, "sources", {}) or {})
     underflow = underflowing(rows)
     judgment = Judgment(tuple(rows), attribution, divergence, underflow, mismatches)
-    if mismatches:
+    if not judgment.same_model:
         return judgment
     from dataclasses import replace
 
@@ -138,7 +141,7 @@ def _position(judgment: Judgment, op_name: str) -> int:
     return min((row.index for row in judgment.rows if row.op_name == op_name), default=0)
 
 
-def _underflows_only(judgment: Judgment, op_name: str) -> bool:
+def underflows_only(judgment: Judgment, op_name: str) -> bool:
     """True when every failing output of the op underflows: its failure is float16's range, not its kernel."""
     failing = [row for row in _outputs(judgment, op_name) if row.failed]
     underflow = {id(row) for row in judgment.underflow}
@@ -147,12 +150,12 @@ def _underflows_only(judgment: Judgment, op_name: str) -> bool:
 
 def culprit_of(judgment: Judgment) -> Optional[CulpritChoice]:
     """The culprit the comparison alone names (rule 8 of the module docstring), ``None`` when none."""
-    if judgment.mismatches:
+    if not judgment.same_model:
         return None
     first = judgment.divergence.first
     local = judgment.attribution.culprit
     if first is not None and not judged_by_local_error(judgment, first.op_name) \
-            and not _underflows_only(judgment, first.op_name) \
+            and not underflows_only(judgment, first.op_name) \
             and (local is None or _position(judgment, first.op_name) < local.position):
         return CulpritChoice(first.op_name, METHOD_DIVERGENCE, judgment.attribution.op(first.op_name), first)
     if local is not None:
@@ -166,7 +169,7 @@ def decide_culprit(judgment: Optional[Judgment], fusion_culprits: Sequence = (),
     first fusion culprit of the fusion-off run (``fusion_culprits``: its op differences, each with ``op_name``),
     else ``overflow`` (``(op name, finding)``). None when the runs do not compute the same model."""
     if judgment is not None:
-        if judgment.mismatches:
+        if not judgment.same_model:
             return None
         if judgment.culprit is not None:
             return judgment.culprit
@@ -198,5 +201,5 @@ def exit_code(any_failed: bool, culprit: bool, compared: int, unusable: int, sam
 
 
 __all__ = ["Judgment", "CulpritChoice", "judge", "culprit_of", "decide_culprit", "exit_code",
-           "judged_by_local_error", "METHOD_DIVERGENCE", "METHOD_OVERFLOW", "METHOD_REPLAY", "METHOD_ERROR_JUMP",
-           "METHOD_FUSION", "METHOD_NONE"]
+           "judged_by_local_error", "underflows_only", "METHOD_DIVERGENCE", "METHOD_OVERFLOW", "METHOD_REPLAY",
+           "METHOD_ERROR_JUMP", "METHOD_FUSION", "METHOD_NONE"]

@@ -5,19 +5,25 @@ batch. When they did not -- another checkpoint, another seed, another batch -- e
 to blame. Before judging, the inputs the graph feeds from its **sources** are checked:
 
 * ``constant`` -- an op's input produced by a ``Const``/``Variable`` op of the NPU graph (weights, biases,
-  batch-norm parameters, shapes), directly or through ops that only move or convert it (``Cast``,
-  ``TransData``, ``Identity``, ``Reshape`` ...: :data:`PASS_THROUGH_TYPES`);
+  batch-norm parameters, shapes), directly or through ops that only move it (``TransData``, ``Identity``,
+  ``Reshape`` ...: :data:`PASS_THROUGH_TYPES`; not a ``Cast``, whose narrowing may overflow or flush a value: that
+  is the NPU's range, not another model);
 * ``data`` -- an input produced so from a ``Data`` op (the batch, the labels).
 
-Such an input **differs beyond rounding** when it fails for a reason no rounding makes (NaN/inf, shape or
-count, one side zero) or its relative distance from the reference exceeds the NPU dtype's rounding floor
-(:func:`~precision_tool.metrics.rounding.rounding_floor`: 1.1e-3 for float16, 1e-5 for float32, 0 for integers):
-storing the reference's value in the NPU's dtype costs at most ``u`` per element. A run with such inputs gets no
-culprit and exits 2, with one line per kind (:func:`mismatch_lines`).
+Two tiers, by how far such an input is from the reference's:
 
-Weights legitimately differ after training steps that ran differently on the two sides; compare the first
-step, or both runs from the same checkpoint. A weight GE folded with another op (a batch norm folded into a
-conv) has a new name and no reference, so it is not compared.
+* **another model** (:attr:`Mismatch.severe`): its shapes or counts differ, or it fails the default cosine gate
+  (0.99, whatever gate the user chose): other weights, another batch. The run gets no culprit and exits 2, with
+  one line per kind (:func:`mismatch_lines`);
+* **beyond rounding** but alike: its relative distance exceeds the NPU dtype's rounding floor
+  (:func:`~precision_tool.metrics.rounding.rounding_floor`: 1.1e-3 for float16, 1e-5 for float32, 0 for integers)
+  -- what weights show after training steps that ran differently on the two sides. Said in one line; the verdict
+  stands, since replay and the error jump judge each op on its own inputs.
+
+NaN/inf or zeros on one side of a source (an epsilon flushed to 0, a huge constant overflowing float16) are range
+effects of the NPU's dtype, judged where they are used. Compare the first step, or both runs from one checkpoint. A
+weight GE folded with another op (a batch norm folded into a conv) has a new name and no reference, so it is not
+compared.
 """
 from __future__ import annotations
 
@@ -35,8 +41,10 @@ CONSTANT_TYPES = frozenset({"Const", "Constant", "Variable", "VariableV2", "VarH
 #: NPU graph op types whose output is the batch fed to the model.
 DATA_TYPES = frozenset({"Data", "AippData", "GetNext", "DynamicGetNext", "IteratorGetNext", "QueueData"})
 #: Ops that only move or convert a value: their output is their source's.
-PASS_THROUGH_TYPES = frozenset({"Cast", "TransData", "TransDataRNN", "Identity", "ReadVariableOp", "Reshape",
-                                "Squeeze", "ExpandDims", "Transpose", "TransposeD", "Unsqueeze", "Flatten"})
+PASS_THROUGH_TYPES = frozenset({"TransData", "TransDataRNN", "Identity", "ReadVariableOp", "Reshape", "Squeeze",
+                                "ExpandDims", "Transpose", "TransposeD", "Unsqueeze", "Flatten"})
+#: A source input failing this cosine (the comparator's default gate) is another model's, not drift.
+SEVERE_COSINE = 0.99
 _KIND_WORDS = {CONSTANT: "constant input(s) (weights, biases, batch-norm parameters)", DATA: "data input(s)"}
 _RED = "RelativeEuclideanDistance"
 
@@ -62,37 +70,48 @@ def graph_sources(ops: Iterable[Tuple[str, str, Sequence[str]]]) -> Dict[str, st
 
 @dataclass(frozen=True)
 class Mismatch:
-    """The source inputs of one kind that differ beyond rounding: how many, and the first with its figure."""
+    """The source inputs of one kind and tier that differ: how many, and the first with its figure; ``severe``:
+    another model (see the module docstring), else beyond rounding but alike."""
 
     kind: str
     count: int
     first: str
     figure: str
+    severe: bool = True
 
     @property
     def line(self) -> str:
-        return f"{self.count} {_KIND_WORDS[self.kind]} differ beyond rounding (first: {self.first}, {self.figure})"
+        how = "differ: another model's" if self.severe else "differ beyond rounding though alike"
+        return f"{self.count} {_KIND_WORDS[self.kind]} {how} (first: {self.first}, {self.figure})"
 
     def to_dict(self) -> dict:
-        return {"kind": self.kind, "count": self.count, "first": self.first, "figure": self.figure}
+        return {"kind": self.kind, "count": self.count, "first": self.first, "figure": self.figure,
+                "severe": self.severe}
 
 
-def _difference(row) -> Optional[str]:
-    """Why a compared source input differs beyond rounding, ``None`` when it does not."""
-    if row.status in (Status.SHAPE_MISMATCH, Status.COUNT_MISMATCH, Status.NAN_INF, Status.ONE_SIDE_ZERO):
-        return f"{row.status.value}: {row.reason}"
+def _difference(row) -> Optional[Tuple[bool, str]]:
+    """``(severe, why)`` when a compared source input differs from the reference's, ``None`` when it does not
+    (within rounding, or a range effect of the NPU's dtype)."""
+    if row.status in (Status.SHAPE_MISMATCH, Status.COUNT_MISMATCH):
+        return True, f"{row.status.value}: {row.reason}"
+    if row.status in (Status.NAN_INF, Status.ONE_SIDE_ZERO, Status.EMPTY, Status.BOTH_ZERO):
+        return None
     distance = row.metric(_RED)
     floor = rounding_floor(row.npu_dtype)
-    if isinstance(distance, float) and not math.isnan(distance) and distance > floor:
-        return f"relative distance {distance:.3g} against the {row.npu_dtype or 'NPU'} rounding floor {floor:.3g}"
-    return None
+    if not (isinstance(distance, float) and not math.isnan(distance) and distance > floor):
+        return None
+    figure = f"relative distance {distance:.3g} against the {row.npu_dtype or 'NPU'} rounding floor {floor:.3g}"
+    cosine = row.cosine
+    if cosine is None or cosine < SEVERE_COSINE:
+        return True, f"{figure}, cosine {'undefined' if cosine is None else f'{cosine:.4g}'}"
+    return False, figure
 
 
 def source_mismatches(rows: Sequence, data_inputs: Mapping[str, Sequence[Tuple[str, int]]],
                       sources: Mapping[str, str]) -> Tuple[Mismatch, ...]:
     """The kinds of source inputs that differ beyond rounding (see the module docstring); ``()`` when both runs
     compute the same model, or nothing tells."""
-    found: Dict[str, List[Tuple[str, str]]] = {}
+    found: Dict[Tuple[str, bool], List[Tuple[str, str]]] = {}
     for row in rows:
         if row.kind != TensorKind.INPUT or not row.compared:
             continue
@@ -101,17 +120,24 @@ def source_mismatches(rows: Sequence, data_inputs: Mapping[str, Sequence[Tuple[s
         kind = sources.get(producer) if producer is not None else None
         if kind is None:
             continue
-        why = _difference(row)
-        if why is not None:
-            found.setdefault(kind, []).append((row.tensor_id, why))
-    return tuple(Mismatch(kind, len(found[kind]), found[kind][0][0], found[kind][0][1])
-                 for kind in (CONSTANT, DATA) if kind in found)
+        difference = _difference(row)
+        if difference is not None:
+            found.setdefault((kind, difference[0]), []).append((row.tensor_id, difference[1]))
+    return tuple(Mismatch(kind, len(found[key]), found[key][0][0], found[key][0][1], severe)
+                 for severe in (True, False) for kind in (CONSTANT, DATA) for key in [(kind, severe)] if key in found)
 
 
 def mismatch_lines(mismatches: Sequence[Mismatch]) -> List[str]:
-    """One line per kind, then what it means."""
-    if not mismatches:
+    """One line per kind of another model's inputs, then what it means; ``[]`` when there is none."""
+    severe = [m for m in mismatches if m.severe]
+    if not severe:
         return []
-    return ([f"the two runs do not compute the same model: {m.line}" for m in mismatches]
+    return ([f"the two runs do not compute the same model: {m.line}" for m in severe]
             + ["no op is judged: compare runs from the same checkpoint on the same batch (the first step, or "
                "--step N of a run whose earlier steps match)"])
+
+
+def drift_lines(mismatches: Sequence[Mismatch]) -> List[str]:
+    """One line per kind of inputs beyond rounding but alike (the verdict stands); ``[]`` when there is none."""
+    return [f"{m.line}: the runs may be at different training steps; each op is still judged on its own inputs"
+            for m in mismatches if not m.severe]

@@ -40,7 +40,8 @@ class StepRun:
     compared : tensors compared.
     failing : the failing tensors (``op:output:0``), the first divergence's first, then in execution order.
     first_divergence : the op that fails on good inputs (:attr:`ComparisonResult.divergence`); when failing
-        tensors have no such op, the op of the first failing tensor; ``""`` when nothing fails.
+        tensors have no such op, the op of the first failing tensor; when none fails, the judgment's culprit;
+        ``""`` when there is neither.
     exit_code : the comparison's (:meth:`ComparisonResult.exit_code`); 2 when it could not run.
     error : one line when it could not run (then nothing else is known).
     folder : where its result files were written (``""``: not written).
@@ -69,7 +70,8 @@ class StepRun:
         coverage = result.facts.coverage
         return cls(selection.device, selection.step, len(result.compared),
                    tuple(row.tensor_id or row.op_name for row in failing),
-                   first.op_name if first is not None else (failing[0].op_name if failing else ""),
+                   first.op_name if first is not None else (failing[0].op_name if failing else
+                                                            result.culprit.op_name if result.culprit else ""),
                    result.exit_code(), folder=folder, cosines=cosines,
                    unreadable=len(coverage.unreadable) if coverage is not None else 0)
 
@@ -80,8 +82,9 @@ class StepRun:
 
     @property
     def diverges(self) -> bool:
-        """Some tensor fails."""
-        return bool(self.failing)
+        """The step fails the one exit rule: a tensor fails or its judgment names a culprit
+        (:func:`~precision_tool.comparison.judgment.exit_code`)."""
+        return not self.error and self.exit_code == EXIT_FAILED_CHECK
 
     def to_dict(self) -> Dict[str, Any]:
         return {"device": self.device, "step": self.step, "compared": self.compared, "failed": len(self.failing),

@@ -10,8 +10,10 @@ produce such tensors in float32 (``bisect precision`` proves which).
 A failing tensor stored in float16 (or bfloat16) on the NPU **underflows** when the root mean square of its
 reference is at most :math:`t / \sqrt{2}`, :math:`t` the smallest normal. By Markov's inequality,
 :math:`P(|y| \ge t) \le \mathrm{rms}(y)^2 / t^2 \le 1/2`: at least half its reference values lie below the
-smallest normal. The rms comes from the StandardDeviation metric every result row keeps
-(:math:`\mathrm{rms}^2 = \mu^2 + \sigma^2`), so stored results are judged the same way.
+smallest normal. The NPU side must be that small too (rms at most the smallest normal): flushed or coarsened,
+never enlarged -- an NPU output of real size against a tiny reference is an error, not underflow. The rms come
+from the StandardDeviation metric every result row keeps (:math:`\mathrm{rms}^2 = \mu^2 + \sigma^2`), so
+stored results are judged the same way (not a CSV read alone, which prints it to 3 decimals).
 
 >>> from precision_tool.comparison.result import TensorResult
 >>> from precision_tool.metrics import ALL, MeanStd
@@ -26,7 +28,7 @@ from __future__ import annotations
 import math
 from typing import Any, Sequence, Tuple
 
-from precision_tool.comparison.figures import reference_rms
+from precision_tool.comparison.figures import npu_rms, reference_rms
 from precision_tool.metrics.rounding import SMALLEST_NORMAL
 from precision_tool.status import Status
 
@@ -43,8 +45,9 @@ def underflows(row) -> bool:
         return False
     if row.status not in (Status.FAIL, Status.ONE_SIDE_ZERO):
         return False
-    rms = reference_rms(row)
-    return rms is not None and rms <= THRESHOLD_SHARE * SMALLEST_NORMAL[row.npu_dtype]
+    rms, npu = reference_rms(row), npu_rms(row)
+    tiny = SMALLEST_NORMAL[row.npu_dtype]
+    return rms is not None and npu is not None and rms <= THRESHOLD_SHARE * tiny and npu <= tiny
 
 
 def underflowing(rows: Sequence) -> Tuple[Any, ...]:
@@ -56,3 +59,10 @@ def underflow_text(row) -> str:
     """``reference rms 4.7e-08, below float16's smallest normal 6.1e-05``."""
     return (f"reference rms {reference_rms(row):.2g}, below {row.npu_dtype}'s smallest normal "
             f"{SMALLEST_NORMAL[row.npu_dtype]:.2g}")
+
+
+def underflow_remedy(rows) -> str:
+    """Keep the producing ops in float32 -- and, for gradients, scale the loss."""
+    gradients = any("grad" in row.op_name.lower() or row.op_type.endswith("Grad") for row in rows)
+    keep = "keep the ops that produce them in float32 (customize_dtypes; bisect precision proves which)"
+    return f"scale the loss, or {keep}" if gradients else keep

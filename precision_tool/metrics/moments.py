@@ -8,7 +8,7 @@ from typing import NamedTuple
 from precision_tool.metrics.pair_stats import PairStats, pair_stats
 from precision_tool.metrics._docs import fill_doc
 
-__all__ = ["MeanStd", "standard_deviation", "format_mean_std"]
+__all__ = ["MeanStd", "PrintedMeanStd", "standard_deviation", "format_mean_std"]
 
 #: msaccucmp prints a mean or standard deviation below this magnitude as 0 (so never "-0.000").
 _PRINT_AS_ZERO_BELOW = 0.001
@@ -21,6 +21,13 @@ class MeanStd(NamedTuple):
     std_x: float
     mean_y: float
     std_y: float
+
+
+class PrintedMeanStd(MeanStd):
+    """A :class:`MeanStd` read back from a CSV cell, printed to 3 decimals (:func:`format_mean_std`): fit to show,
+    not to judge by -- a standard deviation of 2e-8 reads as 0."""
+
+    __slots__ = ()
 
 
 @fill_doc

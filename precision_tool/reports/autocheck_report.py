@@ -105,20 +105,27 @@ def autocheck_report(result, *, limit: int, paths=None, exit_code: int = 0, elap
     add_compare_section(report, result.compare, paths, limit)
     add_verdict(report, result.verdict, command_prefix)
     timing = ", ".join(f"{name[:-2]} {seconds:.2f} s" for name, seconds in result.timing.items())
-    report.status = exit_line(exit_code, elapsed_s, timing, _passed_meaning(result) if exit_code == 0 else "")
+    report.status = exit_line(exit_code, elapsed_s, timing, _exit_meaning(result, exit_code))
     report.exit_code = exit_code
     report.data = autocheck_data(result, paths)
     return report
 
 
-def _passed_meaning(result) -> str:
-    """At exit 0, "all checks passed" only when no op adds error beyond its floor either; else what is left."""
-    attribution = result.compare.attribution if result.compare is not None else None
-    above = attribution.above_floor if attribution is not None else ()
+def _exit_meaning(result, exit_code: int) -> str:
+    """What the exit code means where the usual words would mislead: at exit 0, "all checks passed" only when no op
+    adds error beyond its floor either; at exit 2, runs that do not compute the same model; else ``""``."""
+    outcome = result.compare.result if result.compare is not None else None
+    if exit_code == 2 and outcome is not None and not outcome.verdict.same_model:
+        from precision_tool.reports.summary import SAME_MODEL_MEANING
+
+        return f"{SAME_MODEL_MEANING} (see above)"
+    attribution = outcome.attribution if outcome is not None else None
+    above = attribution.above_floor if attribution is not None and exit_code == 0 else ()
     if not above:
         return ""
     largest = max(above, key=lambda op: op.score or 0.0)
-    return (f"no tensor fails and no op stands out, but {counted(len(above), 'op')} exceed their floor (largest: "
+    verb = "exceeds its" if len(above) == 1 else "exceed their"
+    return (f"no tensor fails and no op stands out, but {counted(len(above), 'op')} {verb} floor (largest: "
             f"{largest.op_name}, {largest.ratio_text})")
 
 

@@ -11,24 +11,23 @@ from precision_tool.reports.format import counted
 def judgment_lines(result) -> List[str]:
     """One line per finding of ``result``'s judgment that is not a failing tensor (``compare`` prints them under its
     table; ``ac`` words them in its verdict)."""
-    from precision_tool.comparison.same_model import mismatch_lines
-    from precision_tool.comparison.underflow import underflow_text
+    from precision_tool.comparison.noise import noise_line
+    from precision_tool.comparison.same_model import drift_lines, mismatch_lines
+    from precision_tool.comparison.underflow import underflow_remedy, underflow_text
 
     judgment = result.verdict
     if not judgment.same_model:
         return mismatch_lines(judgment.mismatches)
-    lines = []
+    lines = drift_lines(judgment.mismatches)
     culprit = judgment.culprit
     if culprit is not None:
         figures = f": {culprit.measured.summary}" if culprit.measured is not None and culprit.measured.measured else ""
-        lines.append(f"Culprit: {culprit.op_name}, by {culprit.how}{figures} (docs/local-error.md; ac -c replays "
-                     "each op to tell the error it adds)")
+        hint = "" if result.npu_vs_npu else "; ac -c replays each op to tell the error it adds"
+        lines.append(f"Culprit: {culprit.op_name}, by {culprit.how}{figures} (docs/local-error.md{hint})")
     if judgment.noise:
-        first = judgment.noise[0]
-        lines.append(f"{counted(len(judgment.noise), 'tensor')} below the rounding noise of the sums that make them "
-                     f"pass on absolute error (BELOW_NOISE; first: {first.tensor_id}).")
+        lines.append(noise_line(judgment) + ".")
     if judgment.underflow:
         first = judgment.underflow[0]
         lines.append(f"{counted(len(judgment.underflow), 'failing tensor')} are float16 underflow (first: "
-                     f"{first.tensor_id}, {underflow_text(first)}): scale the loss, or keep their ops in float32.")
+                     f"{first.tensor_id}, {underflow_text(first)}): {underflow_remedy(judgment.underflow)}.")
     return lines

@@ -53,7 +53,8 @@ from precision_tool.comparison.result import TensorResult
 from precision_tool.errors import ResultCsvError
 from precision_tool.fileio import TEXT_LIMIT, open_input, write_text_atomic
 from precision_tool.formats.tensor_kind import TensorKind
-from precision_tool.metrics import ALL, DEFAULT_COSINE_THRESHOLD, MeanStd, format_value, get_metric
+from precision_tool.metrics import ALL, DEFAULT_COSINE_THRESHOLD, format_value, get_metric
+from precision_tool.metrics.moments import PrintedMeanStd
 from precision_tool.metrics.verdict import MATCHING_NON_FINITE
 from precision_tool.status import Status
 
@@ -293,7 +294,7 @@ def _metric(text: str, name: str):
     if name == "StandardDeviation":
         match = _MEAN_STD.fullmatch(text.strip())
         try:
-            return MeanStd(*(float(part) for part in match.groups())) if match else None
+            return PrintedMeanStd(*(float(part) for part in match.groups())) if match else None
         except ValueError:  # "(abc;1),(1;1)": not msaccucmp's cell; shown as NaN, the row still read
             return None
     try:

@@ -4,7 +4,7 @@ Every compare run (``compare``, ``vc``, ``ac -c``) writes, beside ``summary.json
 
 * ``result_{timestamp}.jsonl`` -- the lossless record, JSON lines. Line 1 is the header::
 
-      {"format": "precision_tool.results", "version": 1, "result_csv": "result_{timestamp}.csv",
+      {"format": "precision_tool.results", "version": 2, "result_csv": "result_{timestamp}.csv",
        "cosine_threshold": 0.99, "facts": {mode, order, order_source, data_inputs, coverage},
        "inputs": {npu, reference, graph, reference_graph}, "timing": {...}}
 
@@ -54,7 +54,10 @@ from precision_tool.metrics import ALL, DEFAULT_COSINE_THRESHOLD
 from precision_tool.status import Status
 
 FORMAT = "precision_tool.results"
-VERSION = 1
+#: Version 2 (issue 37): rows may hold the status BELOW_NOISE and facts the graph's sources; version 1 files read as
+#: they are (none of either), an older tool refuses version 2 by name.
+VERSION = 2
+READABLE_VERSIONS = (1, 2)
 RESULT_NAME = re.compile(r"result_([0-9]{14})(?:_([0-9]{1,9}))?\.csv")
 FROM_RESULTS_FILE, FROM_CSV_AND_SUMMARY, FROM_CSV = "results file", "csv+summary", "csv"
 RUN_FIRST = ("run 'compare', 'vc' or 'ac -c' first, or give -f with the folder they wrote to (-o) or a result "
@@ -145,9 +148,9 @@ def _numbered_lines(path: str) -> Iterator[Tuple[int, str]]:
 def _header(path: str, number: int, data: Any) -> Dict[str, Any]:
     if number != 1 or not isinstance(data, dict) or data.get("format") != FORMAT:
         raise ResultFileError(path, f"line {number} is not a {FORMAT} header")
-    if data.get("version") != VERSION:
+    if data.get("version") not in READABLE_VERSIONS or isinstance(data.get("version"), bool):
         raise ResultFileError(path, f"version {repr(data.get('version'))[:40]} is not one this tool reads "
-                                    f"({VERSION})")
+                                    f"({', '.join(str(v) for v in READABLE_VERSIONS)})")
     return data
 
 
@@ -269,11 +272,11 @@ def check_run_facts(data: Any, field: str = "") -> None:
     at the top of ``summary.json``), field by field, before :meth:`RunFacts.from_dict` reads them.
 
     ``mode``, ``order_source``: strings; ``order``: a list of strings; ``data_inputs``: an object of lists of
-    ``[producer, output index]``; ``coverage``: ``null`` or an object whose counts are counts, whose name lists
-    are lists of strings and whose ``unaligned``/``unreadable``/``unreadable_references`` are ``[string,
-    string]`` pairs. A key that is absent or ``null`` is empty; keys this version does not know are left
-    alone. ``ValueError`` naming the first wrong field (``facts.order is a string, not a list``,
-    ``facts.order[3] is a number, not a string``).
+    ``[producer, output index]``; ``sources``: an object of strings; ``coverage``: ``null`` or an object whose
+    counts are counts, whose name lists are lists of strings and whose
+    ``unaligned``/``unreadable``/``unreadable_references`` are ``[string, string]`` pairs. A key that is absent or
+    ``null`` is empty; keys this version does not know are left alone. ``ValueError`` naming the first wrong field
+    (``facts.order is a string, not a list``, ``facts.order[3] is a number, not a string``).
     """
     prefix = f"{field}." if field else ""
     check_object(data, field or "the facts")
@@ -289,6 +292,10 @@ def check_run_facts(data: Any, field: str = "") -> None:
     coverage = data.get("coverage")
     if coverage is not None:
         _check_coverage(coverage, prefix + "coverage")
+    sources = optional(data, "sources", {})
+    check_object(sources, prefix + "sources")
+    for op, kind in sources.items():
+        expect(isinstance(kind, str), kind, f"{prefix}sources[{op[:40]!r}]", "a string")
 
 
 def _check_coverage(coverage: Any, field: str) -> None:
@@ -463,10 +470,17 @@ class StoredResult:
     def ac_culprit(self) -> Optional[Dict[str, Any]]:
         """``ac``'s culprit (``op_name``, ``op_type``, ``evidence``, ...) when ``ac -c`` wrote this run and named
         one (its summary's ``verdict``), else ``None``: then the comparison's own
-        (:attr:`~precision_tool.comparison.result.ComparisonResult.culprit`) is the run's."""
-        verdict = (self.summary or {}).get("verdict") or {}
+        (:attr:`~precision_tool.comparison.result.ComparisonResult.culprit`) is the run's. A culprit named by first
+        divergence depends on the cosine gate: read at another threshold (``vcs -c``) it is not ``ac``'s any more."""
+        summary = self.summary or {}
+        verdict = summary.get("verdict") or {}
         culprit = verdict.get("culprit") if isinstance(verdict, dict) else None
-        return culprit if isinstance(culprit, dict) and isinstance(culprit.get("op_name"), str) else None
+        if not (isinstance(culprit, dict) and isinstance(culprit.get("op_name"), str)):
+            return None
+        moved = summary.get("cosine_threshold") != self.comparison.cosine_threshold
+        if moved and str(culprit.get("evidence") or "").startswith("first divergence"):
+            return None  # decided by the cosine gate at another threshold: the comparison judged again decides
+        return culprit
 
     @property
     def culprit_name(self) -> str:

@@ -23,7 +23,8 @@ Keys
 ``verdict``          ``ac``'s verdict when ``ac -c`` wrote the run: its culprit (``op_name``, ``op_type``,
                      ``evidence``: also a fusion or an overflow culprit, which the comparison alone does not
                      name) and headline; ``None`` for ``compare``
-``order``, ``data_inputs``, ``order_source``  the execution order and data edges (also in the lossless
+``order``, ``data_inputs``, ``order_source``, ``sources``  the execution order, data edges and the graph's source
+                     ops (the same-model check reads them; also in the lossless
                      result file, :mod:`.result_store`, which is what ``vcs`` and the reports read back)
 ``inputs``, ``timing``, ``tool``, ``created``
 
@@ -68,14 +69,27 @@ def unusable_note(unusable: Tuple[Tuple[str, str], ...]) -> str:
     return f"{unusable_text(len(unusable))} and {were} not compared; first: {unusable[0][1]}"
 
 
-def exit_status(exit_code: int, failing: int, compared: int, unusable: int) -> str:
+def exit_status(exit_code: int, failing: int, compared: int, unusable: int, culprit: str = "",
+                same_model: bool = True) -> str:
     """The status line of a report on a comparison: what decided its exit code
-    (:func:`~precision_tool.comparison.judgment.exit_code`)."""
+    (:func:`~precision_tool.comparison.judgment.exit_code`).
+
+    >>> exit_status(1, 0, 52, 0, culprit="conv2"), exit_status(2, 42, 52, 0, same_model=False)
+    ('culprit conv2 (every tensor passes the cosine gate)', 'the two runs do not compute the same model')
+    """
+    if not same_model:
+        return SAME_MODEL_MEANING
     if exit_code == EXIT_OK:
         return "all compared tensors pass"
     if exit_code == EXIT_FAILED_CHECK:
+        if not failing:
+            return f"culprit {culprit} (every tensor passes the cosine gate)"
         return f"{failing} failing" + (f"; {unusable_text(unusable)}" if unusable else "")
     return "nothing was compared" if compared == 0 else unusable_text(unusable)
+
+
+#: What exit 2 means when the two runs do not compute the same model.
+SAME_MODEL_MEANING = "the two runs do not compute the same model"
 
 
 def run_exit_code(result: ComparisonResult) -> int:
@@ -119,6 +133,7 @@ def build_summary(result: ComparisonResult, *, result_csv: str, exit_code: int,
         "order_source": facts.order_source,
         "order": list(facts.order),
         "data_inputs": {op: [list(edge) for edge in edges] for op, edges in facts.data_inputs.items() if edges},
+        "sources": dict(facts.sources),
         "timing": timing,
     }
 

@@ -4,7 +4,7 @@ import math
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from precision_tool.checks.bisect import Trials, bisect, minimal_set, trial_budget
+from precision_tool.checks.bisect import Outcome, Target, reproduces, Trials, bisect, minimal_set, trial_budget
 
 
 def restores_when(culprits):
@@ -46,3 +46,49 @@ def test_a_trial_already_known_is_not_run_again():
     assert bisect(["a", "b"], trials) == ["b"]
     assert runs == [["a"], ["b"]]  # the full set came from the state file; "b" alone is the proof
     assert minimal_set(["a", "b"], [], trials) == ["b"] and runs == [["a"], ["b"], []]  # only "nothing" is new
+
+
+# --------------------------------------------------------------------------------------------- what restores accuracy
+def _outcome(failing_refs=(), failing_ops=(), standouts=(), above=(), culprit="", culprit_ops=()):
+    return Outcome(50, len(failing_refs), 0.5, frozenset(failing_refs), frozenset(failing_ops),
+                   tuple(frozenset(ops) for ops in standouts), frozenset(above), culprit, frozenset(culprit_ops))
+
+
+CONV1 = ("conv1/convolution", "conv1/BiasAdd", "conv1/Relu")
+
+
+def test_a_culprit_named_by_first_divergence_is_still_there_while_it_fails():
+    """An overflow culprit never has a local error: it is there while an op of its TF ops fails (review of #37)."""
+    failing = _outcome(["cast:output:0"], ["cast"], culprit="trans_Cast_0", culprit_ops=["cast"])
+    assert reproduces(failing, failing) and failing.text(failing.culprit_ops, "trans_Cast_0").endswith(
+        "trans_Cast_0 still fails or adds error")
+    assert Target.of(failing, failing) is None  # every candidate changed, the culprit still fails: not the cause
+
+
+def test_a_fault_moved_to_an_unfused_op_is_still_the_culprit():
+    """The fused conv1 was the culprit; with fusion off its BiasAdd, now an op of its own, stands out: the pass did
+    not make the error (review of #37: bisect 'proved' the pass by op names)."""
+    failing = _outcome(["conv1/Relu:output:0"], CONV1, [CONV1], CONV1, "conv1", CONV1)
+    every = _outcome(["conv1/Relu:output:0"], ["conv1/BiasAdd", "conv1/Relu"], [["conv1/BiasAdd"]],
+                     ["conv1/BiasAdd"], "conv1/BiasAdd", ["conv1/BiasAdd"])
+    assert Target.of(failing, every) is None
+
+
+def test_a_trial_restores_when_only_what_every_candidate_leaves_fails():
+    overflow = ["conv3/Relu6:output:0"]
+    failing = _outcome(["conv1/Relu:output:0", *overflow], [*CONV1, "conv3/Relu6"], [CONV1], CONV1, "conv1", CONV1)
+    every = _outcome(overflow, ["conv3/Relu6"])
+    target = Target.of(failing, every)
+    assert target.outside == frozenset(overflow)
+    assert target.restores(_outcome(overflow, ["conv3/convolution", "conv3/Relu6"]))  # conv3 fused again: same tensor
+    assert not target.restores(_outcome([*overflow, "conv1/Relu:output:0"], ["conv1/Relu"]))  # conv1's error is back
+    assert not target.restores(_outcome(overflow, above=["conv1/BiasAdd"]))  # an op of conv1 adds error
+    assert not target.restores(_outcome(overflow, standouts=[["fc/MatMul"]]))  # a standout every-changed has not
+
+
+def test_without_a_culprit_the_failures_every_candidate_removes_decide():
+    failing = _outcome(["a:output:0", "b:output:0"], ["a", "b"])
+    assert Target.of(failing, failing) is None  # nothing removed
+    target = Target.of(failing, _outcome(["b:output:0"], ["b"]))
+    assert target.restores(_outcome(["b:output:0"])) and not target.restores(_outcome(["a:output:0"]))
+    assert reproduces(failing, _outcome(["a:output:0"])) and not reproduces(failing, _outcome())

@@ -77,7 +77,7 @@ def test_case2_bisect_fusion_names_the_pass_despite_the_harmless_overflow(tmp_pa
     code, bisected = run_json(capsys, workspace, *printed(report, "bisect fusion"))
     data = bisected["data"]
     assert code == 0 and data["culprit_passes"] == ["ConvBiasaddFusionPass"], data
-    assert "small_cnn_1/conv3_1/convolution" in data["outside"]  # the clamped overflow every trial keeps
+    assert any("conv3_1" in name for name in data["outside"])  # the clamped overflow every trial keeps
 
 
 def test_case3_an_fp16_only_fault_that_passes_the_cosine_gate_is_listed_and_bisected(tmp_path, capsys):

@@ -246,6 +246,7 @@ def _results_header(**facts):
     ([_results_header(coverage={"aligned_count": "1"})],
      "line 1: malformed header (facts.coverage.aligned_count is a string, not a count)"),
     ([_results_header(data_inputs=[])], "line 1: malformed header (facts.data_inputs is a list, not an object)"),
+    ([_results_header(sources={"w": 3})], "line 1: malformed header (facts.sources['w'] is a number, not a string)"),
     ([_results_header().replace('"version": 1', '"version": ' + "1" * 31)],
      "line 1 is not JSON (an integer of 31 digits, more than 30)"),
     ([_results_header(), '{"index": ' + "1" * 5000 + "}"], "line 2 is not JSON (an integer of 5,000 digits, more "

@@ -113,7 +113,7 @@ def test_a_result_file_of_another_csv_is_not_used(broken, tmp_path):
 
 @pytest.mark.parametrize("damage, message", [
     (lambda lines: ["{not json"] + lines[1:], "line 1 is not JSON"),
-    (lambda lines: [lines[0].replace('"version": 1', '"version": 7')] + lines[1:], "version 7"),
+    (lambda lines: [lines[0].replace('"version": 2', '"version": 7')] + lines[1:], "version 7"),
     (lambda lines: lines[:2] + ['{"index": "x"}'] + lines[3:], "line 3: malformed row"),
     (lambda lines: lines[:2] + ['[' * 100000 + ']' * 100000], "line 3 is not JSON"),
     (lambda lines: lines[:1] + [lines[1].replace('"status": "', '"status": "NOPE')] + lines[2:],
