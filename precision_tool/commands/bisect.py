@@ -486,9 +486,9 @@ def handle(args, ctx: Context) -> Report:
         report.add_text("customize_dtypes needs a precision_mode other than must_keep_origin_dtype "
                         "(precision_mode_v2: other than origin).")
     report.exit_code = EXIT_OK
-    left = len(after.failing_refs & target.outside)
+    remaining = len(after.failing_refs & target.outside)
     report.status = f"fixed by {', '.join(found)}" + (
-        f" ({counted(left, 'failing tensor')} outside the search remain)" if left else "")
+        f" ({counted(remaining, 'failing tensor')} outside the search remain)" if remaining else "")
     report.data = data
     return report
 
