@@ -63,6 +63,8 @@ class Outcome:
     above_floor: FrozenSet[str] = frozenset()
     culprit: str = ""
     culprit_ops: FrozenSet[str] = frozenset()
+    computed: FrozenSet[str] = frozenset()
+    """The TF ops the run's compared NPU ops implement: the same in every run of one model, however fused."""
 
     @classmethod
     def of(cls, result, only_ops: Optional[Iterable[str]] = None) -> "Outcome":
@@ -75,18 +77,20 @@ class Outcome:
             kept = set(only_ops)
             rows = [row for row in rows if row.op_name in kept and row.kind == "output"]
         failing = [row for row in rows if row.failed]
-        cosines = [row.cosine for row in rows if row.cosine is not None]
+        cosines = [row.cosine for row in rows if row.cosine is not None and row.status.cosine_gated]
         attribution = judgment.attribution
 
         def union(names):
             return frozenset(op for name in names for op in tf_ops.get(name, frozenset([name])))
 
         culprit = judgment.culprit.op_name if judgment.culprit is not None else ""
+        computed = union(row.op_name for row in result.results if row.compared and row.kind)
         return cls(len(rows), len(failing), min(cosines) if cosines else None,
                    frozenset(row.reference or row.tensor_id for row in failing),
                    union(row.op_name for row in failing if row.kind == "output"),
                    tuple(tf_ops.get(op.op_name, frozenset([op.op_name])) for op in attribution.standouts),
-                   union(op.op_name for op in attribution.above_floor), culprit, union([culprit] if culprit else []))
+                   union(op.op_name for op in attribution.above_floor), culprit, union([culprit] if culprit else []),
+                   computed)
 
     @property
     def passes(self) -> bool:
@@ -99,20 +103,22 @@ class Outcome:
         return bool(ops & (self.failing_ops | self.above_floor | self.culprit_ops))
 
     def text(self, culprit_ops: FrozenSet[str] = frozenset(), culprit: str = "") -> str:
-        """``3 of 52 tensors fail, lowest cosine 0.917254[; conv2 still fails or adds error]``."""
+        """``3 of 52 tensors fail, lowest cosine 0.917254[; conv2 fails or adds error]`` (the lowest cosine of the
+        tensors the cosine gate judges: a tensor that is rounding noise has any cosine)."""
         cosine = f"{self.min_cosine:.6f}" if self.min_cosine is not None else "-"
         verb = "fails" if self.failing == 1 or self.judged == 1 else "fail"
         noun = "tensor" if self.judged == 1 else "tensors"
         line = f"{self.failing} of {self.judged} {noun} {verb}, lowest cosine {cosine}"
         if culprit:
-            line += f"; {culprit} {'still fails or adds error' if self.still(culprit_ops) else 'no longer does'}"
+            state = "fails or adds error" if self.still(culprit_ops) else "neither fails nor adds error"
+            line += f"; {culprit} {state}"
         return line
 
     def to_dict(self) -> Dict[str, Any]:
         return {"judged": self.judged, "failing": self.failing, "min_cosine": self.min_cosine,
                 "failing_refs": sorted(self.failing_refs), "failing_ops": sorted(self.failing_ops),
                 "standouts": [sorted(ops) for ops in self.standouts], "above_floor": sorted(self.above_floor),
-                "culprit": self.culprit, "culprit_ops": sorted(self.culprit_ops)}
+                "culprit": self.culprit, "culprit_ops": sorted(self.culprit_ops), "computed": sorted(self.computed)}
 
     @classmethod
     def from_dict(cls, data: Dict[str, Any]) -> "Outcome":
@@ -121,7 +127,7 @@ class Outcome:
                    frozenset(data.get("failing_refs") or ()), frozenset(data.get("failing_ops") or ()),
                    tuple(frozenset(ops) for ops in data.get("standouts") or ()),
                    frozenset(data.get("above_floor") or ()), str(data.get("culprit") or ""),
-                   frozenset(data.get("culprit_ops") or ()))
+                   frozenset(data.get("culprit_ops") or ()), frozenset(data.get("computed") or ()))
 
 
 @dataclass(frozen=True)

@@ -5,7 +5,9 @@ The workspace (``-d``) holds the failing NPU run (``npu/debug_0``: dumps and Bui
 ``precision_tool emulate MODEL.py --fusion switch`` without an NPU -- run once per trial in a fresh process (the
 NPU reads these options once per process: ``../shared/docs/ascend-precision-config.md`` §0), with
 ``PRECISION_TOOL_DATA`` set to the trial's own workspace ``WORKSPACE/temp/bisect/{kind}_{time}/run_N``, where the
-candidate configuration is written first:
+candidate configuration is written first; every trial is compared with the workspace's own reference, and a trial
+that computes another model (other weights, other TF ops: an argument or environment variable left out) is an
+error, not a verdict:
 
 * ``fusion``: candidates are the fusion passes that fired in the failing run (its graph's ``pass_name`` /
   ``pass_name_ub`` attributes, then ``fusion/fusion_result.json``), those that made its culprit first; a trial
@@ -212,6 +214,7 @@ class Bisection:
     trials: List[Dict[str, Any]]
     culprit: str = ""
     culprit_ops: FrozenSet[str] = frozenset()
+    computed: FrozenSet[str] = frozenset()
     judge_trial: Optional[Callable[[Outcome], bool]] = None
     """Whether an outcome restores accuracy, once the target is known (None before: the run is only measured)."""
 
@@ -270,13 +273,12 @@ class Bisection:
                 raise BisectError(f"run {number}: cannot start {self.command[0]!r} ({error.strerror or error})",
                                   self.resume_hint()) from None
         if code != 0:
-            raise BisectError(f"run {number}: the command exited {code} (its output: {log})", self.resume_hint())
-        own = Workspace(root)
-        reference = own.tf_dump if os.path.isdir(own.tf_dump) else self.reference
-        tf_graph = own.tf_graph if os.path.isdir(own.tf_graph) else self.tf_graph
-        compared = compare_run(root, reference, self.cosine, tf_graph)
+            raise BisectError(f"run {number}: the command exited {code}: {_last_line(log)} (its output: {log})",
+                              self.resume_hint())
+        compared = compare_run(root, self.reference, self.cosine, self.tf_graph)  # the failing run's reference
         self.check_honoured(number, compared.ops, changed)
         outcome = outcome_of(compared.result, self.scope)
+        self.check_same_run(number, compared.result, outcome)
         seconds = time.perf_counter() - started
         restored = None if self.judge_trial is None else bool(self.judge_trial(outcome))
         self.trials.append({"run": number, "changed": list(changed), "folder": root, "seconds": round(seconds, 2),
@@ -290,6 +292,26 @@ class Bisection:
               f"{seconds:.1f} s",
               file=sys.stderr, flush=True)
         return outcome
+
+    def check_same_run(self, number: int, result, outcome: Outcome) -> None:
+        """:class:`BisectError` when the run computes another model than the failing run: its inputs are another
+        model's (:mod:`precision_tool.comparison.same_model`), or its NPU ops implement other TF ops (an argument
+        or an environment variable of the script left out) -- instead of a verdict on another model."""
+        from precision_tool.comparison.same_model import mismatch_lines
+
+        if not result.verdict.same_model:
+            raise BisectError(f"run {number}: {mismatch_lines(result.verdict.mismatches)[0]}", self.same_run_hint())
+        if self.computed and outcome.computed != self.computed:
+            missing, extra = sorted(self.computed - outcome.computed), sorted(outcome.computed - self.computed)
+            what = "; ".join(part for part in (
+                f"{len(missing)} TF op(s) of the failing run missing (first: {missing[0]})" if missing else "",
+                f"{len(extra)} other TF op(s) (first: {extra[0]})" if extra else "") if part)
+            raise BisectError(f"run {number}: the command does not compute the failing run's model: {what}",
+                              self.same_run_hint())
+
+    def same_run_hint(self) -> str:
+        return ("the command must repeat the failing run: the same script, arguments and environment variables "
+                "(emulate's manifest.json records no environment)")
 
     def check_honoured(self, number: int, ops: Sequence[Any], changed: Sequence[str]) -> None:
         """:class:`BisectError` when the run (``ops``: its Build graph's) ignored its configuration -- a pass switched
@@ -418,10 +440,11 @@ def handle(args, ctx: Context) -> Report:
         folder = tempfile.mkdtemp(prefix=f"{args.kind}_{time.strftime('%Y%m%d%H%M%S')}_", dir=base)
         trials = []
     bisection = Bisection(args.kind, folder, command, candidates, families, dtypes, workspace.tf_dump,
-                          workspace.tf_graph, args.cosine, args.judge, trials, culprit, culprit_ops)
+                          workspace.tf_graph, args.cosine, args.judge, trials, culprit, culprit_ops,
+                          before.computed)
     bisection.save()
     data.update(folder=folder, run_budget=trial_budget(len(candidates)))
-    reproduced = "the workspace's run is this command's (its manifest.json)"
+    reproduced = "this command's own, by its manifest.json"
     if not _same_emulation(workspace, command):
         nothing = bisection.outcome([])  # the command, nothing changed: it must fail as the workspace's run did
         if not reproduces(before, nothing):
@@ -455,9 +478,9 @@ def handle(args, ctx: Context) -> Report:
     outside = sorted(target.outside)
     data.update(runs=bisection.trials, failure=reproduced, outside=outside)
     if outside:
-        report.add_text(f"Outside the search: {counted(len(outside), 'tensor or op')} still fail or stand out with "
+        report.add_text(f"Outside the search: {len(outside)} tensor(s) or op(s) still fail or stand out with "
                         f"every candidate changed (first: {outside[0]}), so no candidate explains them; a trial "
-                        "restores accuracy when the rest is back" + (f" and {culprit} no longer fails or adds error"
+                        "restores accuracy when the rest is back" + (f" and {culprit} neither fails nor adds error"
                                                                      if culprit else ""))
     if found is None:  # the proof of a minimal set failed: cannot happen with a monotone search, said all the same
         report.add_text(f"No set of candidates restores accuracy. Runs: {folder}")
@@ -474,7 +497,7 @@ def handle(args, ctx: Context) -> Report:
     change = "switching it off" if args.kind == "fusion" else "keeping it in float32"
     how = change if len(found) == 1 else change.replace(" it ", " them ")
     report.add_text(f"Culprit {noun}: {', '.join(found)} ({how} restores accuracy, proved by run {proof['run']}).",
-                    f"Before: {before.text(culprit_ops, culprit)} (the failing run; {reproduced}).",
+                    f"Before: {before.text(culprit_ops, culprit)} (the workspace's run; {reproduced}).",
                     f"After:  {after.text(culprit_ops, culprit)}"
                     + (" (only tensors outside the search fail)." if after.failing_refs and
                        after.failing_refs <= target.outside else "."),
@@ -491,6 +514,18 @@ def handle(args, ctx: Context) -> Report:
         f" ({counted(remaining, 'failing tensor')} outside the search remain)" if remaining else "")
     report.data = data
     return report
+
+
+def _last_line(log: str) -> str:
+    """The last line the command wrote (its error, as a rule), shortened; ``"no output"`` when none."""
+    try:
+        with open(log, "rb") as handle:
+            handle.seek(0, os.SEEK_END)
+            handle.seek(max(0, handle.tell() - 4096))
+            lines = [line.strip() for line in handle.read().decode("utf-8", "replace").splitlines() if line.strip()]
+    except OSError:
+        return "no output"
+    return lines[-1][:300] if lines else "no output"
 
 
 def _state(outcome: Outcome, restored: bool) -> Dict[str, Any]:

@@ -105,7 +105,8 @@ def _report(result: ComparisonResult, summary: Dict[str, Any], paths: OutputPath
         line = f"First divergence: {first.op_name} (outputs {list(first.failed_outputs)} fail on good inputs)"
         if first.unknown_inputs:
             line += f"; inputs {list(first.unknown_inputs)} were not compared"
-        inherits = inheriting_clause(inherited)
+        standouts = {op.op_name for op in result.attribution.standouts}
+        inherits = inheriting_clause(inherited, sum(op.op_name in standouts for op in result.divergence.inherited))
         roots = f"{counted(other_roots, 'other op')} {'fails' if other_roots == 1 else 'fail'} on good inputs too"
         report.add_text(line + f"; {inherits}; {roots if other_roots else 'no other op fails on good inputs'}.")
     judged = judgment_lines(result)

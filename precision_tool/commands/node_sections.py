@@ -246,8 +246,13 @@ def judgment_line(stored, op_name: str) -> str:
         ac = stored.ac_culprit
         how = ac.get("evidence") if ac is not None else (comparison.culprit.how if comparison.culprit else "")
         parts.append(f"the run's culprit, by {how}")
-    if measured is None:
-        parts.append("its own error is not measured (no compared output outside the rounding noise)")
+    rows = [row for row in comparison.results if row.op_name == op_name and row.kind == "output"]
+    noise = [row for row in rows if row.status.value == "BELOW_NOISE"]
+    if measured is None and noise:
+        parts.append("its outputs are rounding noise of sums that cancel, judged on absolute error (BELOW_NOISE): "
+                     "relative figures -- local, inherited, total -- compare two noises and say nothing")
+    elif measured is None:
+        parts.append("its own error is not measured (no compared output)")
     elif not measured.measured:
         parts.append(f"its own error is not measured ({measured.why_not})")
     elif measured.standout:
@@ -256,10 +261,8 @@ def judgment_line(stored, op_name: str) -> str:
         parts.append(f"it exceeds its floor without standing out ({measured.ratio_text})")
     else:
         parts.append(f"it adds no error of its own ({measured.ratio_text})")
-    rows = [row for row in comparison.results if row.op_name == op_name and row.kind == "output"]
-    noise = [row for row in rows if row.status.value == "BELOW_NOISE"]
-    if noise:
-        parts.append(f"{len(noise)} output(s) below the rounding noise, passing on absolute error")
+    if noise and measured is not None:
+        parts.append(f"{len(noise)} output(s) are rounding noise, passing on absolute error")
     underflow = [row for row in judgment.underflow if row.op_name == op_name and row.kind == "output"]
     if underflow:
         parts.append(f"{len(underflow)} output(s) are float16 underflow")

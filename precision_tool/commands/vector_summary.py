@@ -47,7 +47,8 @@ def handle(args, ctx: Context):
     from precision_tool.comparison.attribution import exceeds_floor
     from precision_tool.comparison.judgment import exit_code
     from precision_tool.comparison.same_model import drift_lines, mismatch_lines
-    from precision_tool.comparison.underflow import underflow_text
+    from precision_tool.comparison.noise import noise_line
+    from precision_tool.comparison.underflow import underflow_remedy, underflow_text
     from precision_tool.formats.dump_tree import requested
     from precision_tool.reports.format import counted, inheriting_clause
     from precision_tool.reports.report import Report
@@ -105,8 +106,10 @@ def handle(args, ctx: Context):
         lines.append(_culprit_line(stored, comparison, culprit, lead))
     if first is not None:
         inherited = len(divergence.inherited)
-        lines.append(f"First divergence: {first} (listed {'after the culprit' if culprit else 'first'}); "
-                     f"{inheriting_clause(inherited)}")
+        standouts = {op.op_name for op in comparison.attribution.standouts}
+        adding = sum(op.op_name in standouts for op in divergence.inherited)
+        where = "the culprit" if first == culprit else "listed after the culprit" if culprit else "listed first"
+        lines.append(f"First divergence: {first} ({where}); {inheriting_clause(inherited, adding)}")
     if replayed and failing:
         adding = len([r for r in failing if r.local_error is not None and exceeds_floor(_ratio(r))])
         rest = len(failing) - adding
@@ -117,10 +120,9 @@ def handle(args, ctx: Context):
                      f"{counted(len(failing), 'failing tensor')} {who} more error than its dtype explains{others}")
     if judgment.underflow:
         lines.append(f"{counted(len(judgment.underflow), 'failing tensor')} are float16 underflow: their reference "
-                     "lies mostly below float16's smallest normal (scale the loss, or keep their ops in float32)")
+                     f"lies mostly below float16's smallest normal ({underflow_remedy(judgment.underflow)})")
     if judgment.noise:
-        lines.append(f"{counted(len(judgment.noise), 'tensor')} below the rounding noise of the sums that make them "
-                     "pass on absolute error (BELOW_NOISE) and are not listed")
+        lines.append(noise_line(judgment) + "; not listed")
     if errors:
         lines.append(f"{len(errors)} aligned tensors could not be read: " + ", ".join(r.tensor_id for r in errors[:5]))
     if not_compared:

@@ -474,17 +474,21 @@ class ComparisonResult:
 
         >>> row = TensorResult(3, "loss:output:0", "loss", "output", 0, "Select", Status.PASS, matched_non_finite=4)
         >>> facts = RunFacts("npu_vs_tf", ("loss",), "graph")
-        >>> print(ComparisonResult.judged([row], facts, 0.99).matching_non_finite_line().replace("): ", "):\\n"))
-        1 tensor(s) hold NaN/inf exactly where the reference does (same positions and kinds; first: loss:output:0, 4):
-        the reference computes them too, so they are no divergence: judged on their finite elements
+        >>> line = ComparisonResult.judged([row], facts, 0.99).matching_non_finite_line()
+        >>> print(line.replace("; ", ";\\n").replace(": the", ":\\nthe").replace(": judged", ":\\njudged"))
+        1 tensor(s) hold NaN/inf exactly where the reference does (same positions and kinds;
+        first: loss:output:0, 4 elements):
+        the reference computes them too, so they are no divergence:
+        judged on their finite elements
         """
         rows = [row for row in self.compared if row.matched_non_finite]
         if not rows:
             return ""
         first = rows[0]
+        count = f"{first.matched_non_finite} element{'' if first.matched_non_finite == 1 else 's'}"
         return (f"{len(rows)} tensor(s) hold NaN/inf exactly where the reference does (same positions and kinds; "
-                f"first: {first.tensor_id or first.op_name}, {first.matched_non_finite}): the reference computes "
-                f"them too, so they are no divergence: judged on their finite elements")
+                f"first: {first.tensor_id or first.op_name}, {count}): the reference "
+                f"computes them too, so they are no divergence: judged on their finite elements")
 
     def verdicts(self) -> Dict[Key, bool]:
         """``{(op, kind, k): passed}`` over the compared tensors: what the first divergence is found from."""

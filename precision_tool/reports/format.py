@@ -76,17 +76,24 @@ def counted(count: int, noun: str, plural: Optional[str] = None) -> str:
     return f"{count:,} {noun if count == 1 else (plural or noun + 's')}"
 
 
-def inheriting_clause(count: int) -> str:
-    """How many later ops fail only by inheriting the first divergence's error, as ``compare`` and ``vcs`` say it.
+def inheriting_clause(count: int, adding: int = 0) -> str:
+    """How many later ops fail only by inheriting the first divergence's error, as ``compare`` and ``vcs`` say it;
+    ``adding`` of the ``count`` later failing ops add error of their own too (the judgment's standouts).
 
     >>> inheriting_clause(0)
     'no later op fails only by inheriting its error'
     >>> inheriting_clause(3)
     '3 later ops fail only by inheriting its error'
+    >>> inheriting_clause(8, 3)
+    '8 later ops fail after it: 5 only by inheriting its error, 3 adding error of their own too'
     """
     if not count:
         return "no later op fails only by inheriting its error"
-    return f"{counted(count, 'later op')} {'fails' if count == 1 else 'fail'} only by inheriting its error"
+    if not adding:
+        return f"{counted(count, 'later op')} {'fails' if count == 1 else 'fail'} only by inheriting its error"
+    own = "adding error of its own too" if adding == 1 else "adding error of their own too"
+    return (f"{counted(count, 'later op')} {'fails' if count == 1 else 'fail'} after it: {count - adding} only by "
+            f"inheriting its error, {adding} {own}")
 
 
 EXIT_MEANINGS = {0: "all checks passed", 1: "a check found a problem (see above)",

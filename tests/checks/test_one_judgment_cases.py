@@ -120,3 +120,19 @@ def test_case5_float16_underflow_is_named_not_called_drift(tmp_path, capsys):
     assert "keep the ops that produce them in float32" in text and "accumulated rounding (drift)" not in text
     assert "scale the loss" not in text  # a forward pass: no loss to scale
     assert any(line.startswith("bisect precision") for line in verdict["next_commands"])
+
+
+def test_a_trial_that_computes_another_model_is_an_error_not_a_verdict(tmp_path, capsys):
+    """The workspace's step has conv biases (an environment variable of the script); the bisect command repeats the
+    emulation's arguments but not its environment, so its trials build the model without them: bisect refuses
+    them, naming what differs, instead of 'proving' a fix on another model (a newcomer walk found this)."""
+    planted = "block2_conv/Conv2D"
+    workspace = emulate(tmp_path / "ws", SCRIPTS / "train_conv_bn.py", "--perturb", f"{planted}=0.05@fp16",
+                        env={"PRECISION_TOOL_TRAIN_CONV_BIAS": "1"})
+    command = [sys.executable, "-m", "precision_tool", "emulate", str(SCRIPTS / "train_conv_bn.py"), "--fusion",
+               "switch", "--perturb", f"{planted}=noise:0.05@fp16"]
+    assert "PRECISION_TOOL_TRAIN_CONV_BIAS" not in os.environ
+    code = main(["-d", str(workspace), "bisect", "precision", "--", *command])
+    err = capsys.readouterr().err
+    assert code == 2 and "the command does not compute the failing run's model" in err
+    assert "bias" in err and "environment variables" in err

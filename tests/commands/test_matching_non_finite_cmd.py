@@ -40,7 +40,7 @@ def test_nan_on_both_sides_at_the_same_position_passes_and_is_classified(tmp_pat
     out = capsys.readouterr().out
     assert "Compared 8 tensors (cosine >= 0.99): 8 passed, 0 failed" in out
     assert ("5 tensor(s) hold NaN/inf exactly where the reference does (same positions and kinds; first: "
-            "op1:output:0, 1)") in out
+            "op1:output:0, 1 element)") in out
     # the lossless result file: the classification, the note, metrics over the 31 finite elements
     rows = {row.tensor_id: row for row in load_result(_only(tmp_path / "out", ".csv")).comparison.results}
     matched = sorted(tensor for tensor, row in rows.items() if row.matched_non_finite)

@@ -100,6 +100,17 @@ def workspace_of_result(data_dir: str, inputs: dict) -> Optional[str]:
     return None
 
 
+def _stored_npu_run(source) -> str:
+    """The NPU run ``ac`` named in its ``bisect`` lines when it wrote the result (its summary's verdict), so the
+    page suggests the same command; ``""`` otherwise (a placeholder is shown)."""
+    verdict = (source.summary or {}).get("verdict") or {}
+    commands = verdict.get("next_commands") if isinstance(verdict, dict) else None
+    for line in commands if isinstance(commands, list) else ():
+        if isinstance(line, str) and line.startswith("bisect ") and " -- " in line:
+            return line.split(" -- ", 1)[1]
+    return ""
+
+
 def findings_from_workspace(workspace: str, source, limit: int = 5) -> CheckFindings:
     """Run ``ac``'s overflow and fusion checks on ``workspace`` and decide the verdict with the comparison of
     ``source`` (a :class:`~precision_tool.reports.result_store.StoredResult`)."""
@@ -111,7 +122,7 @@ def findings_from_workspace(workspace: str, source, limit: int = 5) -> CheckFind
     overflow = check_overflow(folder, limit)
     fusion = check_fusion(folder)
     compare = CompareSection(result=source.comparison, inputs=source.inputs, out_folder=source.folder)
-    verdict = decide_verdict(overflow, fusion, compare)
+    verdict = decide_verdict(overflow, fusion, compare, npu_run=_stored_npu_run(source))
     prefix = command_prefix_for(workspace)
     return CheckFindings(workspace, verdict, _sections(overflow, fusion, limit),
                          overflow_marks(overflow), prefix)
