@@ -29,6 +29,8 @@ When the proof fails -- no single candidate explains the error -- :func:`minimal
 from __future__ import annotations
 
 import math
+import re
+from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, FrozenSet, Iterable, List, Optional, Sequence, Tuple
 
@@ -64,7 +66,8 @@ class Outcome:
     culprit: str = ""
     culprit_ops: FrozenSet[str] = frozenset()
     computed: FrozenSet[str] = frozenset()
-    """The TF ops the run's compared NPU ops implement: the same in every run of one model, however fused."""
+    """The TF ops the run's compared NPU ops implement: the same in every run of one model, however fused (up to
+    the numbers a framework gives auto-named layers and tensors: :func:`same_ops`)."""
 
     @classmethod
     def of(cls, result, only_ops: Optional[Iterable[str]] = None) -> "Outcome":
@@ -159,6 +162,42 @@ class Target:
         every = self.every
         return (not outcome.still(self.culprit_ops) and outcome.failing_refs <= every.failing_refs
                 and all(any(ops & others for others in every.standouts) for ops in outcome.standouts))
+
+
+_AUTO_NUMBER = re.compile(r"_\d+(?=/|$)")
+
+
+def _shape_of(ops: Iterable[str]) -> Counter:
+    """The TF op names with the numbers of auto-named layers and tensors left out (``conv2d_3/BiasAdd`` ->
+    ``conv2d/BiasAdd``, ``keras_tensor_156`` -> ``keras_tensor``), counted: Keras numbers them per process, so two
+    processes building one model may number them differently."""
+    return Counter(_AUTO_NUMBER.sub("", op) for op in ops)
+
+
+#: Names that differ in at most this share of the failing run's TF ops are renamings, not another model: Keras 3
+#: numbers auto-named layers and tensors per process and may name an op after its tensor (a model built third in
+#: a process named its pooling ``keras_tensor_312``, the same script alone ``global_average_pooling2d/Mean``).
+RENAMED_SHARE = 0.05
+
+
+def another_model(expected: FrozenSet[str], found: FrozenSet[str]) -> bool:
+    """True when ``found`` differs from ``expected`` (:func:`same_ops`) in more than :data:`RENAMED_SHARE` of its TF
+    ops: a run without a layer's ops (a bias an environment variable switches on), not a renaming."""
+    missing, extra = same_ops(expected, found)
+    return max(len(missing), len(extra)) > RENAMED_SHARE * max(len(expected), 1)
+
+
+def same_ops(expected: FrozenSet[str], found: FrozenSet[str]) -> Tuple[List[str], List[str]]:
+    """``(missing, extra)``: the TF op names (auto-numbers left out) ``found`` lacks or has beyond ``expected``; both
+    empty when they implement the same ops.
+
+    >>> same_ops(frozenset({"keras_tensor_156", "conv2d_1/BiasAdd"}), frozenset({"keras_tensor_312", "conv2d/BiasAdd"}))
+    ([], [])
+    >>> same_ops(frozenset({"c/Conv2D", "c/BiasAdd"}), frozenset({"c/Conv2D"}))
+    (['c/BiasAdd'], [])
+    """
+    want, got = _shape_of(expected), _shape_of(found)
+    return sorted((want - got).elements()), sorted((got - want).elements())
 
 
 def reproduces(failing_run: Outcome, outcome: Outcome) -> bool:

@@ -41,7 +41,7 @@ import time
 from dataclasses import dataclass
 from typing import Any, Callable, Dict, FrozenSet, List, Optional, Sequence, Tuple
 
-from precision_tool.checks.bisect import Outcome
+from precision_tool.checks.bisect import RENAMED_SHARE, Outcome, another_model, same_ops
 from precision_tool.commands.registry import Command, Context
 from precision_tool.config import ENV_DATA_DIR, Workspace
 from precision_tool.errors import EXIT_FAILED_CHECK, EXIT_OK, PrecisionToolError, UsageError, WorkspaceError
@@ -301,13 +301,17 @@ class Bisection:
 
         if not result.verdict.same_model:
             raise BisectError(f"run {number}: {mismatch_lines(result.verdict.mismatches)[0]}", self.same_run_hint())
-        if self.computed and outcome.computed != self.computed:
-            missing, extra = sorted(self.computed - outcome.computed), sorted(outcome.computed - self.computed)
-            what = "; ".join(part for part in (
-                f"{len(missing)} TF op(s) of the failing run missing (first: {missing[0]})" if missing else "",
-                f"{len(extra)} other TF op(s) (first: {extra[0]})" if extra else "") if part)
+        missing, extra = same_ops(self.computed, outcome.computed) if self.computed else ([], [])
+        if not (missing or extra):
+            return
+        what = "; ".join(part for part in (
+            f"{len(missing)} TF op(s) of the failing run missing (first: {missing[0]})" if missing else "",
+            f"{len(extra)} other TF op(s) (first: {extra[0]})" if extra else "") if part)
+        if another_model(self.computed, outcome.computed):
             raise BisectError(f"run {number}: the command does not compute the failing run's model: {what}",
                               self.same_run_hint())
+        print(f"bisect {self.kind}: run {number}: {what}: taken for renamed ops (at most "
+              f"{RENAMED_SHARE:.0%} of {len(self.computed)})", file=sys.stderr, flush=True)
 
     def same_run_hint(self) -> str:
         return ("the command must repeat the failing run: the same script, arguments and environment variables "

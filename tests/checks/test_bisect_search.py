@@ -4,7 +4,7 @@ import math
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from precision_tool.checks.bisect import Outcome, Target, reproduces, Trials, bisect, minimal_set, trial_budget
+from precision_tool.checks.bisect import Outcome, Target, another_model, reproduces, same_ops, Trials, bisect, minimal_set, trial_budget
 
 
 def restores_when(culprits):
@@ -92,3 +92,13 @@ def test_without_a_culprit_the_failures_every_candidate_removes_decide():
     target = Target.of(failing, _outcome(["b:output:0"], ["b"]))
     assert target.restores(_outcome(["b:output:0"])) and not target.restores(_outcome(["a:output:0"]))
     assert reproduces(failing, _outcome(["a:output:0"])) and not reproduces(failing, _outcome())
+
+
+def test_a_few_renamed_ops_are_the_same_model_a_missing_layer_is_not():
+    """Keras numbers auto-named layers per process, and may name an op after its tensor; a trial without a layer's
+    ops (a bias an environment variable switches on: 10 of 94 TF ops) computes another model."""
+    ops = frozenset(f"block{k}/op{j}" for k in range(20) for j in range(5))
+    renamed = (ops - {"block3/op1"}) | {"keras_tensor_312"}
+    assert same_ops(ops, renamed) == (["block3/op1"], ["keras_tensor"]) and not another_model(ops, renamed)
+    without = frozenset(op for op in ops if not op.endswith("op4"))
+    assert another_model(ops, without)
