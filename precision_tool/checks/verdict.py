@@ -43,7 +43,6 @@ from precision_tool.comparison.attribution import METHOD_NONE, METHOD_REPLAY, ST
 from precision_tool.comparison.judgment import (METHOD_DIVERGENCE, METHOD_FUSION, METHOD_OVERFLOW, decide_culprit,
                                                 judged_by_local_error, underflows_only)
 from precision_tool.comparison.same_model import drift_lines, mismatch_lines
-from precision_tool.comparison.underflow import underflow_text
 from precision_tool.formats.dump_names import sanitize_op_name
 from precision_tool.replay.plan import SOURCE_REFERENCE
 
@@ -484,9 +483,9 @@ def _attribution_lines(attribution, compare, named: Optional[str]) -> List[str]:
         lines.append(f"{len(others)} more op(s) add error of their own: "
                      + "; ".join(f"{op.op_name} ({op.summary.split(':')[0]})" for op in others[:5]))
     judgment = _judgment(compare)
-    underflow = {id(row) for row in judgment.underflow} if judgment is not None else set()
-    failing = [row for row in compare.result.failing if id(row) not in underflow] if compare.result is not None else []
-    if underflow:
+    failing = [row for row in compare.result.failing if judgment is None or not judgment.underflows(row)] \
+        if compare.result is not None else []
+    if judgment is not None and judgment.underflow:
         lines.append(_underflow_line(judgment))
         roots = {op.op_name for op in judgment.divergence.roots}
         if failing and not any(row.op_name in roots for row in failing):
@@ -523,14 +522,9 @@ def _attribution_lines(attribution, compare, named: Optional[str]) -> List[str]:
 
 def _underflow_line(judgment) -> str:
     """The failing tensors that are float16 underflow (:mod:`precision_tool.comparison.underflow`), and the remedy."""
-    from precision_tool.comparison.underflow import underflow_remedy
+    from precision_tool.comparison.underflow import underflow_line
 
-    rows = judgment.underflow
-    first = rows[0]
-    ops = len({row.op_name for row in rows})
-    return (f"float16 underflow: {len(rows)} failing tensor(s) of {ops} op(s) hold values mostly below float16's "
-            f"smallest normal (first: {first.tensor_id}, {underflow_text(first)}), which the NPU flushes to 0 or "
-            f"stores coarsely: no kernel is at fault; {underflow_remedy(rows)}")
+    return underflow_line(judgment.underflow) + ": no kernel is at fault"
 
 
 def _noise_lines(judgment) -> List[str]:

@@ -48,7 +48,7 @@ def handle(args, ctx: Context):
     from precision_tool.comparison.judgment import exit_code
     from precision_tool.comparison.same_model import drift_lines, mismatch_lines
     from precision_tool.comparison.noise import noise_line
-    from precision_tool.comparison.underflow import underflow_remedy, underflow_text
+    from precision_tool.comparison.underflow import underflow_line, underflow_text
     from precision_tool.formats.dump_tree import requested
     from precision_tool.reports.format import counted, inheriting_clause
     from precision_tool.reports.report import Report
@@ -73,7 +73,6 @@ def handle(args, ctx: Context):
     divergence = comparison.divergence
     first = divergence.first.op_name if divergence.first is not None else None
     culprit = stored.culprit_name
-    underflow = {id(row) for row in judgment.underflow}
     failing_at = [(k, r) for k, r in enumerate(comparison.results) if r.compared and not r.passed]
     lead = _culprit_rows(comparison, culprit, failing_at)
     failing_at.sort(key=lambda item: (item[1].op_name != first, item[1].index if item[1].index >= 0 else 1 << 62))
@@ -90,7 +89,7 @@ def handle(args, ctx: Context):
 
     def reason(k: int, row) -> str:
         text = stored.shown_reason(k)
-        return f"float16 underflow ({underflow_text(row)}); {text}" if id(row) in underflow else text
+        return f"float16 underflow ({underflow_text(row)}); {text}" if judgment.underflows(row) else text
 
     if shown:
         rows = [[_index_value(r.index), r.tensor_id + (" (culprit)" if (k, r) in lead else ""), r.op_type,
@@ -119,8 +118,7 @@ def handle(args, ctx: Context):
                      f"rounding alone makes, docs/local-error.md): {adding} of the "
                      f"{counted(len(failing), 'failing tensor')} {who} more error than its dtype explains{others}")
     if judgment.underflow:
-        lines.append(f"{counted(len(judgment.underflow), 'failing tensor')} are float16 underflow: their reference "
-                     f"lies mostly below float16's smallest normal ({underflow_remedy(judgment.underflow)})")
+        lines.append(underflow_line(judgment.underflow))
     if judgment.noise:
         lines.append(noise_line(judgment) + "; not listed")
     if errors:
@@ -144,7 +142,7 @@ def handle(args, ctx: Context):
                    "first_divergence": None if divergence.first is None else divergence.first.to_dict(),
                    "failing": [{"index": _index_value(r.index), "tensor_id": r.tensor_id, "op_type": r.op_type,
                                 "cosine": r.cosine, "reason": reason(k, r), "local_error": r.local_error,
-                                "local_floor": r.local_floor, "underflow": id(r) in underflow}
+                                "local_floor": r.local_floor, "underflow": judgment.underflows(r)}
                                for k, r in failing_at],
                    "below_noise": [r.tensor_id for r in judgment.noise],
                    "model_mismatch": [m.to_dict() for m in judgment.mismatches],

@@ -28,7 +28,7 @@ culprit is found, by any method; 2 when nothing was compared or input files coul
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Mapping, Optional, Sequence, Tuple
 
 from precision_tool.alignment import Divergence, find_first_divergence
@@ -79,6 +79,10 @@ class Judgment:
     mismatches: Tuple[Mismatch, ...] = ()
     culprit: Optional[CulpritChoice] = None
 
+    def underflows(self, row) -> bool:
+        """True when ``row`` (a row of this run, by its key) is one of the :attr:`underflow` tensors."""
+        return row.key in {item.key for item in self.underflow}
+
     @property
     def noise(self) -> Tuple[Any, ...]:
         """The ``BELOW_NOISE`` rows."""
@@ -118,8 +122,6 @@ def judge(rows: Sequence, facts) -> Judgment:
     judgment = Judgment(tuple(rows), attribution, divergence, underflow, mismatches)
     if not judgment.same_model:
         return judgment
-    from dataclasses import replace
-
     return replace(judgment, culprit=culprit_of(judgment))
 
 
@@ -144,8 +146,7 @@ def _position(judgment: Judgment, op_name: str) -> int:
 def underflows_only(judgment: Judgment, op_name: str) -> bool:
     """True when every failing output of the op underflows: its failure is float16's range, not its kernel."""
     failing = [row for row in _outputs(judgment, op_name) if row.failed]
-    underflow = {id(row) for row in judgment.underflow}
-    return bool(failing) and all(id(row) in underflow for row in failing)
+    return bool(failing) and all(judgment.underflows(row) for row in failing)
 
 
 def culprit_of(judgment: Judgment) -> Optional[CulpritChoice]:

@@ -66,3 +66,12 @@ def underflow_remedy(rows) -> str:
     gradients = any("grad" in row.op_name.lower() or row.op_type.endswith("Grad") for row in rows)
     keep = "keep the ops that produce them in float32 (customize_dtypes; bisect precision proves which)"
     return f"scale the loss, or {keep}" if gradients else keep
+
+
+def underflow_line(rows: Sequence) -> str:
+    """``float16 underflow: N failing tensor(s) of M op(s) ...; REMEDY``: how every report names them."""
+    first = rows[0]
+    ops = len({row.op_name for row in rows})
+    return (f"float16 underflow: {len(rows)} failing tensor(s) of {ops} op(s) hold values mostly below "
+            f"float16's smallest normal (first: {first.tensor_id}, {underflow_text(first)}), flushed to 0 or "
+            f"stored coarsely by the NPU; {underflow_remedy(rows)}")

@@ -5,15 +5,13 @@ from __future__ import annotations
 
 from typing import List
 
-from precision_tool.reports.format import counted
-
 
 def judgment_lines(result) -> List[str]:
     """One line per finding of ``result``'s judgment that is not a failing tensor (``compare`` prints them under its
     table; ``ac`` words them in its verdict)."""
     from precision_tool.comparison.noise import noise_line
     from precision_tool.comparison.same_model import drift_lines, mismatch_lines
-    from precision_tool.comparison.underflow import underflow_remedy, underflow_text
+    from precision_tool.comparison.underflow import underflow_line
 
     judgment = result.verdict
     if not judgment.same_model:
@@ -27,7 +25,5 @@ def judgment_lines(result) -> List[str]:
     if judgment.noise:
         lines.append(noise_line(judgment) + ".")
     if judgment.underflow:
-        first = judgment.underflow[0]
-        lines.append(f"{counted(len(judgment.underflow), 'failing tensor')} are float16 underflow (first: "
-                     f"{first.tensor_id}, {underflow_text(first)}): {underflow_remedy(judgment.underflow)}.")
+        lines.append(underflow_line(judgment.underflow) + ".")
     return lines

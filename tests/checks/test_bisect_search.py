@@ -4,7 +4,9 @@ import math
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from precision_tool.checks.bisect import Outcome, Target, another_model, reproduces, same_ops, Trials, bisect, minimal_set, trial_budget
+from precision_tool.checks.bisect import (
+    Outcome, Target, Trials, another_model, bisect, minimal_set, reproduces, same_ops, trial_budget,
+)
 
 
 def restores_when(culprits):
