@@ -43,6 +43,7 @@ from precision_tool.comparison.attribution import METHOD_NONE, METHOD_REPLAY, ST
 from precision_tool.comparison.judgment import (METHOD_DIVERGENCE, METHOD_FUSION, METHOD_OVERFLOW, decide_culprit,
                                                 judged_by_local_error, underflows_only)
 from precision_tool.comparison.same_model import drift_lines, mismatch_lines
+from precision_tool.comparison.systemic import systemic_line
 from precision_tool.formats.dump_names import sanitize_op_name
 from precision_tool.replay.plan import SOURCE_REFERENCE
 
@@ -258,6 +259,13 @@ def _divergence_culprit(divergence, overflow, fusion, compare) -> Culprit:
     measured = attribution.op(op_name) if attribution is not None else None
     if measured is not None:
         reasons.append(f"its local error is {measured.summary}")
+    judgment = _judgment(compare)
+    systemic = [fault for fault in (judgment.systemic if judgment is not None else ()) if op_name in fault.ops]
+    if systemic:
+        fault = systemic[0]
+        reasons.append(f"it is the first of {len(fault.ops)} ops of {fault.kind} {fault.name} beyond Ascend's operator "
+                       f"standard (of {fault.measured} replayed): a systemic fault of the {fault.kind}, not of this "
+                       "op alone")
     causes = _causes(op_name, overflow, fusion, compare)
     reasons.extend(causes.lines)
     if not causes.explained:
@@ -288,6 +296,13 @@ def _local_error_culprit(measured, overflow, fusion, compare) -> Culprit:
         if from_reference:
             reasons.append(f"{len(from_reference)} of its {len(replay.feeds)} replay inputs came from the reference, "
                            f"not the NPU dump (first: {from_reference[0]})")
+    judgment = _judgment(compare)
+    systemic = [fault for fault in (judgment.systemic if judgment is not None else ()) if op_name in fault.ops]
+    if systemic:
+        fault = systemic[0]
+        reasons.append(f"it is the first of {len(fault.ops)} ops of {fault.kind} {fault.name} beyond Ascend's operator "
+                       f"standard (of {fault.measured} replayed): a systemic fault of the {fault.kind}, not of this "
+                       "op alone")
     causes = _causes(op_name, overflow, fusion, compare)
     reasons.extend(causes.lines)
     if not causes.explained:
@@ -473,16 +488,17 @@ def _also(culprit: Optional[Culprit], overflow, fusion, compare) -> List[str]:
 def _attribution_lines(attribution, compare, named: Optional[str]) -> List[str]:
     """How local error was measured, other ops that stand out, and -- when none does although tensors fail
     the cosine gate -- that the failures are accumulated drift."""
-    lines = [f"local error: {attribution.methods_text}"
+    judgment = _judgment(compare)
+    lines = [systemic_line(judgment.systemic)] if judgment is not None and judgment.systemic else []
+    lines += [f"local error: {attribution.methods_text}"
              + (f"; median ratio to the floor {attribution.median_ratio:.3g}" if attribution.median_ratio else "")
              + " (the floor: the error the output dtype's rounding alone makes; docs/local-error.md)"]
     if compare.replay is not None and not compare.replay.ran and compare.replay.notes:
-        lines[0] += f" ({compare.replay.notes[0]})"
+        lines[-1] += f" ({compare.replay.notes[0]})"
     others = [op for op in attribution.standouts if op.op_name != named]
     if others:
         lines.append(f"{len(others)} more op(s) add error of their own: "
                      + "; ".join(f"{op.op_name} ({op.summary.split(':')[0]})" for op in others[:5]))
-    judgment = _judgment(compare)
     failing = [row for row in compare.result.failing if judgment is None or not judgment.underflows(row)] \
         if compare.result is not None else []
     if judgment is not None and judgment.underflow:

@@ -192,7 +192,7 @@ def add_local_error_section(report: Report, data: dict, op_name: str, path: Opti
     """Local vs total error of this op's outputs from the lossless rows of the result at ``path`` (``ac -c``
     replays; see docs/local-error.md), or why there is none; then what the run's one judgment says of the op
     (:func:`judgment_line`)."""
-    from precision_tool.comparison.attribution import percent, ratio_of
+    from precision_tool.comparison.attribution import percent, ratio_of, standard_text
     from precision_tool.reports.result_store import load_result
 
     if path is None:
@@ -218,12 +218,14 @@ def add_local_error_section(report: Report, data: dict, op_name: str, path: Opti
             local, floor = float(row.local_error or 0.0), float(row.local_floor or 0.0)
             ratio = ratio_of(row)
             total = row.metric("RelativeEuclideanDistance")
+            standard = standard_text(row.op_type, row.npu_dtype, row.local_floor, row.local_spec_error)
             table.append([f"{row.kind}:{row.tensor_index}", percent(local), percent(floor), f"{ratio:.3g}",
-                          percent(row.inherited_error), percent(total), row.local_method])
+                          percent(row.inherited_error), percent(total), standard or "-", row.local_method])
             figures.append({"tensor": row.tensor_id, "local": local, "floor": floor,
                             "ratio": ratio if floor else None, "inherited": row.inherited_error, "total": total,
-                            "method": row.local_method})
-        report.add_table(["tensor", "local", "floor", "local/floor", "inherited", "total", "measured by"], table,
+                            "method": row.local_method, "spec_error": row.local_spec_error, "standard": standard})
+        report.add_table(["tensor", "local", "floor", "local/floor", "inherited", "total", "Ascend standard",
+                          "measured by"], table,
                          title="Local error (NPU vs the op replayed on its own dumped inputs; total = vs the "
                                "reference)")
         data["local_error"] = {"rows": figures}
@@ -255,12 +257,18 @@ def judgment_line(stored, op_name: str) -> str:
         parts.append("its own error is not measured (no compared output)")
     elif not measured.measured:
         parts.append(f"its own error is not measured ({measured.why_not})")
+    elif measured.beyond_spec:
+        parts.append(f"it adds error of its own beyond Ascend's operator standard ({measured.ratio_text}; "
+                     f"{measured.spec_text})")
     elif measured.standout:
         parts.append(f"it adds error of its own and stands out ({measured.ratio_text})")
     elif not measured.within_floor:
         parts.append(f"it exceeds its floor without standing out ({measured.ratio_text})")
     else:
         parts.append(f"it adds no error of its own ({measured.ratio_text})")
+    for fault in judgment.systemic:
+        if op_name in fault.ops:
+            parts.append(f"part of a systemic fault: {fault.text}")
     if noise and measured is not None:
         parts.append(f"{len(noise)} output(s) are rounding noise, passing on absolute error")
     underflow = [row for row in judgment.underflow if row.op_name == op_name and row.kind == "output"]

@@ -37,7 +37,7 @@ def _op_name(given: str, order) -> Optional[str]:
 
 
 def handle(args, ctx: Context) -> Report:
-    from precision_tool.comparison.attribution import exceeds_floor, percent
+    from precision_tool.comparison.attribution import beyond_standard, exceeds_floor, percent, standard_text
     from precision_tool.metrics.rounding import is_float
     from precision_tool.comparison.pipeline import CompareRequest, align_request
     from precision_tool.replay.replay_run import replay_alignment
@@ -66,17 +66,26 @@ def handle(args, ctx: Context) -> Report:
         return report
     members = ", ".join(op.members) if op.members else "(a GE-inserted conversion)"
     report.add_text(f"TF ops: {members}", f"Run in: {op.precision}", "Inputs:", *(f"  {line}" for line in op.feeds))
-    rows, above = [], False
+    rows, above, beyond, standards = [], False, False, []
     for output in op.outputs:
         above = above or (is_float(output.npu_dtype) and exceeds_floor(output.ratio))
+        beyond = beyond or (is_float(output.npu_dtype) and beyond_standard(
+            op.op_type, output.npu_dtype, output.local, output.floor, output.spec_error))
+        standard = standard_text(op.op_type, output.npu_dtype, output.floor, output.spec_error)
+        standards.append(standard)
         ratio = "inf" if math.isinf(output.ratio) else f"{output.ratio:.3g}"
         rows.append([output.tensor_id, output.npu_dtype, percent(output.local), percent(output.floor), ratio,
-                     percent(output.inherited), percent(output.total), output.note])
-    report.add_table(["tensor", "NPU dtype", "local", "floor", "local/floor", "inherited", "total", "note"], rows,
+                     percent(output.inherited), percent(output.total), standard or "-", output.note])
+    report.add_table(["tensor", "NPU dtype", "local", "floor", "local/floor", "inherited", "total",
+                      "Ascend standard", "note"], rows,
                      title="Outputs (local = NPU vs replay; inherited = replay vs reference; total = NPU vs reference)")
     report.add_text("Its local error is above the floor: it adds error of its own." if above else
                     "Its local error is within the floor: it adds no more than its dtype's rounding.")
-    report.data = {"op_name": name, "replayed": True, **op.to_dict()}
+    if any(standards):
+        report.add_text("Against Ascend's operator standard (docs/local-error.md): "
+                        + ("beyond it -- no correct Ascend kernel of its type and dtype adds this much." if beyond
+                           else "within it."))
+    report.data = {"op_name": name, "replayed": True, **op.to_dict(), "beyond_standard": beyond}
     report.exit_code = EXIT_FAILED_CHECK if above else EXIT_OK
     if report_data.index_problem:  # the graphs of other runs may have been read too: not a clean bill
         report.add_text(report_data.index_problem)

@@ -48,6 +48,7 @@ def handle(args, ctx: Context):
     from precision_tool.comparison.judgment import exit_code
     from precision_tool.comparison.same_model import drift_lines, mismatch_lines
     from precision_tool.comparison.noise import noise_line
+    from precision_tool.comparison.systemic import systemic_line
     from precision_tool.comparison.underflow import underflow_line, underflow_text
     from precision_tool.formats.dump_tree import requested
     from precision_tool.reports.format import counted, inheriting_clause
@@ -103,6 +104,8 @@ def handle(args, ctx: Context):
     lines = mismatch_lines(judgment.mismatches) + drift_lines(judgment.mismatches)
     if culprit:
         lines.append(_culprit_line(stored, comparison, culprit, lead))
+    if judgment.systemic:
+        lines.append(systemic_line(judgment.systemic))
     if first is not None:
         inherited = len(divergence.inherited)
         standouts = {op.op_name for op in comparison.attribution.standouts}

@@ -15,6 +15,19 @@ their computation (``BELOW_NOISE``, :mod:`.noise`) are left out: their relative 
 
    Only float outputs are ranked (an integer output's figure is its share of differing elements).
 
+   Ascend's own standard decides too (:mod:`precision_tool.metrics.spec`): an op is **beyond the spec** when its
+   ratio exceeds 1 *and* its worst output's mean relative error against the replay (the CANN operator standard's
+   MERE) is at or above the standard's threshold for its dtype (float16 2^-10, float32 2^-13) -- or, for a Cube op,
+   when its local error is more than the 4 roundings its documented arithmetic makes (float32 accumulation, a
+   cast before a fused activation and the activation's own float16 steps; for a float32 output 2 HF32 roundings,
+   :func:`~precision_tool.metrics.spec.cube_error_limit`). Such an op
+   *stands out* whatever the other ops do: the median rule may rank ops, but never hides one that a correct
+   Ascend kernel could not produce -- which is how a wrong kernel or fusion pass shows up, in every op it
+   touches. Both conditions, so that neither the rounding floor nor the standard alone blames an op (the floor
+   is an rms figure dominated by the large elements, the standard a mean over all normal-range ones). A Cube op
+   is judged by its documented arithmetic alone: within it (an HF32 convolution of Atlas A2, say) the median
+   rule does not make it stand out.
+
 2. **error jump**, for an op not replayed (no reference graph, TensorFlow missing, a stateful op, ...) whose
    float inputs were all compared: its output's total error ``RED(NPU, reference)`` against the largest total
    error of its float inputs (integer inputs -- shapes, axes -- carry no rounding error),
@@ -68,7 +81,9 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from precision_tool.comparison.figures import element_count, red, reference_rms, rmse
 from precision_tool.formats.tensor_kind import TensorKind
-from precision_tool.metrics.rounding import is_float, ratio_to_floor, rounding_floor
+from precision_tool.metrics.rounding import FLOOR_FACTOR, MIN_FLOOR, is_float, ratio_to_floor, rounding_floor
+from precision_tool.metrics.spec import (CUBE_ROUNDINGS, HF32_ROUNDINGS, SPEC_SOURCE, cube_error_limit, exceeds_spec,
+                                         spec_threshold)
 from precision_tool.status import Status
 
 METHOD_REPLAY, METHOD_ERROR_JUMP, METHOD_NONE = "replay", "error jump", "not measured"
@@ -114,6 +129,30 @@ class OpAttribution:
     standout: bool = False
     why_not: str = ""
     uncompared_inputs: Tuple[int, ...] = ()
+    spec_error: Optional[float] = None
+
+    @property
+    def spec(self) -> Optional[float]:
+        """The standard's threshold for the op's dtype (:func:`~precision_tool.metrics.spec.spec_threshold`)."""
+        return spec_threshold(self.dtype)
+
+    @property
+    def cube_limit(self) -> Optional[float]:
+        """The most local error a correct Cube op of its type and dtype adds (:func:`cube_limit`); ``None`` for
+        other ops and when not replayed."""
+        return cube_limit(self.op_type, self.dtype, self.floor) if self.method == METHOD_REPLAY else None
+
+    @property
+    def beyond_spec(self) -> bool:
+        """Replayed and beyond what a correct Ascend kernel of its type and dtype adds (:func:`beyond_standard`)."""
+        return self.method == METHOD_REPLAY and beyond_standard(self.op_type, self.dtype, self.local, self.floor,
+                                                                  self.spec_error)
+
+    @property
+    def spec_text(self) -> str:
+        """What the op was held to (:func:`standard_text`); ``""`` without a figure."""
+        return standard_text(self.op_type, self.dtype, self.floor, self.spec_error) \
+            if self.method == METHOD_REPLAY else ""
 
     @property
     def measured(self) -> bool:
@@ -136,7 +175,9 @@ class OpAttribution:
         if self.method == METHOD_REPLAY:
             inherited = f", inherited {percent(self.inherited)}" if self.inherited is not None else ""
             total = f", total {percent(self.total)}" if self.total is not None else ""
-            return (f"local error {percent(self.local)} ({self.dtype} floor {percent(self.floor)}){inherited}{total}: "
+            spec = f"; {self.spec_text}" if self.spec_text else ""
+            return (f"local error {percent(self.local)} ({self.dtype} floor {percent(self.floor)}{spec}){inherited}"
+                    f"{total}: "
                     f"{self.tensor_id} replayed ({self.precision}) on the op's own dumped inputs")
         if self.method == METHOD_ERROR_JUMP:
             why = "" if self.why_not == NO_REPLAY else f": {self.why_not}"
@@ -161,7 +202,8 @@ class OpAttribution:
                 "local": number(self.local), "floor": number(self.floor), "inherited": number(self.inherited),
                 "total": number(self.total), "inputs_total": number(self.inputs_total), "precision": self.precision,
                 "standout": self.standout, "within_floor": self.within_floor, "why_not": self.why_not,
-                "uncompared_inputs": list(self.uncompared_inputs), "summary": self.summary}
+                "uncompared_inputs": list(self.uncompared_inputs), "summary": self.summary,
+                "spec_error": number(self.spec_error), "spec": self.spec, "beyond_spec": self.beyond_spec}
 
 
 @dataclass(frozen=True)
@@ -238,6 +280,43 @@ def fusion_differs(output_distance: float, input_distance: float, floor: float =
     the fusion-off run's ops do not."""
     excess = fusion_excess(output_distance, input_distance, growth)
     return excess, excess > floor
+
+
+def cube_limit(op_type: str, dtype: str, floor: Optional[float]) -> Optional[float]:
+    """The most local error a correct Cube op adds (:func:`~precision_tool.metrics.spec.cube_error_limit`, the
+    rounding taken from the replay's ``floor``: ``floor / FLOOR_FACTOR`` unless the floor is the dtype's minimum);
+    ``None`` for other ops."""
+    if floor is None:
+        return None
+    rounding = floor / FLOOR_FACTOR if floor > MIN_FLOOR.get(dtype, 0.0) else 0.0
+    return cube_error_limit(op_type, dtype, rounding)
+
+
+def beyond_standard(op_type: str, dtype: str, local: Optional[float], floor: Optional[float],
+                    spec_error: Optional[float]) -> bool:
+    """A replayed output beyond what a correct Ascend kernel adds (module docstring): a Cube op beyond
+    :func:`cube_limit`; any other op beyond its floor with a mean relative error at or above the operator
+    standard's."""
+    if local is None or floor is None:
+        return False
+    limit = cube_limit(op_type, dtype, floor)
+    if limit is not None:
+        return local > limit
+    return exceeds_floor(ratio_to_floor(local, floor)) and exceeds_spec(spec_error, dtype)
+
+
+def standard_text(op_type: str, dtype: str, floor: Optional[float], spec_error: Optional[float]) -> str:
+    """What an output is held to: ``Cube op, at most its floor (...)``, ``Cube op, at most 0.0282% (2 HF32
+    roundings)`` or ``mean relative 1.6% (CANN operator standard float16 < 0.0977%)``; ``""`` without a figure."""
+    limit = cube_limit(op_type, dtype, floor)
+    if limit is not None and dtype == "float32":
+        return f"Cube op, at most {percent(limit)} ({HF32_ROUNDINGS} HF32 roundings)"
+    if limit is not None:
+        return f"Cube op, at most its floor ({CUBE_ROUNDINGS} {dtype} roundings, float32 accumulation)"
+    threshold = spec_threshold(dtype)
+    if spec_error is None or threshold is None:
+        return ""
+    return f"mean relative {percent(spec_error)} ({SPEC_SOURCE} {dtype} < {percent(threshold)})"
 
 
 def exceeds_floor(ratio: float) -> bool:
@@ -324,7 +403,8 @@ def _replayed(name: str, op_type: str, position: int, outputs: Sequence) -> Opti
     worst, ratio = max(figures, key=lambda item: item[1])
     return OpAttribution(name, op_type, position, METHOD_REPLAY, worst.tensor_id, worst.npu_dtype, ratio,
                          worst.local_error, worst.local_floor, worst.inherited_error, red(worst),
-                         precision=worst.local_method.replace("replay ", "", 1))
+                         precision=worst.local_method.replace("replay ", "", 1),
+                         spec_error=getattr(worst, "local_spec_error", None))
 
 
 def _measure_op(name: str, rows: Sequence, position: int) -> Optional[OpAttribution]:
@@ -388,7 +468,8 @@ def attribute(rows: Sequence) -> Attribution:
     for op in ops:
         if op.method == METHOD_REPLAY and op.score is not None:
             peer_median = _median_without(ratios, op.score if 0 < op.score < math.inf else None)
-            out = op.score > 1 and (peer_median is None or op.score >= STANDOUT_FACTOR * peer_median)
+            relative = op.score > 1 and (peer_median is None or op.score >= STANDOUT_FACTOR * peer_median)
+            out = op.beyond_spec or (relative and op.cube_limit is None)  # a Cube op is held to its arithmetic
             op = replace(op, standout=bool(out))
         judged.append(op)
     return Attribution(tuple(judged), median)

@@ -21,7 +21,9 @@ Every :class:`~precision_tool.comparison.result.ComparisonResult` is made throug
    uncompared input, a step function) or it fails for NaN/inf the reference does not hold, which local error
    (measured over finite elements) cannot see; a first divergence whose failing outputs all underflow is no
    culprit. :func:`decide_culprit` adds the evidence only ``ac`` has: a fusion culprit of the fusion-off run,
-   then an overflow -- one order of rules for every command.
+   then an overflow -- one order of rules for every command;
+9. **systemic faults** (:mod:`.systemic`): the fusion passes and op types most of whose replayed ops are beyond
+   Ascend's operator standard -- a wrong kernel or pass, named as such beside the culprit (its first op).
 
 :func:`exit_code` is the one exit rule: 2 when the runs do not compute the same model; 1 when a tensor fails or a
 culprit is found, by any method; 2 when nothing was compared or input files could not be read; else 0.
@@ -36,6 +38,7 @@ from precision_tool.comparison.attribution import (METHOD_ERROR_JUMP, METHOD_FUS
                                                    Attribution, OpAttribution, attribute)
 from precision_tool.comparison.noise import inherit_noise, judge_noise
 from precision_tool.comparison.same_model import Mismatch, source_mismatches
+from precision_tool.comparison.systemic import SystemicFault, systemic_faults
 from precision_tool.comparison.underflow import underflowing
 from precision_tool.errors import EXIT_FAILED_CHECK, EXIT_OK, EXIT_UNUSABLE_INPUT
 from precision_tool.formats.tensor_kind import TensorKind
@@ -78,6 +81,7 @@ class Judgment:
     underflow: Tuple[Any, ...] = ()
     mismatches: Tuple[Mismatch, ...] = ()
     culprit: Optional[CulpritChoice] = None
+    systemic: Tuple[SystemicFault, ...] = ()
 
     def underflows(self, row) -> bool:
         """True when ``row`` (a row of this run, by its key) is one of the :attr:`underflow` tensors."""
@@ -103,7 +107,8 @@ class Judgment:
                 "methods": attribution.methods_text, "median_ratio": attribution.median_ratio,
                 "below_noise": [row.tensor_id for row in self.noise],
                 "underflow": [row.tensor_id for row in self.underflow],
-                "model_mismatch": [m.to_dict() for m in self.mismatches]}
+                "model_mismatch": [m.to_dict() for m in self.mismatches],
+                "systemic": [fault.to_dict() for fault in self.systemic]}
 
 
 def judge(rows: Sequence, facts) -> Judgment:
@@ -122,7 +127,8 @@ def judge(rows: Sequence, facts) -> Judgment:
     judgment = Judgment(tuple(rows), attribution, divergence, underflow, mismatches)
     if not judgment.same_model:
         return judgment
-    return replace(judgment, culprit=culprit_of(judgment))
+    return replace(judgment, culprit=culprit_of(judgment),
+                   systemic=systemic_faults(attribution, getattr(facts, "passes", {}) or {}))
 
 
 def _outputs(judgment: Judgment, op_name: str):

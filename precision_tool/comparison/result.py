@@ -73,6 +73,8 @@ class TensorResult:
     local_error, local_floor, inherited_error : an output's replay measurements
         (:mod:`precision_tool.replay.local_error`): RED(NPU, replay), the floor its dtype explains,
         RED(replay, reference); ``None`` when the op was not replayed.
+    local_spec_error : the replayed output's mean relative error against its replay, the metric of Ascend's operator
+        standard (:mod:`precision_tool.metrics.spec`); ``None`` when not replayed or not applicable.
     local_method : how they were measured (``"replay float64"``, ``"replay float32"``, ``"replay numpy
         conversion"``); ``""`` when not replayed.
     matched_non_finite : the classification "matching non-finite": how many elements are NaN/+inf/-inf at
@@ -111,6 +113,7 @@ class TensorResult:
     inherited_error: Optional[float] = None
     local_method: str = ""
     matched_non_finite: int = 0
+    local_spec_error: Optional[float] = None
 
     @property
     def key(self) -> Key:
@@ -197,7 +200,8 @@ class TensorResult:
                 "tolerance_dtype": self.tolerance_dtype, "reused_from": self.reused_from, "notes": list(self.notes),
                 "local_error": _json_value(self.local_error), "local_floor": _json_value(self.local_floor),
                 "inherited_error": _json_value(self.inherited_error), "local_method": self.local_method,
-                "matched_non_finite": self.matched_non_finite}
+                "matched_non_finite": self.matched_non_finite,
+                "local_spec_error": _json_value(self.local_spec_error)}
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> "TensorResult":
@@ -236,7 +240,8 @@ class TensorResult:
                    local_floor=_float_value(data.get("local_floor")),
                    inherited_error=_float_value(data.get("inherited_error")),
                    local_method=_text(data, "local_method") if "local_method" in data else "",
-                   matched_non_finite=_count(data, "matched_non_finite"))
+                   matched_non_finite=_count(data, "matched_non_finite"),
+                   local_spec_error=_float_value(data.get("local_spec_error")))
 
 
 def _is_int(value: Any) -> bool:
@@ -318,6 +323,8 @@ class RunFacts:
         unknown (a CSV written by msaccucmp).
     sources : ``{op: "constant" | "data"}``: the graph's source ops and the ops that only pass a source on
         (:func:`~precision_tool.comparison.same_model.graph_sources`); empty without a graph.
+    passes : ``{op: (fusion pass, ...)}``: the passes that made each fused op (the graph's ``pass_name``,
+        ``pass_name_ub``), for the systemic faults (:mod:`~precision_tool.comparison.systemic`); empty without a graph.
     """
 
     mode: str
@@ -326,6 +333,7 @@ class RunFacts:
     data_inputs: Mapping[str, Tuple[Tuple[str, int], ...]] = field(default_factory=dict, hash=False)
     coverage: Optional[Coverage] = None
     sources: Mapping[str, str] = field(default_factory=dict, hash=False)
+    passes: Mapping[str, Tuple[str, ...]] = field(default_factory=dict, hash=False)
 
     @classmethod
     def of(cls, alignment: Alignment, graph=None) -> "RunFacts":
@@ -336,15 +344,16 @@ class RunFacts:
         edges = {op: tuple((str(p), int(k)) for p, k in pairs) for op, pairs in alignment.data_inputs.items()
                  if pairs}
         ops = ((op.name, op.type, [ref.producer for ref in op.data_inputs]) for g in graphs_of(graph) for op in g.ops)
+        passes = {op.name: tuple(op.pass_names) for g in graphs_of(graph) for op in g.ops if op.pass_names}
         return cls(alignment.mode, tuple(alignment.order), alignment.order_source, edges, alignment.coverage,
-                   graph_sources(ops) if graph is not None else {})
+                   graph_sources(ops) if graph is not None else {}, passes)
 
     def to_dict(self) -> Dict[str, Any]:
         return {"mode": self.mode, "order_source": self.order_source, "order": list(self.order),
                 "data_inputs": {op: [list(edge) for edge in edges] for op, edges in self.data_inputs.items()
                                 if edges},
                 "coverage": None if self.coverage is None else self.coverage.to_dict(),
-                "sources": dict(self.sources)}
+                "sources": dict(self.sources), "passes": {op: list(names) for op, names in self.passes.items()}}
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> "RunFacts":
@@ -353,10 +362,13 @@ class RunFacts:
         edges = {str(op): tuple((str(p), int(k)) for p, k in pairs)
                  for op, pairs in (data.get("data_inputs") or {}).items()}
         sources = data.get("sources") or {}
+        passes = data.get("passes") or {}
         return cls(str(data.get("mode") or "npu_vs_tf"), tuple(str(op) for op in data["order"]),
                    str(data.get("order_source") or "graph"), edges,
                    None if coverage is None else _coverage_from_dict(coverage),
-                   {str(op): str(kind) for op, kind in sources.items()} if isinstance(sources, dict) else {})
+                   {str(op): str(kind) for op, kind in sources.items()} if isinstance(sources, dict) else {},
+                   {str(op): tuple(str(n) for n in names) for op, names in passes.items()
+                    if isinstance(names, list)} if isinstance(passes, dict) else {})
 
 
 def _coverage_from_dict(data: Mapping[str, Any]) -> Coverage:

@@ -363,6 +363,7 @@
     if (op.tf.length) { lines.push("TF ops: " + op.tf.join(", ")); }
     if (op.p.length) { lines.push("fusion passes: " + op.p.join(", ")); }
     if (op.o) { lines.push(op.o); }
+    if (op.s) { lines.push(op.s); }
     lines.forEach(function (line) { html("p", line, panel); });
     if (op.x.length) {
       var table = html("table", null, panel, "plain");

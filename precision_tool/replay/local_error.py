@@ -21,8 +21,10 @@ decided against the other ops too (:mod:`precision_tool.comparison.attribution`)
 Non-finite values: where ``n`` holds inf/NaN and ``p`` is finite the op produced them from finite inputs
 (an overflow inside it, or an exact result beyond the output dtype's range -- the note tells which): ``local``
 is ``inf`` and :attr:`OutputError.note` says how many. Elements non-finite in the replay (or in both) are left
-out of every RED. ``total = RED(n, r)`` is given too. Integer and bool outputs: ``local`` is the share of
-elements that differ, the floor 0; attribution does not rank them (a tie in an ArgMax is no kernel error).
+out of every RED. ``total = RED(n, r)`` is given too, and ``spec_error``: the local error in Ascend's own
+metric, the mean relative error of ``n`` against ``p`` (:mod:`precision_tool.metrics.spec`). Integer and bool
+outputs: ``local`` is the share of elements that differ, the floor 0; attribution does not rank them (a tie in
+an ArgMax is no kernel error).
 """
 from __future__ import annotations
 
@@ -34,6 +36,7 @@ import numpy as np
 
 from precision_tool.formats.dtypes import bf16_bits_to_float32, float32_to_bf16_bits
 from precision_tool.metrics.rounding import FLOOR_FACTOR, MIN_FLOOR, UNIT_ROUNDOFF, ratio_to_floor, relative_error
+from precision_tool.metrics.spec import mean_relative_error
 
 
 @dataclass(frozen=True)
@@ -49,6 +52,7 @@ class OutputError:
     inherited: Optional[float] = None
     note: str = ""
     total: Optional[float] = None
+    spec_error: Optional[float] = None
 
     @property
     def ratio(self) -> float:
@@ -58,7 +62,7 @@ class OutputError:
     def to_dict(self) -> dict:
         return {"tensor_id": self.tensor_id, "npu_dtype": self.npu_dtype, "local": _json(self.local),
                 "floor": _json(self.floor), "rounding": _json(self.rounding), "inherited": _json(self.inherited),
-                "total": _json(self.total), "note": self.note}
+                "total": _json(self.total), "note": self.note, "spec_error": _json(self.spec_error)}
 
 
 def _json(value):
@@ -161,4 +165,5 @@ def measure_output(tensor_id: str, npu: np.ndarray, replay: np.ndarray, npu_dtyp
     if reference is not None and np.asarray(reference).size == replay.size:
         r = _Finite.of(reference)
         inherited, total = _red(p, r), _red(n, r)
-    return OutputError(tensor_id, npu_dtype, local, floor, rounding, inherited, note, total)
+    spec_error = mean_relative_error(n.values, p.values, npu_dtype)
+    return OutputError(tensor_id, npu_dtype, local, floor, rounding, inherited, note, total, spec_error)

@@ -104,6 +104,7 @@ class ReplayReport:
                 output, precision = measured[row.tensor_id]
                 row = replace(row, local_error=output.local, local_floor=output.floor,
                               inherited_error=output.inherited, local_method=f"replay {precision}",
+                              local_spec_error=output.spec_error,
                               notes=row.notes + ((output.note,) if output.note else ()))
             elif row.kind == TensorKind.OUTPUT and row.compared and (row.op_name in reasons or everywhere):
                 row = replace(row, notes=row.notes + (NOT_REPLAYED + reasons.get(row.op_name, everywhere),))

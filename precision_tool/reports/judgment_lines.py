@@ -11,6 +11,7 @@ def judgment_lines(result) -> List[str]:
     table; ``ac`` words them in its verdict)."""
     from precision_tool.comparison.noise import noise_line
     from precision_tool.comparison.same_model import drift_lines, mismatch_lines
+    from precision_tool.comparison.systemic import systemic_line
     from precision_tool.comparison.underflow import underflow_line
 
     judgment = result.verdict
@@ -22,6 +23,8 @@ def judgment_lines(result) -> List[str]:
         figures = f": {culprit.measured.summary}" if culprit.measured is not None and culprit.measured.measured else ""
         hint = "" if result.npu_vs_npu else "; ac -c replays each op to tell the error it adds"
         lines.append(f"Culprit: {culprit.op_name}, by {culprit.how}{figures} (docs/local-error.md{hint})")
+    if judgment.systemic:
+        lines.append(systemic_line(judgment.systemic) + ".")
     if judgment.noise:
         lines.append(noise_line(judgment) + ".")
     if judgment.underflow:

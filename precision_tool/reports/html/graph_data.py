@@ -6,8 +6,9 @@ expanded without a server. One entry per op of the Build graph, in execution ord
 
     {"n": name, "t": type, "in": [producer indexes], "tf": [TF ops it implements], "p": [fusion passes],
      "k": "fail" | "pass" | "error" | "none", "v": colour value or null, "r": first table row or null,
-     "c": 1 for the culprit, "o": overflow text or "", "x": [[tensor, cosine, local, inherited, total, shape,
-     layout], ...]}
+     "c": 1 for the culprit, "o": overflow text or "", "s": its local error against Ascend's operator standard
+     (``local error 2.06% (float16 floor 0.086%; ...): beyond Ascend's operator standard``) or "",
+     "x": [[tensor, cosine, local, inherited, total, shape, layout], ...]}
 
 Colour value ``v`` (see :data:`COLOUR_BY`): with replay figures (``ac -c``), an op's **local error** over its
 floor -- the error the output dtype's rounding alone makes -- the largest over its replayed outputs, so 1 means
@@ -64,6 +65,7 @@ def graph_view_data(source, findings=None) -> Optional[Dict[str, Any]]:
     culprit = culprit_of(findings, source)
     overflow = {mark.op_name: mark.label for mark in (findings.overflow_marks if findings is not None else ())}
     index = {op[0]: k for k, op in enumerate(ops)}
+    attribution = comparison.verdict.attribution
     entries = []
     for op_name, op_type, producers, tf_ops, passes, layout in ops:
         rows = rows_of.get(op_name, [])
@@ -71,6 +73,7 @@ def graph_view_data(source, findings=None) -> Optional[Dict[str, Any]]:
                         "tf": tf_ops, "p": passes, "k": _status(row for _, row in rows),
                         "v": _colour_value([row for _, row in rows], local), "r": _first_row(rows),
                         "c": 1 if op_name == culprit else 0, "o": overflow.get(op_name, ""),
+                        "s": _standard(attribution.op(op_name)),
                         "x": [_tensor_line(row, layout) for _, row in rows]})
     return {"graph": name, "colour_by": "local" if local else "total", "legend": COLOUR_BY["local" if local else
                                                                                              "total"],
@@ -131,6 +134,14 @@ def _status(rows) -> str:
 
 def _finite(value) -> Optional[float]:
     return float(value) if value is not None and math.isfinite(value) else None
+
+
+def _standard(measured) -> str:
+    """A replayed op's local error and what it was held to, and whether it is beyond Ascend's standard."""
+    if measured is None or not measured.measured or not measured.spec_text:
+        return ""
+    verdict = "beyond" if measured.beyond_spec else "within"
+    return f"{measured.summary.split(': ')[0]}: {verdict} Ascend's operator standard"
 
 
 def _colour_value(rows: Sequence[Any], local: bool) -> Optional[float]:
