@@ -25,6 +25,8 @@ from precision_tool.reports.format import counted
 
 
 def add_arguments(parser) -> None:
+    from precision_tool.capture.emulate.hardware import ASCEND910, PRECISION_MODES, TARGETS
+
     parser.add_argument("script", metavar="MODEL_SCRIPT",
                         help="Python file defining model(), graph_model() (TF1 graph code), graph_def() (a frozen "
                              "GraphDef with feeds and fetches) or train_graph() (a TF1 training step), and inputs()")
@@ -48,6 +50,19 @@ def add_arguments(parser) -> None:
     parser.add_argument("--perturb-pass", action="append", default=[], metavar="PASS=FAULT",
                         help="plant FAULT (as --perturb) on the output of every op fusion pass PASS produced: an "
                              "error the pass makes, gone when PASS is switched off (repeatable)")
+    parser.add_argument("--numerics", choices=TARGETS, default=ASCEND910,
+                        help="the NPU modelled: ascend910 (Atlas training, saturation, native float16 kernels), "
+                             "ascend910b (Atlas A2: IEEE inf/NaN, HF32 convolutions) or ideal (float16 inputs, "
+                             "float32 kernels, one rounding; earlier releases' model); docs/emulated-numerics.md "
+                             "(default: ascend910)")
+    parser.add_argument("--precision-mode", choices=PRECISION_MODES, default=None, metavar="MODE",
+                        help="the TF adapter's precision_mode (default: the target's for training: "
+                             "allow_fp32_to_fp16 on ascend910, must_keep_origin_dtype on ascend910b, "
+                             "allow_mix_precision for ideal)")
+    parser.add_argument("--exact", action="append", default=[], metavar="OP",
+                        help="TF op OP computes as the reference does (float32 in and out, no fault, no hardware "
+                             "deviation; its whole NPU op when fused): the counterfactual that tells what OP's "
+                             "error costs (repeatable)")
     parser.add_argument("--seed", type=int, default=DEFAULT_SEED, metavar="N",
                         help=f"seed for weights, inputs, noise and faulty positions (default {DEFAULT_SEED}, the "
                              "capture helpers' own: an emulated run and a captured reference share their weights)")
@@ -76,6 +91,8 @@ def _switches(fusion: str, workspace: Workspace):
 def emulate_arguments(manifest: dict) -> List[str]:
     """The ``emulate`` arguments that repeat the emulation ``manifest`` records, with ``--fusion switch`` (it reads
     the workspace's fusion switch and customize_dtypes files): what ``bisect`` re-runs."""
+    from precision_tool.capture.emulate.hardware import ASCEND910, DEFAULT_PRECISION_MODE, IDEAL
+
     fusion = "off" if manifest.get("fusion") == "off" else "switch"  # an unfused run stays unfused
     words = [manifest["model_script"], "--fusion", fusion]
     if manifest.get("seed", DEFAULT_SEED) != DEFAULT_SEED:
@@ -84,6 +101,13 @@ def emulate_arguments(manifest: dict) -> List[str]:
         words += ["--scale", repr(manifest["scale"])]
     if manifest.get("training_step"):
         words += ["--step", str(manifest["training_step"])]
+    numerics = manifest.get("numerics", IDEAL)  # a workspace written before --numerics: the ideal model
+    if numerics != ASCEND910:
+        words += ["--numerics", numerics]
+    if manifest.get("precision_mode") and manifest["precision_mode"] != DEFAULT_PRECISION_MODE.get(numerics):
+        words += ["--precision-mode", manifest["precision_mode"]]
+    for op in manifest.get("exact", []):
+        words += ["--exact", op]
     for planted in manifest.get("perturbations", []):
         spec = planted.get("spec") or f"{planted['rel']}" + ("@fp16" if planted.get("fp16_only") else "")
         words += ["--perturb", f"{planted['tf_op']}={spec}"]
@@ -130,7 +154,11 @@ def emulation_of(arguments) -> dict:
     parser = CommandParser(prog="emulate", add_help=False)
     add_arguments(parser)
     args = parser.parse_args(list(arguments))
+    from precision_tool.capture.emulate.hardware import DEFAULT_PRECISION_MODE
+
     return {"script": os.path.realpath(args.script), "seed": args.seed, "scale": args.scale, "step": args.step,
+            "numerics": args.numerics, "precision_mode": args.precision_mode or DEFAULT_PRECISION_MODE[args.numerics],
+            "exact": sorted(args.exact),
             "fused": args.fusion != "off", "second_run": args.fusion == "both",
             "perturb": {op: fault.spec for op, fault in parse_perturbations(args.perturb).items()},
             "perturb_pass": {name: fault.spec for name, fault in parse_perturbations(args.perturb_pass).items()}}
@@ -169,7 +197,8 @@ def handle(args, ctx: Context) -> Report:
                                seed=args.seed, keep_tfdbg=args.keep_tfdbg, step=args.step,
                                switches=_switches(args.fusion, target),
                                pass_faults=parse_perturbations(args.perturb_pass, "--perturb-pass", "PASS"),
-                               keep_fp32=_kept_in_float32(target))
+                               keep_fp32=_kept_in_float32(target), numerics=args.numerics,
+                               precision_mode=args.precision_mode, exact=frozenset(args.exact))
     status = terminal_status()  # a status line on stderr, when it is a terminal
     if status is None:
         result = emulate(args.script, args.output or ctx.data_dir, options, force=args.force)

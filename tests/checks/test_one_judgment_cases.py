@@ -34,7 +34,7 @@ CONV2 = "small_cnn_1/conv2_1/convolution"
 def emulate(workspace, script, *flags, env=None):
     """``precision_tool emulate`` in a child process (it seeds TensorFlow for the process it runs in)."""
     done = subprocess.run([sys.executable, "-m", "precision_tool", "emulate", str(script), "-o", str(workspace),
-                           *flags], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                           "--numerics", "ideal", *flags], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                           env=dict(os.environ, **(env or {})))
     assert done.returncode == 0, done.stdout.decode(errors="replace")[-3000:]
     return workspace
@@ -130,7 +130,7 @@ def test_a_trial_that_computes_another_model_is_an_error_not_a_verdict(tmp_path,
     workspace = emulate(tmp_path / "ws", SCRIPTS / "train_conv_bn.py", "--perturb", f"{planted}=0.05@fp16",
                         env={"PRECISION_TOOL_TRAIN_CONV_BIAS": "1"})
     command = [sys.executable, "-m", "precision_tool", "emulate", str(SCRIPTS / "train_conv_bn.py"), "--fusion",
-               "switch", "--perturb", f"{planted}=noise:0.05@fp16"]
+               "switch", "--numerics", "ideal", "--perturb", f"{planted}=noise:0.05@fp16"]
     assert "PRECISION_TOOL_TRAIN_CONV_BIAS" not in os.environ
     code = main(["-d", str(workspace), "bisect", "precision", "--", *command])
     err = capsys.readouterr().err

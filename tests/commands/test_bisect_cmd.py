@@ -16,7 +16,7 @@ pytestmark = pytest.mark.tf
 
 REPO = Path(__file__).resolve().parent.parent.parent
 CNN = str(REPO / "sample_dumps" / "models" / "cnn.py")
-EMULATE = [sys.executable, "-m", "precision_tool", "emulate", CNN]
+EMULATE = [sys.executable, "-m", "precision_tool", "emulate", CNN, "--numerics", "ideal"]
 CONV2 = "small_cnn_1/conv2_1/convolution"
 PASS_FAULT = ["--perturb-pass", "ConvBiasaddFusionPass=0.3"]
 FP16_FAULT = ["--perturb", f"{CONV2}=bias:3@fp16"]

@@ -74,9 +74,9 @@ def test_exception_inside_inputs_and_bad_batches(tmp_path):
 
 def test_bad_options():
     with pytest.raises(EmulationError, match="relative noise must be a number > 0"):
-        EmulationOptions(perturb={"conv": -1.0})
+        EmulationOptions(numerics="ideal", perturb={"conv": -1.0})
     with pytest.raises(EmulationError, match="--fusion must be one of on, off, both"):
-        EmulationOptions(fusion="maybe")
+        EmulationOptions(numerics="ideal", fusion="maybe")
     with pytest.raises(UsageError, match="expected OP=FAULT"):
         parse_perturbations(["conv:0.3"])
     assert parse_perturbations(["a/b=c=0.25"]) == {"a/b=c": Fault("noise", 0.25)}

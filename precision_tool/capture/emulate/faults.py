@@ -53,7 +53,7 @@ MAX_CHUNKS = 4096
 POSITION_PUSH = 4.0  # positions: the wrong value lies this many rms beyond the flipped one
 FP16ACC_TYPES = frozenset({"Conv2D", "DepthwiseConv2dNative", "MatMul", "BatchMatMul", "BatchMatMulV2",
                            "BatchMatMulV3"})
-_SEED_TAG = {POSITIONS: 0x9051}  # positions draw from their own stream (noise keeps its original one)
+_SEED_TAG = {POSITIONS: 0x9051, "native": 0x4a71}  # own streams (noise keeps its original one)
 
 
 @dataclass(frozen=True)
@@ -174,6 +174,12 @@ def _rng(op_name: str, seed: int, kind: str) -> np.random.Generator:
 def noise_factor(op_name: str, shape, rel: float, seed: int) -> np.ndarray:
     """``1 + rel * z`` with ``z`` standard normal, reproducible from ``seed`` and ``op_name``."""
     return (1.0 + rel * _rng(op_name, seed, NOISE).standard_normal(tuple(shape))).astype(np.float32)
+
+
+def uniform_unit(name: str, shape, seed: int) -> np.ndarray:
+    """Uniform values in [-1, 1] of ``shape`` (float32), reproducible from ``seed`` and ``name`` (a native
+    float16 step's error, :mod:`~.hardware`)."""
+    return _rng(name, seed, "native").uniform(-1.0, 1.0, tuple(shape)).astype(np.float32)
 
 
 def chosen_positions(op_name: str, shape: Sequence[int], n: int, seed: int) -> List[Tuple[int, ...]]:

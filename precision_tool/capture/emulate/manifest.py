@@ -113,6 +113,8 @@ def build_manifest(root: str, script: str, model_name: str, options, batch, froz
         "fusion_switches": (fusion_switches_to_json(options.switches)["Switch"] if options.switches is not None
                             else None),
         "keep_fp32": sorted(options.keep_fp32),
+        **options.hardware.to_dict(),
+        "exact": sorted(options.exact),
         "overflow": _overflow(root, runs, overflow),
         "files": _all_files(root),
     }

@@ -11,6 +11,7 @@ from typing import Dict, List, Optional, Tuple
 from precision_tool.capture.emulate import op_tables as T
 from precision_tool.capture.emulate.fusion import FusionGroup
 from precision_tool.capture.emulate.graph_info import TfGraph
+from precision_tool.capture.emulate.hardware import IDEAL_HARDWARE, Hardware
 from precision_tool.formats import layouts
 
 Ref = Tuple[str, int]
@@ -67,7 +68,8 @@ class NpuOp:
 class NpuPlan:
     """The planned Build graph. ``tensor_dtypes`` maps every non-constant TF tensor the NPU produces
     (Data and compute outputs) to its device dtype. ``fp32_inputs`` holds ``(TF op, input position)``
-    of every batch-norm parameter: read in float32 whatever the op's precision (``op_tables``)."""
+    of every batch-norm parameter: read in float32 whatever the op's precision (``op_tables``). ``hardware``: the
+    modelled NPU (:mod:`~.hardware`); ``exact``: the TF ops ``--exact`` computes as the reference does."""
 
     ops: Tuple[NpuOp, ...]
     graph: TfGraph
@@ -76,6 +78,8 @@ class NpuPlan:
     aliases: Dict[str, str] = field(default_factory=dict)
     constants: frozenset = frozenset()
     fp32_inputs: frozenset = frozenset()
+    hardware: Hardware = IDEAL_HARDWARE
+    exact: frozenset = frozenset()
 
     def __post_init__(self):
         self._by_name = {op.name: op for op in self.ops}

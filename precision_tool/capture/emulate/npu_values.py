@@ -6,8 +6,10 @@ even, overflow to inf, like the device), a ``TransData`` passes values on (only 
 changes, when the file is written), a ``Const`` is the folded constant in its device dtype.
 
 Overflow (what ``op_debug_level``/``action='overflow'`` reports): an executed op overflows when one of
-its outputs, or a value it rounds internally, is not finite. It is the *origin* of an overflow when
-all its inputs are finite; ops that merely pass on an inf or NaN they were given report too, later.
+its outputs, or a value it rounds internally, is not finite -- on a saturating target (910), when a float16
+value it stores was inf, NaN or beyond the range before it saturated to +-65504 or 0 (a Cast saturates as the
+device does). It is the *origin* of an overflow when all its inputs are finite (and, saturating, none is
++-65504); ops that merely pass on an inf or NaN they were given report too, later.
 Status words (AI Core, old Opdebug layout):
 
 * ``0x100`` -- overflow converting float32 to float16: a ``Cast``, or a Cube op (Conv2D, MatMul,
@@ -24,6 +26,7 @@ from typing import Dict, List
 import numpy as np
 
 from precision_tool.capture.emulate import op_tables as T
+from precision_tool.capture.emulate.hardware import FLOAT16_MAX
 from precision_tool.capture.emulate.numerics import NumericsResult
 from precision_tool.capture.emulate.plan import NpuOp, NpuPlan, Ref
 
@@ -48,8 +51,11 @@ class NpuValues:
         op = self.plan.op(ref[0])
         out = op.outputs[ref[1]]
         if op.kind == "cast":
+            source = self.tensor(op.inputs[0])
+            if self.plan.hardware.saturates and out.dtype == "float16":  # 910: inf -> +-65504, NaN -> 0
+                source = np.nan_to_num(np.clip(source, -FLOAT16_MAX, FLOAT16_MAX), nan=0.0)
             with np.errstate(over="ignore", invalid="ignore"):
-                return self.tensor(op.inputs[0]).astype(out.dtype)
+                return source.astype(out.dtype)
         if op.kind == "transdata":
             return self.tensor(op.inputs[0])
         if op.kind == "const":
@@ -66,8 +72,13 @@ class NpuValues:
         return [self.tensor((op.name, k)) for k in range(len(op.outputs))]
 
 
-def _all_finite(arrays) -> bool:
-    return all(not np.issubdtype(a.dtype, np.floating) or bool(np.isfinite(a).all()) for a in arrays)
+def _all_finite(arrays, saturating: bool = False) -> bool:
+    """No array holds inf/NaN -- nor, on a saturating target, a float16 +-65504 (what an overflow became)."""
+    def clean(a) -> bool:
+        if not np.issubdtype(a.dtype, np.floating) or not bool(np.isfinite(a).all()):
+            return not np.issubdtype(a.dtype, np.floating)
+        return not (saturating and a.dtype == np.float16 and bool((np.abs(a) >= FLOAT16_MAX).any()))
+    return all(clean(np.asarray(a)) for a in arrays)
 
 
 def _does_arithmetic(plan: NpuPlan, op: NpuOp) -> bool:
@@ -78,6 +89,16 @@ def _does_arithmetic(plan: NpuPlan, op: NpuOp) -> bool:
         source = plan.tensor(op.inputs[0]).dtype
         return np.dtype(op.outputs[0].dtype).itemsize < np.dtype(source).itemsize
     return True
+
+
+def _saturating_cast(plan: NpuPlan, values: NpuValues, op: NpuOp) -> bool:
+    """On a saturating target, a narrowing Cast to float16 whose input is beyond its range or NaN (it stores
+    +-65504 or 0: the overflow its output no longer shows)."""
+    if not plan.hardware.saturates or op.kind != "cast" or op.outputs[0].dtype != "float16":
+        return False
+    source = np.asarray(values.tensor(op.inputs[0]))
+    with np.errstate(invalid="ignore"):
+        return bool((~(np.abs(source) <= FLOAT16_MAX)).any())
 
 
 @dataclass(frozen=True)
@@ -96,10 +117,12 @@ def find_overflows(plan: NpuPlan, values: NpuValues) -> List[OverflowEvent]:
     for op in plan.tasks:
         if not _does_arithmetic(plan, op):
             continue
+        saturating = plan.hardware.saturates
         produced = values.outputs(op) + [np.asarray(a) for a in values.numerics.rounding.get(op.name, [])]
-        if _all_finite(produced):
+        if op.name not in values.numerics.saturated and not _saturating_cast(plan, values, op) \
+                and _all_finite(produced):
             continue
-        origin = _all_finite(values.inputs(op))
+        origin = _all_finite(values.inputs(op), saturating)
         lead_type = plan.graph.op(op.group.lead).type if op.group is not None else ""
         converts = op.kind == "cast" or lead_type in T.CUBE_TYPES
         status = STATUS_FP16_CONVERSION if origin and converts else STATUS_FP_OVERFLOW

@@ -23,11 +23,13 @@ casting to float16 is exact), in the TF (origin) layout.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Dict, List, Mapping, Optional, Sequence, Tuple, Union
+from typing import Dict, List, Mapping, Optional, Sequence, Set, Tuple, Union
 
 import numpy as np
 
 from precision_tool.capture.emulate import faults as F
+from precision_tool.capture.emulate import hardware as H
+from precision_tool.capture.emulate import op_tables as T
 from precision_tool.capture.emulate.graph_info import split_tensor_name, tensor_name
 from precision_tool.capture.emulate.plan import FLOAT16, FLOAT32, NpuPlan
 from precision_tool.capture.emulate.tf_graph import FrozenModel, run_graph
@@ -50,12 +52,14 @@ class NumericsResult:
     ``constants``: every folded constant tensor an NPU op reads; ``rounding``: per compute op, the
     values rounded inside it before its activation (overflow shows there first); ``faults``: per planted
     TF op, what its fault did to its float32 output (:func:`~.faults.fault_effect`, plus ``positions``, the
-    indices changed, or ``chunks``, the partial sums of fp16acc)."""
+    indices changed, or ``chunks``, the partial sums of fp16acc); ``saturated``: on a saturating target, the NPU
+    ops that stored an inf, NaN or out-of-range value as +-65504 or 0 (an overflow the values no longer show)."""
 
     values: Dict[str, np.ndarray] = field(default_factory=dict)
     constants: Dict[str, np.ndarray] = field(default_factory=dict)
     rounding: Dict[str, List[np.ndarray]] = field(default_factory=dict)
     faults: Dict[str, dict] = field(default_factory=dict)
+    saturated: Set[str] = field(default_factory=set)
 
 
 class _Builder:
@@ -70,6 +74,8 @@ class _Builder:
         self.value: Dict[str, str] = {}      # TF tensor -> emulated tensor name (NPU value)
         self.rounded: Dict[str, str] = {}
         self.rounding_points: Dict[str, List[str]] = {}
+        self.round_source: Dict[str, str] = {}  # a round16 output -> the float32 value it stores
+        self.finite_flags: Dict[str, List[str]] = {}  # NPU op -> scalar "all finite" of what it stores (saturating)
         self.counter = 0
 
     def _add(self, op: str, name: str, inputs: Sequence[str], **attrs):
@@ -80,16 +86,40 @@ class _Builder:
         return node
 
     def round16(self, source: str) -> str:
+        """``source`` (float32) stored in float16 and read back; on a saturating target (910) NaN becomes 0 and a
+        value beyond the range +-65504 first (:attr:`~.hardware.Hardware.saturates`)."""
         if source not in self.rounded:
             self.counter += 1
             base = f"{SCOPE}/round_{self.counter}"
             half = tf.compat.v1.AttrValue(type=tf.float16.as_datatype_enum)
             single = tf.compat.v1.AttrValue(type=tf.float32.as_datatype_enum)
             no = tf.compat.v1.AttrValue(b=False)
-            self._add("Cast", f"{base}/to_half", [source], SrcT=single, DstT=half, Truncate=no)
+            stored = source
+            if self.plan.hardware.saturates:
+                limit = self._const(f"{base}/limit", np.float32(H.FLOAT16_MAX))
+                clipped = self._op("ClipByValue", f"{base}/saturate", [source, self._op("Neg", f"{base}/minus_limit",
+                                                                                       [limit]), limit])
+                nan = self._add("IsNan", f"{base}/is_nan", [source], T=single).name
+                stored = self._op("Select", f"{base}/nan_to_zero",
+                                  [nan, self._op("ZerosLike", f"{base}/zero", [source]), clipped])
+            self._add("Cast", f"{base}/to_half", [stored], SrcT=single, DstT=half, Truncate=no)
             self._add("Cast", f"{base}/to_float", [f"{base}/to_half"], SrcT=half, DstT=single, Truncate=no)
             self.rounded[source] = f"{base}/to_float:0"
+            self.round_source[self.rounded[source]] = source
         return self.rounded[source]
+
+    def _finite_flag(self, source: str) -> str:
+        """A scalar: every element of ``source`` is finite and within float16's range (before saturation)."""
+        self.counter += 1
+        base = f"{SCOPE}/finite_{self.counter}"
+        int32 = tf.compat.v1.AttrValue(type=tf.int32.as_datatype_enum)
+        flat = self._add("Reshape", f"{base}/flat", [source, self._const(f"{base}/shape", np.array([-1], np.int32))],
+                         T=_float32(), Tshape=int32).name
+        size = self._op("Abs", f"{base}/abs", [flat])
+        within = self._add("LessEqual", f"{base}/within", [size, self._const(f"{base}/max", np.float32(
+            H.FLOAT16_MAX))], T=_float32()).name  # False for NaN and inf too
+        return self._add("All", f"{base}/all", [within, self._const(f"{base}/axis", np.int32(0))], Tidx=int32,
+                         keep_dims=tf.compat.v1.AttrValue(b=False)).name + ":0"
 
     def external(self, tensor: str, mode: str) -> str:
         base = self.value.get(tensor, tensor)  # constants and Data are read as they are
@@ -98,7 +128,7 @@ class _Builder:
             return self.round16(base)
         return base
 
-    def _const(self, name: str, array: np.ndarray) -> str:
+    def _const(self, name: str, array) -> str:
         array = np.asarray(array)
         dtype = tf.as_dtype(array.dtype).as_datatype_enum
         self._add("Const", name, [], dtype=tf.compat.v1.AttrValue(type=dtype),
@@ -188,6 +218,9 @@ class _Builder:
 
     def add_compute_op(self, npu_op) -> None:
         group, mode = npu_op.group, npu_op.compute_dtype
+        out_fp16 = bool(npu_op.outputs) and npu_op.outputs[0].dtype == FLOAT16
+        exact = any(member in self.plan.exact for member in group.members)
+        hardware = self.plan.hardware
         internal: Dict[str, str] = {}
         points: List[str] = []
         for member in group.members:
@@ -203,30 +236,147 @@ class _Builder:
                 tensor = self.plan.aliases.get(_normalised(source), _normalised(source))
                 if tensor in internal:
                     emulated = internal[tensor]
-                    if member == group.activation and mode == FLOAT16:
+                    if member == group.activation and out_fp16:
                         emulated = self.round16(emulated)
                         points.append(emulated)
                     inputs.append(emulated)
                 else:
                     kept = (member, position) in self.plan.fp32_inputs
                     inputs.append(self.external(tensor, FLOAT32 if kept else mode))
+            if hardware.hf32_convolutions and not exact and mode == FLOAT32 and member == group.lead \
+                    and node.op in T.CONV_TYPES | T.CONV_BACKPROP_INPUT_TYPES | T.CONV_BACKPROP_FILTER_TYPES:
+                inputs = [self._hf32(f"{SCOPE}/{member}/hf32_{k}", tensor)
+                          if self.plan.graph.op(member).inputs and k < 3 and self._is_float32_input(member, k)
+                          else tensor for k, tensor in enumerate(inputs)]
             del node.input[:]
             node.input.extend(inputs)
             self.graph_def.node.append(node)
             for k in range(len(self.plan.graph.op(member).outputs)):
                 internal[tensor_name(member, k)] = f"{SCOPE}/{member}:{k}"
-            if member in self.faults and (mode == FLOAT16 or not self.faults[member].fp16_only):
+            if hardware.native_kernels and not exact:
+                kernel = self._ascend_kernel(member, node.op, inputs, out_fp16)
+                if kernel is not None:
+                    internal[tensor_name(member)] = kernel
+            if member in self.faults and not exact and (mode == FLOAT16 or not self.faults[member].fp16_only):
                 internal[tensor_name(member)] = self.perturbed(member, internal[tensor_name(member)], node, inputs)
         for out in npu_op.outputs:
             emulated = internal[out.tf_tensor]
             self.value[out.tf_tensor] = self.round16(emulated) if out.dtype == FLOAT16 else emulated
+            if out.dtype == FLOAT16 and hardware.saturates:
+                points_source = [emulated] + [self.round_source[point] for point in points]
+                self.finite_flags[npu_op.name] = [self._finite_flag(value) for value in points_source]
         self.rounding_points[npu_op.name] = points
+
+    # -- the Ascend kernels (hardware.py; each fact is cited in docs/emulated-numerics.md)
+    def _is_float32_input(self, member: str, k: int) -> bool:
+        source = self.plan.graph.op(member).inputs[k]
+        return self.plan.graph.tensor(self.plan.aliases.get(source, source)).dtype == FLOAT32
+
+    def _hf32(self, base: str, source: str) -> str:
+        """``source`` (float32) rounded to HF32: 11 explicit mantissa bits, to nearest even, by its bits:
+        ``(b + 0x7FF + ((b >> 12) & 1)) & ~0xFFF``."""
+        int32 = tf.compat.v1.AttrValue(type=tf.int32.as_datatype_enum)
+        single = tf.compat.v1.AttrValue(type=tf.float32.as_datatype_enum)
+        dropped = H.HF32_DROPPED_BITS
+        bits = self._add("Bitcast", f"{base}/bits", [source], T=single, type=int32).name
+        shift = self._const(f"{base}/shift", np.int32(dropped))
+        shifted = self._add("RightShift", f"{base}/shifted", [bits, shift], T=int32).name
+        odd = self._add("BitwiseAnd", f"{base}/odd", [shifted, self._const(f"{base}/one", np.int32(1))],
+                        T=int32).name
+        half = self._add("Add", f"{base}/half", [odd, self._const(f"{base}/half_ulp",
+                                                                  np.int32((1 << (dropped - 1)) - 1))], T=int32).name
+        biased = self._add("Add", f"{base}/biased", [bits, half], T=int32).name
+        kept = self._add("BitwiseAnd", f"{base}/kept", [biased, self._const(f"{base}/mask",
+                                                                            np.int32(~((1 << dropped) - 1)))],
+                         T=int32).name
+        return self._add("Bitcast", f"{base}/hf32", [kept], T=int32, type=single).name + ":0"
+
+    def _faithful16(self, base: str, source: str, shape) -> str:
+        """A native float16 step: ``round16(v * (1 + NATIVE_STEP_ERROR * z))``, ``z`` uniform in [-1, 1] seeded by
+        the step's name -- within one float16 ulp of ``v`` (hardware.py: the instructions' bound is not
+        published)."""
+        if shape is None or any(d is None or d < 0 for d in shape):
+            return self.round16(source)
+        factor = 1.0 + H.NATIVE_STEP_ERROR * F.uniform_unit(base, shape, self.seed)
+        scaled = self._op("Mul", f"{base}/native_error", [source, self._const(f"{base}/native_factor", factor)])
+        return self.round16(scaled)
+
+    def _ascend_kernel(self, member: str, op_type: str, inputs: Sequence[str], out_fp16: bool) -> Optional[str]:
+        """The member's output as the Ascend kernel computes it (float32 tensor name), or ``None`` where the
+        TensorFlow kernel is the model (every op not named in hardware.py)."""
+        info = self.plan.graph.op(member)
+        if not info.outputs or info.outputs[0].dtype not in (FLOAT16, FLOAT32):
+            return None
+        shape = info.outputs[0].shape
+        base = f"{SCOPE}/{member}/ascend"
+        single = [self._as_float32(f"{base}/in_{k}", t, member, k) for k, t in enumerate(inputs)]
+        if op_type == "Erf":
+            out = self._erf(base, single[0])
+        elif op_type == "Softmax" and out_fp16:
+            axis = self._const(f"{base}/axis", np.int32(-1))
+            row_max = self._add("Max", f"{base}/row_max", [single[0], axis], T=_float32(),
+                                Tidx=tf.compat.v1.AttrValue(type=tf.int32.as_datatype_enum),
+                                keep_dims=tf.compat.v1.AttrValue(b=True)).name
+            shifted = self.round16(self._op("Sub", f"{base}/minus_max", [single[0], row_max]))
+            out = self._op("Softmax", f"{base}/softmax", [shifted])
+        elif op_type in H.NATIVE_FP16_TYPES and out_fp16:
+            if op_type == "Sigmoid":
+                x = single[0]
+                clamp = self.plan.hardware.sigmoid_clamp
+                if clamp is not None:
+                    x = self._op("Maximum", f"{base}/clamped", [x, self._const(f"{base}/clamp", np.float32(clamp))])
+                negated = self.round16(self._op("Neg", f"{base}/neg", [x]))
+                exp = self._faithful16(f"{base}/exp", self._op("Exp", f"{base}/exp", [negated]), shape)
+                one = self._const(f"{base}/one", np.float32(1))
+                denominator = self.round16(self._op("Add", f"{base}/plus_one", [exp, one]))
+                out = self._faithful16(f"{base}/rec", self._op("Reciprocal", f"{base}/rec", [denominator]), shape)
+            else:
+                out = self._faithful16(f"{base}/{op_type.lower()}",
+                                       self._op(op_type, f"{base}/{op_type.lower()}", single[:2]), shape)
+        else:
+            return None
+        if info.outputs[0].dtype == FLOAT16:  # an op of a float16 graph: its consumers read half tensors
+            return self._add("Cast", f"{base}/to_graph_dtype", [out], SrcT=_float32(),
+                             DstT=tf.compat.v1.AttrValue(type=tf.float16.as_datatype_enum),
+                             Truncate=tf.compat.v1.AttrValue(b=False)).name + ":0"
+        return out if ":" in out else out + ":0"
+
+    def _as_float32(self, base: str, tensor: str, member: str, k: int) -> str:
+        """``tensor`` as float32 (a float16 graph tensor is cast up, exactly)."""
+        source = self.plan.graph.op(member).inputs[k]
+        if self.plan.graph.tensor(self.plan.aliases.get(source, source)).dtype != FLOAT16:
+            return tensor
+        return self._add("Cast", base, [tensor], SrcT=tf.compat.v1.AttrValue(type=tf.float16.as_datatype_enum),
+                         DstT=_float32(), Truncate=tf.compat.v1.AttrValue(b=False)).name
+
+    def _erf(self, base: str, x: str) -> str:
+        """``sign(x) (1 - (a1 t + a2 t^2 + a3 t^3) exp(-x^2))``, ``t = 1 / (1 + p |x|)`` in float32 (erf.py)."""
+        def const(name, value):
+            return self._const(f"{base}/{name}", np.float32(value))
+        magnitude = self._op("Abs", f"{base}/abs", [x])
+        t = self._op("Reciprocal", f"{base}/t", [self._op("Add", f"{base}/one_plus", [
+            const("one", 1.0), self._op("Mul", f"{base}/p_abs", [const("p", H.ERF_P), magnitude])])])
+        a1, a2, a3 = H.ERF_A
+        t_a3 = self._op("Mul", f"{base}/t_a3", [t, const("a3", a3)])
+        inner = self._op("Add", f"{base}/a2_plus", [const("a2", a2), t_a3])
+        t_inner = self._op("Mul", f"{base}/t_inner", [t, inner])
+        middle = self._op("Add", f"{base}/a1_plus", [const("a1", a1), t_inner])
+        poly = self._op("Mul", f"{base}/poly", [t, middle])
+        gauss = self._op("Exp", f"{base}/gauss", [self._op("Neg", f"{base}/minus_square", [
+            self._op("Square", f"{base}/square", [x])])])
+        tail = self._op("Mul", f"{base}/tail", [poly, gauss])
+        value = self._op("Sub", f"{base}/one_minus", [const("one_b", 1.0), tail])
+        return self._op("Mul", f"{base}/erf", [self._op("Sign", f"{base}/sign", [x]), value])
 
     def build(self):
         for op in self.plan.ops:
             if op.kind == "compute":
                 self.add_compute_op(op)
         return self.graph_def
+
+
+def _float32():
+    return tf.compat.v1.AttrValue(type=tf.float32.as_datatype_enum)
 
 
 def _normalised(source: str) -> str:
@@ -263,6 +413,9 @@ def run_numerics(frozen: FrozenModel, plan: NpuPlan, batch: Sequence[np.ndarray]
             for point in builder.rounding_points[op.name]:
                 keys.append(("rounding", op.name))
                 fetch_names.append(point)
+            for flag in builder.finite_flags.get(op.name, []):
+                keys.append(("finite", op.name))
+                fetch_names.append(flag)
         elif op.kind == "const":
             keys.append(("const", op.outputs[0].tf_tensor))
             fetch_names.append(op.outputs[0].tf_tensor)
@@ -280,6 +433,9 @@ def run_numerics(frozen: FrozenModel, plan: NpuPlan, batch: Sequence[np.ndarray]
             result.constants[key] = array
         elif kind == "rounding":
             result.rounding.setdefault(key, []).append(array)
+        elif kind == "finite":
+            if not bool(array):
+                result.saturated.add(key)
         else:
             planted.setdefault(key, {})[kind] = array
     for member, pair in planted.items():

@@ -23,6 +23,7 @@ from typing import Dict, FrozenSet, List, Sequence, Set, Tuple
 from precision_tool.capture.emulate import op_tables as T
 from precision_tool.formats.fusion_result import GRAPH_FUSION, UB_FUSION
 from precision_tool.capture.emulate.fusion import Fusion, FusionGroup, batchnorm_links, group_ops
+from precision_tool.capture.emulate.hardware import IDEAL_HARDWARE, Hardware
 from precision_tool.capture.emulate.graph_info import (TfGraph, TfOp, compute_ops, constant_ops, consumers,
                                                        split_tensor_name, tensor_aliases, tensor_name)
 from precision_tool.capture.emulate.npu_graph import FLOAT16, FLOAT32, NpuOp, NpuPlan, NpuTensor, Ref
@@ -42,8 +43,11 @@ def _per_channel_or_scalar(shape: Sequence[int], channels: int) -> bool:
 
 
 class _Planner:
-    def __init__(self, graph: TfGraph, fusion: Fusion, keep_fp32: FrozenSet[str] = frozenset()):
+    def __init__(self, graph: TfGraph, fusion: Fusion, keep_fp32: FrozenSet[str] = frozenset(),
+                 hardware: Hardware = IDEAL_HARDWARE, exact: FrozenSet[str] = frozenset()):
         self.keep_fp32 = keep_fp32
+        self.hardware = hardware
+        self.exact = exact
         self.graph = graph
         self.fusion = fusion if isinstance(fusion, bool) else any(  # a switch file: fused if any pass runs
             fusion.is_enabled(name, GRAPH_FUSION) for name in T.GRAPH_PASSES) or any(
@@ -134,18 +138,16 @@ class _Planner:
                          if self.is_const(self.resolve(source)))
         return frozenset(found)
 
-    def compute_dtype(self, lead: TfOp, external: List[str]) -> str:
-        """``external``: the tensors that decide (batch-norm parameters do not)."""
-        if lead.name in self.keep_fp32:  # a customize_dtypes line names its NPU op: float32 in and out
-            return FLOAT32
-        if lead.type in T.CUBE_TYPES:
-            return FLOAT16
-        if lead.type in T.FP32_KEPT_TYPES or lead.attr(T.KEEP_FP32_ATTR) is True:
-            return FLOAT32
-        for tensor in external:
-            if not self.is_const(tensor) and self.tensor_of(self.produced[tensor]).dtype == FLOAT16:
-                return FLOAT16
-        return FLOAT32
+    def compute_dtypes(self, group: FusionGroup, lead: TfOp, external: List[str]) -> Tuple[str, str]:
+        """``(input, output)`` dtype of a group's float32 graph tensors: float32 for an op a ``customize_dtypes``
+        line names, an ``--exact`` op and a variable update's arithmetic; else the precision mode's
+        (:meth:`~.hardware.Hardware.dtypes`). ``external``: the tensors that decide (batch-norm parameters do not)."""
+        if lead.name in self.keep_fp32 or lead.attr(T.KEEP_FP32_ATTR) is True \
+                or any(member in self.exact for member in group.members):
+            return FLOAT32, FLOAT32
+        inputs_fp16 = any(not self.is_const(tensor) and self.tensor_of(self.produced[tensor]).dtype == FLOAT16
+                          for tensor in external)
+        return self.hardware.dtypes(lead.type, inputs_fp16)
 
     def elementwise_format(self, lead: TfOp, external: List[str]) -> str:
         """The device layout an elementwise op keeps, or its plain layout."""
@@ -211,7 +213,8 @@ class _Planner:
                     external.append((member, k == 0, position, tensor))
         lead = members[0]
         tensors = [e[3] for e in external]
-        dtype = self.compute_dtype(lead, [e[3] for e in external if (e[0].name, e[2]) not in self.fp32_inputs])
+        dtype, out_mode = self.compute_dtypes(group, lead, [e[3] for e in external
+                                                          if (e[0].name, e[2]) not in self.fp32_inputs])
         group_format = self.elementwise_format(lead, tensors) if not group.is_fused else T.plain_format(0)
         inputs = []
         for member, is_lead, position, tensor in external:
@@ -243,7 +246,7 @@ class _Planner:
             info = last.outputs[k]
             same_rank = len(info.shape) == len(last.outputs[0].shape)
             fmt = out_format if info.is_float and same_rank else T.plain_format(len(info.shape))
-            out_dtype = dtype if info.dtype == FLOAT32 else info.dtype
+            out_dtype = out_mode if info.dtype == FLOAT32 else info.dtype
             if (statistics and k > 0) or last.type in T.CONV_BACKPROP_FILTER_TYPES:
                 out_dtype = info.dtype
             outputs.append(NpuTensor(tensor_name(last.name, k), out_dtype, fmt, _origin_format(fmt, len(info.shape)),
@@ -274,10 +277,12 @@ class _Planner:
         ops = tuple(self.data_ops + self.const_ops + self.exec_ops + [netoutput])
         dtypes = {tensor: self.tensor_of(ref).dtype for tensor, ref in self.produced.items()}
         return NpuPlan(ops, self.graph, fusion=self.fusion, tensor_dtypes=dtypes, aliases=dict(self.aliases),
-                       constants=frozenset(self.constants), fp32_inputs=self.fp32_inputs)
+                       constants=frozenset(self.constants), fp32_inputs=self.fp32_inputs, hardware=self.hardware,
+                       exact=self.exact)
 
 
-def plan_npu_graph(graph: TfGraph, fusion: Fusion = True, keep_fp32: FrozenSet[str] = frozenset()) -> NpuPlan:
+def plan_npu_graph(graph: TfGraph, fusion: Fusion = True, keep_fp32: FrozenSet[str] = frozenset(),
+                   hardware: Hardware = IDEAL_HARDWARE, exact: FrozenSet[str] = frozenset()) -> NpuPlan:
     """The NPU ops GE would build for ``graph`` (see the module docstring).
 
     Parameters
@@ -287,10 +292,12 @@ def plan_npu_graph(graph: TfGraph, fusion: Fusion = True, keep_fp32: FrozenSet[s
         passes they leave on.
     keep_fp32 : NPU op names computed in float32 whatever their type (``customize_dtypes`` lines naming
         them with float32 dtypes; a name GE fused away matches nothing, as on the NPU).
+    hardware : the modelled NPU and precision mode (:class:`~.hardware.Hardware`; the ``ideal`` model by default).
+    exact : TF op names whose NPU op computes as the reference does (``--exact``): float32 in and out.
 
     Returns
     -------
     NpuPlan
         ops in execution order: ``Data``, ``Const``, executed ops (with Cast/TransData), ``NetOutput``.
     """
-    return _Planner(graph, fusion, keep_fp32).plan()
+    return _Planner(graph, fusion, keep_fp32, hardware, exact).plan()

@@ -26,6 +26,7 @@ from precision_tool.capture.emulate.errors import EmulationError, ModelScriptErr
 from precision_tool.capture.emulate.faults import Fault, as_fault, check_fault_site
 from precision_tool.capture.emulate.fusion import Fusion
 from precision_tool.capture.emulate.graph_info import TfGraph, compute_ops, constant_ops
+from precision_tool.capture.emulate.hardware import ASCEND910, Hardware
 from precision_tool.capture.emulate.manifest import build_manifest, write_manifest
 from precision_tool.capture.emulate.model_script import load_model_script
 from precision_tool.capture.emulate.npu_values import NpuValues, find_overflows
@@ -57,6 +58,10 @@ class EmulationOptions:
     pass_faults : fusion pass -> the fault planted on the output of every op that pass produced (none when the
         pass is off: a fault of the pass, not of a kernel).
     keep_fp32 : NPU op names computed in float32 (the workspace's ``customize_dtypes`` file).
+    numerics : the modelled NPU, ``ascend910`` (default), ``ascend910b`` or ``ideal`` (:mod:`~.hardware`).
+    precision_mode : the TF adapter's ``precision_mode``; ``None``: the target's default for training.
+    exact : TF ops computed as the reference does -- float32 in and out, no fault, no hardware deviation (their
+        whole NPU op, when fused): the counterfactual that tells what an op's error costs.
     perturb : TF op name -> the fault planted on its output: a :class:`~.faults.Fault`, a spec string
         (``"bias:0.05"``, ``"fp16acc"``, ``"saturate:4"``, ``"positions:3"``, ``"noise:0.3"``) or a number
         (relative noise, the original form). Stored as ``{op: Fault}``; see :mod:`~.faults`.
@@ -77,13 +82,23 @@ class EmulationOptions:
     switches: Optional[FusionSwitches] = None
     pass_faults: Mapping[str, Fault] = field(default_factory=dict)
     keep_fp32: FrozenSet[str] = frozenset()
+    numerics: str = ASCEND910
+    precision_mode: Optional[str] = None
+    exact: FrozenSet[str] = frozenset()
 
     def __post_init__(self):
+        object.__setattr__(self, "exact", frozenset(self.exact))
+        Hardware.of(self.numerics, self.precision_mode)  # a one-line error for a target or mode not known
         if self.fusion not in FUSION_CHOICES:
             raise EmulationError(f"--fusion must be one of {', '.join(FUSION_CHOICES)}, not {self.fusion!r}")
         object.__setattr__(self, "perturb", {op: as_fault(op, value) for op, value in self.perturb.items()})
         if not (np.isfinite(self.scale) and self.scale != 0):
             raise EmulationError(f"--scale {self.scale}: must be a finite number other than 0")
+
+    @property
+    def hardware(self) -> Hardware:
+        """The modelled NPU (:class:`~.hardware.Hardware`)."""
+        return Hardware.of(self.numerics, self.precision_mode)
 
     @property
     def faults(self) -> Dict[str, Fault]:
@@ -225,6 +240,15 @@ def _check_pass_faults(pass_faults: Mapping[str, Fault]) -> None:
                                  "positions (fp16acc is a kernel's, not a pass's)")
 
 
+def _check_exact(graph: TfGraph, exact: FrozenSet[str]) -> None:
+    """One line for an ``--exact`` op that is not a compute op of the model."""
+    compute = {op.name for op in compute_ops(graph, constant_ops(graph))}
+    missing = sorted(name for name in exact if name not in compute)
+    if missing:
+        raise EmulationError(f"--exact {missing[0]}: not a compute op of the model (ops are named as in the "
+                             "reference dump, e.g. by the manifest's fusion_groups)")
+
+
 def _check_perturb(graph: TfGraph, perturb: Mapping[str, Fault]) -> None:
     executed = {op.name for op in compute_ops(graph, constant_ops(graph))}
     for name, fault in perturb.items():
@@ -309,7 +333,9 @@ def emulate_model(model, batch: Sequence[np.ndarray], workspace_dir: str,
     _check_perturb(graph, options.faults)
     _check_pass_faults(options.pass_faults)
     progress("planning the NPU graph")
-    plans = {run_name: plan_npu_graph(graph, fusion, options.keep_fp32) for run_name, fusion in options.runs}
+    _check_exact(graph, options.exact)
+    plans = {run_name: plan_npu_graph(graph, fusion, options.keep_fp32, options.hardware, options.exact)
+             for run_name, fusion in options.runs}
     staging = StagedWorkspace(target, force)
     try:
         for config in [f for f in Workspace(target).run_config_files if os.path.isfile(f)]:  # its settings stay

@@ -35,18 +35,21 @@ def run(out: str) -> dict:
     summary["cli_exit"] = timed(summary, "cnn_cli", lambda: main(argv))
     timed(summary, "cnn_api", lambda: emulate(script, os.path.join(out, "cnn_api"), EmulationOptions(**options)))
     dense = os.path.join(HERE, "dense_function.py")
-    timed(summary, "dense", lambda: emulate(dense, os.path.join(out, "dense"), EmulationOptions(fusion="both")))
+    timed(summary, "dense", lambda: emulate(dense, os.path.join(out, "dense"),
+                                                   EmulationOptions(numerics="ideal", fusion="both")))
     timed(summary, "dense_scaled",
-          lambda: emulate(dense, os.path.join(out, "dense_scaled"), EmulationOptions(scale=1e5)))
+          lambda: emulate(dense, os.path.join(out, "dense_scaled"), EmulationOptions(numerics="ideal", scale=1e5)))
     varied = os.path.join(HERE, "varied_keras.py")
-    timed(summary, "varied", lambda: emulate(varied, os.path.join(out, "varied"), EmulationOptions(fusion="both")))
+    timed(summary, "varied", lambda: emulate(varied, os.path.join(out, "varied"),
+                                                     EmulationOptions(numerics="ideal", fusion="both")))
     try:
-        emulate(dense, os.path.join(out, "bad_perturb"), EmulationOptions(perturb={"mlp/nope": 0.1}))
+        emulate(dense, os.path.join(out, "bad_perturb"), EmulationOptions(numerics="ideal", perturb={"mlp/nope": 0.1}))
     except EmulationError as error:
         summary["errors"]["bad_perturb"] = str(error)
         summary["errors"]["bad_perturb_left_folder"] = os.path.exists(os.path.join(out, "bad_perturb"))
     try:
-        emulate(dense, os.path.join(out, "const_perturb"), EmulationOptions(perturb={"mlp/fc1/b": 0.1}))
+        emulate(dense, os.path.join(out, "const_perturb"),
+                EmulationOptions(numerics="ideal", perturb={"mlp/fc1/b": 0.1}))
     except EmulationError as error:
         summary["errors"]["const_perturb"] = str(error)
     return summary

@@ -21,7 +21,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(HERE)))
 sys.path.insert(0, REPO)
 
-from precision_tool.capture.emulate import emulate  # noqa: E402
+from precision_tool.capture.emulate import EmulationOptions, emulate  # noqa: E402
 from precision_tool.cli import main  # noqa: E402
 
 CNN = os.path.join("sample_dumps", "models", "cnn.py")
@@ -51,7 +51,7 @@ def _cli(argv):
 def run(out: str) -> dict:
     os.chdir(REPO)
     summary = {"cases": {}}
-    emulate(CNN, os.path.join(out, "clean"))
+    emulate(CNN, os.path.join(out, "clean"), EmulationOptions(numerics="ideal"))
     code, text = _cli(["-d", os.path.join(out, "clean"), "--json", "ac", "-c", "--workers", "1"])
     summary["clean"] = {"ac_exit": code, "ac": json.loads(text)}
     limit = float(np.float16(_clean_max(os.path.join(out, "clean")) / 2))
@@ -59,7 +59,7 @@ def run(out: str) -> dict:
              "positions": (OUTPUT, "positions:3"), "fp16acc": (CONV, "fp16acc"), "fp16acc1": (CONV, "fp16acc:1")}
     for name, (op, spec) in cases.items():
         workspace = os.path.join(out, name)
-        code, text = _cli(["emulate", CNN, "-o", workspace, "--perturb", f"{op}={spec}"])
+        code, text = _cli(["emulate", CNN, "-o", workspace, "--numerics", "ideal", "--perturb", f"{op}={spec}"])
         case = {"tf_op": op, "spec": spec, "emulate_exit": code, "emulate_text": text}
         if code == 0:
             code, text = _cli(["-d", workspace, "--json", "ac", "-c", "--workers", "1"])

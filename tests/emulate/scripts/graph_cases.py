@@ -63,13 +63,13 @@ def staging_cases(out: str) -> dict:
     found["retry_has_manifest"] = bool(manifest)
     emulate_run.run_numerics = broken
     try:
-        emulate(dense, target, EmulationOptions(fusion="off"), force=True)
+        emulate(dense, target, EmulationOptions(numerics="ideal", fusion="off"), force=True)
     except RuntimeError as error:
         found["forced_error"] = str(error)
     emulate_run.run_numerics = real
     with open(os.path.join(target, "manifest.json"), encoding="utf-8") as handle:
         found["forced_failure_kept_earlier"] = handle.read() == manifest
-    found["forced_retry"] = attempt(dense, target, options=EmulationOptions(fusion="off"), force=True)
+    found["forced_retry"] = attempt(dense, target, options=EmulationOptions(numerics="ideal", fusion="off"), force=True)
     with open(os.path.join(target, "manifest.json"), encoding="utf-8") as handle:
         found["forced_retry_fusion"] = json.load(handle)["fusion"]
     found["leftovers"] = leftovers(os.path.dirname(target), "ws")
@@ -82,7 +82,8 @@ def run(out: str) -> dict:
     # first: tf.compat.v1.layers is resolved once per process, from Keras 2 only if TF_USE_LEGACY_KERAS=1 then
     legacy_before = os.environ.get("TF_USE_LEGACY_KERAS")
     start = time.time()
-    emulate(os.path.join(HERE, "tf1_resnet_graph.py"), os.path.join(out, "tf1_graph"), EmulationOptions(fusion="both"))
+    emulate(os.path.join(HERE, "tf1_resnet_graph.py"), os.path.join(out, "tf1_graph"),
+            EmulationOptions(numerics="ideal", fusion="both"))
     seconds = round(time.time() - start, 2)
     summary["tf1_graph"] = dict(check(os.path.join(out, "tf1_graph"), os.path.join(out, "tf1_graph_ac")),
                                 seconds=seconds, legacy_keras_before=legacy_before,

@@ -114,7 +114,7 @@ def run(out: str) -> dict:
     script = shutil.copy(os.path.join(HERE, SCRIPT), os.path.join(models, SCRIPT))
     os.environ[CASE] = "pb"
     start = time.time()
-    emulate(script, os.path.join(out, "pb"), EmulationOptions(fusion="both"))
+    emulate(script, os.path.join(out, "pb"), EmulationOptions(numerics="ideal", fusion="both"))
     seconds = round(time.time() - start, 2)
     summary["pb"] = dict(check(os.path.join(out, "pb"), os.path.join(out, "pb_ac")), seconds=seconds)
     summary.update(meta_against_pb(script))

@@ -102,14 +102,14 @@ def run(out: str) -> dict:
     for case, (optimizer, step, options) in CASES.items():
         os.environ["PRECISION_TOOL_TRAIN_OPTIMIZER"] = optimizer
         workspace = os.path.join(out, case)
-        emulate(SCRIPT, workspace, EmulationOptions(step=step, **options))
+        emulate(SCRIPT, workspace, EmulationOptions(numerics="ideal", step=step, **options))
         summary[case] = check(workspace, os.path.join(out, case + "_ac"))
         if case != "backward_bias":
             np.savez(os.path.join(out, case + ".expected.npz"), **tensorflow_step(step))
     for variant, step in VARIANTS.items():
         os.environ["PRECISION_TOOL_TRAIN_VARIANT"] = variant
         workspace = os.path.join(out, f"variant_{variant}")
-        emulate(VARIANT_SCRIPT, workspace, EmulationOptions(step=step))
+        emulate(VARIANT_SCRIPT, workspace, EmulationOptions(numerics="ideal", step=step))
         summary[f"variant_{variant}"] = check(workspace, os.path.join(out, f"variant_{variant}_ac"))
         np.savez(os.path.join(out, f"variant_{variant}.expected.npz"), **tensorflow_step(step, VARIANT_SCRIPT))
     for variant in ("rnn", "assign"):
@@ -124,7 +124,7 @@ def run(out: str) -> dict:
 
 def refusal(script: str, target: str, **options) -> dict:
     try:
-        emulate(script, target, EmulationOptions(**options))
+        emulate(script, target, EmulationOptions(numerics="ideal", **options))
         return {"error": "", "type": "", "left_folder": True}
     except PrecisionToolError as error:
         return {"error": str(error), "type": type(error).__name__, "left_folder": os.path.exists(target)}

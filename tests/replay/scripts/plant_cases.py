@@ -69,7 +69,8 @@ def main(out, big, only=None):
         plan = clean.plans["debug_0"]
         for site, rule in sites.items():
             tf_op = choose(plan, rule)
-            result = emulate(str(script), str(out / f"{model}_{site}"), EmulationOptions(perturb={tf_op: REL}))
+            result = emulate(str(script), str(out / f"{model}_{site}"),
+                             EmulationOptions(numerics="ideal", perturb={tf_op: REL}))
             (planted,) = result.manifest["perturbations"]
             cases[f"{model}_{site}"] = {"workspace": result.workspace, "planted": tf_op,
                                         "npu_op": planted["npu_op"]["debug_0"]}
