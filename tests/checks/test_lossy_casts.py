@@ -44,4 +44,6 @@ def test_only_narrowing_casts_are_read_and_lossy_ones_reported(tmp_path):
 
 def test_sample_casts_lose_nothing():
     check = check_casts(scan_dump_folder(CNN / "npu" / "debug_0" / "dump"))
-    assert check.casts_checked == 2 and check.lossy == ()
+    # allow_fp32_to_fp16: the input, and the float32 results of pool1, the residual ReLU and the mean, each cast
+    # down for the Cube op after it (the four casts up are not checked: widening is exact)
+    assert check.casts_checked == 4 and check.lossy == ()

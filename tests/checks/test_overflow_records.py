@@ -18,10 +18,10 @@ def test_planted_overflow_is_first_with_its_status_decoded():
     assert check.folder_exists and check.records == 1 and not check.failures
     first = check.first
     assert (first.op_name, first.op_type, first.unit, first.task_id, first.stream_id) == (
-        CONV3, "Conv2D", "AI Core", 11, 2)
+        CONV3, "Conv2D", "AI Core", 15, 2)
     assert first.status == (0x100,)
     assert first.status_lines == ("AI Core: overflow converting fp32→fp16 or int32→fp16 (0x100)",)
-    assert first.timestamp == 1732007200000091
+    assert first.timestamp == 1732007200000131
     labels = [t.label for t in first.tensors]
     assert labels == ["input 0", "input 1", "input 2", "output 0"]
     output = first.tensors[-1]

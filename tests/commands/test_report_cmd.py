@@ -12,6 +12,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), os.pardir, "reports")
 
 from html_builders import CNN, RES_CONV, chain, sample_result, tensor, write_synthetic_result
 from precision_tool.cli import main
+from sample_counts import dumped_tensors
 from precision_tool.reports.html.browser import find_chromium
 
 
@@ -83,7 +84,8 @@ def test_json_gives_paths_and_the_verdict(sample_csv, tmp_path, capsys):
     code, out, _err = run(capsys, "-d", CNN, "--json", "report", "-f", sample_csv, "-o", tmp_path / "r.html")
     data = json.loads(out)["data"]
     assert code == 1 and data["html"] == str(tmp_path / "r.html")
-    assert data["compared"] == 52 and data["failing"] == 2 and data["first_divergence"] == RES_CONV
+    # the culprit's output fails, and so do the Cast carrying it to the float32 Add and the Add's input
+    assert data["compared"] == dumped_tensors() and data["failing"] == 4 and data["first_divergence"] == RES_CONV
     assert data["verdict"]["culprit"]["op_name"] == RES_CONV
 
 
@@ -128,15 +130,16 @@ def test_plots_are_written_as_svg_and_png_when_chromium_is_there(sample_csv, tmp
     names = sorted(p.name for p in (tmp_path / "plots").iterdir())
     assert code == 1
     assert "accuracy_plot.svg" in names
-    # one histogram: the sample's two failing tensors are one set of bytes (the culprit's output, the Add's input)
-    assert sum(name.startswith("error_histogram_") and name.endswith(".svg") for name in names) == 1
+    # two histograms: the sample's four failing tensors are two sets of bytes (the culprit's float16 output and the
+    # Cast's input; the Cast's float32 output and the Add's input)
+    assert sum(name.startswith("error_histogram_") and name.endswith(".svg") for name in names) == 2
     root = ET.parse(tmp_path / "plots" / "accuracy_plot.svg").getroot()
-    assert root.get("data-points") == "52"
+    assert root.get("data-points") == str(dumped_tensors())
     if find_chromium() is None:
         assert "PNG needs Chromium" in out and not any(name.endswith(".png") for name in names)
     else:
         pngs = [name for name in names if name.endswith(".png")]
-        assert len(pngs) == 2
+        assert len(pngs) == 3  # the plot and the two histograms
         assert (tmp_path / "plots" / "accuracy_plot.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 

@@ -59,7 +59,8 @@ def reference(ws: Path, tf_op: str, index: int = 0) -> np.ndarray:
 def test_same_seed_gives_identical_bytes_cli_api_and_committed_sample(emulated):
     cli, api = tree_bytes(emulated["cnn_cli"]), tree_bytes(emulated["cnn_api"])
     assert emulated.summary["cli_exit"] == 0
-    assert len(cli) == 116 and cli == api  # 115 listed in the manifest (tf/graph's two included), and the manifest
+    listed = len(json.loads((emulated["cnn_cli"] / "manifest.json").read_text())["files"])
+    assert len(cli) == listed + 1 and cli == api  # every file the manifest lists (tf/graph's two included), and it
     committed = tree_bytes(REPO / "sample_dumps" / "cnn_workspace")
     assert committed == cli, "sample_dumps/cnn_workspace is stale: run make sample-dumps"
 
@@ -90,7 +91,7 @@ def test_dump_tree_and_graph_are_named_as_on_a_device(emulated):
     graph = read_ge_graph(graph_file).root
     tasks = [op for op in graph.ops if op.type not in ("Data", "Const", "NetOutput")]
     scan = scan_dump_folder(folder)
-    assert len(scan.ops) == len(tasks) == info["runs"][0]["executed_ops"] == 19
+    assert len(scan.ops) == len(tasks) == info["runs"][0]["executed_ops"] > 0
     previous = (0, 0)
     for op in tasks:  # execution order = graph order: task ids and time stamps increase
         found = scan.find(op.name)

@@ -28,12 +28,16 @@ def test_details_limit_keeps_the_first_divergence_first(tmp_path):
 
 
 def test_an_input_that_is_its_producers_failing_output_shares_its_card(tmp_path):
-    """The sample's two failing tensors are one set of bytes: the culprit's output and the Add's input 1 it feeds
-    (the result file says ``reused_from``). One card, naming both; nothing counted as skipped."""
+    """The sample's four failing tensors are two sets of bytes: the culprit's float16 output and the input of the
+    Cast that carries it to the float32 Add (allow_fp32_to_fp16); the Cast's output and the Add's input 1 (the
+    result file says ``reused_from``). Two cards, each naming both; with a limit of 1 the second is skipped."""
     csv = sample_result(tmp_path / "out")
     details = failing_details(load_result(str(csv)), limit=1, worst_count=3)
-    assert [d.tensor_id for d in details.tensors] == [f"{RES_CONV}:output:0"] and details.skipped == 0
-    assert details.tensors[0].same_bytes_as == (f"{RES_ADD}:input:1",) and len(details.tensors[0].worst) == 3
+    assert [d.tensor_id for d in details.tensors] == [f"{RES_CONV}:output:0"] and details.skipped == 1
+    (cast,) = details.tensors[0].same_bytes_as
+    assert cast.startswith("trans_Cast_") and cast.endswith(":input:0") and len(details.tensors[0].worst) == 3
+    both = failing_details(load_result(str(csv)), limit=2, worst_count=3).tensors
+    assert both[1].same_bytes_as == (f"{RES_ADD}:input:1",) and both[1].tensor_id == cast.replace("input", "output")
 
 
 def test_moved_dump_folders_give_a_note_not_an_error(tmp_path):
