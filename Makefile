@@ -21,7 +21,7 @@ USER_ENV_TESTS := -q -p no:cacheprovider
 DEMO_WORKSPACE := sample_dumps/cnn_workspace
 DEMO_OUT := out/demo
 
-.PHONY: venv user-envs test-user-envs lint test test-fast demo check-peer peer browser check-report bench sample-dumps clean
+.PHONY: venv user-envs test-user-envs lint test test-fast demo check-peer peer browser check-report bench bench-diagnosis sample-dumps clean
 
 venv: $(STAMP)
 
@@ -111,6 +111,11 @@ bench: venv peer
 	$(PY) benchmarks/alignment_scale.py
 	$(PY) benchmarks/replay_cost.py
 	$(PY) benchmarks/ge_graph_memory.py
+
+# Is ac -c's culprit the op that adds the error? 11 architectures under --numerics ascend910 and ideal, plants and
+# clean runs, truth by --exact (docs/local-error.md); about 40 minutes on 2 cores. Not part of make test.
+bench-diagnosis: venv
+	$(PY) benchmarks/diagnosis.py
 
 clean:
 	rm -rf $(VENV) $(TF115_VENV) $(TF26_VENV) .pytest_cache build *.egg-info

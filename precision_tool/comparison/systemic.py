@@ -5,8 +5,9 @@ touches wrong, and a rule relative to the run's other ops is blind to it. The gr
 made an op (the GE graph's ``pass_name``/``pass_name_ub``) and the NPU op types. A group is **systemic** when at
 least :data:`MIN_OPS` of its replayed ops are beyond the spec (:attr:`~.attribution.OpAttribution.beyond_spec`)
 and they are more than half of its replayed ops -- most of what it touches, not two unrelated faults among forty
-convolutions. Passes come first (the narrower cause), then op types; within each, the larger share first; a group
-whose ops a group named before holds already is not named again (nothing tells the two apart).
+convolutions. Passes come first (the narrower cause), then op types; within each, the larger share first. A group
+whose ops are some of a named group's is not named again; a pass and a type of exactly the same ops are both
+named: nothing in the dumps tells a wrong pass from a wrong kernel of every op it made.
 """
 from __future__ import annotations
 
@@ -58,8 +59,8 @@ def systemic_faults(attribution: Attribution, passes: Mapping[str, Sequence[str]
             if len(beyond) >= MIN_OPS and 2 * len(beyond) > len(ops):
                 named.append(SystemicFault(kind, name, beyond, len(ops)))
         named.sort(key=lambda fault: (-len(fault.ops) / fault.measured, -len(fault.ops), fault.name))
-        for fault in named:  # a group whose ops a named one holds already adds nothing to it
-            if not any(set(fault.ops) <= set(other.ops) for other in found):
+        for fault in named:  # a group of some of a named one's ops adds nothing to it (the same ops: both named)
+            if not any(set(fault.ops) < set(other.ops) for other in found):
                 found.append(fault)
     return tuple(found)
 

@@ -51,8 +51,10 @@ def test_a_fault_of_every_op_of_one_pass_is_named_as_the_pass(tmp_path, capsys):
     workspace = emulate(tmp_path / "ws", RESNET_BLOCK, "--perturb-pass", "ConvBatchnormFusionPass=0.02")
     code, verdict, judgment = autocheck(capsys, workspace)
     assert code == 1 and verdict["culprit"]["op_name"] == "block/stem/Conv2D"
-    (fault,) = judgment["systemic"]  # TbeConvElemwiseFusionPass's two ops are among them: not named again
+    # TbeConvElemwiseFusionPass's two ops are some of them: not named again; the three are all the Conv2D ops too
+    fault, kernel = judgment["systemic"]
     assert (fault["kind"], fault["name"], fault["measured"]) == ("fusion pass", "ConvBatchnormFusionPass", 3)
+    assert (kernel["kind"], kernel["name"], kernel["ops"]) == ("op type", "Conv2D", fault["ops"])
     assert any("systemic fault of the fusion pass" in reason for reason in verdict["culprit"]["reasons"])
     code = main(["-d", str(workspace), "vcs"])
     assert code == 1 and "Systemic: fusion pass ConvBatchnormFusionPass: 3 of 3" in capsys.readouterr().out

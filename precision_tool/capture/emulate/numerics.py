@@ -263,8 +263,10 @@ class _Builder:
             emulated = internal[out.tf_tensor]
             self.value[out.tf_tensor] = self.round16(emulated) if out.dtype == FLOAT16 else emulated
             if out.dtype == FLOAT16 and hardware.saturates:
-                points_source = [emulated] + [self.round_source[point] for point in points]
-                self.finite_flags[npu_op.name] = [self._finite_flag(value) for value in points_source]
+                self.finite_flags.setdefault(npu_op.name, []).append(self._finite_flag(emulated))
+        if hardware.saturates and points:
+            self.finite_flags.setdefault(npu_op.name, []).extend(
+                self._finite_flag(self.round_source[point]) for point in points)
         self.rounding_points[npu_op.name] = points
 
     # -- the Ascend kernels (hardware.py; each fact is cited in docs/emulated-numerics.md)
@@ -305,7 +307,8 @@ class _Builder:
         """The member's output as the Ascend kernel computes it (float32 tensor name), or ``None`` where the
         TensorFlow kernel is the model (every op not named in hardware.py)."""
         info = self.plan.graph.op(member)
-        if not info.outputs or info.outputs[0].dtype not in (FLOAT16, FLOAT32):
+        modelled = op_type == "Erf" or (out_fp16 and (op_type == "Softmax" or op_type in H.NATIVE_FP16_TYPES))
+        if not modelled or not info.outputs or info.outputs[0].dtype not in (FLOAT16, FLOAT32):
             return None
         shape = info.outputs[0].shape
         base = f"{SCOPE}/{member}/ascend"
