@@ -12,6 +12,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from html_builders import CNN, EVIL, RES_CONV, sample_result, tensor, write_synthetic_result
+from sample_counts import dumped_tensors
 from precision_tool.reports.html import build_report, write_report
 from precision_tool.reports.html.browser import dump_dom, file_url, find_chromium, screenshot
 
@@ -39,7 +40,8 @@ def rows_in_order(dom: str):
 def test_script_runs_without_error_and_fills_the_table_controls(sample_page):
     run = dump_dom(file_url(sample_page))
     assert 'data-status="ok"' in body_attrs(run.stdout), body_attrs(run.stdout)
-    assert '<span id="table-count">52 of 52 tensors shown</span>' in run.stdout
+    total = dumped_tensors()
+    assert f'<span id="table-count">{total} of {total} tensors shown</span>' in run.stdout
     assert '<input type="search" id="table-filter"' in run.stdout
     assert "Uncaught" not in run.stderr  # nothing thrown, not even after init
 
@@ -52,7 +54,8 @@ def test_divergence_marker_carries_the_planted_op(sample_page):
 
 def test_query_filters_and_sorts_the_table(sample_page):
     dom = dump_dom(file_url(sample_page, "failing=1")).stdout
-    assert 'data-rows-shown="2"' in body_attrs(dom) and "2 of 52 tensors shown" in dom
+    # the culprit's output, the Cast carrying it to the float32 Add (input and output) and the Add's input
+    assert 'data-rows-shown="4"' in body_attrs(dom) and f"4 of {dumped_tensors()} tensors shown" in dom
     dom = dump_dom(file_url(sample_page, "sort=CosineSimilarity")).stdout
     first_class, first_op = rows_in_order(dom)[0]
     assert first_op == RES_CONV and "first" in first_class.split()  # lowest cosine first
@@ -60,7 +63,9 @@ def test_query_filters_and_sorts_the_table(sample_page):
     dom = dump_dom(file_url(sample_page, "filter=RES_RELU")).stdout  # case-insensitive, any cell
     (csv,) = (sample_page.parent / "out").glob("result_*.csv")
     expected = sum("res_relu" in line for line in csv.read_text().splitlines())
-    assert expected == 2 and f"{expected} of 52 tensors shown" in dom
+    # the ReLU's input and output, and the Cast that carries its float32 output to the float16 Cube op after it
+    # (its reference is the ReLU's): found in every cell
+    assert expected == 4 and f"{expected} of {dumped_tensors()} tensors shown" in dom
 
 
 def test_a_broken_page_is_reported_as_an_error(sample_page, tmp_path):
