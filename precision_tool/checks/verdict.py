@@ -259,13 +259,7 @@ def _divergence_culprit(divergence, overflow, fusion, compare) -> Culprit:
     measured = attribution.op(op_name) if attribution is not None else None
     if measured is not None:
         reasons.append(f"its local error is {measured.summary}")
-    judgment = _judgment(compare)
-    systemic = [fault for fault in (judgment.systemic if judgment is not None else ()) if op_name in fault.ops]
-    if systemic:
-        fault = systemic[0]
-        reasons.append(f"it is the first of {len(fault.ops)} ops of {fault.kind} {fault.name} beyond Ascend's operator "
-                       f"standard (of {fault.measured} replayed): a systemic fault of the {fault.kind}, not of this "
-                       "op alone")
+    reasons.extend(_systemic_reasons(compare, op_name))
     causes = _causes(op_name, overflow, fusion, compare)
     reasons.extend(causes.lines)
     if not causes.explained:
@@ -277,6 +271,17 @@ def _divergence_culprit(divergence, overflow, fusion, compare) -> Culprit:
     evidence = f"{FIRST_DIVERGENCE} and {FUSION}" if causes.blamed else FIRST_DIVERGENCE
     return Culprit(op_name, op_type, evidence, tuple(reasons), tuple(_commands(op_name, index, causes, compare)),
                    causes.passes)
+
+
+def _systemic_reasons(compare, op_name: str) -> List[str]:
+    """The line saying the op is part of a systemic fault of the judgment (its first such group), if it is."""
+    judgment = _judgment(compare)
+    faults = [fault for fault in (judgment.systemic if judgment is not None else ()) if op_name in fault.ops]
+    if not faults:
+        return []
+    fault = faults[0]
+    return [f"it is one of {len(fault.ops)} ops of {fault.kind} {fault.name} beyond Ascend's operator standard (of "
+            f"{fault.measured} replayed): a systemic fault of the {fault.kind}, not of this op alone"]
 
 
 def _local_error_culprit(measured, overflow, fusion, compare) -> Culprit:
@@ -296,13 +301,7 @@ def _local_error_culprit(measured, overflow, fusion, compare) -> Culprit:
         if from_reference:
             reasons.append(f"{len(from_reference)} of its {len(replay.feeds)} replay inputs came from the reference, "
                            f"not the NPU dump (first: {from_reference[0]})")
-    judgment = _judgment(compare)
-    systemic = [fault for fault in (judgment.systemic if judgment is not None else ()) if op_name in fault.ops]
-    if systemic:
-        fault = systemic[0]
-        reasons.append(f"it is the first of {len(fault.ops)} ops of {fault.kind} {fault.name} beyond Ascend's operator "
-                       f"standard (of {fault.measured} replayed): a systemic fault of the {fault.kind}, not of this "
-                       "op alone")
+    reasons.extend(_systemic_reasons(compare, op_name))
     causes = _causes(op_name, overflow, fusion, compare)
     reasons.extend(causes.lines)
     if not causes.explained:
