@@ -121,7 +121,8 @@ def test_graph_model_script_and_scripts_defining_both_or_neither(tmp_path):
 
 
 def test_graph_model_placeholders_take_its_parameter_names():
-    from precision_tool.capture.emulate.tf_graph import GraphFunction, _input_names
+    from precision_tool.capture.emulate.tf_graph import _input_names
+    from precision_tool.capture.emulate.train_step import _placeholder_names
 
     def two(image, mask):
         return image
@@ -129,20 +130,20 @@ def test_graph_model_placeholders_take_its_parameter_names():
     def bad(_x):
         return _x
 
-    assert _input_names(GraphFunction(two), 2) == ("image", "mask")
-    assert _input_names(GraphFunction(two), 1) == ("input",)  # a batch of another arity: generic names
-    assert _input_names(GraphFunction(bad), 1) == ("input",)  # "_x" is no valid TensorFlow op name
+    assert _placeholder_names(two, 2) == ["image", "mask"]
+    assert _placeholder_names(two, 1) == ["input"]  # a batch of another arity: generic names
+    assert _placeholder_names(bad, 1) == ["input"]  # "_x" is no valid TensorFlow op name
     assert _input_names(lambda *tensors: tensors, 2) == ("input_0", "input_1")
 
 
 def test_tracing_hints_point_to_the_right_fix():
-    from precision_tool.capture.emulate.tf_graph import KERAS2_HINT, TF1_HINT, _trace_hint
+    from precision_tool.capture.emulate.tf_graph import KERAS2_HINT, TF1_HINT, _trace_hint, graph_code_hint
 
     keras3 = "AttributeError: `conv2d` is not available with Keras 3."
-    assert _trace_hint(keras3, graph_code=False) == TF1_HINT  # model(): use graph_model()
-    assert _trace_hint(keras3, graph_code=True) == KERAS2_HINT  # graph_model(): Keras 2 was not loaded
+    assert _trace_hint(keras3) == TF1_HINT  # model(): use graph_model()
+    assert graph_code_hint(keras3) == KERAS2_HINT  # graph_model(): Keras 2 was not loaded
     assert "graph_model(inputs)" in TF1_HINT and "TF_USE_LEGACY_KERAS=1" in KERAS2_HINT
-    assert _trace_hint("ValueError: shapes (2, 3) and (4, 5) are incompatible", graph_code=True) is None
+    assert graph_code_hint("ValueError: shapes (2, 3) and (4, 5) are incompatible") is None
 
 
 @pytest.mark.parametrize("ops, named", [

@@ -115,7 +115,8 @@ def test_what_the_emulator_does_not_model_is_refused_in_one_line(cases):
     assert adam["error"].startswith(f"{SCRIPTS / 'train_conv_bn.py'}: op ")
     assert "(ResourceApplyAdam) writes a variable in a way the emulator does not model" in adam["error"]
     assert dense == {"error": f"--step 2: {SCRIPTS / 'dense_function.py'} is not a training step; --step needs "
-                              "train_graph()", "type": "EmulationError", "left_folder": False}
+                              "train_graph(), or a model() step that writes variables (a TF2 training step)",
+                     "type": "EmulationError", "left_folder": False}
 
 
 # -------------------------------------------------------------------------- train_variants.py

@@ -31,7 +31,8 @@ from precision_tool.tf_runtime import session_config
 from precision_tool.config import Workspace
 from precision_tool.formats.npy_dir import reference_file_name
 from precision_tool.formats.tf_graph import INDEX_FILE
-from precision_tool.formats.tf_reference import ReferenceConversion, ReferenceTensor, convert_tfdbg_run, find_tfdbg_runs
+from precision_tool.formats.tf_reference import (ReferenceConversion, ReferenceTensor, convert_tfdbg_run,
+                                                 find_tfdbg_runs, record_conversion)
 from precision_tool.lazy import lazy_import
 
 tf = lazy_import("tensorflow")
@@ -164,6 +165,7 @@ def capture_reference(frozen: FrozenModel, batch: Sequence[np.ndarray], workspac
     conversion = convert_capture(capture_dir, workspace.tf_dump, workspace.tf_graph)
     tensors = drop_reserve_spaces(workspace.tf_dump, conversion.tensors, graph)
     files = normalise_names(workspace.tf_dump, tensors, op_order)
+    record_conversion(workspace.tf_dump, "precision_tool emulate", [os.path.basename(f) for f in files])
     normalise_graph(workspace.tf_graph, conversion)
     if not keep_tfdbg:
         shutil.rmtree(workspace.tf_debug)

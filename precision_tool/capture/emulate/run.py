@@ -322,8 +322,6 @@ def emulate_model(model, batch: Sequence[np.ndarray], workspace_dir: str,
     if not (callable(model) or isinstance(model, (GraphFunction, TrainStep))):
         raise ModelScriptError(f"{script}: model() returned {type(model).__name__}; expected a Keras model "
                                "or a function of tf.Tensors")
-    if options.step and not isinstance(model, TrainStep):
-        raise EmulationError(f"--step {options.step}: {script} is not a training step; --step needs train_graph()")
     target = check_workspace(workspace_dir, force)
     batch = _scaled(batch, options.scale)
     progress("tracing and freezing the model")

@@ -2,7 +2,8 @@
 
 A model is traced once with ``tf.function`` on inputs of the batch's exact shapes -- a TF1
 graph-building function (:class:`GraphFunction`, a MODEL_SCRIPT's ``graph_model``) is built once in a
-TF1 graph by ``tf.compat.v1.wrap_function`` instead -- and its variables are turned into constants, so
+``tf.Graph`` and run in a session instead (:func:`~.train_step.freeze_graph_code`, no eager execution needed:
+TensorFlow 1.15 too) -- and its variables are turned into constants, so
 op names are the Python (Keras) names and every shape is static. A frozen GraphDef (a MODEL_SCRIPT's
 ``graph_def()``, :mod:`~.graph_def_model`) is not traced: it is cut to its fetches and its placeholders take
 the batch's shapes, its node names unchanged. The
@@ -24,7 +25,6 @@ from __future__ import annotations
 
 import contextlib
 import inspect
-import os
 import re
 import sys
 from dataclasses import dataclass
@@ -36,6 +36,7 @@ from precision_tool.capture.emulate import op_tables as T
 from precision_tool.capture.emulate.control_flow import (has_functional_control_flow, has_v1_conditionals,
                                                           resolve_v1_conditionals, unroll_control_flow)
 from precision_tool.capture.emulate.errors import EmulationError, ModelScriptError, cause_line
+from precision_tool.errors import PrecisionToolError
 from precision_tool.capture.emulate.graph_info import (TfGraph, TfOp, TfTensor, consumers, tensor_aliases,
                                                        tensor_name, topological_order)
 from precision_tool.tf_runtime import session_config
@@ -53,9 +54,9 @@ _OP_NAME = re.compile(r"[A-Za-z0-9.][A-Za-z0-9_.\-/>]*$")  # TensorFlow's rule f
 @dataclass(frozen=True)
 class GraphFunction:
     """A TF1 graph-building function: ``function(*inputs)`` builds ops on one placeholder per input array
-    (named after its parameters) and returns the output tensor(s). It runs once, in a TF1 graph made by
-    ``tf.compat.v1.wrap_function``: ``tf.compat.v1.layers``, ``tf.compat.v1.get_variable`` and other graph
-    code work there, and variables take their initialisers' values."""
+    (named after its parameters) and returns the output tensor(s). It runs once, in a ``tf.Graph``:
+    ``tf.compat.v1.layers``, ``tf.compat.v1.get_variable`` and other graph code work there, and variables take
+    their initialisers' values, seeded."""
 
     function: Callable
     label: str = "graph_model()"
@@ -94,15 +95,12 @@ KERAS2_HINT = ("tf.compat.v1.layers needs Keras 2: pip install tf_keras, and set
 
 
 def _input_names(model, count: int) -> Tuple[str, ...]:
-    """Placeholder names: a Keras model's input names, a graph function's parameter names, else ``input``
-    (``input_K`` for several)."""
+    """Placeholder names: a Keras model's input names, else ``input`` (``input_K`` for several)."""
     found: Sequence[Optional[str]] = [None] * count
     if _is_keras(model):
         keras_inputs = getattr(model, "inputs", None)
         if keras_inputs and len(keras_inputs) == count:
             found = [str(getattr(t, "name", "") or "").split(":")[0].replace("/", "_") or None for t in keras_inputs]
-    elif isinstance(model, GraphFunction):
-        found = _parameter_names(model.function, count)
     return tuple(name or ("input" if count == 1 else f"input_{k}") for k, name in enumerate(found))
 
 
@@ -132,10 +130,6 @@ def quiet_tensorflow_logger() -> Iterator[None]:
 
 def _trace(model, specs, keras_model: bool):
     """A concrete function of ``model`` on ``specs``."""
-    if isinstance(model, GraphFunction):
-        os.environ.setdefault(LEGACY_KERAS, "1")  # tf.compat.v1.layers is Keras 2's (until tf.keras is loaded)
-        return tf.compat.v1.wrap_function(model.function, list(specs))
-
     def call(*tensors):
         if keras_model:
             return model(tensors[0] if len(tensors) == 1 else list(tensors), training=False)
@@ -163,9 +157,12 @@ def _functional_case() -> Iterator[None]:
             kept.difference_update(added)
 
 
-def _trace_hint(cause: str, graph_code: bool) -> Optional[str]:
-    if graph_code:
-        return KERAS2_HINT if "not available with Keras 3" in cause else None
+def graph_code_hint(cause: str) -> Optional[str]:
+    """The hint for TF1 graph code that failed to build: Keras 2 for ``tf.compat.v1.layers`` under Keras 3."""
+    return KERAS2_HINT if "not available with Keras 3" in cause else None
+
+
+def _trace_hint(cause: str) -> Optional[str]:
     return TF1_HINT if any(mark in cause for mark in _TF1_MARKS) else None
 
 
@@ -175,8 +172,8 @@ def freeze_model(model, batch: Sequence[np.ndarray], script: str = "MODEL_SCRIPT
 
     ``model`` is a Keras model (or layer; Keras 3 or Keras 2's ``tf_keras``), called with ``training=False``
     on one tensor, or on a list when ``batch`` holds several arrays; a plain function of TF ops taking
-    one tensor per array; a :class:`GraphFunction` (TF1 graph code, built by
-    ``tf.compat.v1.wrap_function``, with ``TF_USE_LEGACY_KERAS=1`` set unless it is set already); or a
+    one tensor per array; a :class:`GraphFunction` (TF1 graph code, built and frozen by
+    :func:`~.train_step.freeze_graph_code`, with ``TF_USE_LEGACY_KERAS=1`` set unless it is set already); or a
     :class:`~.graph_def_model.GraphDefModel` (a frozen GraphDef, not traced: see
     :func:`~.graph_def_model.freeze_graph_def`, which raises its own one-line errors); or a
     :class:`~.train_step.TrainStep` (a TF1 training step, frozen at step ``step`` by
@@ -188,26 +185,40 @@ def freeze_model(model, batch: Sequence[np.ndarray], script: str = "MODEL_SCRIPT
 
     from precision_tool.capture.emulate.graph_def_model import GraphDefModel, freeze_graph_def
 
-    from precision_tool.capture.emulate.train_step import TrainStep, freeze_train_step
+    from precision_tool.capture.emulate.train_step import (TrainStep, freeze_function_step, freeze_graph_code,
+                                                          freeze_train_step, writes_variables)
 
     if isinstance(model, GraphDefModel):  # frozen already: cut, and shaped to the batch
         return _unrolled(freeze_graph_def(model, batch, script), batch, script)
     if isinstance(model, TrainStep):  # a training step: steps 0 .. step-1 run, step `step` frozen
         return _unrolled(freeze_train_step(model, batch, step, seed, script), batch, script)
+    if isinstance(model, GraphFunction):  # TF1 graph code: built in a tf.Graph and frozen as a step is
+        if step:
+            raise EmulationError(f"--step {step}: {script} is not a training step; --step needs train_graph(), or a "
+                                 "model() step that writes variables (a TF2 training step)")
+        return _unrolled(freeze_graph_code(model.function, model.label, batch, seed=seed, script=script), batch,
+                         script)
     keras_model = _is_keras(model)
-    graph_code = isinstance(model, GraphFunction)
-    label = model.label if graph_code else "model()"
+    label = "model()"
     names = _input_names(model, len(batch))
     specs = [tf.TensorSpec(array.shape, tf.as_dtype(array.dtype), name=name) for array, name in zip(batch, names)]
     try:
         with quiet_tensorflow_logger():
+            concrete = _trace(model, specs, keras_model)
+            if writes_variables(concrete):  # a TF2 training step: its writes modelled as train_graph()'s are
+                return _unrolled(freeze_function_step(concrete, batch, step, script), batch, script)
             with _functional_case():
-                frozen = convert_variables_to_constants_v2(_trace(model, specs, keras_model), lower_control_flow=False)
+                frozen = convert_variables_to_constants_v2(concrete, lower_control_flow=False)
+    except PrecisionToolError:
+        raise
     except Exception as error:  # the user's model code raised while being traced
         cause = cause_line(error)
         raise ModelScriptError(f"{script}: tracing {label} on inputs of shape "
                                f"{', '.join(str(a.shape) for a in batch)} failed: {cause}",
-                               _trace_hint(cause, graph_code)) from error
+                               _trace_hint(cause)) from error
+    if step:
+        raise EmulationError(f"--step {step}: {script} is not a training step; --step needs train_graph(), or a "
+                             "model() step that writes variables (a TF2 training step)")
     graph_def = frozen.graph.as_graph_def()
     inputs = tuple(t.name for t in frozen.inputs)
     outputs = tuple(t.name for t in frozen.outputs)
@@ -224,10 +235,53 @@ def _unrolled(frozen: FrozenModel, batch: Sequence[np.ndarray], script: str) -> 
     if has_v1_conditionals(graph_def):  # a frozen TF1 tf.cond: Switch/Merge resolved along the batch's path
         graph_def, _ = resolve_v1_conditionals(graph_def, feeds, frozen.outputs, script)
         frozen = FrozenModel(graph_def.SerializeToString(), frozen.inputs, frozen.outputs, frozen.training_step)
-    if not has_functional_control_flow(graph_def):
+    if has_functional_control_flow(graph_def):
+        graph_def, outputs = unroll_control_flow(graph_def, feeds, frozen.outputs, script)
+        frozen = FrozenModel(graph_def.SerializeToString(), frozen.inputs, tuple(outputs), frozen.training_step)
+    return _folded_shape_arithmetic(frozen)
+
+
+def _folded_shape_arithmetic(frozen: FrozenModel) -> FrozenModel:
+    """``frozen`` with the integer ops whose inputs are all constants and whose output shape TensorFlow's shape
+    inference leaves open replaced by ``Const`` ops of their values, until none is left. Such ops are shape
+    arithmetic of a gradient (``BroadcastGradientArgs`` of two constant shapes: TensorFlow 2.6's tf.function keeps
+    them, later ones fold them while tracing), which GE folds on the host too. Output 0 keeps the op's name,
+    output K is ``NAME/output_K``. Unchanged (the same object) when there is none."""
+    graph_def = tf.compat.v1.GraphDef.FromString(frozen.graph_def)
+    changed, renamed = False, {}
+    while True:
+        graph = import_graph(frozen, graph_def)
+        foldable = [op for op in graph.get_operations()
+                    if op.inputs and not op.control_inputs and all(t.op.type == "Const" for t in op.inputs)
+                    and op.outputs and all(t.dtype.is_integer for t in op.outputs)
+                    and any(not t.shape.is_fully_defined() for t in op.outputs)]
+        if not foldable:
+            break
+        with tf.compat.v1.Session(graph=graph, config=session_config()) as session:
+            values = session.run([list(op.outputs) for op in foldable])
+        for op in foldable:
+            for k in range(len(op.outputs)):
+                renamed[tensor_name(op.name, k)] = op.name if k == 0 else f"{op.name}/output_{k}"
+        folded = {op.name for op in foldable}
+        kept = [node for node in graph_def.node if node.name not in folded]
+        del graph_def.node[:]
+        graph_def.node.extend(kept)
+        for op, arrays in zip(foldable, values):
+            for k, value in enumerate(arrays):
+                proto = tf.make_tensor_proto(np.asarray(value))
+                const = graph_def.node.add(op="Const", name=renamed[tensor_name(op.name, k)])
+                const.attr["dtype"].CopyFrom(tf.compat.v1.AttrValue(type=proto.dtype))
+                const.attr["value"].CopyFrom(tf.compat.v1.AttrValue(tensor=proto))
+        for node in graph_def.node:
+            for i, source in enumerate(node.input):
+                full = source if ":" in source or source.startswith("^") else tensor_name(source)
+                if full in renamed:
+                    node.input[i] = renamed[full]
+        changed = True
+    if not changed:
         return frozen
-    graph_def, outputs = unroll_control_flow(graph_def, feeds, frozen.outputs, script)
-    return FrozenModel(graph_def.SerializeToString(), frozen.inputs, tuple(outputs), frozen.training_step)
+    outputs = tuple(tensor_name(renamed[name]) if name in renamed else name for name in frozen.outputs)
+    return FrozenModel(graph_def.SerializeToString(), frozen.inputs, outputs, frozen.training_step)
 
 
 def _attr_value(value):

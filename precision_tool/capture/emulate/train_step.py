@@ -106,30 +106,58 @@ def freeze_train_step(model: TrainStep, batch: Sequence[np.ndarray], steps: int 
     EmulationError
         a write the emulator does not model; ``steps`` out of range.
     """
-    from precision_tool.capture.emulate.tf_graph import FrozenModel, LEGACY_KERAS, quiet_tensorflow_logger
-    from precision_tool.tf_runtime import session_config
+    _check_steps(steps)
+    return freeze_graph_code(model.function, model.label, batch, steps, seed, script, training=True)
 
+
+def _check_steps(steps: int) -> None:
     if not 0 <= steps <= MAX_STEPS:
         raise EmulationError(f"--step {steps}: must be between 0 and {MAX_STEPS}")
-    os.environ.setdefault(LEGACY_KERAS, "1")
-    names = _placeholder_names(model.function, len(batch))
+
+
+def freeze_graph_code(function: Callable, label: str, batch: Sequence[np.ndarray], steps: int = 0, seed: int = 0,
+                      script: str = "MODEL_SCRIPT", training: bool = False):
+    """Build TF1 graph code ``function(*placeholders)`` in a ``tf.Graph`` seeded with ``seed``, initialise its
+    variables in a session, run its training ops ``steps`` times, and freeze what it returned as a pure function
+    of the batch (:func:`_pure_step`): variables are ``Const`` ops of their values (under the variable's name),
+    writes the arithmetic of the new value. Needs no eager execution, so TensorFlow 1.15 builds it as TensorFlow 2
+    does. ``training``: a training step (``train_graph()``), which must return a training op; graph code
+    (``graph_model()``) returns tensors.
+
+    Raises
+    ------
+    ModelScriptError
+        building or running the code raised (its cause in one line; for ``tf.compat.v1.layers`` under Keras 3,
+        with the hint to install ``tf_keras``), or it returned no tensor (no training op, for a step).
+    EmulationError
+        a write the emulator does not model.
+    """
+    from precision_tool.capture.emulate.tf_graph import FrozenModel, LEGACY_KERAS, graph_code_hint
+    from precision_tool.capture.emulate.tf_graph import quiet_tensorflow_logger
+    from precision_tool.tf_runtime import session_config
+
+    os.environ.setdefault(LEGACY_KERAS, "1")  # tf.compat.v1.layers is Keras 2's (until tf.keras is loaded)
+    names = _placeholder_names(function, len(batch))
     graph = tf.Graph()
     graph.seed = seed
     try:
         with graph.as_default(), quiet_tensorflow_logger():  # TF1 layers log deprecation warnings
             placeholders = [tf.compat.v1.placeholder(tf.as_dtype(a.dtype), a.shape, name=n)
                             for a, n in zip(batch, names)]
-            returned = _flatten(model.function(*placeholders))
+            returned = _flatten(function(*placeholders))
             initialise = tf.compat.v1.global_variables_initializer()
             variables = tf.compat.v1.global_variables()
             values = {_variable_node(v): v.value() for v in variables}
     except Exception as error:
-        raise ModelScriptError(f"{script}: building {model.label} failed: {cause_line(error)}") from error
+        cause = cause_line(error)
+        raise ModelScriptError(f"{script}: building {label} failed: {cause}", graph_code_hint(cause)) from error
     tensors = [t for t in returned if isinstance(t, tf.Tensor)]
     operations = [t for t in returned if isinstance(t, tf.Operation)]
-    if not operations:
-        raise ModelScriptError(f"{script}: {model.label} returned no training op (a tf.Operation)",
+    if training and not operations:
+        raise ModelScriptError(f"{script}: {label} returned no training op (a tf.Operation)",
                                "return (loss, optimizer.minimize(loss)); for a variable's assign, return its .op")
+    if not tensors and not operations:
+        raise ModelScriptError(f"{script}: {label} returned no tensor")
     feed = dict(zip(placeholders, batch))
     try:
         with tf.compat.v1.Session(graph=graph, config=session_config()) as session:
@@ -139,7 +167,7 @@ def freeze_train_step(model: TrainStep, batch: Sequence[np.ndarray], steps: int 
             start = dict(zip(values, session.run(list(values.values()))))
             draws = _random_draws(graph, session, feed)
     except Exception as error:
-        raise ModelScriptError(f"{script}: running {model.label} failed: {cause_line(error)}") from error
+        raise ModelScriptError(f"{script}: running {label} failed: {cause_line(error)}") from error
     graph_def = _with_constants(graph.as_graph_def(), draws)
     returned_names = [t.name for t in tensors]
     if has_functional_control_flow(graph_def):  # e.g. a dynamic loss scale: the path step N takes, unrolled
@@ -154,7 +182,79 @@ def freeze_train_step(model: TrainStep, batch: Sequence[np.ndarray], steps: int 
         frozen, written = _pure_step(graph_def, keep, start, script)
     outputs = tuple(returned_names) + tuple(tensor_name(name) for name in written)
     inputs = tuple(p.name for p in placeholders)
+    return FrozenModel(frozen.SerializeToString(), inputs, outputs, training_step=steps if training else None)
+
+
+def writes_variables(concrete) -> bool:
+    """Whether a traced ``tf.function`` (a concrete function) writes a variable it captured: a TF2 training step
+    (a batch norm in training mode updates its moving averages; an optimizer applies the gradients)."""
+    resources = {internal.op.name for external, internal in concrete.graph.captures
+                 if external.dtype == tf.resource}
+    return any(op.type in WRITE_TYPES or (op.type not in READ_TYPES and any(_writes_variable(op.node_def, resources)))
+               for op in concrete.graph.get_operations())
+
+
+def freeze_function_step(concrete, batch: Sequence[np.ndarray], steps: int = 0, script: str = "MODEL_SCRIPT",
+                         label: str = "model()"):
+    """Freeze a TF2 training step -- a traced ``tf.function`` that writes the variables it captured (see
+    :func:`writes_variables`) -- as :func:`freeze_graph_code` freezes a TF1 one: ``steps`` steps are run eagerly
+    first, then the step is a pure function of the batch, each captured variable a ``Const`` of its value now (named
+    as the function's capture), each write the arithmetic of the new value, whose result is an output of the model.
+    Other captured tensors become ``Const`` ops of their values. The function's own outputs come first.
+
+    Raises
+    ------
+    ModelScriptError
+        running a step raised (its cause in one line).
+    EmulationError
+        a write the emulator does not model.
+    """
+    from precision_tool.capture.emulate.tf_graph import FrozenModel, quiet_tensorflow_logger
+
+    _check_steps(steps)
+    try:
+        for _ in range(steps):
+            concrete(*[tf.constant(array) for array in batch])
+    except Exception as error:
+        raise ModelScriptError(f"{script}: running {label} failed: {cause_line(error)}") from error
+    graph = concrete.graph
+    start: Dict[str, np.ndarray] = {}
+    constants: Dict[str, np.ndarray] = {}
+    for external, internal in graph.captures:
+        if external.dtype == tf.resource:
+            start[internal.op.name] = _variable_value(external, internal)
+        elif hasattr(external, "numpy"):
+            constants[internal.op.name] = external.numpy()
+    graph_def = _with_constants(graph.as_graph_def(), constants)
+    returned_names = [t.name for t in concrete.outputs]
+    operation_names = [op.name for op in graph.control_outputs]
+    inputs = tuple(t.name for t in concrete.inputs if t.op.name not in start and t.op.name not in constants)
+    if has_functional_control_flow(graph_def):
+        feeds = dict(zip(inputs, batch))
+        names, count = returned_names + operation_names, len(returned_names)
+        graph_def, names = unroll_control_flow(graph_def, feeds, names, script, variables=start)
+        returned_names, operation_names = names[:count], names[count:]
+    keep = [split_tensor_name(t)[0] for t in returned_names] + operation_names
+    with quiet_tensorflow_logger():
+        frozen, written = _pure_step(graph_def, keep, start, script)
+    outputs = tuple(returned_names) + tuple(tensor_name(name) for name in written)
     return FrozenModel(frozen.SerializeToString(), inputs, outputs, training_step=steps)
+
+
+def _variable_value(handle, placeholder) -> np.ndarray:
+    """The value now of the variable a function captured as ``placeholder``, read through its ``handle``. Its dtype
+    is the one the ops reading or writing it give (a slot variable an optimizer created while the function was
+    traced -- Keras 2.6's momentum -- is captured without being among the function's ``variables``)."""
+    for consumer in placeholder.consumers():
+        for key in ("dtype", "T"):
+            try:
+                dtype = consumer.get_attr(key)
+            except ValueError:
+                continue
+            if dtype != tf.resource:
+                return tf.raw_ops.ReadVariableOp(resource=handle, dtype=dtype).numpy()
+    raise EmulationError(f"captured resource {placeholder.op.name} is read by no op giving its dtype",
+                         "give the step's variables as tf.Variable")
 
 
 RANDOM_TYPES = frozenset({"RandomUniform", "RandomStandardNormal", "TruncatedNormal", "RandomUniformInt",
@@ -205,8 +305,20 @@ class _Rewriter:
         self.graph.versions.CopyFrom(graph_def.versions)
         self.graph.library.CopyFrom(graph_def.library)
         self.written: List[str] = []
+        self.taken = {node.name for node in graph_def.node}  # a new op must not take a name the graph has
+
+    def fresh(self, name: str) -> str:
+        """``name``, or ``name_K`` when the graph has an op of that name already (a TF2 step's captured momentum
+        slot can be named ``.../ResourceApplyKerasMomentum/accum``)."""
+        found, k = name, 0
+        while found in self.taken:
+            k += 1
+            found = f"{name}_{k}"
+        self.taken.add(found)
+        return found
 
     def add(self, op: str, name: str, inputs: Sequence[str], dtype, keep_fp32: bool = True, **attrs):
+        name = self.fresh(name)
         node = self.graph.node.add(op=op, name=name)
         node.input.extend(inputs)
         node.attr["T"].CopyFrom(tf.compat.v1.AttrValue(type=dtype))
@@ -231,13 +343,14 @@ class _Rewriter:
         data = [s for s in node.input if not s.startswith("^")]
         control = [s for s in node.input if s.startswith("^")]
         variable = current.get(split_tensor_name(data[0])[0], data[0])
+        self.taken.discard(node.name)  # the value read takes the read's name
         if node.op == "ReadVariableOp":
             self.add("Identity", node.name, [variable] + control, node.attr["dtype"].type, keep_fp32=False)
             return
         attrs = {"Tparams": tf.compat.v1.AttrValue(type=node.attr["dtype"].type),
                  "Tindices": node.attr["Tindices"]}
         if node.op == "ResourceGather":  # an embedding lookup: GatherV2 on axis 0 (batch_dims kept)
-            axis = self.graph.node.add(op="Const", name=f"{node.name}/axis")
+            axis = self.graph.node.add(op="Const", name=self.fresh(f"{node.name}/axis"))
             axis.attr["dtype"].CopyFrom(tf.compat.v1.AttrValue(type=tf.int32.as_datatype_enum))
             axis.attr["value"].CopyFrom(tf.compat.v1.AttrValue(tensor=tf.make_tensor_proto(np.int32(0))))
             gather = self.graph.node.add(op="GatherV2", name=node.name)
@@ -257,6 +370,7 @@ class _Rewriter:
         control = [s for s in node.input if s.startswith("^")]
         dtype = self._dtype(node, data)
         op, name = node.op, node.name
+        self.taken.discard(name)  # the new value takes the write's name
         two = op in ("ResourceApplyMomentum", "ApplyMomentum", "ResourceApplyKerasMomentum")
         variables = [split_tensor_name(d)[0] for d in data[:2 if two else 1]]
         data = [current.get(v, d) for v, d in zip(variables, data)] + data[len(variables):]
@@ -269,10 +383,10 @@ class _Rewriter:
         elif op in ("ResourceScatterAdd", "ScatterAdd", "ResourceScatterSub", "ScatterSub"):
             # a sparse update (an embedding's gradient step): rows `indices` of v plus / minus `updates`
             index_type = node.attr["Tindices"].type
-            axis = self.graph.node.add(op="Const", name=f"{name}/last_axis")
+            axis = self.graph.node.add(op="Const", name=self.fresh(f"{name}/last_axis"))
             axis.attr["dtype"].CopyFrom(tf.compat.v1.AttrValue(type=tf.int32.as_datatype_enum))
             axis.attr["value"].CopyFrom(tf.compat.v1.AttrValue(tensor=tf.make_tensor_proto(np.int32(-1))))
-            rows = self.graph.node.add(op="ExpandDims", name=f"{name}/rows")
+            rows = self.graph.node.add(op="ExpandDims", name=self.fresh(f"{name}/rows"))
             rows.input.extend([data[1], axis.name] + control)
             rows.attr["T"].CopyFrom(tf.compat.v1.AttrValue(type=index_type))
             rows.attr["Tdim"].CopyFrom(tf.compat.v1.AttrValue(type=tf.int32.as_datatype_enum))
@@ -293,7 +407,7 @@ class _Rewriter:
             else:
                 step = self.add("Mul", f"{name}/step", [lr, new_accum], dtype)
             self.add("Sub", name, [var, step], dtype)
-            self.written.append(f"{name}/accum")
+            self.written.append(new_accum)
         else:  # ResourceApplyKerasMomentum
             var, accum, lr, grad, momentum = data[:5]
             decayed = self.add("Mul", f"{name}/accum_decay", [accum, momentum] + control, dtype)
@@ -305,9 +419,9 @@ class _Rewriter:
                 self.add("Sub", name, [moved, scaled], dtype)
             else:
                 self.add("AddV2", name, [var, new_accum], dtype)
-            self.written.append(f"{name}/accum")
+            self.written.append(new_accum)
         self.written.append(name)
-        return dict(zip(variables, [name, f"{name}/accum"]))
+        return dict(zip(variables, [name, self.written[-2] if two else ""]))
 
     def _dtype(self, node, data: Sequence[str]) -> int:
         for key in ("dtype", "T"):
@@ -332,7 +446,7 @@ def _pure_step(graph_def, keep: Sequence[str], values: Dict[str, np.ndarray], sc
                     seen[variable] = write
         current = {variable: value for variable, (_, value) in seen.items()}
         written_before[node.name] = seen
-        if node.op in VARIABLE_TYPES:
+        if node.op in VARIABLE_TYPES or (node.op == "Placeholder" and node.name in values):  # a TF2 capture
             rewriter.constant(node)
         elif node.op in READ_TYPES:
             rewriter.read(node, current)
