@@ -62,7 +62,9 @@ def add_arguments(parser) -> None:
     parser.add_argument("-o", "--output", default=None, metavar="DIR",
                         help="reference folder to write (default: WORKSPACE/tf/dump)")
     parser.add_argument("--clean", action="store_true",
-                        help="first delete the reference .npy files already in the output folder")
+                        help="first delete every reference .npy file in the output folder, also those no earlier "
+                             "tf_dump wrote (without it, the previous conversion's files are replaced and others "
+                             "refused)")
     parser.add_argument("--list", action="store_true", help="only list the runs found, with their numbers")
     add_limit_option(parser, DEFAULT_SHOWN, "show at most N written tensors, in execution order (--json lists all)")
     parser.add_argument("--alias", action="append", default=[], metavar="TENSOR=ALIAS",
@@ -168,7 +170,9 @@ def _conversion_report(conversion: ReferenceConversion, run_note: str = "", grap
     report.add_table(["tf op", "output", "op type", "dtype", "shape", "file"], shown, title=f"Written{more}:")
     notes = [run_note] if run_note else []
     if conversion.removed:
-        notes.append(f"--clean removed {conversion.removed} earlier reference files from {out_dir}.")
+        source = f"the previous conversion's, of {conversion.replaced_run}" if conversion.replaced_run else "--clean"
+        notes.append(f"Deleted the {counted(conversion.removed, 'reference file')} {out_dir} held first ({source}): "
+                     "it holds this run only.")
     if repeated:
         examples = ", ".join(f"{name} x{count}" for name, count in list(repeated.items())[:5])
         if conversion.keeps_every_execution:
@@ -197,10 +201,6 @@ def _conversion_report(conversion: ReferenceConversion, run_note: str = "", grap
     if non_numeric:
         notes.append(f"Skipped {len(non_numeric)} non-numeric tensors: {', '.join(non_numeric[:5])}"
                      f"{' ...' if len(non_numeric) > 5 else ''}.")
-    if conversion.other_files:
-        notes.append(f"{len(conversion.other_files)} other reference files are in {out_dir} from earlier "
-                     "conversions (for each op output the newest file is the one compared); rerun with --clean to "
-                     "keep only this run.")
     if notes:
         report.add_text("Notes:", *notes)
     graphs = [graph.to_dict() for graph in conversion.graphs]
@@ -222,7 +222,7 @@ def _conversion_report(conversion: ReferenceConversion, run_note: str = "", grap
     report.data = {"run": run.path, "tfdbg_version": run.version, "out_dir": out_dir, "written": len(written),
                    "bytes": conversion.nbytes, "skipped_resources": resources, "skipped_non_numeric": non_numeric,
                    "repeated": repeated, "fused_op_types": dict(fused), "name_collisions": collisions,
-                   "other_files": len(conversion.other_files), "removed": conversion.removed,
+                   "removed": conversion.removed, "replaced_run": conversion.replaced_run or None,
                    "failures": failures, "tensors": written,
                    "aliases": [alias.to_dict() for alias in conversion.aliases], "notes": list(conversion.notes),
                    "keeps_every_execution": conversion.keeps_every_execution, "run_choice": run_note,

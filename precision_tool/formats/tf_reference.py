@@ -5,7 +5,13 @@ output with :func:`precision_tool.formats.npy_dir.write_reference_npy` as
 ``{op name'}.{output}.{timestamp}.npy`` (``/`` and ``.`` of the op name become ``_``; the timestamp is
 the tensor's dump time). It returns a :class:`ReferenceConversion` saying what was written, what was
 skipped and why, and what a user should know (repeated outputs, fused op types, file-name collisions,
-older files left in the folder). The ``tf_dump`` command prints it; the emulator uses it directly.
+the earlier conversion it replaced). The ``tf_dump`` command prints it; the emulator uses it directly.
+
+One run per folder. The folder holds exactly the run converted last: a conversion records the run and the files it
+wrote in ``tf_dump_run.json`` (:data:`RECORD_FILE`), and the next one deletes those files first. Reference files
+no conversion recorded (written by another tool, or before the record existed) are never deleted silently: the
+conversion refuses, naming one, unless ``clean`` says to delete them. An interrupted conversion's record says it
+did not finish, and its files are replaced too.
 
 Rules:
 
@@ -30,6 +36,7 @@ TensorFlow is not needed.
 """
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -39,7 +46,7 @@ from typing import Dict, Iterable, List, Mapping, Optional, Tuple, Union
 
 from precision_tool.config import ensure_output_dir
 from precision_tool.errors import PrecisionToolError, WorkspaceError
-from precision_tool.fileio import TEMP_PREFIX
+from precision_tool.fileio import TEMP_PREFIX, read_input_text, write_text_atomic
 from precision_tool.formats.bounds import parse_decimal, shown_name
 from precision_tool.formats.npy_dir import build_name_mapping, reference_file_name, write_reference_npy
 from precision_tool.formats.tf_graph import KeptGraph, keep_tfdbg_v1_graphs, keep_tfdbg_v2_graphs
@@ -50,6 +57,9 @@ from precision_tool.formats.tfdbg_v2_names import ALIAS_USER, Alias, V2Naming, n
 REFERENCE_FILE = re.compile(r"[^.]+\.[0-9]+\.[0-9]+\.npy")
 """Names of reference files (``{op}.{output}.{timestamp}.npy``): what ``clean`` removes and what counts as
 another conversion's file."""
+
+RECORD_FILE = "tf_dump_run.json"
+"""The reference folder's record of its conversion: ``{"run": path, "complete": bool, "files": [names]}``."""
 
 FUSED_TYPE_PREFIXES = ("_Fused", "_Mkl", "_Xla", "XlaLaunch", "XlaRun", "TPUPartitionedCall")
 """Op types that mean several TF ops were executed as one: their inner ops have no reference tensor."""
@@ -175,8 +185,8 @@ class ReferenceConversion:
         (v2: the reference name of the first execution; every execution was written).
     fused_op_types : ``(op type, outputs)`` for op types in :data:`FUSED_TYPE_PREFIXES`, first seen first.
     name_collisions : ``(file op name, TF op names)`` where several op names share a file name.
-    other_files : reference files in ``out_dir`` that this conversion did not write (earlier ones).
-    removed : reference files deleted first (``clean=True``).
+    removed : reference files deleted first: the previous conversion's (``replaced_run`` names its run), or every
+        one (``clean=True``).
     aliases : the alias files written (see :class:`ReferenceAlias`).
     notes : what the user should know about names: arguments without values, weights or inputs that got
         no alias, aliases refused (v2 naming and ``aliases``).
@@ -192,12 +202,12 @@ class ReferenceConversion:
     repeated: Tuple[Tuple[str, int], ...]
     fused_op_types: Tuple[Tuple[str, int], ...]
     name_collisions: Tuple[Tuple[str, Tuple[str, ...]], ...]
-    other_files: Tuple[str, ...]
     removed: int
     aliases: Tuple[ReferenceAlias, ...] = ()
     notes: Tuple[str, ...] = ()
     keeps_every_execution: bool = False
     graphs: Tuple[KeptGraph, ...] = ()
+    replaced_run: str = ""
 
     @property
     def nbytes(self) -> int:
@@ -260,7 +270,9 @@ def convert_tfdbg_run(run: Union[TfdbgRun, str, os.PathLike], out_dir, *, clean:
     out_dir : str or Path
         The reference folder; created if missing. It may not be the run folder or inside it.
     clean : bool
-        First delete the reference files already in ``out_dir`` (names like ``a.0.123.npy`` only).
+        First delete every reference file in ``out_dir`` (names like ``a.0.123.npy`` only), recorded or not.
+        Without it, the previous conversion's files (its :data:`RECORD_FILE`) are deleted, and any other
+        reference file is refused.
     aliases : mapping, optional
         ``{written tensor: alias tensor}`` (``{"IteratorGetNext:0": "image"}``; ``:0`` may be left out):
         also write each as the alias, like the aliases the v2 naming finds. An alias naming a written
@@ -281,13 +293,17 @@ def convert_tfdbg_run(run: Union[TfdbgRun, str, os.PathLike], out_dir, *, clean:
     ------
     WorkspaceError
         ``run`` is not a folder or holds no tfdbg run, or several; ``out_dir`` is inside it or cannot be
-        created; the run holds no tensor with values.
+        created; the run holds no tensor with values; ``out_dir`` holds reference files no conversion recorded
+        (without ``clean``).
     ReferenceFormatError
         A dump file whose header cannot be read (the message names the file).
     """
     run = _one_run(run)
     out_dir = ensure_output_dir(os.fspath(out_dir), run.path)
-    removed = _remove_reference_files(out_dir) if clean else 0
+    present = _reference_files(out_dir)
+    previous = _read_record(out_dir)
+    if present and not clean:
+        _refuse_unrecorded(out_dir, present, previous, run)
     found_aliases: List[Alias] = []
     notes: List[str] = []
     if run.version == 2:
@@ -300,6 +316,9 @@ def convert_tfdbg_run(run: Union[TfdbgRun, str, os.PathLike], out_dir, *, clean:
         hint = ("enable_reference_dump() must run before the step is first traced"
                 if run.version == 2 else "was anything run under the wrapped session?")
         raise WorkspaceError(f"{run.path}: the run holds no tensor with values", hint)
+    for name in present:
+        os.unlink(os.path.join(out_dir, name))
+    _write_record(out_dir, run, complete=False)
     found_aliases.extend(_user_aliases(aliases or {}))
     graphs: List[KeptGraph] = []
     if graph_dir is not None:
@@ -329,15 +348,16 @@ def convert_tfdbg_run(run: Union[TfdbgRun, str, os.PathLike], out_dir, *, clean:
     written_aliases, alias_notes = _write_aliases(out_dir, tensors, found_aliases)
     notes.extend(alias_notes)
     written = {tensor.file for tensor in tensors} | {alias.file for alias in written_aliases}
-    others = sorted(name for name in os.listdir(out_dir) if REFERENCE_FILE.fullmatch(name) and name not in written)
+    _write_record(out_dir, run, complete=True, files=sorted(written))
     names = [entry.name for entry in entries] + [alias.name for alias in written_aliases]
     collisions = tuple((file_name, names) for file_name, names in build_name_mapping(names).items()
                        if len(names) > 1)
     return ReferenceConversion(
         run=run, out_dir=out_dir, tensors=tuple(tensors), skipped=tuple(skipped),
         repeated=tuple((name, count) for name, count in seen.items() if count > 1),
-        fused_op_types=tuple(fused.items()), name_collisions=collisions, other_files=tuple(others),
-        removed=removed, aliases=tuple(written_aliases), notes=tuple(notes), keeps_every_execution=run.version == 2,
+        fused_op_types=tuple(fused.items()), name_collisions=collisions,
+        removed=len(present), replaced_run=(previous or {}).get("run", "") if present else "",
+        aliases=tuple(written_aliases), notes=tuple(notes), keeps_every_execution=run.version == 2,
         graphs=tuple(graphs))
 
 
@@ -482,11 +502,44 @@ def _scan_v2(run: TfdbgRun) -> Tuple[List[_Entry], Counter, List[SkippedTensor],
     return entries, seen, skipped, naming
 
 
-def _remove_reference_files(folder: str) -> int:
-    removed = 0
-    for name in os.listdir(folder):
-        path = os.path.join(folder, name)
-        if REFERENCE_FILE.fullmatch(name) and os.path.isfile(path):
-            os.unlink(path)
-            removed += 1
-    return removed
+def _reference_files(folder: str) -> List[str]:
+    return sorted(name for name in os.listdir(folder)
+                  if REFERENCE_FILE.fullmatch(name) and os.path.isfile(os.path.join(folder, name)))
+
+
+def _read_record(folder: str) -> Optional[dict]:
+    """The folder's :data:`RECORD_FILE`, or None when it is missing or not a record (then no file is known)."""
+    try:
+        record = json.loads(read_input_text(os.path.join(folder, RECORD_FILE)))
+    except (PrecisionToolError, ValueError):
+        return None
+    if not isinstance(record, dict) or not isinstance(record.get("files", []), list):
+        return None
+    return record
+
+
+def _refuse_unrecorded(folder: str, present: List[str], record: Optional[dict], run: TfdbgRun) -> None:
+    """Raise when ``folder`` holds reference files that no conversion recorded (an interrupted conversion's record
+    covers every file)."""
+    if record is not None and not record.get("complete", False):
+        return
+    known = set(record.get("files", [])) if record is not None else set()
+    unknown = [name for name in present if name not in known]
+    if unknown:
+        raise WorkspaceError(f"{folder}: holds {len(unknown)} reference file(s) that no tf_dump conversion "
+                             f"recorded (e.g. {unknown[0]}); converting {os.path.basename(run.path)} beside them "
+                             "would mix two runs", "pass --clean to delete them first, or -o another folder")
+
+
+def _write_record(folder: str, run: TfdbgRun, complete: bool, files: Iterable[str] = ()) -> None:
+    record_conversion(folder, run.path, files, complete)
+
+
+def record_conversion(folder: str, run: str, files: Iterable[str], complete: bool = True) -> None:
+    """Write ``folder``'s :data:`RECORD_FILE`: ``run`` (what was converted) wrote ``files`` (names in ``folder``).
+    For a writer that renames or adds reference files after :func:`convert_tfdbg_run` (the emulator)."""
+    text = json.dumps({"run": run, "complete": complete, "files": sorted(files)}, indent=1)
+    try:
+        write_text_atomic(os.path.join(folder, RECORD_FILE), text + "\n")
+    except OSError as error:
+        raise WorkspaceError(f"{os.path.join(folder, RECORD_FILE)}: cannot be written ({error.strerror})") from None

@@ -37,6 +37,11 @@ def dispatch(argv, data_dir):
     return CommandRegistry([COMMAND]).dispatch(["tf_dump", *argv], Context(data_dir=str(data_dir)))
 
 
+def _npy(folder):
+    """The reference files of ``folder`` (not its tf_dump_run.json record)."""
+    return sorted(name for name in os.listdir(folder) if name.endswith(".npy"))
+
+
 @pytest.fixture
 def ws(tmp_path):
     return tmp_path / "precision_data"
@@ -52,7 +57,7 @@ def test_newest_v1_run_becomes_the_flat_reference_folder(ws):
     write_graph(new, {"conv1/conv": "Conv2D", "block.1/relu": "Relu"})
     report = dispatch([], ws)
     out = ws / "tf" / "dump"
-    assert sorted(os.listdir(out)) == [f"block_1_relu.1.{US + 12:016d}.npy", f"conv1_conv.0.{US + 11:016d}.npy"]
+    assert _npy(out) == [f"block_1_relu.1.{US + 12:016d}.npy", f"conv1_conv.0.{US + 11:016d}.npy"]
     assert np.array_equal(np.load(out / f"conv1_conv.0.{US + 11:016d}.npy", allow_pickle=False), conv)
     assert report.blocks[0].rows == [
         ["conv1/conv", 0, "Conv2D", "DT_FLOAT", "[2, 4]", f"conv1_conv.0.{US + 11:016d}.npy"],
@@ -79,7 +84,7 @@ def test_run_option_and_list_cover_every_capture_oldest_first(ws):
     assert [row[:3] for row in listing.blocks[0].rows] == [[0, -3, "v1"], [1, -2, "v1"], [2, -1, "v2"]]
     assert dispatch([], ws).data["tensors"][0]["op_name"] == "y"
     assert dispatch(["--run", "1", "--clean"], ws).data["tensors"][0]["op_name"] == "z"
-    assert os.listdir(ws / "tf" / "dump") == [f"z.0.{US + 5:016d}.npy"]
+    assert _npy(ws / "tf" / "dump") == [f"z.0.{US + 5:016d}.npy"]
     with pytest.raises(WorkspaceError, match=r"run 3 does not exist \(3 run\(s\); see 'tf_dump --list'\)"):
         dispatch(["--run", "3"], ws)
 
@@ -119,7 +124,7 @@ def test_resources_and_strings_are_skipped_and_counted(ws):
     report = dispatch([], ws)
     assert report.data["skipped_resources"] == 1 and report.data["skipped_non_numeric"] == ["names:0 (DT_STRING)"]
     assert "skipped 1 resource handles and 1 non-numeric tensors" in report.status
-    assert os.listdir(ws / "tf" / "dump") == [f"w_read.0.{US + 2:016d}.npy"]
+    assert _npy(ws / "tf" / "dump") == [f"w_read.0.{US + 2:016d}.npy"]
 
 
 def test_repeated_v2_outputs_are_all_kept_and_the_report_says_so(ws):
@@ -128,7 +133,7 @@ def test_repeated_v2_outputs_are_all_kept_and_the_report_says_so(ws):
     traces.append(("out", "Identity", 0, np.array([9.0], np.float32), 1_700_000_010.0))
     write_tfdbg_v2_dump(folder, traces)
     report = dispatch([], ws)
-    files = sorted(os.listdir(ws / "tf" / "dump"))
+    files = _npy(ws / "tf" / "dump")
     assert files == ["loop_add.0.1700000000000000.npy", "loop_add@1.0.1700000001000000.npy",
                      "loop_add@2.0.1700000002000000.npy", "out.0.1700000010000000.npy"]
     assert np.load(ws / "tf" / "dump" / files[2]).tolist() == [2.0]
@@ -145,13 +150,20 @@ def test_fused_ops_and_leftover_files_are_noted(ws):
     out = ws / "tf" / "dump"
     out.mkdir(parents=True)
     (out / "stale_op.0.1600000000000000.npy").write_bytes(b"")
-    report = dispatch([], ws)
+    with pytest.raises(WorkspaceError) as refused:  # a file no conversion recorded: not deleted, not mixed in
+        dispatch([], ws)
+    assert str(refused.value) == (f"{out}: holds 1 reference file(s) that no tf_dump conversion recorded (e.g. "
+                                  "stale_op.0.1600000000000000.npy); converting "
+                                  f"{os.path.basename(run)} beside them would mix two runs (pass --clean to delete "
+                                  "them first, or -o another folder)")
+    assert sorted(os.listdir(out)) == ["stale_op.0.1600000000000000.npy"]
+    report = dispatch(["--clean"], ws)
     notes = " ".join(report.blocks[1].lines)
     assert "Fused ops in the reference (1 _FusedConv2D)" in notes
     # sess_dump no longer turns Grappler off: the hint names the session config (review finding)
     assert "Grappler off -- tf.Session(config=npu_tf_config.reference_session_config(config)) --" in notes
     assert "sess_dump" not in notes
-    assert "1 other reference files are in" in notes and "rerun with --clean" in notes
+    assert f"Deleted the 1 reference file {out} held first (--clean): it holds this run only." in notes
     assert report.data["fused_op_types"] == {"_FusedConv2D": 1}
 
 
@@ -241,3 +253,43 @@ def test_the_table_lists_the_first_20_tensors_unless_asked_for_more(ws):
     assert report.status.startswith("wrote 25 tensors") and len(report.data["tensors"]) == 25
     assert len(dispatch(["-l", "0"], ws).blocks[0].rows) == 25
     assert [row[0] for row in dispatch(["-l", "3"], ws).blocks[0].rows] == ["op00", "op01", "op02"]
+
+
+def test_run_n_after_the_default_run_leaves_exactly_run_n_in_the_reference_folder(ws):
+    """Issue 39: ``tf_dump`` (the newest of three Session.run calls), then ``tf_dump --run 1``: the folder must hold
+    run 1 alone. Before, run 2's files stayed and, being newer, were the ones compared."""
+    capture = ws / "tf" / "tf_debug" / "c"
+    for k in range(3):
+        write_tfdbg_v1_tensor(run_dir(capture, US + 100 * k, k), "dense/MatMul", 0,
+                              np.full((2,), k, np.float32), US + 100 * k + 1)
+    out = ws / "tf" / "dump"
+    dispatch([], ws)
+    assert _npy(out) == [f"dense_MatMul.0.{US + 201:016d}.npy"]
+    report = dispatch(["--run", "1"], ws)
+    assert _npy(out) == [f"dense_MatMul.0.{US + 101:016d}.npy"]  # run 2's file is gone
+    (reference,) = read_npy_dir(str(out))
+    assert np.load(reference.path).tolist() == [1.0, 1.0]  # what comparison now reads: run 1's value
+    notes = " ".join(report.blocks[1].lines)
+    assert (f"Deleted the 1 reference file {out} held first (the previous conversion's, of "
+            f"{run_dir(capture, US + 200, 2)}): it holds this run only.") in notes
+    assert report.data["replaced_run"] == str(run_dir(capture, US + 200, 2))
+    record = json.loads((out / "tf_dump_run.json").read_text())
+    assert record == {"run": str(run_dir(capture, US + 100, 1)), "complete": True,
+                      "files": [f"dense_MatMul.0.{US + 101:016d}.npy"]}
+
+
+def test_an_interrupted_conversions_files_are_replaced_and_files_of_another_tool_kept(ws):
+    capture = ws / "tf" / "tf_debug" / "c"
+    write_tfdbg_v1_tensor(run_dir(capture, US, 0), "relu", 0, np.ones(2, np.float32), US + 1)
+    out = ws / "tf" / "dump"
+    out.mkdir(parents=True)
+    (out / "half_written.0.1600000000000000.npy").write_bytes(b"")
+    (out / "tf_dump_run.json").write_text('{"run": "/old/run_1_0", "complete": false, "files": []}')
+    (out / "notes.txt").write_text("mine")
+    dispatch([], ws)
+    assert sorted(os.listdir(out)) == ["notes.txt", f"relu.0.{US + 1:016d}.npy", "tf_dump_run.json"]
+    # a record that is not JSON knows no file: the earlier files are refused, and stay
+    (out / "tf_dump_run.json").write_text("not json")
+    with pytest.raises(WorkspaceError, match="no tf_dump conversion recorded"):
+        dispatch([], ws)
+    assert (out / f"relu.0.{US + 1:016d}.npy").is_file()

@@ -22,8 +22,9 @@ import pytest
 from precision_tool.errors import WorkspaceError
 from tfdbg_builders import write_graph
 from precision_tool.formats import tf_schema, tf_tensor
-from precision_tool.formats.tf_reference import (SKIP_FAILED, SKIP_NON_NUMERIC, SKIP_RESOURCE, ReferenceConversion,
-                                                 ReferenceTensor, convert_tfdbg_run, find_tfdbg_runs)
+from precision_tool.formats.tf_reference import (RECORD_FILE, SKIP_FAILED, SKIP_NON_NUMERIC, SKIP_RESOURCE,
+                                                 ReferenceConversion, ReferenceTensor, convert_tfdbg_run,
+                                                 find_tfdbg_runs)
 from precision_tool.formats.tfdbg import list_tfdbg_runs
 from precision_tool.formats.tfdbg_v1 import write_tfdbg_v1_tensor
 from precision_tool.formats.tfdbg_v2 import write_tfdbg_v2_dump
@@ -31,6 +32,11 @@ from precision_tool.formats.tfdbg_v2 import write_tfdbg_v2_dump
 US = 1_700_000_000_000_000
 REPO = Path(__file__).resolve().parents[2]
 HAVE_TENSORFLOW = importlib.util.find_spec("tensorflow") is not None
+
+
+def _npy(folder):
+    """The reference files of ``folder`` (not its record)."""
+    return sorted(name for name in os.listdir(folder) if name.endswith(".npy"))
 
 
 
@@ -57,7 +63,7 @@ def test_values_dtypes_and_names_are_the_dumped_ones(tmp_path):
         ("half.max", 0, None, "DT_HALF", (3,), f"half_max.0.{US + 2}.npy", US + 2),
         ("argmax", 1, "ArgMax", "DT_INT64", (2,), f"argmax.1.{US + 3}.npy", US + 3),
         ("mask", 0, None, "DT_BOOL", (2, 1), f"mask.0.{US + 4}.npy", US + 4)]
-    assert sorted(os.listdir(tmp_path / "ref")) == sorted(t.file for t in conversion.tensors)
+    assert _npy(tmp_path / "ref") == sorted(t.file for t in conversion.tensors)
     matmul = load(conversion, "dense/MatMul")
     assert matmul.dtype == np.float32 and matmul.tolist() == [[1.0, 4.0], [3.0, 8.0]]
     half = load(conversion, "half.max")
@@ -68,7 +74,7 @@ def test_values_dtypes_and_names_are_the_dumped_ones(tmp_path):
                                                "dtype": "DT_FLOAT", "shape": [2, 2],
                                                "file": f"dense_MatMul.0.{US + 1}.npy"}
     assert conversion.skipped == conversion.repeated == conversion.fused_op_types == ()
-    assert conversion.name_collisions == conversion.other_files == () and conversion.removed == 0
+    assert conversion.name_collisions == () and conversion.removed == 0
 
 
 def test_the_result_is_frozen(tmp_path):
@@ -114,7 +120,7 @@ def test_a_tensor_that_cannot_be_read_is_a_failure_and_the_rest_is_written(tmp_p
     assert (failure.tensor_name, failure.reason) == ("bad:0", SKIP_FAILED)
     assert failure.message == f"{traces}: TFRecord record 1: data CRC mismatch (corrupt file)" == failure.describe()
     assert [t.op_name for t in conversion.tensors] == ["good"] and load(conversion, "good").tolist() == [0, 1, 2, 3]
-    assert os.listdir(tmp_path / "ref") == ["good.0.1700000000000000.npy"]
+    assert _npy(tmp_path / "ref") == ["good.0.1700000000000000.npy"]
 
 
 def test_v1_repeats_keep_the_last_dump_in_the_order_of_last_dumps(tmp_path):
@@ -157,14 +163,17 @@ def test_collisions_older_files_and_clean(tmp_path):
     out.mkdir()
     for name in ("old.0.1600000000000000.npy", "notes.txt", "old.npy"):
         (out / name).write_bytes(b"")
-    conversion = convert_tfdbg_run(run, out)
+    with pytest.raises(WorkspaceError, match="holds 1 reference file"):  # not ours: never deleted silently
+        convert_tfdbg_run(run, out)
+    conversion = convert_tfdbg_run(run, out, clean=True)
     assert conversion.name_collisions == (("a_b", ("a.b", "a/b", "a_b")),)
-    assert conversion.other_files == ("old.0.1600000000000000.npy",) and conversion.removed == 0
+    assert conversion.removed == 1 and conversion.replaced_run == ""
     # a/b, a_b and a.b all become a_b.0.<their own stamp>.npy: three files, each with its own values
     assert [np.load(out / t.file).tolist() for t in conversion.tensors] == [[0.0], [1.0], [2.0], [3.0]]
-    again = convert_tfdbg_run(run, out, clean=True)
-    assert again.removed == 5 and again.other_files == ()
-    assert sorted(os.listdir(out)) == sorted(["notes.txt", "old.npy", *(t.file for t in again.tensors)])
+    again = convert_tfdbg_run(run, out)  # the previous conversion's files, recorded: replaced
+    assert again.removed == 4 and again.replaced_run == str(run)
+    assert sorted(os.listdir(out)) == sorted(["notes.txt", "old.npy", RECORD_FILE,
+                                              *(t.file for t in again.tensors)])
 
 
 def test_run_given_as_a_path_or_as_a_found_run(tmp_path):
@@ -265,7 +274,7 @@ def test_real_tfdbg_captures_hold_the_hand_computed_values(tmp_path):
     as_int = load(v1, "as_int")
     assert as_int.dtype == np.int32 and as_int.tolist() == [[0, 1], [0, 5]]
     assert load(v1, "total").dtype == np.float32 and load(v1, "total").item() == total
-    assert sorted(os.listdir(tmp_path / "ref_v1")) == sorted(t.file for t in v1.tensors)
+    assert _npy(tmp_path / "ref_v1") == sorted(t.file for t in v1.tensors)
 
     # v2: two calls of one tf.function; the first call keeps the bare names, the second is op@1.
     # By hand: [[4, 1], [1, 3]] @ w = [[4, 2], [1, 6]]; relu(. - 3) = [[1, 0], [0, 3]].
