@@ -12,6 +12,7 @@ import types
 from typing import Optional
 
 from precision_tool.errors import PrecisionToolError
+from precision_tool.install_hint import tensorflow_install_hint
 
 
 class MissingDependencyError(PrecisionToolError):
@@ -19,7 +20,7 @@ class MissingDependencyError(PrecisionToolError):
 
 
 class _LazyModule(types.ModuleType):
-    def __init__(self, name: str, install_hint: str):
+    def __init__(self, name: str, install_hint: Optional[str]):
         super().__init__(name)
         self._lazy_name = name
         self._lazy_hint = install_hint
@@ -32,7 +33,7 @@ class _LazyModule(types.ModuleType):
             except ImportError as exc:
                 raise MissingDependencyError(
                     f"this needs the Python module '{self._lazy_name}', which cannot be imported ({exc})",
-                    self._lazy_hint,
+                    self._lazy_hint or tensorflow_install_hint(),
                 ) from exc
         return self._lazy_module
 
@@ -46,10 +47,11 @@ class _LazyModule(types.ModuleType):
         return f"<lazy module '{self._lazy_name}' ({state})>"
 
 
-def lazy_import(name: str, install_hint: str = "pip install 'precision_tool[tf]'") -> types.ModuleType:
+def lazy_import(name: str, install_hint: Optional[str] = None) -> types.ModuleType:
     """Return a proxy that imports ``name`` on first attribute access.
 
-    A missing module raises :class:`MissingDependencyError` (one line, with ``install_hint``) at that
-    first access, not at import time of the caller.
+    A missing module raises :class:`MissingDependencyError` (one line, with ``install_hint``; default: what fits
+    this environment for TensorFlow, :func:`~precision_tool.install_hint.tensorflow_install_hint`) at that first
+    access, not at import time of the caller.
     """
     return _LazyModule(name, install_hint)

@@ -18,6 +18,7 @@ import sys
 import threading
 from typing import Optional
 
+from precision_tool.install_hint import tensorflow_install_hint
 from precision_tool.lazy import lazy_import
 from precision_tool.collector import hold_collection, release_collection
 
@@ -76,7 +77,7 @@ class BackgroundImport:
         if self._error is None:
             return ""
         return (f"TensorFlow cannot be imported ({type(self._error).__name__}: {self._error}); "
-                "pip install 'precision_tool[tf]'")
+                f"{tensorflow_install_hint()}")
 
 
 def session_config(threads: int = 1):

@@ -30,8 +30,13 @@ def _run(tmp_path, package_body):
 
 def test_a_broken_tensorflow_is_one_line_and_the_collector_comes_back(tmp_path):
     out = _run(tmp_path, "raise ImportError('libcudart.so.11.0: cannot open shared object file')\n")
+    # the hint names the TensorFlow this environment has installed (its metadata), not an extra that would replace it
+    from importlib import metadata
+
+    version = metadata.version("tensorflow-cpu")
     line = ("TensorFlow cannot be imported (ImportError: libcudart.so.11.0: cannot open shared object file); "
-            "pip install 'precision_tool[tf]'")
+            f"tensorflow-cpu {version} is installed here but does not import: repair it in place (pip install "
+            f"--force-reinstall --no-deps tensorflow-cpu=={version}); installing precision_tool[tf] would replace it")
     assert out == [line, "True True", line]  # tried again (a failed import leaves nothing behind)
 
 

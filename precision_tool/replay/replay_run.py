@@ -28,6 +28,7 @@ from precision_tool.replay.plan import (KIND_CONVERSION, SOURCE_CONSTANT, SOURCE
                                         plan_replay, tensor_key)
 from precision_tool.replay.reference_graph import ReferenceGraph, load_reference_graph
 from precision_tool.replay.runner import error_line
+from precision_tool.install_hint import tensorflow_install_hint
 from precision_tool.tf_runtime import BackgroundImport
 
 DEFAULT_BATCH_BYTES = 256 << 20
@@ -275,8 +276,7 @@ def _replay(alignment, ge_graph, reference_dir: str, graph_dir: str, batch_bytes
     except PrecisionToolError as error:
         return ReplayReport(False, notes=(f"replay not run: {error}",))
     if importlib.util.find_spec("tensorflow") is None:
-        return ReplayReport(False, notes=("replay not run: TensorFlow is not installed; "
-                                          "pip install 'precision_tool[tf]'",))
+        return ReplayReport(False, notes=(f"replay not run: TensorFlow is not installed; {tensorflow_install_hint()}",))
     try:
         lookup = _reference_lookup(alignment, reference_dir, graph)
         plan = plan_replay(alignment.pairs, alignment.order, graph, ge_graph, lookup,
