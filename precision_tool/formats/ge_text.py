@@ -33,7 +33,8 @@ _FD = FieldType
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 MAX_INT_DIGITS = 20  # uint64's maximum has 20 digits; a longer integer is out of range for every field
 _INT = re.compile(r"-?(?:0|[1-9][0-9]{0,%d})" % (MAX_INT_DIGITS - 1))
-_FLOAT = re.compile(r"-?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?|-?inf|nan")
+# no leading zero before a digit ("00.001", "01.5"): protobuf refuses them (found by tests/formats/test_ge_fuzz.py)
+_FLOAT = re.compile(r"-?(?:(?:0|[1-9][0-9]*)(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?|-?inf|nan")
 _STRING = re.compile(r'"(?:[^"\\\n]|\\.)*"')
 _ANY_TOKEN = re.compile("|".join(p.pattern for p in (_STRING, _NAME, _INT, _FLOAT)))
 _INT_TYPES = {_FD.TYPE_INT32, _FD.TYPE_INT64, _FD.TYPE_UINT32, _FD.TYPE_UINT64}
