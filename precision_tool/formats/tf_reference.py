@@ -302,8 +302,8 @@ def convert_tfdbg_run(run: Union[TfdbgRun, str, os.PathLike], out_dir, *, clean:
     out_dir = ensure_output_dir(os.fspath(out_dir), run.path)
     present = _reference_files(out_dir)
     previous = _read_record(out_dir)
-    if present and not clean:
-        _refuse_unrecorded(out_dir, present, previous, run)
+    if not clean:
+        check_replaceable(out_dir, run)
     found_aliases: List[Alias] = []
     notes: List[str] = []
     if run.version == 2:
@@ -518,10 +518,13 @@ def _read_record(folder: str) -> Optional[dict]:
     return record
 
 
-def _refuse_unrecorded(folder: str, present: List[str], record: Optional[dict], run: TfdbgRun) -> None:
-    """Raise when ``folder`` holds reference files that no conversion recorded (an interrupted conversion's record
-    covers every file)."""
-    if record is not None and not record.get("complete", False):
+def check_replaceable(folder: str, run: TfdbgRun) -> None:
+    """Raise :class:`WorkspaceError` when ``folder`` holds reference files that no conversion recorded, which
+    converting ``run`` there (without ``clean``) would refuse to delete; an interrupted conversion's record covers
+    every file. For a caller that writes beside the folder first (``tf_dump`` keeps the graph): refuse before."""
+    present = _reference_files(folder) if os.path.isdir(folder) else []
+    record = _read_record(folder) if present else None
+    if not present or (record is not None and not record.get("complete", False)):
         return
     known = set(record.get("files", [])) if record is not None else set()
     unknown = [name for name in present if name not in known]

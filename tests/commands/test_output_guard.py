@@ -135,7 +135,9 @@ def test_tf_dump_refuses_the_workspace_other_inputs_but_writes_tf_dump(workspace
         target = os.path.join(workspace, *inside)
         assert_refused(*run(capsys, "-d", workspace, "tf_dump", "-o", target), target)
         assert listing(workspace) == before
-    code, out, err = run(capsys, "-d", workspace, "tf_dump")
+    code, out, err = run(capsys, "-d", workspace, "tf_dump")  # tf/dump holds files no conversion recorded
+    assert code == 2 and "no tf_dump conversion recorded" in err and listing(workspace) == before
+    code, out, err = run(capsys, "-d", workspace, "tf_dump", "--clean")
     assert code == 0 and "Traceback" not in err
     assert any(name.startswith("x.0.") for name in os.listdir(os.path.join(workspace, "tf", "dump")))
 

@@ -143,7 +143,8 @@ def test_tf_dump_leaves_out_an_alias_no_file_can_be_named_after(tmp_path, capsys
     code, out, _ = run(capsys, "--data-dir", str(tmp_path / "ws"), "tf_dump", "-i", str(capture),
                        "-o", str(tmp_path / "out"), "--alias", "a:0=x\0y")
     assert code == 0 and "alias 'x\\x00y:0' not written: a NUL character cannot be in a file name." in out
-    assert sorted(os.listdir(tmp_path / "out")) == ["a.0.0000000001000000.npy"]  # 1.0 s = 10**6 us, 16 digits
+    # 1.0 s = 10**6 us, 16 digits; and the folder's record of the conversion
+    assert sorted(os.listdir(tmp_path / "out")) == ["a.0.0000000001000000.npy", "tf_dump_run.json"]
 
 
 @pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs FIFOs")
