@@ -175,10 +175,30 @@ class AutocheckResult:
 
 
 def _require_workspace(workspace: Workspace) -> None:
+    """Raise :class:`WorkspaceError` unless the workspace has an NPU side to check: ``npu/debug_0/dump`` or
+    ``overflow/dump``, and at least one file that an NPU run wrote -- a dump, an overflow record, a GE graph (a
+    model without an NPU op has a graph and no dump) -- so that a workspace holding only the CPU side, with the
+    NPU folders of a run that had no NPU, is not passed as "0 ops, nothing found"."""
     workspace.require_root()
-    if not (os.path.isdir(workspace.npu_dump(0)) or os.path.isdir(workspace.overflow_dump)):
+    folders = [f for f in (workspace.npu_dump(0), workspace.overflow_dump) if os.path.isdir(f)]
+    if not folders:
         raise WorkspaceError(f"{workspace.root}: neither npu/debug_0/dump nor overflow/dump is here",
                              "point -d at a precision_data folder, or capture a dump run first")
+    written = folders + [workspace.npu_graph(0)]
+    if not any(_holds_a_file(folder) for folder in written if os.path.isdir(folder)):
+        names = [os.path.relpath(folder, workspace.root) for folder in folders]
+        said = f"{names[0]} holds no file" if len(names) == 1 else f"neither {names[0]} nor {names[1]} holds a file"
+        raise WorkspaceError(f"{workspace.root}: {said}: the NPU side is empty, nothing to check",
+                             "was the training run on an Ascend NPU? Without npu_bridge TensorFlow runs on CPU/GPU "
+                             "and dumps nothing: capture on the NPU machine")
+
+
+def _holds_a_file(folder: str) -> bool:
+    """Whether ``folder`` or a folder under it holds a file (stops at the first)."""
+    for _, _, files in os.walk(folder):
+        if files:
+            return True
+    return False
 
 
 def check_overflow(workspace: Workspace, limit: int = DEFAULT_LIMIT) -> OverflowSection:
@@ -295,13 +315,16 @@ def _early_tensorflow_import(tf_graph: str):
 
 def compare_workspace(workspace: Workspace, cosine: Optional[float], workers: Optional[int] = None,
                       progress: Optional[Callable[[int, int], None]] = None, replay: bool = False, *,
-                      reference: Optional[str] = None, tf_graph: Optional[str] = None) -> CompareSection:
+                      reference: Optional[str] = None, tf_graph: Optional[str] = None,
+                      before_replay: Optional[Callable[[ComparisonResult], None]] = None) -> CompareSection:
     """``npu/debug_0`` (with its graph) against ``tf/dump`` through the one compare pipeline
     (:func:`~precision_tool.comparison.pipeline.align_request`, then
     :func:`~precision_tool.comparison.pipeline.compare_aligned`); errors are kept in the section. With
     ``replay``, every compared op is replayed from ``tf/graph`` (:mod:`precision_tool.replay`) and its figures
     go into the result's rows, judged with them. ``reference``/``tf_graph``: another workspace's (``bisect``'s
-    trials reuse the failing run's reference when the NPU run wrote none)."""
+    trials reuse the failing run's reference when the NPU run wrote none). ``before_replay`` is called with the
+    comparison once it is made, before a replay starts (``ac -c`` writes it then, so that an interrupted replay
+    loses nothing compared)."""
     from precision_tool.comparison.pipeline import CompareRequest, align_request, compare_aligned
 
     npu, reference = workspace.npu_dump(0), reference or workspace.tf_dump
@@ -325,6 +348,8 @@ def compare_workspace(workspace: Workspace, cosine: Optional[float], workers: Op
         elif replay:
             from precision_tool.replay.replay_run import replay_alignment
 
+            if before_replay is not None:
+                before_replay(result)
             report = replay_alignment(aligned.alignment, aligned.graph, reference, tf_graph, tensorflow=tensorflow)
     except PrecisionToolError as error:
         return CompareSection(error=str(error), inputs=inputs)
@@ -365,11 +390,12 @@ OnCompared = Callable[[ComparisonResult], str]
 
 def run_autocheck(root: str, options: AutocheckOptions = AutocheckOptions(),
                   progress: Optional[Callable[[int, int], None]] = None,
-                  on_compared: Optional[OnCompared] = None) -> AutocheckResult:
+                  on_compared: Optional[OnCompared] = None,
+                  before_replay: Optional[Callable[[ComparisonResult], None]] = None) -> AutocheckResult:
     """Run every section on the workspace at ``root`` and decide the verdict, once (see the module docstring).
 
     ``on_compared`` lets the caller take the comparison's output names before the verdict names them (it writes
-    them after, with the verdict).
+    them after, with the verdict). ``before_replay``: see :func:`compare_workspace`.
     """
     from precision_tool.checks.verdict import decide_verdict
 
@@ -385,7 +411,8 @@ def run_autocheck(root: str, options: AutocheckOptions = AutocheckOptions(),
     compare = None
     if options.compare:
         started = time.perf_counter()
-        compare = compare_workspace(workspace, options.cosine, options.workers, progress, options.replay)
+        compare = compare_workspace(workspace, options.cosine, options.workers, progress, options.replay,
+                                    before_replay=before_replay)
         timing["compare_s"] = time.perf_counter() - started
         if compare.replay is not None:  # reported apart: compare_s is the comparison alone
             timing["replay_s"] = compare.replay.seconds

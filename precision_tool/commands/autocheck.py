@@ -24,7 +24,9 @@ from __future__ import annotations
 import dataclasses
 import os
 import shlex
+import sys
 import time
+from typing import List
 
 from precision_tool.commands.registry import Command, Context
 from precision_tool.errors import UsageError
@@ -39,7 +41,9 @@ def add_arguments(parser):
     parser.add_argument("-c", "--compare", action="store_true",
                         help="also compare npu/debug_0 with tf/dump and find the first divergence")
     add_limit_option(parser, DEFAULT_LIMIT, "detail the first N overflow records and list at most N rows per table")
-    add_cosine_option(parser, DEFAULT_COSINE_THRESHOLD, short=False, help_tail=" (used with -c; here -c is --compare)")
+    add_cosine_option(parser, None, default_text=f"{DEFAULT_COSINE_THRESHOLD:g}", short=False,
+                      help_tail=" (used with -c; here -c is --compare)")
+    parser.unrecognized_hint = _threshold_hint
     add_output_dir_option(parser, "with -c: result_{timestamp}.csv and summary.json",
                           "WORKSPACE/temp/vector_compare/{timestamp}")
     add_workers_option(parser, "with -c: ")
@@ -51,33 +55,77 @@ def add_arguments(parser):
     add_fusion_rule_options(parser)
 
 
+# ac's options that only the comparison uses: (flag, argument name, its value when not given)
+COMPARE_ONLY = (("--cosine", "cosine", None), ("-o", "out_dir", None), ("--workers", "workers", None),
+                ("--no-replay", "replay", True), ("--html", "html", None))
+
+
+def _threshold_hint(unrecognized) -> "str | None":
+    """``ac -c 0.98`` (``vcs``'s ``-c``): say that ``ac`` spells the threshold ``--cosine``."""
+    for token in unrecognized:
+        try:
+            value = float(token)
+        except ValueError:
+            continue
+        if -1.0 <= value <= 1.0:
+            return f"here -c is --compare; the cosine threshold is --cosine: 'ac -c --cosine {token}'"
+    return None
+
+
+def _refuse_compare_options_without_compare(args) -> None:
+    given = [flag for flag, name, absent in COMPARE_ONLY if getattr(args, name) != absent]
+    if given and not args.compare:
+        raise UsageError(f"ac: {given[0]} applies to the comparison, which ac runs only with -c",
+                         f"run 'ac -c {given[0]} ...', or leave {given[0]} out")
+
+
 def handle(args, ctx: Context):
     from precision_tool.checks.autocheck import AutocheckOptions, run_autocheck
     from precision_tool.config import Workspace
     from precision_tool.comparison import terminal_progress
     from precision_tool.reports.autocheck_report import autocheck_report
-    from precision_tool.reports.result_outputs import plan_outputs, workspace_result_folder, write_outputs
+    from precision_tool.reports.result_outputs import (OutputPaths, plan_outputs, workspace_result_folder,
+                                                       write_outputs)
 
-    if args.html and not args.compare:
-        raise UsageError("ac: --html needs -c (the page shows the comparison)", "run 'ac -c --html FILE'")
+    from precision_tool.metrics import DEFAULT_COSINE_THRESHOLD
+
+    _refuse_compare_options_without_compare(args)
+    if args.cosine is None:
+        args.cosine = DEFAULT_COSINE_THRESHOLD
     _check_outputs(args, ctx)
     started = time.perf_counter()
     options = AutocheckOptions(compare=args.compare, limit=args.limit, cosine=args.cosine, workers=args.workers,
                                fusion_floor=args.fusion_floor, fusion_growth=args.fusion_growth, replay=args.replay,
                                npu_run=_emulated_run(ctx.data_dir))
-    planned = []
+    planned: List[OutputPaths] = []  # the one set of result names, taken once the comparison is made
 
     def plan(result) -> str:
         """Take the result's output names where ``compare`` would (written once the verdict is decided, which
         the summary keeps); name the folder when it was ``-o``'s."""
-        planned.append(plan_outputs(args.out_dir, workspace_result_folder(ctx.data_dir),
-                                    [path for path in result.inputs.values() if path],
-                                    folders=Workspace(ctx.data_dir).input_folders))
-        return planned[-1].folder if args.out_dir else ""
+        if not planned:
+            planned.append(plan_outputs(args.out_dir, workspace_result_folder(ctx.data_dir),
+                                        [path for path in result.inputs.values() if path],
+                                        folders=Workspace(ctx.data_dir).input_folders))
+        return planned[0].folder if args.out_dir else ""
+
+    def write_before_replay(result) -> None:
+        """The comparison, written before the replay starts (then again with the replay and the verdict): an
+        interrupted replay loses nothing compared."""
+        plan(result)
+        write_outputs(result, planned[0])
+        if progress is not None:  # a terminal: progress is shown there, this line too (not in a pipe's output)
+            progress.close()  # the comparison's bar is full: the line below goes under it
+            print(f"ac: comparison written to {planned[0].csv}; replaying the compared ops (Ctrl-C keeps it)",
+                  file=sys.stderr, flush=True)
 
     progress = terminal_progress("ac: compare") if args.compare else None
     try:
-        result = run_autocheck(ctx.data_dir, options, progress, on_compared=plan)
+        result = run_autocheck(ctx.data_dir, options, progress, on_compared=plan, before_replay=write_before_replay)
+    except KeyboardInterrupt:
+        if planned:
+            print(f"ac: interrupted during the replay; the comparison without it is in {planned[0].csv}",
+                  file=sys.stderr, flush=True)
+        raise
     finally:
         if progress is not None:
             progress.close()

@@ -34,10 +34,17 @@ class _HelpShown(Exception):
 
 
 class CommandParser(argparse.ArgumentParser):
-    """An ArgumentParser that raises instead of printing and exiting."""
+    """An ArgumentParser that raises instead of printing and exiting. ``unrecognized_hint``, when a command sets
+    it, turns the arguments argparse did not recognise into a better hint than ``see 'CMD -h'`` (or None)."""
+
+    unrecognized_hint: Optional[Callable[[List[str]], Optional[str]]] = None
 
     def error(self, message):
-        raise UsageError(f"{self.prog}: {message}", f"see '{self.prog} -h'")
+        prefix = "unrecognized arguments: "
+        hint = None
+        if message.startswith(prefix) and self.unrecognized_hint is not None:
+            hint = self.unrecognized_hint(message[len(prefix):].split())
+        raise UsageError(f"{self.prog}: {message}", hint or f"see '{self.prog} -h'")
 
     def exit(self, status=0, message=None):
         if status:

@@ -48,20 +48,13 @@ def add_arguments(parser):
 
 
 def handle(args, ctx: Context):
-    from precision_tool.reports.result_outputs import workspace_result_folder
+    from precision_tool.reports.result_outputs import require_result_folder
     from precision_tool.reports.html import build_report, default_report_path, ensure_report_folder, write_report
     from precision_tool.reports.report import Report
     from precision_tool.comparison.judgment import exit_code
     from precision_tool.reports.summary import exit_status, unusable_inputs, unusable_note
 
-    target = args.file or workspace_result_folder(ctx.data_dir)
-    if not args.file and not os.path.isdir(ctx.data_dir):
-        from precision_tool.config import Workspace
-
-        Workspace(ctx.data_dir).require_root()  # "no such workspace folder": no point suggesting ac -c on it
-    if not args.file and not os.path.isdir(target):
-        raise WorkspaceError(f"no compare result in {ctx.data_dir} yet ({target} is missing)",
-                             f"run 'precision_tool -d {ctx.data_dir} ac -c' or 'compare' first, or give -f RESULT")
+    target = args.file or require_result_folder(ctx.data_dir)
     data = build_report(target, threshold=args.cosine, data_dir=ctx.data_dir, run_checks=args.checks,
                         details=args.details, worst=args.worst, graph_only=args.graph_only)
     inputs = data.inputs

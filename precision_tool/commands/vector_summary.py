@@ -54,15 +54,13 @@ def handle(args, ctx: Context):
     from precision_tool.reports.format import counted, inheriting_clause
     from precision_tool.reports.report import Report
     from precision_tool.reports.result_csv import number_text
-    from precision_tool.reports.result_outputs import workspace_result_folder
+    from precision_tool.reports.result_outputs import require_result_folder
     from precision_tool.reports.result_store import FROM_CSV, RUN_FIRST, load_result, position_text
     from precision_tool.reports.summary import exit_status, unusable_inputs, unusable_note
 
-    target = args.file or workspace_result_folder(ctx.data_dir)
     if args.file and not os.path.lexists(args.file):  # a dangling symlink is named as one by its reader
         raise WorkspaceError(f"{args.file}: no such file or folder")
-    if not args.file and not os.path.isdir(target):
-        raise WorkspaceError(f"{target}: no such folder", RUN_FIRST)
+    target = args.file or require_result_folder(ctx.data_dir)
     stored = load_result(target, args.cosine, hint=RUN_FIRST, selection=requested())
     comparison, threshold = stored.comparison, stored.threshold
     judgment = comparison.verdict

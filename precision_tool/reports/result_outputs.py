@@ -76,6 +76,17 @@ def workspace_result_folder(data_dir: str) -> str:
     return os.path.join(Workspace(data_dir).temp, RESULT_FOLDER)
 
 
+def require_result_folder(data_dir: str) -> str:
+    """:func:`workspace_result_folder`, which must exist: else :class:`WorkspaceError` naming what is missing -- the
+    workspace itself (``-d`` a wrong folder), or its results (no comparison run yet) -- with what to do."""
+    Workspace(data_dir).require_root()
+    folder = workspace_result_folder(data_dir)
+    if not os.path.isdir(folder):
+        raise WorkspaceError(f"no compare result in {data_dir} yet ({folder} is missing)",
+                             f"run 'precision_tool -d {data_dir} ac -c' or 'compare' first, or give -f RESULT")
+    return folder
+
+
 def check_outputs(out_dir: Optional[str], default_root: str, inputs: Sequence[str],
                   junit: Optional[str] = None, folders: Sequence[str] = ()) -> None:
     """Refuse output folders inside an input -- the ``inputs`` and the input ``folders`` (a workspace's

@@ -91,7 +91,7 @@ def test_latest_complete_result_wins_and_a_killed_run_is_invisible(tmp_path, cap
 
 def test_no_result_is_unusable_input(tmp_path, capsys):
     assert main(["-d", str(tmp_path), "vcs"]) == 2
-    assert "no such folder" in capsys.readouterr().err
+    assert "no compare result in" in capsys.readouterr().err
     (tmp_path / "temp" / "vector_compare").mkdir(parents=True)
     assert main(["-d", str(tmp_path), "vcs"]) == 2
     assert "no result_*.csv under" in capsys.readouterr().err
