@@ -83,11 +83,20 @@ def test_bad_options():
 
 
 def test_workspace_is_never_replaced_unless_it_is_an_emulation(tmp_path):
+    """One rule, said once (issue 39): a folder that is no emulation is refused with or without --force, and the
+    message does not offer --force; an earlier emulation offers it."""
     (tmp_path / "data.txt").write_text("mine")
-    with pytest.raises(WorkspaceError, match="not empty"):
+    for force in (False, True):
+        with pytest.raises(WorkspaceError) as refused:
+            check_workspace(str(tmp_path), force=force)
+        assert str(refused.value) == (f"{tmp_path}: folder exists, is not empty and holds no earlier emulation (no "
+                                      "manifest.json) (choose a new folder)")
+    (tmp_path / "manifest.json").write_text("{}")
+    with pytest.raises(WorkspaceError) as refused:
         check_workspace(str(tmp_path))
-    with pytest.raises(WorkspaceError, match="holds no manifest.json"):
-        check_workspace(str(tmp_path), force=True)
+    assert str(refused.value) == f"{tmp_path}: holds an earlier emulation (pass --force to replace it, or choose a " \
+                                 "new folder)"
+    assert check_workspace(str(tmp_path), force=True) == str(tmp_path)
 
 
 def test_cli_error_is_one_line_exit_2(tmp_path, capsys):
@@ -179,7 +188,7 @@ def test_staged_workspace_replaces_only_when_committed(tmp_path):
     assert staged.commit() == str(earlier)
     assert (earlier / "manifest.json").read_text() == "new" and sorted(os.listdir(tmp_path)) == ["earlier"]
     staged = StagedWorkspace(str(earlier), force=False)  # not forced: the finished emulation stays
-    with pytest.raises(WorkspaceError, match="not empty"):
+    with pytest.raises(WorkspaceError, match="holds an earlier emulation"):
         staged.commit()
     staged.discard()
     assert sorted(os.listdir(tmp_path)) == ["earlier"]
@@ -189,8 +198,7 @@ def test_a_folder_without_manifest_is_never_replaced_and_the_message_says_why(tm
     (tmp_path / "tf").mkdir()
     with pytest.raises(WorkspaceError) as info:
         check_workspace(str(tmp_path), force=True)
-    assert "holds no manifest.json, so it is not a finished emulation" in str(info.value)
-    assert "a failed emulation leaves no folder" in str(info.value)
+    assert "holds no earlier emulation (no manifest.json)" in str(info.value)
 
 
 @pytest.mark.parametrize("text, kind, expected", [

@@ -159,13 +159,12 @@ def check_workspace(path: str, force: bool = False) -> str:
     if os.path.exists(path) and not os.path.isdir(path):
         raise WorkspaceError(f"{path}: exists and is not a folder")
     if os.path.isdir(path) and os.listdir(path) and not run_config_only(path):
+        if not os.path.isfile(os.path.join(path, MANIFEST_NAME)):  # never replaced, --force or not
+            raise WorkspaceError(f"{path}: folder exists, is not empty and holds no earlier emulation (no "
+                                 f"{MANIFEST_NAME})", "choose a new folder")
         if not force:
-            raise WorkspaceError(f"{path}: folder exists and is not empty",
-                                 "choose a new folder, or pass --force to replace an earlier emulation")
-        if not os.path.isfile(os.path.join(path, MANIFEST_NAME)):
-            raise WorkspaceError(f"{path}: not replaced: it holds no {MANIFEST_NAME}, so it is not a finished "
-                                 "emulation", "choose a new folder (a failed emulation leaves no folder; one left "
-                                 "by an older precision_tool must be removed by hand)")
+            raise WorkspaceError(f"{path}: holds an earlier emulation", "pass --force to replace it, or choose a "
+                                                                       "new folder")
     return path
 
 
