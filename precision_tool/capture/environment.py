@@ -57,7 +57,24 @@ def disable_onednn_before_tensorflow(modules=None, environ: Optional[MutableMapp
 _SET_BY_US: Dict[Tuple[int, str], str] = {}
 
 
-def prepare_workspace(plan: CapturePlan, environ: Optional[MutableMapping[str, str]] = None) -> List[str]:
+NPU_ADAPTER = "npu_bridge"  # Huawei's TF adapter: what makes TensorFlow run a graph on an Ascend NPU
+
+
+def npu_adapter_installed() -> bool:
+    """Whether Huawei's TF adapter (``npu_bridge``) can be imported here; looked for, not imported. Without it
+    TensorFlow ignores the ``NpuOptimizer`` and runs every graph on CPU/GPU: no NPU dump is ever written."""
+    import importlib.util
+
+    if NPU_ADAPTER in sys.modules:
+        return True
+    try:
+        return importlib.util.find_spec(NPU_ADAPTER) is not None
+    except (ImportError, ValueError):
+        return False
+
+
+def prepare_workspace(plan: CapturePlan, environ: Optional[MutableMapping[str, str]] = None,
+                      npu: Optional[bool] = None) -> List[str]:
     """Check the plan's fusion switch file, create its folders, set the GE graph variables, print its notices.
 
     The switch file comes first, so a broken one fails before anything is created. It is read again on every
@@ -65,6 +82,10 @@ def prepare_workspace(plan: CapturePlan, environ: Optional[MutableMapping[str, s
     A GE variable the user already set is kept (and reported when it differs from the plan); one that an
     earlier call of precision_tool set itself in this process is updated (a second run's ``debug_1``).
     Returns the lines of what was done, which are also printed.
+
+    ``npu``: whether this machine runs the graph on an NPU (default: :func:`npu_adapter_installed`). Without one the
+    config is still set (the script is the one that will run on the NPU), but no NPU folder is created, and the
+    notice says plainly that nothing will be dumped.
 
     Raises
     ------
@@ -77,14 +98,19 @@ def prepare_workspace(plan: CapturePlan, environ: Optional[MutableMapping[str, s
             ensure_fusion_switch_file(plan.fusion_switch_file)
         else:
             check_users_fusion_switch_file(plan.fusion_switch_file)
-    for folder in plan.folders:
+    npu = npu_adapter_installed() if npu is None else npu
+    for folder in plan.folders if npu else ():
         try:
             os.makedirs(folder, exist_ok=True)
         except OSError as error:
             raise CaptureError(f"{folder}: cannot create the capture folder ({error.strerror or error})") from None
     done = []
-    if plan.actions:
+    if plan.actions and npu:
         done.append(f"NPU capture '{plan.spelled}' -> {_where(plan)}")
+    elif plan.actions:
+        done.append(f"no NPU on this machine ({NPU_ADAPTER}, Huawei's TF adapter, is not installed): the config asks "
+                    f"for '{plan.spelled}' -> {_where(plan)} on an Ascend NPU, but TensorFlow runs this graph on "
+                    "CPU/GPU and nothing is dumped there")
     for name, value in plan.graph_env:
         current = environ.get(name)
         if current is None or (current != value and _SET_BY_US.get((id(environ), name)) == current):

@@ -75,3 +75,12 @@ def workspace(tmp_path, monkeypatch):
         monkeypatch.setenv(variable, "")  # recorded, so helpers' own settings are undone afterwards
         monkeypatch.delenv(variable)
     return root
+
+
+@pytest.fixture
+def npu_machine(monkeypatch):
+    """Pretend Huawei's TF adapter is installed, as on an Ascend machine: prepare_workspace then creates the NPU
+    folders and says where the capture goes (without it, it says that nothing will be dumped)."""
+    from precision_tool.capture import environment
+
+    monkeypatch.setattr(environment, "npu_adapter_installed", lambda: True)

@@ -63,12 +63,24 @@ def test_importing_tf_config_after_tensorflow_warns_on_stderr():
     assert len(lines) == 1 and "TensorFlow was imported before precision_tool.tf_config" in lines[0]
 
 
-def test_prepare_creates_folders_and_sets_graph_variables(workspace):
+def test_prepare_creates_folders_and_sets_graph_variables(workspace, npu_machine):
     plan = build_plan("dump")
     prepare_workspace(plan)
     assert (workspace / "npu" / "debug_0" / "dump").is_dir() and (workspace / "npu" / "debug_0" / "graph").is_dir()
     assert os.environ["DUMP_GE_GRAPH"] == "2" and os.environ["DUMP_GRAPH_LEVEL"] == "3"
     assert os.environ["DUMP_GRAPH_PATH"] == str(workspace / "npu" / "debug_0" / "graph")
+
+
+def test_without_an_npu_nothing_is_created_and_the_notice_says_nothing_will_be_dumped(workspace, capsys):
+    """Issue 39: on a CPU-only machine (no npu_bridge, as here) the user saw "NPU capture 'dump' -> ..." and empty NPU
+    folders. The config is still made (the script is the one that runs on the NPU), but the notice says plainly that
+    nothing is dumped, and no folder is created."""
+    done = prepare_workspace(build_plan("dump"))
+    assert not (workspace / "npu").exists()
+    assert done == [f"no NPU on this machine (npu_bridge, Huawei's TF adapter, is not installed): the config asks for "
+                    f"'dump' -> {workspace}/npu/debug_0/dump on an Ascend NPU, but TensorFlow runs this graph on "
+                    "CPU/GPU and nothing is dumped there"]
+    assert capsys.readouterr().err == f"[precision_tool] {done[0]}\n"
 
 
 def test_prepare_keeps_the_users_graph_variables(workspace, monkeypatch, capsys):
@@ -96,13 +108,13 @@ def test_a_graph_path_precision_tool_set_itself_follows_a_second_run(workspace, 
     assert os.environ["DUMP_GRAPH_PATH"] == "/mine"
 
 
-def test_fusion_actions_set_graph_variables_like_the_original(workspace):
+def test_fusion_actions_set_graph_variables_like_the_original(workspace, npu_machine):
     prepare_workspace(build_plan("fusion_off"))
     assert os.environ["DUMP_GRAPH_PATH"] == str(workspace / "npu" / "debug_0" / "graph")
     assert (workspace / "npu" / "debug_0").is_dir() and not (workspace / "npu" / "debug_1").exists()
 
 
-def test_no_action_leaves_graph_variables_alone_and_says_so(workspace, capsys):
+def test_no_action_leaves_graph_variables_alone_and_says_so(workspace, capsys, npu_machine):
     done = prepare_workspace(build_plan(""))
     assert "DUMP_GE_GRAPH" not in os.environ and (workspace / "npu" / "debug_0").is_dir()
     assert done[0].startswith("no capture action (action='')")

@@ -58,7 +58,7 @@ def notices(capsys):
     return [line for line in capsys.readouterr().err.splitlines() if line.startswith("[precision_tool]")]
 
 
-def test_modelzoo_session_config_keeps_its_grappler_settings_and_runs(workspace, capsys):
+def test_modelzoo_session_config_keeps_its_grappler_settings_and_runs(workspace, capsys, npu_machine):
     config, custom_op = modelzoo_config()
     config.graph_options.rewrite_options.arithmetic_optimization = RewriterConfig.ON
     config = npu_tf_config.session_dump_config(config, action="dump")

@@ -103,7 +103,7 @@ def test_unknown_action_and_wrong_config_are_one_line_errors(workspace):
     assert not workspace.exists()
 
 
-def test_action_from_environment_and_folders(workspace, monkeypatch):
+def test_action_from_environment_and_folders(workspace, monkeypatch, npu_machine):
     monkeypatch.setenv("PRECISION_TOOL_ACTION", "dump")
     monkeypatch.setenv("PRECISION_TOOL_DUMP_STEP", "0|5|10")
     (custom_op,) = npu_optimizers(npu_tf_config.session_dump_config())
