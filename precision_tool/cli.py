@@ -19,7 +19,7 @@ from precision_tool.commands.registry import Context
 from precision_tool.config import ENV_DATA_DIR, default_data_dir
 from precision_tool.errors import EXIT_INTERRUPTED, PrecisionToolError, UsageError
 from precision_tool.formats.dump_tree import DumpSelection, request
-from precision_tool.process_env import one_blas_thread, process_symbols
+from precision_tool.process_env import one_blas_thread, process_symbols, quiet_tensorflow_logs
 from precision_tool.reports.format import format_report, report_to_json, terminal_safe
 
 
@@ -59,6 +59,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     if argv is not None:
         return _main(list(argv))
     one_blas_thread()  # before numpy is loaded (precision_tool.process_env)
+    quiet_tensorflow_logs()  # before TensorFlow is: replay and emulate import it in this process
     try:
         return _main(sys.argv[1:])
     finally:

@@ -9,6 +9,9 @@ loaded -- unless the user set the variable, or numpy is already loaded (then it 
 changed). The user's own programs (``run``, ``bisect``'s trial runs) get the environment as it was
 (:func:`user_environment`). (The headless browser that renders reports is ours: it keeps the setting.)
 
+Likewise TensorFlow's C++ log level (:func:`quiet_tensorflow_logs`), for the commands that import TensorFlow
+themselves (replay, emulate), and kept out of the user's programs.
+
 The processes the command line forks -- comparison workers, :mod:`precision_tool.overlap`'s children -- end when
 it does (:func:`die_with_parent`): a killed ``compare`` would otherwise leave them running.
 """
@@ -23,26 +26,39 @@ import sys
 from typing import Callable, Dict, Optional
 
 VARIABLE = "OPENBLAS_NUM_THREADS"
-_SET_HERE = False
+TF_LOG_LEVEL = "TF_CPP_MIN_LOG_LEVEL"
+_SET_HERE: Dict[str, str] = {}  # variable -> the value this module set
+
+
+def _set_unless_given(variable: str, value: str, module: str) -> bool:
+    if variable in os.environ or module in sys.modules:
+        return False
+    os.environ[variable] = value
+    _SET_HERE[variable] = value
+    return True
 
 
 def one_blas_thread() -> bool:
     """Set ``OPENBLAS_NUM_THREADS=1`` for this process if numpy is not loaded and the user did not set it; True
     when set. For the command line's own process only (not called when precision_tool is a library)."""
-    global _SET_HERE
-    if VARIABLE in os.environ or "numpy" in sys.modules:
-        return False
-    os.environ[VARIABLE] = "1"
-    _SET_HERE = True
-    return True
+    return _set_unless_given(VARIABLE, "1", "numpy")
+
+
+def quiet_tensorflow_logs() -> bool:
+    """Set ``TF_CPP_MIN_LOG_LEVEL=2`` for this process (and the workers it forks) if TensorFlow is not loaded and the
+    user did not set it; True when set. TensorFlow's C++ start-up lines (``cudart_stub.cc] Could not find cuda
+    drivers``, absl's "All log messages before absl::InitializeLog()") would otherwise print above every report
+    of a command that imports it (replay, emulate); errors still show. For the command line's own process only."""
+    return _set_unless_given(TF_LOG_LEVEL, "2", "tensorflow")
 
 
 def user_environment(**extra: str) -> Dict[str, str]:
-    """This process's environment without what :func:`one_blas_thread` set, plus ``extra``: for the programs
-    started on the user's behalf."""
+    """This process's environment without what :func:`one_blas_thread` and :func:`quiet_tensorflow_logs` set, plus
+    ``extra``: for the programs started on the user's behalf."""
     env = dict(os.environ)
-    if _SET_HERE and env.get(VARIABLE) == "1":
-        del env[VARIABLE]
+    for variable, value in _SET_HERE.items():
+        if env.get(variable) == value:
+            del env[variable]
     env.update(extra)
     return env
 

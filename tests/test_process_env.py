@@ -1,4 +1,5 @@
-"""One OpenBLAS thread for the command line's own process; the user's programs never see the setting."""
+"""One OpenBLAS thread and a quiet TensorFlow log for the command line's own process; the user's programs never see
+the settings."""
 import os
 import subprocess
 import sys
@@ -14,7 +15,7 @@ REPO = Path(__file__).resolve().parents[1]
 
 def _python(code: str, *args: str, **env: str) -> str:
     """Run ``code`` in a fresh interpreter whose environment lacks the variable (plus ``env``)."""
-    clean = {k: v for k, v in os.environ.items() if k != VARIABLE}
+    clean = {k: v for k, v in os.environ.items() if k not in (VARIABLE, "TF_CPP_MIN_LOG_LEVEL")}
     clean.update(env, PYTHONPATH=str(REPO))
     return subprocess.run([sys.executable, "-c", textwrap.dedent(code), *args], env=clean, stdout=subprocess.PIPE,
                           universal_newlines=True, check=True).stdout.strip()
@@ -104,3 +105,37 @@ def test_a_channel_closed_again_after_a_ctrl_c_never_closes_a_reused_descriptor(
             os.fstat(write_fd)  # the write end was closed by the second close
     finally:
         os.close(reused)
+
+
+def test_tensorflow_imported_by_ac_c_sees_a_quiet_log_level_unless_the_user_set_one(tmp_path):
+    """Issue 39: every ``ac -c`` printed TensorFlow's C++ start-up lines (absl's "All log messages before
+    absl::InitializeLog()", ``cudart_stub.cc] Could not find cuda drivers``) above the report. The TensorFlow that
+    replay imports -- a stand-in here, which records the level it sees and refuses to load -- sees level 2; a level
+    the user set is theirs; the user's own command (``run``) sees none."""
+    fake = tmp_path / "site" / "tensorflow"
+    fake.mkdir(parents=True)
+    seen = tmp_path / "seen.txt"
+    (fake / "__init__.py").write_text(
+        "import os\n"
+        f"open({str(seen)!r}, 'a').write(os.environ.get('TF_CPP_MIN_LOG_LEVEL', 'unset') + '\\n')\n"
+        "raise ImportError('stand-in TensorFlow')\n")
+    workspace = REPO / "sample_dumps" / "cnn_workspace"
+
+    def ac(**env):
+        clean = {k: v for k, v in os.environ.items() if k not in (VARIABLE, "TF_CPP_MIN_LOG_LEVEL")}
+        clean.update(env, PYTHONPATH=f"{tmp_path / 'site'}:{REPO}")
+        done = subprocess.run([sys.executable, "-m", "precision_tool", "-d", str(workspace), "ac", "-c", "-o",
+                               str(tmp_path / "out")], env=clean, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                              universal_newlines=True)
+        assert "stand-in TensorFlow" in done.stdout  # replay tried it, and said why it could not run
+        return seen.read_text().split()
+
+    assert ac() == ["2"]
+    assert ac(TF_CPP_MIN_LOG_LEVEL="0") == ["2", "0"]
+    out = _python("""
+        import sys
+        from precision_tool import cli
+        sys.argv = ["precision_tool", "run", 'echo "[$TF_CPP_MIN_LOG_LEVEL]"']
+        cli.main()
+    """)
+    assert out.splitlines()[0] == "[]"
