@@ -22,10 +22,11 @@ folder) against the command's inputs and, in a workspace, :attr:`Workspace.input
 """
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 from dataclasses import dataclass
-from typing import Optional, Sequence, Tuple
+from typing import Iterator, Optional, Sequence, Tuple
 
 from precision_tool.errors import WorkspaceError
 
@@ -216,6 +217,31 @@ def ensure_output_dir(out_dir: str, *input_paths: str, folders: Sequence[str] = 
     except OSError as exc:
         raise WorkspaceError(f"{out_dir}: cannot create output folder ({exc.strerror})") from exc
     return real_out
+
+
+@contextlib.contextmanager
+def new_folders_removed_on_failure(*paths: str) -> Iterator[None]:
+    """Remove, when the ``with`` block raises (Ctrl-C too), the folders of ``paths`` that did not exist before it and
+    are empty after it -- from the deepest up, so a failed ``tf_dump -d NEW`` leaves no ``NEW/tf/graph`` behind. A
+    folder that holds anything stays, and the exception goes on."""
+    missing = []
+    for path in paths:
+        path = os.path.abspath(path)
+        while not os.path.exists(path):
+            missing.append(path)
+            parent = os.path.dirname(path)
+            if parent == path:
+                break
+            path = parent
+    try:
+        yield
+    except BaseException:
+        for folder in sorted(set(missing), key=len, reverse=True):
+            try:
+                os.rmdir(folder)  # only an empty folder
+            except OSError:
+                pass
+        raise
 
 
 def check_output_file(out_file: str, *input_paths: str, folders: Sequence[str] = ()) -> str:

@@ -156,6 +156,8 @@ def _report(result: ComparisonResult, summary: Dict[str, Any], paths: OutputPath
     written = [f"Result: {paths.csv}", f"Summary: {paths.summary}"]
     if paths.junit:
         written.append(f"JUnit: {paths.junit}")
+    if paths.cleaned:
+        written.append(paths.cleaned_line())
     report.add_text(*written)
     timing = summary["timing"]
     meaning = f"{SAME_MODEL_MEANING} (see above)" if not result.verdict.same_model else ""

@@ -43,7 +43,7 @@ from typing import Dict, List, Tuple
 
 from precision_tool.commands.options import add_limit_option
 from precision_tool.commands.registry import Command, Context
-from precision_tool.config import Workspace, ensure_output_dir
+from precision_tool.config import Workspace, ensure_output_dir, new_folders_removed_on_failure
 from precision_tool.errors import EXIT_OK, EXIT_UNUSABLE_INPUT, UsageError, WorkspaceError
 from precision_tool.formats.tf_reference import ReferenceConversion, check_replaceable, convert_tfdbg_run
 from precision_tool.formats.tf_reference import find_tfdbg_runs as find_runs
@@ -99,13 +99,15 @@ def handle(args, ctx: Context) -> Report:
         raise WorkspaceError(f"{root}: run {args.run} does not exist "
                              f"({len(runs)} run(s); see 'tf_dump --list')") from None
     aliases = _parse_aliases(args.alias)
-    # The library only guards the run folder; the command also keeps the output out of the whole -i tree and
-    # out of the workspace's other inputs.
-    out_dir = ensure_output_dir(args.output or workspace.tf_dump, root, run.path, folders=_other_inputs(workspace))
-    if not args.clean:
-        check_replaceable(out_dir, run)  # before the graph folder is made: a refusal writes nothing
-    graph_dir, graph_note = _graph_dir(workspace, run, root)
-    conversion = convert_tfdbg_run(run, out_dir, clean=args.clean, aliases=aliases, graph_dir=graph_dir or None)
+    out = args.output or workspace.tf_dump
+    with new_folders_removed_on_failure(out, workspace.tf_graph):  # a failed conversion leaves no empty folder
+        # The library only guards the run folder; the command also keeps the output out of the whole -i tree and
+        # out of the workspace's other inputs.
+        out_dir = ensure_output_dir(out, root, run.path, folders=_other_inputs(workspace))
+        if not args.clean:
+            check_replaceable(out_dir, run)  # before the graph folder is made: a refusal writes nothing
+        graph_dir, graph_note = _graph_dir(workspace, run, root)
+        conversion = convert_tfdbg_run(run, out_dir, clean=args.clean, aliases=aliases, graph_dir=graph_dir or None)
     return _conversion_report(conversion, _run_choice_note(runs, runs.index(run)), graph_dir, graph_note,
                               limit=args.limit)
 

@@ -441,7 +441,15 @@ class FusionSwitches:
 
 
 def parse_fusion_switches(text: str, source: Optional[PathLike] = None) -> FusionSwitches:
-    """A :class:`FusionSwitches` from a switch file: JSON, or the older ``PassName:off`` lines."""
+    """A :class:`FusionSwitches` from a switch file: JSON, or the older ``PassName:off`` lines.
+
+    An empty file (or only white space) is refused: it is no switch file in either form, the adapter passes its path
+    to GE unchecked, and what GE/FE make of an empty file is not documented (``ascend-precision-config.md`` §1).
+    "No switches" is ``{"Switch": {"GraphFusion": {}, "UBFusion": {}}}``."""
+    if not text.strip():
+        raise FusionFormatError(source, "is empty, which is no switch file: the NPU run would hand it to GE unchecked, "
+                                        "and what GE does with it is not documented; for no switches write "
+                                        '{"Switch": {"GraphFusion": {}, "UBFusion": {}}}')
     if text.lstrip()[:1] == "{":
         return _json_switches(text, source)
     both: Dict[str, bool] = {}

@@ -153,7 +153,7 @@ def decode_status(data: bytes, path: Union[str, os.PathLike, None] = None) -> Ov
     ------
     OverflowRecordError
         naming ``path`` for a size that fits neither layout, an unknown accelerator type or
-        version, or a ``data_len`` shorter than the record's fields.
+        version, or a ``data_len`` shorter than the record's fields or running past the status's end.
     """
     data = bytes(data)
     if len(data) >= 4 and struct.unpack_from("<I", data)[0] == MAGIC:
@@ -200,6 +200,10 @@ def _decode_new(data: bytes, path) -> OverflowRecord:
     if len(data) < needed:
         raise OverflowRecordError(
             path, f"status is {len(data)} bytes but a version {version} {acc_type} record needs {needed}")
+    if NEW_HEADER_BYTES + data_len > len(data):  # a length past the end: the header is damaged, or the file cut
+        raise OverflowRecordError(
+            path, f"data_len {data_len} runs past the end of the status ({len(data)} bytes: at most "
+                  f"{len(data) - NEW_HEADER_BYTES} after the {NEW_HEADER_BYTES}-byte header)")
     values = struct.unpack_from(f"<{words}Q", data, NEW_HEADER_BYTES)
     names = _NEW_FIELDS[acc_type]
     named = dict(zip(names[:-1], values[: len(names) - 1]))

@@ -57,7 +57,8 @@ def add_compare_section(report: Report, section, paths, limit: int) -> None:
     if section.steps:
         report.add_text(*steps_lines(section.steps))
     if paths is not None:
-        report.add_text(f"Result: {paths.csv}", f"Summary: {paths.summary}")
+        report.add_text(f"Result: {paths.csv}", f"Summary: {paths.summary}",
+                        *([paths.cleaned_line()] if paths.cleaned else []))
 
 
 def steps_lines(steps) -> List[str]:

@@ -37,7 +37,7 @@ import os
 import re
 import time
 from dataclasses import dataclass
-from typing import Any, Dict, Iterator, List, Optional, Sequence
+from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple
 
 from precision_tool.comparison import ComparisonResult
 from precision_tool.config import Workspace, ensure_output_dir, ensure_output_file
@@ -58,13 +58,24 @@ _PLACEHOLDER_NAME = re.compile(r"result_[0-9]{14}(?:_[0-9]+)?\.jsonl")
 
 @dataclass(frozen=True)
 class OutputPaths:
-    """The files one run writes; ``junit`` is ``None`` unless asked for."""
+    """The files one run writes; ``junit`` is ``None`` unless asked for. ``cleaned``: what runs killed while writing
+    had left in the folders written to, removed when the names were taken (:func:`remove_stale_temp_files`)."""
 
     folder: str
     csv: str
     results: str
     summary: str
     junit: Optional[str] = None
+    cleaned: Tuple[str, ...] = ()
+
+    def cleaned_line(self) -> str:
+        """One line saying what was removed, or ``""``."""
+        if not self.cleaned:
+            return ""
+        names = ", ".join(os.path.basename(path) for path in self.cleaned[:3])
+        more = f" and {len(self.cleaned) - 3} more" if len(self.cleaned) > 3 else ""
+        return (f"Removed {len(self.cleaned)} file(s) that runs killed while writing had left "
+                f"({names}{more}).")
 
 
 def timestamp() -> str:
@@ -126,20 +137,22 @@ def plan_outputs(out_dir: Optional[str], default_root: str, inputs: Sequence[str
     from precision_tool.reports.summary import SUMMARY_NAME
 
     stamp = timestamp()
+    cleaned: List[str] = []
     if out_dir:
         folder = ensure_output_dir(out_dir, *inputs, folders=folders)
-        remove_stale_temp_files(folder)
+        cleaned += remove_stale_temp_files(folder)
     else:
         root = ensure_output_dir(default_root, *inputs, folders=folders)
         for old_run in _run_folders(root):
-            remove_stale_temp_files(old_run)
+            cleaned += remove_stale_temp_files(old_run)
         folder = _take_run_folder(root, stamp)
     junit_path = None
     if junit:
         junit_path = _junit_file(junit, inputs, folders)
-        remove_stale_temp_files(os.path.dirname(junit_path))
+        cleaned += remove_stale_temp_files(os.path.dirname(junit_path))
     csv_path = take_result_name(folder, stamp)
-    return OutputPaths(folder, csv_path, results_path_for(csv_path), os.path.join(folder, SUMMARY_NAME), junit_path)
+    return OutputPaths(folder, csv_path, results_path_for(csv_path), os.path.join(folder, SUMMARY_NAME), junit_path,
+                       tuple(cleaned))
 
 
 def take_run_folder(default_root: str, inputs: Sequence[str], folders: Sequence[str] = ()) -> str:

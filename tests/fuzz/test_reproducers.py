@@ -568,3 +568,66 @@ def test_summary_is_written_after_the_result_rows(ws, tmp_path):
     csv_path = out / json.loads(summary.read_text())["result_csv"]
     rows = [csv_path] + list(out.glob("result_*.jsonl"))
     assert all(summary.stat().st_mtime_ns >= row.stat().st_mtime_ns for row in rows)
+
+
+# ------------------------------------------------------------------------------- issue 40: silent acceptances
+def test_an_opdebug_data_len_past_the_end_names_the_record(ws):
+    """A new-layout record whose ``data_len`` is 2**32-1 (its status is 24 + 8 * 11 bytes) was decoded as valid:
+    ``ov`` exited 1 on the overflow beside it and never named the record. A length past the end is damage; the
+    overflow beside it still decides the exit (a finding wins over unreadable input: exit 1)."""
+    import struct
+
+    from precision_tool.formats.overflow import MAGIC, _new_word_count
+
+    folder = ws / rb.OVERFLOW_DIR
+    folder.mkdir(parents=True)
+    words = _new_word_count("AIC", 0)
+    status = struct.pack("<6I", MAGIC, 0, 1, 0, 0, 0xFFFFFFFF) + bytes(8 * words)
+    record = write_overflow_record(folder, status, timestamp=rb.TS + 9, task_id=3, stream_id=1)
+    inf = np.array([[1.0, np.inf, 3.0], [4.0, 5.0, 6.0]], np.float32)
+    (folder / rb.dump_name("Relu", rb.RELU, 1)).write_bytes(
+        build_dump_bytes(rb.RELU, inputs=[rb.values()["input"]], outputs=[inf], dump_time=rb.TS + 1))
+    done = tool(ws, "ov")
+    assert_clean(done, codes=(1,))
+    assert_names(done, record)
+    assert f"data_len 4294967295 runs past the end of the status ({24 + 8 * words} bytes" in done.out + done.err
+
+
+def test_an_empty_fusion_switch_file_is_refused_saying_what_no_switches_is(tmp_path):
+    """A 0-byte fusion_switch.cfg was read as "no switches"; the NPU would get it unchecked."""
+    path = tmp_path / "fusion" / "fusion_switch.cfg"
+    path.parent.mkdir()
+    path.write_bytes(b"")
+    entry = Path(__file__).resolve().parent / "entry_points.py"
+    code, out, err, timed_out, _ = campaign.run_limited([sys.executable, str(entry), "fusion_switch", str(path)],
+                                                         tmp_path, TIMEOUT)
+    assert code == 2 and not timed_out
+    assert err.strip() == (f"precision_tool: error: {path}: is empty, which is no switch file: the NPU run would "
+                           "hand it to GE unchecked, and what GE does with it is not documented; for no switches "
+                           'write {"Switch": {"GraphFusion": {}, "UBFusion": {}}}')
+    assert path.read_bytes() == b""  # the user's file is never rewritten
+
+
+def test_a_failed_tf_dump_into_a_new_workspace_leaves_nothing(tmp_path):
+    """``tf_dump -d NEW`` of a capture whose one tensor file is cut: exit 2 naming the file, and no ``NEW`` (it
+    left ``NEW/tf/graph`` and ``NEW/tf/dump``, empty)."""
+    run = rb.v1_run(tmp_path / "capture", {"x": np.ones(4, np.float32)})
+    path = next(p for p in run.rglob("*") if p.is_file() and "DebugIdentity" in p.name)
+    path.write_bytes(path.read_bytes()[:10])
+    new = tmp_path / "NEW"
+    done = tool(new, "tf_dump", "-i", run)
+    assert_unusable(done, path)
+    assert not new.exists()
+
+
+def test_a_killed_runs_leftovers_are_removed_and_said(ws, tmp_path):
+    out = tmp_path / "out"
+    out.mkdir()
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    stale = out / f".precision_tool-{dead.pid}-0123456789ab.tmp"
+    stale.write_bytes(b"half a summary")
+    done = tool(ws, "compare", "-o", out)
+    assert_clean(done, codes=(0,))
+    assert not stale.exists()
+    assert f"Removed 1 file(s) that runs killed while writing had left ({stale.name})." in done.out
