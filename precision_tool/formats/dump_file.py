@@ -388,6 +388,7 @@ def _tensor_entries(path: str, kind: TensorKind, messages, offset: int) -> Tuple
             original_name, original_index = item.original_op.name, item.original_op.output_index
             original_format = item.original_op.format
         _check_ndim(path, kind, index, item)
+        _check_wire_types(path, kind, index, item)
         entry = TensorEntry(
             kind=kind, index=index, dtype_code=item.data_type, format_code=item.format,
             shape=tuple(item.shape.dim), original_shape=_optional_shape(item, "original_shape"),
@@ -398,6 +399,25 @@ def _tensor_entries(path: str, kind: TensorKind, messages, offset: int) -> Tuple
         entries.append(entry)
         offset += item.size
     return tuple(entries), offset
+
+
+#: The fields of a tensor's header entry that reading its payload needs.
+REQUIRED_TENSOR_FIELDS = ("data_type", "format", "shape", "size")
+
+
+def _check_wire_types(path: str, kind: TensorKind, index: int, item) -> None:
+    """Refuse a tensor whose data type, format, shape (or a dimension) or size came with a wire type its type never
+    has: protobuf skips such a field, which leaves the default (``DT_UNDEFINED``, a scalar shape, size 0) -- a
+    tensor read as something the producer did not write."""
+    mistyped = getattr(item, "mistyped", None)
+    if mistyped is None:  # a protobuf message, not a record: nothing was remembered
+        return
+    bad = [name for name in mistyped() if name in REQUIRED_TENSOR_FIELDS]
+    bad += ["shape" for name in item.shape.mistyped() if name == "dim" and "shape" not in bad]
+    if bad:
+        raise DumpFormatError(path, f"{kind} {index}: its {bad[0]} field has a wire type its type never has "
+                                    f"(protobuf skips it), so the {bad[0].replace('_', ' ')} is unknown",
+                              "a corrupted header")
 
 
 def _check_ndim(path: str, kind: TensorKind, index: int, item) -> None:

@@ -18,7 +18,8 @@ Writers, the text forms and TensorFlow's records keep the protobuf runtime (``pr
 Decoding rules (the protobuf encoding guide; checked against protobuf's own parser in the tests):
 
 * each field is ``key = number << 3 | wire type`` then its value: varint (0), 64-bit (1), length-delimited (2),
-  groups (3, 4: skipped when unknown) or 32-bit (5); a field whose wire type is not its type's is unknown;
+  groups (3, 4: skipped when unknown) or 32-bit (5); a field whose wire type is not its type's is unknown (and
+  :meth:`Record.mistyped` names it, for readers that need the field);
 * unknown fields are skipped; a singular scalar read twice keeps the last value, a singular message read twice is
   merged; a repeated scalar may come packed (one length-delimited run) or one element per key;
 * field numbers run from 1 to 2**29 - 1;
@@ -123,6 +124,13 @@ class Record:
             if member in self.__dict__:
                 return member
         return None
+
+    def mistyped(self) -> Tuple[str, ...]:
+        """The fields that came with a wire type their type never has -- skipped, as protobuf skips them: present in
+        the data, yet unusable (a damaged header). A singular field set again later, well typed, is not named (its
+        last value is the one protobuf keeps); a repeated one is (an element was lost)."""
+        return tuple(dict.fromkeys(name for name in self.__dict__.get("_mistyped", ())
+                                   if self._fields[name].is_repeated or name not in self.__dict__))
 
     def ListFields(self) -> List[Tuple[FieldSpec, Any]]:
         """``(field, value)`` of the fields present, by field number: set messages and oneof members, non-empty
@@ -255,6 +263,8 @@ class RecordSchema:
             field = by_number.get(number)
             if field is None or wire not in field.wires:  # a wire type its type never has: unknown to protobuf too
                 position = _skip(data, position, end, number, wire, key_at, depth)
+                if field is not None:  # skipped as protobuf skips it, and remembered (Record.mistyped)
+                    values["_mistyped"] = values.get("_mistyped", ()) + (field.name,)
                 continue
             if wire == VARINT:
                 value: Any = data[position]

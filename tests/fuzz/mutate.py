@@ -540,6 +540,57 @@ def dump_size_field(seed, rng):
                   _patch_dump(seed.data, change))
 
 
+_TENSOR_FIELDS = {"output": (3, {"data_type": 1, "format": 2, "shape": 3, "size": 6}),
+                  "input": (4, {"data_type": 1, "format": 2, "shape": 3, "size": 5})}
+
+
+def retyped_tensor_field(data: bytes, kind: str, index: int, what: str) -> bytes:
+    """The dump ``data`` with tensor ``kind`` ``index``'s ``data_type``, ``format`` or ``size`` (varints) sent as a
+    fixed32/fixed64 value, or its first shape dimension as a fixed64: the field present, under a wire type its type
+    never has (protobuf skips it). The header is re-encoded by hand, every tensor in its order."""
+    from precision_tool.formats.dump_schema import DumpData
+
+    (length,) = struct.unpack_from("<Q", data)
+    header = DumpData.FromString(data[8:8 + length])
+    number, numbers = _TENSOR_FIELDS[kind]
+    tensors = list(getattr(header, kind))
+    header.ClearField(kind)
+    chosen = tensors[index]
+    if what == "shape":
+        dims = list(chosen.shape.dim)
+        chosen.ClearField("shape")
+        shape = (_varint(1 << 3 | 1) + struct.pack("<Q", dims[0]) if dims else b"") + b"".join(
+            field(1, dim) for dim in dims[1:])
+        extra = field(3, shape)
+    else:
+        value = getattr(chosen, what)
+        chosen.ClearField(what)
+        wide = what == "size"
+        extra = _varint(numbers[what] << 3 | (1 if wide else 5)) + struct.pack("<Q" if wide else "<I", value)
+    encoded = header.SerializeToString() + b"".join(
+        field(number, tensor.SerializeToString() + (extra if k == index else b"")) for k, tensor in enumerate(tensors))
+    return struct.pack("<Q", len(encoded)) + encoded + data[8 + length:]
+
+
+def _varint(value: int) -> bytes:
+    from hand_proto import varint
+
+    return varint(value)
+
+
+def dump_wire_type(seed, rng):
+    """A tensor's data type, format, size or a dimension under a wire type its type never has (issue 40)."""
+    model = seed.model
+    kinds = [kind for kind in ("input", "output") if getattr(model, f"{kind}s", ())]
+    if not kinds:
+        return empty(seed, rng)
+    kind = rng.choice(kinds)
+    index = rng.randrange(len(getattr(model, f"{kind}s")))
+    what = rng.choice(("data_type", "format", "size", "shape"))
+    return Mutant("dump_wire_type", f"{kind} {index}: {what} under a wire type its type never has",
+                  retyped_tensor_field(seed.data, kind, index, what))
+
+
 def dump_names(seed, rng):
     """Control characters in the op name stored in the header, or in an output's original op name."""
     evil = rng.choice(CONTROL)
@@ -898,7 +949,8 @@ def tfdbg_v2_events(seed, rng):
 
 STRUCTURAL: Dict[str, Tuple[Mutator, ...]] = {
     "dump": (header_length_lie, header_length_lie, nano_magic, header_bytes, header_bytes, dump_shape_lie,
-             dump_shape_lie, dump_shape_lie, dump_codes, dump_size_field, dump_names, dump_file_name, many_tensors),
+             dump_shape_lie, dump_shape_lie, dump_codes, dump_size_field, dump_names, dump_file_name, many_tensors,
+             dump_wire_type),
     "opdebug": (header_length_lie, header_bytes, opdebug_status, opdebug_status, opdebug_status, dump_size_field,
                 dump_names),
     "npy": (npy_header, npy_header, npy_header, npy_header, npy_values),

@@ -19,6 +19,7 @@ import numpy as np
 import pytest
 
 import campaign
+import mutate as mutlib
 import repro_builders as rb
 from precision_tool.formats.dump_names import append_mapping_row
 from precision_tool.formats.dump_writer import build_dump_bytes
@@ -631,3 +632,36 @@ def test_a_killed_runs_leftovers_are_removed_and_said(ws, tmp_path):
     assert_clean(done, codes=(0,))
     assert not stale.exists()
     assert f"Removed 1 file(s) that runs killed while writing had left ({stale.name})." in done.out
+
+
+SAMPLE_DUMPS = Path(__file__).resolve().parents[2] / "sample_dumps" / "cnn_workspace" / "npu" / "debug_0" / "dump"
+
+
+@pytest.mark.parametrize("what", ["data_type", "size", "shape", "format"])
+@pytest.mark.parametrize("command", ["pt", "dc"])
+def test_a_tensor_field_under_a_wrong_wire_type_is_named_not_read_as_its_default(tmp_path, what, command):
+    """Issue 40: with output 0's data type, size or a dimension under another wire type, protobuf skips the field
+    (checked here with protobuf's own parser), leaving DT_UNDEFINED, size 0 or a shorter shape; dc and pt said
+    "all tensors converted", exit 0. Now: exit 2, the file and the field named."""
+    import struct
+
+    from precision_tool.formats.dump_schema import DumpData
+
+    source = next(SAMPLE_DUMPS.rglob("Add.small_cnn_1_res_add_1_Add.*"))
+    target = tmp_path / "dumps" / source.name
+    target.parent.mkdir()
+    target.write_bytes(mutlib.retyped_tensor_field(source.read_bytes(), "output", 0, what))
+    def output_0(path):  # as protobuf's own parser reads it
+        (length,) = struct.unpack_from("<Q", path.read_bytes())
+        return DumpData.FromString(path.read_bytes()[8:8 + length]).output[0]
+
+    skipped, original = output_0(target), output_0(source)
+    assert {"data_type": skipped.data_type == 0 != original.data_type, "size": skipped.size == 0 != original.size,
+            "shape": list(skipped.shape.dim) == list(original.shape.dim)[1:],
+            "format": skipped.format == 0 != original.format}[what]
+    args = ("pt", target) if command == "pt" else ("dc", target, "-o", tmp_path / "out")
+    done = tool(tmp_path, *args)
+    assert_unusable(done, target, one_line=False)
+    field_name = what.replace("_", " ")
+    assert f"output 0: its {what} field has a wire type its type never has (protobuf skips it), so the " \
+           f"{field_name} is unknown" in done.out + done.err
