@@ -43,6 +43,38 @@ def reference_op_name(op_name: str) -> str:
     return _REPLACED.sub("_", op_name)
 
 
+RECORD_FILE = "tf_dump_run.json"
+"""A reference folder's record of the conversion that wrote it (``tf_dump``): ``{"run": what was converted,
+"complete": bool, "files": [names written], "failed": [{"file": name, "message": why}]}`` -- ``failed`` names the
+tensors of the run that could not be converted, so that a comparison says so instead of finding them missing."""
+
+
+def read_conversion_record(folder) -> Optional[dict]:
+    """``folder``'s :data:`RECORD_FILE`, or None when it is missing or is not such a record."""
+    import json
+
+    from precision_tool.fileio import read_input_text
+
+    try:
+        record = json.loads(read_input_text(os.path.join(os.fspath(folder), RECORD_FILE)))
+    except (PrecisionToolError, ValueError):
+        return None
+    if not isinstance(record, dict) or not isinstance(record.get("files", []), list) \
+            or not isinstance(record.get("failed", []), list):
+        return None
+    return record
+
+
+def _not_converted(folder: str, present) -> List[Tuple[str, str]]:
+    """``(path, message)`` of the tensors the folder's record says could not be converted (and no file holds)."""
+    record = read_conversion_record(folder) or {}
+    found = []
+    for item in record.get("failed", []):
+        if isinstance(item, dict) and isinstance(item.get("file"), str) and item["file"] not in present:
+            found.append((os.path.join(folder, item["file"]), f"not converted by tf_dump: {item.get('message', '')}"))
+    return found
+
+
 def reference_file_name(op_name: str, output_index: int, timestamp_us: int) -> str:
     """``conv1/relu``, 0, 1700000000000000 -> ``conv1_relu.0.1700000000000000.npy``."""
     if output_index < 0:
@@ -413,7 +445,7 @@ def read_npy_dir(folder, name_mapping: Optional[Mapping[str, MappingValue]] = No
         sorted by op name then output index; files not named ``{name}.{index}.{timestamp}.npy`` are
         ignored (the ``.npy`` ones listed in ``.ignored``). A latest file that cannot be read -- truncated, a
         damaged header, a FIFO, a folder or a dangling symlink named like a reference -- is left out and listed
-        in ``.unreadable`` as
+        in ``.unreadable``, and so is a tensor the folder's :data:`RECORD_FILE` says tf_dump could not convert, as
         ``(path, one-line message)``; the others are still read (an older file of the same tensor is not
         used in its place: it would compare against stale values).
 
@@ -438,7 +470,8 @@ def read_npy_dir(folder, name_mapping: Optional[Mapping[str, MappingValue]] = No
         held = latest.get((file_op_name, output_index))
         if held is None or (stamp, name) > (held[0], os.path.basename(held[1])):
             latest[(file_op_name, output_index)] = (stamp, path)
-    records, unreadable = [], []
+    records: List[NpyReference] = []
+    unreadable: List[Tuple[str, str]] = _not_converted(folder, {os.path.basename(p) for _, p in latest.values()})
     for (file_op_name, output_index), (stamp, path) in latest.items():
         candidates = _candidates(name_mapping, file_op_name)
         op_name = candidates[0] if len(candidates) == 1 else file_op_name

@@ -45,21 +45,21 @@ from dataclasses import dataclass
 from typing import Dict, Iterable, List, Mapping, Optional, Tuple, Union
 
 from precision_tool.config import ensure_output_dir
-from precision_tool.errors import PrecisionToolError, WorkspaceError
-from precision_tool.fileio import TEMP_PREFIX, read_input_text, write_text_atomic
+from precision_tool.errors import PrecisionToolError, ReferenceFormatError, WorkspaceError
+from precision_tool.fileio import TEMP_PREFIX, write_text_atomic
 from precision_tool.formats.bounds import parse_decimal, shown_name
-from precision_tool.formats.npy_dir import build_name_mapping, reference_file_name, write_reference_npy
+from precision_tool.formats.npy_dir import (RECORD_FILE, build_name_mapping, read_conversion_record,
+                                            reference_file_name, write_reference_npy)
 from precision_tool.formats.tf_graph import KeptGraph, keep_tfdbg_v1_graphs, keep_tfdbg_v2_graphs
 from precision_tool.formats.tf_tensor import DT_RESOURCE, base_dtype_code
+from precision_tool.formats.tf_schema import tf_dtype_name
 from precision_tool.formats.tfdbg import TfdbgRun, TfdbgTensor, iter_tfdbg, list_tfdbg_runs
+from precision_tool.formats.tfdbg_v1 import UNREADABLE_DTYPE
 from precision_tool.formats.tfdbg_v2_names import ALIAS_USER, Alias, V2Naming, name_v2_dump
 
 REFERENCE_FILE = re.compile(r"[^.]+\.[0-9]+\.[0-9]+\.npy")
 """Names of reference files (``{op}.{output}.{timestamp}.npy``): what ``clean`` removes and what counts as
 another conversion's file."""
-
-RECORD_FILE = "tf_dump_run.json"
-"""The reference folder's record of its conversion: ``{"run": path, "complete": bool, "files": [names]}``."""
 
 FUSED_TYPE_PREFIXES = ("_Fused", "_Mkl", "_Xla", "XlaLaunch", "XlaRun", "TPUPartitionedCall")
 """Op types that mean several TF ops were executed as one: their inner ops have no reference tensor."""
@@ -301,7 +301,7 @@ def convert_tfdbg_run(run: Union[TfdbgRun, str, os.PathLike], out_dir, *, clean:
     run = _one_run(run)
     out_dir = ensure_output_dir(os.fspath(out_dir), run.path)
     present = _reference_files(out_dir)
-    previous = _read_record(out_dir)
+    previous = read_conversion_record(out_dir)
     if not clean:
         check_replaceable(out_dir, run)
     found_aliases: List[Alias] = []
@@ -348,7 +348,9 @@ def convert_tfdbg_run(run: Union[TfdbgRun, str, os.PathLike], out_dir, *, clean:
     written_aliases, alias_notes = _write_aliases(out_dir, tensors, found_aliases)
     notes.extend(alias_notes)
     written = {tensor.file for tensor in tensors} | {alias.file for alias in written_aliases}
-    _write_record(out_dir, run, complete=True, files=sorted(written))
+    failed = [(reference_file_name(skip.op_name, skip.output_slot, 0), skip.message) for skip in skipped
+              if skip.reason == SKIP_FAILED]
+    _write_record(out_dir, run, complete=True, files=sorted(written), failed=failed)
     names = [entry.name for entry in entries] + [alias.name for alias in written_aliases]
     collisions = tuple((file_name, names) for file_name, names in build_name_mapping(names).items()
                        if len(names) > 1)
@@ -456,11 +458,22 @@ class _Entry:
     execution: int = 0
 
 
-def _skip_reason(record: TfdbgTensor) -> Optional[str]:
+def _skip_reason(record: TfdbgTensor) -> Optional[Tuple[str, str]]:
+    """``(reason, message)`` when ``record`` is not written: a resource handle or a string/variant (no values to
+    compare), or -- a failure, naming the file -- a data type that is no TensorFlow data type (a damaged
+    TensorProto) or a tensor file that is a folder. ``None`` for a tensor to write."""
     if base_dtype_code(record.dtype_code) == DT_RESOURCE:
-        return SKIP_RESOURCE
+        return SKIP_RESOURCE, ""
+    if record.dtype_code == UNREADABLE_DTYPE:
+        try:
+            record.load()
+        except PrecisionToolError as error:
+            return SKIP_FAILED, str(error)
+    if tf_dtype_name(record.dtype_code).startswith("DT_UNKNOWN"):
+        return SKIP_FAILED, str(ReferenceFormatError(record.path, f"data type {record.dtype_code} is no TensorFlow "
+                                                                  "data type (a damaged TensorProto)"))
     if not record.loadable:
-        return SKIP_NON_NUMERIC
+        return SKIP_NON_NUMERIC, ""
     return None
 
 
@@ -471,9 +484,9 @@ def _scan(run: TfdbgRun) -> Tuple[List[_Entry], Counter, List[SkippedTensor]]:
     seen: Counter = Counter()
     skipped: List[SkippedTensor] = []
     for record in iter_tfdbg(run.path, skip_resources=False):
-        reason = _skip_reason(record)
-        if reason is not None:
-            skipped.append(SkippedTensor(record.op_name, record.output_slot, record.dtype_name, reason))
+        skip = _skip_reason(record)
+        if skip is not None:
+            skipped.append(SkippedTensor(record.op_name, record.output_slot, record.dtype_name, *skip))
             continue
         key = (record.op_name, record.output_slot)
         seen[f"{record.op_name}:{record.output_slot}"] += 1
@@ -492,9 +505,9 @@ def _scan_v2(run: TfdbgRun) -> Tuple[List[_Entry], Counter, List[SkippedTensor],
     first_name: Dict[Tuple[str, str, int], str] = {}
     for named in naming.tensors:
         record = named.record
-        reason = _skip_reason(record)
-        if reason is not None:
-            skipped.append(SkippedTensor(named.name, record.output_slot, record.dtype_name, reason))
+        skip = _skip_reason(record)
+        if skip is not None:
+            skipped.append(SkippedTensor(named.name, record.output_slot, record.dtype_name, *skip))
             continue
         key = (record.graph_id or "", record.op_name, record.output_slot)
         seen[first_name.setdefault(key, named.tensor_name)] += 1
@@ -507,23 +520,12 @@ def _reference_files(folder: str) -> List[str]:
                   if REFERENCE_FILE.fullmatch(name) and os.path.isfile(os.path.join(folder, name)))
 
 
-def _read_record(folder: str) -> Optional[dict]:
-    """The folder's :data:`RECORD_FILE`, or None when it is missing or not a record (then no file is known)."""
-    try:
-        record = json.loads(read_input_text(os.path.join(folder, RECORD_FILE)))
-    except (PrecisionToolError, ValueError):
-        return None
-    if not isinstance(record, dict) or not isinstance(record.get("files", []), list):
-        return None
-    return record
-
-
 def check_replaceable(folder: str, run: TfdbgRun) -> None:
     """Raise :class:`WorkspaceError` when ``folder`` holds reference files that no conversion recorded, which
     converting ``run`` there (without ``clean``) would refuse to delete; an interrupted conversion's record covers
     every file. For a caller that writes beside the folder first (``tf_dump`` keeps the graph): refuse before."""
     present = _reference_files(folder) if os.path.isdir(folder) else []
-    record = _read_record(folder) if present else None
+    record = read_conversion_record(folder) if present else None
     if not present or (record is not None and not record.get("complete", False)):
         return
     known = set(record.get("files", [])) if record is not None else set()
@@ -534,14 +536,19 @@ def check_replaceable(folder: str, run: TfdbgRun) -> None:
                              "would mix two runs", "pass --clean to delete them first, or -o another folder")
 
 
-def _write_record(folder: str, run: TfdbgRun, complete: bool, files: Iterable[str] = ()) -> None:
-    record_conversion(folder, run.path, files, complete)
+def _write_record(folder: str, run: TfdbgRun, complete: bool, files: Iterable[str] = (),
+                  failed: Iterable[Tuple[str, str]] = ()) -> None:
+    record_conversion(folder, run.path, files, complete, failed)
 
 
-def record_conversion(folder: str, run: str, files: Iterable[str], complete: bool = True) -> None:
-    """Write ``folder``'s :data:`RECORD_FILE`: ``run`` (what was converted) wrote ``files`` (names in ``folder``).
+def record_conversion(folder: str, run: str, files: Iterable[str], complete: bool = True,
+                      failed: Iterable[Tuple[str, str]] = ()) -> None:
+    """Write ``folder``'s :data:`RECORD_FILE`: ``run`` (what was converted) wrote ``files`` (names in ``folder``);
+    ``failed``: ``(file name it would have had, one-line message)`` of the tensors that could not be converted.
     For a writer that renames or adds reference files after :func:`convert_tfdbg_run` (the emulator)."""
-    text = json.dumps({"run": run, "complete": complete, "files": sorted(files)}, indent=1)
+    record = {"run": run, "complete": complete, "files": sorted(files),
+              "failed": [{"file": name, "message": message} for name, message in failed]}
+    text = json.dumps(record, indent=1)
     try:
         write_text_atomic(os.path.join(folder, RECORD_FILE), text + "\n")
     except OSError as error:

@@ -2,9 +2,11 @@
 
 A TensorProto carries its values either as raw little-endian bytes (``tensor_content``, what tfdbg
 always writes) or in a typed repeated field (``float_val``, ``int_val``, ``half_val`` ...; what
-constants built from Python values use). The typed fields follow TensorFlow's runtime rules
-(``Tensor::FromProto``): no values means zeros, fewer values than elements repeat the last one (the
-usual case is one value broadcast to the whole shape), extra values are ignored.
+constants built from Python values use). The typed fields are read as TensorFlow's own reader of tfdbg dumps reads
+them (``tf.make_ndarray``): no values means zeros, fewer values than elements repeat the last one (the usual case
+is one value broadcast to the whole shape); more values than elements, and an integer outside its dtype's range
+(``int_val`` 300 for a uint8, ``half_val`` beyond 16 bits), are refused, as ``tf.make_ndarray`` refuses them
+under numpy 2 (numpy 1 wrapped such integers silently).
 
 Types numpy has no dtype for are widened exactly to float32: bfloat16 (stored as bf16 bits, in
 ``tensor_content`` or in ``half_val``), the fp8 formats and fp4 (one byte per element, in
@@ -198,21 +200,40 @@ def decode_tensor_content(code: int, shape: Tuple[int, ...], content, source=Non
     return array.reshape(shape)
 
 
+# The range of the integers an ``int_val``/``half_val`` element may hold, per dtype code where it is narrower than
+# the storage's: int4/uint4/int2/uint2 are stored one per byte.
+_NARROW_INT_RANGE = {29: (-8, 7), 30: (0, 15), 31: (-2, 1), 32: (0, 3)}
+
+
+def _checked_integers(values, info: _TypeInfo, code: int, source, field: str) -> np.ndarray:
+    """``values`` (int_val/half_val) as the storage dtype, refusing one outside the dtype's range."""
+    wide = np.asarray(values, dtype=np.int64)
+    storage = np.dtype(np.uint16) if field == "half_val" else info.storage
+    low, high = _NARROW_INT_RANGE.get(code) or (int(np.iinfo(storage).min), int(np.iinfo(storage).max))
+    if wide.size and (int(wide.min()) < low or int(wide.max()) > high):
+        bad = int(wide.min()) if int(wide.min()) < low else int(wide.max())
+        raise ReferenceFormatError(source, f"{tf_dtype_name(code)} TensorProto: {field} holds {bad}, outside "
+                                           f"[{low}, {high}]; TensorFlow's reader (tf.make_ndarray) refuses it")
+    return wide.astype(storage)
+
+
 def _typed_values(proto, info: _TypeInfo, count: int, code: int, source, max_expanded_bytes: int) -> np.ndarray:
     values = getattr(proto, info.value_field)
     if info.value_field == "float8_val":
         raw = np.frombuffer(values, dtype=np.uint8)
     elif info.value_field in ("scomplex_val", "dcomplex_val"):
         parts = np.asarray(values, dtype=np.float32 if info.value_field == "scomplex_val" else np.float64)
-        raw = parts[:parts.size // 2 * 2].view(info.storage)
-    elif info.value_field == "half_val":
-        raw = np.asarray(values, dtype=np.int64).astype(np.uint16)
-    elif info.storage.kind in "iu" and info.value_field == "int_val":
-        raw = np.asarray(values, dtype=np.int64).astype(info.storage)
+        raw = parts[:parts.size // 2 * 2].view(info.storage)  # an odd last part is dropped, as pairs are read
+    elif info.value_field == "half_val" or (info.storage.kind in "iu" and info.value_field == "int_val"):
+        raw = _checked_integers(values, info, code, source, info.value_field)
     else:
         raw = np.asarray(values, dtype=info.storage)
-    if raw.size >= count:
-        return raw[:count]
+    if raw.size > count:
+        raise ReferenceFormatError(source, f"{tf_dtype_name(code)} TensorProto stores {raw.size} values for "
+                                           f"{count} elements; TensorFlow's reader (tf.make_ndarray) refuses more "
+                                           "values than elements")
+    if raw.size == count:
+        return raw
     if count * info.storage.itemsize > max_expanded_bytes:
         raise ReferenceFormatError(source, f"{tf_dtype_name(code)} TensorProto stores {raw.size} values for "
                                            f"{count} elements; expanding would need {count * info.storage.itemsize}"

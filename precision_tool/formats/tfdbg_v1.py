@@ -143,16 +143,23 @@ def _v1_op_types(device_dir: str) -> Dict[str, str]:
 
 
 def _v1_tensor_files(device_dir: str) -> List[Tuple[int, str]]:
+    """``(time stamp, path)`` of every ``DebugIdentity`` tensor file under ``device_dir`` -- and of every folder
+    named like one (a tensor file replaced by a folder: listed, so that reading it fails and names it)."""
     found = []
     for folder, subfolders, files in os.walk(device_dir):
         subfolders.sort()
-        for name in files:
+        for name in files + [sub for sub in subfolders if _is_tensor_name(sub)]:
             if folder == device_dir and name.startswith("_tfdbg_"):
                 continue
             match = _TENSOR_FILE.fullmatch(name)
             if match and match.group("debug_op") == FULL_TENSOR_DEBUG_OP:
                 found.append((int(match.group("us")), os.path.join(folder, name)))
     return found
+
+
+def _is_tensor_name(name: str) -> bool:
+    match = _TENSOR_FILE.fullmatch(name)
+    return match is not None and match.group("debug_op") == FULL_TENSOR_DEBUG_OP
 
 
 _FEED_KEYS_FILE = "_tfdbg_feed_keys_info_"
@@ -205,6 +212,11 @@ def iter_tfdbg_v1(run_dir, skip_resources: bool = True) -> Iterator[TfdbgTensor]
     entries.sort(key=lambda entry: (entry[0], entry[1]))
     fed = _v1_fed_placeholders(run_dir)
     for index, (stamp, path, device, op_types) in enumerate(entries):
+        if os.path.isdir(path):  # a tensor file replaced by a folder: a tensor that cannot be read, named as one
+            op_name, slot = _name_from_path(device_dir_of(path, run_dir), path)
+            yield TfdbgTensor(op_name, slot, stamp, device, op_types.get(op_name), UNREADABLE_DTYPE, (), path, index,
+                              "tfdbg_v1", _loader=functools.partial(_refuse_folder, path))
+            continue
         with _MappedFile(path) as mapped:
             node_name, location = _scan_v1_event(mapped.buffer, mapped.size, path)
         executed_name, slot = _split_debug_node_name(node_name, path)
@@ -215,6 +227,28 @@ def iter_tfdbg_v1(run_dir, skip_resources: bool = True) -> Iterator[TfdbgTensor]
         yield TfdbgTensor(op_name, slot, stamp, device, op_type, location.dtype_code,
                           location.shape, path, index, "tfdbg_v1",
                           _loader=functools.partial(_load_v1_tensor, path))
+
+
+UNREADABLE_DTYPE = -1  # the dtype code of a tensor whose file cannot be read at all (a folder in its place)
+
+
+def device_dir_of(path: str, run_dir: str) -> str:
+    """The ``_tfdbg_device_...`` folder of ``run_dir`` that holds ``path``."""
+    relative = os.path.relpath(path, run_dir)
+    return os.path.join(run_dir, relative.split(os.sep, 1)[0])
+
+
+def _name_from_path(device_dir: str, path: str) -> Tuple[str, int]:
+    """The op name and slot a tensor file's path spells (``dense/MatMul_0_DebugIdentity_{us}``)."""
+    match = _TENSOR_FILE.fullmatch(os.path.basename(path))
+    assert match is not None
+    folder = os.path.relpath(os.path.dirname(path), device_dir)
+    op_name = match.group("node") if folder == "." else "/".join(folder.split(os.sep) + [match.group("node")])
+    return op_name, int(match.group("slot"))
+
+
+def _refuse_folder(path: str):
+    raise ReferenceFormatError(path, "a folder, not a tfdbg tensor file")
 
 
 # -- writer (tests, sample dumps) ------------------------------------------------------------------

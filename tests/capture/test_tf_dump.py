@@ -275,7 +275,7 @@ def test_run_n_after_the_default_run_leaves_exactly_run_n_in_the_reference_folde
     assert report.data["replaced_run"] == str(run_dir(capture, US + 200, 2))
     record = json.loads((out / "tf_dump_run.json").read_text())
     assert record == {"run": str(run_dir(capture, US + 100, 1)), "complete": True,
-                      "files": [f"dense_MatMul.0.{US + 101:016d}.npy"]}
+                      "files": [f"dense_MatMul.0.{US + 101:016d}.npy"], "failed": []}
 
 
 def test_an_interrupted_conversions_files_are_replaced_and_files_of_another_tool_kept(ws):

@@ -209,11 +209,17 @@ def test_one_value_for_a_huge_shape_is_refused_not_allocated():
 
 
 @pytest.mark.parametrize("values, expected", [([], [0, 0, 0, 0]), ([5], [5, 5, 5, 5]), ([1, 2], [1, 2, 2, 2]),
-                                              ([1, 2, 3, 4, 5], [1, 2, 3, 4])])
+                                              ([1, 2, 3, 4, 5], None)])
 def test_typed_values_follow_tensorflow_fill_rules(values, expected):
+    """tf.make_ndarray's rules (checked against TensorFlow itself in test_tf_make_ndarray.py): more values than
+    elements are refused."""
     proto = tf_schema.TensorProto(dtype=3, int_val=values)
     proto.tensor_shape.dim.add(size=4)
-    assert tf_tensor.tensor_proto_to_numpy(proto).tolist() == expected
+    if expected is None:
+        with pytest.raises(ReferenceFormatError, match="stores 5 values for 4 elements"):
+            tf_tensor.tensor_proto_to_numpy(proto)
+    else:
+        assert tf_tensor.tensor_proto_to_numpy(proto).tolist() == expected
 
 
 def test_half_val_holds_fp16_bits_for_half_and_bf16_bits_for_bfloat16():

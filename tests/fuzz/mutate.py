@@ -755,7 +755,18 @@ def npy_values(seed, rng):
 def _tensor_proto(rng, array) -> Tuple[object, str]:
     proto = as_tensor_proto(np.asarray(array))
     how = rng.choice(("many_dims", "huge_dim", "negative", "dtype", "content_short", "content_long", "unknown_rank",
-                      "float_val"))
+                      "float_val", "typed_more", "int_range"))
+    if how == "typed_more":  # more typed values than elements: tf.make_ndarray refuses them (issue 40)
+        count = int(np.asarray(array).size) + rng.choice((1, 3))
+        proto.tensor_content = b""
+        proto.float_val.extend([0.5] * count)
+        return proto, f"{count} float_val values for {np.asarray(array).size} elements"
+    if how == "int_range":  # an int_val outside the dtype's range: tf.make_ndarray refuses it under numpy 2
+        value = rng.choice((300, -1, 1 << 20))
+        proto = as_tensor_proto(np.zeros(np.asarray(array).shape, np.uint8))
+        proto.tensor_content = b""
+        proto.int_val.append(value)
+        return proto, f"uint8 tensor, int_val [{value}]"
     if how == "many_dims":
         count = rng.randrange(65, 101)
         proto = as_tensor_proto(np.ones(1, np.float32))

@@ -665,3 +665,42 @@ def test_a_tensor_field_under_a_wrong_wire_type_is_named_not_read_as_its_default
     field_name = what.replace("_", " ")
     assert f"output 0: its {what} field has a wire type its type never has (protobuf skips it), so the " \
            f"{field_name} is unknown" in done.out + done.err
+
+
+@pytest.mark.parametrize("damage", ["folder", "dtype"])
+def test_a_reference_tensor_tf_dump_cannot_convert_is_not_compared_not_missing(ws, damage):
+    """Issue 40: a tfdbg tensor file replaced by a folder (it was skipped without a word), or a TensorProto whose
+    data type is no TensorFlow data type (a 'non-numeric' note), with tf_dump exiting 0 and compare then finding
+    the op's reference missing. Now tf_dump exits 2 naming the file, records the tensor as not converted, and
+    compare shows the op's tensors as not compared with that reason (exit 2: an input could not be used)."""
+    from precision_tool.formats import tf_schema
+
+    shutil.rmtree(ws / rb.REF_DIR)
+    tensors = dict(rb.values())
+    if damage == "dtype":
+        broken = tf_schema.TensorProto(dtype=99, tensor_content=bytes(24))
+        for size in rb.SHAPE:
+            broken.tensor_shape.dim.add(size=size)
+        tensors["relu"] = broken
+    run = rb.v1_run(ws, {"input": tensors["input"], rb.RELU: tensors["relu"], "out/Add": tensors["out/Add"]})
+    bad = next(p for p in run.rglob("*") if "Relu_0_DebugIdentity" in p.name)
+    if damage == "folder":
+        bad.unlink()
+        bad.mkdir()
+    converted = tool(ws, "tf_dump")
+    assert_clean(converted, codes=(2,))
+    assert_names(converted, bad)
+    record = json.loads((ws / rb.REF_DIR / "tf_dump_run.json").read_text())
+    assert [item["file"] for item in record["failed"]] == ["relu1_Relu.0.0000000000000000.npy"]
+    compared = tool(ws, "compare", "-o", ws.parent / "out")
+    assert_clean(compared, codes=(2,))
+    assert "unreadable, not compared: not converted by tf_dump: " in compared.out
+    (csv_path,) = (ws.parent / "out").glob("result_*.csv")
+    rows = {line.split(",")[7]: line for line in csv_path.read_text().splitlines()[1:]}
+    for tensor in (f"{rb.RELU}:output:0", "out/Add:input:0"):  # the op's output, and the input that reads it
+        assert "NOT_COMPARED: the reference file could not be read: not converted by tf_dump: " in rows[tensor]
+    summary = json.loads((ws.parent / "out" / "summary.json").read_text())
+    assert [path for path, _ in summary["coverage"]["unreadable_references"]] == [
+        str(ws / rb.REF_DIR / "relu1_Relu.0.0000000000000000.npy")]
+    unaligned = dict(summary["coverage"]["unaligned"])
+    assert unaligned and all("not converted by tf_dump" in reason for reason in unaligned.values()), unaligned
