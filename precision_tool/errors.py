@@ -7,7 +7,8 @@ Anything else that escapes is a bug in precision_tool and is shown with its trac
 (the split Polygraphy makes between ``PolygraphyException`` and ``PolygraphyInternalException``).
 
 Exit codes follow the comparator's contract for CI: 0 all good, 1 a tensor failed a threshold,
-2 unusable input (this module's errors).
+2 unusable input (this module's errors). A batch that has both -- a finding and inputs it could not use -- exits
+1, naming those inputs: :func:`batch_exit_code` is that rule, which every command applies.
 """
 from __future__ import annotations
 
@@ -19,6 +20,26 @@ EXIT_FAILED_CHECK = 1
 EXIT_UNUSABLE_INPUT = 2
 EXIT_INTERRUPTED = 130  # Ctrl-C, as a shell reports a process ended by SIGINT
 _EXIT_RANK = {EXIT_OK: 0, EXIT_UNUSABLE_INPUT: 1, EXIT_FAILED_CHECK: 2}
+
+
+def batch_exit_code(found: bool, unusable: bool) -> int:
+    """The one exit rule of a batch of inputs (files, tensors, records, steps), for every command.
+
+    ======  ==================================================================================================
+    ``1``   something was found (a failing tensor, an overflow, a culprit) -- whether or not some inputs could not
+            be used: the finding is real, and the report names those inputs too
+    ``2``   nothing was found, but an input could not be used (or nothing was there to check): a finding may hide
+            in what was not read. A command that finds nothing by design (``dc``, ``tf_dump``) exits 2 on any
+            failure, the other files written
+    ``0``   nothing found, every input used
+    ======  ==================================================================================================
+
+    >>> batch_exit_code(True, True), batch_exit_code(False, True), batch_exit_code(False, False)
+    (1, 2, 0)
+    """
+    if found:
+        return EXIT_FAILED_CHECK
+    return EXIT_UNUSABLE_INPUT if unusable else EXIT_OK
 
 
 def worst_exit_code(codes: Iterable[int]) -> int:

@@ -39,7 +39,7 @@ from precision_tool.comparison.judgment import exit_code
 from precision_tool.comparison.result import ComparisonResult
 from precision_tool.comparison.tree_runs import StepRun
 from precision_tool.config import Workspace
-from precision_tool.errors import EXIT_FAILED_CHECK, EXIT_OK, EXIT_UNUSABLE_INPUT, PrecisionToolError, WorkspaceError
+from precision_tool.errors import batch_exit_code, EXIT_UNUSABLE_INPUT, PrecisionToolError, WorkspaceError
 from precision_tool.formats.dump_names import scan_dump_folder
 from precision_tool.formats.dump_tree import following, requested
 from precision_tool.replay.replay_run import ReplayReport
@@ -169,9 +169,7 @@ class AutocheckResult:
                              outcome.verdict.same_model)
         comparison = self.fusion.comparison
         found = self.overflow.found or (comparison is not None and bool(comparison.culprits))
-        if found:
-            return EXIT_FAILED_CHECK
-        return EXIT_UNUSABLE_INPUT if self.overflow.unreadable else EXIT_OK
+        return batch_exit_code(found, bool(self.overflow.unreadable))
 
 
 def _require_workspace(workspace: Workspace) -> None:

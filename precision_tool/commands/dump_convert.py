@@ -19,7 +19,7 @@ from typing import List, Tuple
 from precision_tool.commands.options import add_output_dir_option
 from precision_tool.commands.registry import Command, Context
 from precision_tool.config import Workspace, ensure_output_dir, input_folders_of
-from precision_tool.errors import EXIT_OK, EXIT_UNUSABLE_INPUT, PrecisionToolError, WorkspaceError
+from precision_tool.errors import batch_exit_code, PrecisionToolError, WorkspaceError
 from precision_tool.fileio import save_npy_atomic
 from precision_tool.formats import layouts
 from precision_tool.formats.dump_file import read_dump_header, read_dump_header_cached
@@ -111,7 +111,7 @@ def handle(args, ctx: Context):
     if failures:
         report.add_text(f"Failed ({len(failures)}):", *failures)
     report.status = _status(len(failures), written)
-    report.exit_code = EXIT_UNUSABLE_INPUT if failures else EXIT_OK
+    report.exit_code = batch_exit_code(False, bool(failures))  # a conversion finds nothing: failures are exit 2
     report.data = {"out_dir": out_dir, "files": len(files), "tensors_written": written, "failures": failures,
                    "notes": notes, "tensors": tensors}
     return report

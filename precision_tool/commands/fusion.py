@@ -16,7 +16,7 @@ from __future__ import annotations
 import os
 
 from precision_tool.commands.registry import Command, Context
-from precision_tool.errors import EXIT_FAILED_CHECK, EXIT_OK, EXIT_UNUSABLE_INPUT, WorkspaceError
+from precision_tool.errors import batch_exit_code, WorkspaceError
 
 
 def add_arguments(parser):
@@ -66,7 +66,7 @@ def handle(args, ctx: Context):
     else:
         report.status = "no fusion-off comparison"
     unusable = graph_unread or bool(section.result_problem)
-    report.exit_code = EXIT_FAILED_CHECK if culprits else EXIT_UNUSABLE_INPUT if unusable else EXIT_OK
+    report.exit_code = batch_exit_code(bool(culprits), bool(unusable))
     report.data = section.to_dict()
     report.data["listed_ops"] = [op.name for op in ops]
     return report

@@ -23,7 +23,7 @@ from __future__ import annotations
 import os
 
 from precision_tool.commands.registry import Command, Context
-from precision_tool.errors import EXIT_FAILED_CHECK, EXIT_OK, EXIT_UNUSABLE_INPUT, WorkspaceError
+from precision_tool.errors import batch_exit_code, WorkspaceError
 
 
 def add_arguments(parser):
@@ -79,8 +79,7 @@ def handle(args, ctx: Context):
     report.status = nothing or _status(records, scanned, unreadable)
     if exceptions:
         report.status += f"; {exception_status(exceptions)}"
-    report.exit_code = (EXIT_FAILED_CHECK if found else EXIT_UNUSABLE_INPUT if unreadable or nothing
-                        else EXIT_OK)
+    report.exit_code = batch_exit_code(found, bool(unreadable or nothing))
     report.data = {"records": records.to_dict(), "scan": None if scanned is None else scanned.to_dict(),
                    "exception_dumps": [info.to_dict() for info in exceptions]}
     return report

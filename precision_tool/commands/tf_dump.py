@@ -44,7 +44,7 @@ from typing import Dict, List, Tuple
 from precision_tool.commands.options import add_limit_option
 from precision_tool.commands.registry import Command, Context
 from precision_tool.config import Workspace, ensure_output_dir, new_folders_removed_on_failure
-from precision_tool.errors import EXIT_OK, EXIT_UNUSABLE_INPUT, UsageError, WorkspaceError
+from precision_tool.errors import batch_exit_code, UsageError, WorkspaceError
 from precision_tool.formats.tf_reference import ReferenceConversion, check_replaceable, convert_tfdbg_run
 from precision_tool.formats.tf_reference import find_tfdbg_runs as find_runs
 from precision_tool.formats.tfdbg import TfdbgRun
@@ -222,7 +222,7 @@ def _conversion_report(conversion: ReferenceConversion, run_note: str = "", grap
                      f"repeated ({kept})" + (f"; {len(conversion.aliases)} aliases" if conversion.aliases else "")
                      + (f"; kept {len(graphs)} graph{'s' if len(graphs) != 1 else ''}" if graphs else "")
                      + (f"; {len(failures)} failed" if failures else ""))
-    report.exit_code = EXIT_UNUSABLE_INPUT if failures else EXIT_OK
+    report.exit_code = batch_exit_code(False, bool(failures))  # a conversion finds nothing: failures are exit 2
     report.data = {"run": run.path, "tfdbg_version": run.version, "out_dir": out_dir, "written": len(written),
                    "bytes": conversion.nbytes, "skipped_resources": resources, "skipped_non_numeric": non_numeric,
                    "repeated": repeated, "fused_op_types": dict(fused), "name_collisions": collisions,

@@ -40,7 +40,7 @@ from precision_tool.comparison.noise import inherit_noise, judge_noise
 from precision_tool.comparison.same_model import Mismatch, source_mismatches
 from precision_tool.comparison.systemic import SystemicFault, systemic_faults
 from precision_tool.comparison.underflow import underflowing
-from precision_tool.errors import EXIT_FAILED_CHECK, EXIT_OK, EXIT_UNUSABLE_INPUT
+from precision_tool.errors import batch_exit_code, EXIT_UNUSABLE_INPUT
 from precision_tool.formats.tensor_kind import TensorKind
 from precision_tool.status import Status
 
@@ -202,9 +202,7 @@ def exit_code(any_failed: bool, culprit: bool, compared: int, unusable: int, sam
     """
     if not same_model:
         return EXIT_UNUSABLE_INPUT
-    if any_failed or culprit:
-        return EXIT_FAILED_CHECK
-    return EXIT_UNUSABLE_INPUT if compared == 0 or unusable else EXIT_OK
+    return batch_exit_code(any_failed or culprit, compared == 0 or bool(unusable))
 
 
 __all__ = ["Judgment", "CulpritChoice", "judge", "culprit_of", "decide_culprit", "exit_code",

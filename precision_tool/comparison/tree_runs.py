@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, FrozenSet, List, Mapping, Optional, Sequence, Tuple
 
 from precision_tool.comparison.result import ComparisonResult
-from precision_tool.errors import EXIT_FAILED_CHECK, EXIT_OK, EXIT_UNUSABLE_INPUT, PrecisionToolError
+from precision_tool.errors import batch_exit_code, EXIT_FAILED_CHECK, EXIT_OK, PrecisionToolError
 from precision_tool.formats.dump_tree import Choice, DumpSelection, reading
 
 #: Replicas disagree on a tensor when its cosine is further than this from the replicas' median (cosines of
@@ -133,7 +133,7 @@ def first_diverging(runs: Sequence[StepRun]) -> Optional[StepRun]:
 def exit_code_of(runs: Sequence[StepRun]) -> int:
     """1 when a run fails, else 2 when one could not be used (or run), else 0."""
     codes = {run.exit_code for run in runs}
-    return EXIT_FAILED_CHECK if EXIT_FAILED_CHECK in codes else EXIT_UNUSABLE_INPUT if codes - {EXIT_OK} else EXIT_OK
+    return batch_exit_code(EXIT_FAILED_CHECK in codes, bool(codes - {EXIT_OK}))
 
 
 def replicas_differ(runs: Sequence[StepRun], tolerance: float = REPLICA_COSINE_TOLERANCE) -> Dict[int, str]:
