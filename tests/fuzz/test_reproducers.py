@@ -575,7 +575,8 @@ def test_summary_is_written_after_the_result_rows(ws, tmp_path):
 def test_an_opdebug_data_len_past_the_end_names_the_record(ws):
     """A new-layout record whose ``data_len`` is 2**32-1 (its status is 24 + 8 * 11 bytes) was decoded as valid:
     ``ov`` exited 1 on the overflow beside it and never named the record. A length past the end is damage; the
-    overflow beside it still decides the exit (a finding wins over unreadable input: exit 1)."""
+    overflow beside it still decides the exit (a finding wins over unreadable input: exit 1). (The emulated samples
+    write the old 2048-byte layout, which has no data_len.)"""
     import struct
 
     from precision_tool.formats.overflow import MAGIC, _new_word_count
