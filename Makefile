@@ -76,12 +76,18 @@ browser:
 	 (apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium) >/dev/null 2>&1 || \
 	 echo "chromium not installed: browser tests will be skipped"
 
-# ruff (settings in pyproject.toml) on all Python in the tree, mypy on the package (its files: [tool.mypy]), and
-# vermin: nothing in the package may need a Python newer than 3.7 (the TF 1.15 users' Python).
+# ruff (settings in pyproject.toml) on all Python in the tree, mypy on the package (its files: [tool.mypy]),
+# vermin: nothing in the package may need a Python newer than 3.7 (the TF 1.15 users' Python), and vulture: no
+# function, method, class or property of the package that nothing calls (the tests count as callers; framework
+# hooks are listed in tests/lint/vulture_whitelist.py).
 lint: venv
 	$(PY) -m ruff check precision_tool tests benchmarks sample_dumps
 	$(PY) -m mypy
 	$(VENV)/bin/vermin -q -t=3.7- --no-tips --violations precision_tool
+	@$(VENV)/bin/vulture precision_tool tests benchmarks sample_dumps --min-confidence 60 \
+	 | grep -E '^precision_tool/.*unused (function|method|class|property)' \
+	 && { echo "dead code above: remove it, or list a framework hook in tests/lint/vulture_whitelist.py"; exit 1; } \
+	 || true
 
 test: venv lint peer browser test-user-envs
 	PRECISION_TOOL_EXPECT_C=1 $(PY) -m pytest -q -rs  # -rs: each skip with its reason (no peer, no browser)

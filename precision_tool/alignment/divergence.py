@@ -38,7 +38,7 @@ Cost is ``O(ops + edges + verdicts)``.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
+from typing import Dict, List, Mapping, Optional, Sequence, Tuple
 
 from precision_tool.formats.tensor_kind import INPUT, OUTPUT
 
@@ -155,6 +155,3 @@ def find_first_divergence(verdicts: Mapping[Key, bool], order: Sequence[str],
     return Divergence(roots[0] if roots else None, tuple(roots), tuple(inherited), order_source)
 
 
-def verdicts_from_pairs(pairs: Iterable, passed) -> Dict[Key, bool]:
-    """``{pair.npu.key: passed(pair)}`` -- a helper for callers holding pairs and a per-pair predicate."""
-    return {pair.npu.key: bool(passed(pair)) for pair in pairs}

@@ -22,7 +22,7 @@ from dataclasses import dataclass, replace
 from typing import Dict, List, Optional, Sequence, Tuple
 
 from precision_tool.checks.tensor_summary import TensorSummary, summarize_dump
-from precision_tool.errors import PrecisionToolError, WorkspaceError
+from precision_tool.errors import PrecisionToolError
 from precision_tool.formats.dump_file import read_dump_header
 from precision_tool.formats.dump_names import DumpFileRef, DumpScan, scan_dump_folder
 from precision_tool.formats.overflow import OverflowRecord, describe_status, read_overflow_record
@@ -221,8 +221,3 @@ def check_overflow_records(folder: str, limit: Optional[int] = None, *, scan: Op
     return OverflowCheck(folder, True, tuple(findings), tuple(failures), limit)
 
 
-def require_folder(folder: str) -> str:
-    """``folder`` if it exists, else :class:`WorkspaceError` (for commands given an explicit path)."""
-    if not os.path.isdir(folder):
-        raise WorkspaceError(f"{folder}: no such folder", "give the folder holding the Opdebug records")
-    return folder

@@ -278,10 +278,6 @@ class OpNode:
         return str(self.attrs.get(L1_FUSION_GROUP) or "")
 
     @property
-    def is_multi_op(self) -> bool:
-        return bool(self.attrs.get(IS_MULTI_OP, False))
-
-    @property
     def is_fused(self) -> bool:
         """True when the op implements several TF ops or a fusion pass produced it."""
         return len(self.original_op_names) > 1 or bool(self.pass_names)

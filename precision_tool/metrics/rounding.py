@@ -23,7 +23,6 @@ the one rounding of its output.
 from __future__ import annotations
 
 import math
-from typing import Optional
 
 #: Unit roundoff per float dtype.
 UNIT_ROUNDOFF = {"float16": 2.0 ** -11, "bfloat16": 2.0 ** -8, "float32": 2.0 ** -24, "float64": 2.0 ** -53}
@@ -40,11 +39,6 @@ ZERO_REFERENCE_EPS = 2.0 ** -52
 def is_float(dtype: str) -> bool:
     """True for ``float16``, ``bfloat16``, ``float32``, ``float64`` (as stored names)."""
     return dtype.startswith(("float", "bfloat"))
-
-
-def unit_roundoff(dtype: str) -> Optional[float]:
-    """The dtype's unit roundoff, ``None`` for a dtype that is not a float this tool knows."""
-    return UNIT_ROUNDOFF.get(dtype)
 
 
 def rms_rounding(dtype: str) -> float:

@@ -92,10 +92,6 @@ class ReplayUnit:
     feeds: Tuple[Feed, ...]
     fetches: Tuple[Fetch, ...]
 
-    @property
-    def fed_from_reference(self) -> Tuple[Feed, ...]:
-        return tuple(feed for feed in self.feeds if feed.source == SOURCE_REFERENCE)
-
 
 @dataclass(frozen=True)
 class ReplayPlan:

@@ -24,7 +24,6 @@ from typing import Dict, List, Optional, Sequence, Tuple
 import numpy as np
 
 from precision_tool.tf_runtime import session_config
-from precision_tool.errors import PrecisionToolError
 from precision_tool.lazy import lazy_import
 
 tf = lazy_import("tensorflow")
@@ -32,10 +31,6 @@ tf = lazy_import("tensorflow")
 SCOPE = "replay"
 RESERVED = "__replay_"  # prefix of the feeds' and constants' names, apart from any TF op's
 _NODE_IN_ERROR = re.compile(r"\{\{node (?P<name>[^}]+)\}\}|node '?(?P<other>replay_\d+/[^'\s:]+)")
-
-
-class ReplayRunError(PrecisionToolError):
-    """TensorFlow could not run a replay batch (the message gives TensorFlow's first line)."""
 
 
 @dataclass

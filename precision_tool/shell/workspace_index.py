@@ -69,11 +69,6 @@ class WorkspaceIndex:
         return ([f"{op.name}:input:{k}" for k in range(len(op.data_inputs))]
                 + [f"{op.name}:output:{k}" for k in range(len(op.output_descs))])
 
-    def refresh(self) -> None:
-        """Forget every list (they are rebuilt on the next completion)."""
-        with self._lock:
-            self._cache.clear()
-
     @staticmethod
     def _freshness(lookup) -> tuple:
         stamps: List[object] = []

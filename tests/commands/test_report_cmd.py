@@ -153,13 +153,6 @@ def test_msaccucmp_csv_without_summary_still_gives_a_page(tmp_path, capsys):
     assert "No summary.json for this CSV" in page and 'data-points="2"' in page
 
 
-def _has_html_flag(command: str) -> bool:
-    from precision_tool.commands import build_registry
-
-    return "--html" in build_registry().resolve(command).build_parser().format_help()
-
-
-@pytest.mark.skipif(not _has_html_flag("ac"), reason="ac --html not wired yet (see the report helper's note)")
 def test_ac_compare_writes_the_page_on_request(tmp_path, capsys):
     code, out, _err = run(capsys, "-d", CNN, "ac", "-c", "-o", tmp_path / "out", "--workers", "1",
                           "--html", tmp_path / "ac.html")
@@ -171,7 +164,6 @@ def test_ac_compare_writes_the_page_on_request(tmp_path, capsys):
     assert not (tmp_path / "no.html").exists()
 
 
-@pytest.mark.skipif(not _has_html_flag("compare"), reason="compare --html not wired yet (see the report helper's note)")
 def test_compare_writes_the_page_on_request(tmp_path, capsys):
     code, out, _err = run(capsys, "-d", CNN, "compare", "-o", tmp_path / "out", "--workers", "1",
                           "--html", tmp_path / "compare.html")
