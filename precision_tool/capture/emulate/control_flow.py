@@ -34,7 +34,8 @@ from typing import Dict, List, Mapping, Optional, Sequence, Set, Union
 import numpy as np
 
 from precision_tool.capture.emulate.errors import EmulationError
-from precision_tool.capture.emulate.graph_info import TfOp, split_tensor_name, tensor_name, topological_order
+from precision_tool.capture.emulate.graph_info import (TfOp, split_tensor_name, tensor_name, topological_order,
+                                                       unique_name)
 from precision_tool.lazy import lazy_import
 
 tf = lazy_import("tensorflow")
@@ -378,7 +379,7 @@ class _Inliner:
         renamed: Dict[str, str] = {}
         for inner in body.node:
             if inner.name not in parameters:
-                renamed[inner.name] = self._unique(f"{prefix}/{_relative(inner.name, own)}")
+                renamed[inner.name] = unique_name(f"{prefix}/{_relative(inner.name, own)}", self.names)
                 self.original[renamed[inner.name]] = inner.name
 
         def outer(source: str) -> str:
@@ -409,14 +410,6 @@ class _Inliner:
             nested = function.ret[arg.name]
             results.append(outer(flat.get(nested, nested)))
         return results
-
-    def _unique(self, name: str) -> str:
-        candidate, suffix = name, 0
-        while candidate in self.names:
-            suffix += 1
-            candidate = f"{name}_{suffix}"
-        self.names.add(candidate)
-        return candidate
 
     def _remove(self, node, replacement: Mapping[str, str], data: Sequence[str], control: Sequence[str]) -> None:
         """Remove ``node``; its consumers read the replacement tensors (a control input on it becomes control

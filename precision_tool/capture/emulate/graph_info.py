@@ -32,6 +32,17 @@ def tensor_name(op_name: str, index: int = 0) -> str:
     return f"{op_name}:{index}"
 
 
+def unique_name(name: str, taken: Set[str]) -> str:
+    """``name``, or ``name_K`` with the smallest K >= 1 not in ``taken``; the name returned is added to ``taken``
+    (the rule TensorFlow itself uses for op names)."""
+    candidate, suffix = name, 0
+    while candidate in taken:
+        suffix += 1
+        candidate = f"{name}_{suffix}"
+    taken.add(candidate)
+    return candidate
+
+
 def split_tensor_name(name: str) -> Tuple[str, int]:
     """``"conv:1"`` -> ``("conv", 1)``; ``"conv"`` -> ``("conv", 0)``."""
     op_name, colon, index = name.rpartition(":")

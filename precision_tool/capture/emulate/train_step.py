@@ -56,7 +56,7 @@ import numpy as np
 from precision_tool.capture.emulate.control_flow import has_functional_control_flow, unroll_control_flow
 from precision_tool.capture.emulate.errors import EmulationError, ModelScriptError, cause_line
 from precision_tool.capture.emulate.op_tables import KEEP_FP32_ATTR
-from precision_tool.capture.emulate.graph_info import split_tensor_name, tensor_name
+from precision_tool.capture.emulate.graph_info import split_tensor_name, tensor_name, unique_name
 from precision_tool.lazy import lazy_import
 
 tf = lazy_import("tensorflow")
@@ -310,12 +310,7 @@ class _Rewriter:
     def fresh(self, name: str) -> str:
         """``name``, or ``name_K`` when the graph has an op of that name already (a TF2 step's captured momentum
         slot can be named ``.../ResourceApplyKerasMomentum/accum``)."""
-        found, k = name, 0
-        while found in self.taken:
-            k += 1
-            found = f"{name}_{k}"
-        self.taken.add(found)
-        return found
+        return unique_name(name, self.taken)
 
     def add(self, op: str, name: str, inputs: Sequence[str], dtype, keep_fp32: bool = True, **attrs):
         name = self.fresh(name)
