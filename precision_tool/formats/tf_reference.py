@@ -318,7 +318,7 @@ def convert_tfdbg_run(run: Union[TfdbgRun, str, os.PathLike], out_dir, *, clean:
         raise WorkspaceError(f"{run.path}: the run holds no tensor with values", hint)
     for name in present:
         os.unlink(os.path.join(out_dir, name))
-    _write_record(out_dir, run, complete=False)
+    record_conversion(out_dir, run.path, (), complete=False)
     found_aliases.extend(_user_aliases(aliases or {}))
     graphs: List[KeptGraph] = []
     if graph_dir is not None:
@@ -350,7 +350,7 @@ def convert_tfdbg_run(run: Union[TfdbgRun, str, os.PathLike], out_dir, *, clean:
     written = {tensor.file for tensor in tensors} | {alias.file for alias in written_aliases}
     failed = [(reference_file_name(skip.op_name, skip.output_slot, 0), skip.message) for skip in skipped
               if skip.reason == SKIP_FAILED]
-    _write_record(out_dir, run, complete=True, files=sorted(written), failed=failed)
+    record_conversion(out_dir, run.path, written, complete=True, failed=failed)
     names = [entry.name for entry in entries] + [alias.name for alias in written_aliases]
     collisions = tuple((file_name, names) for file_name, names in build_name_mapping(names).items()
                        if len(names) > 1)
@@ -534,11 +534,6 @@ def check_replaceable(folder: str, run: TfdbgRun) -> None:
         raise WorkspaceError(f"{folder}: holds {len(unknown)} reference file(s) that no tf_dump conversion "
                              f"recorded (e.g. {unknown[0]}); converting {os.path.basename(run.path)} beside them "
                              "would mix two runs", "pass --clean to delete them first, or -o another folder")
-
-
-def _write_record(folder: str, run: TfdbgRun, complete: bool, files: Iterable[str] = (),
-                  failed: Iterable[Tuple[str, str]] = ()) -> None:
-    record_conversion(folder, run.path, files, complete, failed)
 
 
 def record_conversion(folder: str, run: str, files: Iterable[str], complete: bool = True,

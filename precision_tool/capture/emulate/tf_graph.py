@@ -193,9 +193,7 @@ def freeze_model(model, batch: Sequence[np.ndarray], script: str = "MODEL_SCRIPT
     if isinstance(model, TrainStep):  # a training step: steps 0 .. step-1 run, step `step` frozen
         return _unrolled(freeze_train_step(model, batch, step, seed, script), batch, script)
     if isinstance(model, GraphFunction):  # TF1 graph code: built in a tf.Graph and frozen as a step is
-        if step:
-            raise EmulationError(f"--step {step}: {script} is not a training step; --step needs train_graph(), or a "
-                                 "model() step that writes variables (a TF2 training step)")
+        _refuse_step(step, script)
         return _unrolled(freeze_graph_code(model.function, model.label, batch, seed=seed, script=script), batch,
                          script)
     keras_model = _is_keras(model)
@@ -216,15 +214,20 @@ def freeze_model(model, batch: Sequence[np.ndarray], script: str = "MODEL_SCRIPT
         raise ModelScriptError(f"{script}: tracing {label} on inputs of shape "
                                f"{', '.join(str(a.shape) for a in batch)} failed: {cause}",
                                _trace_hint(cause)) from error
-    if step:
-        raise EmulationError(f"--step {step}: {script} is not a training step; --step needs train_graph(), or a "
-                             "model() step that writes variables (a TF2 training step)")
+    _refuse_step(step, script)
     graph_def = frozen.graph.as_graph_def()
     inputs = tuple(t.name for t in frozen.inputs)
     outputs = tuple(t.name for t in frozen.outputs)
     if not outputs:
         raise ModelScriptError(f"{script}: {label} returned no tensor")
     return _unrolled(FrozenModel(graph_def.SerializeToString(), inputs, outputs), batch, script)
+
+
+def _refuse_step(step: int, script: str) -> None:
+    """``--step N`` (N > 0) for a model that writes no variable: refused, saying what takes it."""
+    if step:
+        raise EmulationError(f"--step {step}: {script} is not a training step; --step needs train_graph(), or a "
+                             "model() step that writes variables (a TF2 training step)")
 
 
 def _unrolled(frozen: FrozenModel, batch: Sequence[np.ndarray], script: str) -> FrozenModel:
