@@ -15,7 +15,7 @@ from typing import List, Optional, Sequence
 from precision_tool import __version__
 from precision_tool.commands import build_registry
 from precision_tool.commands.options import add_dump_selection_options
-from precision_tool.commands.registry import Context
+from precision_tool.commands.command_registry import Context
 from precision_tool.config import ENV_DATA_DIR, default_data_dir
 from precision_tool.errors import EXIT_INTERRUPTED, PrecisionToolError, UsageError
 from precision_tool.formats.dump_tree import DumpSelection, request

@@ -39,8 +39,8 @@ from precision_tool.capture.fusion_files import FUSION_OFF_FILE, FUSION_SWITCH_T
 from precision_tool.capture.import_seed import seed_at_import
 from precision_tool.capture.npu_config import (env_dependent_value, estimator_dump_config, npu_device_dump_config,
                                                npu_run_config_options, session_dump_config, update_custom_op)
-from precision_tool.capture.reference import (disable_reference_dump, enable_reference_dump, estimator_dump,
-                                              reference_session_config, sess_dump)
+from precision_tool.capture.reference_dump import (disable_reference_dump, enable_reference_dump, estimator_dump,
+                                                   reference_session_config, sess_dump)
 from precision_tool.capture.reference_names import record_reference_names
 from precision_tool.capture.settings import CaptureWarning
 

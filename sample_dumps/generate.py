@@ -32,7 +32,7 @@ from precision_tool.formats.dtypes import float32_to_bf16_bits  # noqa: E402
 from precision_tool.formats.dump_names import build_dump_name  # noqa: E402
 from precision_tool.formats.dump_writer import TensorSpec, write_dump  # noqa: E402
 from precision_tool.formats.layouts import to_device  # noqa: E402
-from precision_tool.formats.overflow import OverflowUnit, old_layout_record, write_overflow_record  # noqa: E402
+from precision_tool.formats.opdebug import OverflowUnit, old_layout_record, write_overflow_record  # noqa: E402
 
 BASE_TS = 1732000000000000
 DUMP_SUBDIR = os.path.join("20241119071000", "0", "ge_default_20241119071000_1", "1", "0")

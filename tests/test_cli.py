@@ -78,7 +78,7 @@ def test_a_batch_command_loads_only_its_own_module():
                              "registry = build_registry(only='dump_convert')\n"
                              "assert [c.name for c in registry.commands] == ['dc']\n")
     assert "precision_tool.commands.dump_convert" in modules
-    assert "precision_tool.commands.autocheck" not in modules and "precision_tool.reports.html" not in modules
+    assert "precision_tool.commands.autocheck_command" not in modules and "precision_tool.reports.html" not in modules
 
 
 def test_no_command_opens_the_shell_on_the_workspace(monkeypatch, tmp_path):

@@ -68,8 +68,8 @@ def without_submodules(module: types.ModuleType) -> types.ModuleType:
 
 
 def test_the_walk_finds_modules_in_subpackages():
-    assert {"precision_tool.cli", "precision_tool.metrics.verdict", "precision_tool.reports.html.plot",
-            "precision_tool.capture.emulate.plan"} <= set(MODULES)
+    assert {"precision_tool.cli", "precision_tool.metrics.tensor_verdict", "precision_tool.reports.html.plot",
+            "precision_tool.capture.emulate.npu_plan"} <= set(MODULES)
 
 
 @pytest.mark.parametrize("name", MODULES)

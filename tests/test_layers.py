@@ -141,7 +141,7 @@ def test_the_scan_sees_the_package():
             "precision_tool.reports.html.plot"} <= set(MODULES)
     pairs = {(imp.importer, imp.imported) for imp in ALL_IMPORTS}
     assert ("precision_tool.formats.tfdbg_v2", "precision_tool.errors") in pairs
-    assert ("precision_tool.commands", "precision_tool.commands.registry") in pairs
+    assert ("precision_tool.commands", "precision_tool.commands.command_registry") in pairs
 
 
 def test_the_scan_sees_imports_in_functions_relative_imports_and_import_module():
@@ -155,20 +155,21 @@ def later(name):
     return importlib.import_module("precision_tool.cli")
 """
     found = [(imp.imported, imp.line) for imp in imports_in("precision_tool.formats.tfdbg", source)]
-    assert found == [("precision_tool.formats.dtypes", 3), ("precision_tool.metrics.verdict", 4),
+    assert found == [("precision_tool.formats.dtypes", 3), ("precision_tool.metrics.tensor_verdict", 4),
                      ("precision_tool.reports.format", 6), ("precision_tool.commands", 7), ("precision_tool.cli", 8)]
     assert {layer_of(name) for name in MODULES} == set(ORDER) | {CAPTURE}
 
 
 @pytest.mark.parametrize("importer, imported, expected", [
     ("precision_tool.formats.tfdbg", "precision_tool.errors", None),
-    ("precision_tool.metrics.verdict", "precision_tool.formats.dtypes", None),
+    ("precision_tool.metrics.tensor_verdict", "precision_tool.formats.dtypes", None),
     ("precision_tool.formats.tfdbg", "precision_tool.metrics", "upward: formats -> metrics"),
     ("precision_tool.errors", "precision_tool.cli", "upward: foundation -> top"),
-    ("precision_tool.shell.app", "precision_tool.commands.registry", None),
+    ("precision_tool.shell.app", "precision_tool.commands.command_registry", None),
     ("precision_tool.cli", "precision_tool.shell.app", None),
-    ("precision_tool.capture.reference", "precision_tool.comparison.engine", None),
-    ("precision_tool.capture.reference", "precision_tool.checks.overflow", "capture may not import checks"),
+    ("precision_tool.capture.reference_dump", "precision_tool.comparison.engine", None),
+    ("precision_tool.capture.reference_dump", "precision_tool.checks.overflow_records",
+     "capture may not import checks"),
     ("precision_tool.commands.emulate", "precision_tool.capture.emulate.run", None),
     ("precision_tool.tf_config", "precision_tool.capture.actions", None),
     ("precision_tool.reports.report", "precision_tool.capture",

@@ -14,7 +14,7 @@
   files is left to the caller (``on_compared`` names them), as is any progress display. When the dump tree holds several
   steps of the device compared and no step was asked for (``--step N``), the other steps are compared too
   (no files written, no replay), for the first diverging step (:attr:`CompareSection.steps`);
-* the :class:`~precision_tool.checks.verdict.Verdict` (:func:`~precision_tool.checks.verdict.decide_verdict`).
+* the :class:`~precision_tool.checks.run_verdict.Verdict` (:func:`~precision_tool.checks.run_verdict.decide_verdict`).
 
 A section whose inputs are missing or unreadable is not an error: it carries a note and the others go on.
 Only a folder that holds none of ``npu/debug_0`` and ``overflow`` raises :class:`WorkspaceError`.
@@ -29,12 +29,12 @@ from typing import Any, Callable, Dict, Optional, Tuple
 
 from precision_tool.checks.casts import CastCheck, check_casts
 from precision_tool.checks.exception_dumps import ExceptionDumpInfo, describe_exception_dumps, exception_refs
-from precision_tool.checks.fusion import FusionOverview, summarize_fusion
+from precision_tool.checks.fusion_summary import FusionOverview, summarize_fusion
 from precision_tool.checks.fusion_compare import (DEFAULT_FLOOR, DEFAULT_GROWTH, FusionComparison,
                                                   compare_fusion_runs)
 from precision_tool.checks.nonfinite import DumpScanCheck, scan_dumps_for_overflow
-from precision_tool.checks.overflow import OverflowCheck, check_overflow_records
-from precision_tool.checks.verdict import Verdict
+from precision_tool.checks.overflow_records import OverflowCheck, check_overflow_records
+from precision_tool.checks.run_verdict import Verdict
 from precision_tool.comparison.judgment import exit_code
 from precision_tool.comparison.result import ComparisonResult
 from precision_tool.comparison.tree_runs import StepRun
@@ -395,7 +395,7 @@ def run_autocheck(root: str, options: AutocheckOptions = AutocheckOptions(),
     ``on_compared`` lets the caller take the comparison's output names before the verdict names them (it writes
     them after, with the verdict). ``before_replay``: see :func:`compare_workspace`.
     """
-    from precision_tool.checks.verdict import decide_verdict
+    from precision_tool.checks.run_verdict import decide_verdict
 
     workspace = Workspace(root)
     _require_workspace(workspace)

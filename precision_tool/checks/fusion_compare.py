@@ -41,7 +41,7 @@ import os
 from dataclasses import dataclass
 from typing import Dict, List, Optional, Tuple
 
-from precision_tool.checks.fusion import FusedOp, fused_op_of
+from precision_tool.checks.fusion_summary import FusedOp, fused_op_of
 from precision_tool.comparison.attribution import FUSION_FLOOR, FUSION_GROWTH, fusion_differs
 from precision_tool.errors import PrecisionToolError
 from precision_tool.formats.tensor_kind import OUTPUT

@@ -9,7 +9,7 @@ modules declare.
 :data:`DUMP_READERS` names the commands that read NPU dumps, or results of a step and device (``vcs``, ``report``:
 the newest result of the step and device asked for): the registry gives them ``--step N --device N``
 (``compare`` also ``--steps all`` and ``--device all``) and says which step and device they read
-(:mod:`precision_tool.commands.registry`). ``emulate`` is not one: its ``--step`` is a training step.
+(:mod:`precision_tool.commands.command_registry`). ``emulate`` is not one: its ``--step`` is a training step.
 """
 from __future__ import annotations
 
@@ -18,24 +18,24 @@ from dataclasses import replace
 from typing import Dict, Optional, Tuple
 
 from precision_tool.commands.options import EVERY_STEP, ONE_STEP
-from precision_tool.commands.registry import CommandRegistry
+from precision_tool.commands.command_registry import CommandRegistry
 
 # command name -> (module under precision_tool.commands, aliases). Order does not matter; help sorts by name.
 COMMAND_TABLE: Dict[str, Tuple[str, Tuple[str, ...]]] = {
-    "ac": ("autocheck", ("auto_check",)),
-    "bisect": ("bisect", ()),
+    "ac": ("autocheck_command", ("auto_check",)),
+    "bisect": ("bisect_command", ()),
     "compare": ("compare", ()),
     "cp": ("compare_tensors", ("compare_tensors",)),
     "dc": ("dump_convert", ("dump_convert",)),
     "emulate": ("emulate", ()),
-    "fusion": ("fusion", ("fu",)),
+    "fusion": ("fusion_command", ("fu",)),
     "ge2json": ("ge2json", ()),
     "ls": ("list_ops", ("list_ops",)),
     "ni": ("node_info", ("node_info",)),
-    "ov": ("overflow", ("overflow",)),
+    "ov": ("overflow_command", ("overflow",)),
     "pt": ("print_tensor", ("print_tensor",)),
     "replay": ("replay", ()),
-    "report": ("report", ("html",)),
+    "report": ("report_command", ("html",)),
     "run": ("run_command", ()),
     "tf_dump": ("tf_dump", ()),
     "vc": ("vector_compare", ("vector_compare",)),

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import os
 
-from precision_tool.commands.registry import Command, Context
+from precision_tool.commands.command_registry import Command, Context
 from precision_tool.config import Workspace
 from precision_tool.errors import WorkspaceError
 from precision_tool.metrics import DEFAULT_COSINE_THRESHOLD

@@ -25,7 +25,7 @@ from precision_tool.comparison import ComparisonResult, CompareRequest
 from precision_tool.reports.report import Report
 from precision_tool.reports.result_outputs import OutputPaths, workspace_result_folder
 from precision_tool.reports.format import counted, exit_line, inheriting_clause
-from precision_tool.metrics.verdict import gate_text
+from precision_tool.metrics.tensor_verdict import gate_text
 
 __all__ = ["CompareRun", "execute", "run_compare", "workspace_result_folder", "CompareRequest"]
 

@@ -17,7 +17,7 @@ import numpy as np
 
 from precision_tool.commands.arg_hints import TENSOR, completes
 from precision_tool.commands.options import add_cosine_option, add_run_option, non_negative_float, non_negative_int
-from precision_tool.commands.registry import Command, Context
+from precision_tool.commands.command_registry import Command, Context
 from precision_tool.commands.tensor_source import LoadedTensor, load_one_tensor
 from precision_tool.metrics.array_stats import STATS_HEADERS, array_stats
 from precision_tool.commands.workspace_lookup import lookup_for, with_graph_notes

@@ -17,7 +17,7 @@ import time
 from typing import List, Tuple
 
 from precision_tool.commands.options import add_output_dir_option
-from precision_tool.commands.registry import Command, Context
+from precision_tool.commands.command_registry import Command, Context
 from precision_tool.config import Workspace, ensure_output_dir, input_folders_of
 from precision_tool.errors import batch_exit_code, PrecisionToolError, WorkspaceError
 from precision_tool.fileio import save_npy_atomic

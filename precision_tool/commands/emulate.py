@@ -17,7 +17,7 @@ import os
 from typing import List, Optional, Sequence
 
 from precision_tool.capture.determinism import DEFAULT_SEED
-from precision_tool.commands.registry import Command, Context
+from precision_tool.commands.command_registry import Command, Context
 from precision_tool.config import Workspace
 from precision_tool.errors import UsageError
 from precision_tool.reports.report import Report
@@ -149,7 +149,7 @@ def emulation_of(arguments) -> dict:
     not: the script's real path, seed, scale, step, every fault by op or pass in one spelling, and whether it fuses
     (``on`` and ``switch`` are the same run without a switch file). :class:`UsageError` for a line ``emulate``
     would refuse."""
-    from precision_tool.commands.registry import CommandParser
+    from precision_tool.commands.command_registry import CommandParser
 
     parser = CommandParser(prog="emulate", add_help=False)
     add_arguments(parser)
@@ -169,7 +169,7 @@ def parse_perturbations(items, flag: str = "--perturb", what: str = "OP") -> dic
     "fc/MatMul": Fault("bias", 0.05)}``, each FAULT parsed by
     :func:`~precision_tool.capture.emulate.faults.parse_fault`. The op is what comes before the last ``=``.
     :class:`UsageError` (one line, naming the item) for a malformed item or fault."""
-    from precision_tool.capture.emulate.errors import EmulationError
+    from precision_tool.capture.emulate.emulate_errors import EmulationError
     from precision_tool.capture.emulate.faults import parse_fault
 
     planted: dict = {}
@@ -188,7 +188,7 @@ def parse_perturbations(items, flag: str = "--perturb", what: str = "OP") -> dic
 
 def handle(args, ctx: Context) -> Report:
     from precision_tool.capture.emulate import EmulationOptions, emulate
-    from precision_tool.capture.emulate.progress import terminal_status
+    from precision_tool.capture.emulate.status_line import terminal_status
 
     if args.seed < 0:
         raise UsageError(f"--seed {args.seed}: must be >= 0")

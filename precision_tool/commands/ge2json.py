@@ -17,7 +17,7 @@ from __future__ import annotations
 import os
 from typing import Tuple
 
-from precision_tool.commands.registry import Command, Context
+from precision_tool.commands.command_registry import Command, Context
 from precision_tool.config import Workspace, check_output_file
 from precision_tool.errors import WorkspaceError
 from precision_tool.formats.ge_graph_folders import choose_build_graph

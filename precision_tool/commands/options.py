@@ -24,8 +24,8 @@ step and device     ``--step N``, ``--device N`` (compare also     every command
                                                                    ``--step`` is a training step)
 ==================  =============================================  =============================================
 
-The step and device options are added by the registry itself (:meth:`~.registry.Command.build_parser`) to the
-commands that read dumps, and applied around their handler (:meth:`~.registry.CommandRegistry.dispatch`), so no
+The step and device options are added by the registry itself (:meth:`~.command_registry.Command.build_parser`) to the
+commands that read dumps, and applied around their handler (:meth:`~.command_registry.CommandRegistry.dispatch`), so no
 command spells or applies them: :func:`add_dump_selection_options` and :func:`dump_selection`.
 
 Validators (``type=`` callables) raise :class:`argparse.ArgumentTypeError`, whose message argparse shows
@@ -51,7 +51,7 @@ if TYPE_CHECKING:  # the registry imports this module: keep it cheap
 _N = TypeVar("_N", int, float)
 #: ``--steps all`` / ``--device all`` (``compare``): every step / every device, one comparison each.
 ALL = "all"
-#: :attr:`~.registry.Command.dumps`: the command reads no NPU dumps / one step of one device / (``compare``) one
+#: :attr:`~.command_registry.Command.dumps`: the command reads no NPU dumps / one step of one device / (``compare``) one
 #: or every step and device.
 NO_DUMPS, ONE_STEP, EVERY_STEP = "", "one", "every"
 

@@ -21,7 +21,7 @@ import numpy as np
 
 from precision_tool.commands.arg_hints import NOTHING, TENSOR, completes
 from precision_tool.commands.options import add_run_option
-from precision_tool.commands.registry import Command, Context
+from precision_tool.commands.command_registry import Command, Context
 from precision_tool.commands.tensor_source import LoadedTensor, load_tensors
 from precision_tool.commands.tensor_spec import FORMS_HINT
 from precision_tool.commands.terminal_text import array_text, terminal_size

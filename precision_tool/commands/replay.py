@@ -15,7 +15,7 @@ from typing import Optional
 
 from precision_tool.commands.arg_hints import OP_NAME, completes
 from precision_tool.commands.options import add_run_option
-from precision_tool.commands.registry import Command, Context
+from precision_tool.commands.command_registry import Command, Context
 from precision_tool.commands.workspace_lookup import lookup_for
 from precision_tool.errors import EXIT_FAILED_CHECK, EXIT_OK, EXIT_UNUSABLE_INPUT, UsageError, WorkspaceError
 from precision_tool.reports.report import Report

@@ -10,7 +10,7 @@ from __future__ import annotations
 import argparse
 import subprocess
 
-from precision_tool.commands.registry import Command, Context
+from precision_tool.commands.command_registry import Command, Context
 from precision_tool.errors import EXIT_OK, EXIT_FAILED_CHECK, UsageError
 from precision_tool.process_env import user_environment
 from precision_tool.reports.report import Report

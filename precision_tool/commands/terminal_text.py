@@ -13,7 +13,7 @@ from typing import Optional, Tuple
 
 import numpy as np
 
-from precision_tool.commands.registry import Context
+from precision_tool.commands.command_registry import Context
 from precision_tool.metrics.array_stats import array_stats  # noqa: F401  (the doctest above)
 
 _CELL_WIDTH = 11  # rough width numpy gives one printed float, separator included

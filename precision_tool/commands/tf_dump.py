@@ -42,7 +42,7 @@ from collections import Counter
 from typing import Dict, List, Tuple
 
 from precision_tool.commands.options import add_limit_option
-from precision_tool.commands.registry import Command, Context
+from precision_tool.commands.command_registry import Command, Context
 from precision_tool.config import Workspace, ensure_output_dir, new_folders_removed_on_failure
 from precision_tool.errors import batch_exit_code, UsageError, WorkspaceError
 from precision_tool.formats.tf_reference import ReferenceConversion, check_replaceable, convert_tfdbg_run

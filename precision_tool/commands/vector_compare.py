@@ -8,7 +8,7 @@ reads them. Same engine, verdicts and exit codes as ``compare``.
 from __future__ import annotations
 
 from precision_tool.commands.compare import MODES, add_shared_options
-from precision_tool.commands.registry import Command, Context
+from precision_tool.commands.command_registry import Command, Context
 from precision_tool.config import Workspace
 
 

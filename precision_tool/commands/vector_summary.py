@@ -27,10 +27,10 @@ from __future__ import annotations
 import os
 from typing import Optional
 
-from precision_tool.commands.registry import Command, Context
+from precision_tool.commands.command_registry import Command, Context
 from precision_tool.errors import WorkspaceError
 from precision_tool.status import Status
-from precision_tool.metrics.verdict import threshold_text
+from precision_tool.metrics.tensor_verdict import threshold_text
 
 DEFAULT_LIMIT = 10
 

@@ -14,7 +14,7 @@ One :class:`WorkspaceLookup` per NPU run (``npu/debug_N``) answers every "which 
   files of ``tf/dump``.
 
 In the shell the lookups live for the whole session (:func:`lookup_for` keeps them in the context's
-:class:`~precision_tool.commands.registry.Session`); in the batch CLI each command makes a fresh one.
+:class:`~precision_tool.commands.command_registry.Session`); in the batch CLI each command makes a fresh one.
 """
 from __future__ import annotations
 
@@ -23,7 +23,7 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Dict, List, Optional, Sequence, Tuple, Union, overload
 
-from precision_tool.commands.registry import Context
+from precision_tool.commands.command_registry import Context
 from precision_tool.config import Workspace
 from precision_tool.errors import WorkspaceError
 from precision_tool.formats.dump_names import (DumpFileRef, DumpOp, DumpScan, ExceptionDumpRef, sanitize_op_name,

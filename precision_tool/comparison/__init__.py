@@ -9,7 +9,7 @@ divergence; :func:`run_comparison` is the whole job from folders (:class:`Compar
 """
 from precision_tool.comparison.engine import compare_alignment, default_workers
 from precision_tool.comparison.pipeline import CompareRequest, run_comparison
-from precision_tool.comparison.progress import ProgressBar, terminal_progress
+from precision_tool.comparison.progress_bar import ProgressBar, terminal_progress
 from precision_tool.comparison.result import ComparisonResult, RunFacts, TensorResult, Timing
 
 __all__ = ["compare_alignment", "default_workers", "run_comparison", "CompareRequest", "ComparisonResult",

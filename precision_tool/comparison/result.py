@@ -31,7 +31,7 @@ from precision_tool.alignment import Alignment, Coverage, Divergence
 from precision_tool.comparison.judgment import Judgment, exit_code, judge
 from precision_tool.formats.tensor_kind import TensorKind
 from precision_tool.metrics import ALL, MeanStd
-from precision_tool.metrics.verdict import cosine_gate_reason
+from precision_tool.metrics.tensor_verdict import cosine_gate_reason
 from precision_tool.status import Status
 
 Key = Tuple[str, str, int]

@@ -45,7 +45,7 @@ from precision_tool.formats.npy_dir import npy_fortran_order, read_npy_chunks
 from precision_tool.formats.origin_tensor import origin_pieces, read_origin_tensor
 from precision_tool.metrics import DEFAULT_TOLERANCES, TensorComparison, compare_tensors
 from precision_tool.metrics.pair_stats import CHUNK, paired_pieces, same_bytes
-from precision_tool.metrics.verdict import TensorLayout
+from precision_tool.metrics.tensor_verdict import TensorLayout
 from precision_tool.status import Status
 
 THREAD_VARIABLES = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")

@@ -19,13 +19,14 @@ from precision_tool.metrics.errors_detail import ElementError
 from precision_tool.metrics.closeness import (DEFAULT_TOLERANCES, Tolerance, allclose_ratio, canonical_dtype,
                                               default_tolerance)
 from precision_tool.metrics.moments import MeanStd, format_mean_std, standard_deviation
-from precision_tool.metrics.registry import (ALL, METRICS, MetricInfo, compute_metrics, format_value, get_metric,
-                                             resolve_metrics)
+from precision_tool.metrics.metric_registry import (ALL, METRICS, MetricInfo, compute_metrics, format_value, get_metric,
+                                                    resolve_metrics)
 from precision_tool.metrics.relative import (accumulated_relative_error, max_relative_error, mean_relative_error,
                                              relative_euclidean_distance)
 from precision_tool.metrics.similarity import cosine_similarity, kullback_leibler_divergence
-from precision_tool.metrics.verdict import (DEFAULT_COSINE_THRESHOLD, MetricValue, NonFiniteClass, NonFiniteSummary,
-                                            Status, TensorComparison, compare_tensors, threshold_text)
+from precision_tool.metrics.tensor_verdict import (DEFAULT_COSINE_THRESHOLD, MetricValue, NonFiniteClass,
+                                                   NonFiniteSummary, Status, TensorComparison, compare_tensors,
+                                                   threshold_text)
 
 __all__ = [
     "cosine_similarity", "max_absolute_error", "accumulated_relative_error", "relative_euclidean_distance",

@@ -15,7 +15,7 @@ PIECES = {
         If an input is not 1-D, does not hold real numbers, or the lengths differ.""",
     "nonfinite": """\
     NaN and inf are not masked: a NaN or an inf anywhere makes the result ``nan``.
-    :func:`~precision_tool.metrics.verdict.compare_tensors` classifies non-finite positions and measures the
+    :func:`~precision_tool.metrics.tensor_verdict.compare_tensors` classifies non-finite positions and measures the
     pairs finite on both sides.""",
     "precision": """\
     Computed in float64 (msaccucmp computes in float32; see :mod:`precision_tool.metrics`).""",

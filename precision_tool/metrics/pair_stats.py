@@ -386,7 +386,7 @@ def pair_stats(x, y, rtol: float = 0.0, atol: float = 0.0) -> PairStats:
 
 def metric_over(kernel: Callable[[PairStats], float], x, y) -> float:
     """A public metric function's value: ``kernel`` over :func:`pair_stats`, or ``nan`` when any pair holds a NaN
-    or an infinity (:func:`~precision_tool.metrics.verdict.compare_tensors` classifies those and measures the
+    or an infinity (:func:`~precision_tool.metrics.tensor_verdict.compare_tensors` classifies those and measures the
     rest)."""
     stats = pair_stats(x, y)
     return kernel(stats) if stats.n == stats.total else math.nan

@@ -14,7 +14,7 @@ when *no* element has a non-zero reference, nothing is left to be relative to, a
 zero reference applies (:func:`~precision_tool.metrics.rounding.relative_error`): 0 when the tensors are
 identical, ``inf`` when they differ -- where msaccucmp writes 0 (a reference of zeros against an NPU tensor of
 1000s is not "relative error 0"). The same rule makes RelativeEuclideanDistance 0 or ``inf`` over an all-zero
-reference. :func:`~precision_tool.metrics.verdict.compare_tensors` also reports how many elements were left out.
+reference. :func:`~precision_tool.metrics.tensor_verdict.compare_tensors` also reports how many elements were left out.
 Empty inputs (no finite pair) give ``nan``: nothing was measured.
 """
 from __future__ import annotations

@@ -24,8 +24,8 @@ import numpy as np
 from precision_tool.comparison.engine import default_workers
 from precision_tool.errors import PrecisionToolError
 from precision_tool.replay.local_error import UNIT_ROUNDOFF, OutputError, measure_output, round_to
-from precision_tool.replay.plan import (KIND_CONVERSION, SOURCE_CONSTANT, SOURCE_NPU, ReplayPlan, ReplayUnit,
-                                        plan_replay, tensor_key)
+from precision_tool.replay.replay_plan import (KIND_CONVERSION, SOURCE_CONSTANT, SOURCE_NPU, ReplayPlan, ReplayUnit,
+                                               plan_replay, tensor_key)
 from precision_tool.replay.reference_graph import ReferenceGraph, load_reference_graph
 from precision_tool.replay.runner import error_line
 from precision_tool.install_hint import tensorflow_install_hint

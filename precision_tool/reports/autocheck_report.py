@@ -9,7 +9,7 @@ from precision_tool.reports.fusion_report import add_fusion_comparison, add_pass
 from precision_tool.reports.overflow_report import add_casts, add_dump_scan, add_overflow_records
 from precision_tool.reports.report import Report
 from precision_tool.reports.format import counted, exit_line
-from precision_tool.metrics.verdict import gate_text
+from precision_tool.metrics.tensor_verdict import gate_text
 
 
 def add_overflow_section(report: Report, section, limit: int) -> None:

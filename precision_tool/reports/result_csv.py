@@ -55,7 +55,7 @@ from precision_tool.fileio import TEXT_LIMIT, open_input, write_text_atomic
 from precision_tool.formats.tensor_kind import TensorKind
 from precision_tool.metrics import ALL, DEFAULT_COSINE_THRESHOLD, format_value, get_metric
 from precision_tool.metrics.moments import PrintedMeanStd
-from precision_tool.metrics.verdict import MATCHING_NON_FINITE
+from precision_tool.metrics.tensor_verdict import MATCHING_NON_FINITE
 from precision_tool.status import Status
 
 NOT_APPLICABLE = "NaN"

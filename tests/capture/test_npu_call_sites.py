@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import precision_tool.tf_config as npu_tf_config  # before TensorFlow: sets TF_ENABLE_ONEDNN_OPTS=0
-from precision_tool.capture import reference
+from precision_tool.capture import reference_dump as reference
 from precision_tool.capture.npu_config import describe_custom_op, effective_npu_parameters
 from precision_tool.errors import CaptureError, FusionFormatError
 

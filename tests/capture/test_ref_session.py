@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from precision_tool.commands.registry import CommandRegistry, Context
+from precision_tool.commands.command_registry import CommandRegistry, Context
 from precision_tool.commands.tf_dump import COMMAND
 from precision_tool.formats.npy_dir import read_npy_dir
 
@@ -127,7 +127,7 @@ def test_estimator_hook(capture):
 
 def test_with_remapping_off_the_warning_does_not_claim_fused_names(monkeypatch, capsys, tmp_path):
     pytest.importorskip("tensorflow")
-    from precision_tool.capture import reference
+    from precision_tool.capture import reference_dump as reference
     from precision_tool.capture.npu_config import session_dump_config
 
     monkeypatch.setenv("PRECISION_TOOL_DATA", str(tmp_path))

@@ -8,7 +8,7 @@ TensorFlow for these tests: it converts the captures with ``tf_dump`` and checks
 import numpy as np
 import pytest
 
-from precision_tool.commands.registry import CommandRegistry, Context
+from precision_tool.commands.command_registry import CommandRegistry, Context
 from precision_tool.commands.tf_dump import COMMAND
 from precision_tool.formats.npy_dir import read_npy_dir, reference_op_name
 from precision_tool.formats.tfdbg import iter_tfdbg

@@ -11,7 +11,7 @@ import pytest
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), os.pardir, "formats"))
 
 from precision_tool.cli import main
-from precision_tool.commands.registry import Context
+from precision_tool.commands.command_registry import Context
 from precision_tool.commands.tf_dump import COMMAND, find_runs
 from precision_tool.errors import WorkspaceError
 from precision_tool.formats import tf_schema, tf_tensor
@@ -33,7 +33,7 @@ def run_dir(capture, stamp, counter=0):
 
 
 def dispatch(argv, data_dir):
-    from precision_tool.commands.registry import CommandRegistry
+    from precision_tool.commands.command_registry import CommandRegistry
     return CommandRegistry([COMMAND]).dispatch(["tf_dump", *argv], Context(data_dir=str(data_dir)))
 
 

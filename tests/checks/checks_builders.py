@@ -19,7 +19,7 @@ import numpy as np
 from precision_tool.formats.dump_file import read_dump_header, read_tensor
 from precision_tool.formats.dump_names import build_dump_name
 from precision_tool.formats.dump_writer import write_dump
-from precision_tool.formats.overflow import write_overflow_record
+from precision_tool.formats.opdebug import write_overflow_record
 
 REPO = Path(__file__).resolve().parents[2]
 CNN = REPO / "sample_dumps" / "cnn_workspace"

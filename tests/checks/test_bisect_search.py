@@ -4,7 +4,7 @@ import math
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from precision_tool.checks.bisect import (
+from precision_tool.checks.bisect_search import (
     Outcome, Target, Trials, another_model, bisect, minimal_set, reproduces, same_ops, trial_budget,
 )
 

@@ -1,6 +1,6 @@
 """What fusion did: passes from fusion_result.json and the Build graph, fused ops with their TF ops."""
 from checks_builders import CNN
-from precision_tool.checks.fusion import summarize_fusion
+from precision_tool.checks.fusion_summary import summarize_fusion
 from precision_tool.formats.fusion_result import FusionResult, GraphFusion, PassRecord
 from precision_tool.formats.ge_graph import Graph, GraphModel, OpNode
 from precision_tool.formats.ge_io import find_build_graph, read_ge_graph
@@ -57,7 +57,7 @@ from pathlib import Path  # noqa: E402
 
 import pytest  # noqa: E402
 
-from precision_tool.checks.fusion import looks_like_ub_pass  # noqa: E402
+from precision_tool.checks.fusion_summary import looks_like_ub_pass  # noqa: E402
 
 REAL = Path(__file__).resolve().parents[3] / "shared" / "real-world"
 needs_real = pytest.mark.skipif(not REAL.is_dir(), reason=f"{REAL} is absent (real artifacts live beside the "

@@ -12,8 +12,8 @@ import numpy as np
 import pytest
 
 from checks_builders import CNN, CONV3, write_op_dump, write_record
-from precision_tool.checks.overflow import check_overflow_records
-from precision_tool.formats.overflow import OverflowUnit, new_layout_record, old_layout_record
+from precision_tool.checks.overflow_records import check_overflow_records
+from precision_tool.formats.opdebug import OverflowUnit, new_layout_record, old_layout_record
 
 pytestmark = pytest.mark.peer
 TS = 1700000000000000

@@ -5,9 +5,9 @@ import numpy as np
 import pytest
 
 from checks_builders import CNN, CONV3, write_op_dump, write_record
-from precision_tool.checks.overflow import check_overflow_records, locate_dump
+from precision_tool.checks.overflow_records import check_overflow_records, locate_dump
 from precision_tool.formats.dump_names import parse_dump_name, DumpFileRef
-from precision_tool.formats.overflow import OverflowUnit, new_layout_record, old_layout_record
+from precision_tool.formats.opdebug import OverflowUnit, new_layout_record, old_layout_record
 
 TS = 1700000000000000
 X = np.arange(-6, 6, dtype=np.float16).reshape(3, 4)

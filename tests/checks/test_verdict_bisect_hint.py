@@ -3,7 +3,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from precision_tool.checks.verdict import LOCAL_ERROR, Culprit, _with_bisect
+from precision_tool.checks.run_verdict import LOCAL_ERROR, Culprit, _with_bisect
 
 
 @pytest.mark.parametrize("npu_dtype, suggested", [("float16", True), ("bfloat16", True), ("float32", False)])

@@ -7,7 +7,7 @@ import pytest
 from checks_builders import (CNN, CONV2, CONV3, RES_CONV, copy_cnn_workspace, dump_file_of, perturb_output,
                              set_npu_to_reference)
 from precision_tool.checks.autocheck import AutocheckOptions, run_autocheck
-from precision_tool.checks.verdict import DUMP_SCAN, FIRST_DIVERGENCE, FUSION, LOCAL_ERROR, OVERFLOW_RECORD
+from precision_tool.checks.run_verdict import DUMP_SCAN, FIRST_DIVERGENCE, FUSION, LOCAL_ERROR, OVERFLOW_RECORD
 from precision_tool.errors import WorkspaceError
 from precision_tool.formats.dump_file import read_dump_header, read_tensor
 

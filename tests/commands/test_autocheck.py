@@ -175,7 +175,7 @@ def test_ac_names_an_emulated_fusion_fault_and_its_pass(tmp_path, capsys):
 
 def test_in_the_shell_the_next_commands_are_as_typed_there():
     from precision_tool.commands import build_registry
-    from precision_tool.commands.registry import Context
+    from precision_tool.commands.command_registry import Context
     from precision_tool.reports.format import format_report
 
     report = build_registry().dispatch(["ac"], Context(data_dir=str(CNN), interactive=True))

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from precision_tool.commands import build_registry
-from precision_tool.commands.registry import Context
+from precision_tool.commands.command_registry import Context
 from precision_tool.comparison.pipeline import CompareRequest, run_comparison
 from precision_tool.formats.dump_names import build_dump_name
 from precision_tool.formats.dump_writer import write_dump

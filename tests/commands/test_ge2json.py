@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from precision_tool.commands.ge2json import COMMAND
-from precision_tool.commands.registry import CommandRegistry, Context
+from precision_tool.commands.command_registry import CommandRegistry, Context
 from precision_tool.errors import GraphFormatError, UsageError, WorkspaceError
 from precision_tool.formats.ge_graph import Graph, GraphModel, InputRef, OpNode, tensor_desc
 from precision_tool.formats.ge_io import read_ge_graph, write_ge_graph_text

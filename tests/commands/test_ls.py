@@ -5,7 +5,7 @@ from inspect_builders import write_inspect_workspace
 from precision_tool.cli import main
 from precision_tool.commands import build_registry
 from precision_tool.commands.list_ops import pattern_matcher
-from precision_tool.commands.registry import Context
+from precision_tool.commands.command_registry import Context
 from precision_tool.errors import WorkspaceError
 
 

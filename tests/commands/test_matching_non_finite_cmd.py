@@ -16,7 +16,7 @@ import numpy as np
 
 from cmp_builders import SHAPE, Step, as_workspace, chain_case, workspace_case, write_chain
 from precision_tool.checks.autocheck import AutocheckOptions, run_autocheck
-from precision_tool.checks.verdict import FIRST_DIVERGENCE
+from precision_tool.checks.run_verdict import FIRST_DIVERGENCE
 from precision_tool.cli import main
 from precision_tool.reports.result_csv import read_result_csv
 from precision_tool.reports.result_store import load_result

@@ -6,7 +6,7 @@ from inspect_builders import PLANTED_OP, write_inspect_workspace
 
 from precision_tool.cli import main
 from precision_tool.commands import build_registry
-from precision_tool.commands.registry import Context
+from precision_tool.commands.command_registry import Context
 from precision_tool.errors import UsageError, WorkspaceError
 from precision_tool.reports.format import format_report
 

@@ -6,7 +6,7 @@ import pytest
 from precision_tool.commands.options import (add_cosine_option, add_limit_option, add_output_dir_option,
                                              add_run_option, add_workers_option, cosine_value, non_negative_float,
                                              non_negative_int, positive_int)
-from precision_tool.commands.registry import CommandParser
+from precision_tool.commands.command_registry import CommandParser
 from precision_tool.errors import UsageError
 
 

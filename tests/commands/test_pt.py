@@ -6,7 +6,7 @@ import pytest
 from inspect_builders import dump_path, reference_values, write_inspect_workspace
 
 from precision_tool.commands import build_registry
-from precision_tool.commands.registry import Context, Session
+from precision_tool.commands.command_registry import Context, Session
 from precision_tool.commands.tensor_spec import parse_slice, parse_tensor_spec, split_slice
 from precision_tool.errors import UsageError, WorkspaceError
 

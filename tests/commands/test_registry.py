@@ -1,7 +1,7 @@
 """The command registry, tested with toy handlers (no workspace, no UI)."""
 import pytest
 
-from precision_tool.commands.registry import Command, CommandRegistry, Context
+from precision_tool.commands.command_registry import Command, CommandRegistry, Context
 from precision_tool.errors import UsageError
 from precision_tool.reports.report import Report
 

@@ -12,7 +12,7 @@ from hand_proto import field, varint
 from inspect_builders import reference_values, write_inspect_workspace
 
 from precision_tool.commands import build_registry
-from precision_tool.commands.registry import Context, Session
+from precision_tool.commands.command_registry import Context, Session
 
 ELEMENTS = 1 << 28  # float32: 1 GiB of payload
 HEAD_VALUES = np.array([1.5, -2.0, 3.0, 4.0], np.float32)

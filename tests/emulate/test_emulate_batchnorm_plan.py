@@ -4,10 +4,10 @@ BNTrainingUpdate with float32 statistics; and the batch norms the emulator refus
 import pytest
 
 from precision_tool.capture.emulate import op_tables as T
-from precision_tool.capture.emulate.errors import EmulationError
+from precision_tool.capture.emulate.emulate_errors import EmulationError
 from precision_tool.capture.emulate.graph_info import TfGraph, TfOp, TfTensor
-from precision_tool.capture.emulate.plan import plan_npu_graph
-from precision_tool.capture.emulate.tf_graph import check_batchnorms
+from precision_tool.capture.emulate.npu_plan import plan_npu_graph
+from precision_tool.capture.emulate.tf_freeze import check_batchnorms
 
 F32 = "float32"
 NHWC = (2, 4, 4, 16)

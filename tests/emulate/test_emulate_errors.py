@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pytest
 
-from precision_tool.capture.emulate.errors import EmulationError, ModelScriptError
+from precision_tool.capture.emulate.emulate_errors import EmulationError, ModelScriptError
 from precision_tool.capture.emulate.faults import Fault
 from precision_tool.capture.emulate.model_script import load_model_script
 from precision_tool.capture.emulate.run import EmulationOptions, check_workspace
@@ -114,7 +114,7 @@ def test_model_that_is_not_callable(tmp_path):
 
 
 def test_graph_model_script_and_scripts_defining_both_or_neither(tmp_path):
-    from precision_tool.capture.emulate.tf_graph import GraphFunction
+    from precision_tool.capture.emulate.tf_freeze import GraphFunction
 
     path = script(tmp_path, "def graph_model(image):\n    return image\n\ndef inputs():\n    return 1.0\n")
     built = load_model_script(path).build_model()
@@ -130,7 +130,7 @@ def test_graph_model_script_and_scripts_defining_both_or_neither(tmp_path):
 
 
 def test_graph_model_placeholders_take_its_parameter_names():
-    from precision_tool.capture.emulate.tf_graph import _input_names
+    from precision_tool.capture.emulate.tf_freeze import _input_names
     from precision_tool.capture.emulate.train_step import _placeholder_names
 
     def two(image, mask):
@@ -146,7 +146,7 @@ def test_graph_model_placeholders_take_its_parameter_names():
 
 
 def test_tracing_hints_point_to_the_right_fix():
-    from precision_tool.capture.emulate.tf_graph import KERAS2_HINT, TF1_HINT, _trace_hint, graph_code_hint
+    from precision_tool.capture.emulate.tf_freeze import KERAS2_HINT, TF1_HINT, _trace_hint, graph_code_hint
 
     keras3 = "AttributeError: `conv2d` is not available with Keras 3."
     assert _trace_hint(keras3) == TF1_HINT  # model(): use graph_model()
@@ -163,7 +163,7 @@ def test_tracing_hints_point_to_the_right_fix():
                                                                         "tf.cond / tf.case) is TF1 control flow"),
 ])
 def test_tf1_control_flow_left_is_refused_naming_the_loop_before_any_switch(ops, named):
-    from precision_tool.capture.emulate.tf_graph import check_control_flow
+    from precision_tool.capture.emulate.tf_freeze import check_control_flow
 
     with pytest.raises(EmulationError) as info:
         check_control_flow(ops, "m.py")
@@ -220,7 +220,7 @@ def test_a_folder_without_manifest_is_never_replaced_and_the_message_says_why(tm
     ("", "KeyError", "KeyError"),
 ])
 def test_a_wrapped_tensorflow_or_keras_error_is_told_by_its_cause_in_one_line(text, kind, expected):
-    from precision_tool.capture.emulate.errors import cause_line
+    from precision_tool.capture.emulate.emulate_errors import cause_line
 
     error = type(kind, (Exception,), {})(text)
     assert cause_line(error) == expected

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from emulate_helpers import run_cases_script
 
-from precision_tool.capture.emulate.errors import EmulationError
+from precision_tool.capture.emulate.emulate_errors import EmulationError
 from precision_tool.capture.emulate.faults import Fault, chosen_positions, parse_fault, reduction_masks
 from precision_tool.capture.emulate.run import EmulationOptions
 from precision_tool.cli import main

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 from emulate_helpers import assert_clean_autocheck, run_cases_script
 
-from precision_tool.capture.emulate.errors import ModelScriptError
+from precision_tool.capture.emulate.emulate_errors import ModelScriptError
 from precision_tool.capture.emulate.model_script import load_model_script
 from precision_tool.formats.dump_names import scan_dump_folder
 from precision_tool.formats.npy_dir import reference_op_name

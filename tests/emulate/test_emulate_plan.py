@@ -4,7 +4,7 @@ import pytest
 from precision_tool.capture.emulate import op_tables as T
 from precision_tool.capture.emulate.artifacts import build_ge_graph
 from precision_tool.capture.emulate.graph_info import TfGraph, TfOp, TfTensor, constant_ops, tensor_aliases
-from precision_tool.capture.emulate.plan import plan_npu_graph
+from precision_tool.capture.emulate.npu_plan import plan_npu_graph
 
 F32 = "float32"
 

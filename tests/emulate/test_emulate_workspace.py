@@ -15,7 +15,7 @@ from precision_tool.formats.fusion_result import read_fusion_result
 from precision_tool.formats.ge_io import find_build_graph, read_ge_graph
 from precision_tool.formats.npy_dir import reference_op_name
 from precision_tool.formats.origin_tensor import read_origin_tensor
-from precision_tool.formats.overflow import describe_status, read_overflow_record
+from precision_tool.formats.opdebug import describe_status, read_overflow_record
 
 pytestmark = pytest.mark.tf
 REPO = Path(__file__).resolve().parents[2]

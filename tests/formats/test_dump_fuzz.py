@@ -19,7 +19,7 @@ from precision_tool.formats.dump_file import read_blob, read_dump_header, read_t
 from precision_tool.formats.dump_names import build_dump_name, parse_dump_name
 from precision_tool.formats.dump_schema import DumpData
 from precision_tool.formats.dump_writer import TensorSpec, build_dump_bytes
-from precision_tool.formats.overflow import MAGIC, decode_status
+from precision_tool.formats.opdebug import MAGIC, decode_status
 
 FUZZ = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 UINT64 = st.integers(0, 2**64 - 1)

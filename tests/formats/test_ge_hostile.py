@@ -23,7 +23,7 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 
 from precision_tool.cli import main as cli_main
 from precision_tool.commands.ge2json import COMMAND as GE2JSON
-from precision_tool.commands.registry import CommandRegistry, Context
+from precision_tool.commands.command_registry import CommandRegistry, Context
 from precision_tool.errors import GraphFormatError, WorkspaceError
 from precision_tool.formats import ge_io
 from precision_tool.formats.ge_graph import Graph, GraphModel, InputRef, OpNode, TensorDesc, tensor_desc

@@ -10,7 +10,7 @@ import pytest
 from precision_tool.errors import OverflowRecordError
 from precision_tool.formats.dump_names import parse_dump_name
 from precision_tool.formats.dump_writer import write_dump
-from precision_tool.formats.overflow import (
+from precision_tool.formats.opdebug import (
     AI_CORE_STATUS_BITS, OverflowRecord, OverflowUnit, decode_status, describe_status, encode_status,
     new_layout_record, old_layout_record, read_overflow_record, write_overflow_record,
 )

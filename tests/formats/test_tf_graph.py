@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 from hand_proto import field, varint
 
-from precision_tool.commands.registry import CommandRegistry, Context
+from precision_tool.commands.command_registry import CommandRegistry, Context
 from precision_tool.commands.tf_dump import COMMAND
 from precision_tool.errors import ReferenceFormatError
 from precision_tool.formats import tf_schema

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from precision_tool.commands.registry import CommandRegistry, Context
+from precision_tool.commands.command_registry import CommandRegistry, Context
 from precision_tool.commands.tf_dump import COMMAND
 from precision_tool.formats.tf_graph import MESSAGES, FunctionAttr, TensorAttr, read_tf_graph
 

@@ -40,7 +40,7 @@ from precision_tool.formats.dump_writer import TensorSpec, build_dump_bytes, wri
 from precision_tool.formats.fusion_result import (FusionSwitches, read_fusion_result,  # noqa: E402
                                                   write_fusion_result, write_fusion_switches)
 from precision_tool.formats.ge_io import read_ge_graph, write_ge_graph_json, write_ge_graph_text  # noqa: E402
-from precision_tool.formats.overflow import decode_status, write_overflow_record  # noqa: E402
+from precision_tool.formats.opdebug import decode_status, write_overflow_record  # noqa: E402
 from precision_tool.formats.tfdbg import DEFAULT_DEVICE, device_folder_name  # noqa: E402
 from precision_tool.formats.tfdbg_v1 import write_tfdbg_v1_tensor  # noqa: E402
 from precision_tool.formats.tfdbg_v2 import write_tfdbg_v2_dump  # noqa: E402

@@ -24,7 +24,7 @@ import repro_builders as rb
 from precision_tool.formats.dump_names import append_mapping_row
 from precision_tool.formats.dump_writer import build_dump_bytes
 from precision_tool.formats.ge_io import ge_graph_to_json
-from precision_tool.formats.overflow import write_overflow_record
+from precision_tool.formats.opdebug import write_overflow_record
 from precision_tool.formats.tfdbg_v2 import write_tfdbg_v2_dump
 
 TIMEOUT = 20.0
@@ -581,7 +581,7 @@ def test_an_opdebug_data_len_past_the_end_names_the_record(ws):
     write the old 2048-byte layout, which has no data_len.)"""
     import struct
 
-    from precision_tool.formats.overflow import MAGIC, _new_word_count
+    from precision_tool.formats.opdebug import MAGIC, _new_word_count
 
     folder = ws / rb.OVERFLOW_DIR
     folder.mkdir(parents=True)

@@ -7,7 +7,7 @@ import pytest
 
 from precision_tool.errors import PrecisionToolError, UnknownMetricError
 from precision_tool.metrics import ALL, METRICS, MetricInfo, compute_metrics, format_value, get_metric, resolve_metrics
-from precision_tool.metrics.registry import build_lookup
+from precision_tool.metrics.metric_registry import build_lookup
 
 CSV_HEADER = ("CosineSimilarity,MaxAbsoluteError,AccumulatedRelativeError,RelativeEuclideanDistance,"
               "KullbackLeiblerDivergence,StandardDeviation,MeanAbsoluteError,RootMeanSquareError,MaxRelativeError,"

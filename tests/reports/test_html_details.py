@@ -77,7 +77,7 @@ def test_nothing_failing_means_no_details_and_no_section(tmp_path):
 
 def test_report_modules_import_neither_tensorflow_nor_a_plotting_library():
     code = ("import sys, precision_tool.reports.html, precision_tool.reports.html.export, "
-            "precision_tool.commands.report\n"
+            "precision_tool.commands.report_command\n"
             "print(sorted(m for m in sys.modules if m.split('.')[0] in ('tensorflow', 'matplotlib', 'keras')))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"

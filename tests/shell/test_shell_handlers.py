@@ -3,7 +3,7 @@ import os
 
 import pytest
 
-from precision_tool.commands.registry import Command, CommandRegistry, Context
+from precision_tool.commands.command_registry import Command, CommandRegistry, Context
 from precision_tool.reports.report import Report
 from precision_tool.shell.app import Shell, history_path
 

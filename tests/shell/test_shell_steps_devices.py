@@ -6,7 +6,7 @@ The workspace: ``inspect_builders``' with its dumps at steps 0 and 3 of device 0
 import pytest
 from inspect_builders import add_steps_and_devices, write_inspect_workspace
 
-from precision_tool.commands.registry import Context
+from precision_tool.commands.command_registry import Context
 from precision_tool.formats.dump_tree import requested
 from precision_tool.shell.app import Shell
 

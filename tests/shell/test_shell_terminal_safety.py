@@ -5,7 +5,7 @@ import os
 import pytest
 
 from hostile_builders import EVIL, EVIL_SHOWN, listing, write_hostile_workspace
-from precision_tool.commands.registry import Command, CommandRegistry, Context
+from precision_tool.commands.command_registry import Command, CommandRegistry, Context
 from precision_tool.shell.app import Shell
 
 SIZE = (120, 40)

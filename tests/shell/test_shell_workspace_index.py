@@ -4,7 +4,7 @@ import os
 from inspect_builders import build_graph, write_inspect_workspace
 
 from precision_tool.commands.arg_hints import GRAPH_NAME, OP_NAME, OP_TYPE, PATH, TENSOR
-from precision_tool.commands.registry import Context
+from precision_tool.commands.command_registry import Context
 from precision_tool.commands.workspace_lookup import WorkspaceLookup
 from precision_tool.formats.ge_graph import Graph, GraphModel, OpNode
 from precision_tool.formats.ge_io import write_ge_graph_text

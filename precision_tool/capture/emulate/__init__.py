@@ -21,7 +21,7 @@ it switches oneDNN off for TensorFlow imported afterwards, so that op names matc
 import os as _os
 import sys as _sys
 
-from precision_tool.capture.emulate.errors import EmulationError, ModelScriptError
+from precision_tool.capture.emulate.emulate_errors import EmulationError, ModelScriptError
 from precision_tool.capture.emulate.faults import Fault, parse_fault
 from precision_tool.capture.emulate.run import (EmulationOptions, EmulationResult, emulate, emulate_model,
                                                 seed_everything)

@@ -22,10 +22,10 @@ from typing import Dict, List, Optional, Sequence
 import numpy as np
 
 from precision_tool.capture.emulate import op_tables as T
-from precision_tool.capture.emulate.fusion import pass_counts
+from precision_tool.capture.emulate.fusion_groups import pass_counts
 from precision_tool.capture.emulate.graph_info import split_tensor_name
 from precision_tool.capture.emulate.npu_values import NpuValues, OverflowEvent
-from precision_tool.capture.emulate.plan import NpuOp, NpuPlan, NpuTensor
+from precision_tool.capture.emulate.npu_plan import NpuOp, NpuPlan, NpuTensor
 from precision_tool.formats import dtypes, ge_graph as G
 from precision_tool.formats.dump_names import build_dump_name
 from precision_tool.formats.dump_writer import TensorSpec, write_dump
@@ -33,7 +33,7 @@ from precision_tool.formats.fusion_result import (GRAPH_FUSION, UB_FUSION, Fusio
                                                   PassRecord, write_fusion_result)
 from precision_tool.formats.ge_io import write_ge_graph_text
 from precision_tool.formats.layouts import to_device
-from precision_tool.formats.overflow import OverflowUnit, old_layout_record, write_overflow_record
+from precision_tool.formats.opdebug import OverflowUnit, old_layout_record, write_overflow_record
 
 RUN_BASE_US = {"debug_0": 1732000000000000, "debug_1": 1732003600000000, "overflow": 1732007200000000}
 DEVICE_ID, MODEL_ID, STEP = "0", "1", "0"

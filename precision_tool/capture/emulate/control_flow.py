@@ -33,7 +33,7 @@ from typing import Dict, List, Mapping, Optional, Sequence, Set, Union
 
 import numpy as np
 
-from precision_tool.capture.emulate.errors import EmulationError
+from precision_tool.capture.emulate.emulate_errors import EmulationError
 from precision_tool.capture.emulate.graph_info import (TfOp, split_tensor_name, tensor_name, topological_order,
                                                        unique_name)
 from precision_tool.lazy import lazy_import
@@ -227,7 +227,7 @@ def _decide_v1(graph_def, predicate: str, feeds, script: str) -> List[np.ndarray
 
 
 def _quiet():
-    from precision_tool.capture.emulate.tf_graph import quiet_tensorflow_logger
+    from precision_tool.capture.emulate.tf_freeze import quiet_tensorflow_logger
 
     return quiet_tensorflow_logger()
 

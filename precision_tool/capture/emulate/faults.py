@@ -43,7 +43,7 @@ from typing import List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from precision_tool.capture.emulate.errors import EmulationError
+from precision_tool.capture.emulate.emulate_errors import EmulationError
 
 NOISE, BIAS, FP16ACC, SATURATE, POSITIONS = "noise", "bias", "fp16acc", "saturate", "positions"
 KINDS = (NOISE, BIAS, FP16ACC, SATURATE, POSITIONS)

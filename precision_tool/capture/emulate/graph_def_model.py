@@ -12,7 +12,7 @@
   A single name may be given as a string.
 
 :func:`load_graph_def` checks that contract and reads the source (:class:`GraphDefModel`);
-:func:`freeze_graph_def` makes the emulator's :class:`~.tf_graph.FrozenModel` from it for a batch: the graph
+:func:`freeze_graph_def` makes the emulator's :class:`~.tf_freeze.FrozenModel` from it for a batch: the graph
 is cut to what the fetches need, unfrozen variables are refused, and each fed placeholder takes its array's
 shape (a declared dtype or shape that conflicts with the array is refused). Nothing is renamed: the op names
 of the workspace are the GraphDef's node names. Every problem is one :class:`ModelScriptError` line.
@@ -26,8 +26,8 @@ from typing import Any, Dict, List, Sequence, Tuple
 
 import numpy as np
 
-from precision_tool.capture.emulate.errors import ModelScriptError
-from precision_tool.capture.emulate.tf_graph import FrozenModel, quiet_tensorflow_logger
+from precision_tool.capture.emulate.emulate_errors import ModelScriptError
+from precision_tool.capture.emulate.tf_freeze import FrozenModel, quiet_tensorflow_logger
 from precision_tool.lazy import lazy_import
 from precision_tool.tf_runtime import session_config
 
@@ -50,7 +50,7 @@ class GraphDefModel:
 
     Calling it is using it as a function of TF ops: the graph is imported (under the name scope
     ``graph_def``) onto one tensor per feed and the fetched tensors are returned. The emulator does not do
-    that (names would change): :func:`~.tf_graph.freeze_model` hands it to :func:`freeze_graph_def`.
+    that (names would change): :func:`~.tf_freeze.freeze_model` hands it to :func:`freeze_graph_def`.
     """
 
     graph_def: bytes

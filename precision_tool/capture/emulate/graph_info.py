@@ -1,6 +1,6 @@
 """The frozen TensorFlow graph as plain records, and which of its ops the NPU would execute.
 
-Everything here is plain Python: :mod:`precision_tool.capture.emulate.tf_graph` fills a
+Everything here is plain Python: :mod:`precision_tool.capture.emulate.tf_freeze` fills a
 :class:`TfGraph` from a real GraphDef, tests build one by hand.
 
 GE, like any graph compiler, does not execute everything TensorFlow does:

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from typing import Optional, Tuple
 
 from precision_tool.capture.emulate import op_tables as T
-from precision_tool.capture.emulate.errors import EmulationError
+from precision_tool.capture.emulate.emulate_errors import EmulationError
 
 ASCEND910, ASCEND910B, IDEAL = "ascend910", "ascend910b", "ideal"
 TARGETS = (ASCEND910, ASCEND910B, IDEAL)

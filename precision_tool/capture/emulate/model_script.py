@@ -12,7 +12,7 @@
 ``graph_model(*inputs)`` is TF1 graph code itself (``tf.compat.v1.layers``, ``tf.compat.v1.get_variable``):
 it takes one placeholder per input array, named after its parameters, builds the graph and returns the
 output tensor(s). It is called once, inside ``tf.compat.v1.wrap_function``
-(:class:`~precision_tool.capture.emulate.tf_graph.GraphFunction`).
+(:class:`~precision_tool.capture.emulate.tf_freeze.GraphFunction`).
 
 ``graph_def()`` returns a frozen TF1 graph with its feeds and fetches: ``(graph, feeds, fetches)``, where
 ``graph`` is a ``tf.compat.v1.GraphDef``, a path to a binary ``.pb`` file, or a meta graph with its
@@ -40,9 +40,9 @@ from typing import Any, Callable, Optional, Tuple
 
 import numpy as np
 
-from precision_tool.capture.emulate.errors import ModelScriptError, cause_line
+from precision_tool.capture.emulate.emulate_errors import ModelScriptError, cause_line
 from precision_tool.capture.emulate.graph_def_model import load_graph_def
-from precision_tool.capture.emulate.tf_graph import GraphFunction
+from precision_tool.capture.emulate.tf_freeze import GraphFunction
 from precision_tool.capture.emulate.train_step import TrainStep
 
 MODEL_FUNCTIONS = ("model", "graph_model", "graph_def", "train_graph")

@@ -1,6 +1,6 @@
 """The records of a planned NPU (GE Build) graph: :class:`NpuTensor`, :class:`NpuOp`, :class:`NpuPlan`.
 
-Plain data, filled by :mod:`precision_tool.capture.emulate.plan`; read by the numerics, the value
+Plain data, filled by :mod:`precision_tool.capture.emulate.npu_plan`; read by the numerics, the value
 derivation and the artifact writers.
 """
 from __future__ import annotations
@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Tuple
 
 from precision_tool.capture.emulate import op_tables as T
-from precision_tool.capture.emulate.fusion import FusionGroup
+from precision_tool.capture.emulate.fusion_groups import FusionGroup
 from precision_tool.capture.emulate.graph_info import TfGraph
 from precision_tool.capture.emulate.hardware import IDEAL_HARDWARE, Hardware
 from precision_tool.formats import layouts

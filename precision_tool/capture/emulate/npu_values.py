@@ -28,7 +28,7 @@ import numpy as np
 from precision_tool.capture.emulate import op_tables as T
 from precision_tool.capture.emulate.hardware import FLOAT16_MAX
 from precision_tool.capture.emulate.numerics import NumericsResult
-from precision_tool.capture.emulate.plan import NpuOp, NpuPlan, Ref
+from precision_tool.capture.emulate.npu_plan import NpuOp, NpuPlan, Ref
 
 STATUS_FP_OVERFLOW = 0x20
 STATUS_FP16_CONVERSION = 0x100

@@ -31,8 +31,8 @@ from precision_tool.capture.emulate import faults as F
 from precision_tool.capture.emulate import hardware as H
 from precision_tool.capture.emulate import op_tables as T
 from precision_tool.capture.emulate.graph_info import split_tensor_name, tensor_name
-from precision_tool.capture.emulate.plan import FLOAT16, FLOAT32, NpuPlan
-from precision_tool.capture.emulate.tf_graph import FrozenModel, run_graph
+from precision_tool.capture.emulate.npu_plan import FLOAT16, FLOAT32, NpuPlan
+from precision_tool.capture.emulate.tf_freeze import FrozenModel, run_graph
 from precision_tool.lazy import lazy_import
 
 tf = lazy_import("tensorflow")

@@ -15,7 +15,7 @@ Precision (Ascend's ``allow_mix_precision``, as emulated)
       Ascend's ``BNInfer``, whose one output is ``y``: the statistics and reserve spaces TensorFlow
       lists after it exist neither on the NPU nor in its dumps), and the constant operands of the
       batch-norm links after a convolution
-      (:func:`~precision_tool.capture.emulate.fusion.batchnorm_links`: the ``Mul`` by a per-channel
+      (:func:`~precision_tool.capture.emulate.fusion_groups.batchnorm_links`: the ``Mul`` by a per-channel
       constant Keras 3 writes for inference batch norm, and the adds after it), fused by
       ``ConvBatchnormFusionPass`` or not. Such an op computes in float32 on its float16 activation
       and writes float16. Parameters do not decide an op's precision. Biases follow the ordinary rule.
@@ -29,7 +29,7 @@ Layout
       has the output's shape and constants broadcast per channel (last axis) or are scalars.
     * everything else works on plain layouts: NHWC for 4-D tensors, ND otherwise.
 
-Fusion (see :mod:`precision_tool.capture.emulate.fusion`)
+Fusion (see :mod:`precision_tool.capture.emulate.fusion_groups`)
     a Cube op absorbs the per-channel constant ops after it (:data:`AFFINE_TYPES`) and one
     activation (:data:`ACTIVATION_TYPES`); a ``Conv2D`` (:data:`CONV_BATCHNORM_LEADS`) absorbs an
     inference batch norm too.
@@ -44,7 +44,7 @@ MATMUL_TYPES = frozenset({"MatMul", "BatchMatMul", "BatchMatMulV2", "BatchMatMul
 # Their sizes (input 0, resp. 1) are constants. The backward MatMuls are MatMuls.
 CONV_BACKPROP_INPUT_TYPES = frozenset({"Conv2DBackpropInput", "DepthwiseConv2dNativeBackpropInput"})
 CONV_BACKPROP_FILTER_TYPES = frozenset({"Conv2DBackpropFilter", "DepthwiseConv2dNativeBackpropFilter"})
-FUSION_LEAD_TYPES = CONV_TYPES | MATMUL_TYPES  # what absorbs the ops after it (fusion.py)
+FUSION_LEAD_TYPES = CONV_TYPES | MATMUL_TYPES  # what absorbs the ops after it (fusion_groups.py)
 CUBE_TYPES = FUSION_LEAD_TYPES | CONV_BACKPROP_INPUT_TYPES | CONV_BACKPROP_FILTER_TYPES
 
 FP32_KEPT_TYPES = frozenset({

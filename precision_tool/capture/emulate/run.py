@@ -22,19 +22,19 @@ import numpy as np
 
 from precision_tool.capture.determinism import DEFAULT_SEED, seed_everything
 from precision_tool.capture.emulate import artifacts
-from precision_tool.capture.emulate.errors import EmulationError, ModelScriptError
+from precision_tool.capture.emulate.emulate_errors import EmulationError, ModelScriptError
 from precision_tool.capture.emulate.faults import Fault, as_fault, check_fault_site
-from precision_tool.capture.emulate.fusion import Fusion
+from precision_tool.capture.emulate.fusion_groups import Fusion
 from precision_tool.capture.emulate.graph_info import TfGraph, compute_ops, constant_ops
 from precision_tool.capture.emulate.hardware import ASCEND910, Hardware
 from precision_tool.capture.emulate.manifest import build_manifest, write_manifest
 from precision_tool.capture.emulate.model_script import load_model_script
 from precision_tool.capture.emulate.npu_values import NpuValues, find_overflows
 from precision_tool.capture.emulate.numerics import run_numerics
-from precision_tool.capture.emulate.plan import NpuPlan, plan_npu_graph
-from precision_tool.capture.emulate.progress import Progress, no_progress
-from precision_tool.capture.emulate.reference import capture_reference, check_reference_names
-from precision_tool.capture.emulate.tf_graph import GraphFunction, describe_graph, freeze_model
+from precision_tool.capture.emulate.npu_plan import NpuPlan, plan_npu_graph
+from precision_tool.capture.emulate.status_line import Progress, no_progress
+from precision_tool.capture.emulate.reference_run import capture_reference, check_reference_names
+from precision_tool.capture.emulate.tf_freeze import GraphFunction, describe_graph, freeze_model
 from precision_tool.capture.emulate.train_step import TrainStep
 from precision_tool.config import Workspace
 from precision_tool.errors import WorkspaceError
@@ -298,14 +298,14 @@ def emulate_model(model, batch: Sequence[np.ndarray], workspace_dir: str,
 
     Parameters
     ----------
-    model : a Keras model, a function of TF ops, or a :class:`~.tf_graph.GraphFunction` of TF1 graph code
+    model : a Keras model, a function of TF ops, or a :class:`~.tf_freeze.GraphFunction` of TF1 graph code
         (see :mod:`~.model_script`); seed before building it.
     batch : the input arrays (before ``options.scale``).
     workspace_dir : folder to write; must be new or empty (or, with ``force``, an earlier emulation).
     options : :class:`EmulationOptions`.
     script : how messages and the manifest name the model.
     progress : called with the name of each step as it starts (``precision_tool emulate`` shows it on a
-        terminal, :mod:`~.progress`).
+        terminal, :mod:`~.status_line`).
 
     Returns
     -------

@@ -54,7 +54,7 @@ from typing import Any, Callable, Dict, List, Mapping, Sequence, Tuple
 import numpy as np
 
 from precision_tool.capture.emulate.control_flow import has_functional_control_flow, unroll_control_flow
-from precision_tool.capture.emulate.errors import EmulationError, ModelScriptError, cause_line
+from precision_tool.capture.emulate.emulate_errors import EmulationError, ModelScriptError, cause_line
 from precision_tool.capture.emulate.op_tables import KEEP_FP32_ATTR
 from precision_tool.capture.emulate.graph_info import split_tensor_name, tensor_name, unique_name
 from precision_tool.lazy import lazy_import
@@ -86,7 +86,7 @@ def _flatten(value) -> list:
 
 
 def _placeholder_names(function, count: int) -> List[str]:
-    from precision_tool.capture.emulate.tf_graph import _parameter_names
+    from precision_tool.capture.emulate.tf_freeze import _parameter_names
 
     found = _parameter_names(function, count)
     return [name or ("input" if count == 1 else f"input_{k}") for k, name in enumerate(found)]
@@ -95,7 +95,7 @@ def _placeholder_names(function, count: int) -> List[str]:
 def freeze_train_step(model: TrainStep, batch: Sequence[np.ndarray], steps: int = 0, seed: int = 0,
                       script: str = "MODEL_SCRIPT"):
     """Build ``model``'s training step, run ``steps`` steps in float32, and freeze step ``steps`` (see the
-    module docstring). Returns a :class:`~.tf_graph.FrozenModel` whose outputs are the tensors
+    module docstring). Returns a :class:`~.tf_freeze.FrozenModel` whose outputs are the tensors
     ``train_graph`` returned and the new value of every variable written.
 
     Raises
@@ -132,8 +132,8 @@ def freeze_graph_code(function: Callable, label: str, batch: Sequence[np.ndarray
     EmulationError
         a write the emulator does not model.
     """
-    from precision_tool.capture.emulate.tf_graph import FrozenModel, LEGACY_KERAS, graph_code_hint
-    from precision_tool.capture.emulate.tf_graph import quiet_tensorflow_logger
+    from precision_tool.capture.emulate.tf_freeze import FrozenModel, LEGACY_KERAS, graph_code_hint
+    from precision_tool.capture.emulate.tf_freeze import quiet_tensorflow_logger
     from precision_tool.tf_runtime import session_config
 
     os.environ.setdefault(LEGACY_KERAS, "1")  # tf.compat.v1.layers is Keras 2's (until tf.keras is loaded)
@@ -209,7 +209,7 @@ def freeze_function_step(concrete, batch: Sequence[np.ndarray], steps: int = 0, 
     EmulationError
         a write the emulator does not model.
     """
-    from precision_tool.capture.emulate.tf_graph import FrozenModel, quiet_tensorflow_logger
+    from precision_tool.capture.emulate.tf_freeze import FrozenModel, quiet_tensorflow_logger
 
     _check_steps(steps)
     try:

@@ -17,7 +17,7 @@ import shlex
 from dataclasses import dataclass
 from typing import Dict, Optional, Tuple
 
-from precision_tool.checks.verdict import Verdict
+from precision_tool.checks.run_verdict import Verdict
 from precision_tool.reports.report import Report
 
 
@@ -31,7 +31,7 @@ class OverflowMark:
 
 @dataclass(frozen=True)
 class CheckFindings:
-    """``verdict`` (a :class:`~precision_tool.checks.verdict.Verdict`), the overflow and fusion sections as
+    """``verdict`` (a :class:`~precision_tool.checks.run_verdict.Verdict`), the overflow and fusion sections as
     ``ac`` prints them (``sections``), the ops to mark, and the shell prefix of the next commands."""
 
     workspace: str
@@ -115,7 +115,7 @@ def findings_from_workspace(workspace: str, source, limit: int = 5) -> CheckFind
     """Run ``ac``'s overflow and fusion checks on ``workspace`` and decide the verdict with the comparison of
     ``source`` (a :class:`~precision_tool.reports.result_store.StoredResult`)."""
     from precision_tool.checks.autocheck import CompareSection, check_fusion, check_overflow
-    from precision_tool.checks.verdict import decide_verdict
+    from precision_tool.checks.run_verdict import decide_verdict
     from precision_tool.config import Workspace
 
     folder = Workspace(workspace)

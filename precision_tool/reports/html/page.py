@@ -24,7 +24,7 @@ from precision_tool.reports.html.histogram import histogram_svg
 from precision_tool.reports.html.markup import element, text
 from precision_tool.reports.html.plot import accuracy_plot_svg
 from precision_tool.reports.report import Table, Text
-from precision_tool.metrics.verdict import threshold_text
+from precision_tool.metrics.tensor_verdict import threshold_text
 
 ASSET_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "data")
 _NAME_COLUMNS = ("NPUDump", "GroundTruth", "TensorIndex")

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from typing import List, Optional, Sequence, Tuple
 
 from precision_tool.reports.html.markup import element, number, text, void
-from precision_tool.metrics.verdict import threshold_text
+from precision_tool.metrics.tensor_verdict import threshold_text
 
 PASS_COLOR, FAIL_COLOR, LINE_COLOR = "#2563eb", "#dc2626", "#94a3b8"
 DIVERGENCE_COLOR, OVERFLOW_COLOR, GRID_COLOR = "#b91c1c", "#ea580c", "#e2e8f0"

@@ -31,7 +31,7 @@ from graph_cases import attempt, leftovers  # noqa: E402
 from precision_tool.capture.emulate import EmulationOptions, emulate  # noqa: E402
 from precision_tool.capture.emulate.graph_def_model import freeze_graph_def  # noqa: E402
 from precision_tool.capture.emulate.model_script import load_model_script  # noqa: E402
-from precision_tool.capture.emulate.tf_graph import run_graph  # noqa: E402
+from precision_tool.capture.emulate.tf_freeze import run_graph  # noqa: E402
 
 SCRIPT = "frozen_graph_model.py"
 REFUSED = ("unfrozen", "wrong_feed", "unfed", "shape", "dtype", "text", "two")

@@ -45,7 +45,7 @@ from precision_tool.comparison.judgment import (METHOD_DIVERGENCE, METHOD_FUSION
 from precision_tool.comparison.same_model import drift_lines, mismatch_lines
 from precision_tool.comparison.systemic import systemic_line
 from precision_tool.formats.dump_names import sanitize_op_name
-from precision_tool.replay.plan import SOURCE_REFERENCE
+from precision_tool.replay.replay_plan import SOURCE_REFERENCE
 
 if TYPE_CHECKING:
     from precision_tool.comparison.tree_runs import StepRun

@@ -4,7 +4,7 @@ The command users type first. It reads the workspace (:mod:`precision_tool.check
 run's Opdebug records (else, and also, a scan of ``npu/debug_0`` for inf/NaN and lossy casts), what fusion did
 and -- with a fusion-off run in ``npu/debug_1`` -- which fused ops compute differently from their TF ops; with
 ``-c`` it compares ``npu/debug_0`` with ``tf/dump`` like ``compare`` and finds the first divergence. It ends
-with the most likely culprit and the next commands (:mod:`precision_tool.checks.verdict`): as typed in the
+with the most likely culprit and the next commands (:mod:`precision_tool.checks.run_verdict`): as typed in the
 shell, or as whole ``precision_tool -d WORKSPACE ...`` lines when run from a terminal.
 
 With ``-c`` the result CSV and ``summary.json`` go where ``compare`` writes them: a new
@@ -28,7 +28,7 @@ import sys
 import time
 from typing import List
 
-from precision_tool.commands.registry import Command, Context
+from precision_tool.commands.command_registry import Command, Context
 from precision_tool.errors import UsageError
 
 

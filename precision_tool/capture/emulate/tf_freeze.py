@@ -35,7 +35,7 @@ import numpy as np
 from precision_tool.capture.emulate import op_tables as T
 from precision_tool.capture.emulate.control_flow import (has_functional_control_flow, has_v1_conditionals,
                                                           resolve_v1_conditionals, unroll_control_flow)
-from precision_tool.capture.emulate.errors import EmulationError, ModelScriptError, cause_line
+from precision_tool.capture.emulate.emulate_errors import EmulationError, ModelScriptError, cause_line
 from precision_tool.errors import PrecisionToolError
 from precision_tool.capture.emulate.graph_info import (TfGraph, TfOp, TfTensor, consumers, tensor_aliases,
                                                        tensor_name, topological_order)

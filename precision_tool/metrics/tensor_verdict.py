@@ -47,7 +47,7 @@ from precision_tool.errors import MetricInputError
 from precision_tool.metrics.errors_detail import ElementError
 from precision_tool.metrics.pair_stats import NAN, NEGINF, POSINF, Chunks, PairStats, array_chunks, gather
 from precision_tool.metrics.closeness import DEFAULT_TOLERANCES, Tolerance, canonical_dtype, lower_precision
-from precision_tool.metrics.registry import ALL, MetricInfo, format_value, get_metric, resolve_metrics
+from precision_tool.metrics.metric_registry import ALL, MetricInfo, format_value, get_metric, resolve_metrics
 from precision_tool.status import Status
 
 __all__ = ["Status", "NonFiniteClass", "NonFiniteSummary", "ElementError", "MetricValue", "TensorComparison",

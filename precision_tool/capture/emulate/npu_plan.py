@@ -10,9 +10,9 @@ first. Weights are folded by GE, so constants arrive as ``Const`` ops already in
 their consumer wants (FRACTAL_Z filters, FRACTAL_NZ matrices, float16 for float16 ops -- but float32
 for batch-norm parameters, which every op reads in float32: :attr:`NpuPlan.fp32_inputs`).
 An inference ``FusedBatchNorm``/``V2``/``V3`` becomes ``BNInfer`` (inputs x, scale, offset, mean, variance;
-one output, ``y``), or joins the ``Conv2D`` before it (:mod:`~precision_tool.capture.emulate.fusion`). Its
+one output, ``y``), or joins the ``Conv2D`` before it (:mod:`~precision_tool.capture.emulate.fusion_groups`). Its
 other outputs -- batch mean and variance, reserve spaces 1-3 -- exist on neither path: nothing may read
-them (:func:`~precision_tool.capture.emulate.tf_graph.check_batchnorms` rejects a graph that does).
+them (:func:`~precision_tool.capture.emulate.tf_freeze.check_batchnorms` rejects a graph that does).
 Order: ``Data`` ops, ``Const`` ops, then everything executed, then ``NetOutput`` (inputs cast back to
 the model's output dtype in a plain layout).
 """
@@ -22,7 +22,7 @@ from typing import Dict, FrozenSet, List, Sequence, Set, Tuple
 
 from precision_tool.capture.emulate import op_tables as T
 from precision_tool.formats.fusion_result import GRAPH_FUSION, UB_FUSION
-from precision_tool.capture.emulate.fusion import Fusion, FusionGroup, batchnorm_links, group_ops
+from precision_tool.capture.emulate.fusion_groups import Fusion, FusionGroup, batchnorm_links, group_ops
 from precision_tool.capture.emulate.hardware import IDEAL_HARDWARE, Hardware
 from precision_tool.capture.emulate.graph_info import (TfGraph, TfOp, compute_ops, constant_ops, consumers,
                                                        split_tensor_name, tensor_aliases, tensor_name)

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import os
 
-from precision_tool.commands.registry import Command, Context
+from precision_tool.commands.command_registry import Command, Context
 from precision_tool.errors import batch_exit_code, WorkspaceError
 
 

@@ -2,7 +2,7 @@
 
 One ``Session.run`` of the frozen graph (configured by :func:`~precision_tool.tf_runtime.session_config`: Grappler
 off, classic optimizer at L0, so every op runs under its Python name) goes through
-:func:`precision_tool.capture.reference.sess_dump` into ``tf/tf_debug/<capture>``, and
+:func:`precision_tool.capture.reference_dump.sess_dump` into ``tf/tf_debug/<capture>``, and
 :func:`precision_tool.formats.tf_reference.convert_tfdbg_run` -- what ``tf_dump`` runs for a user --
 converts it into ``tf/dump/{op}.{output}.{timestamp}.npy`` and keeps the executed graph in ``tf/graph``
 (what replay cuts each op's subgraph from).
@@ -25,8 +25,8 @@ from typing import List, Optional, Sequence
 
 import numpy as np
 
-from precision_tool.capture.emulate.errors import EmulationError
-from precision_tool.capture.emulate.tf_graph import FrozenModel, feed_dict, import_graph
+from precision_tool.capture.emulate.emulate_errors import EmulationError
+from precision_tool.capture.emulate.tf_freeze import FrozenModel, feed_dict, import_graph
 from precision_tool.tf_runtime import session_config
 from precision_tool.config import Workspace
 from precision_tool.formats.npy_dir import reference_file_name
@@ -154,7 +154,7 @@ def drop_reserve_spaces(dump_dir: str, tensors: Sequence[ReferenceTensor], graph
 def capture_reference(frozen: FrozenModel, batch: Sequence[np.ndarray], workspace: Workspace,
                       op_order: Sequence[str], keep_tfdbg: bool = False) -> ReferenceResult:
     """Run the float32 reference once under ``sess_dump`` and convert it (see the module docstring)."""
-    from precision_tool.capture.reference import new_capture_dir, sess_dump
+    from precision_tool.capture.reference_dump import new_capture_dir, sess_dump
     from precision_tool.capture.settings import silenced
 
     capture_dir = new_capture_dir(workspace.tf_debug)

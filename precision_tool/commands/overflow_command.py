@@ -2,7 +2,7 @@
 
 FOLDER (default ``WORKSPACE/overflow/dump``) is searched for Opdebug records; each is decoded (old and new
 layouts), ordered by timestamp and matched to its op's dump by task and stream id, and the first ``-l N``
-are detailed with every input and output's statistics (:mod:`precision_tool.checks.overflow`). Without
+are detailed with every input and output's statistics (:mod:`precision_tool.checks.overflow_records`). Without
 records -- or with ``--scan`` -- the dumps themselves are scanned for inf/NaN and fp16 saturation, and the
 Cast ops checked for lost information: FOLDER's dumps when it holds any, else ``WORKSPACE/npu/debug_0/dump``.
 
@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import os
 
-from precision_tool.commands.registry import Command, Context
+from precision_tool.commands.command_registry import Command, Context
 from precision_tool.errors import batch_exit_code, WorkspaceError
 
 
@@ -40,7 +40,7 @@ def add_arguments(parser):
 
 def handle(args, ctx: Context):
     from precision_tool.checks.exception_dumps import describe_exception_dumps, exception_refs
-    from precision_tool.checks.overflow import check_overflow_records
+    from precision_tool.checks.overflow_records import check_overflow_records
     from precision_tool.config import Workspace
     from precision_tool.formats.dump_names import scan_dump_folder
     from precision_tool.formats.dump_tree import following, requested

@@ -6,8 +6,8 @@ beside the dumps of the ops that overflowed (``ascend-formats.md`` §3). :func:`
 1. finds every record under the folder (:func:`~precision_tool.formats.dump_names.scan_dump_folder`) and
    orders them by the timestamp in their file names, oldest first -- the first overflow leads, later ones
    usually inherit it (as msaccucmp's ``overflow`` does);
-2. decodes each (old and new layouts) with :func:`~precision_tool.formats.overflow.read_overflow_record`;
-   the status is put into words by :func:`~precision_tool.formats.overflow.describe_status`. A record that
+2. decodes each (old and new layouts) with :func:`~precision_tool.formats.opdebug.read_overflow_record`;
+   the status is put into words by :func:`~precision_tool.formats.opdebug.describe_status`. A record that
    cannot be decoded becomes one line in :attr:`OverflowCheck.failures` and the others go on;
 3. locates the overflowing op: the dump file with the record's task id and stream id (and, for new-layout
    records that set them, context id and thread id) -- see :func:`locate_dump` for which file wins when
@@ -25,7 +25,7 @@ from precision_tool.checks.tensor_summary import TensorSummary, summarize_dump
 from precision_tool.errors import PrecisionToolError
 from precision_tool.formats.dump_file import read_dump_header
 from precision_tool.formats.dump_names import DumpFileRef, DumpScan, scan_dump_folder
-from precision_tool.formats.overflow import OverflowRecord, describe_status, read_overflow_record
+from precision_tool.formats.opdebug import OverflowRecord, describe_status, read_overflow_record
 
 
 @dataclass(frozen=True)

@@ -20,10 +20,10 @@ error, not a verdict:
 The failing run and each trial's NPU run are compared with the reference and replayed as ``ac -c`` does
 (:func:`~precision_tool.checks.autocheck.compare_workspace`: one pipeline, one judgment). A trial restores accuracy
 when the culprit is gone -- no op implementing its TF ops fails or adds error, whatever fusion made of them -- and
-it fails nowhere the run with every candidate changed does not (:class:`~precision_tool.checks.bisect.Target`;
+it fails nowhere the run with every candidate changed does not (:class:`~precision_tool.checks.bisect_search.Target`;
 ``--judge outputs`` counts only the tensors the graph's NetOutput reads); failures every trial keeps are named once
 as outside the search. The search is
-:func:`~precision_tool.checks.bisect.bisect`: at most ``ceil(log2(candidates)) + 2`` runs for one culprit. Every
+:func:`~precision_tool.checks.bisect_search.bisect`: at most ``ceil(log2(candidates)) + 2`` runs for one culprit. Every
 trial is recorded in ``state.json`` beside the runs; ``--resume`` continues the latest bisection of the same kind
 and command. The report names the culprit passes or ops, the config file that fixes it, the accuracy before and
 after (the run with only that config: the proof), and the line to put in the training script. Exit 0 when a fix was
@@ -41,15 +41,15 @@ import time
 from dataclasses import dataclass
 from typing import Any, Callable, Dict, FrozenSet, List, Optional, Sequence, Tuple
 
-from precision_tool.checks.bisect import RENAMED_SHARE, Outcome, another_model, same_ops
-from precision_tool.commands.registry import Command, Context
+from precision_tool.checks.bisect_search import RENAMED_SHARE, Outcome, another_model, same_ops
+from precision_tool.commands.command_registry import Command, Context
 from precision_tool.config import ENV_DATA_DIR, Workspace
 from precision_tool.errors import EXIT_FAILED_CHECK, EXIT_OK, PrecisionToolError, UsageError, WorkspaceError
 from precision_tool.formats.customize_dtypes import is_half, widened
 from precision_tool.process_env import user_environment
 from precision_tool.reports.format import counted
 from precision_tool.reports.report import Report
-from precision_tool.metrics.verdict import threshold_text
+from precision_tool.metrics.tensor_verdict import threshold_text
 
 KINDS = ("fusion", "precision")
 DEFAULT_MAX_CANDIDATES = 16
@@ -85,7 +85,7 @@ def _add_options(parser) -> None:
 def split_command(args) -> List[str]:
     """The NPU command after ``--``; options written between the kind and ``--`` (argparse's REMAINDER takes
     them along) are parsed into ``args`` first. :class:`UsageError` without a command."""
-    from precision_tool.commands.registry import CommandParser
+    from precision_tool.commands.command_registry import CommandParser
 
     rest = list(args.command)
     if "--" in rest:
@@ -132,8 +132,8 @@ def compare_run(run_root: str, reference: str, cosine: float, tf_graph: Optional
 
 
 def outcome_of(result, scope: str) -> Outcome:
-    """:class:`~precision_tool.checks.bisect.Outcome` over every compared tensor of ``result`` (``all``) or those of
-    the ops NetOutput reads (``outputs``)."""
+    """:class:`~precision_tool.checks.bisect_search.Outcome` over every compared tensor of ``result`` (``all``) or
+    those of the ops NetOutput reads (``outputs``)."""
     if scope == "outputs":
         return Outcome.of(result, _netoutput_producers(result.facts.data_inputs))
     return Outcome.of(result)
@@ -386,7 +386,7 @@ def _same_emulation(workspace: Workspace, command: Sequence[str]) -> bool:
 
 # --------------------------------------------------------------------------------------------- command
 def handle(args, ctx: Context) -> Report:
-    from precision_tool.checks.bisect import Target, Trials, bisect, reproduces, trial_budget
+    from precision_tool.checks.bisect_search import Target, Trials, bisect, reproduces, trial_budget
     from precision_tool.reports.summary import unusable_inputs, unusable_note
 
     command = split_command(args)
