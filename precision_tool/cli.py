@@ -18,7 +18,7 @@ from precision_tool.commands.options import add_dump_selection_options
 from precision_tool.commands.command_registry import Context
 from precision_tool.config import ENV_DATA_DIR, default_data_dir
 from precision_tool.errors import EXIT_INTERRUPTED, PrecisionToolError, UsageError
-from precision_tool.formats.dump_tree import DumpSelection, request
+from precision_tool.formats.dump_tree import DumpSelection
 from precision_tool.process_env import one_blas_thread, process_symbols, quiet_tensorflow_logs
 from precision_tool.reports.format import format_report, report_to_json, terminal_safe
 
@@ -114,8 +114,8 @@ def leave(code: int) -> None:
 
 def _main(args: List[str]) -> int:
     options = _global_parser().parse_args(args)
-    ctx = Context(data_dir=options.data_dir or default_data_dir())
-    request(DumpSelection(options.dump_step, options.dump_device))  # what the dump scans keep, unless overridden
+    selection = DumpSelection(options.dump_step, options.dump_device)  # what the dump scans keep, unless overridden
+    ctx = Context(data_dir=options.data_dir or default_data_dir(), selection=selection)
     if options.command is None:
         # Imported here so batch runs never load prompt_toolkit. It is a hard dependency (setup.cfg), so an
         # ImportError is a broken install or a bug and keeps its traceback: no quiet fallback to the help text.
@@ -126,7 +126,7 @@ def _main(args: List[str]) -> int:
     try:
         if not _passes_arguments_through(registry, options.command):
             _lift_global_options(options)
-            ctx = Context(data_dir=options.data_dir or default_data_dir())
+            ctx = Context(data_dir=options.data_dir or default_data_dir(), selection=selection)
         report = registry.dispatch([options.command, *options.args], ctx)
     except PrecisionToolError as error:
         print(f"precision_tool: error: {terminal_safe(str(error))}", file=sys.stderr)

@@ -148,7 +148,7 @@ def test_the_scan_sees_imports_in_functions_relative_imports_and_import_module()
     source = """
 import numpy
 from . import dtypes
-from ..metrics import verdict
+from ..metrics import tensor_verdict
 def later(name):
     import precision_tool.reports.format
     importlib.import_module(f"precision_tool.commands.{name}")

@@ -28,6 +28,7 @@ from precision_tool.alignment.npu_vs_npu import align_npu_vs_npu
 from precision_tool.alignment.npu_vs_tf import align_npu_vs_tf
 from precision_tool.errors import UsageError, WorkspaceError
 from precision_tool.formats.ge_graph import Graph, GraphModel
+from precision_tool.formats.dump_tree import DumpSelection
 from precision_tool.formats.ge_graph_folders import choose_build_graph, dump_device_id
 from precision_tool.formats.ge_io import read_ge_graph
 from precision_tool.overlap import Overlapped, overlapped
@@ -42,7 +43,8 @@ __all__ = ["align", "load_graph", "read_graph_beside", "resolve_graph", "Alignme
 
 
 def align(npu_dump_dir, reference, graph: GraphLike = None, *, mode: str = MODE_AUTO,
-          reference_graph: GraphLike = None, tf_op_names: Iterable[str] = ()) -> Alignment:
+          reference_graph: GraphLike = None, tf_op_names: Iterable[str] = (),
+          selection: Optional[DumpSelection] = None) -> Alignment:
     """Pair the NPU tensors dumped under ``npu_dump_dir`` with reference tensors.
 
     Parameters
@@ -57,6 +59,8 @@ def align(npu_dump_dir, reference, graph: GraphLike = None, *, mode: str = MODE_
         files named like reference tensors, else NPU vs NPU.
     reference_graph : NPU vs NPU only: the other run's graph, same forms as ``graph``.
     tf_op_names : extra TF op names for the ambiguity check of reference file names (NPU vs TF).
+    selection : the step and device to read of a dump tree holding several (``None``: the newest step of the
+        lowest device); a reference tree follows it.
 
     Raises
     ------
@@ -69,20 +73,22 @@ def align(npu_dump_dir, reference, graph: GraphLike = None, *, mode: str = MODE_
         if reference_graph is not None:
             raise UsageError("a reference graph is only used when comparing two NPU runs",
                              "drop it, or pass mode='npu_vs_npu'")
-        return align_npu_vs_tf(npu_dump_dir, reference, _loaded_or_pending(graph, npu_dump_dir), tf_op_names)
+        return align_npu_vs_tf(npu_dump_dir, reference, _loaded_or_pending(graph, npu_dump_dir, selection),
+                               tf_op_names, selection)
     if mode == MODE_NPU_VS_NPU:
-        return align_npu_vs_npu(npu_dump_dir, reference, _loaded_or_pending(graph, npu_dump_dir),
-                                _loaded_or_pending(reference_graph, reference))
+        return align_npu_vs_npu(npu_dump_dir, reference, _loaded_or_pending(graph, npu_dump_dir, selection),
+                                _loaded_or_pending(reference_graph, reference, selection), selection)
     raise UsageError(f"unknown alignment mode {mode!r}", f"use {MODE_AUTO}, {MODE_NPU_VS_TF} or {MODE_NPU_VS_NPU}")
 
 
-def _loaded_or_pending(graph: GraphLike, dump_dir):
+def _loaded_or_pending(graph: GraphLike, dump_dir, selection: Optional[DumpSelection] = None):
     """A graph still being read stays so (the alignment waits for it once the dumps are read); any other form is
     loaded (:func:`load_graph`)."""
-    return graph if isinstance(graph, Overlapped) else load_graph(graph, dump_dir)
+    return graph if isinstance(graph, Overlapped) else load_graph(graph, dump_dir, selection)
 
 
-def load_graph(graph: GraphLike, dump_dir=None) -> Optional[Union[Graph, GraphModel]]:
+def load_graph(graph: GraphLike, dump_dir=None,
+               selection: Optional[DumpSelection] = None) -> Optional[Union[Graph, GraphModel]]:
     """A loaded graph from any form :func:`align` accepts (``None`` stays ``None``).
 
     A folder is resolved by :func:`resolve_graph` (``dump_dir``: the run's NPU dump, whose device picks among
@@ -93,7 +99,7 @@ def load_graph(graph: GraphLike, dump_dir=None) -> Optional[Union[Graph, GraphMo
         return graph.result()
     if graph is None or isinstance(graph, (Graph, GraphModel)):
         return graph
-    path, _ = resolve_graph(graph, dump_dir)
+    path, _ = resolve_graph(graph, dump_dir, selection)
     return read_ge_graph(path) if path is not None else None
 
 
@@ -116,7 +122,8 @@ def read_graph_beside(path: Optional[str]) -> Optional[Overlapped]:
     return overlapped(read_ge_graph, path, fork=small)
 
 
-def resolve_graph(graph, dump_dir=None) -> Tuple[Optional[str], Tuple[str, ...]]:
+def resolve_graph(graph, dump_dir=None,
+                  selection: Optional[DumpSelection] = None) -> Tuple[Optional[str], Tuple[str, ...]]:
     """``(graph file, notes)`` for a graph given by path: a file stays itself; a folder is ``DUMP_GRAPH_PATH``,
     and :func:`~precision_tool.formats.ge_graph_folders.choose_build_graph` picks its Build graph -- among
     CANN 8's ``pid_*_deviceid_*`` folders, the one of ``dump_dir``'s device (the ``{device_id}`` level of
@@ -130,7 +137,8 @@ def resolve_graph(graph, dump_dir=None) -> Tuple[Optional[str], Tuple[str, ...]]
     path = os.fspath(graph)
     if not os.path.isdir(path):
         return path, ()
-    choice = choose_build_graph(path, device_id=dump_device_id(dump_dir) if dump_dir else None)
+    wanted = selection.device if selection is not None else None
+    choice = choose_build_graph(path, device_id=dump_device_id(dump_dir, wanted) if dump_dir else None)
     return os.fspath(choice.path), choice.notes
 
 

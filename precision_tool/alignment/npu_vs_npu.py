@@ -34,7 +34,7 @@ from precision_tool.alignment.npu_run import NpuRun
 from precision_tool.alignment.npu_side import read_dumped_ops
 from precision_tool.alignment.targets import NoTarget, Resolution, Target
 from precision_tool.formats.dump_names import sanitize_op_name, scan_dump_folder
-from precision_tool.formats.dump_tree import DumpSelection, following, reading, requested
+from precision_tool.formats.dump_tree import DumpSelection, following
 
 
 class _OtherRun:
@@ -81,34 +81,36 @@ def _differ(a: Resolution, b: Resolution) -> bool:
     return isinstance(a, Target) and isinstance(b, Target) and a.tensor != b.tensor
 
 
-def _like_with_like(npu_dump_dir, other_dump_dir) -> Optional[DumpSelection]:
+def _like_with_like(npu_dump_dir, other_dump_dir, selection: DumpSelection) -> Optional[DumpSelection]:
     """The step to read of the left run when none was asked for and the other run holds a single step that the
     left one holds too, not its newest (a fusion-off run dumped at step 0 beside a dump run of steps 0 and 5): that
     step, so that the two runs compare like with like (at different steps the weights differ, and every op
     would seem to). ``None``: the usual choice. Only the folders' names are scanned here."""
-    if requested().step is not None or not os.path.isdir(npu_dump_dir) or not os.path.isdir(other_dump_dir):
+    if selection.step is not None or not os.path.isdir(npu_dump_dir) or not os.path.isdir(other_dump_dir):
         return None
-    with reading():  # a look ahead: its notes are not the command's
-        left = scan_dump_folder(npu_dump_dir).choice
-        if left.step is None or left.device is None:
-            return None
-        other = scan_dump_folder(other_dump_dir, following(DumpSelection(left.step, left.device))).choice
+    ahead = selection.unlogged()  # a look ahead: its notes are not the command's
+    left = scan_dump_folder(npu_dump_dir, ahead).choice
+    if left.step is None or left.device is None:
+        return None
+    other = scan_dump_folder(other_dump_dir, following(ahead.at(left.step, left.device))).choice
     if other.step is None or other.step == left.step or other.step not in left.steps_of(left.device):
         return None
-    return DumpSelection(other.step, requested().device,
-                         why=f"to match {os.fspath(other_dump_dir)}, which holds only that step")
+    return selection.at(other.step, selection.device,
+                        why=f"to match {os.fspath(other_dump_dir)}, which holds only that step")
 
 
-def align_npu_vs_npu(npu_dump_dir, other_dump_dir, graph=None, other_graph=None) -> Alignment:
+def align_npu_vs_npu(npu_dump_dir, other_dump_dir, graph=None, other_graph=None,
+                     selection: Optional[DumpSelection] = None) -> Alignment:
     """Pair every tensor of the run under ``npu_dump_dir`` with one of the run under ``other_dump_dir``.
 
     ``graph`` / ``other_graph``: each run's loaded GE Build graph, or ``None``. Of a dump tree holding several
     steps or devices, the other run's follows the step and device read of the left one
     (:attr:`~precision_tool.formats.dump_tree.DumpSelection.follow`).
     """
-    dumped = read_dumped_ops(npu_dump_dir, _like_with_like(npu_dump_dir, other_dump_dir))
+    selection = DumpSelection() if selection is None else selection
+    dumped = read_dumped_ops(npu_dump_dir, _like_with_like(npu_dump_dir, other_dump_dir, selection) or selection)
     chosen = dumped[2]  # both runs' headers first: a graph still being read is waited for after
-    other_dumped = read_dumped_ops(other_dump_dir, following(DumpSelection(chosen.step, chosen.device)))
+    other_dumped = read_dumped_ops(other_dump_dir, following(selection.at(chosen.step, chosen.device)))
     left = NpuRun(dumped, graph)
     other = _OtherRun(NpuRun(other_dumped, other_graph))
     order, order_source = left.order()

@@ -7,7 +7,7 @@ those names and each tensor looked up (:mod:`.reference_index`).
 from __future__ import annotations
 
 import os
-from typing import Iterable, List, Tuple
+from typing import Iterable, List, Optional, Tuple
 
 from precision_tool.alignment.model import (INPUT, MODE_NPU_VS_TF, RULE_NORMALISED_NAME, RULE_OWN_NAME, AlignedPair,
                                             Alignment, Coverage, NpuTensorRef, Unaligned)
@@ -15,10 +15,12 @@ from precision_tool.alignment.npu_run import NpuRun
 from precision_tool.alignment.npu_side import read_dumped_ops
 from precision_tool.alignment.reference_index import ReferenceIndex
 from precision_tool.alignment.targets import NoTarget, Resolution, Target
+from precision_tool.formats.dump_tree import DumpSelection
 from precision_tool.formats.npy_dir import read_npy_dir
 
 
-def align_npu_vs_tf(npu_dump_dir, reference_dir, graph=None, tf_op_names: Iterable[str] = ()) -> Alignment:
+def align_npu_vs_tf(npu_dump_dir, reference_dir, graph=None, tf_op_names: Iterable[str] = (),
+                    selection: Optional[DumpSelection] = None) -> Alignment:
     """Pair every NPU tensor under ``npu_dump_dir`` with a reference tensor in ``reference_dir``.
 
     ``graph`` is a loaded :class:`~precision_tool.formats.ge_graph.GraphModel` (or ``Graph``), ``None``, or a graph
@@ -28,7 +30,7 @@ def align_npu_vs_tf(npu_dump_dir, reference_dir, graph=None, tf_op_names: Iterab
     known TF names share its name. Known names: every TF tensor looked up, every TF name the graph mentions
     (original op names, origin names), and ``tf_op_names`` (e.g. from the TF graph).
     """
-    dumped = read_dumped_ops(npu_dump_dir)
+    dumped = read_dumped_ops(npu_dump_dir, selection)
     listing = read_npy_dir(reference_dir)  # before the graph: a graph still being read in a child is not waited for
     run = NpuRun(dumped, graph)
     jobs: List[Tuple[int, NpuTensorRef, Resolution]] = []

@@ -41,7 +41,7 @@ from precision_tool.comparison.tree_runs import StepRun
 from precision_tool.config import Workspace
 from precision_tool.errors import batch_exit_code, EXIT_UNUSABLE_INPUT, PrecisionToolError, WorkspaceError
 from precision_tool.formats.dump_names import scan_dump_folder
-from precision_tool.formats.dump_tree import following, requested
+from precision_tool.formats.dump_tree import DEFAULT_SELECTION, DumpSelection, following
 from precision_tool.replay.replay_run import ReplayReport
 
 DEFAULT_LIMIT = 5
@@ -49,7 +49,8 @@ DEFAULT_LIMIT = 5
 
 @dataclass(frozen=True)
 class AutocheckOptions:
-    """What to run. ``limit``: overflow records (and scan findings) given in detail; 0 = all."""
+    """What to run. ``limit``: overflow records (and scan findings) given in detail; 0 = all. ``selection``: the
+    step and device to read of dump trees holding several (its log gets every scan's choice)."""
 
     compare: bool = False
     limit: int = DEFAULT_LIMIT
@@ -59,6 +60,7 @@ class AutocheckOptions:
     fusion_growth: float = DEFAULT_GROWTH
     replay: bool = True
     npu_run: str = ""  # the NPU run as a command line, for the bisect suggestion ("": a placeholder is shown)
+    selection: DumpSelection = DumpSelection()
 
 
 @dataclass(frozen=True)
@@ -130,6 +132,7 @@ class CompareSection:
     steps: Tuple[StepRun, ...] = ()
     replay_note: str = ""
     graph: Any = field(default=None, compare=False, repr=False)
+    asked_device: Optional[int] = None  # the device asked for (--device N), kept in the hints
     """The NPU Build graph the comparison read (``None`` without one)."""
 
     @property
@@ -199,7 +202,8 @@ def _holds_a_file(folder: str) -> bool:
     return False
 
 
-def check_overflow(workspace: Workspace, limit: int = DEFAULT_LIMIT) -> OverflowSection:
+def check_overflow(workspace: Workspace, limit: int = DEFAULT_LIMIT,
+                   selection: DumpSelection = DEFAULT_SELECTION) -> OverflowSection:
     """The overflow section: records of ``overflow/dump``, then a scan of ``npu/debug_0/dump``; the exception
     dumps of both. The overflow run is another run: it follows the step and device asked for when it holds them,
     else takes its only one (:func:`~precision_tool.formats.dump_tree.following`); one it lacks, of several, is
@@ -208,7 +212,7 @@ def check_overflow(workspace: Workspace, limit: int = DEFAULT_LIMIT) -> Overflow
     overflow_scan, not_read = None, ""
     if os.path.isdir(workspace.overflow_dump):
         try:
-            overflow_scan = scan_dump_folder(workspace.overflow_dump, following(requested()))
+            overflow_scan = scan_dump_folder(workspace.overflow_dump, following(selection))
         except WorkspaceError as error:  # a step or device it lacks, of several: the other checks go on
             not_read = str(error)
     if not_read:  # no record known: not a clean bill (unreadable, so exit 2 when nothing else is found)
@@ -226,14 +230,14 @@ def check_overflow(workspace: Workspace, limit: int = DEFAULT_LIMIT) -> Overflow
         notes.append(f"no normal dump run ({folder} is missing): no dump scan, no cast check")
         return OverflowSection(records, notes=tuple(notes),
                                exception_dumps=describe_exception_dumps(exception_refs(overflow_scan)))
-    scan = scan_dump_folder(folder)
+    scan = scan_dump_folder(folder, selection)
     return OverflowSection(records, scan_dumps_for_overflow(folder, scan), check_casts(scan), folder, tuple(notes),
                            describe_exception_dumps(exception_refs(overflow_scan, scan)))
 
 
-def _load_build_graph(folder: str, dump_folder: str, notes: list):
+def _load_build_graph(folder: str, dump_folder: str, notes: list, device: Optional[int] = None):
     """The Build graph under ``folder`` (``DUMP_GRAPH_PATH``, flat or CANN 8's per-process folders: the one of
-    ``dump_folder``'s device) and its path; ``(None, "")`` with a note when there is none."""
+    ``dump_folder``'s device, ``device`` when asked) and its path; ``(None, "")`` with a note when there is none."""
     from precision_tool.formats.ge_graph_folders import choose_build_graph, dump_device_id
     from precision_tool.formats.ge_io import read_ge_graph
 
@@ -241,7 +245,7 @@ def _load_build_graph(folder: str, dump_folder: str, notes: list):
         notes.append(f"no Build graph folder {folder}: fused ops unknown")
         return None, ""
     try:
-        choice = choose_build_graph(folder, device_id=dump_device_id(dump_folder))
+        choice = choose_build_graph(folder, device_id=dump_device_id(dump_folder, device))
         notes.extend(choice.notes)
         model = read_ge_graph(choice.path)
         notes.extend(model.notes)
@@ -252,13 +256,13 @@ def _load_build_graph(folder: str, dump_folder: str, notes: list):
 
 
 def check_fusion(workspace: Workspace, floor: float = DEFAULT_FLOOR, growth: float = DEFAULT_GROWTH,
-                 compare: bool = True) -> FusionSection:
+                 compare: bool = True, selection: DumpSelection = DEFAULT_SELECTION) -> FusionSection:
     """The fusion section: fusion_result.json + Build graph of ``npu/debug_0``; with ``compare``, vs
     ``npu/debug_1`` when that run is there."""
     from precision_tool.formats.fusion_result import read_fusion_result
 
     notes: list = []
-    model, graph_path = _load_build_graph(workspace.npu_graph(0), workspace.npu_dump(0), notes)
+    model, graph_path = _load_build_graph(workspace.npu_graph(0), workspace.npu_dump(0), notes, selection.device)
     result = None
     result_problem = ""
     if os.path.lexists(workspace.fusion_result):
@@ -283,7 +287,8 @@ def check_fusion(workspace: Workspace, floor: float = DEFAULT_FLOOR, growth: flo
                      "capture one with action='fusion_off' into npu/debug_1")
     elif os.path.isdir(fused_dump):
         unfused_notes: list = []
-        unfused_model, _ = _load_build_graph(workspace.npu_graph(1), workspace.npu_dump(1), unfused_notes)
+        unfused_model, _ = _load_build_graph(workspace.npu_graph(1), workspace.npu_dump(1), unfused_notes,
+                                             selection.device)
         if unfused_model is None:  # the last note says why
             unfused_notes[-1] += "; its ops are matched by name only"
         notes.extend(f"npu/debug_1: {note}" for note in unfused_notes)
@@ -292,7 +297,7 @@ def check_fusion(workspace: Workspace, floor: float = DEFAULT_FLOOR, growth: flo
                          "other causes")
         try:
             comparison = compare_fusion_runs(fused_dump, unfused_dump, model, unfused_model, floor=floor,
-                                             growth=growth)
+                                             growth=growth, selection=selection)
         except PrecisionToolError as error:
             notes.append(f"fusion-on vs fusion-off comparison failed: {error}")
     return FusionSection(overview, comparison, graph_path, tuple(notes), result_problem)
@@ -314,7 +319,8 @@ def _early_tensorflow_import(tf_graph: str):
 def compare_workspace(workspace: Workspace, cosine: Optional[float], workers: Optional[int] = None,
                       progress: Optional[Callable[[int, int], None]] = None, replay: bool = False, *,
                       reference: Optional[str] = None, tf_graph: Optional[str] = None,
-                      before_replay: Optional[Callable[[ComparisonResult], None]] = None) -> CompareSection:
+                      before_replay: Optional[Callable[[ComparisonResult], None]] = None,
+                      selection: DumpSelection = DEFAULT_SELECTION) -> CompareSection:
     """``npu/debug_0`` (with its graph) against ``tf/dump`` through the one compare pipeline
     (:func:`~precision_tool.comparison.pipeline.align_request`, then
     :func:`~precision_tool.comparison.pipeline.compare_aligned`); errors are kept in the section. With
@@ -322,7 +328,7 @@ def compare_workspace(workspace: Workspace, cosine: Optional[float], workers: Op
     go into the result's rows, judged with them. ``reference``/``tf_graph``: another workspace's (``bisect``'s
     trials reuse the failing run's reference when the NPU run wrote none). ``before_replay`` is called with the
     comparison once it is made, before a replay starts (``ac -c`` writes it then, so that an interrupted replay
-    loses nothing compared)."""
+    loses nothing compared). ``selection``: the step and device to read."""
     from precision_tool.comparison.pipeline import CompareRequest, align_request, compare_aligned
 
     npu, reference = workspace.npu_dump(0), reference or workspace.tf_dump
@@ -333,7 +339,7 @@ def compare_workspace(workspace: Workspace, cosine: Optional[float], workers: Op
                               ("reference", reference, "run precision_tool tf_dump after the CPU/GPU run")):
         if not os.path.isdir(path):
             return CompareSection(error=f"no {label} folder {path}: {hint}", inputs=inputs)
-    request = CompareRequest(npu, reference, graph_folder, cosine=cosine, workers=workers)
+    request = CompareRequest(npu, reference, graph_folder, cosine=cosine, workers=workers, selection=selection)
     tensorflow = _early_tensorflow_import(tf_graph) if replay else None
     try:
         aligned = align_request(request)
@@ -358,7 +364,7 @@ def compare_workspace(workspace: Workspace, cosine: Optional[float], workers: Op
         result = report.applied_to(result)
         note = report.notes[0] if not report.ran and report.notes else ""
     return CompareSection(result, "", inputs, replay=report, steps=compare_steps(request, result), replay_note=note,
-                          graph=aligned.graph)
+                          graph=aligned.graph, asked_device=selection.device)
 
 
 def compare_steps(request, result: ComparisonResult) -> Tuple[StepRun, ...]:
@@ -369,7 +375,7 @@ def compare_steps(request, result: ComparisonResult) -> Tuple[StepRun, ...]:
     from precision_tool.comparison.tree_runs import compare_each, tree_of
     from precision_tool.formats.dump_tree import each_selection
 
-    wanted = requested()
+    wanted = request.selection or DumpSelection()
     tree = tree_of(request.npu_dir)
     if wanted.step is not None or not tree.held:
         return ()
@@ -378,7 +384,8 @@ def compare_steps(request, result: ComparisonResult) -> Tuple[StepRun, ...]:
         return ()
     newest = selections[-1]
     return tuple(compare_each(selections, lambda selection: StepRun.of(
-        selection, result if selection == newest else run_comparison(request))))
+        selection, result if selection == newest else run_comparison(dataclasses.replace(request,
+                                                                                           selection=selection)))))
 
 
 #: Called with the comparison's result once it is made; returns the folder its results go to when that
@@ -401,16 +408,16 @@ def run_autocheck(root: str, options: AutocheckOptions = AutocheckOptions(),
     _require_workspace(workspace)
     timing = {}
     started = time.perf_counter()
-    overflow = check_overflow(workspace, options.limit)
+    overflow = check_overflow(workspace, options.limit, options.selection)
     timing["overflow_s"] = time.perf_counter() - started
     started = time.perf_counter()
-    fusion = check_fusion(workspace, options.fusion_floor, options.fusion_growth)
+    fusion = check_fusion(workspace, options.fusion_floor, options.fusion_growth, selection=options.selection)
     timing["fusion_s"] = time.perf_counter() - started
     compare = None
     if options.compare:
         started = time.perf_counter()
         compare = compare_workspace(workspace, options.cosine, options.workers, progress, options.replay,
-                                    before_replay=before_replay)
+                                    before_replay=before_replay, selection=options.selection)
         timing["compare_s"] = time.perf_counter() - started
         if compare.replay is not None:  # reported apart: compare_s is the comparison alone
             timing["replay_s"] = compare.replay.seconds

@@ -44,6 +44,7 @@ from typing import Dict, List, Optional, Tuple
 from precision_tool.checks.fusion_summary import FusedOp, fused_op_of
 from precision_tool.comparison.attribution import FUSION_FLOOR, FUSION_GROWTH, fusion_differs
 from precision_tool.errors import PrecisionToolError
+from precision_tool.formats.dump_tree import DumpSelection
 from precision_tool.formats.tensor_kind import OUTPUT
 
 DEFAULT_FLOOR = FUSION_FLOOR
@@ -158,7 +159,8 @@ def _diff(pair) -> TensorDiff:
 
 
 def compare_fusion_runs(fused_dump: str, unfused_dump: str, fused_graph=None, unfused_graph=None, *,
-                        floor: float = DEFAULT_FLOOR, growth: float = DEFAULT_GROWTH) -> FusionComparison:
+                        floor: float = DEFAULT_FLOOR, growth: float = DEFAULT_GROWTH,
+                        selection: Optional[DumpSelection] = None) -> FusionComparison:
     """Compare the fusion-on run with the fusion-off run op by op (see the module docstring).
 
     Parameters
@@ -167,6 +169,7 @@ def compare_fusion_runs(fused_dump: str, unfused_dump: str, fused_graph=None, un
     fused_graph, unfused_graph : their Build graphs (file, folder, loaded model or ``None``); without the
         fusion-on graph no op can be recognised as fused and inputs fall back to 0.
     floor, growth : the rule's constants.
+    selection : the step and device to read of the fusion-on run (the fusion-off run follows it).
 
     Raises
     ------
@@ -176,7 +179,8 @@ def compare_fusion_runs(fused_dump: str, unfused_dump: str, fused_graph=None, un
     from precision_tool.alignment.npu_side import graphs_of
 
     fused_model, unfused_model = load_graph(fused_graph), load_graph(unfused_graph)
-    alignment = align(fused_dump, unfused_dump, fused_model, mode="npu_vs_npu", reference_graph=unfused_model)
+    alignment = align(fused_dump, unfused_dump, fused_model, mode="npu_vs_npu", reference_graph=unfused_model,
+                      selection=selection)
     graph_ops = {op.name: op for graph in graphs_of(fused_model) for op in graph.ops}
     tensors: List[TensorDiff] = []
     unreadable: List[str] = []
@@ -194,15 +198,13 @@ def compare_fusion_runs(fused_dump: str, unfused_dump: str, fused_graph=None, un
     ops = _op_diffs(alignment, by_key, op_types, graph_ops, floor, growth)
     return FusionComparison(os.fspath(fused_dump), os.fspath(unfused_dump), floor, growth, tuple(ops),
                             tuple(tensors), len(alignment.unaligned), tuple(unreadable),
-                            *_steps_read(alignment))
+                            *_steps_read(alignment, selection))
 
 
-def _steps_read(alignment) -> Tuple[str, str]:
+def _steps_read(alignment, selection: Optional[DumpSelection]) -> Tuple[str, str]:
     """``(steps_differ, read_at)`` of :class:`FusionComparison`, from the two runs' choices the alignment made:
     the fusion-off run followed to another step than the fusion-on run's; the fusion-on run read at another step
     than its device's newest, no step being asked for (to match the fusion-off run's only one)."""
-    from precision_tool.formats.dump_tree import requested
-
     if len(alignment.choices) < 2 or alignment.choices[0].step is None or alignment.choices[1].step is None:
         return "", ""
     fused, unfused = alignment.choices
@@ -211,7 +213,7 @@ def _steps_read(alignment) -> Tuple[str, str]:
                 f"only one): the weights differ between steps, so no difference is blamed on fusion; compare step "
                 f"{unfused.step} (--step {unfused.step}) for a fusion verdict"), ""
     steps = fused.steps_of(fused.device)
-    moved = requested().step is None and bool(steps) and steps[-1] != fused.step
+    moved = (selection is None or selection.step is None) and bool(steps) and steps[-1] != fused.step
     return "", f"step {fused.step}" if moved else ""
 
 

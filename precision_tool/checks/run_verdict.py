@@ -392,9 +392,8 @@ def _earlier_step_lines(compare) -> List[str]:
     first = first_diverging(steps)
     if first is None or first is steps[-1]:
         return []
-    from precision_tool.formats.dump_tree import requested
-
-    device = f" --device {first.device}" if requested().device is not None else ""  # the device asked for stays
+    asked = getattr(compare, "asked_device", None)
+    device = f" --device {first.device}" if asked is not None else ""  # the device asked for stays
     return [f"step {first.step} diverges first, before the step {steps[-1].step} detailed here (first divergence "
             f"{first.first_divergence}, {len(first.failing)} tensor(s) fail): detail it with ac -c --step {first.step}"
             f"{device}"]

@@ -96,7 +96,7 @@ def handle(args, ctx: Context):
     started = time.perf_counter()
     options = AutocheckOptions(compare=args.compare, limit=args.limit, cosine=args.cosine, workers=args.workers,
                                fusion_floor=args.fusion_floor, fusion_growth=args.fusion_growth, replay=args.replay,
-                               npu_run=_emulated_run(ctx.data_dir))
+                               npu_run=_emulated_run(ctx.data_dir), selection=ctx.selection)
     planned: List[OutputPaths] = []  # the one set of result names, taken once the comparison is made
 
     def plan(result) -> str:
@@ -130,7 +130,7 @@ def handle(args, ctx: Context):
         if progress is not None:
             progress.close()
     exit_code = result.exit_code()
-    result = dataclasses.replace(result, verdict=with_selection_flags(result.verdict))
+    result = dataclasses.replace(result, verdict=with_selection_flags(result.verdict, ctx.selection))
     if planned and result.compare is not None and result.compare.result is not None:
         write_outputs(result.compare.result, planned[0], total_s=time.perf_counter() - started,
                       verdict=result.verdict.to_dict(), exit_code=exit_code)
@@ -139,7 +139,8 @@ def handle(args, ctx: Context):
     if args.html and paths is not None:
         from precision_tool.reports.html import findings_from_autocheck, write_run_report
 
-        html = write_run_report(paths.csv, args.html, findings=findings_from_autocheck(result, args.limit))
+        html = write_run_report(paths.csv, args.html, findings=findings_from_autocheck(result, args.limit),
+                                selection=ctx.selection)
     prefix = "" if ctx.interactive else f"precision_tool -d {shlex.quote(ctx.data_dir)}"
     report = autocheck_report(result, limit=args.limit, paths=paths, exit_code=exit_code,
                               elapsed_s=time.perf_counter() - started, command_prefix=prefix)
@@ -149,14 +150,12 @@ def handle(args, ctx: Context):
     return report
 
 
-def with_selection_flags(verdict):
+def with_selection_flags(verdict, asked):
     """``verdict`` whose next commands that read dumps or results carry the ``--step``/``--device`` this ``ac`` was
     given (a user walk found ``ac -c --device 1`` suggesting ``ni OP``, which shows device 0's dumps); ``bisect``
-    runs the training again and takes none."""
+    runs the training again and takes none (``asked``: the selection this ``ac`` read)."""
     from precision_tool.commands import DUMP_READERS
-    from precision_tool.formats.dump_tree import requested
 
-    asked = requested()
     flags = "".join(f" --{name} {value}" for name, value in (("step", asked.step), ("device", asked.device))
                     if value is not None)
     if not flags:

@@ -9,8 +9,8 @@ flags) or a help :class:`Report` (``-h``), so a typo never ends a shell session.
 Steps and devices are the registry's too, so every command that reads NPU dumps (:attr:`Command.dumps`) treats
 them alike, in the batch CLI and the shell: its parser gets ``--step N --device N``
 (:func:`~precision_tool.commands.options.add_dump_selection_options`); dispatch runs the handler with that
-selection (:func:`~precision_tool.formats.dump_tree.reading`: for this command only, over the global options)
-and adds to its report the ``NPU dumps: ...`` line of each tree it read that held several steps or devices
+selection in its context (:attr:`Context.selection`: for this command only, over the global options) and adds
+to its report the ``NPU dumps: ...`` line of each tree it read that held several steps or devices
 (:func:`~precision_tool.reports.dump_choice.add_dump_choices`), unless the report says it already.
 """
 from __future__ import annotations
@@ -21,10 +21,11 @@ from typing import TYPE_CHECKING, Callable, Dict, Iterable, List, Optional, Sequ
 
 from precision_tool.commands.options import EVERY_STEP, NO_DUMPS, ONE_STEP, add_dump_selection_options
 from precision_tool.errors import UsageError
+from precision_tool.formats.dump_tree import DumpSelection
 from precision_tool.reports.report import Report
 
 if TYPE_CHECKING:  # the lookup module reads graphs and dumps; the registry must stay cheap to import
-    from precision_tool.commands.workspace_lookup import WorkspaceLookup
+    from precision_tool.alignment.workspace_lookup import WorkspaceLookup
 
 
 class _HelpShown(Exception):
@@ -65,9 +66,9 @@ class Session:
     - ``terminal_size``: ``(columns, lines)`` of the terminal the shell is drawing in, set before each line
       (:meth:`precision_tool.shell.app.Shell.execute`); ``None`` outside the shell, where
       :func:`precision_tool.commands.terminal_text.terminal_size` asks the terminal itself.
-    - ``lookups``: one :class:`~precision_tool.commands.workspace_lookup.WorkspaceLookup` per
+    - ``lookups``: one :class:`~precision_tool.alignment.workspace_lookup.WorkspaceLookup` per
       ``(absolute workspace folder, NPU run)``, so graphs and dump scans are parsed once per session
-      (:func:`precision_tool.commands.workspace_lookup.lookup_for` fills it).
+      (:func:`precision_tool.commands.lookups.lookup_for` fills it).
     """
 
     terminal_size: Optional[Tuple[int, int]] = None
@@ -77,7 +78,9 @@ class Session:
 @dataclass(frozen=True)
 class Context:
     """What a handler may use besides its arguments: the workspace folder, whether a person is typing
-    (``interactive``: the shell, or ``ac`` run from a terminal) and the :class:`Session` state.
+    (``interactive``: the shell, or ``ac`` run from a terminal), the :class:`Session` state, and the dump step and
+    device asked for (``selection``: the global ``--step``/``--device``; within a handler, its own over them, with
+    the log that collects what each scan chose).
 
     The context itself never changes; what does change between commands lives in ``session``, which
     ``dataclasses.replace`` shares (the shell's ``replace(ctx, interactive=True)`` keeps the caller's
@@ -87,6 +90,7 @@ class Context:
     data_dir: str
     interactive: bool = False
     session: Session = field(default_factory=Session, compare=False, hash=False)
+    selection: DumpSelection = DumpSelection()
 
 
 Handler = Callable[[argparse.Namespace, Context], Report]
@@ -187,15 +191,18 @@ class CommandRegistry:
     @staticmethod
     def _run(command: Command, args: argparse.Namespace, ctx: Context) -> Report:
         """The handler, reading the step and device asked for; its report with the ``NPU dumps:`` lines."""
+        from dataclasses import replace
+
         from precision_tool.commands.options import dump_selection
-        from precision_tool.formats.dump_tree import reading
+        from precision_tool.formats.dump_tree import ChoiceLog
         from precision_tool.reports.dump_choice import add_dump_choices
 
-        with reading(dump_selection(args)) as choices:
-            report = command.handler(args, ctx)
+        log = ChoiceLog()
+        selection = replace(dump_selection(args, ctx.selection), log=log)
+        report = command.handler(args, replace(ctx, selection=selection))
         if not isinstance(report, Report):
             raise TypeError(f"handler of {command.name!r} returned {type(report).__name__}, not Report")
-        return add_dump_choices(report, choices)
+        return add_dump_choices(report, log.choices)
 
 
 def did_you_mean(word: str, choices: Sequence[str]) -> str:

@@ -75,7 +75,7 @@ def handle(args, ctx: Context):
         graph = workspace.npu_graph(0)
     request = CompareRequest(npu_dir=args.npu or workspace.npu_dump(0), reference=args.reference or workspace.tf_dump,
                              graph=graph, mode=args.mode, reference_graph=args.reference_graph, cosine=args.cosine,
-                             workers=args.workers)
+                             workers=args.workers, selection=ctx.selection)
     if wants_each(args):
         return run_compare_each(request, args, workspace_result_folder(ctx.data_dir), workspace.input_folders)
     report = run_compare(request, args.out_dir, workspace_result_folder(ctx.data_dir), junit=args.junit,
@@ -83,7 +83,7 @@ def handle(args, ctx: Context):
     if args.html:
         from precision_tool.reports.html import write_run_report
 
-        html = write_run_report(report.data["result_csv_path"], args.html)
+        html = write_run_report(report.data["result_csv_path"], args.html, selection=ctx.selection)
         report.add_text(f"HTML report: {html}")
         report.data["html"] = os.path.abspath(html)
     return report

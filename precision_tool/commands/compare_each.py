@@ -20,12 +20,13 @@ from __future__ import annotations
 
 import os
 import time
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence, Tuple
 
 from precision_tool.commands.compare_run import CompareRequest, execute, run_compare
-from precision_tool.commands.options import ALL, dump_selection
+from precision_tool.commands.options import ALL
 from precision_tool.errors import EXIT_FAILED_CHECK, EXIT_UNUSABLE_INPUT, PrecisionToolError, UsageError
-from precision_tool.formats.dump_tree import DumpSelection, each_selection, numbers_text, requested
+from precision_tool.formats.dump_tree import DumpSelection, each_selection, numbers_text
 from precision_tool.reports.report import Report, Text
 from precision_tool.reports.result_outputs import take_run_folder
 from precision_tool.reports.format import counted, exit_line
@@ -60,7 +61,7 @@ def run_compare_each(request: CompareRequest, args, default_root: str, folders: 
     tree = tree_of(request.npu_dir)
     if not tree.held:
         return _one_step(request, args, default_root, folders, every_step)
-    wanted = dump_selection(args) or requested()
+    wanted = request.selection or DumpSelection()
     selections = each_selection(request.npu_dir, tree, every_step=every_step, every_device=every_device,
                                 wanted=wanted)
     started = time.perf_counter()
@@ -116,8 +117,8 @@ def _run_one(request: CompareRequest, selection: DumpSelection, base: str, defau
     from precision_tool.comparison.tree_runs import StepRun
 
     label = f"compare device {selection.device} step {selection.step}"
-    run = execute(request, os.path.join(base, _sub_folder(selection, *every)), default_root, progress_label=label,
-                  folders=folders)
+    run = execute(replace(request, selection=selection), os.path.join(base, _sub_folder(selection, *every)),
+                  default_root, progress_label=label, folders=folders)
     return StepRun.of(selection, run.result, run.paths.folder)
 
 

@@ -20,7 +20,7 @@ from precision_tool.commands.options import add_cosine_option, add_run_option, n
 from precision_tool.commands.command_registry import Command, Context
 from precision_tool.commands.tensor_source import LoadedTensor, load_one_tensor
 from precision_tool.metrics.array_stats import STATS_HEADERS, array_stats
-from precision_tool.commands.workspace_lookup import lookup_for, with_graph_notes
+from precision_tool.commands.lookups import lookup_for, with_graph_notes
 from precision_tool.errors import EXIT_FAILED_CHECK, EXIT_OK
 from precision_tool.formats.layouts import shape_text
 from precision_tool.reports.report import Report

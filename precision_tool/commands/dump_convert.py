@@ -24,6 +24,7 @@ from precision_tool.fileio import save_npy_atomic
 from precision_tool.formats import layouts
 from precision_tool.formats.dump_file import read_dump_header, read_dump_header_cached
 from precision_tool.formats.dump_names import dump_name_of_file, scan_dump_folder
+from precision_tool.formats.dump_tree import DumpSelection
 from precision_tool.formats.origin_tensor import KEPT_AS_STORED, read_origin_tensor
 from precision_tool.metrics.array_stats import STATS_HEADERS, array_stats
 from precision_tool.reports.format import counted
@@ -38,9 +39,10 @@ def add_arguments(parser):
                         help="origin format of 4-D device tensors when the header does not say (NHWC, NCHW)")
 
 
-def _dump_files(path: str) -> Tuple[List[str], List[str]]:
+def _dump_files(path: str, selection: DumpSelection) -> Tuple[List[str], List[str]]:
     """The dump files to convert -- ``path`` itself unless it is a folder, else every dump under it -- and one
-    line per file under it that cannot be identified because its ``mapping.csv`` cannot be read.
+    line per file under it that cannot be identified because its ``mapping.csv`` cannot be read (a tree: the
+    step and device of ``selection``).
 
     Anything at ``path`` that is not a folder -- a FIFO, a dangling symlink too -- is taken as the one file
     to convert, so that the dump reader names its cause; only nothing at all is "no such file or folder"."""
@@ -49,7 +51,7 @@ def _dump_files(path: str) -> Tuple[List[str], List[str]]:
     if not os.path.isdir(path):
         dump_name_of_file(path)  # a single explicit file must have a dump file name
         return [path], []
-    scan = scan_dump_folder(path)
+    scan = scan_dump_folder(path, selection)
     files = [ref.path for op in scan.ops for ref in (op.latest, *op.superseded)]
     files += [ref.path for ref in scan.overflow_records]
     files += [ref.path for ref in scan.exception_dumps]
@@ -66,7 +68,7 @@ def _dump_files(path: str) -> Tuple[List[str], List[str]]:
 def handle(args, ctx: Context):
     from precision_tool.reports.report import Report
 
-    files, unresolved = _dump_files(args.path)
+    files, unresolved = _dump_files(args.path, ctx.selection)
     if not os.path.isdir(args.path):
         read_dump_header(files[0])  # one file given: its unreadable header is the command's one-line error
     out_dir = args.out_dir or os.path.join(Workspace(ctx.data_dir).temp, "dump_convert",

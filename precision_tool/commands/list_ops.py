@@ -16,7 +16,7 @@ from typing import Callable, List, Optional
 from precision_tool.commands.arg_hints import GRAPH_NAME, KERNEL_NAME, OP_NAME, OP_TYPE, PASS_NAME, completes
 from precision_tool.commands.options import add_run_option
 from precision_tool.commands.command_registry import Command, Context
-from precision_tool.commands.workspace_lookup import lookup_for, with_graph_notes, without_graph
+from precision_tool.commands.lookups import lookup_for, with_graph_notes, without_graph
 from precision_tool.formats.dump_names import sanitize_op_name
 from precision_tool.reports.report import Report
 from precision_tool.reports.format import counted

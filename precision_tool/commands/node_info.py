@@ -16,7 +16,7 @@ from precision_tool.commands import node_sections
 from precision_tool.commands.arg_hints import GRAPH_NAME, OP_NAME, completes
 from precision_tool.commands.options import add_result_file_option
 from precision_tool.commands.command_registry import Command, Context
-from precision_tool.commands.workspace_lookup import lookup_for, with_graph_notes, without_graph
+from precision_tool.commands.lookups import lookup_for, with_graph_notes, without_graph
 from precision_tool.errors import UsageError, WorkspaceError
 from precision_tool.formats.dump_names import sanitize_op_name
 from precision_tool.reports.report import Report

@@ -148,15 +148,15 @@ def result_for(lookup, chosen: Optional[str]) -> Optional[str]:
 def shown_dumps(lookup):
     """The step and device of the dumps the lookup reads, as a selection, when its tree holds several (or one was
     asked for); else the request (empty: any result)."""
-    from precision_tool.formats.dump_tree import DumpSelection, requested
+    from precision_tool.formats.dump_tree import DumpSelection
 
     try:
         scan = lookup.dump_scan(required=False)
     except PrecisionToolError:  # the dumps' own error is the dump section's to say
         scan = None
     choice = scan.choice if scan is not None else None
-    if choice is None or choice.step is None or (len(choice.held) < 2 and requested().empty):
-        return requested()
+    if choice is None or choice.step is None or (len(choice.held) < 2 and lookup.selection.empty):
+        return lookup.selection
     return DumpSelection(choice.step, choice.device)
 
 

@@ -224,16 +224,14 @@ def add_dump_selection_options(parser: argparse.ArgumentParser, every: bool = Fa
                              f"{tail_device}")
 
 
-def dump_selection(args: argparse.Namespace) -> "Optional[DumpSelection]":
-    """The step/device a command's ``--step N``/``--device N`` ask for, over the global ones; ``None`` when the
-    command gives neither as a number (then the global request stands: no flags, or ``all``, which the command
-    itself handles)."""
-    from precision_tool.formats.dump_tree import DumpSelection, requested
+def dump_selection(args: argparse.Namespace, base: "DumpSelection") -> "DumpSelection":
+    """The step/device a command's ``--step N``/``--device N`` ask for, over the global ones (``base``); ``base``
+    when the command gives neither as a number (no flags, or ``all``, which the command itself handles)."""
+    from precision_tool.formats.dump_tree import DumpSelection
 
     step, device = getattr(args, "dump_step", None), getattr(args, "dump_device", None)
     step = step if isinstance(step, int) else None
     device = device if isinstance(device, int) else None
     if step is None and device is None:
-        return None
-    base = requested()
+        return base
     return DumpSelection(base.step if step is None else step, base.device if device is None else device)

@@ -43,7 +43,7 @@ def handle(args, ctx: Context):
     from precision_tool.checks.overflow_records import check_overflow_records
     from precision_tool.config import Workspace
     from precision_tool.formats.dump_names import scan_dump_folder
-    from precision_tool.formats.dump_tree import following, requested
+    from precision_tool.formats.dump_tree import following
     from precision_tool.reports.exception_report import add_exception_dumps, exception_status
     from precision_tool.reports.overflow_report import add_overflow_records
     from precision_tool.reports.report import Report
@@ -57,7 +57,7 @@ def handle(args, ctx: Context):
         raise WorkspaceError(f"{folder}: {cause}", "give the folder holding the Opdebug records")
     # the workspace's overflow run is another run than the dump run --step/--device name: it follows them when it
     # holds them, else takes its only step and device (a folder given is read as asked)
-    selection = following(requested()) if args.folder is None else None
+    selection = following(ctx.selection) if args.folder is None else ctx.selection
     scan = scan_dump_folder(folder, selection) if os.path.isdir(folder) else None
     records = check_overflow_records(folder, args.limit, scan=scan)
     report = Report(title=f"Overflow check of {folder}")
@@ -66,7 +66,8 @@ def handle(args, ctx: Context):
     nothing = ""
     if args.scan or records.records == 0 or (records.failures and not records.overflowed):
         target = folder if scan is not None and scan.ops else workspace.npu_dump(0)
-        scanned, target_scan = _scan(report, records, target, scan if target == folder else None, args)
+        scanned, target_scan = _scan(report, records, target, scan if target == folder else None, args,
+                                     ctx.selection)
         if records.records == 0 and (scanned is None or scanned.ops_scanned == 0):
             nothing = f"{folder}: nothing to scan: no Opdebug records there and no dump files in {target}"
     exceptions = describe_exception_dumps(exception_refs(scan, target_scan))
@@ -85,7 +86,7 @@ def handle(args, ctx: Context):
     return report
 
 
-def _scan(report, records, target: str, target_scan, args):
+def _scan(report, records, target: str, target_scan, args, selection):
     """Scan ``target``'s dumps (``target_scan``: its folder scan when already made) into ``report``; the
     :class:`~precision_tool.checks.nonfinite.DumpScanCheck` and the folder's
     :class:`~precision_tool.formats.dump_names.DumpScan`, or ``(None, None)`` when ``target`` is not a folder."""
@@ -103,7 +104,7 @@ def _scan(report, records, target: str, target_scan, args):
     if not os.path.isdir(target):
         report.add_text(f"{target}: no such folder either: nothing to scan.")
         return None, None
-    target_scan = target_scan if target_scan is not None else scan_dump_folder(target)
+    target_scan = target_scan if target_scan is not None else scan_dump_folder(target, selection)
     scanned = scan_dumps_for_overflow(target, target_scan)
     add_dump_scan(report, scanned, args.limit)
     add_casts(report, check_casts(target_scan), args.limit)

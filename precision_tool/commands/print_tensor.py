@@ -26,7 +26,7 @@ from precision_tool.commands.tensor_source import LoadedTensor, load_tensors
 from precision_tool.commands.tensor_spec import FORMS_HINT
 from precision_tool.commands.terminal_text import array_text, terminal_size
 from precision_tool.metrics.array_stats import STATS_HEADERS, array_stats
-from precision_tool.commands.workspace_lookup import lookup_for, with_graph_notes
+from precision_tool.commands.lookups import lookup_for, with_graph_notes
 from precision_tool.errors import UsageError, WorkspaceError
 from precision_tool.formats.layouts import shape_text
 from precision_tool.reports.report import Report

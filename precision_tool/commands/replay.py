@@ -16,7 +16,7 @@ from typing import Optional
 from precision_tool.commands.arg_hints import OP_NAME, completes
 from precision_tool.commands.options import add_run_option
 from precision_tool.commands.command_registry import Command, Context
-from precision_tool.commands.workspace_lookup import lookup_for
+from precision_tool.commands.lookups import lookup_for
 from precision_tool.errors import EXIT_FAILED_CHECK, EXIT_OK, EXIT_UNUSABLE_INPUT, UsageError, WorkspaceError
 from precision_tool.reports.report import Report
 
@@ -48,7 +48,7 @@ def handle(args, ctx: Context) -> Report:
     lookup.require_workspace()
     workspace = lookup.workspace
     graph = lookup.graph_dir if lookup.graph_model(required=False) is not None else None
-    aligned = align_request(CompareRequest(lookup.dump_dir, workspace.tf_dump, graph))
+    aligned = align_request(CompareRequest(lookup.dump_dir, workspace.tf_dump, graph, selection=ctx.selection))
     name = _op_name(args.name, aligned.alignment.order)
     if name is None:
         raise WorkspaceError(f"{args.name}: no such op in {lookup.dump_dir}", "ls lists the ops")

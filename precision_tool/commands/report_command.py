@@ -56,7 +56,7 @@ def handle(args, ctx: Context):
 
     target = args.file or require_result_folder(ctx.data_dir)
     data = build_report(target, threshold=args.cosine, data_dir=ctx.data_dir, run_checks=args.checks,
-                        details=args.details, worst=args.worst, graph_only=args.graph_only)
+                        details=args.details, worst=args.worst, graph_only=args.graph_only, selection=ctx.selection)
     inputs = data.inputs
     default_path = default_report_path(data.csv_path)
     if args.graph_only:

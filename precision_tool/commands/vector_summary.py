@@ -50,7 +50,6 @@ def handle(args, ctx: Context):
     from precision_tool.comparison.noise import noise_line
     from precision_tool.comparison.systemic import systemic_line
     from precision_tool.comparison.underflow import underflow_line, underflow_text
-    from precision_tool.formats.dump_tree import requested
     from precision_tool.reports.format import counted, inheriting_clause
     from precision_tool.reports.report import Report
     from precision_tool.reports.result_csv import number_text
@@ -61,7 +60,7 @@ def handle(args, ctx: Context):
     if args.file and not os.path.lexists(args.file):  # a dangling symlink is named as one by its reader
         raise WorkspaceError(f"{args.file}: no such file or folder")
     target = args.file or require_result_folder(ctx.data_dir)
-    stored = load_result(target, args.cosine, hint=RUN_FIRST, selection=requested())
+    stored = load_result(target, args.cosine, hint=RUN_FIRST, selection=ctx.selection)
     comparison, threshold = stored.comparison, stored.threshold
     judgment = comparison.verdict
     errors = [r for r in comparison.results if r.status is Status.ERROR]

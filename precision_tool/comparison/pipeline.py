@@ -17,6 +17,7 @@ from typing import Any, Callable, Optional, Tuple
 from precision_tool.alignment import Alignment
 from precision_tool.comparison.result import ComparisonResult
 from precision_tool.errors import WorkspaceError
+from precision_tool.formats.dump_tree import DumpSelection
 from precision_tool.metrics import DEFAULT_COSINE_THRESHOLD
 from precision_tool.collector import collection_paused
 from precision_tool.overlap import resolved
@@ -31,7 +32,8 @@ class CompareRequest:
     ``graph``/``reference_graph``: a file, a ``DUMP_GRAPH_PATH`` folder (flat or CANN 8's per-process folders;
     :func:`~precision_tool.alignment.resolve_graph` picks the file by the dump's device), or ``None``; ``mode``:
     ``auto``, ``npu_vs_tf`` or ``npu_vs_npu``; ``cosine``: the gate (``None`` = off); ``workers``: processes
-    (``None`` = every usable CPU).
+    (``None`` = every usable CPU); ``selection``: the step and device to read of a dump tree holding several
+    (``None``: the newest step of the lowest device), whose log gets the scans' choices.
     """
 
     npu_dir: str
@@ -41,6 +43,7 @@ class CompareRequest:
     reference_graph: Optional[str] = None
     cosine: Optional[float] = DEFAULT_COSINE_THRESHOLD
     workers: Optional[int] = None
+    selection: Optional[DumpSelection] = None
 
     @property
     def input_paths(self):
@@ -75,14 +78,15 @@ def align_request(request: CompareRequest) -> AlignedRequest:
     started = time.perf_counter()
     check_request(request)
     with collection_paused():
-        graph_file, notes = resolve_graph(request.graph, request.npu_dir)
-        reference_graph_file, reference_notes = resolve_graph(request.reference_graph, request.reference)
+        graph_file, notes = resolve_graph(request.graph, request.npu_dir, request.selection)
+        reference_graph_file, reference_notes = resolve_graph(request.reference_graph, request.reference,
+                                                              request.selection)
         # Each graph is read in a child process while align reads the dump headers and the reference folder.
         with contextlib.ExitStack() as readings:
             graph_reading = _entered(readings, read_graph_beside(graph_file))
             reference_reading = _entered(readings, read_graph_beside(reference_graph_file))
             alignment = align(request.npu_dir, request.reference, graph_reading, mode=request.mode,
-                              reference_graph=reference_reading)
+                              reference_graph=reference_reading, selection=request.selection)
             graph, reference_graph = resolved(graph_reading), resolved(reference_reading)
     read_notes = tuple(note for model in (graph, reference_graph) for note in getattr(model, "notes", ()))
     return AlignedRequest(request, alignment, graph, time.perf_counter() - started,

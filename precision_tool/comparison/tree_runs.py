@@ -1,10 +1,9 @@
 """A dump tree compared one step or one device at a time: ``compare --steps all`` / ``--device all``, ``ac -c``.
 
-Each run is one :class:`~precision_tool.formats.dump_tree.DumpSelection` (a step of a device) compared by the
-one compare pipeline inside :func:`~precision_tool.formats.dump_tree.reading` -- so the NPU scan keeps that
-step and device, a reference dump tree follows it (its same step, else its only one) and the Build graph of
-that device is read -- and summed up as a :class:`StepRun`: tensors compared, the failing ones, the first
-divergence. From those:
+Each run is one :class:`~precision_tool.formats.dump_tree.DumpSelection` (a step of a device) handed to the
+one compare pipeline -- so the NPU scan keeps that step and device, a reference dump tree follows it (its same
+step, else its only one) and the Build graph of that device is read -- and summed up as a :class:`StepRun`:
+tensors compared, the failing ones, the first divergence. From those:
 
 * :func:`first_diverging` -- the earliest step whose comparison fails (per device);
 * :func:`replicas_differ` -- the devices whose results differ from the others' (data-parallel replicas should
@@ -23,7 +22,7 @@ from typing import Any, Callable, Dict, FrozenSet, List, Mapping, Optional, Sequ
 
 from precision_tool.comparison.result import ComparisonResult
 from precision_tool.errors import batch_exit_code, EXIT_FAILED_CHECK, EXIT_OK, PrecisionToolError
-from precision_tool.formats.dump_tree import Choice, DumpSelection, reading
+from precision_tool.formats.dump_tree import Choice, DumpSelection
 
 #: Replicas disagree on a tensor when its cosine is further than this from the replicas' median (cosines of
 #: healthy fp16 tensors agree to about 1e-4; an op broken on one device moves them by tenths).
@@ -98,13 +97,12 @@ def tree_of(npu_dir: str) -> Choice:
     by name (no header read) whose note is not reported."""
     from precision_tool.formats.dump_names import scan_dump_folder
 
-    with reading():
-        return scan_dump_folder(npu_dir, DumpSelection()).choice
+    return scan_dump_folder(npu_dir, DumpSelection()).choice
 
 
 def compare_each(selections: Sequence[DumpSelection], run_one: Callable[[DumpSelection], StepRun]
                  ) -> List[StepRun]:
-    """``run_one(selection)`` for each selection, its scans keeping that step and device; a run stopped by a
+    """``run_one(selection)`` for each selection (which its scans are to keep); a run stopped by a
     :class:`PrecisionToolError` is kept as :meth:`StepRun.failed` and the next one goes on.
 
     Raises the first run's error when every run was stopped (one line, as a single comparison would).
@@ -112,12 +110,11 @@ def compare_each(selections: Sequence[DumpSelection], run_one: Callable[[DumpSel
     runs: List[StepRun] = []
     errors: List[PrecisionToolError] = []
     for selection in selections:
-        with reading(selection):
-            try:
-                runs.append(run_one(selection))
-            except PrecisionToolError as error:
-                errors.append(error)
-                runs.append(StepRun.failed(selection, error))
+        try:
+            runs.append(run_one(selection))
+        except PrecisionToolError as error:
+            errors.append(error)
+            runs.append(StepRun.failed(selection, error))
     if errors and len(errors) == len(runs):
         raise errors[0]
     return runs

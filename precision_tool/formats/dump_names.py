@@ -46,7 +46,7 @@ from typing import Dict, List, Optional, Sequence, Tuple, Union
 
 from precision_tool.errors import DumpFormatError, WorkspaceError
 from precision_tool.fileio import read_input_text
-from precision_tool.formats.dump_tree import (Choice, DumpSelection, choose_folders, device_folder_of, noted,
+from precision_tool.formats.dump_tree import (Choice, DumpSelection, choose_folders, device_folder_of,
                                               position_of, with_empty_devices)
 
 MAPPING_FILE_NAME = "mapping.csv"
@@ -462,9 +462,9 @@ def scan_dump_folder(root: Union[str, os.PathLike], selection: Optional[DumpSele
     """Find every dump file under ``root`` (recursively) by name alone; headers are not read.
 
     Of a tree holding several steps or devices, only one step of one device is kept (:mod:`~.dump_tree`):
-    ``selection``, else the command's ``--step``/``--device``, else the newest step of the lowest device;
-    :attr:`DumpScan.choice` says which, and what else the tree holds (and is recorded for the command's
-    report: :func:`~.dump_tree.reading`).
+    ``selection`` (the command's ``--step``/``--device``), else the newest step of the lowest device;
+    :attr:`DumpScan.choice` says which, and what else the tree holds (and is recorded in the selection's
+    :attr:`~.dump_tree.DumpSelection.log` for the command's report).
 
     Dot files (temporary files) and side files (``.npy``, ``.csv``, ``.json``, ``.txt``) are
     skipped. Hashed names are resolved through each folder's own ``mapping.csv``. Dumps are grouped
@@ -520,7 +520,8 @@ def scan_dump_folder(root: Union[str, os.PathLike], selection: Optional[DumpSele
                                          if device not in dumped and not any(
                                              path == folder or path.startswith(folder + os.sep)
                                              for path in per_folder)])
-    noted(root, choice)
+    if selection is not None:
+        selection.record(root, choice)
     kept = set(kept_folders)
     found = [ref for ref in found if os.path.dirname(ref.path) in kept]
     exceptions = [ref for ref in exceptions if os.path.dirname(ref.path) in kept]

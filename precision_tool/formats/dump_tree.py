@@ -8,8 +8,9 @@ other folder holding dumps (a flat folder of copied files) has none.
 
 Dumps of different steps or devices are different tensors of the same ops: a scan never mixes them
 (:func:`choose`). Without a request it takes the **newest step of the lowest device** and says which, and what
-else the tree holds; ``--step N`` / ``--device N`` pick one (:func:`requested`, set per command by the CLI and
-the registry: :func:`reading`). Folders without a position are always scanned.
+else the tree holds; ``--step N`` / ``--device N`` pick one: a :class:`DumpSelection`, which the CLI and the
+registry put in the command's context and every scan is handed explicitly. Folders without a position are always
+scanned.
 
 Nor does a scan mix GE models. A device holds one ``{model}/{model_id}`` folder per loaded graph (a TF job has
 several: initialisation, training, small helper graphs; their generated op names, ``trans_Cast_0``, repeat), and a
@@ -22,18 +23,16 @@ A *reference* tree (the other run of an NPU-vs-NPU comparison) follows the compa
 (:attr:`DumpSelection.follow`): the same step and device when it holds them, else its only step or device --
 the same reference for every step -- else the error listing what it holds.
 
-Every scan made inside :func:`reading` adds its :class:`Choice` (when it has a note) to the list the block
-yields, so a command can say which step and device it read (:func:`noted`).
+A selection may carry a :class:`ChoiceLog`: every scan given it records its :class:`Choice` there (when it has a
+note), so a command can say which step and device it read.
 """
 from __future__ import annotations
 
-import contextvars
 import dataclasses
 import os
 import re
-from contextlib import contextmanager
-from dataclasses import dataclass
-from typing import Dict, Iterable, Iterator, List, Mapping, Optional, Sequence, Tuple
+from dataclasses import dataclass, field
+from typing import Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
 
 from precision_tool.errors import WorkspaceError
 
@@ -71,11 +70,26 @@ class DumpSelection:
     device: Optional[int] = None
     follow: bool = False
     why: str = ""
+    log: Optional["ChoiceLog"] = field(default=None, compare=False, hash=False, repr=False)
+    """Where the scans given this selection record their choices (``None``: nowhere); not part of its value."""
 
     @property
     def empty(self) -> bool:
         """Neither a step nor a device asked for."""
         return self.step is None and self.device is None
+
+    def record(self, root: str, choice: "Choice") -> None:
+        """Record a scan's choice in :attr:`log` (nothing without a log, or without a note)."""
+        if self.log is not None:
+            self.log.add(root, choice)
+
+    def unlogged(self) -> "DumpSelection":
+        """This selection for a look-ahead scan, whose choices are not the command's."""
+        return dataclasses.replace(self, log=None)
+
+    def at(self, step: Optional[int], device: Optional[int], why: str = "") -> "DumpSelection":
+        """Another step and device, read into the same log."""
+        return DumpSelection(step, device, why=why, log=self.log)
 
 
 @dataclass(frozen=True)
@@ -111,49 +125,25 @@ class Choice:
         return tuple(step for held_device, step in self.held if held_device == device)
 
 
-_REQUESTED: contextvars.ContextVar = contextvars.ContextVar("precision_tool_dump_selection", default=None)
-_NOTED: contextvars.ContextVar = contextvars.ContextVar("precision_tool_dump_choices", default=None)
+#: No step or device asked for: the newest step of the lowest device, noted nowhere.
+DEFAULT_SELECTION = DumpSelection()
 
 
-def request(selection: DumpSelection) -> None:
-    """Set the step/device the scans of this process keep (the CLI's global ``--step``/``--device``)."""
-    _REQUESTED.set(selection)
+class ChoiceLog:
+    """The choices of the scans of one command, in order: ``(root, choice)`` of each scan with a note, once."""
 
+    def __init__(self) -> None:
+        self.choices: List[Tuple[str, Choice]] = []
 
-def requested() -> DumpSelection:
-    return _REQUESTED.get() or DumpSelection()
+    def add(self, root: str, choice: Choice) -> None:
+        if choice.note and (root, choice) not in self.choices:
+            self.choices.append((root, choice))
 
 
 def following(selection: DumpSelection) -> DumpSelection:
     """The selection of another run of the same job (a reference tree, the overflow run): ``selection``'s step and
-    device when it holds them, else its only ones (:attr:`DumpSelection.follow`)."""
-    return DumpSelection(selection.step, selection.device, follow=True)
-
-
-@contextmanager
-def reading(selection: Optional[DumpSelection] = None) -> Iterator[List[Tuple[str, Choice]]]:
-    """A block whose scans keep ``selection`` (``None``: the current request stays) and whose scans' choices
-    are collected: the list yielded gets ``(root, choice)`` for every scan inside that has a note.
-
-    Blocks nest: an inner block's scans go to its own list only, and on leaving a block the previous request
-    and list are back (so a shell line's ``--step`` never outlives the line).
-    """
-    tokens = [(_NOTED, _NOTED.set([]))]
-    if selection is not None:
-        tokens.append((_REQUESTED, _REQUESTED.set(selection)))
-    try:
-        yield _NOTED.get()
-    finally:
-        for variable, token in reversed(tokens):
-            variable.reset(token)
-
-
-def noted(root: str, choice: Choice) -> None:
-    """Record a scan's choice for the enclosing :func:`reading` block (nothing outside one, or without a
-    note); the same ``(root, choice)`` is recorded once."""
-    found = _NOTED.get()
-    if found is not None and choice.note and (root, choice) not in found:
-        found.append((root, choice))
+    device when it holds them, else its only ones (:attr:`DumpSelection.follow`); same log."""
+    return DumpSelection(selection.step, selection.device, follow=True, log=selection.log)
 
 
 def device_folder_of(folder: str) -> Optional[int]:
@@ -234,7 +224,7 @@ def choose(root: str, positions: Sequence[TreePosition], wanted: Optional[DumpSe
         a requested device or step the tree does not hold (the error lists those it holds); a step or device
         asked of a folder that is no tree.
     """
-    wanted = requested() if wanted is None else wanted
+    wanted = DumpSelection() if wanted is None else wanted
     if wanted.follow and wanted.empty:  # following a run that is no tree: the default rule
         wanted = DumpSelection()
     read, others = read_models(positions, files)
@@ -313,7 +303,7 @@ def each_selection(root: str, tree: Choice, *, every_step: bool, every_device: b
     positions) gives one selection, its one step: empty, but for a step or device asked for by number (whose
     scan then fails: the folder has no step folders).
     """
-    wanted = requested() if wanted is None else wanted
+    wanted = DumpSelection() if wanted is None else wanted
     if not tree.held:
         return [DumpSelection(None if every_step else wanted.step, None if every_device else wanted.device)]
     if every_device:

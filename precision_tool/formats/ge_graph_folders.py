@@ -383,16 +383,13 @@ def _holds_files(folder: str) -> bool:
     return False
 
 
-def dump_device_id(dump_dir) -> Optional[int]:
+def dump_device_id(dump_dir, wanted: Optional[int] = None) -> Optional[int]:
     """The device whose dumps a scan of the tree at ``dump_dir`` reads, so its graph is read with them: the
-    tree's one device; of several, the one asked for (``--device N``) when the tree holds it, else the lowest
+    tree's one device; of several, ``wanted`` (``--device N``) when the tree holds it, else the lowest
     (:mod:`~precision_tool.formats.dump_tree`'s default); ``None`` when there is none."""
-    from precision_tool.formats.dump_tree import requested
-
     devices = dump_device_ids(dump_dir) if dump_dir else ()
     if not devices:
         return None
-    wanted = requested().device
     return wanted if wanted in devices else devices[0]
 
 

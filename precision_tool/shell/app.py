@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Optional, Tuple
 from precision_tool import __version__
 from precision_tool.commands import build_registry
 from precision_tool.commands.command_registry import Context
-from precision_tool.commands.workspace_lookup import lookup_for
+from precision_tool.commands.lookups import lookup_for
 from precision_tool.errors import EXIT_OK, PrecisionToolError, UsageError, worst_exit_code
 from precision_tool.reports.format import OutputSettings, format_report, terminal_safe
 from precision_tool.reports.report import Table

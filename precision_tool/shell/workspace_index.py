@@ -15,13 +15,13 @@ from precision_tool.commands import arg_hints
 from precision_tool.errors import PrecisionToolError
 
 if TYPE_CHECKING:
-    from precision_tool.commands.workspace_lookup import WorkspaceLookup
+    from precision_tool.alignment.workspace_lookup import WorkspaceLookup
 
 
 class WorkspaceIndex:
     """Completion values by hint (see :mod:`precision_tool.commands.arg_hints`), computed lazily.
 
-    ``lookup`` returns the :class:`~precision_tool.commands.workspace_lookup.WorkspaceLookup` to read
+    ``lookup`` returns the :class:`~precision_tool.alignment.workspace_lookup.WorkspaceLookup` to read
     (the shell passes the one its commands use, so the graph is parsed once per session).
     """
 

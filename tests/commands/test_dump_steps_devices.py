@@ -17,7 +17,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), os.pardir, "compariso
 
 from cmp_builders import TREE_TIMES, chain_dump_tree
 from precision_tool.cli import main
-from precision_tool.formats.dump_tree import DumpSelection, choose, position_of, request
+from precision_tool.formats.dump_tree import DumpSelection, choose, position_of
 
 pytestmark = pytest.mark.compat
 TIMES = TREE_TIMES
@@ -27,8 +27,7 @@ TIMES = TREE_TIMES
 def tree(tmp_path):
     root = tmp_path / "dump"
     clean = chain_dump_tree(tmp_path, root, broken=(1, 5))
-    yield clean, root
-    request(DumpSelection())  # the CLI sets it per command; leave none behind for other tests
+    return clean, root
 
 
 def compare(case, root, out, *selection):

@@ -15,7 +15,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), os.pardir, "compariso
 
 from cmp_builders import chain_dump_tree
 from precision_tool.cli import main
-from precision_tool.formats.dump_tree import DumpSelection, request
+from precision_tool.formats.dump_tree import DumpSelection
 
 pytestmark = pytest.mark.compat
 
@@ -26,8 +26,7 @@ def workspace(tmp_path):
     clean = chain_dump_tree(tmp_path, ws / "npu" / "debug_0" / "dump", broken=(0, 0))
     shutil.copytree(clean.graph, ws / "npu" / "debug_0" / "graph")
     shutil.copytree(clean.ref, ws / "tf" / "dump")
-    yield ws
-    request(DumpSelection())
+    return ws
 
 
 def autocheck(capsys, ws, *flags):
@@ -155,11 +154,8 @@ def test_fusion_runs_read_at_different_steps_blame_no_op_on_fusion(workspace, tm
     other = tmp_path / "off" / "20240613150000" / "0" / "ge_default_cmp" / "1" / "0"
     shutil.copytree(tree / "20240613143502" / "0" / "ge_default_cmp" / "1" / "0", other)  # step 0: broken at op2
     graph = workspace / "npu" / "debug_0" / "graph"
-    request(DumpSelection(step=5))
-    try:
-        apart = compare_fusion_runs(str(tree), str(tmp_path / "off"), str(graph), str(graph))
-    finally:
-        request(DumpSelection())
+    apart = compare_fusion_runs(str(tree), str(tmp_path / "off"), str(graph), str(graph),
+                                selection=DumpSelection(step=5))
     assert apart.steps_differ.startswith("the fusion-on run was read at step 5, the fusion-off run at step 0 (its "
                                          "only one)")
     assert apart.culprits == () and apart.to_dict()["steps_differ"] == apart.steps_differ

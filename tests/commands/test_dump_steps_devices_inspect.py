@@ -11,7 +11,7 @@ import pytest
 from inspect_builders import add_steps_and_devices, write_inspect_workspace
 
 from precision_tool.cli import main
-from precision_tool.formats.dump_tree import DumpSelection, request
+
 
 pytestmark = pytest.mark.compat
 DEFAULT_NOTE = ("NPU dumps: dumps of step 3 on device 0 (the newest step of the lowest device); also in the tree: "
@@ -27,8 +27,7 @@ def plain(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def steps(tmp_path_factory):
-    yield add_steps_and_devices(write_inspect_workspace(tmp_path_factory.mktemp("steps")))
-    request(DumpSelection())
+    return add_steps_and_devices(write_inspect_workspace(tmp_path_factory.mktemp("steps")))
 
 
 def run(capsys, workspace, *argv):

@@ -21,7 +21,7 @@ from checks_builders import CNN, RES_CONV, copy_cnn_workspace
 from precision_tool.cli import main
 from precision_tool.commands import arg_hints, build_registry
 from precision_tool.commands.command_registry import Context
-from precision_tool.commands.workspace_lookup import WorkspaceLookup
+from precision_tool.alignment.workspace_lookup import WorkspaceLookup
 from precision_tool.errors import WorkspaceError
 from precision_tool.formats.ge_graph import Graph, GraphModel, OpNode
 from precision_tool.formats.ge_io import write_ge_graph_text

@@ -1,10 +1,10 @@
 """``formats/dump_tree.py``: the choice among steps and devices, a reference tree following it, the selections of
-``compare --steps all`` / ``--device all``, and the ``reading`` blocks (issue 17)."""
+``compare --steps all`` / ``--device all``, and the choice log a selection carries (issue 17, issue 41)."""
 import pytest
 
 from precision_tool.errors import WorkspaceError
-from precision_tool.formats.dump_tree import (Choice, DumpSelection, TreePosition, choose, each_selection, noted,
-                                              reading, requested)
+from precision_tool.formats.dump_tree import (Choice, ChoiceLog, DumpSelection, TreePosition, choose, each_selection,
+                                              following)
 
 pytestmark = pytest.mark.compat
 
@@ -99,21 +99,20 @@ def test_selections_for_every_step_and_every_device():
         DumpSelection(device=1)]  # asked of a folder that is no tree: its scan says so
 
 
-def test_reading_blocks_nest_collect_the_notes_and_restore_the_request():
+def test_a_selection_s_log_collects_each_noted_choice_once_and_is_no_part_of_its_value():
     choice = choose("/r", TWO_BY_TWO, DumpSelection())
-    with reading(DumpSelection(step=0)) as outer:
-        assert requested() == DumpSelection(step=0)
-        with reading(DumpSelection(device=1)) as inner:
-            assert requested() == DumpSelection(device=1)
-            noted("/r", choice)
-            noted("/r", choice)  # once
-        with reading():  # no selection: the enclosing one stays
-            assert requested() == DumpSelection(step=0)
-        noted("/s", Choice(0, 0))  # no note: nothing to say
-        assert requested() == DumpSelection(step=0)
-    assert inner == [("/r", choice)] and outer == []
-    assert requested() == DumpSelection()
-    noted("/r", choice)  # outside any block: dropped
+    assert choice.note  # the tree holds several steps and devices: there is something to say
+    log = ChoiceLog()
+    asked = DumpSelection(step=0, log=log)
+    assert asked == DumpSelection(step=0) and hash(asked) == hash(DumpSelection(step=0))
+    asked.record("/r", choice)
+    asked.record("/r", choice)  # once
+    asked.record("/s", Choice(0, 0))  # no note: nothing to say
+    following(asked).record("/o", choice)  # another run of the job, read for the same command: same log
+    asked.at(5, 1).record("/t", choice)
+    asked.unlogged().record("/ahead", choice)  # a look ahead: not the command's
+    DumpSelection(step=0).record("/nowhere", choice)  # no log: dropped
+    assert log.choices == [("/r", choice), ("/o", choice), ("/t", choice)]
 
 
 def test_a_device_folder_is_empty_only_when_no_dump_lies_in_or_below_it_and_the_device_has_none_elsewhere(tmp_path):

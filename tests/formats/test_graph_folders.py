@@ -17,7 +17,6 @@ from precision_tool.formats.ge_graph import Graph, GraphModel, OpNode
 from precision_tool.formats.ge_graph_folders import (FOLDER_FORMS, choose_build_graph, dump_device_id, dump_device_ids,
                                                      scan_graph_folders)
 from precision_tool.formats.ge_io import build_graph_files, find_build_graph, ge_graph_to_text, read_ge_graph
-from precision_tool.formats.dump_tree import DumpSelection, reading
 
 pytestmark = pytest.mark.compat
 
@@ -228,10 +227,8 @@ def test_the_dump_device_is_the_device_level_of_the_dump_tree(tmp_path):
     assert dump_device_ids(one) == (0,) and dump_device_id(one) == 0
     both = _dump_tree(tmp_path / "both", ("20240101000000", "0"), ("20240101000001", "1"))  # 2 processes
     assert dump_device_ids(both) == (0, 1) and dump_device_id(both) == 0  # the lowest: the device a scan reads
-    with reading(DumpSelection(device=1)):  # --device 1: its graph is read with its dumps
-        assert dump_device_id(both) == 1
-    with reading(DumpSelection(device=7)):  # a device the tree lacks: the scan's own error says so
-        assert dump_device_id(both) == 0
+    assert dump_device_id(both, 1) == 1  # --device 1: its graph is read with its dumps
+    assert dump_device_id(both, 7) == 0  # a device the tree lacks: the scan's own error says so
     assert dump_device_id(both / "20240101000001") == 1  # a {time} folder
     assert dump_device_id(both / "20240101000001" / "1" / "ge_default_1" / "1") == 1  # inside a device folder
     assert dump_device_ids(tmp_path / "missing") == () and dump_device_id(None) is None

@@ -5,7 +5,7 @@ from prompt_toolkit.completion import CompleteEvent
 from prompt_toolkit.document import Document
 
 from precision_tool.commands import build_registry
-from precision_tool.commands.workspace_lookup import WorkspaceLookup
+from precision_tool.alignment.workspace_lookup import WorkspaceLookup
 from precision_tool.shell.completer import PrecisionToolCompleter, argument_slot, match_values
 from precision_tool.shell.workspace_index import WorkspaceIndex
 

@@ -7,7 +7,6 @@ import pytest
 from inspect_builders import add_steps_and_devices, write_inspect_workspace
 
 from precision_tool.commands.command_registry import Context
-from precision_tool.formats.dump_tree import requested
 from precision_tool.shell.app import Shell
 
 SIZE = (160, 40)
@@ -34,7 +33,6 @@ def test_step_and_device_flags_hold_for_their_line_only(shell):
             "--device N)") in asked.text.splitlines()
     again = shell.execute("ls -n Add", SIZE)  # the next line reads the default again
     assert dumped(again.text) == "yes" and DEFAULT_NOTE in again.text.splitlines()
-    assert requested().empty
 
 
 def test_pt_in_the_shell_reads_the_device_asked_for(shell):

@@ -5,7 +5,7 @@ from inspect_builders import build_graph, write_inspect_workspace
 
 from precision_tool.commands.arg_hints import GRAPH_NAME, OP_NAME, OP_TYPE, PATH, TENSOR
 from precision_tool.commands.command_registry import Context
-from precision_tool.commands.workspace_lookup import WorkspaceLookup
+from precision_tool.alignment.workspace_lookup import WorkspaceLookup
 from precision_tool.formats.ge_graph import Graph, GraphModel, OpNode
 from precision_tool.formats.ge_io import write_ge_graph_text
 from precision_tool.shell.app import Shell

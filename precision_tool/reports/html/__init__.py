@@ -19,6 +19,8 @@ import os
 import re
 from typing import Optional
 
+from precision_tool.formats.dump_tree import DumpSelection
+
 from precision_tool.reports.html.data import ReportData, build_report_data
 from precision_tool.reports.html.details import DEFAULT_DETAILS, DEFAULT_WORST, failing_details
 from precision_tool.reports.html.findings import (CheckFindings, findings_from_autocheck, findings_from_workspace,
@@ -35,23 +37,25 @@ __all__ = ["build_report", "write_report", "write_run_report", "ensure_report_fo
 
 def build_report(target: str, *, threshold: Optional[float] = None, data_dir: str = "", findings=None,
                  run_checks: bool = True, details: int = DEFAULT_DETAILS, worst: int = DEFAULT_WORST,
-                 limit: int = 5, graph_only: bool = False) -> ReportData:
+                 limit: int = 5, graph_only: bool = False, selection: Optional[DumpSelection] = None) -> ReportData:
     """The page's data for the result at ``target`` (a CSV, or a folder searched for the latest one).
 
     ``findings`` are ``ac``'s when the caller has them; otherwise, with ``run_checks``, the overflow and fusion
     checks run on the workspace (``data_dir``, else the one the result's NPU dump lies in). ``details``
     failing tensors get element errors (0 = all), each with its ``worst`` largest errors; ``limit`` caps the
     rows of ``ac``'s tables, as ``ac -l`` does. ``graph_only``: for the graph view alone, which shows no element
-    details -- none are read (a second alignment and every failing tensor's values).
+    details -- none are read (a second alignment and every failing tensor's values). ``selection``: the dump
+    step and device the result is of (a folder's latest result of it), read again for the checks and details.
     """
-    from precision_tool.formats.dump_tree import requested
-
-    source = load_result(target, threshold, hint=RUN_FIRST, selection=requested())
+    selection = DumpSelection() if selection is None else selection
+    source = load_result(target, threshold, hint=RUN_FIRST, selection=selection)
     if findings is None and run_checks:
         workspace = workspace_of_result(data_dir, source.inputs)
         if workspace is not None:
-            findings = findings_from_workspace(workspace, source, limit)
-    return build_report_data(source, findings, None if graph_only else failing_details(source, details, worst))
+            findings = findings_from_workspace(workspace, source, limit, selection)
+    return build_report_data(source, findings, None if graph_only else failing_details(source, details, worst,
+                                                                                       selection),
+                             selection=selection)
 
 
 def default_report_path(csv_path: str) -> str:
@@ -89,15 +93,17 @@ def ensure_report_folder(path: str, inputs) -> str:
 
 
 def write_run_report(csv_path: str, html_path: str, findings=None, details: int = DEFAULT_DETAILS,
-                     worst: int = DEFAULT_WORST) -> str:
+                     worst: int = DEFAULT_WORST, selection: Optional[DumpSelection] = None) -> str:
     """The page of a run that was just written (``ac -c --html``, ``compare --html``): ``findings`` are ``ac``'s
-    (:func:`findings_from_autocheck`) or ``None`` (no overflow/fusion checks). Returns ``html_path``.
+    (:func:`findings_from_autocheck`) or ``None`` (no overflow/fusion checks); ``selection``: the dump step and
+    device it compared. Returns ``html_path``.
 
     Raises :class:`~precision_tool.errors.WorkspaceError` when the page cannot be written there.
     """
     from precision_tool.errors import WorkspaceError
 
-    data = build_report(csv_path, findings=findings, run_checks=False, details=details, worst=worst)
+    data = build_report(csv_path, findings=findings, run_checks=False, details=details, worst=worst,
+                        selection=selection)
     ensure_report_folder(html_path, data.inputs)
     try:
         return write_report(data, html_path)

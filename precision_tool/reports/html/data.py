@@ -131,9 +131,9 @@ def _row(position: int, result, metric_columns: Tuple[str, ...], npu_vs_npu: boo
 
 
 def build_report_data(source, findings: Optional[CheckFindings] = None, details: Optional[Details] = None,
-                      title: str = "") -> ReportData:
+                      title: str = "", selection=None) -> ReportData:
     """The page's data from a result read back (a :class:`~precision_tool.reports.result_store.StoredResult`),
-    ``ac``'s findings (or ``None``) and the element details."""
+    ``ac``'s findings (or ``None``) and the element details (``selection``: the dump step and device read)."""
     details = details if details is not None else Details()
     comparison = source.comparison
     first = comparison.divergence.first.op_name if comparison.divergence.first is not None else None
@@ -165,6 +165,6 @@ def build_report_data(source, findings: Optional[CheckFindings] = None, details:
                       points=tuple(points), counts=counts,
                       divergence=comparison.divergence, facts=comparison.facts if source.has_run_facts else None,
                       inputs=dict(source.inputs), findings=findings, details=details, notes=tuple(notes),
-                      graph=graph_view_data(source, findings) if source.has_run_facts else None,
+                      graph=graph_view_data(source, findings, selection) if source.has_run_facts else None,
                       culprit=culprit_of(findings, source), same_model=comparison.verdict.same_model,
                       culprit_evidence=culprit_and_evidence(findings, source)[1])

@@ -14,7 +14,9 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
-from typing import Dict, List, Tuple
+from typing import Dict, List, Optional, Tuple
+
+from precision_tool.formats.dump_tree import DumpSelection
 
 DEFAULT_DETAILS = 10
 DEFAULT_WORST = 10
@@ -78,7 +80,7 @@ def _replace(detail: TensorDetail, **changes) -> TensorDetail:
     return dataclasses.replace(detail, **changes)
 
 
-def _align_again(inputs, mode: str):
+def _align_again(inputs, mode: str, selection: Optional[DumpSelection] = None):
     """The run's alignment, or a one-line reason why it cannot be redone."""
     from precision_tool.alignment import align
     from precision_tool.errors import PrecisionToolError
@@ -91,13 +93,16 @@ def _align_again(inputs, mode: str):
         return None, f"{missing[0]} is gone: element errors need the run's dump folders"
     try:
         return align(npu, reference, inputs.get("graph"), mode=mode,
-                     reference_graph=inputs.get("reference_graph") if mode == "npu_vs_npu" else None), ""
+                     reference_graph=inputs.get("reference_graph") if mode == "npu_vs_npu" else None,
+                     selection=selection), ""
     except PrecisionToolError as error:
         return None, f"the run's folders could not be aligned again: {error}"
 
 
-def failing_details(source, limit: int = DEFAULT_DETAILS, worst_count: int = DEFAULT_WORST) -> Details:
-    """Details of the first ``limit`` failing tensors of ``source`` (0 = all), first divergence first."""
+def failing_details(source, limit: int = DEFAULT_DETAILS, worst_count: int = DEFAULT_WORST,
+                    selection: Optional[DumpSelection] = None) -> Details:
+    """Details of the first ``limit`` failing tensors of ``source`` (0 = all), first divergence first, its dumps
+    read at ``selection``'s step and device."""
     from precision_tool.status import Status
 
     failing = [row for row in source.comparison.failing_in_order() if row.status is not Status.ERROR and row.tensor_id]
@@ -113,7 +118,7 @@ def failing_details(source, limit: int = DEFAULT_DETAILS, worst_count: int = DEF
     if not source.has_run_facts:
         alignment, note = None, "no summary.json beside the CSV: element errors need the dump folders it names"
     else:
-        alignment, note = _align_again(source.inputs, source.comparison.facts.mode)
+        alignment, note = _align_again(source.inputs, source.comparison.facts.mode, selection)
     skipped = len(failing) - len(chosen)
     if alignment is None:
         details = [TensorDetail(r.tensor_id, r.op_name, r.op_type, r.status, r.reason, note=note) for r in chosen]

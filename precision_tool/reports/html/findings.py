@@ -17,6 +17,8 @@ import shlex
 from dataclasses import dataclass
 from typing import Dict, Optional, Tuple
 
+from precision_tool.formats.dump_tree import DumpSelection
+
 from precision_tool.checks.run_verdict import Verdict
 from precision_tool.reports.report import Report
 
@@ -111,7 +113,8 @@ def _stored_npu_run(source) -> str:
     return ""
 
 
-def findings_from_workspace(workspace: str, source, limit: int = 5) -> CheckFindings:
+def findings_from_workspace(workspace: str, source, limit: int = 5,
+                            selection: Optional[DumpSelection] = None) -> CheckFindings:
     """Run ``ac``'s overflow and fusion checks on ``workspace`` and decide the verdict with the comparison of
     ``source`` (a :class:`~precision_tool.reports.result_store.StoredResult`)."""
     from precision_tool.checks.autocheck import CompareSection, check_fusion, check_overflow
@@ -119,9 +122,11 @@ def findings_from_workspace(workspace: str, source, limit: int = 5) -> CheckFind
     from precision_tool.config import Workspace
 
     folder = Workspace(workspace)
-    overflow = check_overflow(folder, limit)
-    fusion = check_fusion(folder)
-    compare = CompareSection(result=source.comparison, inputs=source.inputs, out_folder=source.folder)
+    selection = DumpSelection() if selection is None else selection
+    overflow = check_overflow(folder, limit, selection)
+    fusion = check_fusion(folder, selection=selection)
+    compare = CompareSection(result=source.comparison, inputs=source.inputs, out_folder=source.folder,
+                             asked_device=selection.device)
     verdict = decide_verdict(overflow, fusion, compare, npu_run=_stored_npu_run(source))
     prefix = command_prefix_for(workspace)
     return CheckFindings(workspace, verdict, _sections(overflow, fusion, limit),

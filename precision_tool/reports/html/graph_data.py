@@ -36,10 +36,10 @@ WORST_RATIO = 1e12
 COLOUR_BY = {"local": "local error / its floor (replay)", "total": "relative error ||npu - ref|| / ||ref||"}
 
 
-def graph_view_data(source, findings=None) -> Optional[Dict[str, Any]]:
+def graph_view_data(source, findings=None, selection=None) -> Optional[Dict[str, Any]]:
     """The view's data for a :class:`~precision_tool.reports.result_store.StoredResult` and ``ac``'s findings
     (``None``: no checks); ``None`` when neither a graph nor the summary's order names the ops."""
-    graphs = _load_graphs(source.inputs)
+    graphs = _load_graphs(source.inputs, selection)
     comparison = source.comparison
     if graphs:
         seen, ops = set(), []
@@ -81,7 +81,7 @@ def graph_view_data(source, findings=None) -> Optional[Dict[str, Any]]:
             "ops": entries}
 
 
-def _load_graphs(inputs) -> List[Any]:
+def _load_graphs(inputs, selection=None) -> List[Any]:
     """The root graph and subgraphs of the Build graph the result was compared with; ``[]`` when it is gone or
     unreadable."""
     from precision_tool.alignment import load_graph
@@ -92,7 +92,7 @@ def _load_graphs(inputs) -> List[Any]:
     if not path:
         return []
     try:
-        loaded = load_graph(path, inputs.get("npu"))
+        loaded = load_graph(path, inputs.get("npu"), selection)
     except (PrecisionToolError, OSError):
         return []
     return list(graphs_of(loaded)) if loaded is not None else []

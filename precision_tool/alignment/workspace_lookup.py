@@ -13,21 +13,23 @@ One :class:`WorkspaceLookup` per NPU run (``npu/debug_N``) answers every "which 
 * dump files are found by name under ``npu/debug_N/dump`` (no header is read); references are the ``.npy``
   files of ``tf/dump``.
 
-In the shell the lookups live for the whole session (:func:`lookup_for` keeps them in the context's
-:class:`~precision_tool.commands.command_registry.Session`); in the batch CLI each command makes a fresh one.
+In the shell the lookups live for the whole session (:func:`precision_tool.commands.lookups.lookup_for` keeps them
+in the context's :class:`~precision_tool.commands.command_registry.Session`); in the batch CLI each command makes a
+fresh one.
 """
 from __future__ import annotations
 
+import copy
 import difflib
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING, Dict, List, Optional, Sequence, Tuple, Union, overload
+from typing import TYPE_CHECKING, Dict, List, Optional, Tuple, Union, overload
 
-from precision_tool.commands.command_registry import Context
 from precision_tool.config import Workspace
 from precision_tool.errors import WorkspaceError
 from precision_tool.formats.dump_names import (DumpFileRef, DumpOp, DumpScan, ExceptionDumpRef, sanitize_op_name,
                                               scan_dump_folder)
+from precision_tool.formats.dump_tree import DEFAULT_SELECTION, DumpSelection
 from precision_tool.formats.ge_graph import GraphModel, OpNode
 
 if TYPE_CHECKING:  # typing.Literal is Python 3.8+; annotations are never evaluated at run time here
@@ -40,9 +42,10 @@ def _signature(path) -> Tuple[str, int, int]:
 
 
 class WorkspaceLookup:
-    """Lookups in NPU run ``run`` (``npu/debug_{run}``) of the workspace at ``data_dir``."""
+    """Lookups in NPU run ``run`` (``npu/debug_{run}``) of the workspace at ``data_dir``, its dumps read at
+    ``selection``'s step and device (:meth:`reading` gives the same lookup, caches shared, at another)."""
 
-    def __init__(self, data_dir: str, run: int = 0):
+    def __init__(self, data_dir: str, run: int = 0, selection: DumpSelection = DEFAULT_SELECTION):
         if run < 0:
             raise WorkspaceError(f"run index must be >= 0, not {run}")
         self.workspace = Workspace(os.fspath(data_dir))
@@ -52,6 +55,13 @@ class WorkspaceLookup:
         #: One line each about the last graph lookup: sub-folders skipped, and which per-process graph folder
         #: was used when that was not clear-cut. Commands that read the graph show them.
         self.graph_notes: Tuple[str, ...] = ()
+        self.selection = selection
+
+    def reading(self, selection: DumpSelection) -> "WorkspaceLookup":
+        """This lookup (its graph and alignment caches shared) reading the dumps at ``selection``."""
+        other = copy.copy(self)
+        other.selection, other.graph_notes = selection, ()
+        return other
 
     # ------------------------------------------------------------------ folders
     @property
@@ -91,7 +101,7 @@ class WorkspaceLookup:
         """The one ``{device_id}`` level of the run's dump tree, or ``None`` (no dump, or several devices)."""
         from precision_tool.formats.ge_graph_folders import dump_device_id
 
-        return dump_device_id(self.dump_dir) if os.path.isdir(self.dump_dir) else None
+        return dump_device_id(self.dump_dir, self.selection.device) if os.path.isdir(self.dump_dir) else None
 
     def graph_choice(self, graph_name: Optional[str] = None):
         """The :class:`~precision_tool.formats.ge_graph_folders.BuildGraphChoice` of the run's graph folder, or
@@ -194,7 +204,7 @@ class WorkspaceLookup:
                 raise WorkspaceError(f"{self.dump_dir}: no NPU dump folder",
                                      "collect a dump first (see docs/capture-session.md)")
             return None
-        return scan_dump_folder(self.dump_dir)
+        return scan_dump_folder(self.dump_dir, self.selection)
 
     def dumped_op(self, op_name: str, scan: Optional[DumpScan] = None) -> Optional[DumpOp]:
         """The dump files of ``op_name`` (latest and older executions), or ``None``."""
@@ -245,7 +255,7 @@ class WorkspaceLookup:
                tuple(op.latest.path for op in scan.ops), os.stat(self.reference_dir).st_mtime_ns)
         graph = self.graph_model(required=False)
         return self._cached("alignment", key, lambda: align(self.dump_dir, self.reference_dir, graph,
-                                                            mode="npu_vs_tf"))
+                                                            mode="npu_vs_tf", selection=self.selection))
 
     def _cached(self, name: str, key, build):
         cached = self._cache.get(name)
@@ -254,39 +264,3 @@ class WorkspaceLookup:
         value = build()
         self._cache[name] = (key, value)
         return value
-
-
-def without_graph(report, notes: Sequence[str]):
-    """``report`` -- made from the dumps alone because no Build graph could be used -- with the graph lookup's
-    ``notes``; when some of them name a Build graph entry that could not be read (a FIFO, a dangling link ...:
-    with no graph found, every note is one), the listing may lack what that graph holds, so the report exits 2
-    and its status names the first. Returns ``report``."""
-    from precision_tool.errors import EXIT_UNUSABLE_INPUT
-
-    if not notes:
-        return with_graph_notes(report, notes)
-    report.exit_code = max(report.exit_code, EXIT_UNUSABLE_INPUT)
-    report.status = f"made from the dump files alone: the Build graph could not be read ({notes[0]})"
-    if notes[1:]:
-        report.add_text(*notes[1:])
-    report.data["graph_notes"] = list(notes)
-    return report
-
-
-def with_graph_notes(report, notes: Sequence[str]):
-    """``report`` with a graph lookup's notes (:attr:`WorkspaceLookup.graph_notes`) as its last text block and
-    in its data as ``graph_notes`` (a list, empty when there are none); returns ``report``."""
-    if notes:
-        report.add_text(*notes)
-    report.data["graph_notes"] = list(notes)
-    return report
-
-
-def lookup_for(ctx: Context, run: int = 0) -> WorkspaceLookup:
-    """The :class:`WorkspaceLookup` of run ``run`` for this context, kept in ``ctx.session.lookups``: one per
-    workspace and run for a whole shell session."""
-    lookups = ctx.session.lookups
-    key = (os.path.abspath(ctx.data_dir), run)
-    if key not in lookups:
-        lookups[key] = WorkspaceLookup(ctx.data_dir, run)
-    return lookups[key]
