@@ -1,14 +1,11 @@
 """Limits on what a hostile or broken file can make a reader build: dimensions, integer digits, JSON numbers.
 
-* **Dimensions.** numpy holds at most :data:`MAX_NDIM` dimensions (32 in numpy 1.x, 64 in numpy 2.x); a header
-  declaring more would make ``reshape`` or ``np.empty`` raise a bare ``ValueError`` deep inside a reader.
-  :func:`ndim_problem` says so in words, so readers refuse such a header before allocating anything.
-* **Integers in text.** Python 3.11+ refuses ``int()`` of a string of more than 4,300 digits (``ValueError``),
-  and ``str.isdigit()`` is True for characters ``int()`` rejects (``'²'``). :func:`parse_decimal` takes only
-  ASCII digits ``[0-9]``, at most ``max_digits`` of them, and returns ``None`` for anything else.
-* **JSON.** :func:`json_decoder` builds a decoder whose integers are bounded the same way (a number of more
-  than :data:`MAX_JSON_INT_DIGITS` digits raises :class:`JsonNumberTooLong`, a ``ValueError``); callers also
-  catch ``RecursionError`` (deep nesting).
+* :func:`ndim_problem`: more than :data:`MAX_NDIM` dimensions (what this numpy holds) is refused in words.
+* :func:`parse_decimal`: only ASCII digits ``[0-9]``, at most ``max_digits`` of them; ``None`` for anything else.
+* :func:`json_decoder`: an integer of more than :data:`MAX_JSON_INT_DIGITS` digits raises
+  :class:`JsonNumberTooLong` (a ``ValueError``); callers also catch ``RecursionError`` (deep nesting).
+
+Why each limit: docs/internals/formats.md#bounds.
 """
 from __future__ import annotations
 

@@ -1,23 +1,12 @@
 """The names file a reference capture leaves beside its tfdbg v2 dump: what the dump itself cannot say.
 
-A tfdbg v2 dump names a model input after the ``tf.function`` argument that received it (``images``,
-``args_0``, ``data``) and a weight after the op that read it (``net/conv/Conv2D/ReadVariableOp``). The
-Keras ``Input`` layer's name and a variable's own name (``conv/kernel``), which an NPU graph may use
-instead, are recorded nowhere in the dump (checked with TF 2.6.5 and 2.21: ``docs/capture-keras-tf2.md``).
-The capture writes them here, as JSON, in ``precision_tool_names.json`` inside the tfdbg v2 folder::
+``precision_tool_names.json`` in the tfdbg v2 folder: each Keras model's name with its ``Input`` layers (and the
+layers consuming each), each variable's name with its handle's eager tensor id
+(docs/internals/formats.md#capture_names)::
 
     {"format": "precision_tool.capture_names/1",
      "models": [{"name": "net", "inputs": [{"name": "image", "consumers": ["conv"]}]}],
      "variables": [{"name": "conv/kernel", "handle_id": 17}]}
-
-* ``models``: each Keras model's name (its ops run under the name scope ``net/`` or ``net_1/``), and per
-  ``Input`` layer, in order, its name and the names of the layers that consume it.
-* ``variables``: each variable's name without ``:0`` and ``variable.handle._id``, the eager tensor id that
-  tfdbg v2 records as the function input behind a ``ReadVariableOp``.
-
-:func:`write_capture_names` merges into an existing file (a capture may record several models);
-:func:`read_capture_names` returns ``None`` when there is no file. Plain data only: collecting it from a
-model is the capture helpers' job (it needs the live Keras objects).
 """
 from __future__ import annotations
 

@@ -1,16 +1,11 @@
 """The ``customize_dtypes`` file of the Ascend TF adapter: per-op dtypes, the one file-driven way to keep a *named*
-op in float32 (``../shared/docs/ascend-precision-config.md`` §2.4).
-
-One entry per line::
+op in float32 (``../shared/docs/ascend-precision-config.md`` §2.4). One entry per line::
 
     model/dense_1/MatMul::InputDtype:float32,float32,OutputDtype:float32
     OpType::MatMulV2:InputDtype:float16,float16,float32,OutputDtype:float32
 
-An ``OpName`` entry names a GE op (an op GE fused away or renamed matches nothing, silently, as on the NPU);
-``OpType::`` entries name an op type; a name entry overrides a type entry. The number of dtypes must match the
-op's inputs and outputs, integer inputs included (GE refuses to compile otherwise), so
-:func:`write_customize_dtypes` is given them.
-Blank lines and ``#`` comments are skipped when reading.
+A name entry overrides a type entry; the dtypes must match the op's inputs and outputs, integer inputs included.
+Blank lines and ``#`` comments are skipped when reading. See docs/internals/formats.md#customize_dtypes.
 """
 from __future__ import annotations
 

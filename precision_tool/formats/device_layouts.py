@@ -1,26 +1,12 @@
 """The four blocked Ascend device layouts: their index formulas, shapes, packing and unpacking.
 
-Every layout here tiles one or two axes of a *logical* array into blocks and pads the last block with zeros.
-Stored shape, then where each logical element goes:
+- NC1HWC0 (N, C, H, W): ``[N, C1, H, W, C0]``; (n, c, h, w) at ``[n, c//C0, h, w, c%C0]``. NDC1HWC0: D after N.
+- FRACTAL_Z (weights N, C, H, W): ``[C1*H*W, N1, 16, C0]``; (n, c, h, w) at ``[(c//C0)*H*W+h*W+w, n//16, n%16, c%C0]``.
+- FRACTAL_NZ (``[..., M, N]``): ``[..., N1, M1, 16, C0]``; (..., m, n) at ``[..., n//C0, m//16, m%16, n%C0]``.
 
-- **NC1HWC0** (logical N, C, H, W): ``[N, C1, H, W, C0]``; (n, c, h, w) at ``[n, c//C0, h, w, c%C0]``.
-- **NDC1HWC0** (logical N, D, C, H, W): ``[N, D, C1, H, W, C0]``; (n, d, c, h, w) at ``[n, d, c//C0, h, w, c%C0]``.
-- **FRACTAL_Z** (weights, logical N, C, H, W): ``[C1*H*W, N1, 16, C0]``; (n, c, h, w) at
-  ``[(c//C0)*H*W + h*W + w, n//16, n%16, c%C0]``.
-- **FRACTAL_NZ** (logical ``[..., M, N]``): ``[..., N1, M1, 16, C0]``; (..., m, n) at
-  ``[..., n//C0, m//16, m%16, n%C0]``.
-
-with ``C1 = ceil(C / C0)``, ``N1 = ceil(N / 16)`` (FRACTAL_Z) or ``ceil(N / C0)`` (FRACTAL_NZ) and
-``M1 = ceil(M / 16)``. Padding elements are zeros.
-
-``C0`` is the block along the innermost axis. It is 16 for float16 and float32 (the facts in
-``docs/ascend-formats.md``) and 32 for int8/uint8 on real devices. Packing takes it as a parameter (default 16);
-unpacking reads it from the stored array's last axis, so a dump is decoded right whatever its dtype. The other
-block (N0 of FRACTAL_Z, M0 of FRACTAL_NZ) is the Cube unit's 16 and never changes.
-
-This module only knows layouts, not format names or origin formats: ``precision_tool.formats.layouts`` maps
-origin layouts to these logical axes, checks shapes and strips padding (after reordering). numpy only, no loops
-over elements.
+with ``C1 = ceil(C/C0)``, ``N1 = ceil(N/16)`` (FRACTAL_Z) or ``ceil(N/C0)`` (FRACTAL_NZ), ``M1 = ceil(M/16)``;
+padding is zeros. Packing takes C0 (default 16); unpacking reads it from the stored array's last axis.
+See docs/internals/formats.md#device_layouts.
 """
 from __future__ import annotations
 

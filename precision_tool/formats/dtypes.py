@@ -1,15 +1,11 @@
 """Data types and layouts as CANN numbers them, and their numpy counterparts.
 
-The same numbering is used by the dump header (``toolkit.dumpdata.OutputDataType`` / ``OutputFormat``)
-and the GE graph (``ge.proto.DataType``), so one table serves both readers.
-
-bfloat16 has no numpy dtype: it is stored as its raw ``uint16`` bits and widened exactly to float32 by
-:func:`bf16_bits_to_float32` (a bf16 value is the upper half of a float32).
-
-``DT_UNDEFINED`` (0) has no numpy dtype either: it means "data type unknown". Lite exception dumps write every
-tensor so, since only the kernel argument's address and size are known. A dump reader takes such a payload as
-raw bytes, :data:`RAW_BYTES_DTYPE` (int8) of the entry's size, as msaccucmp does; :func:`numpy_dtype` still
-says ``None`` for it, so no other reader mistakes 0 for a real type.
+One numbering, so one table, for the dump header (``toolkit.dumpdata.OutputDataType`` / ``OutputFormat``) and the
+GE graph (``ge.proto.DataType``). bfloat16 has no numpy dtype: it is kept as its raw ``uint16`` bits and widened
+exactly to float32 by :func:`bf16_bits_to_float32` (a bf16 value is the upper half of a float32). Nor has
+``DT_UNDEFINED`` (0, "type unknown": every tensor of a Lite exception dump, of which only the kernel argument's
+address and size are known): :func:`numpy_dtype` says ``None``, so no reader mistakes 0 for a real type, and a dump
+reader takes such a payload as raw bytes, :data:`RAW_BYTES_DTYPE` (int8) of the entry's size, as msaccucmp does.
 """
 from __future__ import annotations
 

@@ -1,25 +1,11 @@
 """Ascend op dump files: read the header, read one tensor on demand (the writer is in ``dump_writer``).
 
-File layout (little-endian, ``ascend-formats.md`` §1)::
-
-    [0, 8)        uint64 L, the length of the header
-    [8, 8 + L)    serialized toolkit.dumpdata.DumpData (entries carry type/format/shape/size, no data)
-    [8 + L, ...)  payloads back to back, no padding: every input, then every output, then every
-                  buffer, then every workspace ("space"); each takes its entry's ``size`` bytes
-
-Outputs are protobuf field 3 and inputs field 4, yet inputs come first in the payload. A tensor uses
-the first ``prod(shape) * itemsize`` bytes of its ``size``; shape ``[]`` is a scalar and a dim of 0 an
-empty tensor. Bytes after the last payload are tolerated (``DumpFile.trailing_bytes``), as CANN's
-own comparator does.
-
-A tensor of data type ``DT_UNDEFINED`` (0: every tensor of a Lite exception dump, ``ascend-dump-trees.md`` §3)
-has no known type: it is read as raw bytes, a flat int8 array of its entry's ``size`` whatever shape the
-header gives (:attr:`TensorEntry.is_raw_bytes`, :func:`raw_bytes_note`) -- what msaccucmp converts it to.
-
-:func:`read_dump_header` reads only the length field and the header: payloads stay on disk until
-:func:`read_tensor` asks for one. Every size a header states is checked against the real file size
-before anything is allocated, so a truncated file or a lying header gives one clear
-:class:`~precision_tool.errors.DumpFormatError` (path first) and never a huge read.
+Layout (little-endian, ``ascend-formats.md`` §1): uint64 ``L`` at ``[0, 8)``; a serialized
+``toolkit.dumpdata.DumpData`` at ``[8, 8 + L)`` (entries carry type/format/shape/size, no data); then the payloads
+back to back, every input, output, buffer, then workspace, each its entry's ``size`` bytes, of which a tensor
+uses the first ``prod(shape) * itemsize``. :func:`read_dump_header` reads ``L`` and the header only, checking every
+size against the file before anything is allocated (one :class:`~precision_tool.errors.DumpFormatError`, path
+first); :func:`read_tensor` reads one payload. See docs/internals/formats.md#dump_file.
 """
 from __future__ import annotations
 

@@ -1,37 +1,11 @@
 """Names of Ascend dump files, and finding the dump files under a folder.
 
-A dump file is named ``{op_type}.{op_name'}.{task_id}.{stream_id}.{timestamp}`` (``ascend-formats.md``
-§1): ``op_name'`` is the GE op name with ``/``, ``.``, ``\\`` and space replaced by ``_``, and the
-timestamp is 16 digits (microseconds). Newer CANN versions (FFTS+ tasks) append up to four more
-numeric fields (task type, ..., context id, thread id); they are kept in :attr:`DumpName.extra`.
-Overflow records are ``Opdebug.Node_OpDebug.{task_id}.{stream_id}.{timestamp}``.
-
-Exception dumps (``enable_exception_dump``, ``ascend-dump-trees.md`` §3: the tensors of an op that raised an AI
-Core error, written to ``{root}/extra-info/data-dump/{device_id}/``) are a kind of their own,
-:class:`ExceptionDumpName`, parsed by :func:`parse_exception_dump_name`:
-
-* Lite (mode 2): ``exception_info.{stream_id}.{task_id}.{timestamp}`` -- stream id first, then task id; the
-  timestamp is 16 digits of microseconds since the epoch (2024 builds) or 17 digits ``YYYYMMDDhhmmssmmm``
-  (current code). Every tensor in them is ``DT_UNDEFINED`` (raw bytes).
-* mode 1: ``{op_type}.{op_name}.{task_id}.{timestamp}`` -- no stream id; FFTS+ tasks append up to four numeric
-  fields (``.4.{ctx}.{thread}``). Its tensors carry their real data types. The op name must be one field (file
-  names carry it sanitised, without dots): ``Add.op.x.1.{timestamp}`` is a normal dump name with a bad task id,
-  not op ``op.x``. A name that parses as a normal dump name (``{op_type}.{op_name}.{task_id}.{stream_id}.
-  {timestamp}``) is a normal dump: that reading wins.
-
-The other Lite variants (``{kernel}.{stream}.{task}.{coreType}.{coreId}.{time}``, ``*.core``,
-``*.custom.{time}``) are not recognised.
-
-A name of 255 bytes or more cannot be a Linux file name: the file is then named by a decimal hash
-and a ``mapping.csv`` row ``hash,original_name`` in the same folder gives the real name.
-
-Parsing works from the right, so an op name that still holds dots is recovered whole: the
-timestamp is the right-most 16-digit field followed only by at most four numeric fields and
-preceded by two numeric fields (task id, stream id); the first field is the op type and
-everything between is the op name. Only a name without any 16-digit field falls back to "the
-last three fields are task id, stream id, timestamp" -- and not one with a 17-digit field either, which is an
-exception dump's calendar timestamp (``Add.x.7.20250611171538370.4.3.0`` is a mode-1 FFTS+ exception dump, not
-op ``x.7.20250611171538370`` with task 4, stream 3).
+``{op_type}.{op_name'}.{task_id}.{stream_id}.{timestamp}`` (``ascend-formats.md`` §1): ``op_name'`` is the GE op
+name with ``/``, ``.``, ``\\`` and space made ``_``, the timestamp 16 digits (microseconds), and FFTS+ tasks append
+up to four numbers (:attr:`DumpName.extra`). Names are parsed from the right, so an op name holding dots comes back
+whole. Exception dumps (Lite ``exception_info.{stream_id}.{task_id}.{timestamp}``, mode-1
+``{op_type}.{op_name}.{task_id}.{timestamp}``) are :class:`ExceptionDumpName`. A name of 255 bytes or more is
+a hashed file name resolved by the folder's ``mapping.csv``. Exact rules: docs/internals/formats.md#dump_names.
 """
 from __future__ import annotations
 
@@ -110,7 +84,7 @@ class DumpName:
 
 
 def _timestamp_index(fields: Sequence[str]) -> Optional[int]:
-    """Index of the timestamp field, see the module docstring; ``None`` if there is none."""
+    """Index of the timestamp field (the rule: docs/internals/formats.md#dump_names); ``None`` if there is none."""
     last = len(fields) - 1
     for index in range(last, 3, -1):
         if len(fields[index]) == TIMESTAMP_DIGITS and _is_number(fields[index]):

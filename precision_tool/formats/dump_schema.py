@@ -1,18 +1,10 @@
-"""The ``toolkit.dumpdata.DumpData`` header of an Ascend op dump file, as protobuf classes.
+"""The ``toolkit.dumpdata.DumpData`` header of an Ascend op dump file, as field tables (``ascend-formats.md`` §1).
 
-Written from the field table in ``ascend-formats.md`` §1. Readers decode headers into records
-(:data:`DUMP_RECORDS`, :mod:`precision_tool.formats.proto_records`: no protobuf runtime to import); writers and
-tests use the protobuf classes, built from the same table by :func:`precision_tool.formats.protoschema.build_messages`
-(no ``protoc``, no generated code) when one of them is first used.
-The header is proto3; enums are open, so a data type or format number missing from the tables
-below still decodes (as its plain integer).
-
-Enum value names are the CANN ones: ``DT_FLOAT16`` for data types (shared with the GE graph,
-:data:`precision_tool.formats.dtypes.DTYPE_ENUM_NAMES`) and ``FORMAT_NC1HWC0`` for formats. They
-only matter for text/JSON forms; the binary wire format carries numbers.
-
-Classes exported: :data:`DumpData`, :data:`OpInput`, :data:`OpOutput`, :data:`Shape`,
-:data:`OriginalOp`, :data:`OpBuffer`, :data:`OpAttr`, :data:`Workspace`, :data:`DimRange`.
+Readers decode headers into records (:data:`DUMP_RECORDS`, :mod:`precision_tool.formats.proto_records`: no
+protobuf runtime to import); writers and tests use protobuf classes built from the same tables on first use
+(:func:`dump_messages`; the module attributes :data:`DumpData`, :data:`OpInput`, :data:`OpOutput`, :data:`Shape`,
+:data:`OriginalOp`, :data:`OpBuffer`, :data:`OpAttr`, :data:`Workspace`, :data:`DimRange`). Enum value names are
+CANN's (``DT_FLOAT16``, ``FORMAT_NC1HWC0``); enums are open. See docs/internals/formats.md#dump_schema.
 """
 from __future__ import annotations
 

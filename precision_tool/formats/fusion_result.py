@@ -1,25 +1,11 @@
 """Fusion artifacts: ``fusion_result.json`` (which passes fired) and the fusion switch file.
 
-``fusion_result.json`` holds *records*, one per compiled graph, each with ``"graph_fusion"`` and
-``"ub_fusion"`` maps of pass name -> ``{"match_times": "3", "effect_times": "3"}`` (counts as strings;
-``repository_hit_times`` too in newer ub_fusion; either map may be absent). Every shape found in the wild is
-read (``docs/ascend-formats.md`` §7, ``../shared/docs/ascend-dump-trees.md`` §5):
-
-* current: one object keyed ``"session_and_graph_id_{s}_{g}"`` (or ``graph_id_{g}``), one record per key;
-* older: the record's maps at top level beside ``"session_and_graph_id": "{s}_{g}"``, or ``"graphId"`` and
-  ``"sessionId"`` apart (older TF runs), or no id at all;
-* a JSON array of such records -- the commonest shape --, several arrays written back to back (``}][{``),
-  or several objects back to back (``}{``): one process appends after another;
-* damaged by concurrent writers: ``}[,{``, runs of NUL bytes, records cut short. Every complete record is
-  salvaged and :attr:`FusionResult.damage` names the first damaged byte offset in one line.
-
-Records are kept apart, session and graph included, in file order; :class:`FusionResult` is written in the
-current form.
-
-The switch file turns passes on and off: JSON ``{"Switch": {"GraphFusion": {"ALL": "off", "APass": "on"},
-"UBFusion": {...}}}`` (``ALL`` sets the family default, named passes override it), or older lines
-``PassName:off``, which apply to both families. It reads into :class:`FusionSwitches` and is written as
-JSON.
+``fusion_result.json`` holds records, one per compiled graph, of ``"graph_fusion"`` / ``"ub_fusion"`` maps of pass
+name -> ``{"match_times": "3", "effect_times": "3"}``, in every shape real CANN output has; they are kept apart, in
+file order, and a file damaged by concurrent writers is salvaged (:attr:`FusionResult.damage`). The switch file is
+JSON ``{"Switch": {"GraphFusion": {"ALL": "off", "APass": "on"}, "UBFusion": {...}}}`` (``ALL`` sets the family
+default, named passes override it) or older ``PassName:off`` lines (both families); it reads into
+:class:`FusionSwitches` and is written as JSON. Shapes and damage: docs/internals/formats.md#fusion_result.
 """
 from __future__ import annotations
 
@@ -92,7 +78,7 @@ class FusionResult:
 
 
 def parse_fusion_result(text: str, source: Optional[PathLike] = None) -> FusionResult:
-    """A :class:`FusionResult` from the text of a fusion_result.json, in any of its shapes (module docstring).
+    """A :class:`FusionResult` from a fusion_result.json's text, in any shape (docs/internals/formats.md#fusion_result).
 
     Records are kept one by one, in file order -- the same session and graph may appear several times (one
     record per process that wrote it), and the overview sums them as written. A damaged file is salvaged:

@@ -1,28 +1,11 @@
 """One model of a GE graph dump, whichever file it came from (protobuf text or atc/msaccucmp JSON).
 
-A :class:`GraphModel` holds the graphs of one ``ge.proto`` ``ModelDef``, root graph first. For the
-"Build" stage dump the root graph's name is the ``model_name`` folder of the dump tree and its op names
-are the names in the dump files (docs/ascend-formats.md §6).
-
-Every record is a frozen dataclass. Attribute values are plain Python values, chosen by the kind of
-value GE stored:
-
-============================  =============================================================
-``AttrDef`` member            Python value
-============================  =============================================================
-``s``                         ``str`` (bytes that are not UTF-8 survive as surrogate escapes)
-``i`` / ``f`` / ``b``         ``int`` / ``float`` (float32, shortest form) / ``bool``
-``bt``                        ``bytes``
-``list``                      ``list`` of any of the above, or of TensorDesc, Graph, ...
-``list_list_int`` / ``_float``  ``list`` of ``list`` of ``int`` / ``float``
-``td`` / ``g``                :class:`TensorDesc` / :class:`Graph`
-``func`` / ``t`` / ``dt``     :class:`NamedAttrs` / :class:`TensorValue` / :class:`DataTypeValue`
-(nothing set)                 ``None``
-============================  =============================================================
-
-An empty list keeps no element type (``VT_LIST_INT`` and ``VT_LIST_STRING`` both read as ``[]``).
-The attributes precision_tool relies on are exposed as properties (:attr:`OpNode.original_op_names`,
-:attr:`TensorDesc.origin_shape`, ...), computed from ``attrs`` so the two can never disagree.
+A :class:`GraphModel` holds the graphs of one ``ge.proto`` ``ModelDef``, root graph first; for the "Build" stage
+dump the root graph's name is the dump tree's ``model_name`` folder and its op names are the names in the dump
+files (docs/ascend-formats.md §6). Every record is a frozen dataclass; attribute values are plain Python values
+chosen by the kind GE stored (``s`` -> ``str``, ``i`` -> ``int``, ``td`` -> :class:`TensorDesc`, nothing set ->
+``None``; the table: docs/internals/formats.md#ge_graph). The attributes precision_tool relies on are properties
+computed from ``attrs`` (:attr:`OpNode.original_op_names`, :attr:`TensorDesc.origin_shape`, ...): they cannot disagree.
 """
 from __future__ import annotations
 

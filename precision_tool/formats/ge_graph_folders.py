@@ -1,30 +1,11 @@
 """Which GE Build graph to read from a ``DUMP_GRAPH_PATH`` folder, in every layout CANN has used.
 
-Where GE writes its graph dumps (``ascend-dump-trees.md`` §4 "Location"):
-
-* CANN 7.0 and older: straight into ``DUMP_GRAPH_PATH`` ("flat");
-* CANN 8.0.RC1 / 8.0.0: ``DUMP_GRAPH_PATH/{pid}_{deviceid}/``;
-* CANN 8.5, 9.x and current code: ``DUMP_GRAPH_PATH/pid_{pid}_deviceid_{deviceid}/``.
-
-The device id is the process's logical device, the same number as the ``{device_id}`` level of the data-dump
-tree (``{dump_path}/{time}/{device_id}/{model_name}/...``); the pid ties the folder to one process.
-
-The rule (:func:`choose_build_graph`), so that graphs of different processes or devices are never mixed:
-
-1. Candidates: ``DUMP_GRAPH_PATH`` itself when it directly holds Build files (``ge_proto_*_Build.txt``, or the
-   ONNX form ``ge_onnx_*_Build.pbtxt`` when no ge_proto file holds the same graph), and each
-   ``pid_{pid}_deviceid_{n}`` / ``{pid}_{n}`` sub-folder that does. Exactly one folder is read.
-2. With a graph name (``-g NAME``), only the folders holding a Build graph whose root graph has that name.
-3. When the command knows the dump's device (the one ``{device_id}`` of the NPU dump tree), the folders of that
-   device; when none is of that device, all of them (and the note says so).
-4. If that leaves one folder, it is used without a word. If it leaves several, the one whose newest Build file
-   was written last (ties: the last name in sort order) is used, and one note line names it and the others.
-5. In the chosen folder the file is chosen as always (:func:`~precision_tool.formats.ge_io.find_build_graph`):
-   the newest Build file, or the newest whose root graph has the given name.
-
-A flat folder alone is read exactly as before. A sub-folder that cannot be used -- a look-alike name such as
-``pid_x_deviceid_``, a FIFO or file where a folder should be, a symlink loop, a folder that cannot be listed --
-gives one note naming its path, and the others are still searched.
+GE writes its graphs into ``DUMP_GRAPH_PATH`` itself (CANN 7.0 and older), ``{pid}_{deviceid}/`` (8.0.RC1, 8.0.0)
+or ``pid_{pid}_deviceid_{deviceid}/`` (8.5, 9.x, current). :func:`choose_build_graph` reads exactly one folder, so
+graphs of different processes or devices are never mixed: the folders holding the named graph, then those of the
+dump's device, then the one whose newest Build file was written last (a note names it and the others); in it,
+:func:`~precision_tool.formats.ge_io.find_build_graph` picks the file. A sub-folder that cannot be used is a note,
+and the others are still searched. The rule step by step: docs/internals/formats.md#ge_graph_folders.
 """
 from __future__ import annotations
 
@@ -251,7 +232,7 @@ def _is_folder(path: str, problems: List[str]) -> bool:
 
 # ----------------------------------------------------------------------------------------- choosing
 def choose_build_graph(root, graph_name: Optional[str] = None, device_id: Optional[int] = None) -> BuildGraphChoice:
-    """The Build graph file to read under ``root`` (``DUMP_GRAPH_PATH``), by the rule of the module docstring.
+    """The Build graph file to read under ``root`` (``DUMP_GRAPH_PATH``): docs/internals/formats.md#ge_graph_folders.
 
     Parameters
     ----------

@@ -1,23 +1,12 @@
 """Read and write GE graph dumps: protobuf text (``ge_proto_*_Build.txt``) and GE's JSON form; read GE's ONNX text
-(``ge_onnx_*_Build.pbtxt``, :mod:`precision_tool.formats.ge_onnx`) too.
+(``ge_onnx_*_Build.pbtxt``, :mod:`precision_tool.formats.ge_onnx`) too. Readers sniff the form: one call reads any.
+Bad content, or no op at all, is a :class:`GraphFormatError` naming the file and where in it; a missing file is a
+:class:`WorkspaceError`. Notes, atomic writes and memory: docs/internals/formats.md#ge_io.
 
 >>> from precision_tool.formats.ge_graph import Graph, GraphModel, OpNode
 >>> model = GraphModel((Graph("ge_default_1", (OpNode("x", "Data"),)),))
 >>> parse_ge_graph(ge_graph_to_text(model)) == parse_ge_graph(json.dumps(ge_graph_to_json(model))) == model
 True
-
-Readers sniff the form (JSON starts with ``{``; ONNX text by its first fields or a ``.pbtxt`` name), so one call
-reads any. Every problem with a file's content is a :class:`GraphFormatError` naming the file and where in it
-(line and column for text, the JSON path for JSON); so is a file that holds no op at all (an empty graph is never
-a silent success). A missing file or folder is a :class:`WorkspaceError`. What the ONNX form cannot carry is
-said in notes (:attr:`GraphModel.notes`, naming the file), which commands show. Writers replace the target
-atomically (temporary file in the same folder, then ``os.replace``).
-
-Files are opened with :func:`precision_tool.fileio.open_input` (regular files of at most
-:data:`GRAPH_FILE_LIMIT` bytes: a FIFO, a device, a symlink loop is one error line, never a hang). Text is
-read line by line and each op of a root graph becomes a model op as soon as its block closes, and JSON is
-written op by op, so a large Build graph costs about its model, not its text, its message or its JSON
-(``benchmarks/ge_graph_memory.py``: about 2.3x the file's size for 200,000 ops, interpreter included).
 """
 from __future__ import annotations
 

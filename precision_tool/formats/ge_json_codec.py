@@ -1,24 +1,10 @@
 """The JSON form of a GE graph: what ``atc --mode=5`` writes and msaccucmp's ``compare -f`` reads.
 
-It is the ``ModelDef`` as JSON, but not protobuf's own JSON mapping. Checked against msaccucmp's reader
-(``vector_cmp/fusion_manager/fusion_rule_parser.py`` in mindstudio-probe 26.2.0) and GE's writer:
-
-* field names as in ge.proto (``output_desc``, not ``outputDesc``); defaults left out;
-* maps as lists of ``{"key": ..., "value": {...}}``;
-* enums by name (``"dtype": "DT_FLOAT16"``, ``"val_type": "VT_LIST_INT"``);
-* int64 as JSON numbers, not strings: msaccucmp rejects ``"id": "3"`` and ``{"i": "0"}`` (``isinstance(.., int)``);
-* ``s`` as a plain string, not base64: msaccucmp compares ``_datadump_origin_name`` with file names.
-
-Reading is lenient where GE and protobuf differ: float may be a number or a string (GE prints singular
-floats with ``%g``), int64 may be a decimal string (protobuf's mapping), a map may be a JSON object, and
-``null`` (GE's output for an empty message) counts as absent. Other bytes fields (``bt``, tensor
-``data``) are C-escaped strings both ways, as GE writes them. GE also C-escapes singular ``s`` values;
-for names (printable ASCII without quotes or backslashes) that is the identity, so ``s`` is read as is.
-
-Numbers are checked before Python converts them: an integer of more than 20 digits (more than any GE field
-holds; Python 3.11+ refuses ``int()`` of more than 4,300) is kept as a :class:`LongInteger` and refused where a
-field is read, naming its JSON path; a number given as a string must be ASCII (``"٣"`` is not 3, though
-``int()`` and ``float()`` would say so).
+The ``ModelDef`` as JSON, but not protobuf's own JSON mapping: field names as in ge.proto, defaults left out, maps
+as lists of ``{"key": ..., "value": {...}}``, enums by name, int64 as JSON numbers (msaccucmp rejects strings),
+``s`` as plain text (not base64), other bytes fields C-escaped. Reading is lenient where GE and protobuf differ
+(floats or int64 as strings, maps as objects, ``null`` as absent); an integer of more than 20 digits is kept as a
+:class:`LongInteger` and refused where a field is read. Details: docs/internals/formats.md#ge_json_codec.
 """
 from __future__ import annotations
 

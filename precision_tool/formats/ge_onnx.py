@@ -1,66 +1,12 @@
 """Read GE's ONNX-text graph dumps (``ge_onnx_*_Build.pbtxt``) into the graph model of
 :mod:`precision_tool.formats.ge_graph`, without the CANN toolkit or the ``onnx`` package.
 
-Beside each ``ge_proto_*.txt`` GE writes the same graph as an ONNX ``ModelProto`` in protobuf text,
-``ge_onnx_{index:08d}[_aclop]_graph_{graph_id}_{suffix}.pbtxt`` (``ascend-dump-trees.md`` §4; GE's
-``OnnxUtils::ConvertGeModelToModelProto``). The messages GE fills are declared here as field tables
-(:data:`ONNX_MESSAGES`, built by :func:`precision_tool.formats.protoschema.build_messages`) and parsed by the
-same parsers as ge_proto text (:mod:`precision_tool.formats.ge_text`). How the ONNX form maps to the model:
-
-=========================================  ==================================================================
-ONNX                                       model (the same fields a ge_proto file fills)
-=========================================  ==================================================================
-``graph.name``                             root :class:`Graph` name (the dump tree's ``model_name``)
-``node`` with ``op_type: "subgraph"``      one more :class:`Graph`, from its ``graph`` attribute (``g``)
-``node.name`` / ``op_type: "ge:Conv2D"``   :attr:`OpNode.name` / :attr:`OpNode.type` ``"Conv2D"``
-``node.input``                             :attr:`OpNode.inputs`, as ge_proto's ``input``: ``"src:idx"`` data,
-                                           ``""`` not connected, ``"src:-1"`` control
-attributes ``id``, ``stream_id``           :attr:`OpNode.id`, :attr:`OpNode.stream_id`
-``input_name``, ``src_name``,              ``OpNode.extra_fields`` (ge_proto ``OpDef`` fields), when not
-``src_index``, ``dst_name``,               empty; ``is_input_const`` as bools. A second attribute of the same
-``dst_index``, ``input_i``, ``output_i``,  name is the op attribute GE keeps beside the field (GE sorts by
-``workspace``, ``workspace_bytes``,        name, so which comes first is not fixed; both hold the same list)
-``is_input_const``
-``{input,output}_desc_dtype:{i}`` etc.     descriptor ``i``: ``dtype``, ``shape``, ``layout``; ``origin_dtype``,
-                                           ``origin_shape``, ``origin_layout`` become the descriptor attributes
-                                           ``origin_data_type``, ``origin_shape``, ``origin_format`` (as in
-                                           ge_proto, which leaves out a ``DT_UNDEFINED`` origin type and an
-                                           origin shape never set: here an empty one beside a non-empty
-                                           shape); ``size``, ``real_dim_cnt``, ``device_type`` ... become
-                                           ``TensorDesc.extra_fields`` when not 0 / ``""``
-``{input,output}_desc_attr_{a}:{i}``       attribute ``a`` of descriptor ``i``; ``..._{a}:{i}_{k}`` is row ``k``
-                                           of a list-of-int-lists attribute (``shape_range``)
-``{input,output}_desc_{i}`` (a JSON        descriptor ``i`` of an op with 20 or more inputs or outputs (current
-string)                                    GE): the same keys, attributes as ge.proto ``AttrDef`` text
-any other attribute                        :attr:`OpNode.attrs` under its own name: INT -> ``int``, FLOAT ->
-                                           ``float``, STRING -> ``str``, INTS / FLOATS / STRINGS -> ``list``
-graph ``input`` value infos                :attr:`Graph.inputs` as ``"{name}:0"`` (how ge_proto writes them)
-=========================================  ==================================================================
-
-What the ONNX form does not hold, so the model lacks it (:func:`model_from_onnx` returns one note per kind that
-matters for a given file; :func:`precision_tool.formats.ge_io.read_ge_graph` keeps them in the model's
-``notes``, naming the file, and the commands show them):
-
-* **Strings below DUMP_GE_GRAPH=1.** GE writes string and list-of-string attributes (and constant bytes) to the
-  ONNX form only at level 1, and no attribute at all at level 3 (names, types and links only). A file without
-  such strings has no ``_datadump_original_op_names``, ``_datadump_origin_name``, pass names or kernel names;
-  the note says so. The ge_proto file of the same dump keeps strings at every level.
-* **Which op calls a subgraph** (ge_proto ``subgraph_name``): GE writes subgraphs as extra root nodes without a
-  link to their caller, so :attr:`OpNode.subgraph_names` stays empty (noted).
-* **Graph outputs** name ops without the output index (noted when present); graph and model attributes,
-  ``has_out_attr`` and the model name are not written at all.
-* **Types GE folds:** a bool attribute reads as ``0`` / ``1``; a tensor attribute ``value`` reads as the
-  attributes ``value_desc_dtype``, ``value_desc_shape``, ``value_desc_layout``, ``value_desc_device_type`` (and
-  ``value_data`` at level 1); an op's list-of-int-lists attribute ``a`` reads as ``a_0``, ``a_1`` ...; ``dt``,
-  ``func``, ``td`` and graph-valued attributes are not written.
-* Attribute groups (``attr_groups``), which the ge_proto reader drops too, and attributes of a type GE does not
-  write (TENSOR, GRAPH outside a subgraph node, ...) are left out with a note, as are fields outside
-  :data:`ONNX_MESSAGES`.
-
-The node ``output`` list and the value infos' tensor types repeat what the descriptors say and are not read.
-
-The whole text becomes one message before it is converted (a synthetic 218 MB file of 20,000 ops: about 550 MB
-peak and 22 s, close to what the streamed ge_proto reader costs for the same size).
+GE writes the graph of each ``ge_proto_*.txt`` beside it as an ONNX ``ModelProto`` in protobuf text. Its messages are
+field tables here (:data:`ONNX_MESSAGES`), parsed as ge_proto text is (:mod:`precision_tool.formats.ge_text`). Nodes
+become ops (``op_type: "ge:Conv2D"`` -> ``"Conv2D"``; ``op_type: "subgraph"`` -> one more graph) and the flattened
+``{input,output}_desc_*:{i}`` attributes their descriptors. What the form lacks (strings below ``DUMP_GE_GRAPH=1``,
+which op calls a subgraph, ...) is one note per kind (:func:`model_from_onnx`). The whole mapping and what is lost:
+docs/internals/formats.md#ge_onnx.
 """
 from __future__ import annotations
 
@@ -294,7 +240,7 @@ class _Converter:
                                        lambda text: shown_name(text, 60))
 
     def _route(self, attr, fields: "_OpFields", descs: Dict[str, Dict[int, "_DescFields"]]) -> None:
-        """Put one attribute where the model keeps it (see the module table)."""
+        """Put one attribute where the model keeps it (the table: docs/internals/formats.md#ge_onnx)."""
         name = attr.name
         if name in ("id", "stream_id") and attr.type == _INT and name not in fields.seen:
             fields.seen.add(name)

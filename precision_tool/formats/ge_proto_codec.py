@@ -2,8 +2,8 @@
 
 Both file forms go through a ``ModelDef`` message built from :mod:`precision_tool.formats.ge_schema`: text
 is parsed into one, JSON is checked into one (:mod:`precision_tool.formats.ge_json_codec`). This module is
-the only place that knows how attribute values map to Python values; the table is in the docstring of
-:mod:`precision_tool.formats.ge_graph`.
+the only place that knows how attribute values map to Python values; the table is in
+docs/internals/formats.md#ge_graph.
 """
 from __future__ import annotations
 

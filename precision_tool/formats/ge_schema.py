@@ -1,19 +1,11 @@
-"""GE's ``ge.proto`` model schema (``ModelDef`` and everything it holds) as field tables.
+"""GE's ``ge.proto`` model schema (``ModelDef`` and everything it holds) as field tables (docs/ascend-formats.md §6).
 
-Written from the schema table in docs/ascend-formats.md §6. The JSON form is read into records
-(:data:`GE_RECORDS`, :mod:`precision_tool.formats.proto_records`: no protobuf runtime to import); the text forms
-and the writers use protobuf classes built from the same tables by
-:func:`precision_tool.formats.protoschema.build_messages` (:func:`ge_messages`); no generated code.
-Every field in that table is here, so real ``ge_proto_*_Build.txt`` files parse. Left out on purpose,
-because their layout differs between CANN versions: ``attr_groups`` (field 12 of ModelDef / GraphDef) and
-``AttrDef.expression`` (field 17). Readers parse with unknown fields allowed, so files that carry them still
-load; those fields are dropped.
-
-Nested protobuf types (``AttrDef.ListValue``, its ``ListValueType`` enum, ``ListListInt.ListInt``) are
-top-level here. That changes nothing in the text or JSON forms, where only field and enum value names
-appear (``list { val_type: VT_LIST_INT i: 1 }``), nor on the wire, where only numbers do.
-
-Use :func:`ge_messages` (built once, cached) rather than the tables.
+The JSON form is read into records (:data:`GE_RECORDS`, :mod:`precision_tool.formats.proto_records`: no protobuf
+runtime to import); the text forms and the writers use protobuf classes built from the same tables (use
+:func:`ge_messages`, built once and cached, rather than the tables). Every field of that table is here but
+``attr_groups`` (field 12 of ModelDef / GraphDef) and ``AttrDef.expression`` (field 17), whose layout differs
+between CANN versions: readers allow unknown fields, so files carrying them load, without them. Nested types are
+top-level (``AttrDef.ListValue`` is ``ListValue``). See docs/internals/formats.md#ge_schema.
 """
 from __future__ import annotations
 

@@ -1,23 +1,11 @@
 """Parse and print the protobuf text form of a GE graph (``ge_proto_*_Build.txt``).
 
-protobuf's own text parser is pure Python and slow: 5-7 s for a synthetic 3,000-op Build graph (13 MB) on
-the 2-core machine this was written on. GE prints one field per line (``name: value``, ``name {``, ``}``),
-so :func:`parse_ge_text` first tries a line parser for exactly that layout, which fills the same message
-through the same descriptors (about 1.3 s for that graph; 1.6 s with the conversion to the model). On
-anything it does not handle -- comments, ``[1, 2]`` lists, several fields on a line, a field given twice, an
-unknown enum name, a bad escape, an integer of more than 20 digits -- it gives up and the full parser
-(``text_format.ParseLines`` with unknown fields allowed) reads the file from the start, so every result and every
-error message is the full parser's. A differential fuzz test checks that the two agree.
-
-The line parser takes the lines from any iterable, so a file is read line by line and never whole
-(:func:`parse_canonical_lines`); a caller may also take each root graph's ops as they close instead of
-keeping them in the message (a 200,000-op graph then never exists as one message).
-
-Numbers are ASCII: the line parser reads only ``[0-9]``, and before the full parser runs, a digit of another
-script outside strings and comments (``²``, ``٣``, which Python's ``int()`` and so protobuf's parser would
-take) is an error naming its line. The full parser reads lines too (``text_format.ParseLines``), so it never
-needs the whole text either, only the whole message. Its messages quote the offending line; any run of more
-than 60 characters without a space or quote is cut there (a 5,000-digit integer is shown by its length).
+:func:`parse_ge_text` first tries a line parser for GE's layout (one field per line: ``name: value``, ``name {``,
+``}``), which fills the same message through the same descriptors several times faster than protobuf's parser. On
+anything else it gives up and the full parser (``text_format.ParseLines``, unknown fields allowed) reads the file
+from the start, so every result and error message is the full parser's; a differential fuzz test checks they agree.
+Lines come from any iterable (:func:`parse_canonical_lines`): a file is never read whole. Numbers are ASCII digits
+only. Timings, the give-up list, memory and error messages: docs/internals/formats.md#ge_text.
 """
 from __future__ import annotations
 

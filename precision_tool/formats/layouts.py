@@ -1,32 +1,12 @@
 """Convert tensors between Ascend device layouts and their origin (TensorFlow) layouts, exactly.
 
-:func:`to_origin` is what the dump converter calls: a stored array, its stored format, and the target -- the
-origin format and original shape from the dump header (or ``origin_shape`` from the graph) -- in, the tensor as
-TensorFlow sees it out. :func:`to_device` is the inverse (origin -> device, padding with zeros); tests and sample
-dump writers use it. Formats are given by name (``"NC1HWC0"``, case-insensitive, ``"FORMAT_"`` prefix allowed) or
-by CANN number (``3``). The layouts and their index formulas are in :mod:`precision_tool.formats.device_layouts`.
-
-Supported conversions (each in both directions):
-
-- ``NC1HWC0`` <-> ``NCHW``, ``NHWC``, ``HWCN``
-- ``FRACTAL_Z`` <-> ``NCHW``, ``NHWC``, ``HWCN`` (weights, groups == 1)
-- ``NDC1HWC0`` <-> ``NCDHW``, ``NDHWC``
-- ``FRACTAL_NZ`` <-> ``ND`` or any plain format: the origin shape is read as ``[..., M, N]``, ``[N]`` as
-  ``[1, N]``
-- plain formats among themselves by transposing: ``NCHW``, ``NHWC``, ``HWCN``; ``NCDHW``, ``NDHWC``
-- ``ND`` <-> any plain format, and any format to itself: a reshape, when the element counts agree
-
-Rules
------
-- The origin shape is in the **origin format's** axis order (an NHWC original shape ``[1, 4, 4, 19]`` means
-  C = 19). The stored tensor is unpacked to the padded logical tensor, reordered to the origin format, and only
-  then is the padding stripped. (msaccucmp slices before reordering and returns wrong data for NC1HWC0 with an
-  NHWC original shape; we don't.)
-- The stored shape must be exactly the one the origin shape implies (``C1 = ceil(C/C0)``, ...): anything else
-  is a :class:`~precision_tool.errors.LayoutError` naming both formats and shapes and the first axis that
-  disagrees. C0 is read from the stored array's last axis (16 for float16/float32, 32 for int8 on devices).
-- Plain formats whose rank does not match their letters (GE labels 2-D tensors ``NCHW`` too) are only names:
-  such a tensor converts to a plain origin of exactly the same shape unchanged, otherwise it is an error.
+:func:`to_origin` (a stored array, its format, the origin format and shape -> the tensor as TensorFlow sees it) and
+its inverse :func:`to_device` (padding with zeros). Formats by name (``"NC1HWC0"``, any case, ``"FORMAT_"`` prefix
+allowed) or CANN number (``3``). Pairs: NC1HWC0, FRACTAL_Z <-> NCHW, NHWC, HWCN; NDC1HWC0 <-> NCDHW, NDHWC;
+FRACTAL_NZ <-> ND or any plain format; plain formats among themselves. The origin shape is in the origin format's
+axis order; the tensor is unpacked, reordered, and only then stripped of padding. A stored shape other than the one
+the origin shape implies is a :class:`~precision_tool.errors.LayoutError`. Rules: docs/internals/formats.md#layouts;
+index formulas: :mod:`precision_tool.formats.device_layouts`.
 """
 from __future__ import annotations
 

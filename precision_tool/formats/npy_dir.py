@@ -1,15 +1,11 @@
 """Reference tensors as msaccucmp expects them: a flat folder of ``.npy`` files.
 
-One file per TF op output, named ``{op_name'}.{output_index}.{timestamp}.npy`` (``ascend-formats.md`` §4):
-``op_name'`` is the TF op name with ``/`` and ``.`` replaced by ``_``, the timestamp is 16 digits
-(epoch microseconds). When one output was saved several times, the latest timestamp is the one used.
-
-The replacement is lossy (``a/b``, ``a.b`` and ``a_b`` share a file name), so :func:`read_npy_dir`
-accepts a mapping from file names back to the real TF names (:func:`build_name_mapping` makes one
-from the graph's op names) and reports every real name a file could stand for.
-
-Files are written atomically (a hidden temporary file renamed into place) and always read with
-``allow_pickle=False``. Listing reads only the ``.npy`` headers.
+One file per TF op output, ``{op_name'}.{output_index}.{timestamp}.npy`` (``ascend-formats.md`` §4): ``op_name'`` is
+the TF op name with ``/`` and ``.`` replaced by ``_``, the timestamp 16 digits (epoch microseconds); of an output
+saved several times the latest is used. The replacement is lossy (``a/b``, ``a.b`` and ``a_b`` share a file name),
+so :func:`read_npy_dir` accepts a mapping from file names back to the real TF names (:func:`build_name_mapping`) and
+reports every real name a file could stand for. Files are written atomically (a hidden temporary file renamed into
+place) and always read with ``allow_pickle=False``. Listing reads only the ``.npy`` headers.
 """
 from __future__ import annotations
 

@@ -1,21 +1,11 @@
 """Opdebug overflow records: decode and encode the status struct, describe it in English.
 
-An overflow record is an ordinary dump file named ``Opdebug.Node_OpDebug.{task}.{stream}.{ts}``
-whose single output is a status struct stored as ``uint8[n]`` (``ascend-formats.md`` §3). Two
-layouts exist, all integers little-endian:
-
-Old layout, exactly 2048 bytes of uint64
-    info blocks of six words (model_id, stream_id, task_id, task_type, pc_start, para_base) at
-    byte 0 (DHA Atomic Add), 128 (L2 Atomic Add) and 256 (AI Core); status words at 512 (DHA) and
-    768 (L2); AI Core kernel_code at 1024, block_idx at 1032, status at 1040.
-New layout, starts with uint32 magic ``0x5A5A5A5A``
-    uint32 version, then one record: uint32 valid (1), acc_type (0 AIC, 1 AIV, 2 AICPU, 3 SDMA),
-    rsv, data_len; then uint64 fields from byte 24, per accelerator type (see ``_NEW_FIELDS``).
-    AIC/AIV status is one word in version 0 and four in version 1. Context and thread id 65535
-    mean "not set" and decode to ``None``.
-
-The overflowing op is the dump with the same task_id and stream_id as the reporting unit
-(:attr:`OverflowRecord.reporting_unit`).
+An overflow record is an ordinary dump file named ``Opdebug.Node_OpDebug.{task}.{stream}.{ts}`` whose single output
+is a status struct stored as ``uint8[n]`` (``ascend-formats.md`` §3), all integers little-endian, in one of two
+layouts: the old one, exactly 2048 bytes of uint64, or the new one, starting with uint32 magic ``0x5A5A5A5A`` (its
+fields per accelerator type in ``_NEW_FIELDS``). The overflowing op is the dump with the same task_id and stream_id
+as the reporting unit (:attr:`OverflowRecord.reporting_unit`). Both layouts byte by byte:
+docs/internals/formats.md#opdebug.
 """
 from __future__ import annotations
 

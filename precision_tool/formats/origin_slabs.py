@@ -1,21 +1,11 @@
 """Pieces of a device-layout tensor that convert, one at a time, to consecutive runs of its origin order.
 
-A tensor too large to convert whole (:func:`~precision_tool.formats.layouts.to_origin` copies it) is compared a
-piece at a time. A *slab* is a part of the stored array -- an index of whole blocks -- that
-:func:`~precision_tool.formats.layouts.to_origin` turns into the next ``prod(slab.origin_shape)`` elements of the
-tensor in origin order: the slabs of a tensor, in turn, give every origin element once, in order.
-
-How the origin is cut. Origin axes map to stored axes: a plain axis to one stored axis (N, D, H, W, batch axes),
-a blocked axis to its block-count axis (C to C1 in blocks of C0; FRACTAL_NZ's M to M1 in blocks of 16 and N to N1
-in blocks of C0). A slab takes one index of each origin axis before a *split axis* ``a``, a range of whole blocks
-of axis ``a``, and all of every later axis -- a run of the origin's flat order. The split axis is the first whose
-one block, times everything after it, fits ``limit`` elements; it never lies beyond the first blocked axis (a
-single channel of a C0 block is not a whole block), so a slab of an NCHW tensor stored NC1HWC0 holds at least one
-channel block (C0 x H x W elements) whatever ``limit`` is.
-
-Examples: NC1HWC0 ``[1, 4, 1024, 1024, 16]`` as NHWC ``[1, 1024, 1024, 64]`` is cut into runs of rows
-``[0, h0:h1, :, :]`` (stored ``[0:1, :, h0:h1, :, :]``); FRACTAL_NZ ``[N1, M1, 16, 16]`` as ND ``[M, N]`` into
-runs of 16-row blocks. FRACTAL_Z (weights: its first stored axis mixes C1, H and W) has no slabs: ``None``.
+A tensor too large to convert whole is compared a piece at a time. A *slab* is a part of the stored array -- an
+index of whole blocks -- that :func:`~precision_tool.formats.layouts.to_origin` turns into the next
+``prod(slab.origin_shape)`` elements of the tensor in origin order: the slabs of a tensor, in turn, give every origin
+element once, in order. A slab takes one index of each origin axis before a *split axis*, a range of whole blocks of
+that axis, and all of every later axis. FRACTAL_Z (weights) has no slabs: ``None``. How the origin is cut, with
+examples: docs/internals/formats.md#origin_slabs.
 """
 from __future__ import annotations
 
@@ -53,10 +43,10 @@ def _axis_map(stored_format: str, origin_format: str, origin_rank: int, c0: int)
 def origin_slabs(stored_shape: Sequence[int], stored_format: str, origin_format: str, origin_shape: Sequence[int],
                  limit: int) -> Optional[List[Slab]]:
     """The slabs of a tensor stored as ``stored_format`` ``stored_shape`` whose origin is ``origin_format``
-    ``origin_shape`` (the module docstring), each of about ``limit`` origin elements or fewer where the geometry
-    allows; ``None`` for a layout without slabs (FRACTAL_Z, a rank-1 FRACTAL_NZ origin) and an empty tensor.
-    Formats are canonical names (:func:`~precision_tool.formats.layouts.format_of`); shapes are not checked here
-    -- :func:`~precision_tool.formats.layouts.to_origin` checks each slab's."""
+    ``origin_shape`` (docs/internals/formats.md#origin_slabs), each of about ``limit`` origin elements or fewer
+    where the geometry allows; ``None`` for a layout without slabs (FRACTAL_Z, a rank-1 FRACTAL_NZ origin) and an
+    empty tensor. Formats are canonical names (:func:`~precision_tool.formats.layouts.format_of`); shapes are not
+    checked here -- :func:`~precision_tool.formats.layouts.to_origin` checks each slab's."""
     shape = tuple(int(d) for d in origin_shape)
     if not shape or not stored_shape or prod(shape) == 0:
         return None

@@ -1,23 +1,12 @@
 """A dump tensor as TensorFlow saw it: device layout undone, original shape restored.
 
-The dump header gives the stored format and shape and (usually) the ``original_shape``, but not always
-the origin *format*: ``OriginalOp.format`` is set only on fused outputs, and its proto3 default 0 means
-NCHW, so an unset field and NCHW look alike. The origin format is therefore chosen in this order:
-
-1. an explicit ``origin_format`` (user flag, or ``origin_format`` from the GE graph);
-2. the header's ``OriginalOp.format`` when it is not 0 (a non-default value was really written);
-3. the candidates of the stored format (see :data:`CANDIDATES`), keeping those whose implied device shape
-   equals the stored shape; the first, in TensorFlow's preference order (NHWC before NCHW, HWCN for
-   weights), wins. When more than one fits, the result says so (``ambiguous``), since NHWC and NCHW can
-   give different tensors for the same bytes.
-
-Plain formats (ND, NCHW, NHWC, ...) are only reshaped to the original shape when the element counts agree.
-A device-layout tensor without an original shape is returned as stored, with a note saying why.
-
-A ``DT_UNDEFINED`` tensor (data type unknown: Lite exception dumps) is never converted: it comes back as its raw
-bytes, a flat int8 array of the entry's size, in layout ``ND``, with :func:`~.dump_file.raw_bytes_note` as its
-note -- whatever format, shape or original shape the header gives, since those describe elements of an unknown
-type.
+The origin *format* is chosen in this order: 1. an explicit ``origin_format`` (user flag, or the GE graph's);
+2. the header's ``OriginalOp.format`` when not 0 (its proto3 default, which NCHW shares); 3. the first of the stored
+format's :data:`CANDIDATES` (NHWC before NCHW, HWCN for weights) whose device shape equals the stored shape,
+``ambiguous`` when more than one does. Plain formats are only reshaped (same element count). A device-layout tensor
+without an original shape comes back as stored, with a note; a ``DT_UNDEFINED`` tensor comes back as its raw bytes
+(flat int8, layout ``ND``) with :func:`~.dump_file.raw_bytes_note` as its note. See
+docs/internals/formats.md#origin_tensor.
 """
 from __future__ import annotations
 

@@ -1,34 +1,10 @@
 """Protobuf message classes from small field tables: no ``protoc``, no generated ``*_pb2.py``.
 
-Every binary or text format precision_tool reads (Ascend ``DumpData`` headers, GE ``ModelDef`` graphs,
-TensorFlow ``Event`` / ``DebugEvent`` records) is described in this project by a table of
-``(number, name, type)`` rows written from the format facts. :func:`build_messages` turns a table into a
-``FileDescriptorProto``, adds it to a private descriptor pool and returns the message classes. This
-works unchanged with the protobuf runtime TensorFlow 2.21 pins and with newer ones (no generated code
-whose version must match the runtime).
-
-Type strings in a table:
-
-``"string"``, ``"bytes"``, ``"bool"``, ``"int32"``, ``"int64"``, ``"uint32"``, ``"uint64"``,
-``"float"``, ``"double"``
-    scalars; proto3, so repeated scalars are packed on the wire.
-``"Name"``
-    another message of the same table, or an enum of the same table.
-``"repeated T"``
-    a repeated field of any of the above.
-``"map<K,V>"``
-    a proto3 map (a repeated synthetic ``...Entry`` message with ``map_entry`` set).
-
-``oneofs`` groups fields of a message into a ``oneof`` (``{"AttrDef": {"value": ["s", "i", ...]}}``).
-Members of a oneof keep their presence even at the default value (``value { i: 0 }`` is not empty),
-which plain proto3 scalars lose.
-
-Example::
-
-    >>> classes = build_messages("demo.pkg", {"Point": [(1, "x", "int64"), (2, "tags", "repeated string")]})
-    >>> p = classes["Point"](x=3, tags=["a"])
-    >>> classes["Point"].FromString(p.SerializeToString()).x
-    3
+:func:`build_messages` turns a table of ``(number, name, type)`` rows into a ``FileDescriptorProto`` in a private
+descriptor pool and returns the message classes, with the protobuf runtime TensorFlow 2.21 pins or a newer one. A
+type is a proto3 scalar (``"int64"``, ``"string"``, ...), another message or enum of the table, ``"repeated T"`` or
+``"map<K,V>"``; ``oneofs`` group fields into a ``oneof`` (whose members keep presence at the default value).
+The type strings in full: docs/internals/formats.md#protoschema.
 """
 from __future__ import annotations
 
@@ -89,6 +65,11 @@ def build_messages(
 
     Returns a dict of message name -> generated class. Raises ``ValueError`` for a table that names
     an unknown type (a bug in the table, not user input).
+
+    >>> classes = build_messages("demo.pkg", {"Point": [(1, "x", "int64"), (2, "tags", "repeated string")]})
+    >>> p = classes["Point"](x=3, tags=["a"])
+    >>> classes["Point"].FromString(p.SerializeToString()).x
+    3
     """
     enums = enums or {}
     fdp = descriptor_pb2.FileDescriptorProto(name=f"{package.replace('.', '/')}.proto", package=package,

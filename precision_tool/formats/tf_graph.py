@@ -1,35 +1,11 @@
 """TensorFlow ``GraphDef`` files read without TensorFlow, and the tfdbg v1 executed graphs kept in the workspace.
 
-:func:`read_tf_graph` reads a serialized ``GraphDef`` (a ``.pb`` file, as ``tf.io.write_graph(...,
-as_text=False)`` or ``graph_def.SerializeToString()`` write it) into a :class:`TfGraph` of plain Python
-:class:`TfNode` values: name, op type, inputs, device and attrs. Attr values become Python values:
-
-=============  ===========================================================
-AttrValue      Python value
-=============  ===========================================================
-``s``          ``str`` (``bytes`` when not UTF-8)
-``i``          ``int``
-``f``          ``float``
-``b``          ``bool``
-``type``       the dtype name, ``"DT_FLOAT"``
-``shape``      ``tuple`` of dims (``-1`` unknown), ``None`` for unknown rank
-``tensor``     :class:`TensorAttr` (dtype and shape only, never the values)
-``func``       :class:`FunctionAttr` (the function's name)
-``list``       a ``list`` of the above (``[]`` for an empty list)
-unset          ``None`` (also ``placeholder``, only found in function bodies)
-=============  ===========================================================
-
-The messages are a small table (:data:`MESSAGES`) with TensorFlow's field numbers (``graph.proto``,
-``node_def.proto``, ``attr_value.proto``, ``tensor_shape.proto``, ``tensor.proto``), built by
-:mod:`precision_tool.formats.protoschema`. The function library, versions and debug info are kept
-opaque.
-
-:func:`keep_tfdbg_v1_graphs` copies the executed (partition) graphs of one tfdbg v1 run -- the
-``_tfdbg_graph_hash<h>_<us>`` files of each device folder, each an ``Event`` whose ``graph_def`` holds
-the serialized ``GraphDef`` -- into a folder as ``graph_<run>_<device>.pb`` (the ``GraphDef`` bytes
-unchanged, after checking that they parse) and records where each came from in ``index.json`` there.
-:func:`keep_tfdbg_v2_graphs` does the same for the function graphs a tfdbg v2 capture left
-(:data:`V2_GRAPHS_DIR`).
+:func:`read_tf_graph` reads a serialized ``GraphDef`` (``.pb``) into a :class:`TfGraph` of :class:`TfNode` values:
+name, op type, inputs, device, and attrs as Python values (``s`` -> ``str``, ``type`` -> ``"DT_FLOAT"``, ``shape``
+-> tuple, ``tensor`` -> :class:`TensorAttr` without values, unset -> ``None``, ...), through :data:`MESSAGES`, a
+table with TensorFlow's field numbers. :func:`keep_tfdbg_v1_graphs` copies a tfdbg v1 run's executed graphs into a
+folder as ``graph_<run>_<device>.pb`` (bytes unchanged, once they parse) and records them in ``index.json``;
+:func:`keep_tfdbg_v2_graphs` keeps a tfdbg v2 capture's function graphs. See docs/internals/formats.md#tf_graph.
 """
 from __future__ import annotations
 
@@ -230,7 +206,7 @@ def _tensor(proto) -> TensorAttr:
 
 
 def attr_value(proto) -> Any:
-    """One ``AttrValue`` message as a Python value (see the module docstring's table)."""
+    """One ``AttrValue`` message as a Python value (the table: docs/internals/formats.md#tf_graph)."""
     kind = proto.WhichOneof("value")
     if kind is None or kind == "placeholder":
         return None

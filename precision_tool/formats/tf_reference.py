@@ -1,38 +1,12 @@
 """A tfdbg run (v1 or v2) -> the flat reference ``.npy`` folder msaccucmp reads, as a typed result.
 
-:func:`convert_tfdbg_run` reads one run with :mod:`precision_tool.formats.tfdbg` and writes each op
-output with :func:`precision_tool.formats.npy_dir.write_reference_npy` as
-``{op name'}.{output}.{timestamp}.npy`` (``/`` and ``.`` of the op name become ``_``; the timestamp is
-the tensor's dump time). It returns a :class:`ReferenceConversion` saying what was written, what was
-skipped and why, and what a user should know (repeated outputs, fused op types, file-name collisions,
-the earlier conversion it replaced). The ``tf_dump`` command prints it; the emulator uses it directly.
-
-One run per folder. The folder holds exactly the run converted last: a conversion records the run and the files it
-wrote in ``tf_dump_run.json`` (:data:`RECORD_FILE`), and the next one deletes those files first. Reference files
-no conversion recorded (written by another tool, or before the record existed) are never deleted silently: the
-conversion refuses, naming one, unless ``clean`` says to delete them. An interrupted conversion's record says it
-did not finish, and its files are replaced too.
-
-Rules:
-
-* Resource handles have no values and are skipped; strings and variants too (``non-numeric``).
-* tfdbg v1: when one op output was dumped several times in the run (a while loop) the last one is kept;
-  :attr:`ReferenceConversion.repeated` says how often.
-* tfdbg v2: every execution is kept, under the names of :mod:`precision_tool.formats.tfdbg_v2_names`: the
-  first execution under the op's name, later ones as ``op@1``, ``op@2``, ..., and an op name used by
-  several graphs (functions) qualified by the later graphs' function names (``outer/inner/op``). Function
-  arguments that TF 2.21 does not trace are taken from the eager op that produced them.
-* Aliases: a second file name (a hard link, or a copy where links fail) for the same tensor, so alignment
-  finds it under either name: tfdbg v2 weights under their variable's name and model inputs under the
-  Keras ``Input`` name (from the capture's names file, :mod:`precision_tool.formats.capture_names`), and
-  any ``{tensor: alias}`` the caller passes (``tf_dump --alias``), which wins over an automatic alias of
-  the same name.
-* Tensors are read and written one at a time: memory stays at the size of the largest tensor.
-* A tensor that cannot be read or written is recorded as a failure (``reason == "failed"``, with the
-  one-line error naming the file), and the others are still written. Problems with the run as a whole
-  (no such folder, nothing with values, output inside the input) raise a :class:`PrecisionToolError`.
-
-TensorFlow is not needed.
+:func:`convert_tfdbg_run` reads one run (:mod:`precision_tool.formats.tfdbg`) and writes each op output, one tensor
+at a time, as ``{op name'}.{output}.{timestamp}.npy`` (:func:`precision_tool.formats.npy_dir.write_reference_npy`).
+It returns a :class:`ReferenceConversion`: what was written, what was skipped and why, what a user should know. The
+folder holds exactly the run converted last (:data:`RECORD_FILE`); reference files no conversion recorded are
+refused unless ``clean``. tfdbg v1 keeps an op output's last dump, v2 every execution
+(:mod:`precision_tool.formats.tfdbg_v2_names`); aliases write one tensor under a second name. TensorFlow is not
+needed. The rules in full: docs/internals/formats.md#tf_reference.
 """
 from __future__ import annotations
 
@@ -261,7 +235,7 @@ def find_tfdbg_runs(root) -> List[TfdbgRun]:
 
 def convert_tfdbg_run(run: Union[TfdbgRun, str, os.PathLike], out_dir, *, clean: bool = False,
                       aliases: Optional[Mapping[str, str]] = None, graph_dir=None) -> ReferenceConversion:
-    """Write the reference ``.npy`` folder for one tfdbg run (see the module docstring).
+    """Write the reference ``.npy`` folder for one tfdbg run (the rules: docs/internals/formats.md#tf_reference).
 
     Parameters
     ----------

@@ -1,18 +1,11 @@
 """TensorFlow's ``Event``, ``TensorProto`` and ``DebugEvent`` messages, as small field tables.
 
-Only the fields precision_tool reads are listed; the numbers are TensorFlow's own (``event.proto``,
-``summary.proto``, ``tensor.proto``, ``tensor_shape.proto``, ``types.proto``, ``graph.proto``,
-``node_def.proto``, ``debug_event.proto``, all proto3). Fields left out are kept by protobuf as
-unknown fields and otherwise ignored, so newer TensorFlow versions still decode. Enum fields (the
-data type, the debug mode) are declared ``int32``: the wire format is the same varint and a number
-missing from the tables below still decodes.
-
-Nested messages (``Summary.Value``, ``TensorShapeProto.Dim``) are flattened to top-level names;
-nesting does not change the wire format.
-
-Besides the message classes, :func:`iter_wire_fields` walks the wire format of a message without
-decoding it. The tfdbg readers use it to find a tensor's dtype, shape and the position of its bytes
-in a file while reading only a few hundred bytes, and to load the bytes later with one read.
+Only the fields precision_tool reads, numbered as TensorFlow numbers them (``event.proto``, ``summary.proto``,
+``tensor.proto``, ``tensor_shape.proto``, ``types.proto``, ``graph.proto``, ``node_def.proto``,
+``debug_event.proto``, all proto3): fields left out are kept as unknown fields and ignored, so newer TensorFlow
+versions still decode. :func:`iter_wire_fields` walks a message's wire format without decoding it: the tfdbg readers
+find a tensor's dtype, shape and bytes reading a few hundred bytes, and load the bytes later with one read. Why
+enums are ``int32`` and nested messages top-level: docs/internals/formats.md#tf_schema.
 """
 from __future__ import annotations
 

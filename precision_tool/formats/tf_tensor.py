@@ -1,23 +1,12 @@
 """TensorFlow ``TensorProto`` -> numpy, for every numeric dtype, without TensorFlow.
 
-A TensorProto carries its values either as raw little-endian bytes (``tensor_content``, what tfdbg
-always writes) or in a typed repeated field (``float_val``, ``int_val``, ``half_val`` ...; what
-constants built from Python values use). The typed fields are read as TensorFlow's own reader of tfdbg dumps reads
-them (``tf.make_ndarray``): no values means zeros, fewer values than elements repeat the last one (the usual case
-is one value broadcast to the whole shape); more values than elements, and an integer outside its dtype's range
-(``int_val`` 300 for a uint8, ``half_val`` beyond 16 bits), are refused, as ``tf.make_ndarray`` refuses them
-under numpy 2 (numpy 1 wrapped such integers silently).
-
-Types numpy has no dtype for are widened exactly to float32: bfloat16 (stored as bf16 bits, in
-``tensor_content`` or in ``half_val``), the fp8 formats and fp4 (one byte per element, in
-``tensor_content`` or ``float8_val``). int4/uint4/int2/uint2 (one element per byte) become
-int8/uint8, quantized types their integer type. :func:`array_dtype` says what a dtype code becomes.
-
-``DT_RESOURCE`` (variable handles) has no values: :func:`tensor_proto_to_numpy` returns ``None``.
-``DT_STRING`` and ``DT_VARIANT`` are not numeric: :class:`~precision_tool.errors.ReferenceFormatError`.
-
-:func:`scan_tensor_proto` locates dtype, shape and the ``tensor_content`` bytes of a serialized
-TensorProto without decoding it, so a reader can list a huge dump and load each tensor with one read.
+Values come as raw little-endian bytes (``tensor_content``, what tfdbg always writes) or in a typed repeated field
+(``float_val``, ``int_val``, ``half_val`` ...), read as ``tf.make_ndarray`` reads them: no values means zeros, fewer
+values than elements repeat the last one; more values, or an integer outside its dtype's range, are refused.
+bfloat16, fp8 and fp4 are widened exactly to float32, int4/uint4/int2/uint2 become int8/uint8 (:func:`array_dtype`).
+``DT_RESOURCE`` gives ``None``; ``DT_STRING`` and ``DT_VARIANT`` are refused (:class:`ReferenceFormatError`).
+:func:`scan_tensor_proto` locates dtype, shape and ``tensor_content`` of serialized bytes without decoding them.
+Details: docs/internals/formats.md#tf_tensor.
 """
 from __future__ import annotations
 

@@ -1,13 +1,11 @@
 """TensorFlow debugger dumps (tfdbg v1 run folders, tfdbg v2 DebugEvents folders), read without TensorFlow:
 what both versions share.
 
-This module holds the records (:class:`TfdbgTensor`, :class:`TfdbgRun`), :func:`list_tfdbg_runs`, the
-:func:`iter_tfdbg` dispatcher and the device-folder helpers. The readers and writers of each version are
-in :mod:`precision_tool.formats.tfdbg_v1` and :mod:`precision_tool.formats.tfdbg_v2`.
-
-Both are read as an iterator of :class:`TfdbgTensor` records. Listing reads only record headers
-(dtype and shape, a few hundred bytes each); :meth:`TfdbgTensor.load` reads one tensor's bytes with one
-read, so a dump of any size is processed tensor by tensor.
+The records (:class:`TfdbgTensor`, :class:`TfdbgRun`), :func:`list_tfdbg_runs`, the :func:`iter_tfdbg` dispatcher
+and the device-folder helpers; each version's readers and writers are in :mod:`precision_tool.formats.tfdbg_v1` and
+:mod:`precision_tool.formats.tfdbg_v2`. Both are read as an iterator of :class:`TfdbgTensor` records: listing reads
+only record headers (dtype and shape, a few hundred bytes each) and :meth:`TfdbgTensor.load` one tensor's bytes with
+one read, so a dump of any size is processed tensor by tensor.
 """
 from __future__ import annotations
 

@@ -1,17 +1,10 @@
 """tfdbg v1 run folders, read without TensorFlow; :func:`write_tfdbg_v1_tensor` writes them (tests, samples).
 
-tfdbg v1 (``DumpingDebugWrapperSession`` / ``DumpingDebugHook``) writes one folder per ``Session.run``::
-
-    root/run_<epoch_us>_<counter>/
-        _tfdbg_core_metadata_..., _tfdbg_feed_keys_info_, _tfdbg_fetches_info_
-        _tfdbg_device_,job_localhost,replica_0,task_0,device_CPU_0/
-            _tfdbg_graph_hash<h>_<us>                    an Event holding the executed GraphDef
-            conv1/relu_0_DebugIdentity_<us>              node "conv1/relu", output 0: one Event
-
-Each tensor file is ONE serialized ``Event`` (no framing) whose ``summary.value[0]`` has
-``node_name = "node:slot:DebugIdentity"`` and the tensor as a TensorProto. Fed placeholders, executed as
-``_arg_{name}_0_{i}`` nodes, are given their own names back. Records and run listing:
-:mod:`precision_tool.formats.tfdbg`.
+tfdbg v1 (``DumpingDebugWrapperSession`` / ``DumpingDebugHook``) writes one folder per ``Session.run``
+(``run_<epoch_us>_<counter>/``) holding a folder per device with one file per dumped tensor: ONE serialized
+``Event`` (no framing) whose ``summary.value[0]`` has ``node_name = "node:slot:DebugIdentity"`` and the tensor as a
+TensorProto. Fed placeholders, executed as ``_arg_{name}_0_{i}`` nodes, are given their own names back. Records
+and run listing: :mod:`precision_tool.formats.tfdbg`; the folder tree: docs/internals/formats.md#tfdbg_v1.
 """
 from __future__ import annotations
 

@@ -1,15 +1,12 @@
 """tfdbg v2 DebugEvents folders, read without TensorFlow; :func:`write_tfdbg_v2_dump` writes them (tests, samples).
 
-tfdbg v2 (``tf.debugging.experimental.enable_dump_debug_info``) writes TFRecord files of
-``DebugEvent`` records: ``*.graphs`` (op creations: name -> type), ``*.graph_execution_traces`` (one
-record per op output executed inside a ``tf.function``; only ``FULL_TENSOR`` mode carries tensors).
-Records and run listing: :mod:`precision_tool.formats.tfdbg`.
-
-Traces carry the op name as it is *inside its graph*: the same name comes back for every call of a
-function, for every graph that has such an op, and a function's argument placeholders are traced by
-TF 2.6 but not by TF 2.21. The graph structure and eager executions that tell these apart are read by
-:mod:`precision_tool.formats.tfdbg_v2_events`; the reference names built from them (every execution
-kept, weights and inputs aliased) by :mod:`precision_tool.formats.tfdbg_v2_names`.
+tfdbg v2 (``tf.debugging.experimental.enable_dump_debug_info``) writes TFRecord files of ``DebugEvent`` records:
+``*.graphs`` (op creations: name -> type), ``*.graph_execution_traces`` (one record per op output executed inside a
+``tf.function``; only ``FULL_TENSOR`` mode carries tensors). Records and run listing:
+:mod:`precision_tool.formats.tfdbg`. Traces carry the op name as it is *inside its graph* (the same for every call
+of a function and every graph with such an op), and TF 2.6 traces a function's argument placeholders, TF 2.21 does
+not: :mod:`precision_tool.formats.tfdbg_v2_events` reads what tells them apart (graph structure, eager executions),
+:mod:`precision_tool.formats.tfdbg_v2_names` builds the reference names from it.
 """
 from __future__ import annotations
 

@@ -1,27 +1,12 @@
 """The structure of a tfdbg v2 dump, read without TensorFlow: graphs, op creations and eager executions.
 
-Besides the traced tensors (:mod:`precision_tool.formats.tfdbg_v2`), a tfdbg v2 folder records:
-
-``*.graphs``
-    one ``DebuggedGraph`` per graph that ran an instrumented op: its id, name (the Python function's name,
-    ``"train_step"``; ``""`` for the eager context) and ``outer_context_id`` (the graph it is nested in:
-    a ``tf.function`` called inside another one, a ``tf.data`` map function, a while-loop body), and one
-    ``GraphOpCreation`` per op created in a graph: type, name, graph id, ``input_names``
-    (``["images:0", "net/conv/Conv2D/ReadVariableOp:0"]``), number of outputs. Function arguments and
-    captured values (variable handles) are ``Placeholder`` ops, created in the order of the function's
-    inputs (arguments first, then captures). The ``StatefulPartitionedCall`` op that calls a nested
-    function is *not* recorded.
-``*.execution``
-    one ``Execution`` per eager op and per call of a ``tf.function`` from eager code: the op type
-    (``"__inference_train_step_123"`` for a function; ``graph_id`` says which graph), the ids of its input
-    and output eager tensors, and (``FULL_TENSOR`` mode) the values of its outputs. Variable handles are
-    ``VarHandleOp`` outputs; an id is Python's ``EagerTensor._id``, so ``variable.handle._id`` names the
-    variable behind a function input.
-
-:func:`read_v2_structure` reads both into a :class:`V2Structure`; :func:`eager_output_record` turns a recorded
-eager output into a :class:`~precision_tool.formats.tfdbg.TfdbgTensor` (used for function arguments,
-which TF 2.21 does not trace). :func:`write_tfdbg_v2_events` writes such folders for tests.
-Facts and TF versions: ``docs/capture-keras-tf2.md``.
+Besides the traced tensors (:mod:`precision_tool.formats.tfdbg_v2`), a tfdbg v2 folder records ``*.graphs`` (one
+``DebuggedGraph`` per graph that ran an instrumented op, one ``GraphOpCreation`` per op created in a graph) and
+``*.execution`` (one ``Execution`` per eager op and per call of a ``tf.function`` from eager code).
+:func:`read_v2_structure` reads both into a :class:`V2Structure`; :func:`eager_output_record` turns a recorded eager
+output into a :class:`~precision_tool.formats.tfdbg.TfdbgTensor` (for function arguments, which TF 2.21 does not
+trace); :func:`write_tfdbg_v2_events` writes such folders for tests. What each record holds:
+docs/internals/formats.md#tfdbg_v2_events; facts and TF versions: ``docs/capture-keras-tf2.md``.
 """
 from __future__ import annotations
 

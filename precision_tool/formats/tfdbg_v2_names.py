@@ -1,43 +1,12 @@
 """Reference names for every tensor of a tfdbg v2 dump: each execution kept, inputs and weights aliased.
 
-:func:`name_v2_dump` gives every dumped op output of a tfdbg v2 folder the name its reference file gets
-(``tf_dump`` writes them). The scheme, also in ``tf_dump --help`` and ``docs/capture-keras-tf2.md``:
-
-``op``
-    The first execution of an op output keeps the op's own name, so the common case (one graph, one
-    call) lines up 1:1 with the TF op names an NPU graph refers to.
-``op@k``
-    The same op output executed again in the same graph: ``k`` is the execution index (0 is the first,
-    which keeps the bare name; ``@1`` is the second call of the function, or the second loop iteration).
-    ``@`` cannot occur in a TF op name, so these names never clash with real ones.
-``outer/inner/op``
-    An op whose name another graph already uses (two functions both have ``Relu``; each ``tf.data``
-    function has an ``args_0``): the graph that executed it first keeps the bare name, the others are
-    prefixed with their function's name, preceded by the names of the functions it is nested in
-    (``multi_step_on_iterator/one_step_on_data/Identity``). When two graphs have the same path (a
-    function retraced for new shapes), the later one's last part gets ``_1``, ``_2``, ...
-    Repeats of these get ``@k`` too: ``inner/t@1``.
-
-Function arguments. TF 2.6 traces a ``tf.function``'s argument placeholders (``images``, ``args_0``);
-TF 2.21 does not. For a top-level function the argument's value is then taken from the ``Execution``
-record of the eager op that produced it (``IteratorGetNext`` when iterating a ``tf.data`` dataset, any
-eager op's output), under the placeholder's name. An argument made without a recorded op
-(``tf.constant``, a NumPy array) has no value in the dump: a note says so.
-
-Aliases (a second file name for the same tensor, so alignment matches either name):
-
-* a ``ReadVariableOp`` output -> the variable's name (``conv/kernel``), found through the function input
-  that holds the variable's handle and the names file (:mod:`precision_tool.formats.capture_names`);
-  the first read in the dump is aliased. In a nested function the handle is followed through the outer
-  function's capture placeholders (created, in order, when the inner function was called).
-* the tensor that enters a Keras model (consumed under the model's name scope by a layer that reads an
-  ``Input``) -> the ``Input`` layer's name (``image``), also from the names file. It is the input of the
-  graph whose consuming layer op kept its bare name (the graph an NPU graph's names match); when several
-  functions run the model (``fit`` then ``predict``), another function's input is another batch and is
-  never used: if the owning graph's input has no value, a note says so instead.
-
-What the NPU side calls these tensors cannot be known without an NPU, hence aliases rather than renames.
-TensorFlow is not needed.
+:func:`name_v2_dump` gives every dumped op output of a tfdbg v2 folder the name its reference file gets (``tf_dump``
+writes them): ``op`` for the first execution, ``op@k`` for execution ``k`` in the same graph (``@`` cannot occur in a
+TF op name), ``outer/inner/op`` for an op whose name another graph used first. Function arguments TF 2.21 does not
+trace are taken from the eager op that produced them. Aliases, a second name for one tensor (what the NPU side calls
+it cannot be known without an NPU): a ``ReadVariableOp`` output -> its variable's name, the model's input -> the
+Keras ``Input`` name, both from :mod:`precision_tool.formats.capture_names`. TensorFlow is not needed.
+The scheme in full: ``docs/capture-keras-tf2.md`` and docs/internals/formats.md#tfdbg_v2_names.
 """
 from __future__ import annotations
 
@@ -369,7 +338,7 @@ def _input_aliases(structure: V2Structure, names: CaptureNames, first: Dict[Tupl
 
 
 def name_v2_dump(folder, verify: bool = True) -> V2Naming:
-    """Name every op output of a tfdbg v2 ``FULL_TENSOR`` folder (see the module docstring).
+    """Name every op output of a tfdbg v2 ``FULL_TENSOR`` folder (the scheme: docs/internals/formats.md#tfdbg_v2_names).
 
     Records are listed, not loaded (``record.load()`` reads one value). Resource handles are included
     (the caller skips them); names are given in dump order.

@@ -1,24 +1,11 @@
 """TFRecord framing (tfdbg v2 ``DebugEvents`` files), read without TensorFlow.
 
-A TFRecord file is a sequence of frames, little-endian::
-
-    uint64  length
-    uint32  masked_crc32c(length bytes)
-    byte    data[length]
-    uint32  masked_crc32c(data)
-
-``masked_crc32c(x) = ((crc >> 15 | crc << 17) + 0xA282EAD8) mod 2**32`` with ``crc`` the CRC-32C
-(Castagnoli) of ``x``.
-
-:class:`TFRecordFile` lists frames by reading only their 12-byte headers: the length CRC is always
-checked, and a length that runs past the end of the file is refused before anything is allocated, so
-a lying length never costs more memory than the file holds. The data CRC is checked when a record's
-bytes are read (:meth:`TFRecordFile.read`), unless the caller opts out.
-
-CRC-32C has no implementation in Python's standard library; :func:`crc32c` computes it with numpy.
-Short inputs go through an 8-bytes-at-a-time table loop (about 10 MB/s, ~40 µs for a 300-byte
-record); from 2 KiB the input is cut into lanes processed side by side with numpy and the lanes'
-CRCs are merged using CRC linearity (about 150-250 MB/s at 64 KiB-1 MiB, 400-700 MB/s from 16 MiB).
+A file is a sequence of little-endian frames: ``uint64 length``, ``uint32 masked_crc32c(length bytes)``,
+``byte data[length]``, ``uint32 masked_crc32c(data)``; ``masked_crc32c(x) = ((crc >> 15 | crc << 17) + 0xA282EAD8)
+mod 2**32`` with ``crc`` the CRC-32C (Castagnoli) of ``x``. :class:`TFRecordFile` lists frames from their 12-byte
+headers (the length CRC always checked, a length running past the end of the file refused before anything is
+allocated) and checks the data CRC when a record's bytes are read (:meth:`TFRecordFile.read`), unless the caller
+opts out. :func:`crc32c` computes CRC-32C with numpy; how, and how fast: docs/internals/formats.md#tfrecord.
 """
 from __future__ import annotations
 
