@@ -1,33 +1,12 @@
 """One-line changes for training scripts: ``import precision_tool.tf_config as npu_tf_config``.
 
-NPU side (dump, overflow detection, fusion off, profiling)::
-
-    config = npu_tf_config.session_dump_config(config, action="dump")          # tf.Session / MonitoredTrainingSession
-    npu_tf_config.update_custom_op(custom_op, action="dump|fusion_off")          # a script building NpuOptimizer itself
-    run_config = NPURunConfig(dump_config=npu_tf_config.estimator_dump_config("dump"), ...)   # npu_bridge
-    npu_tf_config.npu_device_dump_config(npu_device, "overflow")                # TF2, before npu_device.open()
-
-Reference side (CPU/GPU)::
-
-    sess = npu_tf_config.sess_dump(sess)                                         # tf.compat.v1 session
-    hooks = [npu_tf_config.estimator_dump()]                                     # MonitoredTrainingSession
-    npu_tf_config.enable_reference_dump()                                        # TF2 / Keras, before the first step
-    npu_tf_config.record_reference_names(model)                                  # ... Keras names for tf_dump
-
-then ``precision_tool tf_dump``. Actions and parameters: :mod:`precision_tool.capture.actions`;
-settings (workspace, dump step): :mod:`precision_tool.capture.settings`; ``docs/capture-*.md``.
-
-Importing this module does not import TensorFlow. It sets ``TF_ENABLE_ONEDNN_OPTS=0`` when TensorFlow
-is not imported yet (so a CPU reference keeps Conv2D, BiasAdd and Relu apart), and warns loudly when
-it comes too late. Like the original tool, it seeds at import (seed 2022, ``PRECISION_TOOL_SEED=<n>|off``):
-Python and NumPy at once, TensorFlow right after it is imported (:mod:`precision_tool.capture.import_seed`).
-``NpuPrintLossScaleCallBack`` (the original's Keras callback) is built on first use, by ``__getattr__``.
-
-The original tool's names keep working: ``FUSION_OFF_FILE`` (shipped, all fusion off), ``FUSION_SWITCH_FILE``
-(the switch file the NPU reads for ``fusion_switch``: ``WORKSPACE/fusion/fusion_switch.cfg``, created from
-``FUSION_SWITCH_TEMPLATE`` when missing), ``DEFAULT_OP_DEBUG_DIR`` and ``OP_DEBUG_DIR`` (the ``debug_dir``
-helpers set: ``WORKSPACE/npu/debug_N``). The last three depend on ``PRECISION_TOOL_DATA`` and
-``PRECISION_TOOL_NPU_RUN``, so they are computed each time they are read (PEP 562 module ``__getattr__``).
+NPU side: :func:`session_dump_config`, :func:`update_custom_op`, :func:`estimator_dump_config`,
+:func:`npu_run_config_options`, :func:`npu_device_dump_config`. Reference side (CPU/GPU): :func:`sess_dump`,
+:func:`estimator_dump`, :func:`enable_reference_dump`, :func:`record_reference_names`; then ``precision_tool tf_dump``.
+Importing it imports no TensorFlow: it sets ``TF_ENABLE_ONEDNN_OPTS=0`` while TensorFlow is not imported yet, and
+seeds as the original did (:mod:`precision_tool.capture.import_seed`). The original tool's names keep working;
+``FUSION_SWITCH_FILE``, ``DEFAULT_OP_DEBUG_DIR``, ``OP_DEBUG_DIR`` and ``NpuPrintLossScaleCallBack`` are computed
+when read. Which line for which script: docs/internals/capture.md#tf_config and docs/capture-*.md.
 """
 from __future__ import annotations
 

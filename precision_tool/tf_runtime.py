@@ -1,14 +1,10 @@
 """How TensorFlow is imported and run by the code that needs it -- capture, emulation, replay (lazily).
 
-:func:`session_config`: the CPU only (a GPU's TF32 matmuls would blur float32 figures), Grappler off, the
-classic graph optimizer at L0 (no constant folding, CSE or inlining), one thread by default -- so every op
-runs under its own name and results are bit-identical from run to run (capture and emulation need that;
-replay, whose results are measured against floors far above the order of a sum, takes every core).
-
-:func:`quiet_tensorflow_import` sets, before TensorFlow is first imported and only where the user set
-nothing, ``TF_ENABLE_ONEDNN_OPTS=0`` (oneDNN would fuse ops and change float32 results) and
-``TF_CPP_MIN_LOG_LEVEL=2`` (start-up chatter kept out of reports). :class:`BackgroundImport` imports it in a
-thread.
+:func:`session_config`: the CPU only, Grappler off, the classic graph optimizer at L0 (no constant folding, CSE or
+inlining), one thread by default -- so every op runs under its own name and results are bit-identical from run to
+run. :func:`quiet_tensorflow_import` sets ``TF_ENABLE_ONEDNN_OPTS=0`` and ``TF_CPP_MIN_LOG_LEVEL=2`` before
+TensorFlow is first imported, where the user set nothing. :class:`BackgroundImport` imports it in a thread.
+Why: docs/internals/capture.md#tf_runtime.
 """
 from __future__ import annotations
 

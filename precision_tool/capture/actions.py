@@ -1,54 +1,11 @@
 """Actions (``'dump|fusion_off'``) and the NPU parameters each one sets: one table, plain Python.
 
-Every NPU-side helper -- the session ``ConfigProto``, ``custom_op``, ``DumpConfig``, TF2's
-``npu_device.global_options()`` -- applies the same :class:`CapturePlan`, so they cannot drift. The table
-is the original precision_tool's (``tf_config.update_custom_op``), with the workspace made absolute:
-
-============== ======================= ====== =============================================
-action         ``parameter_map`` key   kind   value
-============== ======================= ====== =============================================
-(every call)   debug_dir               s      ``WORKSPACE/npu/debug_N`` (``kernel_meta`` goes there)
-dump           enable_dump             b      True
-               dump_path               s      ``WORKSPACE/npu/debug_N/dump``
-               dump_step               s      settings (``"0"``)
-               dump_mode               s      ``"all"`` (inputs and outputs)
-               op_debug_level          i      settings (4)
-overflow       enable_dump_debug       b      True
-               dump_path               s      ``WORKSPACE/overflow/dump``
-               dump_debug_mode         s      ``"all"`` (AI Core and atomic overflow)
-               op_debug_level          i      settings (4)
-fusion_off     fusion_switch_file      s      shipped ``fusion_off.cfg`` (ALL off)
-fusion_switch  fusion_switch_file      s      the user's own ``fusion_switch_file`` if the config has one,
-                                              else ``WORKSPACE/fusion/fusion_switch.cfg``
-prof           profiling_mode          b      True
-               profiling_options       s      JSON, ``output`` = ``WORKSPACE/profiling``
-(any action,   customize_dtypes        s      ``WORKSPACE/precision/customize_dtypes.cfg``: the ops named there
-when the file                                 are kept in float32 (``bisect precision`` writes it per trial)
-exists)
-============== ======================= ====== =============================================
-
-N is 0 (``npu/debug_0``, as in the original tool, whatever the action) unless ``PRECISION_TOOL_NPU_RUN``
-says otherwise. Every action also asks GE for the graph that goes with the run: ``DUMP_GE_GRAPH=2`` (no
-weights), ``DUMP_GRAPH_LEVEL=3`` (Build stage only), ``DUMP_GRAPH_PATH=WORKSPACE/npu/debug_N/graph``.
-
-Differences from the original tool, kept on purpose; each is announced when it applies (an error, or a
-``[precision_tool]`` notice on stderr):
-
-* Unknown action names are an error listing the valid ones (the original matched substrings and ignored
-  the rest). ``dump`` and ``overflow`` cannot be combined (the NPU cannot collect both in one run, and they
-  share ``dump_path``; the original silently kept ``overflow``), nor ``fusion_off`` and ``fusion_switch``
-  (one ``fusion_switch_file``; the original silently kept ``fusion_off``).
-* Values npu_bridge would refuse (``dump_step``, ``op_debug_level``, ...) are a one-line error here, not a
-  fatal log line when the session starts (:mod:`precision_tool.capture.settings`).
-* A value already in the user's NPU config that a helper changes is reported (``your X is replaced by Y for
-  this run``); ``dump`` removes a stale ``enable_dump_debug`` and ``overflow`` a stale ``enable_dump``
-  (the NPU refuses both at once), also reported. The original overwrote silently.
-* ``fusion_switch`` honours a ``fusion_switch_file`` the user's config already has (the original replaced it
-  with its own file), and reads the workspace copy, not a file inside the installed package
-  (:mod:`precision_tool.capture.fusion_files`).
-* With no action at all (``action=None`` and no ``PRECISION_TOOL_ACTION``) only ``debug_dir`` is set and the
-  GE graph variables are left alone (the original set them on every call); a notice says so.
-* A GE graph variable the user already set is kept and reported (the original overwrote it).
+:func:`build_plan` turns the actions into a :class:`CapturePlan` -- ``parameter_map`` entries (:class:`NpuParam`),
+folders, GE graph variables and notices -- which every NPU-side helper applies, so they cannot drift. ``dump``
+and ``overflow`` cannot be combined, nor ``fusion_off`` and ``fusion_switch``; an unknown action is an error.
+The table: docs/capture-custom-op.md#parameters-per-action; the differences from the original tool:
+docs/capture-custom-op.md#differences-from-the-original-precision_tool-on-purpose; the ``customize_dtypes`` row
+and the reasons: docs/internals/capture.md#actions.
 """
 from __future__ import annotations
 
@@ -191,7 +148,7 @@ def as_text(value) -> str:
 
 def build_plan(action: ActionSpec = None, settings: Optional[CaptureSettings] = None, environ=None,
                current: Optional[Mapping[str, object]] = None) -> CapturePlan:
-    """The :class:`CapturePlan` for ``action`` (see the module table). Touches nothing on disk.
+    """The :class:`CapturePlan` for ``action`` (the table the module docstring points to); touches nothing on disk.
 
     Parameters
     ----------

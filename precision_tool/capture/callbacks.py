@@ -1,31 +1,11 @@
 """A Keras callback that prints, each step, the loss, the loss scale and whether the step overflowed.
 
-On an NPU with mixed precision, Keras' ``LossScaleOptimizer`` halves its scale and skips the update
-whenever the gradients hold inf/NaN: that halving is the overflow signal printed here. On a machine
-without a loss-scale optimizer (plain CPU float32) there is no scale: the line says ``loss scale n/a``
-and the overflow column reports only whether the loss is finite (``check_weights=True`` also counts
-non-finite weights after the step, which pulls every weight to the host: slow on big models).
-
-One line per step (every ``every`` steps, and always for an overflow)::
-
-    [precision_tool] step 3: loss 0.6931 (finite), loss scale 16384 (halved: overflow, update skipped)
-
-The original tool's ``NpuPrintLossScaleCallBack(optimizer, loss=None)`` is here too
-(:func:`npu_print_loss_scale_class`; ``npu_tf_config.NpuPrintLossScaleCallBack`` builds it on first use, so
-importing ``tf_config`` still imports no TensorFlow). It prints the original's line before each step, to
-stdout::
-
-    PrecisionTool: Train steps 3, loss_scale=32768.000 / not_overflow_status=True
-
-``loss_scale`` is the optimizer's ``loss_scale`` (NPU's ``NPULossScaleOptimizer``, Keras 2's
-``LossScaleOptimizer`` in TF 2.6 / ``tf_keras``) or ``dynamic_scale`` (Keras 3); ``not_overflow_status`` is
-``last_step_finite``, which only NPU's optimizer has. A value the optimizer does not have is printed as
-``n/a`` (the original raised ``AttributeError``). Keras 3 creates ``dynamic_scale`` in the first step: before
-that, its ``initial_scale`` is printed (the first step's scale). The class derives from
-``tf.keras.callbacks.Callback`` as the original did; given an optimizer of the other Keras (``tf_keras`` while
-``tf.keras`` is Keras 3, or the reverse) it builds the same callback on that Keras' ``Callback``, whose ``fit``
-would otherwise reject it (such an instance is not an instance of ``npu_tf_config.NpuPrintLossScaleCallBack``).
-An optimizer from no Keras package (NPU's) gets ``tf.keras``'s ``Callback``.
+:func:`loss_scale_callback`: a lowered loss scale (the ``LossScaleOptimizer`` skipped the update: the gradients
+held inf/NaN) or, without loss scaling, a non-finite loss is an overflow; one line per step (every ``every`` steps,
+and always for an overflow). :func:`npu_print_loss_scale_class` builds the original tool's
+``NpuPrintLossScaleCallBack(optimizer, loss=None)``, which prints ``PrecisionTool: Train steps N, loss_scale=S /
+not_overflow_status=F`` before each step (``n/a`` for a value the optimizer does not have).
+See docs/capture-keras-tf2.md#npu-side-tf2-npu_device and docs/internals/capture.md#callbacks.
 """
 from __future__ import annotations
 

@@ -1,33 +1,11 @@
 """Same seeds and deterministic kernels on both sides, so NPU and reference see the same data and weights.
 
-* :func:`seed_everything` -- the original tool's call: Python, NumPy, TensorFlow (and Keras 3) seeded, and
-  deterministic kernels asked for as far as the installed TensorFlow can.
-* :func:`seed_tensorflow` -- TensorFlow alone, with whatever seeding call this TensorFlow version has.
-* :func:`seed_setting` -- the seed ``PRECISION_TOOL_SEED`` asks for (``2022`` unless set; ``off``).
-  :mod:`precision_tool.capture.import_seed` uses it to seed at ``import precision_tool.tf_config`` as the
-  original tool did.
-
-What each TensorFlow offers (checked in the three environments the tests run in):
-
-========  ==============================================  =====================================================
-TF        seed call                                       deterministic kernels
-========  ==============================================  =====================================================
-1.15      ``tf.compat.v1.set_random_seed``: the default   nothing to switch on. ``TF_DETERMINISTIC_OPS`` is read
-          graph's seed (eager: the global seed)           only by GPU builds (cuDNN conv/pooling, bias_add); the
-                                                          ``tensorflow-cpu`` 1.15.0 wheel has no trace of it
-2.6       ``tf.random.set_seed``                          ``TF_DETERMINISTIC_OPS`` read by some GPU kernels and
-                                                          ``bias_add``; nothing refuses a non-deterministic op
-2.8+      ``tf.random.set_seed``                          ``tf.config.experimental.enable_op_determinism()``
-========  ==============================================  =====================================================
-
-In TF 2, ``tf.random.set_seed`` called in eager mode seeds only eager ops; a script that then calls
-``tf.compat.v1.disable_eager_execution()`` builds its ops in the default graph, whose seed is separate. So
-:func:`seed_tensorflow` also sets the default graph's seed when it runs eagerly. ``tf.data`` then warns, in
-eager mode, "Seed N from outer graph might be getting used by function ...": a false alarm, since an eager
-``tf.function`` takes its seed from the global seed, which has the same value (a dataset's shuffle order and
-random maps are the same with and without the graph seed, measured on 2.6 and 2.21), so that one message is
-filtered. A graph the script creates itself (``with tf.Graph().as_default():``) has its own seed: call
-:func:`seed_everything` inside it.
+:func:`seed_everything` is the original tool's call: Python, NumPy, TensorFlow (and Keras 3) seeded, and
+deterministic kernels asked for as far as the installed TensorFlow can. :func:`seed_tensorflow` seeds TensorFlow
+alone, with the call its version has; :func:`seed_setting` is the seed ``PRECISION_TOOL_SEED`` asks for (2022
+unless set; ``off``), which :mod:`precision_tool.capture.import_seed` uses to seed at import. What each TensorFlow
+version offers: docs/capture-tf1.md#seed_everythingseednone-deterministicfalse; why the default graph is seeded
+too: docs/internals/capture.md#determinism.
 """
 from __future__ import annotations
 
@@ -117,25 +95,17 @@ def seed_everything(seed: Optional[int] = None, deterministic: bool = False) -> 
         Used for every generator; default: ``PRECISION_TOOL_SEED`` when it is a number, else 2022 (the
         original tool's default, also when ``PRECISION_TOOL_SEED=off``: calling this asks for seeding).
     deterministic : bool
-        Off by default, as the original only seeded: on a GPU, TF 2.8+'s op determinism makes ops without a
-        deterministic kernel raise, which would break a reference run that worked before. When True, set
-        ``TF_DETERMINISTIC_OPS=1`` and ``TF_CUDNN_DETERMINISTIC=1`` and, on TF 2.8+, call
-        ``tf.config.experimental.enable_op_determinism()``. Older TensorFlow has no such switch: see the
-        module docstring for what the variables do there.
+        When True, set ``TF_DETERMINISTIC_OPS=1`` and ``TF_CUDNN_DETERMINISTIC=1`` and, on TF 2.8+, call
+        ``tf.config.experimental.enable_op_determinism()``. Off by default, as the original only seeded (on a GPU,
+        ops without a deterministic kernel then raise); per TensorFlow version: docs/capture-tf1.md.
 
     Returns
     -------
     dict
         ``seed``; ``seeded`` (``["python", "numpy", "tensorflow"]``, plus ``"keras"`` when Keras has
-        ``keras.utils.set_random_seed``); ``tensorflow``, the seeding call made; ``deterministic``, True
-        only when TensorFlow itself enforces deterministic ops; ``determinism``, the same in words. One
-        ``[precision_tool]`` line on stderr says all of it.
-
-    Notes
-    -----
-    ``PYTHONHASHSEED`` only affects Python processes started afterwards (e.g. data-loader workers); set
-    it before starting the script to fix this process's ``hash()``. In graph mode the TF seed is the
-    default graph's: call this inside ``with graph.as_default():`` when the script builds its own graph.
+        ``keras.utils.set_random_seed``); ``tensorflow``, the seeding call made; ``deterministic``, True only when
+        TensorFlow itself enforces deterministic ops; ``determinism``, the same in words. One ``[precision_tool]``
+        line on stderr says all of it. ``PYTHONHASHSEED`` is set too (docs/internals/capture.md#determinism).
     """
     if seed is None:
         seed = seed_setting()

@@ -77,15 +77,14 @@ def prepare_workspace(plan: CapturePlan, environ: Optional[MutableMapping[str, s
                       npu: Optional[bool] = None) -> List[str]:
     """Check the plan's fusion switch file, create its folders, set the GE graph variables, print its notices.
 
-    The switch file comes first, so a broken one fails before anything is created. It is read again on every
-    call: the workspace file is created from the template when missing, the user's own file must exist.
-    A GE variable the user already set is kept (and reported when it differs from the plan); one that an
-    earlier call of precision_tool set itself in this process is updated (a second run's ``debug_1``).
+    In that order, so a broken switch file fails before anything is created. A GE variable the user set is kept
+    (reported when it differs); one an earlier call set in this process is updated (a second run's ``debug_1``).
     Returns the lines of what was done, which are also printed.
 
-    ``npu``: whether this machine runs the graph on an NPU (default: :func:`npu_adapter_installed`). Without one the
-    config is still set (the script is the one that will run on the NPU), but no NPU folder is created, and the
-    notice says plainly that nothing will be dumped.
+    Parameters
+    ----------
+    npu : whether this machine runs the graph on an NPU (default: :func:`npu_adapter_installed`); without one no
+        NPU folder is created, and the notice says that nothing will be dumped.
 
     Raises
     ------

@@ -1,21 +1,11 @@
 """The fusion switch files handed to the NPU (``fusion_switch_file``): shipped "all off", and the one users edit.
 
-* :data:`FUSION_OFF_FILE` -- shipped with precision_tool, read only: ``ALL`` off for ``GraphFusion``
-  and ``UBFusion`` (action ``fusion_off``).
-* :data:`FUSION_SWITCH_TEMPLATE` -- the shipped *template* for action ``fusion_switch`` (everything on).
-  It is never handed to the NPU.
-* The file the NPU reads for ``fusion_switch`` is the one users edit (``"SomeFusionPass": "off"``):
-  the ``fusion_switch_file`` already in the user's own NPU config if there is one (honoured, never
-  replaced), else ``WORKSPACE/fusion/fusion_switch.cfg``, created from the template when missing. It is
-  read again and checked on every call, so an edit always counts and a typo fails here in one line, not
-  deep inside graph compilation. ``npu_tf_config.FUSION_SWITCH_FILE`` names the workspace file
-  (:func:`workspace_fusion_switch_file`), computed when it is read.
-
-Difference from the original tool, on purpose: its ``FUSION_SWITCH_FILE`` was the copy inside the installed
-package, edited in place; a ``pip install`` puts that in a read-only, shared ``site-packages`` and an upgrade
-would wipe the edits, so the editable copy lives in the workspace (a notice names it when it is created).
-
-Plain Python: no TensorFlow.
+:data:`FUSION_OFF_FILE` (shipped, read only: ``ALL`` off for ``GraphFusion`` and ``UBFusion``) is for action
+``fusion_off``. For ``fusion_switch`` the NPU reads the ``fusion_switch_file`` of the user's own config if it has
+one (:func:`check_users_fusion_switch_file`: never created or replaced), else the workspace's
+(:func:`workspace_fusion_switch_file`), created from the template :data:`FUSION_SWITCH_TEMPLATE` when missing
+(:func:`ensure_fusion_switch_file`); either is read and checked on every call. Plain Python: no TensorFlow.
+See docs/capture-custom-op.md#the-fusion-switch-file and docs/internals/capture.md#fusion_files.
 """
 from __future__ import annotations
 

@@ -1,24 +1,10 @@
 """Seeding at ``import precision_tool.tf_config``, as the original tool did, without importing TensorFlow.
 
-The original ``tf_config`` called ``seed_everything()`` (seed 2022) when it was imported, so a script that
-never seeds anything still started the NPU run and the CPU/GPU reference from the same random weights.
-Ours may not import TensorFlow at that point (``TF_ENABLE_ONEDNN_OPTS`` must be set before TensorFlow
-loads), so :func:`seed_at_import` does it in two steps:
-
-1. Python's ``random`` and NumPy's global generator are seeded right away;
-2. right after TensorFlow is imported, TensorFlow is seeded
-   (:func:`precision_tool.capture.determinism.seed_tensorflow`) and Python and NumPy are seeded again:
-   importing TensorFlow 2.21 draws from Python's ``random`` (measured), and may draw differently on the
-   NPU host, while the original seeded after its own ``import tensorflow``. Keras 3 takes its default
-   seeds from Python's ``random``, so its initial weights follow. If TensorFlow is already imported this
-   happens at once; else a one-shot finder on :data:`sys.meta_path` wraps the ``tensorflow`` module's
-   loader and removes itself when ``import tensorflow`` runs.
-
-``PRECISION_TOOL_SEED=<n>`` picks another seed, ``PRECISION_TOOL_SEED=off`` turns this off. One
-``[precision_tool]`` line on stderr says what was seeded, printed when TensorFlow is seeded (a process
-that never imports TensorFlow gets Python and NumPy seeded silently, as the original's ``import`` did).
-Unlike the original, ``PYTHONHASHSEED`` is not set at import (it only affects child processes);
-:func:`~precision_tool.capture.determinism.seed_everything` still sets it.
+:func:`seed_at_import` seeds Python's ``random`` and NumPy's global generator at once, and right after TensorFlow is
+imported (a one-shot :class:`AfterImportHook` on :data:`sys.meta_path`; at once if it is imported already) seeds
+TensorFlow (:func:`~precision_tool.capture.determinism.seed_tensorflow`) and Python and NumPy again.
+``PRECISION_TOOL_SEED=<n>`` picks another seed, ``PRECISION_TOOL_SEED=off`` turns this off. What is seeded and the
+line printed: docs/capture-tf1.md#seeding-at-import; why two steps: docs/internals/capture.md#import_seed.
 """
 from __future__ import annotations
 

@@ -1,29 +1,12 @@
 """NPU-side helpers: put a :class:`~precision_tool.capture.actions.CapturePlan` into whatever the script uses.
 
-* :func:`session_dump_config` -- a ``tf.compat.v1.ConfigProto`` (``tf.Session``, ``MonitoredTrainingSession``,
-  ``NPURunConfig(session_config=...)``).
-* :func:`update_custom_op` -- an ``NpuOptimizer`` entry the script already builds itself.
-* :func:`estimator_dump_config`, :func:`npu_run_config_options` -- ``npu_bridge``'s ``DumpConfig`` and
-  ``NPURunConfig`` keyword arguments (need ``npu_bridge``, i.e. an Ascend host).
-* :func:`npu_device_dump_config` -- TF2's ``npu_device.global_options()``.
-
-Each helper builds the plan first (so a bad action or setting changes nothing), then checks the fusion switch
-file, creates the workspace folders and sets the GE graph variables (see
-:func:`~precision_tool.capture.environment.prepare_workspace`), and only then changes the user's config.
-Every value of the user's config that it changes is reported in a one-line ``[precision_tool]`` notice on
-stderr; nothing changes silently. TensorFlow is imported on first use only.
-
-Like the original tool, :func:`session_dump_config` updates the *last* ``NpuOptimizer`` of the config
-(npu_bridge reads every ``NpuOptimizer`` in order, and a later one's keys override an earlier one's), sets its
-``use_off_line`` to True, and turns Grappler's ``remapping`` OFF (it fuses Conv2D+BiasAdd+Relu into one
-``_FusedConv2D`` before the NPU sees the graph, so NPU op names would no longer be the TF names of the
-reference). It leaves every other Grappler setting as the user made it. Call it after the script's last
-``NpuOptimizer`` line: an ``NpuOptimizer`` added afterwards overrides this one key by key (see
-:func:`effective_npu_parameters`), and if it lacks ``dump_path`` npu_bridge stops with "if use dump function,
-dump_path must be set".
-
-The ConfigProto helpers work anywhere: TensorFlow without the NPU plug-in only logs that it has no
-``NpuOptimizer`` and runs the graph on CPU, which is how they are tested.
+:func:`session_dump_config` (a ``tf.compat.v1.ConfigProto``), :func:`update_custom_op` (an ``NpuOptimizer`` the
+script builds itself), :func:`estimator_dump_config` and :func:`npu_run_config_options` (``npu_bridge``'s
+``DumpConfig`` and ``NPURunConfig``: an Ascend host only), :func:`npu_device_dump_config` (TF2's
+``npu_device.global_options()``). Each builds the plan first (a bad action or setting changes nothing), then
+prepares the workspace (:func:`~precision_tool.capture.environment.prepare_workspace`), and only then changes the
+config, reporting every value of the user's it changes. TensorFlow is imported on first use only.
+See docs/internals/capture.md#npu_config.
 """
 from __future__ import annotations
 

@@ -1,28 +1,11 @@
 """Reference side (CPU/GPU): dump every op output with the TF op names the NPU dump refers to.
 
-* :func:`sess_dump` -- ``sess = sess_dump(sess)``: a ``tf.compat.v1`` session wrapped by tfdbg v1's
-  ``DumpingDebugWrapperSession``; each ``run()`` writes one ``run_<us>_<n>`` folder.
-* :func:`estimator_dump` -- the same as a ``SessionRunHook`` for ``MonitoredTrainingSession``
-  (``tf.estimator`` is gone in TF 2.21; on older TF the hook also goes into ``EstimatorSpec``).
-* :func:`enable_reference_dump` -- TF2 / Keras: tfdbg v2, ``FULL_TENSOR``, before the step is traced.
-* :func:`reference_session_config` -- a ConfigProto with Grappler off, for sessions made by the script.
-
-Each capture gets its own folder ``WORKSPACE/tf/tf_debug/<YYYYmmddHHMMSS>[_n]/`` (tfdbg refuses a
-non-empty folder); ``precision_tool tf_dump`` turns the newest run into ``WORKSPACE/tf/dump/*.npy``.
-
-Names 1:1. tfdbg v1 dumps the graph *as executed*: Grappler's remapper turns Conv2D+BiasAdd+Relu into
-one ``_FusedConv2D`` named after the Relu, and oneDNN does the same, so the inner names vanish. The
-session must run with Grappler's meta optimizer off (and the classic graph optimizer at L0, so no
-CSE merges two ops into one name) and ``TF_ENABLE_ONEDNN_OPTS=0`` from before TensorFlow is imported
-(``import precision_tool.tf_config`` does that). tfdbg v2 records ops before Grappler, so TF2 needs
-only the oneDNN part. Measured with TF 1.15.0 (``tensorflow-cpu``, no oneDNN in that wheel) and a default
-session: fetching only the Relu, the run dumps ``relu`` as ``_FusedConv2D`` and no ``conv``/``bias``;
-fetching the Conv2D too keeps all three apart (Grappler preserves fetched nodes); with
-:func:`reference_session_config` all three are dumped under their names, with the same Relu values.
-
-:func:`sess_dump` wraps the session it is given, as the original tool did (it never closes or replaces
-it); a session with Grappler on gets one loud warning per process (:func:`warn_grappler_once`) naming
-the fix, ``tf.Session(config=npu_tf_config.reference_session_config(config))``.
+:func:`sess_dump` wraps a ``tf.compat.v1`` session (tfdbg v1: each ``run()`` writes one ``run_<us>_<n>`` folder),
+:func:`estimator_dump` is the same as a ``SessionRunHook``, :func:`enable_reference_dump` records TF2 / Keras steps
+(tfdbg v2, ``FULL_TENSOR``) and :func:`reference_session_config` is a ConfigProto with Grappler off, which keeps
+the names 1:1. Each capture gets a new folder ``WORKSPACE/tf/tf_debug/<YYYYmmddHHMMSS>[_n]/``;
+``precision_tool tf_dump`` converts the newest run. Why Grappler and oneDNN must be off:
+docs/capture-tf1.md#names-what-grappler-does-in-tf-115-measured-here; more: docs/internals/capture.md#reference_dump.
 """
 from __future__ import annotations
 
@@ -136,14 +119,10 @@ def warn_grappler_once(what: str, fix: str, session_config=None) -> bool:
 def sess_dump(sess, dump_root: Optional[str] = None):
     """Wrap a ``tf.compat.v1`` session so every ``run()`` dumps all op outputs (tfdbg v1).
 
-    ``sess = npu_tf_config.sess_dump(sess)``, as with the original tool: the wrapper runs the SAME session,
-    which stays open and stays the default session of its ``with tf.Session() as sess:`` block (so
-    ``y.eval()`` keeps working, undumped). Nothing is closed or replaced.
-
-    The session should be created with ``config=npu_tf_config.reference_session_config(config)``: with
-    Grappler on (the default) Conv2D+BiasAdd+Relu run as one ``_FusedConv2D`` named after the Relu, and the
-    dump misses the other names (unless they are fetched). A session with Grappler on is wrapped all the
-    same, with one loud warning per process saying so and how to fix it.
+    ``sess = npu_tf_config.sess_dump(sess)``, as with the original tool: the wrapper runs the SAME session, which
+    stays open and the default session of its ``with`` block (``y.eval()`` keeps working, undumped); nothing is
+    closed or replaced. Create the session with ``config=npu_tf_config.reference_session_config(config)``: one with
+    Grappler on is wrapped all the same, with one loud warning per process, and its dump misses fused op names.
 
     Parameters
     ----------

@@ -1,13 +1,10 @@
 """``record_reference_names(model)``: leave the Keras names a tfdbg v2 dump lacks beside it.
 
-tfdbg v2 names a model input after the ``tf.function`` argument (``images``, ``args_0``, ``data``) and a
-weight after the op that read it; an NPU graph may use the Keras ``Input`` name and the variable's name
-instead. ``tf_dump`` writes those second names when the capture folder holds the names file
-(:mod:`precision_tool.formats.capture_names`, ``docs/capture-keras-tf2.md``). This module collects them from
-the live model: the Keras 2 (``tf.keras``, ``tf_keras``) and Keras 3 object models both work.
-
-Call it once the model's variables exist (after the model is built, and after the optimizer's first
-step if its slots should be named too), in the same process as :func:`enable_reference_dump`.
+tfdbg v2 names a model input after the ``tf.function`` argument (``images``, ``args_0``, ``data``) and a weight
+after the op that read it; an NPU graph may use the Keras ``Input`` name and the variable's name instead.
+``tf_dump`` writes those second names from the names file (:mod:`precision_tool.formats.capture_names`). Call it
+once the model's variables exist (and after the optimizer's first step if its slots should be named too), in the
+process that called ``enable_reference_dump``. See docs/capture-keras-tf2.md#inputs-and-weights-aliases.
 """
 from __future__ import annotations
 
@@ -66,7 +63,8 @@ def record_reference_names(model, optimizer=None, dump_root: Optional[str] = Non
     ----------
     model : a Keras model (Keras 2 or 3).
     optimizer : optional; its variables (slots, iterations) get their names too.
-    dump_root : the tfdbg v2 folder; default: the one the last :func:`enable_reference_dump` returned.
+    dump_root : the tfdbg v2 folder; default: the one the last
+        :func:`~precision_tool.capture.reference_dump.enable_reference_dump` returned.
 
     Returns the names file's path. Raises :class:`CaptureError` when there is no capture folder or
     ``model`` has no variables.

@@ -1,43 +1,11 @@
 """Capture settings read from the environment at call time, their checks, and the one-line messages helpers print.
 
-Everything here is plain Python (no TensorFlow), so the action table can be tested alone.
-
-=================================== ========================================= ==================
-variable                            meaning                                   default
-=================================== ========================================= ==================
-``PRECISION_TOOL_DATA``             the workspace (``precision_data``)        ``./precision_data``
-``PRECISION_TOOL_ACTION``           action when a helper gets ``action=None`` none
-``PRECISION_TOOL_DUMP``             ``True``: same as action ``dump`` (the    unset
-                                    original tool's flag)
-``PRECISION_TOOL_OVERFLOW``         ``True``: same as action ``overflow``     unset
-``PRECISION_TOOL_DUMP_STEP``        NPU ``dump_step``: ``0|5|10``, ``0|3-5``  ``0``
-``PRECISION_TOOL_OP_DEBUG_LEVEL``   ``op_debug_level`` for ``dump`` and       ``4``
-                                    ``overflow``: 0, 1, 2, 3 or 4
-``PRECISION_TOOL_NPU_RUN``          N of ``npu/debug_N`` for NPU dumps and    ``0``
-                                    ``debug_dir``
-=================================== ========================================= ==================
-
-``op_debug_level`` 4 keeps the compiled kernels' ``.o``/``.json``, the instruction mapping and the UB
-fusion description in ``debug_dir`` without changing how kernels are compiled (1 and 2 add debug code;
-use 0 on CANN versions that reject 4).
-
-Values are checked here, with npu_bridge's own rules, so that a typo is a one-line
-:class:`~precision_tool.errors.CaptureError` naming the variable, not a ``LOG(FATAL)`` when the session starts
-(npu_bridge) or a bare ``ValueError`` from TF2's ``npu_device``:
-
-* ``dump_step`` (``tf_adapter/util/npu_attrs.cc``, ``checkDumpStep``): ``dump_step + "|"`` must match
-  ``(\\d+-\\d+\\||\\d+\\|)+`` exactly (ASCII digits: groups ``N`` or ``N-M`` joined by ``|``, no empty group,
-  no spaces); at most 100 groups; in a range ``N-M``, N < M. GE also reads every step as an int32, so no step
-  may exceed 2147483647. Leading zeros are fine (``001|002``).
-* ``dump_mode`` one of ``input``, ``output``, ``all``; ``dump_debug_mode`` one of ``aicore_overflow``,
-  ``atomic_overflow``, ``all``; ``op_debug_level`` one of 0, 1, 2, 3, 4.
-
->>> check_dump_step("0|5|10-20")
-'0|5|10-20'
->>> check_dump_step("5-3")
-Traceback (most recent call last):
-...
-precision_tool.errors.CaptureError: dump_step='5-3': range 5-3 must go up (npu_bridge needs N < M in N-M)
+Plain Python (no TensorFlow). ``PRECISION_TOOL_DATA`` (the workspace), ``PRECISION_TOOL_ACTION`` (or the original
+tool's ``PRECISION_TOOL_DUMP``/``PRECISION_TOOL_OVERFLOW``), ``PRECISION_TOOL_DUMP_STEP``,
+``PRECISION_TOOL_OP_DEBUG_LEVEL`` and ``PRECISION_TOOL_NPU_RUN`` are checked with npu_bridge's own rules, so a typo
+is a one-line :class:`~precision_tool.errors.CaptureError` naming the variable, not a fatal error when the session
+starts. Variables and defaults: docs/internals/capture.md#settings; the rules:
+docs/capture-custom-op.md#settings-are-checked-the-way-npu_bridge-checks-them.
 """
 from __future__ import annotations
 
@@ -107,7 +75,8 @@ def warn_loudly(message: str, stacklevel: int = 3) -> None:
 
 
 def check_dump_step(value, source: str = "dump_step") -> str:
-    """``value`` if npu_bridge and GE accept it as ``dump_step`` (rules in the module docstring).
+    """``value`` if npu_bridge and GE accept it as ``dump_step``: step numbers (ASCII digits) and ranges ``N-M``
+    with N < M, joined by ``|``, at most 100 groups, every step at most 2147483647.
 
     ``source`` names where the value came from (a variable) in the error.
 
@@ -115,6 +84,15 @@ def check_dump_step(value, source: str = "dump_step") -> str:
     ------
     CaptureError
         One line: ``source``, the value, and the rule it breaks.
+
+    Examples
+    --------
+    >>> check_dump_step("0|5|10-20")
+    '0|5|10-20'
+    >>> check_dump_step("5-3")
+    Traceback (most recent call last):
+    ...
+    precision_tool.errors.CaptureError: dump_step='5-3': range 5-3 must go up (npu_bridge needs N < M in N-M)
     """
     shown = f"{source}={_shown(value)}"
     if not isinstance(value, str):
@@ -201,7 +179,8 @@ class CaptureSettings:
 
     @classmethod
     def from_env(cls, environ: Optional[Mapping[str, str]] = None) -> "CaptureSettings":
-        """Settings from the variables in the module docstring (``os.environ`` by default).
+        """Settings from the ``PRECISION_TOOL_*`` variables (``os.environ`` by default;
+        docs/internals/capture.md#settings).
 
         Raises
         ------

@@ -1,22 +1,12 @@
-"""NPU emulation: run a TensorFlow model on the CPU under Ascend numerics and write what a real Ascend
-run with ``action='dump'`` (and ``'overflow'``, ``'fusion_off'``) would write, in the real formats,
-folder layout and names, next to the float32 reference.
-
-Python API::
+"""NPU emulation: run a TensorFlow model on the CPU under Ascend numerics and write what a real Ascend run with
+``action='dump'`` (and ``'overflow'``, ``'fusion_off'``) would write, next to the float32 reference::
 
     from precision_tool.capture.emulate import EmulationOptions, emulate
     result = emulate("models/cnn.py", "ws", EmulationOptions(perturb={"res/conv/Conv2D": 0.5}, fusion="both"))
     result.manifest["overflow"]["first_op"]
-    emulate("models/cnn.py", "ws2", EmulationOptions(perturb={"res/conv/Conv2D": "fp16acc"}))  # other faults
 
-
-Modules: :mod:`.model_script` (MODEL_SCRIPT forms), :mod:`.op_tables` (float32-kept ops, layouts),
-:mod:`.fusion` (passes), :mod:`.plan` (Build graph with Cast/TransData), :mod:`.numerics` (float16
-arithmetic), :mod:`.npu_values` (Opdebug status words), :mod:`.artifacts` (files), :mod:`.reference`,
-:mod:`.progress` (the terminal status line), :mod:`.faults` (the ``--perturb`` kinds).
-
-TensorFlow is imported lazily, only by this package (and :mod:`precision_tool.capture`). Importing
-it switches oneDNN off for TensorFlow imported afterwards, so that op names match the Python names.
+Importing it switches oneDNN off for TensorFlow imported afterwards, so that op names match the Python names;
+TensorFlow itself is imported lazily. Users: docs/emulate.md; the modules: docs/internals/emulator.md#the-pipeline.
 """
 import os as _os
 import sys as _sys

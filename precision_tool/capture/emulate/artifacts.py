@@ -1,15 +1,10 @@
-"""Write an emulated NPU run exactly as a device would: dump files, the Build graph, fusion results,
-Opdebug overflow records.
+"""Write an emulated NPU run exactly as a device would: dump files, the Build graph, fusion results, Opdebug
+overflow records.
 
-Layout of one run (``ascend-formats.md`` §1, §6, §8)::
-
-    npu/debug_N/dump/{YYYYmmddHHMMSS}/{device}/{model_name}/{model_id}/{step}/{type}.{name}.{task}.{stream}.{us}
-    npu/debug_N/graph/ge_proto_00000001_Build.txt        root graph named model_name, ops = dump names
-    overflow/dump/{YYYYmmddHHMMSS}/.../{step}/           overflowing ops' dumps + Opdebug.Node_OpDebug...
-
-Everything is deterministic: each run has a fixed base time (:data:`RUN_BASE_US`); the k-th executed
-op gets task id ``FIRST_TASK_ID + k`` on stream ``STREAM_ID`` and time stamp ``base + 10 * (k + 1)`` µs.
-An Opdebug record is stamped 1 µs after its op's dump.
+Everything is deterministic: each run has a fixed base time (:data:`RUN_BASE_US`); the k-th executed op gets task
+id ``FIRST_TASK_ID + k`` on stream ``STREAM_ID`` and time stamp ``base + 10 * (k + 1)`` µs, and an Opdebug record
+is stamped 1 µs after its op's dump. The layout: docs/emulate.md#files-written; the fixed names and values:
+docs/internals/emulator.md#artifacts.
 """
 from __future__ import annotations
 

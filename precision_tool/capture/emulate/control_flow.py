@@ -1,30 +1,11 @@
 """Control flow unrolled for one batch: ``tf.cond``/``tf.case`` and while loops as straight-line ops.
 
-A frozen TF2 graph keeps control flow functional (``If``/``StatelessIf``, ``Case``/``StatelessCase``,
-``While``/``StatelessWhile``, with their branches and bodies in the graph's function library). GE runs
-such an op as a subgraph on the device, with static shapes in each iteration. The emulator decides the
-path the way the float32 reference takes it with the batch (one ``Session.run`` per round) and then
-replaces the op by the ops of that path, so every later step (reference capture, NPU plan, dumps) sees
-an ordinary graph. The NPU side follows the same path even where its own values would have taken
-another: the emulation shows the error along the path the reference took.
-
-Names (what dumps and reports show; ``R`` is the branch's or body's op name without its first scope
-when that scope is the control-flow op's own last name, as TensorFlow writes it):
-
-* the branch taken of ``tf.cond`` op ``C``: ``C/then/R`` or ``C/else/R``; of ``tf.case``: ``C/branch_K/R``
-  (``K`` counts from 0; an index out of range takes the last branch, the default, as TensorFlow does).
-  The ops computing the predicate stay, as control inputs of the branch's ops;
-* iteration ``K`` (from 0) of while loop ``W``: ``W/iteration_K/R`` -- e.g. a Keras LSTM's
-  ``rnn/lstm/PartitionedCall/while/iteration_3/MatMul``. The loop condition is not part of the graph;
-* a function call (``PartitionedCall``) left in the graph: ``CALL/R``.
-
-A name already in the graph gets ``_1``, ``_2`` ... Nested control flow is unrolled round after round,
-outside in. A loop runs at most :data:`MAX_ITERATIONS` times.
-
-TensorArrays (``TensorList*`` ops, what Keras RNNs and ``tf.TensorArray`` use) become tensor ops once the
-loop is unrolled and every index is known: reading element ``i`` of a list made from tensor ``t`` is a
-``StridedSlice`` of ``t`` named as the read; stacking written elements is a ``Pack`` named as the stack;
-reading back a written element is that element. Any other use of a list is refused in one line.
+A frozen TF2 graph keeps control flow functional (``If``, ``Case``, ``While`` and their stateless forms, with their
+branches and bodies in its function library). :func:`unroll_control_flow` decides the path the float32 reference
+takes with the batch and replaces each such op by the ops of that path (``C/then/R``, ``C/branch_K/R``,
+``W/iteration_K/R``), and TensorArrays by tensor ops; :func:`resolve_v1_conditionals` resolves TF1's
+``Switch``/``Merge`` the same way. The NPU side follows that path even where its own values would take another.
+Names and limits: docs/emulate.md#model_script ("Control flow"); how: docs/internals/emulator.md#control_flow.
 """
 from __future__ import annotations
 
@@ -56,18 +37,16 @@ def has_functional_control_flow(graph_def) -> bool:
 
 def unroll_control_flow(graph_def, feeds: Mapping[str, np.ndarray], outputs: Sequence[str],
                         script: str = "MODEL_SCRIPT", variables: Optional[Mapping[str, np.ndarray]] = None):
-    """``graph_def`` (a frozen GraphDef holding functional control flow) with every ``If``/``Case``/``While``
-    and function call replaced by the ops of the path the batch takes, TensorArrays turned into tensor ops,
-    and the ops that no output needs left out (see the module docstring).
+    """``graph_def`` with every ``If``/``Case``/``While`` and function call replaced by the ops of the path the batch
+    takes, TensorArrays turned into tensor ops, and the ops that no output needs left out.
 
     Parameters
     ----------
-    graph_def : a ``tf.compat.v1.GraphDef`` with its function library; not modified.
+    graph_def : a frozen ``tf.compat.v1.GraphDef`` with its function library; not modified.
     feeds : placeholder tensor name -> its array (the batch).
-    outputs : the model's output tensor names (or op names); they are kept valid (remapped when they were
-        outputs of a control-flow op).
-    variables : for a training step (:mod:`~.train_step`), variable op name -> its value at the start of the
-        step: the runs deciding the path set the graph's variables to them first.
+    outputs : the model's output tensor (or op) names, remapped where they were outputs of a control-flow op.
+    variables : for a training step (:mod:`~.train_step`), variable op name -> its value at the start of the step,
+        set in the graph before the runs that decide the path.
 
     Returns
     -------
@@ -76,8 +55,8 @@ def unroll_control_flow(graph_def, feeds: Mapping[str, np.ndarray], outputs: Seq
     Raises
     ------
     EmulationError
-        one line naming the op: a loop over :data:`MAX_ITERATIONS` iterations, a loop TensorFlow's
-        ``while_v2`` did not write (no loop counter), a TensorArray used otherwise than described.
+        One line naming the op: a loop over :data:`MAX_ITERATIONS` iterations, a loop TensorFlow's ``while_v2`` did
+        not write (no loop counter), a TensorArray used otherwise than docs/internals/emulator.md#control_flow says.
     """
     graph = tf.compat.v1.GraphDef()
     graph.CopyFrom(graph_def)
@@ -294,7 +273,7 @@ def _last_segment(name: str) -> str:
 
 
 class _Inliner:
-    """Replaces one functional op by the ops of one of its functions (see the module docstring)."""
+    """Replaces one functional op by the ops of one of its functions (docs/internals/emulator.md#control_flow)."""
 
     def __init__(self, graph_def, library, original: Dict[str, str], added: List[int]):
         self.graph = graph_def
@@ -468,7 +447,7 @@ class _Items:
 
 
 class _TensorLists:
-    """TensorList ops turned into tensor ops once every index is known (see the module docstring)."""
+    """TensorList ops turned into tensor ops once every index is known (docs/internals/emulator.md#control_flow)."""
 
     READS_INDEX = {"TensorListGetItem": 1, "TensorListSetItem": 1, "TensorListReserve": 1}
 

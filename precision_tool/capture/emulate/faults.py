@@ -1,38 +1,12 @@
 """Planted kernel faults (``--perturb OP=KIND:VALUE``): what each kind does, parsed in one place.
 
-A fault replaces TF op OP's float32 output ``x`` (inside its NPU op, before anything reads it and before the
-NPU op rounds its output to float16) by a faulty ``y``; everything downstream reads ``y``:
-
-``noise:REL`` (or a bare ``REL``, the original form), REL > 0
-    ``y = x * (1 + REL * z)``, ``z`` standard normal per element, fixed by the seed and OP: an imprecise
-    kernel. ``RED(y, x)`` is about REL.
-``bias:REL``, REL != 0 (either sign)
-    ``y = x + REL * rms(x)``, ``rms(x) = sqrt(mean(x**2))`` over the whole tensor (batch included): a
-    systematic shift, the same for every element. ``RED(y, x) = |REL|``; nothing changes when ``x`` is all 0.
-``fp16acc`` or ``fp16acc:CHUNK`` (CHUNK an integer >= 1, default 16, the Cube's K0)
-    the op's reduction accumulated in float16 instead of float32, for Cube ops: ``Conv2D``,
-    ``DepthwiseConv2dNative``, ``MatMul``, ``BatchMatMul``/``V2``/``V3``. The reduction's terms are grouped
-    into chunks -- Conv2D: one kernel tap (kh, kw) x CHUNK consecutive input channels, in the Cube's
-    order (channel block, then kh, then kw); MatMul/BatchMatMul: CHUNK consecutive rows of the contracted
-    axis; DepthwiseConv2dNative: one tap (each output channel reads one input channel, so CHUNK is not
-    used). Each chunk's partial sum ``p_c`` is computed as before (products of the op's float16 inputs,
-    exact in float32, summed in float32: the op run on its second input masked to the chunk), and the
-    accumulator is float16: ``a_1 = fp16(p_1)``, ``a_c = fp16(a_{c-1} + p_c)``, ``y = a_C``. To first order
-    ``|y - exact| <= u * sum_c |S_c|`` (``S_c`` the exact prefix sums, ``u = 2^-11``; ``2^-25`` more per
-    rounding in the subnormal range), against ``u * |exact|`` for the float32 accumulator. With ``CHUNK = 1``
-    every product is rounded into the accumulator (the weakest accumulator; most partial sums).
-``saturate:LIMIT``, LIMIT > 0
-    ``y = clip(x, -LIMIT, LIMIT)``: a kernel saturating its output (inf clipped too). Elements with
-    ``|x| <= LIMIT`` keep their value; nothing changes when ``max|x| <= LIMIT``.
-``positions:N``, N an integer >= 1 (at most the number of elements)
-    N distinct elements, chosen uniformly by the seed and OP, get a wrong value, as a kernel writing a few
-    wrong results would: ``y_i = -x_i - 4 * rms(x) * s_i`` with ``s_i = 1`` for ``x_i > 0`` and ``-1``
-    otherwise -- the value's sign flipped and pushed four rms further out (``x_i = 0`` becomes
-    ``4 * rms(x)``), so ``|y_i - x_i| = 2|x_i| + 4 rms(x) > 0`` whenever ``x`` is not all 0. The others
-    keep their value.
-
-Every kind needs OP's static output shape; ``fp16acc`` also its second input's. The values are built from TF
-ops in :mod:`~precision_tool.capture.emulate.numerics`; :func:`fault_effect` says what each did in a run.
+A fault replaces TF op OP's float32 output ``x`` -- inside its NPU op, before anything reads it and before the NPU
+op rounds its output to float16 -- by a faulty ``y``: ``noise:REL`` (or a bare REL) ``x * (1 + REL * z)``;
+``bias:REL`` ``x + REL * rms(x)``; ``fp16acc[:CHUNK]`` a Cube op's reduction accumulated in float16, CHUNK terms a
+chunk; ``saturate:LIMIT`` ``clip(x, -LIMIT, LIMIT)``; ``positions:N`` N elements ``-x - 4 * rms(x) * s`` (``s = 1``
+where ``x > 0``, else -1). The values are built from TF ops in :mod:`~precision_tool.capture.emulate.numerics`;
+:func:`fault_effect` says what each did in a run. The kinds in full: docs/emulate.md#files-written ("Planted
+kernels"); what follows from them: docs/internals/emulator.md#faults.
 """
 from __future__ import annotations
 

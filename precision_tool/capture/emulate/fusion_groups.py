@@ -1,44 +1,12 @@
 """Group TensorFlow compute ops into NPU ops the way GE's fusion passes would.
 
-With fusion on, a Cube op (Conv2D, DepthwiseConv2dNative, MatMul, BatchMatMul) absorbs the chain of
-ops that follows it when each link is the only consumer of the previous one:
-
-===========================  ==========================================  =========================
-after                        absorbed                                    pass recorded
-===========================  ==========================================  =========================
-Conv2D / DepthwiseConv2D     BiasAdd / Add / AddV2 / Sub of a constant   ``ConvBiasaddFusionPass``
-Conv2D / DepthwiseConv2D     Mul by a constant, then adds (inference     ``ConvBatchnormFusionPass``
-                             batch norm as Keras 3 writes it)
-Conv2D (after its bias adds) one inference ``FusedBatchNorm``/``V2``/``V3`` ``ConvBatchnormFusionPass``
-                             (Keras 2, ``tf.compat.v1``): BNInfer
-MatMul / BatchMatMul         one BiasAdd / Add / AddV2 of a constant     ``MatMulBiasAddFusionPass``
-any of the above             one activation (Relu, Relu6, LeakyRelu,     UB fusion:
-                             Elu, Selu, Sigmoid, Tanh, Softplus)         ``TbeConvElemwiseFusionPass``
-                                                                         / ``TbeMatmulElemwiseFusionPass``
-===========================  ==========================================  =========================
-
-Each pass may be switched off on its own (:class:`~precision_tool.formats.fusion_result.FusionSwitches`, the
-switch file the NPU reads for ``action='fusion_switch'``): a link whose pass is off is not absorbed, and the
-chain stops there, as GE's pass would not have matched it.
-
-Constants must broadcast per output channel (shape all ones but the last axis, which is the
-channel count or 1). The fused op is named after the Cube op and stands for the last absorbed op's
-output. With fusion off every compute op is a group of its own.
-
-A fused batch norm is absorbed as CANN's ``ConvBatchnormFusionPass`` restricts it: the convolution is a
-``Conv2D`` (a ``DepthwiseConv2D`` only merges a 2-input batch norm, and TensorFlow's has four parameters:
-scale, offset, mean, variance) whose filter is a constant, the batch norm reads the convolution's output
-(or its bias add's) as ``x`` and constants as parameters, none of its outputs but ``y`` is read, and no
-``Mul`` came before it. Only an activation may follow it into the group. Its parameters are not folded into
-the filter (GE folds them); they stay float32 inputs of the fused op, applied in float32 to the
-convolution's float32 result, as for Keras 3's ``Mul``/``Add`` form.
-
-Batch-norm links (:func:`batchnorm_links`): in a chain ``ConvBatchnormFusionPass`` matches, the first
-``Mul`` by a channel vector (a constant whose last axis is the channel count, not a scalar) and every
-affine op after it, up to the activation, apply an inference batch norm's scale and offset. They are
-found whether or not fusion is on, so that both runs agree on which constants are batch-norm
-parameters (kept in float32, see :mod:`~precision_tool.capture.emulate.op_tables`). A bias added
-before the ``Mul`` is not one of them.
+With fusion on, a Cube op (Conv2D, DepthwiseConv2dNative, MatMul, BatchMatMul) absorbs the chain after it while
+each link is the only consumer of the previous one: per-channel bias and affine ops (``ConvBiasaddFusionPass``,
+``ConvBatchnormFusionPass``, ``MatMulBiasAddFusionPass``), after a ``Conv2D`` an inference batch norm, and one
+activation (``TbeConvElemwiseFusionPass`` / ``TbeMatmulElemwiseFusionPass``); a pass switched off stops the chain.
+The fused op is named after the Cube op; with fusion off every compute op is a group of its own.
+:func:`batchnorm_links` finds the ops applying batch-norm parameters, with fusion on or off alike. The table:
+docs/emulate.md#what-the-emulated-npu-does; the conditions: docs/internals/emulator.md#fusion_groups.
 """
 from __future__ import annotations
 
@@ -127,7 +95,8 @@ class _Grouper:
         return self.graph.op(users[0][0])
 
     def _batchnorm_ok(self, lead: TfOp, link: TfOp, previous: str) -> bool:
-        """``link`` is a batch norm ``ConvBatchnormFusionPass`` merges into ``lead`` (module docstring)."""
+        """``link`` is a batch norm ``ConvBatchnormFusionPass`` merges into ``lead`` (the conditions:
+        docs/internals/emulator.md#fusion_groups)."""
         if lead.type not in T.CONV_BATCHNORM_LEADS or len(link.inputs) < 5 or len(lead.inputs) < 2:
             return False
         if link.attr("is_training") is True:
@@ -227,8 +196,8 @@ def group_ops(graph: TfGraph, compute: Sequence[TfOp], constants: Set[str], alia
 
 def batchnorm_links(graph: TfGraph, compute: Sequence[TfOp], constants: Set[str], aliases: Mapping[str, str],
                     consumers: Mapping[str, List[Tuple[str, int]]]) -> Set[str]:
-    """Names of the TF ops that apply a batch norm's scale or offset after a convolution (see the
-    module docstring): the same chains with fusion on or off."""
+    """Names of the TF ops that apply a batch norm's scale or offset after a convolution
+    (docs/internals/emulator.md#fusion_groups): the same chains with fusion on or off."""
     grouper = _Grouper(graph, constants, aliases, consumers)
     links: Set[str] = set()
     for op in compute:

@@ -1,21 +1,11 @@
-"""A frozen TF1 graph as a model: a MODEL_SCRIPT's ``graph_def()`` (MODEL_SCRIPT in docs/emulate.md).
+"""A frozen TF1 graph as a model: a MODEL_SCRIPT's ``graph_def()``, which returns ``(source, feeds, fetches)``.
 
-``graph_def()`` returns ``(source, feeds, fetches)``:
-
-* ``source``: a ``tf.compat.v1.GraphDef``; a path to a binary ``.pb`` file holding one; or a meta graph and its
-  checkpoint -- a path to a ``.meta`` file (the checkpoint prefix is that path without ``.meta``, as
-  ``tf.compat.v1.train.Saver`` writes them) or a pair ``(meta_path, checkpoint_prefix)``. A meta graph is
-  restored in a ``tf.compat.v1`` session and frozen with ``convert_variables_to_constants``. Relative paths
-  are relative to the script's folder.
-* ``feeds``: placeholder names (``image`` or ``image:0``), one per array of ``inputs()``, in order.
-* ``fetches``: the output tensor names (``prob:0``; a bare op name means its output 0).
-  A single name may be given as a string.
-
-:func:`load_graph_def` checks that contract and reads the source (:class:`GraphDefModel`);
-:func:`freeze_graph_def` makes the emulator's :class:`~.tf_freeze.FrozenModel` from it for a batch: the graph
-is cut to what the fetches need, unfrozen variables are refused, and each fed placeholder takes its array's
-shape (a declared dtype or shape that conflicts with the array is refused). Nothing is renamed: the op names
-of the workspace are the GraphDef's node names. Every problem is one :class:`ModelScriptError` line.
+:func:`load_graph_def` checks that contract and reads the source -- a ``GraphDef``, a binary ``.pb`` file, or a
+meta graph with its checkpoint, frozen here -- into a :class:`GraphDefModel`. :func:`freeze_graph_def` makes the
+emulator's :class:`~.tf_freeze.FrozenModel` from it for a batch: the graph cut to what the fetches need, unfrozen
+variables refused, each fed placeholder given its array's shape, no node renamed. Every problem is one
+:class:`ModelScriptError` line. The contract: docs/emulate.md#model_script; more:
+docs/internals/emulator.md#graph_def_model.
 """
 from __future__ import annotations
 
@@ -88,7 +78,7 @@ CONTRACT = ("graph_def() returns (graph, feeds, fetches): a tf.compat.v1.GraphDe
 
 
 def load_graph_def(value: Any, script: str) -> GraphDefModel:
-    """Check what ``graph_def()`` returned (the module docstring) and read its source; a meta graph is frozen
+    """Check what ``graph_def()`` returned (docs/emulate.md#model_script) and read its source; a meta graph is frozen
     here (restored from its checkpoint in a ``tf.compat.v1`` session).
 
     Raises

@@ -1,18 +1,10 @@
 """The frozen TensorFlow graph as plain records, and which of its ops the NPU would execute.
 
-Everything here is plain Python: :mod:`precision_tool.capture.emulate.tf_freeze` fills a
-:class:`TfGraph` from a real GraphDef, tests build one by hand.
-
-GE, like any graph compiler, does not execute everything TensorFlow does:
-
-* ``Const`` ops, and every op whose inputs are all constant (bias reshapes, batch-norm parameter
-  arithmetic, ``Shape`` of a static shape ...), are folded into weights when the model is built
-  (:func:`constant_ops`);
-* ``Identity``, ``NoOp``, ``StopGradient``, ``Snapshot`` pass their input through and vanish
-  (:func:`tensor_aliases`);
-* ``Placeholder`` becomes a ``Data`` op.
-
-What remains are the compute ops, which the fusion and planning steps turn into NPU ops.
+Plain Python: :mod:`precision_tool.capture.emulate.tf_freeze` fills a :class:`TfGraph` from a real GraphDef, tests
+build one by hand. GE does not execute everything TensorFlow does: constants and all-constant arithmetic are
+folded into weights (:func:`constant_ops`), ``Identity`` and the like pass their input through and vanish
+(:func:`tensor_aliases`), ``Placeholder`` becomes ``Data``. What remains are the compute ops (:func:`compute_ops`),
+which the fusion and planning steps turn into NPU ops. See docs/internals/emulator.md#graph_info.
 """
 from __future__ import annotations
 

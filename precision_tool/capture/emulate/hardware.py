@@ -1,26 +1,12 @@
 """Which NPU the emulator models: its target, its precision mode, and the kernel behaviours that follow.
 
-Every behaviour cites its fact in ``docs/emulated-numerics.md`` (from the sourced collection
-``ascend-kernel-numerics.md``; section numbers below are that collection's):
-
-* **targets** (``--numerics``): ``ascend910`` (Atlas training series, TF 1.15 users' hardware), ``ascend910b``
-  (Atlas A2) and ``ideal`` (float16 rounded inputs, float32 kernels, one rounding at the output: the model of
-  earlier releases, kept to measure what the hardware model changes);
-* **precision modes** (``--precision-mode``), the TF adapter's values (section 1); the default is what the facts
-  give for training on the target: ``allow_fp32_to_fp16`` on 910, ``must_keep_origin_dtype`` on A2, and for
-  ``ideal`` ``allow_mix_precision`` (the earlier model). :meth:`Hardware.dtypes` is the one rule;
-* ``ascend910`` **saturates** (section 5): a float16 result beyond the range becomes +-65504, a NaN 0;
-* native float16 kernels (section 3) on both targets: Exp, Log, RealDiv and Sigmoid compute in float16 when their
-  output is float16, rounding every step; Sigmoid clamps its input at -11.089 on 910; Softmax subtracts the row
-  maximum in float16; Erf is the three-term polynomial of ``erf.py`` in every dtype;
-* ``ascend910b`` computes float32 convolutions in **HF32** (section 4): inputs rounded to 11 mantissa bits.
-
-Choices the facts leave open (each said where it is modelled): the hardware's exp/ln/reciprocal instructions have
-no published error bound, so a native float16 step is modelled as *faithful*: within one unit in the last place
-(:data:`NATIVE_STEP_ERROR`, a seeded relative perturbation of up to 2^-12 -- at most half the spacing -- before
-rounding to nearest) -- the loosest bound a correctly working unit is usually held to, and inside the operator
-standard's mean of 2^-10. Cube accumulation is float32 in TensorFlow's order (the block order inside L0C is not
-published; it changes float32 roundings only, far below one float16 rounding).
+Targets (``--numerics``): ``ascend910`` (Atlas training series: saturation, Sigmoid's clamp) and ``ascend910b``
+(Atlas A2: HF32 for float32 convolutions), both with native float16 kernels, and ``ideal`` (float16-rounded inputs,
+float32 kernels, one rounding at the output: the model of earlier releases). Precision modes
+(``--precision-mode``) are the TF adapter's; the default is the target's for training, and
+:meth:`Hardware.dtypes` is the one rule. Every behaviour is a fact cited in docs/emulated-numerics.md; the choices
+the facts leave open (a native float16 step within one ulp, :data:`NATIVE_STEP_ERROR`; Cube accumulation in
+TensorFlow's order): docs/internals/emulator.md#hardware.
 """
 from __future__ import annotations
 
@@ -55,7 +41,7 @@ FLOAT16_MAX = 65504.0
 #: Sigmoid's float16 input clamp on Ascend910 (sigmoid.py: -ln(65504) truncated).
 SIGMOID_FP16_CLAMP = -11.089
 #: Relative perturbation of a native float16 step before rounding: 2^-12 is at most half the spacing of float16
-#: at the value, so that with the rounding to nearest the step is within one ulp (module docstring).
+#: at the value, so that with the rounding to nearest the step is within one ulp (docs/internals/emulator.md#hardware).
 NATIVE_STEP_ERROR = 2.0 ** -12
 #: Erf's polynomial (erf.py; Abramowitz & Stegun 7.1.25): p, a1, a2, a3.
 ERF_P, ERF_A = 0.47047, (0.3480242, -0.0958798, 0.7478556)

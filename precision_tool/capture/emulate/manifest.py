@@ -1,19 +1,9 @@
-"""``manifest.json``: what an emulated workspace holds and what was planted in it.
+"""``manifest.json``: what an emulated workspace holds and what was planted in it (:func:`build_manifest`).
 
-Keys: ``model_script``, ``model_name`` (root graph = dump ``model_name`` folder), ``seed``, ``scale``,
-``fusion``, ``inputs`` (name, dtype, shape), ``reference`` (folder, file count), ``runs`` (per NPU run:
-folder, fusion, dump folder, graph file, executed ops, files), ``fusion_groups`` (first run's fused ops:
-NPU op, TF ops, passes), ``perturbations`` (the planted faults, below), ``overflow``
-(first overflowing op, the ops where overflows start, every reporting op, the records) and ``files``
-(every file written, relative to the workspace, sorted). Paths use ``/``.
-
-``perturbations``: one entry per planted TF op, sorted by name. Noise keeps its original form,
-``{"tf_op", "rel", "npu_op": {run: NPU op or null}}`` (no ``kind``: workspaces written before read the
-same). Every other kind is ``{"tf_op", "kind", "spec", "params", "npu_op", "effect"}``: ``spec`` as
-``--perturb`` takes it (``"bias:0.05"``), ``params`` its value by name (``rel``, ``chunk``, ``limit``,
-``n``), ``effect`` per run what it did to the op's float32 output (:func:`~.faults.fault_effect`:
-``elements``, ``changed``, ``rms_before``, ``red``, and ``shift`` for bias, ``max_abs_after`` for saturate,
-``positions`` -- the indices changed -- for positions, ``chunks`` for fp16acc).
+``perturbations`` has one entry per planted TF op, sorted by name: a noise entry keeps its original form
+``{"tf_op", "rel", "npu_op"}``, so that workspaces written before read the same; every other kind is
+``{"tf_op", "kind", "spec", "params", "npu_op", "effect"}`` (:func:`~.faults.fault_effect`). Paths use ``/``.
+The keys: docs/internals/emulator.md#manifest; the entries: docs/emulate.md#files-written ("Planted kernels").
 """
 from __future__ import annotations
 

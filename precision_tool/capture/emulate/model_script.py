@@ -1,34 +1,12 @@
 """Load a MODEL_SCRIPT: a Python file defining ``inputs()`` and one of ``model()``, ``graph_model()``,
 ``graph_def()`` or ``train_graph()``.
 
-``model()`` returns either
-
-* a Keras model (or layer) -- called with ``training=False``; Keras 3 with the TensorFlow backend, or
-  Keras 2 (``tf_keras``), or
-* a plain Python function of TensorFlow ops taking one ``tf.Tensor`` per input array and returning
-  the output tensor (weights as ``tf.constant`` or variables created on the first call); give ops
-  ``name=`` arguments and those are the names the dumps will carry.
-
-``graph_model(*inputs)`` is TF1 graph code itself (``tf.compat.v1.layers``, ``tf.compat.v1.get_variable``):
-it takes one placeholder per input array, named after its parameters, builds the graph and returns the
-output tensor(s). It is called once, inside ``tf.compat.v1.wrap_function``
-(:class:`~precision_tool.capture.emulate.tf_freeze.GraphFunction`).
-
-``graph_def()`` returns a frozen TF1 graph with its feeds and fetches: ``(graph, feeds, fetches)``, where
-``graph`` is a ``tf.compat.v1.GraphDef``, a path to a binary ``.pb`` file, or a meta graph with its
-checkpoint (``.meta`` path, or ``(meta_path, checkpoint_prefix)``); ``feeds`` are placeholder names, one per
-input array in order, and ``fetches`` output tensor names (:mod:`~precision_tool.capture.emulate.graph_def_model`).
-
-``train_graph(*inputs)`` is TF1 graph code building a training step -- forward, loss, ``optimizer.minimize`` --
-and returning ``(loss, train_op)`` (:class:`~precision_tool.capture.emulate.train_step.TrainStep`).
-
-``inputs()`` returns the batch: one numpy array, or a tuple/list of arrays for several inputs. Its
-shapes fix every shape of the emulated graph. Both are called after the random seeds are set, so
-Keras initialisers and numpy draws are reproducible.
-
-Every problem is a :class:`ModelScriptError` naming the script: missing file, no ``model``/``inputs``,
-more than one of ``model``/``graph_model``/``graph_def``, an exception while importing or calling them,
-or a batch that is not numeric arrays.
+``model()`` returns a Keras model or a function of TF ops; ``graph_model(*inputs)`` is TF1 graph code
+(:class:`~precision_tool.capture.emulate.tf_freeze.GraphFunction`); ``graph_def()`` gives a frozen graph with its
+feeds and fetches (:mod:`~precision_tool.capture.emulate.graph_def_model`); ``train_graph(*inputs)`` builds a TF1
+training step (:class:`~precision_tool.capture.emulate.train_step.TrainStep`). ``inputs()`` returns the batch,
+whose shapes fix every shape. Every problem is a :class:`ModelScriptError` naming the script. The forms in full:
+docs/emulate.md#model_script; more: docs/internals/emulator.md#model_script.
 """
 from __future__ import annotations
 

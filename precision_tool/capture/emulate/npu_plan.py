@@ -1,20 +1,12 @@
 """Turn a frozen TF graph into the NPU ops a GE Build graph would hold, in execution order.
 
-Each NPU op gets its inputs as ``(producer, output index)``, and each output a :class:`NpuTensor`:
-the TF tensor whose value it carries, its dtype on the device, its stored layout and its origin
-layout and shape. Precision and layout rules are in :mod:`precision_tool.capture.emulate.op_tables`;
-where a producer's dtype or layout differs from what a consumer needs, ``Cast`` and ``TransData`` ops
-are inserted (``trans_Cast_N`` / ``trans_TransData_N``, shared by every consumer needing the same
-conversion): leaving a device layout, ``TransData`` comes first, then ``Cast``; entering one, ``Cast``
-first. Weights are folded by GE, so constants arrive as ``Const`` ops already in the dtype and layout
-their consumer wants (FRACTAL_Z filters, FRACTAL_NZ matrices, float16 for float16 ops -- but float32
-for batch-norm parameters, which every op reads in float32: :attr:`NpuPlan.fp32_inputs`).
-An inference ``FusedBatchNorm``/``V2``/``V3`` becomes ``BNInfer`` (inputs x, scale, offset, mean, variance;
-one output, ``y``), or joins the ``Conv2D`` before it (:mod:`~precision_tool.capture.emulate.fusion_groups`). Its
-other outputs -- batch mean and variance, reserve spaces 1-3 -- exist on neither path: nothing may read
-them (:func:`~precision_tool.capture.emulate.tf_freeze.check_batchnorms` rejects a graph that does).
-Order: ``Data`` ops, ``Const`` ops, then everything executed, then ``NetOutput`` (inputs cast back to
-the model's output dtype in a plain layout).
+Each NPU op reads ``(producer, output index)`` pairs; each output is an :class:`NpuTensor` (the TF tensor whose value
+it carries, its device dtype and layout, its origin layout and shape). The rules come from
+:mod:`~precision_tool.capture.emulate.op_tables` and :mod:`~precision_tool.capture.emulate.hardware`: ``Cast`` and
+``TransData`` ops are inserted where a producer's dtype or layout differs from what a consumer needs, and constants
+arrive folded, in the dtype and layout their consumer wants (batch-norm parameters in float32). Order: ``Data``,
+``Const``, the executed ops, ``NetOutput``. What the plan holds: docs/emulate.md#what-the-emulated-npu-does; how it
+is planned: docs/internals/emulator.md#npu_plan.
 """
 from __future__ import annotations
 

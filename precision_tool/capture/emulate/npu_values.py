@@ -1,22 +1,12 @@
 """The arrays an NPU run would dump, per NPU op, and which ops would report an overflow.
 
-Values are derived from :class:`~precision_tool.capture.emulate.numerics.NumericsResult`: a compute
-op's outputs are the emulated values, a ``Cast`` converts its input with numpy (round to nearest
-even, overflow to inf, like the device), a ``TransData`` passes values on (only the stored layout
-changes, when the file is written), a ``Const`` is the folded constant in its device dtype.
-
-Overflow (what ``op_debug_level``/``action='overflow'`` reports): an executed op overflows when one of
-its outputs, or a value it rounds internally, is not finite -- on a saturating target (910), when a float16
-value it stores was inf, NaN or beyond the range before it saturated to +-65504 or 0 (a Cast saturates as the
-device does). It is the *origin* of an overflow when all its inputs are finite (and, saturating, none is
-+-65504); ops that merely pass on an inf or NaN they were given report too, later.
-Status words (AI Core, old Opdebug layout):
-
-* ``0x100`` -- overflow converting float32 to float16: a ``Cast``, or a Cube op (Conv2D, MatMul,
-  ...) whose float32 accumulator does not fit its float16 output;
-* ``0x20`` -- floating-point overflow: any other op, and every op passing on a non-finite input.
-
-``TransData`` (data movement) and widening ``Cast`` ops (float16 to float32 is exact) never report.
+:class:`NpuValues`: a compute op's outputs are the emulated values (:mod:`~precision_tool.capture.emulate.numerics`),
+a ``Cast`` converts its input with numpy as the device does, a ``TransData`` passes values on, a ``Const`` is the
+folded constant. :func:`find_overflows`: an executed op overflows when an output, or a value it rounds internally, is
+not finite (on a saturating target, was beyond float16's range before it saturated); it is the *origin* when all its
+inputs are finite. Status ``0x100`` (float32 to float16 conversion) marks a ``Cast`` or Cube op that starts an
+overflow, ``0x20`` any other op. See docs/emulate.md#files-written ("Overflow") and
+docs/internals/emulator.md#npu_values.
 """
 from __future__ import annotations
 

@@ -1,24 +1,12 @@
 """NPU numerics on the CPU: one TensorFlow run that computes what every NPU op would output.
 
-The frozen graph is extended with a copy of every compute op (``npu_emu/<tf name>``), all in float32
-kernels but fed with the values the NPU would feed them:
-
-* an op computing in float16 (see :mod:`~precision_tool.capture.emulate.op_tables`) reads every float
-  input rounded to float16 (``Cast`` to ``DT_HALF`` and back: weights, ``Data`` and float32 tensors),
-  except batch-norm parameters (``NpuPlan.fp32_inputs``), which it reads in float32 as they are;
-  products of float16 values are exact in float32, so a float32 Conv2D/MatMul on rounded inputs *is*
-  "float16 in, float32 accumulation" -- what TensorFlow's own float16 kernels do on the CPU;
-* a fused op keeps its internal values in float32 and rounds once, at its output, and once before
-  its absorbed activation (where the Cube result leaves the accumulator -- where an overflow shows);
-* an unfused op rounds its float16 output, so with fusion off every op boundary rounds;
-* ``--perturb OP=KIND:VALUE`` replaces OP's float32 output by a faulty one before anything reads it
-  (and before its NPU op rounds it): noise, a bias, float16 accumulation, saturation or a few wrong
-  elements, built from TF ops as :mod:`~precision_tool.capture.emulate.faults` defines them; the error
-  propagates. ``OP=REL`` is noise: OP's output times ``1 + REL * z``. A fault marked ``@fp16`` is planted
-  only while OP's NPU op computes in float16.
-
-Values come back as float32 arrays holding float16-representable numbers for float16 tensors (the
-casting to float16 is exact), in the TF (origin) layout.
+The frozen graph is extended with a copy of every compute op (``npu_emu/<tf name>``), on float32 kernels but fed
+what the NPU would feed it: an op computing in float16 reads its float inputs rounded to float16 (batch-norm
+parameters excepted), so a float32 Conv2D or MatMul on them *is* "float16 in, float32 accumulation"; a fused op
+rounds once at its output and once before its absorbed activation, an unfused one at its output. A planted fault
+(:mod:`~precision_tool.capture.emulate.faults`) replaces an op's float32 output before anything reads it; the
+Ascend kernels are built from TF ops too. Values come back as float32 arrays in the TF layout, float16 tensors
+holding float16-representable values. See docs/internals/emulator.md#numerics.
 """
 from __future__ import annotations
 

@@ -1,38 +1,12 @@
 """What the emulated NPU does with each TensorFlow op type: precision, layout, fusion, NPU op type.
 
-Precision (Ascend's ``allow_mix_precision``, as emulated)
-    * :data:`CUBE_TYPES` run on the Cube unit: float16 inputs, float32 accumulation, float16 output (a
-      filter gradient, :data:`CONV_BACKPROP_FILTER_TYPES`, leaves in float32).
-    * :data:`FP32_KEPT_TYPES` stay float32 (their float16 inputs are cast up first):
-      ``Softmax, LogSoftmax, Exp, Log, Log1p, Pow, Sqrt, Rsqrt, Erf, Mean, Sum, Prod, L2Loss,
-      SoftmaxCrossEntropyWithLogits, SparseSoftmaxCrossEntropyWithLogits``.
-    * every other float op follows its inputs: float16 as soon as one non-constant float input is
-      float16, else float32 (ops fed straight from a float32 ``Data`` stay float32).
-    * batch-norm parameters are read in float32 whatever the op's precision, as Ascend's batch-norm
-      family (``BNInference``, ``BatchNorm``, ``BNTrainingUpdate`` ...) takes scale, offset, mean
-      and variance in float32 under mixed precision; only the activation path is float16. They are
-      inputs 1-4 (scale, offset, mean, variance) of :data:`BATCHNORM_TYPES` (inference batch norms,
-      Ascend's ``BNInfer``, whose one output is ``y``: the statistics and reserve spaces TensorFlow
-      lists after it exist neither on the NPU nor in its dumps), and the constant operands of the
-      batch-norm links after a convolution
-      (:func:`~precision_tool.capture.emulate.fusion_groups.batchnorm_links`: the ``Mul`` by a per-channel
-      constant Keras 3 writes for inference batch norm, and the adds after it), fused by
-      ``ConvBatchnormFusionPass`` or not. Such an op computes in float32 on its float16 activation
-      and writes float16. Parameters do not decide an op's precision. Biases follow the ordinary rule.
-
-Layout
-    * :data:`CONV_TYPES` and :data:`VECTOR_5HD_TYPES` read and write 4-D activations as NC1HWC0;
-      convolution filters are FRACTAL_Z (origin HWCN); so do the backward convolutions
-      (:data:`CONV_BACKPROP_INPUT_TYPES`, :data:`CONV_BACKPROP_FILTER_TYPES`, whose filter gradient is FRACTAL_Z).
-    * :data:`MATMUL_TYPES` read and write FRACTAL_NZ (origin ND); constant matrices are FRACTAL_NZ too.
-    * :data:`ELEMENTWISE_TYPES` take the device layout of their input when every non-constant input
-      has the output's shape and constants broadcast per channel (last axis) or are scalars.
-    * everything else works on plain layouts: NHWC for 4-D tensors, ND otherwise.
-
-Fusion (see :mod:`precision_tool.capture.emulate.fusion_groups`)
-    a Cube op absorbs the per-channel constant ops after it (:data:`AFFINE_TYPES`) and one
-    activation (:data:`ACTIVATION_TYPES`); a ``Conv2D`` (:data:`CONV_BATCHNORM_LEADS`) absorbs an
-    inference batch norm too.
+Precision, as ``allow_mix_precision`` is emulated (the modes: :mod:`~precision_tool.capture.emulate.hardware`):
+:data:`CUBE_TYPES` take float16 inputs, accumulate in float32 and write float16; :data:`FP32_KEPT_TYPES` stay
+float32; batch-norm parameters are read in float32. Layout: :data:`CONV_TYPES` and :data:`VECTOR_5HD_TYPES` work on
+NC1HWC0, filters are FRACTAL_Z, :data:`MATMUL_TYPES` FRACTAL_NZ, :data:`ELEMENTWISE_TYPES` keep their input's layout
+when shapes allow, everything else is plain. Fusion (:mod:`~precision_tool.capture.emulate.fusion_groups`):
+:data:`AFFINE_TYPES` and one of :data:`ACTIVATION_TYPES` after a Cube op. See
+docs/emulate.md#what-the-emulated-npu-does and docs/internals/emulator.md#op_tables.
 """
 from __future__ import annotations
 

@@ -1,18 +1,11 @@
 """The float32 reference run, captured with the project's own capture helpers.
 
-One ``Session.run`` of the frozen graph (configured by :func:`~precision_tool.tf_runtime.session_config`: Grappler
-off, classic optimizer at L0, so every op runs under its Python name) goes through
-:func:`precision_tool.capture.reference_dump.sess_dump` into ``tf/tf_debug/<capture>``, and
-:func:`precision_tool.formats.tf_reference.convert_tfdbg_run` -- what ``tf_dump`` runs for a user --
-converts it into ``tf/dump/{op}.{output}.{timestamp}.npy`` and keeps the executed graph in ``tf/graph``
-(what replay cuts each op's subgraph from).
-
-One touch then makes the folders reproducible: the tfdbg wall-clock time stamps in the file names are
-replaced by fixed ones (``REFERENCE_BASE_US`` + 10 µs per tensor, in graph order), and the kept graph is
-named ``graph_reference_cpu_0.pb`` (the URLs in its debug nodes set to ``file://tf/tf_debug``) with an
-``index.json`` naming no wall-clock folder. (Fed inputs already
-carry their placeholder's name: the tfdbg reader maps ``_arg_{name}_0_0`` back.) ``tf/tf_debug`` holds
-wall-clock times too, so it is removed afterwards unless asked to keep it.
+One ``Session.run`` of the frozen graph (:func:`~precision_tool.tf_runtime.session_config`: every op runs under its
+Python name) goes through :func:`precision_tool.capture.reference_dump.sess_dump` into ``tf/tf_debug/<capture>``,
+and :func:`precision_tool.formats.tf_reference.convert_tfdbg_run` -- what ``tf_dump`` runs for a user -- converts it
+into ``tf/dump/{op}.{output}.{timestamp}.npy`` and keeps the executed graph in ``tf/graph``. Time stamps and the
+graph's name are then fixed, so the folders are reproducible, and ``tf/tf_debug`` (wall-clock times) is removed
+unless asked to keep it. See docs/internals/emulator.md#reference_run.
 """
 from __future__ import annotations
 

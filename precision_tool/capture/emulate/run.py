@@ -1,14 +1,11 @@
 """``emulate()``: a complete NPU-side workspace from a TensorFlow model, on the CPU.
 
-Steps: seed everything, build the model and the batch (scaled by ``scale``), freeze the graph, run the
-float32 reference under tfdbg (``tf/dump``), then for each NPU run plan the Build graph, compute NPU
-numerics and write dumps, graph and (first run) ``fusion/fusion_result.json`` and the overflow run,
-and finally ``manifest.json`` saying what was planted and what was written.
-
-Everything is written into a hidden staging folder next to the workspace (``.NAME.emulating-XXXX``),
-which is renamed into place once ``manifest.json`` is written. A failed (or interrupted) emulation
-removes it: the workspace folder is either a complete emulation or untouched. Only a killed process
-(SIGKILL, power loss) leaves a staging folder behind.
+Steps: seed everything, build the model and the batch (scaled by ``scale``), freeze the graph, run the float32
+reference under tfdbg (``tf/dump``), then for each NPU run plan the Build graph, compute NPU numerics and write
+dumps, graph and (first run) ``fusion/fusion_result.json`` and the overflow run, and finally ``manifest.json``.
+Everything is written into a hidden staging folder next to the workspace (``.NAME.emulating-XXXX``), renamed into
+place once ``manifest.json`` is written: a failed (or interrupted) emulation removes it, so the workspace folder is
+either a complete emulation or untouched. See docs/internals/emulator.md#run.
 """
 from __future__ import annotations
 
@@ -60,14 +57,12 @@ class EmulationOptions:
     keep_fp32 : NPU op names computed in float32 (the workspace's ``customize_dtypes`` file).
     numerics : the modelled NPU, ``ascend910`` (default), ``ascend910b`` or ``ideal`` (:mod:`~.hardware`).
     precision_mode : the TF adapter's ``precision_mode``; ``None``: the target's default for training.
-    exact : TF ops computed as the reference does -- float32 in and out, no fault, no hardware deviation (their
-        whole NPU op, when fused): the counterfactual that tells what an op's error costs.
+    exact : TF ops computed as the reference does, their whole NPU op when fused
+        (docs/emulated-numerics.md#--exact-op-the-counterfactual).
     perturb : TF op name -> the fault planted on its output: a :class:`~.faults.Fault`, a spec string
-        (``"bias:0.05"``, ``"fp16acc"``, ``"saturate:4"``, ``"positions:3"``, ``"noise:0.3"``) or a number
-        (relative noise, the original form). Stored as ``{op: Fault}``; see :mod:`~.faults`.
-    seed : seeds Python, numpy, TensorFlow/Keras, the perturbation noise and the faulty positions; by default the
-        capture helpers' (:data:`~precision_tool.capture.determinism.DEFAULT_SEED`, 2022), so an emulated NPU run and
-        a reference captured with ``sess_dump``/``enable_reference_dump`` start from the same weights.
+        (``"bias:0.05"``) or a number (relative noise, the original form). Stored as ``{op: Fault}``.
+    seed : seeds Python, numpy, TensorFlow/Keras, the perturbation noise and the faulty positions; default: the
+        capture helpers' (:data:`~precision_tool.capture.determinism.DEFAULT_SEED`, 2022).
     keep_tfdbg : keep the raw tfdbg dump in ``tf/tf_debug`` (not bit-reproducible: wall-clock times).
     step : for a training step (``train_graph()``), the step dumped: steps 0 to ``step - 1`` run first, in
         float32.

@@ -1,25 +1,11 @@
 """TensorFlow side of the emulator: freeze a model into a GraphDef, describe it, make sessions.
 
-A model is traced once with ``tf.function`` on inputs of the batch's exact shapes -- a TF1
-graph-building function (:class:`GraphFunction`, a MODEL_SCRIPT's ``graph_model``) is built once in a
-``tf.Graph`` and run in a session instead (:func:`~.train_step.freeze_graph_code`, no eager execution needed:
-TensorFlow 1.15 too) -- and its variables are turned into constants, so
-op names are the Python (Keras) names and every shape is static. A frozen GraphDef (a MODEL_SCRIPT's
-``graph_def()``, :mod:`~.graph_def_model`) is not traced: it is cut to its fetches and its placeholders take
-the batch's shapes, its node names unchanged. The
-frozen graph runs in ``tf.compat.v1`` sessions configured so that TensorFlow executes exactly the ops
-of the graph: Grappler off, graph-level constant folding and CSE off, one thread (bit-identical
-results from run to run), and oneDNN off (``TF_ENABLE_ONEDNN_OPTS=0``, set before TensorFlow is
-imported by :mod:`precision_tool.capture.emulate`).
-
-Control flow (``tf.cond``, ``tf.case``, while loops, Keras RNNs without ``unroll``) is frozen functional and
-unrolled along the batch's path (:mod:`~.control_flow`); what a frozen TF1 graph holds, lowered to
-``Switch``/``Merge``/``Enter``/``Exit``, is refused before anything else is looked at (:func:`check_control_flow`).
-
-Every shape must be static, with one exception: the reserve spaces of ``FusedBatchNormV3`` (output 5) and
-of its gradient, whose size TensorFlow leaves to the kernel. They are recorded with ``dynamic=True`` and never
-planned or dumped: an inference batch norm runs as Ascend's ``BNInfer``, which writes ``y`` alone, a training
-one as ``BNTrainingUpdate``, whose statistics are outputs 1-4 (:func:`check_batchnorms`).
+:func:`freeze_model` traces a model once with ``tf.function`` on the batch's exact shapes (TF1 graph code,
+:class:`GraphFunction`, is built once in a ``tf.Graph``; a ``graph_def()`` graph is only cut and shaped) and turns
+its variables into constants: op names are the Python (Keras) names and every shape is static. Control flow is
+unrolled along the batch's path (:mod:`~.control_flow`). :func:`describe_graph` gives the :class:`TfGraph`
+records, refusing dynamic shapes (but a batch norm's reserve spaces), TF1 while loops and batch norms the NPU
+cannot run. Sessions: :func:`precision_tool.tf_runtime.session_config`. See docs/internals/emulator.md#tf_freeze.
 """
 from __future__ import annotations
 
@@ -311,8 +297,8 @@ def describe_graph(frozen: FrozenModel, script: str = "MODEL_SCRIPT") -> TfGraph
     norms checked (:func:`check_batchnorms`).
 
     Raises :class:`EmulationError` for control flow (:func:`check_control_flow`, checked first: a loop's
-    tensors have dynamic shapes), a tensor of dynamic shape (but a batch norm's reserve space, see the
-    module docstring) and a batch norm the emulator does not take.
+    tensors have dynamic shapes), a tensor of dynamic shape (but a batch norm's reserve space:
+    docs/internals/emulator.md#tf_freeze) and a batch norm the emulator does not take.
     """
     graph = import_graph(frozen)
     check_control_flow([(op.name, op.type) for op in graph.get_operations()], script)

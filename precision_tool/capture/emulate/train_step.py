@@ -1,49 +1,12 @@
 """A training step as one frozen graph: forward, loss, gradients and the variable updates of step N.
 
-A MODEL_SCRIPT's ``train_graph(*inputs)`` is TF1 graph code building a whole training step: the forward
-pass, the loss, and the training op (``optimizer.minimize(loss)``, with the batch norms' ``UPDATE_OPS`` as its
-control dependencies). It returns ``(loss, train_op)`` -- or several tensors and ops. It is built once in a
-``tf.Graph``; its variables are initialised (seeded) and ``steps`` training steps are run in float32 on the
-batch, so the emulated step is step N (``--step N``, default 0) with the weights the reference has then.
-
-The step is then frozen as a pure function of the batch (:func:`freeze_train_step`):
-
-* each variable is a ``Const`` holding its value at the start of step N, under the variable's name
-  (``conv1/kernel``); a read (``ReadVariableOp``) passes it on;
-* each write becomes the ops computing the variable's new value, the last one named as the write op, whose
-  output is an output of the model (NetOutput), as GE writes the updated value back:
-
-  ===============================================  ==================================================
-  write                                            new value (``v``: the variable, ``a``: accumulator)
-  ===============================================  ==================================================
-  ``AssignVariableOp(v, x)`` / ``Assign``          ``x``  (``W/value``: an ``Identity`` named ``W``)
-  ``AssignSubVariableOp(v, x)`` / ``AssignSub``    ``v - x``
-  ``AssignAddVariableOp(v, x)`` / ``AssignAdd``    ``v + x``
-  ``ResourceApplyGradientDescent(v, lr, g)``       ``W/step = lr * g``; ``W = v - W/step``
-  ``ResourceApplyMomentum(v, a, lr, g, m)``        ``W/accum = a * m + g``; ``W/step = lr * W/accum``
-                                                   (Nesterov: ``lr * g + lr * m * W/accum``);
-                                                   ``W = v - W/step``
-  ``ResourceApplyKerasMomentum(v, a, lr, g, m)``   ``W/accum = a * m - lr * g``; ``W = v + W/accum``
-                                                   (Nesterov: ``v + m * W/accum - lr * g``)
-  ``ResourceScatterAdd(v, i, u)`` / ``...Sub``     ``TensorScatterAdd(v, W/rows, u)`` (``W/rows``: ``i`` with
-                                                   a last axis of 1), an embedding's sparse update
-  ===============================================  ==================================================
-
-  (and the ref-variable forms ``ApplyGradientDescent``, ``ApplyMomentum``). The update arithmetic is marked
-  to run in float32 (:data:`KEEP_FP32_ATTR`): master weights are float32 under mixed precision. Any other
-  write to a variable (another optimizer) is refused in one line naming it.
-
-A stateful random op (dropout's ``RandomUniform`` ...) becomes a ``Const`` of what it draws in step N, on both
-sides (its state after steps 0 to N-1).
-
-A read is the variable's value as of the op: at the start of the step, or the value of the latest write that
-its (data or control) inputs order before it -- an exponential moving average applied after the optimizer step
-reads the new weights. Embedding lookups (``ResourceGather``) are ``GatherV2`` of that value.
-
-Control flow in the step (a dynamic loss scale applies the gradients and updates its scale in ``tf.cond`` ops)
-is unrolled first (:func:`~.control_flow.unroll_control_flow`), the path decided with the variables' values at
-the start of step N: the writes of the branch taken are then ordinary writes, named under it
-(``cond_1/then/.../ResourceApplyMomentum``).
+A MODEL_SCRIPT's ``train_graph(*inputs)`` (:class:`TrainStep`) builds a whole step in a ``tf.Graph`` and returns
+``(loss, train_op)``; a TF2 step is a traced ``model()`` that writes variables (:func:`freeze_function_step`).
+Steps 0 to N-1 run in float32 on the batch; step N is then frozen as a pure function of the batch: each variable a
+``Const`` of its value at the start of step N (under the variable's name), each write the ops computing the new
+value (an output of the model, as GE writes it back; the arithmetic in float32), each stateful random op a
+``Const`` of what it draws in step N. Any other write is refused in one line. The writes modelled and their
+arithmetic: docs/emulate.md#model_script ("Training steps"); more: docs/internals/emulator.md#train_step.
 """
 from __future__ import annotations
 
