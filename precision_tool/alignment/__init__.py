@@ -2,17 +2,9 @@
 
 One entry point, :func:`align`. It reads names and dump headers only (never a payload) and returns an
 :class:`~precision_tool.alignment.model.Alignment`: the pairs, in producer-first order, each with the rule that
-matched it; the NPU tensors left out, each with its reason; and a :class:`Coverage` report. Given the
-comparator's per-tensor verdicts, :meth:`Alignment.first_divergence` names the op that most likely introduced
-an error (:mod:`.divergence`)::
-
-    from precision_tool.alignment import align
-    result = align("npu/debug_0/dump", "tf/dump", graph="npu/debug_0/graph")
-    result.coverage.to_dict()["reference_only"]       # TF tensors nothing was compared with
-    result.first_divergence({pair.npu.key: passed(pair) for pair in result.pairs}).first
-
-Modules: :mod:`.graph_alignment` (graph rules), :mod:`.name_alignment` (no graph), :mod:`.npu_vs_npu`,
-:mod:`.reference_index` (npy lookups, ambiguity, normalisation), :mod:`.divergence`, :mod:`.model` (records).
+matched it; the NPU tensors left out, each with its reason; and a :class:`Coverage` report.
+:meth:`Alignment.first_divergence` names the op that most likely introduced an error (:mod:`.divergence`).
+The rules, the modules and an example: docs/internals/alignment.md#entry-point.
 """
 from __future__ import annotations
 
