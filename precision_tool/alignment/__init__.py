@@ -39,21 +39,32 @@ def align(npu_dump_dir, reference, graph: GraphLike = None, *, mode: str = MODE_
 
     Parameters
     ----------
-    npu_dump_dir : folder of NPU dump files (searched recursively; the latest file of each op is used).
-    reference : a flat folder of TF ``.npy`` files (``{op}.{output}.{timestamp}.npy``) or, NPU vs NPU, the
-        other run's dump folder.
-    graph : the NPU run's GE Build graph: a file (text or JSON), a ``DUMP_GRAPH_PATH`` folder (flat, or CANN 8's
+    npu_dump_dir : str or os.PathLike
+        Folder of NPU dump files (searched recursively; the latest file of each op is used).
+    reference : str or os.PathLike
+        A flat folder of TF ``.npy`` files (``{op}.{output}.{timestamp}.npy``) or, NPU vs NPU, the other run's
+        dump folder.
+    graph : str, os.PathLike, Graph, GraphModel or None
+        The NPU run's GE Build graph: a file (text or JSON), a ``DUMP_GRAPH_PATH`` folder (flat, or CANN 8's
         per-process folders: see :func:`resolve_graph`), a loaded ``GraphModel``/``Graph``, or ``None`` (name
         rules only).
-    mode : ``"npu_vs_tf"``, ``"npu_vs_npu"`` or ``"auto"``: NPU vs TF when ``reference`` directly holds
-        files named like reference tensors, else NPU vs NPU.
-    reference_graph : NPU vs NPU only: the other run's graph, same forms as ``graph``.
-    tf_op_names : extra TF op names for the ambiguity check of reference file names (NPU vs TF).
+    mode : {"auto", "npu_vs_tf", "npu_vs_npu"}
+        ``"auto"``: NPU vs TF when ``reference`` directly holds files named like reference tensors, else NPU vs NPU.
+    reference_graph : same forms as ``graph``, optional
+        NPU vs NPU only: the other run's graph.
+    tf_op_names : iterable of str
+        Extra TF op names for the ambiguity check of reference file names (NPU vs TF).
+
+    Returns
+    -------
+    Alignment
 
     Raises
     ------
-    WorkspaceError : a folder or graph file is missing.
-    UsageError : an unknown mode, or ``reference_graph`` in NPU-vs-TF mode.
+    WorkspaceError
+        A folder or graph file is missing.
+    UsageError
+        An unknown mode, or ``reference_graph`` in NPU-vs-TF mode.
     """
     if mode == MODE_AUTO:
         mode = MODE_NPU_VS_TF if _holds_reference_npy(reference) else MODE_NPU_VS_NPU

@@ -69,12 +69,20 @@ def find_first_divergence(verdicts: Mapping[Key, bool], order: Sequence[str],
 
     Parameters
     ----------
-    verdicts : ``{(op name, INPUT|OUTPUT, index): passed}``; missing = not compared.
-    order : op names, producers before consumers (graph) or by dump time. Ops with verdicts but absent from
+    verdicts : mapping of (str, str, int) to bool
+        ``{(op name, INPUT|OUTPUT, index): passed}``; missing = not compared.
+    order : sequence of str
+        Op names, producers before consumers (graph) or by dump time. Ops with verdicts but absent from
         ``order`` are appended in the verdicts' order.
-    data_inputs : ``{op name: ((producer, output index), ...)}``, input ``k`` of the op being entry ``k``
+    data_inputs : mapping of str to sequence of (str, int), optional
+        ``{op name: ((producer, output index), ...)}``, input ``k`` of the op being entry ``k``
         (:attr:`Alignment.data_inputs`); ``None`` or ``{}`` without a graph.
-    order_source : copied to the result (``"graph"`` or ``"dump_time"``).
+    order_source : str
+        Copied to the result (``"graph"`` or ``"dump_time"``).
+
+    Returns
+    -------
+    Divergence
 
     Examples
     --------

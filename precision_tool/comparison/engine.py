@@ -46,16 +46,26 @@ def compare_alignment(alignment: Alignment, *, graph=None,
 
     Parameters
     ----------
-    alignment : the result of :func:`precision_tool.alignment.align`.
-    graph : the loaded GE graph the alignment used (``GraphModel``/``Graph``), for the ``GroundTruth`` names
-        and op types of ops without a dump; ``None`` without a graph.
-    cosine_threshold : the cosine gate; ``None`` turns it off (only the honest statuses fail).
-    workers : worker processes (default :func:`default_workers`).
-    progress : called as ``progress(done, total)`` after each chunk of pairs.
-    share_inputs : reuse a producer output's result for an identical input (see the module docstring).
-    workers_started : called once, in this process, when no more worker processes will be forked (right after
-        they start, or before comparing when the pairs are compared here): where a caller may start a thread
-        to work while the workers compare -- a thread alive at a fork is unsafe.
+    alignment : Alignment
+        The result of :func:`precision_tool.alignment.align`.
+    graph : GraphModel, Graph or None
+        The loaded GE graph the alignment used, for the ``GroundTruth`` names and op types of ops without a dump.
+    cosine_threshold : float or None
+        The cosine gate; ``None`` turns it off (only the honest statuses fail).
+    workers : int, optional
+        Worker processes (default :func:`default_workers`).
+    progress : callable, optional
+        Called as ``progress(done, total)`` after each chunk of pairs.
+    share_inputs : bool
+        Reuse a producer output's result for an identical input (see the module docstring).
+    workers_started : callable, optional
+        Called once, in this process, when no more worker processes will be forked (right after they start, or
+        before comparing when the pairs are compared here): where a caller may start a thread to work while the
+        workers compare -- a thread alive at a fork is unsafe.
+
+    Returns
+    -------
+    ComparisonResult
     """
     started = time.perf_counter()
     workers = default_workers() if workers is None else max(1, int(workers))
