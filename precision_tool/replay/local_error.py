@@ -1,12 +1,12 @@
 """Local and inherited error of one NPU output, and the floor its dtype explains.
 
-For an NPU output ``n``, its replay ``p`` and the reference ``r`` (float64, origin layout): ``local = RED(n, p)``,
-``inherited = RED(p, r)``, ``total = RED(n, r)``, RED over the elements finite in both (over a zero ``y``: 0 or
-``inf``); ``rounding = RED(round(p), p)``, ``round`` storing ``p`` in the NPU output's dtype; ``floor =
-max(FLOOR_FACTOR * rounding, MIN_FLOOR[dtype])``; ``spec_error`` the mean relative error of ``n`` against ``p``
-(:mod:`precision_tool.metrics.spec`). inf/NaN the op made from finite inputs make ``local`` ``inf``, with a note.
-Integer and bool outputs: ``local`` is the share of elements that differ, the floor 0. Edge cases:
-docs/internals/replay.md#local-error.
+For an NPU output ``n``, its replay ``p`` and the reference ``r`` (float64, origin layout), with ``RED(x, y) =
+||x - y||_2 / ||y||_2`` over the elements finite in both (over a zero ``y``: 0 for no difference, ``inf`` for any):
+``local = RED(n, p)``, ``inherited = RED(p, r)``, ``total = RED(n, r)``; ``rounding = RED(round(p), p)``, ``round``
+storing ``p`` in the NPU output's dtype; ``floor = max(FLOOR_FACTOR * rounding, MIN_FLOOR[dtype])``; ``spec_error``
+the mean relative error of ``n`` against ``p`` (:mod:`precision_tool.metrics.spec`). inf/NaN the op made from
+finite inputs make ``local`` ``inf``, with a note. Integer and bool outputs: ``local`` is the share of elements
+that differ, the floor 0. Edge cases: docs/internals/replay.md#local-error.
 """
 from __future__ import annotations
 
