@@ -4,9 +4,9 @@ CANN's operator acceptance standard accepts an output ``a`` against its golden `
 :math:`\mathrm{MERE} = \operatorname{mean} |a - g| / (|g| + 10^{-7}) < T`, ``T`` = :data:`SPEC_THRESHOLD` (float16
 :math:`2^{-10}`, bfloat16 :math:`2^{-7}`, float32 :math:`2^{-13}`). The golden is the op's replay on its own dumped
 inputs. Elements in the small-value domain (:data:`SMALL_VALUE`) or non-finite are left out; the maximum (MARE) is
-not used. A Cube op is held to its documented arithmetic instead: :data:`CUBE_ROUNDINGS` roundings of a float16
-output, :data:`HF32_ROUNDINGS` HF32 roundings of a float32 one (:func:`cube_error_limit`). Sources and the reason
-for each choice: docs/internals/metrics.md#operator-standard.
+not used. A Cube op is held to its documented arithmetic instead: :data:`CUBE_ROUNDINGS` roundings of a
+float16/bfloat16 output, :data:`HF32_ROUNDINGS` HF32 roundings of a float32 one (:func:`cube_error_limit`). Sources
+and the reason for each choice: docs/internals/metrics.md#operator-standard.
 """
 from __future__ import annotations
 
