@@ -2,17 +2,9 @@
 
 One entry point, :func:`align`. It reads names and dump headers only (never a payload) and returns an
 :class:`~precision_tool.alignment.model.Alignment`: the pairs, in producer-first order, each with the rule that
-matched it; the NPU tensors left out, each with its reason; and a :class:`Coverage` report. Given the
-comparator's per-tensor verdicts, :meth:`Alignment.first_divergence` names the op that most likely introduced
-an error (:mod:`.divergence`)::
-
-    from precision_tool.alignment import align
-    result = align("npu/debug_0/dump", "tf/dump", graph="npu/debug_0/graph")
-    result.coverage.to_dict()["reference_only"]       # TF tensors nothing was compared with
-    result.first_divergence({pair.npu.key: passed(pair) for pair in result.pairs}).first
-
-Modules: :mod:`.graph_alignment` (graph rules), :mod:`.name_alignment` (no graph), :mod:`.npu_vs_npu`,
-:mod:`.reference_index` (npy lookups, ambiguity, normalisation), :mod:`.divergence`, :mod:`.model` (records).
+matched it; the NPU tensors left out, each with its reason; and a :class:`Coverage` report.
+:meth:`Alignment.first_divergence` names the op that most likely introduced an error (:mod:`.divergence`).
+The rules, the modules and an example: docs/internals/alignment.md#entry-point.
 """
 from __future__ import annotations
 
@@ -49,23 +41,35 @@ def align(npu_dump_dir, reference, graph: GraphLike = None, *, mode: str = MODE_
 
     Parameters
     ----------
-    npu_dump_dir : folder of NPU dump files (searched recursively; the latest file of each op is used).
-    reference : a flat folder of TF ``.npy`` files (``{op}.{output}.{timestamp}.npy``) or, NPU vs NPU, the
-        other run's dump folder.
-    graph : the NPU run's GE Build graph: a file (text or JSON), a ``DUMP_GRAPH_PATH`` folder (flat, or CANN 8's
+    npu_dump_dir : str or os.PathLike
+        Folder of NPU dump files (searched recursively; the latest file of each op is used).
+    reference : str or os.PathLike
+        A flat folder of TF ``.npy`` files (``{op}.{output}.{timestamp}.npy``) or, NPU vs NPU, the other run's
+        dump folder.
+    graph : str, os.PathLike, Graph, GraphModel or None
+        The NPU run's GE Build graph: a file (text or JSON), a ``DUMP_GRAPH_PATH`` folder (flat, or CANN 8's
         per-process folders: see :func:`resolve_graph`), a loaded ``GraphModel``/``Graph``, or ``None`` (name
         rules only).
-    mode : ``"npu_vs_tf"``, ``"npu_vs_npu"`` or ``"auto"``: NPU vs TF when ``reference`` directly holds
-        files named like reference tensors, else NPU vs NPU.
-    reference_graph : NPU vs NPU only: the other run's graph, same forms as ``graph``.
-    tf_op_names : extra TF op names for the ambiguity check of reference file names (NPU vs TF).
-    selection : the step and device to read of a dump tree holding several (``None``: the newest step of the
-        lowest device); a reference tree follows it.
+    mode : {"auto", "npu_vs_tf", "npu_vs_npu"}
+        ``"auto"``: NPU vs TF when ``reference`` directly holds files named like reference tensors, else NPU vs NPU.
+    reference_graph : same forms as ``graph``, optional
+        NPU vs NPU only: the other run's graph.
+    tf_op_names : iterable of str
+        Extra TF op names for the ambiguity check of reference file names (NPU vs TF).
+    selection : DumpSelection, optional
+        The step and device to read of a dump tree holding several (``None``: the newest step of the lowest
+        device); a reference tree follows it.
+
+    Returns
+    -------
+    Alignment
 
     Raises
     ------
-    WorkspaceError : a folder or graph file is missing.
-    UsageError : an unknown mode, or ``reference_graph`` in NPU-vs-TF mode.
+    WorkspaceError
+        A folder or graph file is missing.
+    UsageError
+        An unknown mode, or ``reference_graph`` in NPU-vs-TF mode.
     """
     if mode == MODE_AUTO:
         mode = MODE_NPU_VS_TF if _holds_reference_npy(reference) else MODE_NPU_VS_NPU

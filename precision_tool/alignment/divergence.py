@@ -1,39 +1,12 @@
 """First divergence: the earliest op whose output fails while everything it read was still right.
 
-A wrong tensor early in a network makes every later tensor wrong too; a list of failing tensors mostly lists
-victims. The op to look at first is the one that *introduces* the error: it reads good inputs and writes a bad
-output. This module finds it from the graph's edges and the comparator's verdicts.
-
-Definitions
------------
-``verdicts`` maps ``(npu op name, kind, index)`` to ``True`` (passed) or ``False`` (failed), the kind being
-:data:`~precision_tool.formats.tensor_kind.INPUT` or ``OUTPUT`` (or their text); a tensor with no entry was
-**not compared** (no reference, unreadable, ...). The verdicts are the comparator's: a tensor whose NaN/inf
-all match the reference's (same positions, same kinds -- TensorFlow computes them too) passes or fails on its
-finite elements (:func:`~precision_tool.metrics.compare_tensors`), so such values never make a divergence by
-themselves; NaN/inf that differ between the sides fail (``NAN_INF``) and do.
-
-Walking ops producers-first (``order``), each op's outputs get a *suspect* flag: a failed output is suspect, a
-passed one is clean, an uncompared one is suspect when the op has a failed output or a failing input (the error
-may flow through it unseen). Input ``k`` of an op (edge ``producer:idx``) is then:
-
-* **failed** -- compared and failed;
-* **passed** -- compared and passed (a compared verdict always wins over what the producer says);
-* **inherited** -- not compared, but the producer's output is suspect (failed, or an uncompared tensor
-  downstream of a failure, e.g. through an NPU-only op or a GE-inserted Cast);
-* **unknown** -- not compared and nothing upstream is known to be wrong. Unknown inputs count as passing --
-  otherwise an op whose inputs are never compared could never be blamed -- and are listed on the result
-  (:attr:`DivergentOp.unknown_inputs`) so a reader knows the verdict rests on them.
-
-An op with a failed output is a **root** when none of its inputs is failed or inherited, else **inherited**.
-:attr:`Divergence.first` is the first root in ``order``; later roots are independent candidates.
-
-Without a graph (``data_inputs`` empty) the order is the dump time and only compared inputs are known: each op
-with a failed output and no failed compared input is a root, the earliest dumped one first. That is weaker --
-NPU-vs-TF inputs are never compared without a graph, so every failing op is then a root -- and the result says
-``order_source="dump_time"``.
-
-Cost is ``O(ops + edges + verdicts)``.
+``verdicts`` maps ``(npu op name, kind, index)`` to ``True`` (passed) or ``False`` (failed); no entry: not
+compared. Walking ops producers-first, input ``k`` of an op is *failed*, *passed*, *inherited* (not compared, its
+producer's output suspect) or *unknown* (not compared, nothing upstream known wrong: counts as passing, listed in
+:attr:`DivergentOp.unknown_inputs`). An op with a failed output is a **root** when no input is failed or
+inherited; :attr:`Divergence.first` is the first root. Without a graph the order is the dump time and only compared
+inputs count (``order_source="dump_time"``). Cost ``O(ops + edges + verdicts)``.
+See docs/internals/alignment.md#first-divergence.
 """
 from __future__ import annotations
 
@@ -92,16 +65,24 @@ class Divergence:
 def find_first_divergence(verdicts: Mapping[Key, bool], order: Sequence[str],
                           data_inputs: Optional[Mapping[str, Sequence[Tuple[str, int]]]] = None,
                           order_source: str = "graph") -> Divergence:
-    """Find the first op that fails on good inputs (see the module docstring for the exact rules).
+    """Find the first op that fails on good inputs (the exact rules: docs/internals/alignment.md#first-divergence).
 
     Parameters
     ----------
-    verdicts : ``{(op name, INPUT|OUTPUT, index): passed}``; missing = not compared.
-    order : op names, producers before consumers (graph) or by dump time. Ops with verdicts but absent from
+    verdicts : mapping of (str, str, int) to bool
+        ``{(op name, INPUT|OUTPUT, index): passed}``; missing = not compared.
+    order : sequence of str
+        Op names, producers before consumers (graph) or by dump time. Ops with verdicts but absent from
         ``order`` are appended in the verdicts' order.
-    data_inputs : ``{op name: ((producer, output index), ...)}``, input ``k`` of the op being entry ``k``
+    data_inputs : mapping of str to sequence of (str, int), optional
+        ``{op name: ((producer, output index), ...)}``, input ``k`` of the op being entry ``k``
         (:attr:`Alignment.data_inputs`); ``None`` or ``{}`` without a graph.
-    order_source : copied to the result (``"graph"`` or ``"dump_time"``).
+    order_source : str
+        Copied to the result (``"graph"`` or ``"dump_time"``).
+
+    Returns
+    -------
+    Divergence
 
     Examples
     --------

@@ -1,33 +1,11 @@
 """Graph-driven rules: which TF tensor an NPU op's input or output stands for, read from the GE Build graph.
 
-Output ``k`` of NPU op ``op``, first rule that applies:
-
-1. ``origin_name``: output desc ``k`` has ``_datadump_origin_name`` -> that TF op, output
-   ``_datadump_origin_output_index`` (``k`` when absent). This is how a fused op (Conv2D+BiasAdd+Relu -> one
-   NPU op) says which TF tensor its output is (the Relu).
-2. ``header_original_op``: the op's dump header gives ``OriginalOp`` for output ``k`` (GE writes it from the
-   same attribute; used when the graph desc lacks it).
-3. ``single_original_op``: the op implements exactly one TF op (``_datadump_original_op_names``) -> that op,
-   output ``k``. When several NPU ops implement the same single TF op (one TF op split over several NPU ops)
-   and none of their outputs carries ``_datadump_origin_name``, only the one NPU op whose outputs leave the
-   group (feed an op outside it, or nothing) stands for the TF op (``split_output``); the others are internal
-   and not compared. If several leave the group, it is ambiguous and reported, not guessed.
-4. A fused op (several original names) with no origin name on output ``k``: **not compared**. Its own name is
-   usually one of the fused TF ops (the Conv2D) whose output it is *not*; guessing would compare a
-   post-Relu tensor with a pre-BiasAdd one.
-5. Layout-only ops (:data:`LAYOUT_ONLY_OP_TYPES`: GE-inserted Cast / TransData ...) with no TF identity of
-   their own: walk to the producer of their input ``k`` (input 0 for a single-input op) and use that
-   producer's output, recursively. msaccucmp does the same walk for ``Cast`` and ``TransData``.
-6. ``own_name``: the op's own name, output ``k`` (an op GE did not rename or fuse).
-
-Input ``k`` is data input ``k`` (control edges and empty optional inputs excluded) ``producer:idx``: the
-producer's output ``idx`` by the rules above (so through GE-inserted Cast/TransData, but *not* through a Cast
-that is a TF op in its own right -- msaccucmp walks through every Cast, and then compares the consumer's input
-with the tensor *before* the TF Cast). Graph inputs (``Data`` ops) resolve like any producer: to their
-``_datadump_origin_name`` / original name / own name, i.e. the TF placeholder or feed.
-
-Every lookup is a dict lookup; the split groups and the consumer index are built once, so resolving every
-tensor of a graph of ``n`` ops costs ``O(n + edges)`` (plus layout-op chains, which are short).
+Output ``k`` of an NPU op, first rule that applies: ``origin_name`` (the output desc's ``_datadump_origin_name``),
+``header_original_op`` (the dump header's ``OriginalOp``), ``single_original_op`` (the op implements one TF op;
+``split_output`` when several NPU ops do), **not compared** (a fused op without an origin name), a walk through a
+layout-only op (:data:`LAYOUT_ONLY_OP_TYPES`) to its input's producer, ``own_name``. Input ``k`` is data input
+``k``'s ``producer:idx`` resolved by the same rules. Every lookup is a dict lookup: ``O(n + edges)`` for ``n`` ops.
+Each rule and its edge cases: docs/internals/alignment.md#graph-rules.
 """
 from __future__ import annotations
 

@@ -2,28 +2,9 @@
 
 Everything here is a frozen dataclass built from names and dump headers only; no tensor payload is read
 while aligning. The comparator loads one pair at a time (:meth:`NpuTensorRef.load`, :meth:`NpyTensorRef.load`).
-
-Rules
------
-:attr:`AlignedPair.rule` says how the reference tensor was found: the rule that named the TF tensor, applied
-to the NPU tensor that finally named it. :attr:`AlignedPair.via` lists the NPU ops visited on the way, nearest
-first: for an input, its producer, then any layout-only op walked through (GE-inserted Cast/TransData), the last
-one being the op whose output named the TF tensor; for an output, empty unless the op itself is a layout-only op
-that was walked through. Rule precedence is documented in :mod:`.graph_alignment`, :mod:`.name_alignment` and
-:mod:`.npu_vs_npu`.
-
-==========================  ==================================================================================
-``origin_name``             graph: ``_datadump_origin_name`` (+ ``_datadump_origin_output_index``) of the
-                            output desc
-``header_original_op``      dump header: ``OriginalOp`` name/index of the output
-``single_original_op``      graph: the op implements exactly one TF op (``_datadump_original_op_names``);
-                            output k -> that op's output k
-``split_output``            one TF op split over several NPU ops: the one NPU op whose outputs leave the split
-``own_name``                the NPU op's own name, output k -> output k
-``normalised_name``         as ``own_name``, matched after normalising names (see ``reference_index``)
-``same_op_name``            NPU vs NPU: same op name, same kind and index on both sides
-``same_original_tensor``    NPU vs NPU: both tensors stand for the same TF tensor (fused vs unfused run)
-==========================  ==================================================================================
+:attr:`AlignedPair.rule` (one of :data:`RULES`) says how the reference tensor was found; :attr:`AlignedPair.via`
+lists the NPU ops visited on the way, nearest first. The rules and their precedence:
+docs/internals/alignment.md#rules.
 """
 from __future__ import annotations
 
@@ -169,7 +150,7 @@ class AlignedPair:
     """An NPU tensor and the reference tensor it is compared with.
 
     ``ref`` is an :class:`NpyTensorRef` (NPU vs TF) or another run's :class:`NpuTensorRef` (NPU vs NPU).
-    ``rule`` and ``via``: see the module docstring. ``note`` says anything the reader should know
+    ``rule`` and ``via``: docs/internals/alignment.md#rules. ``note`` says anything the reader should know
     (``"matched after normalising the name"``).
     """
 

@@ -1,17 +1,10 @@
 """Name rules, for dumps without a graph (and for dumped ops the graph does not hold).
 
-Output ``k`` of a dumped op:
-
-1. ``header_original_op``: the header's ``OriginalOp`` for output ``k`` (GE writes it for outputs of fused
-   ops) -> that TF op and output index.
-2. ``own_name``: the header's raw op name, output ``k``. When the header has no op name, the op part of the file
-   name is used; it is sanitised, so it only ever matches through normalisation (``normalised_name``, see
-   :mod:`.reference_index` for exactly what is normalised).
-
-Inputs are not aligned: without the graph's ``producer:idx`` edges, which tensor feeds an input is unknown
-(the dump header does not say). Without a graph, fusion is also invisible unless the header carries
-``OriginalOp``: a fused op whose header lacks it is compared by its own name, which is right only for ops GE
-did not fuse -- give the graph whenever there is one.
+Output ``k`` of a dumped op: ``header_original_op`` (the header's ``OriginalOp`` for output ``k``), else
+``own_name`` (the header's raw op name; without one, the sanitised op part of the file name, which only matches
+through normalisation: ``normalised_name``, :mod:`.reference_index`). Inputs are not aligned: without the graph's
+edges nothing says which tensor feeds them. A fused op whose header lacks ``OriginalOp`` is compared by its own
+name -- give the graph whenever there is one. See docs/internals/alignment.md#name-rules.
 """
 from __future__ import annotations
 

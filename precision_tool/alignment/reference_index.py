@@ -1,17 +1,10 @@
 """Finding a TF tensor ``(op name, output index)`` in a flat folder of reference ``.npy`` files.
 
-A reference file spells the TF op name with ``/`` and ``.`` replaced by ``_`` (``ascend-formats.md`` §4), so a
-lookup goes through that key. Two cases are refused instead of guessed:
-
-* **ambiguous names**: several TF names the alignment knows (every name it looked up, plus any the caller
-  passes) share the key -- ``a/b`` and ``a.b`` both give ``a_b`` -- so the file could be either;
-* **ambiguous normalised matches**: see below, when several files normalise alike.
-
-Normalisation (``normalised`` matches), used only when the exact key is not in the folder: both the wanted name
-and every file's name are passed through the dump-file sanitiser, which also replaces ``\\`` and space by ``_``.
-That catches reference files written by tools that sanitise like the NPU dumper does, and dump files whose
-header lacks the raw op name. Nothing else is stripped or rewritten (no scope prefixes, no case folding):
-a wrong pairing costs more than a missing one, and the coverage report shows what is missing.
+A reference file spells the TF op name with ``/`` and ``.`` replaced by ``_``, so a lookup goes through that key.
+Refused instead of guessed: a key that several TF names the alignment knows share (``a/b`` and ``a.b``), and a
+normalised match that several files share. Normalisation (``normalised_name``), only when the exact key is not in
+the folder, passes both names through the dump-file sanitiser (also ``\\`` and space -> ``_``); nothing else is
+rewritten. See docs/internals/alignment.md#reference-lookup.
 """
 from __future__ import annotations
 

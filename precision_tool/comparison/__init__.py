@@ -5,7 +5,7 @@ summary, JUnit). :func:`compare_alignment` takes an :class:`~precision_tool.alig
 :class:`ComparisonResult`: one frozen :class:`TensorResult` per row, in execution order, and the first
 divergence; :func:`run_comparison` is the whole job from folders (:class:`CompareRequest`). Modules:
 :mod:`.pipeline` (request -> result), :mod:`.engine` (planning, workers, shared input results), :mod:`.worker`
-(one pair), :mod:`.result` (the records), :mod:`.progress` (terminal progress bar).
+(one pair), :mod:`.result` (the records), :mod:`.progress_bar` (terminal progress bar).
 """
 from precision_tool.comparison.engine import compare_alignment, default_workers
 from precision_tool.comparison.pipeline import CompareRequest, run_comparison

@@ -1,75 +1,12 @@
 """Which op *adds* the error: one attribution, three methods, one set of constants.
 
-Each op with a compared output is measured by the first method that can (replay, then error jump); the third
-method, **fusion excess**, compares a fused op with the fusion-off run instead of the reference
-(:func:`fusion_excess`, used by :mod:`precision_tool.checks.fusion_compare`). Outputs below the rounding noise of
-their computation (``BELOW_NOISE``, :mod:`.noise`) are left out: their relative figures measure noise.
-
-1. **replay** (:mod:`precision_tool.replay`): its output rows carry ``local_error`` and ``local_floor``.
-   The op's **ratio** is its worst output's ``local_error / local_floor``. It *stands out* when
-
-   * ``ratio > 1`` -- it adds more than rounding to its dtype explains -- and
-   * ``ratio >= STANDOUT_FACTOR * median`` (``STANDOUT_FACTOR`` = 10), the median taken over the positive,
-     finite ratios of the *other* replayed ops: it is an outlier among the ops of this very run, whatever the
-     network's rounding habits. With fewer than ``MIN_PEERS`` (3) such ops, the floor alone decides.
-
-   Only float outputs are ranked (an integer output's figure is its share of differing elements).
-
-   Ascend's own standard decides too (:mod:`precision_tool.metrics.spec`): an op is **beyond the spec** when its
-   ratio exceeds 1 *and* its worst output's mean relative error against the replay (the CANN operator standard's
-   MERE) is at or above the standard's threshold for its dtype (float16 2^-10, float32 2^-13) -- or, for a Cube op,
-   when its local error is more than the 4 roundings its documented arithmetic makes (float32 accumulation, a
-   cast before a fused activation and the activation's own float16 steps; for a float32 output 2 HF32 roundings,
-   :func:`~precision_tool.metrics.spec.cube_error_limit`). Such an op
-   *stands out* whatever the other ops do: the median rule may rank ops, but never hides one that a correct
-   Ascend kernel could not produce -- which is how a wrong kernel or fusion pass shows up, in every op it
-   touches. Both conditions, so that neither the rounding floor nor the standard alone blames an op (the floor
-   is an rms figure dominated by the large elements, the standard a mean over all normal-range ones). A Cube op
-   is judged by its documented arithmetic alone: within it (an HF32 convolution of Atlas A2, say) the median
-   rule does not make it stand out.
-
-2. **error jump**, for an op not replayed (no reference graph, TensorFlow missing, a stateful op, ...) whose
-   float inputs were all compared: its output's total error ``RED(NPU, reference)`` against the largest total
-   error of its float inputs (integer inputs -- shapes, axes -- carry no rounding error),
-   ``jump = output / max(inputs, floor)`` with ``floor`` the output dtype's
-   :func:`~precision_tool.metrics.rounding.rounding_floor` (what storing the result costs, times the same factor of
-   4 as replay's floor). It stands out when
-   ``output > floor`` and ``jump >= JUMP_FACTOR`` (10). This is weaker: an op that merely amplifies its inputs'
-   error (a subtraction of close values, a softmax of large logits) jumps too.
-
-   For a sum or difference (:data:`SUM_TYPES`) the jump is taken on absolute errors, as they add up:
-   ``jump = RMSE(output) / max(sum of RMSE(inputs), floor * rms(reference output))``: subtracting close values
-   (an exponential moving average's ``shadow - weight``) multiplies the relative error but adds no error of its
-   own, and is not flagged. A reduction (:data:`REDUCTION_TYPES`: a bias gradient, a ``ReduceSum``) sums ``n =
-   count(input 0) / count(output)`` terms of input 0, whose errors add like independent roundings:
-   ``jump = RMSE(output) / max(sqrt(n) RMSE(input 0), floor * rms(reference output))`` (a mean,
-   :data:`MEAN_TYPES`, divides by ``n``) -- a sum that partly cancels has a larger relative error than its terms
-   without any op adding one. Inputs that are rounding noise (``BELOW_NOISE``) are left out: their relative error
-   is noise over noise.
-
-   An op whose output is a step function of a float input (:data:`STEP_FUNCTION_TYPES`: ``ReluGrad`` masks the
-   gradient by the sign of the forward activation, ``MaxPoolGrad`` routes it to the maximum, ``Floor`` and
-   ``Round`` round) is not judged so: where the reference's value sits at a step, an input error below any
-   floor flips the output, so its jump is expected of a correct kernel. Replay measures it.
-
-3. **not measured**: no replay, and a float input not compared (it may carry error nobody saw) or none at
-   all, or a step function (above). The first divergence (:mod:`precision_tool.alignment.divergence`) then
-   speaks for the op, saying which inputs it assumed right. (An input with nothing to measure -- ``EMPTY``: no
-   element, or only NaN/inf that match the reference's -- was compared and carries no error: 0.)
-
-An op adds **no error of its own** (:attr:`OpAttribution.within_floor`) when it was measured and its figure is
-within its floor: a replay ratio of at most 1, or an error jump that does not stand out. The noise rule (what a
-tensor computed from noise inherits), ``bisect`` (a culprit back within its floor) and the run's status line use
-that one predicate.
-
-4. **fusion excess** (the fusion-off run, not the reference): ``excess = d_out - FUSION_GROWTH * d_in`` with
-   ``d`` the relative distance of the fused op's outputs (inputs) from the fusion-off run's; the op differs when
-   ``excess > FUSION_FLOOR`` (0.01, about twenty float16 roundings; the largest excess measured on clean runs is
-   0.0004) -- an op may at most double the difference it receives (``FUSION_GROWTH`` = 2; 1.5 is the largest
-   growth measured on clean runs, at a Softmax).
-
-The **culprit** is the earliest op (execution order) that stands out by replay, else the earliest that stands
-out by error jump; the others are listed. The method that decided is named with every figure.
+Each op with a compared output is measured by the first method that can: 1. **replay**: its worst float output's
+``local_error / local_floor`` stands out above 1 and at :data:`STANDOUT_FACTOR` times the other replayed ops'
+median (the floor alone with fewer than :data:`MIN_PEERS`), or beyond Ascend's standard whatever they do;
+2. **error jump**: its output's total error stands out at :data:`JUMP_FACTOR` times its float inputs' and above its
+dtype's floor; 3. **not measured**. 4. **fusion excess** (:func:`fusion_excess`) compares a fused op with the
+fusion-off run instead. ``BELOW_NOISE`` outputs are left out. The culprit is the earliest op standing out by replay,
+else by error jump. Rules: docs/local-error.md#attribution; formulas: docs/internals/comparison.md#attribution.
 """
 from __future__ import annotations
 
@@ -162,7 +99,7 @@ class OpAttribution:
     @property
     def within_floor(self) -> bool:
         """Measured, and it adds no error of its own: a replay ratio of at most 1, or an error jump that does not
-        stand out (see the module docstring)."""
+        stand out (docs/internals/comparison.md#attribution)."""
         if not self.measured:
             return False
         if self.method == METHOD_REPLAY:
@@ -294,9 +231,9 @@ def cube_limit(op_type: str, dtype: str, floor: Optional[float]) -> Optional[flo
 
 def beyond_standard(op_type: str, dtype: str, local: Optional[float], floor: Optional[float],
                     spec_error: Optional[float]) -> bool:
-    """A replayed output beyond what a correct Ascend kernel adds (module docstring): a Cube op beyond
-    :func:`cube_limit`; any other op beyond its floor with a mean relative error at or above the operator
-    standard's."""
+    """A replayed output beyond what a correct Ascend kernel adds: a Cube op beyond :func:`cube_limit`; any other op
+    beyond its floor with a mean relative error at or above the operator standard's
+    (docs/internals/comparison.md#attribution)."""
     if local is None or floor is None:
         return False
     limit = cube_limit(op_type, dtype, floor)
@@ -450,7 +387,7 @@ def _measure_op(name: str, rows: Sequence, position: int) -> Optional[OpAttribut
 
 def attribute(rows: Sequence) -> Attribution:
     """Measure every op of the result rows ``rows`` (with their replay figures, if any) and mark the standouts
-    (see the module docstring)."""
+    (docs/internals/comparison.md#attribution)."""
     by_op: Dict[str, List] = {}
     for row in rows:
         if row.kind:

@@ -1,34 +1,12 @@
 """The comparator: :func:`compare_tensors` over every aligned pair, streamed over worker processes.
 
 :func:`compare_alignment` turns an :class:`~precision_tool.alignment.Alignment` into a
-:class:`~precision_tool.comparison.result.ComparisonResult`: one row per NPU tensor (compared or not, with
-the reason) and per graph op without a dump, in execution order, and the first divergence.
-
-Verdict per tensor
-------------------
-The user's cosine threshold (``-c``, default :data:`DEFAULT_COSINE_THRESHOLD` = 0.99, the gate msaccucmp
-users apply) plus the honest statuses of :func:`~precision_tool.metrics.compare_tensors`: NaN/inf, shape or
-element-count mismatch, one side all zero. The fp16 allclose gate is *off* (``min_allclose_ratio=0``): it
-comes from single-op acceptance tests and fails deep layers of a whole model that only inherit drift. The
-allclose ratio is still computed and reported per tensor (and listed in the summary when below the dtype's
-default).
-
-Streaming
----------
-Pairs go to ``workers`` processes (fork; :mod:`.processes`) in chunks of consecutive pairs; each worker loads
-one pair at a time, compares it and sends back a :class:`TensorResult` -- no array crosses a process boundary, and
-no task either: forked workers inherit the task list, so only chunk ranges are sent. A worker that dies (out of
-memory) ends the run with :class:`~precision_tool.errors.WorkerError`. Chunks of consecutive pairs keep
-each worker's header and reference caches useful (:mod:`.worker`).
-
-Shared input results
---------------------
-Input ``k`` of an op is normally the very bytes its producer dumped as output, compared with the very same
-reference tensor. When the graph says which output feeds the input, both are compared with the same
-reference file, and the stored bytes are identical (checked byte for byte, with dtype, layout and shapes), the
-input row takes the output's metric values instead of computing them again (``reused_from`` names the output;
-the summary counts them). On a chain this halves the work. Anything that differs -- a GE-inserted Cast between
-them, another dump step, a different reference -- is compared on its own.
+:class:`~precision_tool.comparison.result.ComparisonResult`: one row per NPU tensor (compared or not, with the
+reason) and per graph op without a dump, in execution order, and the first divergence. Each tensor is judged by the
+cosine gate (``-c``, default :data:`DEFAULT_COSINE_THRESHOLD`) and the honest statuses; the fp16 allclose gate is
+off (``min_allclose_ratio=0``: its ratio is reported, not gated). Pairs go to forked workers (:mod:`.processes`) in
+chunks of consecutive pairs; an input whose bytes and reference are its producer output's shares that output's
+result (``reused_from``). Why: docs/compare.md#verdict-per-tensor and docs/compare.md#speed.
 """
 from __future__ import annotations
 
@@ -68,16 +46,26 @@ def compare_alignment(alignment: Alignment, *, graph=None,
 
     Parameters
     ----------
-    alignment : the result of :func:`precision_tool.alignment.align`.
-    graph : the loaded GE graph the alignment used (``GraphModel``/``Graph``), for the ``GroundTruth`` names
-        and op types of ops without a dump; ``None`` without a graph.
-    cosine_threshold : the cosine gate; ``None`` turns it off (only the honest statuses fail).
-    workers : worker processes (default :func:`default_workers`).
-    progress : called as ``progress(done, total)`` after each chunk of pairs.
-    share_inputs : reuse a producer output's result for an identical input (see the module docstring).
-    workers_started : called once, in this process, when no more worker processes will be forked (right after
-        they start, or before comparing when the pairs are compared here): where a caller may start a thread
-        to work while the workers compare -- a thread alive at a fork is unsafe.
+    alignment : Alignment
+        The result of :func:`precision_tool.alignment.align`.
+    graph : GraphModel, Graph or None
+        The loaded GE graph the alignment used, for the ``GroundTruth`` names and op types of ops without a dump.
+    cosine_threshold : float or None
+        The cosine gate; ``None`` turns it off (only the honest statuses fail).
+    workers : int, optional
+        Worker processes (default :func:`default_workers`).
+    progress : callable, optional
+        Called as ``progress(done, total)`` after each chunk of pairs.
+    share_inputs : bool
+        Reuse a producer output's result for an identical input (see the module docstring).
+    workers_started : callable, optional
+        Called once, in this process, when no more worker processes will be forked (right after they start, or
+        before comparing when the pairs are compared here): where a caller may start a thread to work while the
+        workers compare -- a thread alive at a fork is unsafe.
+
+    Returns
+    -------
+    ComparisonResult
     """
     started = time.perf_counter()
     workers = default_workers() if workers is None else max(1, int(workers))

@@ -1,32 +1,12 @@
 """The one judgment of a comparison: which tensors fail, which ops add error, and which op is the culprit.
 
 Every :class:`~precision_tool.comparison.result.ComparisonResult` is made through :func:`judge`, so ``compare``,
-``vcs``, ``ni``, ``report``, ``bisect`` and ``ac`` read one decision from the same rows, fresh or read back:
-
-1. the comparator's per-tensor statuses (:func:`~precision_tool.metrics.compare_tensors`: the cosine gate and
-   the honest statuses);
-2. **noise**: outputs below the rounding noise of their computation are judged on absolute error
-   (``BELOW_NOISE``, :mod:`.noise`);
-3. **attribution**: which ops add error of their own -- replay ratio, else error jump (:mod:`.attribution`);
-4. noise **inherited** by what is computed from it through ops that add nothing (:func:`.noise.inherit_noise`),
-   and the attribution made again over the final statuses;
-5. the **first divergence** over the final statuses (:mod:`precision_tool.alignment.divergence`);
-6. **underflow**: failing float16 tensors whose reference lies mostly below float16's smallest normal
-   (:mod:`.underflow`) -- counted and named, never blamed on an op's kernel;
-7. **same model**: the NPU ops' constant and data inputs against the reference's (:mod:`.same_model`); when they
-   are another model's (another seed, checkpoint or batch) nothing else is judged: no culprit, exit 2; inputs beyond
-   rounding but alike (training drift) are said, the verdict stands;
-8. the **culprit** (:func:`culprit_of`): the earliest op that stands out by replay (else by error jump) -- unless
-   the first divergence comes before it and its own error could not be measured (no replay, no jump: an
-   uncompared input, a step function) or it fails for NaN/inf the reference does not hold, which local error
-   (measured over finite elements) cannot see; a first divergence whose failing outputs all underflow is no
-   culprit. :func:`decide_culprit` adds the evidence only ``ac`` has: a fusion culprit of the fusion-off run,
-   then an overflow -- one order of rules for every command;
-9. **systemic faults** (:mod:`.systemic`): the fusion passes and op types most of whose replayed ops are beyond
-   Ascend's operator standard -- a wrong kernel or pass, named as such beside the culprit (its first op).
-
-:func:`exit_code` is the one exit rule: 2 when the runs do not compute the same model; 1 when a tensor fails or a
-culprit is found, by any method; 2 when nothing was compared or input files could not be read; else 0.
+``vcs``, ``ni``, ``report``, ``bisect`` and ``ac`` read one decision from the same rows, fresh or read back. In this
+order: 1. the per-tensor statuses; 2. noise (:mod:`.noise`); 3. attribution (:mod:`.attribution`); 4. inherited
+noise, and attribution again; 5. the first divergence; 6. underflow (:mod:`.underflow`); 7. same model
+(:mod:`.same_model`); 8. the culprit (:func:`culprit_of`; :func:`decide_culprit` adds what only ``ac`` has);
+9. systemic faults (:mod:`.systemic`). :func:`exit_code` is the one exit rule. Each step:
+docs/local-error.md#one-judgment.
 """
 from __future__ import annotations
 
@@ -156,7 +136,8 @@ def underflows_only(judgment: Judgment, op_name: str) -> bool:
 
 
 def culprit_of(judgment: Judgment) -> Optional[CulpritChoice]:
-    """The culprit the comparison alone names (rule 8 of the module docstring), ``None`` when none."""
+    """The culprit the comparison alone names (rule 8 of the module docstring; docs/local-error.md#one-judgment),
+    ``None`` when none."""
     if not judgment.same_model:
         return None
     first = judgment.divergence.first

@@ -1,38 +1,12 @@
 r"""Tensors whose reference is rounding noise: judged on absolute error (``BELOW_NOISE``).
 
-A sum whose terms cancel exactly keeps only the rounding of its terms. The bias gradient of a conv followed by a
-batch norm in training mode is such a sum: batch norm's backward pass removes the batch mean from the gradient, so
-the bias gradient (its sum over batch and space) is mathematically zero, and both runs hold noise (about 1e-8 in
-float32 against terms of 0.1). Its cosine and relative errors compare two noises; only its absolute error means
-something, against the noise the NPU's sum can make. The rule, derived in docs/local-error.md:
-
-* **magnitude summed** ``m``, per output element, from the reference's inputs (the op types are the attribution's,
-  :mod:`.attribution`):
-
-  - a reduction (``REDUCTION_TYPES``: ``BiasAddGrad``, ``ReduceSum`` ...) sums ``n = count(input 0) /
-    count(output)`` terms of input 0: ``m = sqrt(n) * rms(input 0)`` (a mean divides by ``n``);
-  - a sum or difference (``SUM_TYPES``: ``Add``, ``Sub``, ``BiasAdd`` ...) adds one element of each input:
-    ``m = sqrt(sum_j rms(input j)^2)``;
-
-* the reference is **noise** when ``rms(reference output) <= rounding_floor(reference dtype) * m``: a float32
-  result is trusted to 1e-5 of what it summed (the float32 floor of :mod:`precision_tool.metrics.rounding`, which
-  covers the roundings a training graph's float32 terms carry), so a sum smaller than that holds none of its terms'
-  digits -- it is zero, computed. A small sum the reference does hold (``1000.03 - 1000`` in float32) is no noise:
-  float16's failure to represent it is a real loss, judged as any tensor;
-* only when no input of the op fails (an error the inputs bring is theirs, judged where it enters);
-* such a tensor is judged on its **absolute** error. The NPU's sum rounds each term once in the op's narrowest
-  float dtype (unit roundoff ``u``): ``rho = u / sqrt(3) * m``, floor ``F = FLOOR_FACTOR * rho``, four roundings as
-  every floor of the tool. With replay figures, the op's own error ``||npu - replay|| <= local * rms(reference) *
-  (1 + inherited)`` must be within ``F``; without, the whole error ``RMSE(output)`` within ``B = F + e``, ``e`` the
-  error the inputs bring: a reduction's ``sqrt(n) * RMSE(input 0)`` (independent errors add in quadrature; a mean
-  divides by ``n``), a sum's ``sum_j RMSE(input j)``. Within: ``BELOW_NOISE`` (passes); beyond: ``FAIL`` with both
-  figures in the reason.
-
-A tensor read from a ``BELOW_NOISE`` output is ``BELOW_NOISE`` too, and an op's failing output inherits the status
-(:func:`inherit_noise`) when it carries that noise -- its relative error is at least the noise input's over
-``JUMP_FACTOR``, not diluted by inputs of real size (an optimizer update of a non-zero weight is judged as any
-tensor) -- none of its inputs fails, and, when replay measured it, it adds no error of its own. Ops of other types
-keep their cosine verdict: the model covers the sums where training graphs cancel, not every op.
+A sum whose terms cancel (the bias gradient of a conv before a training batch norm) keeps only their rounding: its
+cosine and relative errors compare two noises. An output of a reduction or a sum (the attribution's
+``REDUCTION_TYPES``, ``SUM_TYPES``) on inputs none of which fails is noise when ``rms(reference) <=
+rounding_floor(reference dtype) * m``, ``m`` the magnitude it summed. It is then judged on absolute error: its own
+error (replayed) within ``F = FLOOR_FACTOR * u / sqrt(3) * m``, else its whole error within ``F`` plus the error its
+inputs bring. What is computed from it inherits the status when it carries that noise (:func:`inherit_noise`). The
+rule, derived: docs/local-error.md#noise-a-reference-below-the-rounding-noise.
 """
 from __future__ import annotations
 

@@ -1,25 +1,11 @@
 """The comparison's worker processes: forked once, fed chunk ranges, results collected in order, a death noticed.
 
-Why not ``multiprocessing`` (``Pool``, ``Process`` and ``Pipe``) or ``concurrent.futures.ProcessPoolExecutor``:
-
-* a Pool whose worker dies (the out-of-memory killer, a signal) replaces it and waits for ever for the chunk it
-  held: ``compare`` hung instead of failing;
-* an executor notices the death, but on Python 3.9 and 3.10 it forks its second worker while its management
-  thread runs (CPython issue 90622: a possible deadlock in the child), and both run three threads in this
-  process, which cost a 300-op run about 20 ms of CPU beside two workers on two cores;
-* importing ``multiprocessing`` and its connections takes 9 ms, 2-3% of a 300-op ``compare``, for what here
-  is a fork, two pipes and a pickle per message.
-
-Here every worker is forked (``os.fork``) before anything else runs and talks to this process over two pipes of its
-own: chunk ranges in, results out, each message a pickle after its 8-byte length. This process waits on the result
-pipes (``poll``); a worker's result pipe reaches end-of-file only when the worker is gone, so a worker that dies
-without answering raises :class:`WorkerError` at once, with how it ended (``waitpid``). A worker inherits the task
-list, so only ranges cross its pipe. An exception raised in a worker (a bug: user errors become rows) is raised
-here with the worker's traceback as its text. Workers ignore SIGINT: Ctrl-C interrupts this process, which then
-kills and reaps them.
-
-Where ``os.fork`` does not exist (Windows: :func:`~precision_tool.process_env.can_fork`), the engine compares in
-its own process.
+Not ``multiprocessing`` or ``concurrent.futures``: a Pool waits for ever on a dead worker's chunk, an executor
+runs threads and forks beside them. Every worker is forked (``os.fork``) before anything else runs and talks to
+this process over two pipes of its own (chunk ranges in, results out); a worker that dies raises
+:class:`WorkerError` at once, and a worker's exception is raised here with its traceback. Workers ignore SIGINT;
+Ctrl-C kills and reaps them. Without ``os.fork`` the engine compares in its own process. The reasons and the
+protocol: docs/internals/comparison.md#worker-processes.
 """
 from __future__ import annotations
 

@@ -1,25 +1,12 @@
 """The one result model: a frozen :class:`TensorResult` per NPU tensor (or uncompared op), and the
 :class:`ComparisonResult` of a whole run.
 
-Every consumer reads these records: the engine makes them, the CSV is written from them (and msaccucmp's CSV
-read into them), the lossless result file stores them, and ``vcs``, ``ni``, ``ac``, JUnit and the HTML page
-show them. A ``TensorResult`` holds no array: names, dtypes, the shape, the ten metric values and the
-:class:`~precision_tool.status.Status` with its one-line reason, so workers send it back cheaply.
-
-One judgment
-------------
-A result is always made through :meth:`ComparisonResult.judged`, which applies
-:func:`~precision_tool.comparison.judgment.judge` to the rows: the noise rule (``BELOW_NOISE``), the attribution
-of local error, the first divergence, underflow, the same-model check and the culprit. Every consumer reads
-:attr:`ComparisonResult.judgment`; none decides again.
-
-Judging again at another threshold
-----------------------------------
-The engine runs with the fp16 allclose gate off, so ``PASS`` and ``FAIL`` are decided by the cosine gate
-alone (``cosine >= threshold``; a cosine that could not be computed fails). Every other status is decided by
-the data (NaN/inf, shapes, zeros) and holds at any threshold. :meth:`TensorResult.judged_at` and
-:meth:`ComparisonResult.judged_at` apply exactly that rule to the full-precision cosine, so ``vcs -c 0.999``
-on a stored result gives the verdicts a fresh ``compare -c 0.999`` would.
+Every consumer reads these records (the CSV, the lossless result file, ``vcs``, ``ni``, ``ac``, JUnit, the HTML
+page); a ``TensorResult`` holds no array, so workers send it back cheaply. A result is always made through
+:meth:`ComparisonResult.judged` (:func:`~precision_tool.comparison.judgment.judge`, the one judgment), and judged
+again at another threshold by :meth:`ComparisonResult.judged_at`: with the allclose gate off, ``PASS``/``FAIL`` are
+the cosine gate alone and every other status holds at any threshold, so ``vcs -c 0.999`` on a stored result gives
+the verdicts a fresh ``compare -c 0.999`` would (docs/compare.md#the-lossless-result-file).
 """
 from __future__ import annotations
 
@@ -77,12 +64,10 @@ class TensorResult:
         standard (:mod:`precision_tool.metrics.spec`); ``None`` when not replayed or not applicable.
     local_method : how they were measured (``"replay float64"``, ``"replay float32"``, ``"replay numpy
         conversion"``); ``""`` when not replayed.
-    matched_non_finite : the classification "matching non-finite": how many elements are NaN/+inf/-inf at
-        identical positions with identical kinds on both sides (the reference computes them too). They are
-        left out of every metric; the row is judged on its finite elements like any tensor (``PASS``/``FAIL``,
-        ``BOTH_ZERO``, ...; ``EMPTY`` when nothing is finite) and ``notes`` holds the line saying so
-        (:meth:`~precision_tool.metrics.NonFiniteSummary.matching_text`). ``0`` when the tensor has no
-        non-finite value, or when its non-finite values differ from the reference's (``NAN_INF``: a failure).
+    matched_non_finite : "matching non-finite": how many elements are NaN/+inf/-inf at identical positions with
+        identical kinds on both sides, left out of every metric (the row is judged on its finite elements:
+        docs/internals/metrics.md#verdict-per-tensor), with a line in ``notes``. ``0`` when there are none, or when
+        they differ from the reference's (``NAN_INF``: a failure).
     """
 
     index: int
@@ -157,7 +142,8 @@ class TensorResult:
     def judged_at(self, threshold: Optional[float]) -> "TensorResult":
         """This row as the cosine gate ``threshold`` judges it (see the module docstring); ``None`` = gate off.
 
-        Only ``PASS``/``FAIL`` rows can change; their reason becomes the gate's words.
+        Only ``PASS``/``FAIL`` rows can change (a cosine that could not be computed fails); their reason becomes the
+        gate's words.
 
         >>> row = TensorResult(0, "a:output:0", "a", "output", 0, "Add", Status.PASS,
         ...                    metrics=(0.995,) + (None,) * 9)

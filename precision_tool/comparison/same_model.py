@@ -1,29 +1,12 @@
 """Do both runs compute the same model? The NPU ops' constant and data inputs against the reference's.
 
-Every verdict compares an NPU op with the reference on the assumption that both ran the same model on the same
-batch. When they did not -- another checkpoint, another seed, another batch -- every tensor differs and no op is
-to blame. Before judging, the inputs the graph feeds from its **sources** are checked:
-
-* ``constant`` -- an op's input produced by a ``Const``/``Variable`` op of the NPU graph (weights, biases,
-  batch-norm parameters, shapes), directly or through ops that only move it (``TransData``, ``Identity``,
-  ``Reshape`` ...: :data:`PASS_THROUGH_TYPES`; not a ``Cast``, whose narrowing may overflow or flush a value: that
-  is the NPU's range, not another model);
-* ``data`` -- an input produced so from a ``Data`` op (the batch, the labels).
-
-Two tiers, by how far such an input is from the reference's:
-
-* **another model** (:attr:`Mismatch.severe`): its shapes or counts differ, or it fails the default cosine gate
-  (0.99, whatever gate the user chose): other weights, another batch. The run gets no culprit and exits 2, with
-  one line per kind (:func:`mismatch_lines`);
-* **beyond rounding** but alike: its relative distance exceeds the NPU dtype's rounding floor
-  (:func:`~precision_tool.metrics.rounding.rounding_floor`: 1.1e-3 for float16, 1e-5 for float32, 0 for integers)
-  -- what weights show after training steps that ran differently on the two sides. Said in one line; the verdict
-  stands, since replay and the error jump judge each op on its own inputs.
-
-NaN/inf or zeros on one side of a source (an epsilon flushed to 0, a huge constant overflowing float16) are range
-effects of the NPU's dtype, judged where they are used. Compare the first step, or both runs from one checkpoint. A
-weight GE folded with another op (a batch norm folded into a conv) has a new name and no reference, so it is not
-compared.
+The inputs the NPU graph feeds from its sources -- ``Const``/``Variable`` ops (``constant``) and ``Data`` ops
+(``data``), directly or through ops that only move them (:data:`PASS_THROUGH_TYPES`; never a ``Cast``) -- are
+compared in two tiers: **another model** (:attr:`Mismatch.severe`: shapes or counts differ, or the default cosine
+gate fails) gets no culprit and exit 2; **beyond rounding** but alike (a relative distance above the NPU dtype's
+:func:`~precision_tool.metrics.rounding.rounding_floor`) is said in one line and the verdict stands. NaN/inf or
+zeros on one side are range effects, judged where they are used. See docs/local-error.md#same-model and
+docs/internals/comparison.md#same-model.
 """
 from __future__ import annotations
 

@@ -1,13 +1,11 @@
 """Faults that hit many ops: the ops of one fusion pass, or of one op type, beyond Ascend's standard.
 
-A wrong kernel or a wrong fusion pass does not make one op stand out against the others: it makes every op it
-touches wrong, and a rule relative to the run's other ops is blind to it. The groups are the fusion passes that
-made an op (the GE graph's ``pass_name``/``pass_name_ub``) and the NPU op types. A group is **systemic** when at
-least :data:`MIN_OPS` of its replayed ops are beyond the spec (:attr:`~.attribution.OpAttribution.beyond_spec`)
-and they are more than half of its replayed ops -- most of what it touches, not two unrelated faults among forty
-convolutions. Passes come first (the narrower cause), then op types; within each, the larger share first. A group
-whose ops are some of a named group's is not named again; a pass and a type of exactly the same ops are both
-named: nothing in the dumps tells a wrong pass from a wrong kernel of every op it made.
+A wrong kernel or fusion pass makes every op it touches wrong, so nothing stands out against the other ops. The
+groups are the fusion passes that made an op (the GE graph's ``pass_name``/``pass_name_ub``) and the NPU op types.
+A group is **systemic** when at least :data:`MIN_OPS` of its replayed ops are beyond the spec
+(:attr:`~.attribution.OpAttribution.beyond_spec`) and they are more than half of its replayed ops. Passes come
+first, then op types; a group whose ops are some of a named group's is not named again. Ordering and ties:
+docs/internals/comparison.md#systemic-faults.
 """
 from __future__ import annotations
 

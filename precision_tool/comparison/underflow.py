@@ -1,27 +1,11 @@
 r"""Float16 underflow: failing tensors whose reference lies mostly below the NPU dtype's smallest normal.
 
-Below float16's smallest normal, :math:`2^{-14} \approx 6.1 \cdot 10^{-5}`, a value is stored with a fixed
-absolute spacing of :math:`2^{-24}`: the smaller the value, the coarser its relative precision, until it flushes
-to 0. A deep network whose activations or gradients shrink there fails the cosine gate (or holds only zeros on
-the NPU: ``ONE_SIDE_ZERO``) although every op computes within its floor -- the floor of a subnormal output is
-large, its rounding being large. The remedy is not a kernel: scale the loss (gradients), or keep the ops that
-produce such tensors in float32 (``bisect precision`` proves which).
-
-A failing tensor stored in float16 (or bfloat16) on the NPU **underflows** when the root mean square of its
-reference is at most :math:`t / \sqrt{2}`, :math:`t` the smallest normal. By Markov's inequality,
-:math:`P(|y| \ge t) \le \mathrm{rms}(y)^2 / t^2 \le 1/2`: at least half its reference values lie below the
-smallest normal. The NPU side must be that small too (rms at most the smallest normal): flushed or coarsened,
-never enlarged -- an NPU output of real size against a tiny reference is an error, not underflow. The rms come
-from the StandardDeviation metric every result row keeps (:math:`\mathrm{rms}^2 = \mu^2 + \sigma^2`), so
-stored results are judged the same way (not a CSV read alone, which prints it to 3 decimals).
-
->>> from precision_tool.comparison.result import TensorResult
->>> from precision_tool.metrics import ALL, MeanStd
->>> metrics = [None] * len(ALL); metrics[ALL.index("StandardDeviation")] = MeanStd(0.0, 5e-8, 0.0, 4.7e-8)
->>> row = TensorResult(3, "dw:output:0", "dw", "output", 0, "DepthwiseConv2D", Status.FAIL, npu_dtype="float16",
-...                    metrics=tuple(metrics))
->>> underflows(row)
-True
+A failing tensor stored in float16 (or bfloat16) on the NPU **underflows** when the rms of its reference is at most
+:math:`t / \sqrt{2}`, :math:`t` the smallest normal: by Markov's inequality at least half its reference lies below
+:math:`t`. Its NPU side must be that small too (rms at most :math:`t`): flushed or coarsened, never enlarged. The
+rms come from the StandardDeviation metric every row keeps (:math:`\mathrm{rms}^2 = \mu^2 + \sigma^2`), so stored
+results are judged alike, but not a CSV read alone. The remedy is not a kernel: scale the loss, or keep the ops in
+float32. See docs/local-error.md#underflow.
 """
 from __future__ import annotations
 
@@ -40,7 +24,16 @@ THRESHOLD_SHARE = 1 / math.sqrt(2)
 
 def underflows(row) -> bool:
     """True for a compared, failing row stored in a narrow dtype on the NPU whose reference rms is at most the
-    smallest normal over sqrt(2) (see the module docstring)."""
+    smallest normal over sqrt(2) (see the module docstring).
+
+    >>> from precision_tool.comparison.result import TensorResult
+    >>> from precision_tool.metrics import ALL, MeanStd
+    >>> metrics = [None] * len(ALL); metrics[ALL.index("StandardDeviation")] = MeanStd(0.0, 5e-8, 0.0, 4.7e-8)
+    >>> row = TensorResult(3, "dw:output:0", "dw", "output", 0, "DepthwiseConv2D", Status.FAIL, npu_dtype="float16",
+    ...                    metrics=tuple(metrics))
+    >>> underflows(row)
+    True
+    """
     if not (row.compared and row.failed) or row.npu_dtype not in NARROW_DTYPES:
         return False
     if row.status not in (Status.FAIL, Status.ONE_SIDE_ZERO):

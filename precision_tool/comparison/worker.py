@@ -1,25 +1,10 @@
 """What one worker does: load one aligned pair, compare it, return a small :class:`TensorResult` (no arrays).
 
-Each process keeps a :class:`PairComparer` with two small caches -- the last few dump headers (an op's
-inputs and outputs share one file, and a consumer's reuse check reads its producer's file) and the last
-reference array (a consumer's input is compared with its producer's reference) -- so only one tensor pair,
-plus at most one cached reference, is in memory at a time. Payloads are read by offset from the cached header.
-
-Three process-wide settings are made once per worker (:func:`prepare_worker_process`):
-
-* BLAS/OpenMP thread pools are limited to one thread: the workers are the parallelism. (The metrics use
-  ``np.einsum``, not BLAS, so this is a guard, not a speed-up.)
-* glibc is told to keep freed memory (:func:`keep_freed_memory`). By default it hands every freed block of
-  more than a few hundred kB back to the kernel, so each of the ~8 float64 work arrays of a 262,144-element
-  comparison is page-faulted afresh on every tensor: measured here, 11 ms per pair instead of 5 ms.
-* Files read whole -- dump files, ``.npy`` references -- are memory-mapped, not copied, and so are the windows
-  a pair too large to hold is streamed in (:func:`~precision_tool.fileio.allow_mapped_reads`). A file cut short
-  by another process while mapped reads as zeros past its new end instead of killing the worker;
-  :meth:`PairComparer.run` then reports the pair as not compared, naming the file, and drops every kept map.
-
-And a worker dies with the process that started it (:func:`~precision_tool.process_env.fork_child` sees to it,
-:func:`~precision_tool.process_env.die_with_parent`): a killed ``compare`` would otherwise leave its workers
-blocked on their pipes.
+Each process keeps a :class:`PairComparer` with two small caches -- the last few dump headers and the last
+reference array -- so only one tensor pair, plus at most one cached reference, is in memory at a time; payloads are
+read by offset from the cached header. :func:`prepare_worker_process` limits BLAS/OpenMP to one thread, keeps freed
+memory for reuse and maps files rather than copying them; a worker dies with the process that started it. Why each:
+docs/internals/comparison.md#one-worker.
 """
 from __future__ import annotations
 
@@ -95,8 +80,8 @@ def keep_freed_memory() -> bool:
 
 
 def prepare_worker_process() -> None:
-    """One BLAS/OpenMP thread per worker, freed memory kept for reuse and files mapped rather than copied (see the
-    module docstring)."""
+    """One BLAS/OpenMP thread per worker, freed memory kept for reuse and files mapped rather than copied
+    (docs/internals/comparison.md#one-worker)."""
     for variable in THREAD_VARIABLES:
         os.environ[variable] = "1"
     keep_freed_memory()

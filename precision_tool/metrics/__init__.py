@@ -1,18 +1,11 @@
 """Comparison maths: msaccucmp's ten metrics as pure functions, an allclose ratio, and per-tensor verdicts.
 
-Layers, each importing only the ones before it:
-
-- ``absolute``, ``relative``, ``similarity``, ``moments``: one pure function per metric over two flattened
-  arrays (x = NPU, y = reference), formula and edge cases in its docstring;
-- ``closeness``: the allclose ratio and its dtype-aware default tolerances;
-- ``registry``: frozen :class:`MetricInfo` records, lookup by name or alias;
-- ``verdict``: :func:`compare_tensors`, which settles shape, count, NaN/inf and zero cases before the metrics
-  and returns a frozen, truthy :class:`TensorComparison`;
-- ``errors_detail``: the worst elements and an error histogram, for reports.
-
-Every metric works in float64. msaccucmp casts to float32 and computes there; where that is exact enough
-(every case it handles correctly) the two agree to about 1e-7 relative, and float64 stays right where float32
-overflows (|values| above ~1e19) or underflows (below ~1e-19). Metrics never log and never warn.
+Modules: ``absolute``, ``relative``, ``similarity``, ``moments`` (one pure function per metric over two flattened
+arrays, x = NPU and y = reference, formula and edge cases in its docstring), all formulas over the sums of
+``pair_stats``; ``closeness`` (the allclose ratio and its default tolerances); ``metric_registry``
+(:class:`MetricInfo` records by name or alias); ``tensor_verdict`` (:func:`compare_tensors`, a frozen, truthy
+:class:`TensorComparison`); ``errors_detail`` (the worst elements and an error histogram, for reports). Every
+metric works in float64, where msaccucmp casts to float32 (docs/internals/metrics.md#working-precision).
 """
 from precision_tool.metrics.absolute import max_absolute_error, mean_absolute_error, root_mean_square_error
 from precision_tool.metrics.errors_detail import ElementError

@@ -1,11 +1,7 @@
 """What every metric shares: the input validator and msaccucmp's constants.
 
-Working precision is float64 for every metric. msaccucmp casts both tensors to float32 and does its arithmetic
-there; on the tensors it handles well our numbers agree with its to about 1e-7 relative (float32 rounding), and
-float64 keeps us right where float32 is not: squares of values above ~1.8e19 overflow and squares of values below
-~1e-19 underflow in float32, so msaccucmp reports cosine 0 for two identical tensors of 1e20 and a relative
-Euclidean distance of 0 for any reference tensor of norm below 2.2e-16. Values are widened a block at a time
-(:mod:`~precision_tool.metrics.pair_stats`), never a whole tensor.
+Working precision is float64 for every metric (msaccucmp's is float32: docs/internals/metrics.md#working-precision).
+Values are widened a block at a time (:mod:`~precision_tool.metrics.pair_stats`), never a whole tensor.
 """
 from __future__ import annotations
 

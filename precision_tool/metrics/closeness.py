@@ -1,37 +1,11 @@
 r"""Element-wise closeness: the allclose ratio and its dtype-aware default tolerances.
 
-An element is close when
-
-.. math::
-
-    |x_i - y_i| \le \mathrm{atol} + \mathrm{rtol} \cdot |y_i|
-
-(``numpy.isclose`` with the reference ``y`` on the right: the test is not symmetric). The allclose ratio is the
-share of close elements; a tensor passes this gate when the ratio is at least ``min_ratio``.
-
-Default tolerances, by the dtype the NPU computed in (:data:`DEFAULT_TOLERANCES`):
-
-==========  ======  ======  =========  ==========================================================
-dtype       rtol    atol    min_ratio  why
-==========  ======  ======  =========  ==========================================================
-float16     1e-3    1e-3    0.999      Ascend's "double thousandth" rule for fp16 operators: relative
-                                       error within 1/1000 for all but 1/1000 of the elements. fp16's
-                                       unit roundoff is 2**-11 = 4.9e-4, so rtol is two roundings;
-                                       atol covers results near zero left by cancellation of O(1) terms.
-bfloat16    1e-2    1e-2    0.99       bf16 keeps 8 significant bits (unit roundoff 2**-8 = 3.9e-3):
-                                       the same rule one decade looser, about 2.5 roundings.
-float32     1e-4    1e-5    0.9999     Ascend's "double ten-thousandth" rule for fp32. Not fp32's
-                                       6e-8 roundoff: the NPU sums in other orders, uses its own
-                                       transcendental kernels, and may run fp32 matmuls in HF32.
-float64     1e-7    1e-9    0.9999     numpy.testing.assert_allclose's rtol; fp64 on the device runs on
-                                       its AI CPU with the reference's algorithms.
-integer     0       0       1.0        Exact: indices, counts and masks must match.
-bool        0       0       1.0        Exact.
-==========  ======  ======  =========  ==========================================================
-
-These thresholds come from single-operator acceptance tests, where the NPU and the reference see the same
-inputs. In a whole-model comparison each op also inherits its inputs' drift, so deep layers can fail the
-allclose gate while their cosine stays high; loosen ``min_ratio`` (or pass ``rtol``/``atol``) for such runs.
+An element is close when :math:`|x_i - y_i| \le \mathrm{atol} + \mathrm{rtol} \cdot |y_i|` (``numpy.isclose`` with
+the reference ``y`` on the right: the test is not symmetric). The allclose ratio is the share of close elements; a
+tensor passes this gate when the ratio is at least ``min_ratio``. Defaults by the dtype the NPU computed in:
+:data:`DEFAULT_TOLERANCES` (float16: Ascend's "double thousandth" rule, rtol = atol = 1e-3, min_ratio 0.999;
+integers and bools exact). They come from single-operator acceptance tests, so deep layers of a whole model may fail
+them on inherited drift. Why each value: docs/internals/metrics.md#default-tolerances.
 """
 from __future__ import annotations
 

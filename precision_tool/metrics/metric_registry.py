@@ -4,14 +4,6 @@ As in ``scipy.spatial.distance``: one record per metric, a lookup table built (a
 import, and a typed error for unknown names. :data:`METRICS` is in msaccucmp's column order, so
 ``[info.name for info in METRICS]`` is its CSV header from ``CosineSimilarity`` to ``MeanRelativeError``, and
 its ``-alg`` numbers (0-9) work as aliases.
-
->>> get_metric("cos").name, get_metric("RMSE").name, get_metric(4).name
-('CosineSimilarity', 'RootMeanSquareError', 'KullbackLeiblerDivergence')
->>> values = compute_metrics([1.0, 2.0], [1.0, 4.0], ["MaxAbsoluteError", "mean_rel_error"])
->>> values
-{'MaxAbsoluteError': 2.0, 'MeanRelativeError': 0.25}
->>> format_value("MaxAbsoluteError", values["MaxAbsoluteError"]), format_value("cosine", None)
-('2.000000', 'NaN')
 """
 from __future__ import annotations
 
@@ -111,6 +103,9 @@ _LOOKUP = build_lookup(METRICS)
 def get_metric(name: Union[str, int, MetricInfo]) -> MetricInfo:
     """The record for a name, alias or msaccucmp ``-alg`` index; case does not matter.
 
+    >>> get_metric("cos").name, get_metric("RMSE").name, get_metric(4).name
+    ('CosineSimilarity', 'RootMeanSquareError', 'KullbackLeiblerDivergence')
+
     Raises
     ------
     UnknownMetricError
@@ -149,13 +144,21 @@ def resolve_metrics(names: Union[None, str, Iterable[Union[str, int, MetricInfo]
 
 def compute_metrics(x, y, metrics=ALL) -> Dict[str, Any]:
     """``{name: value}`` for the chosen metrics over one pair, all from one :func:`pair_stats` (two passes).
-    Values are what the metric functions return (``nan`` where undefined)."""
+    Values are what the metric functions return (``nan`` where undefined).
+
+    >>> compute_metrics([1.0, 2.0], [1.0, 4.0], ["MaxAbsoluteError", "mean_rel_error"])
+    {'MaxAbsoluteError': 2.0, 'MeanRelativeError': 0.25}
+    """
     stats = pair_stats(x, y)
     return {info.name: info.kernel(stats) for info in resolve_metrics(metrics)}
 
 
 def format_value(metric: Union[str, int, MetricInfo], value: Any) -> str:
-    """The CSV cell for ``value``: :data:`NOT_COMPUTED` for ``None``, else the metric's ``csv_format``."""
+    """The CSV cell for ``value``: :data:`NOT_COMPUTED` for ``None``, else the metric's ``csv_format``.
+
+    >>> format_value("MaxAbsoluteError", 2.0), format_value("cosine", None)
+    ('2.000000', 'NaN')
+    """
     if value is None:
         return NOT_COMPUTED
     return get_metric(metric).csv_format(value)

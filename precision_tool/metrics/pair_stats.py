@@ -1,27 +1,12 @@
 r"""Every sum the ten metrics need, gathered in two passes over a pair of tensors, chunk by chunk.
 
-A comparison never holds float64 copies of whole tensors: the pair is read as stored (float16, float32, ...) and
-summed in chunks, so a pair of any size is compared in a fixed amount of memory, and each chunk is read once per
-pass. The metrics (``absolute``, ``relative``, ``similarity``, ``moments``) and the verdict are formulas over
-the resulting :class:`PairStats`.
-
-Over the ``m`` pairs finite on both sides (x = NPU, y = reference, d = x - y):
-
-* pass 1 -- :math:`\sum x, \sum y, \sum x^2, \sum y^2, \sum xy, \sum d^2, \sum |d|`, :math:`\max |d|` and where it
-  first occurs, min and max of each side, non-zero counts, and over the references with :math:`|y| > 2.22e{-16}`
-  the relative errors :math:`r = |d|/|y|` (sum, max, count); the allclose count :math:`|d| \le atol + rtol|y|`;
-  and a 4x4 count of (class of x, class of y) with classes finite, NaN, +inf, -inf;
-* pass 2 -- needs pass 1's means and ranges: :math:`\sum (x - \bar x)^2`, :math:`\sum (y - \bar y)^2` (the
-  two-pass variance, as ``np.std``) and the Kullback-Leibler sums :math:`\sum p \ln(p/q), \sum p, \sum q` of the
-  unnormalised min-max profiles :math:`p = \max((x - \min x) / span_x, \varepsilon_{32})` (see
-  :func:`~precision_tool.metrics.similarity.kullback_leibler_divergence`);
-* a third pass only where sums of squares left float64's safe range (values beyond about 1e140 or below 1e-140):
-  the norms and the dot product again over values divided by their largest magnitude.
-
-Two implementations of the passes, tested to agree to 1e-12: the C extension ``_pairstats`` (built by pip
-from ``_pairstats.c``; one vectorized loop per block of 256 pairs, Neumaier-compensated totals; on x86-64 built
-for AVX-512, AVX2 and the baseline, the widest the CPU runs used) and numpy here (pairwise sums per chunk, used
-when the extension is not built). :data:`KERNEL` says which runs.
+A pair is read as stored (float16, float32, ...) and summed in chunks, so a pair of any size is compared in a fixed
+amount of memory, each chunk read once per pass. Over the pairs finite on both sides, pass 1 gathers the sums,
+extremes, relative-error and allclose counts and the NaN/inf classes; pass 2, which needs pass 1's means and ranges,
+the two-pass variances and the Kullback-Leibler sums; a third pass only for values beyond about 1e140 or below
+1e-140. The metrics and the verdict are formulas over the resulting :class:`PairStats`. The passes run in the C
+extension ``_pairstats`` when it is built, else in numpy (tested to agree to 1e-12); :data:`KERNEL` says which.
+Every sum of each pass: docs/internals/metrics.md#two-passes.
 """
 from __future__ import annotations
 
@@ -56,7 +41,8 @@ Chunks = Callable[[], Iterable[Tuple[np.ndarray, np.ndarray]]]
 
 @dataclass
 class PairStats:
-    """The sums of both passes (module docstring). Counts are ints; sums are float64 as Python floats.
+    """The sums of both passes (docs/internals/metrics.md#two-passes). Counts are ints; sums are float64 as Python
+    floats.
 
     ``classes[4 * cx + cy]`` counts pairs whose x has class ``cx`` and y class ``cy`` (:data:`FINITE`, :data:`NAN`,
     :data:`POSINF`, :data:`NEGINF`); ``worst`` is the flat position (in the whole tensor) of the first finite

@@ -1,21 +1,12 @@
 r"""Relative-error metrics: AccumulatedRelativeError, MaxRelativeError, MeanRelativeError and
 RelativeEuclideanDistance (msaccucmp's names and definitions).
 
-The per-element relative error is msaccucmp's
-
-.. math::
-
-    r_i = \begin{cases} |x_i - y_i| / |y_i| & |y_i| > \varepsilon \\ 0 & \text{otherwise} \end{cases}
-    \qquad \varepsilon = 2.220446049250313 \times 10^{-16}
-
-so an element whose reference is zero contributes nothing to a sum and 0 to a maximum, and still counts in
-the N of a mean. That is msaccucmp's definition and we keep it so the columns agree; we differ in one case:
-when *no* element has a non-zero reference, nothing is left to be relative to, and the tool's one rule for a
-zero reference applies (:func:`~precision_tool.metrics.rounding.relative_error`): 0 when the tensors are
-identical, ``inf`` when they differ -- where msaccucmp writes 0 (a reference of zeros against an NPU tensor of
-1000s is not "relative error 0"). The same rule makes RelativeEuclideanDistance 0 or ``inf`` over an all-zero
-reference. :func:`~precision_tool.metrics.tensor_verdict.compare_tensors` also reports how many elements were left out.
-Empty inputs (no finite pair) give ``nan``: nothing was measured.
+The per-element relative error is msaccucmp's :math:`r_i = |x_i - y_i| / |y_i|` where :math:`|y_i| > 2.22 \times
+10^{-16}`, else 0: a zero reference adds nothing to a sum, 0 to a maximum, and still counts in a mean's N. When *no*
+element has a non-zero reference, the tool's one rule applies instead
+(:func:`~precision_tool.metrics.rounding.relative_error`: 0 for identical tensors, ``inf`` otherwise, where
+msaccucmp writes 0), and so it does for RelativeEuclideanDistance over an all-zero reference. Empty inputs give
+``nan``. See docs/internals/metrics.md#relative-errors.
 """
 from __future__ import annotations
 

@@ -1,24 +1,11 @@
 r"""What storing a number in a float dtype costs: the constants every error floor of the tool is made of.
 
-For a dtype with unit roundoff :math:`u` (half the gap between 1 and the next number), storing a value that is
-not representable changes it by at most :math:`u` relative, and by :math:`u/\sqrt{3}` in root mean square when
-the error is spread evenly over :math:`[-u, u]`. Every floor is :data:`FLOOR_FACTOR` times such a rounding: what
-rounding *inside* an op (a fused group rounds before its activation, an accumulator at the end) can add on top of
-the one rounding of its output.
-
-* :func:`rounding_floor` -- the relative error a correct op's float output may carry against its exact value,
-  ``max(FLOOR_FACTOR * u / sqrt(3), MIN_FLOOR[dtype])``: about 1.1e-3 for float16, 1e-5 for float32 (an
-  accumulation of ~10^4 terms in float32 rounds by about :math:`\sqrt{10^4} \cdot 2^{-24}`);
-* :func:`relative_error` -- the one rule for an error relative to a reference: ``error / reference``, and over a
-  zero reference 0 for no error, ``inf`` for any;
-* :func:`ratio_to_floor` -- how many floors an error is;
-* :data:`SMALLEST_NORMAL` -- below it a float16 value is subnormal: stored with an absolute spacing of
-  :math:`2^{-24}` (about 6e-8), so its relative precision degrades until it flushes to 0.
-
->>> round(rounding_floor("float16"), 6), rounding_floor("float32"), rounding_floor("int32")
-(0.001128, 1e-05, 0.0)
->>> relative_error(0.5, 2.0), relative_error(0.0, 0.0), relative_error(1e-9, 0.0)
-(0.25, 0.0, inf)
+Storing a value in a dtype of unit roundoff :math:`u` (:data:`UNIT_ROUNDOFF`) changes it by at most :math:`u`
+relative, :math:`u/\sqrt{3}` in root mean square. Every floor is :data:`FLOOR_FACTOR` such roundings:
+:func:`rounding_floor` is ``max(FLOOR_FACTOR * u / sqrt(3), MIN_FLOOR[dtype])``, about 1.1e-3 for float16 and 1e-5
+for float32. :func:`relative_error` is the one rule for an error relative to a reference (over a zero reference: 0
+for no error, ``inf`` for any); :func:`ratio_to_floor` says how many floors an error is; below
+:data:`SMALLEST_NORMAL` a float16 value is subnormal. See docs/internals/metrics.md#rounding-floors.
 """
 from __future__ import annotations
 
@@ -49,7 +36,11 @@ def rms_rounding(dtype: str) -> float:
 
 def rounding_floor(dtype: str) -> float:
     """The relative error a correct op's output in ``dtype`` may carry: ``max(FLOOR_FACTOR * u / sqrt(3),
-    MIN_FLOOR[dtype])``; 0 for integers and bools, which are exact."""
+    MIN_FLOOR[dtype])``; 0 for integers and bools, which are exact.
+
+    >>> round(rounding_floor("float16"), 6), rounding_floor("float32"), rounding_floor("int32")
+    (0.001128, 1e-05, 0.0)
+    """
     if dtype not in UNIT_ROUNDOFF:
         return 0.0
     return max(FLOOR_FACTOR * rms_rounding(dtype), MIN_FLOOR[dtype])

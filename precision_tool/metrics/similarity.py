@@ -87,10 +87,8 @@ def kullback_leibler_divergence(x, y) -> float:
     and every constant tensor becomes the uniform profile (a negative constant is clamped to ``eps32`` first),
     so two constant tensors -- 5s against 7s, or zeros against zeros -- give 0. Zero references need no
     special care: nothing reaches a logarithm below ``eps32``. Empty inputs give ``nan``. Not symmetric.
-    Computed as ``sum p ln(p/q) / Tp + ln(Tq/Tp)`` over unnormalised profiles, it is right to a few ulps of
-    the larger term (about 1e-16 absolute when the profiles' totals are alike, about 3e-15 when one side is a
-    constant far from 0, whose ``ln(Tq/Tp)`` is near 28), so a divergence of 1e-8 carries about 8 significant
-    digits; a result within that rounding, or below 0, is written as 0.
+    A result within the computation's rounding (a few ulps of its larger term), or below 0, is written as 0
+    (docs/internals/metrics.md#kullback-leibler-divergence).
     {nonfinite}
     {precision}
 

@@ -1,41 +1,12 @@
 r"""Ascend's own accuracy standard for one op: what a correct kernel of a dtype may add.
 
-CANN's operator acceptance standard (``OPS_PRECISION_STANDARDS.md`` of hicann/cannbot-skills, "single-benchmark
-threshold") accepts an output ``a`` against its golden ``g`` when
-
-.. math:: \mathrm{MERE} = \operatorname{mean} \frac{|a - g|}{|g| + 10^{-7}} < T
-
-(and the maximum, MARE, ``< 10 T``), with ``T`` = :data:`SPEC_THRESHOLD`: float16 :math:`2^{-10}`, bfloat16
-:math:`2^{-7}`, float32 :math:`2^{-13}` (HF32 :math:`2^{-11}`). Here the golden is the op's replay on its own
-dumped inputs, so the figure is the op's *local* error in the standard's own metric.
-
-Edge cases, each a choice stated:
-
-* elements whose golden lies in the **small-value domain** -- :math:`|g|` below :data:`SMALL_VALUE` (float16
-  :math:`2^{-11}`, float32 :math:`2^{-14}`: the commercial standard's thresholds, ``COMMERCIAL_OPS_PRECISION_DOCS.md``
-  section 4.5) -- are left out: their relative error measures the dtype's subnormal spacing, not the kernel
-  (the commercial standard judges them on absolute error against a competitor, which a replay does not have);
-* elements non-finite on either side are left out (an overflow is judged elsewhere);
-* with no element left the figure is ``None``: the standard cannot be applied, and only the rounding floor
-  judges the op;
-* **MARE is not used**: it is one element, and a correct float32-accumulating kernel exceeds it wherever its
-  output cancels to near zero (or where Ascend's Sigmoid clamps its input), so it would flag correct kernels.
-
-**The Cube unit** is held to its documented arithmetic instead of the mean: float16 products accumulate in float32
-(L0C) and the result is cast to float16 once at the end (``mmad_compute.py``; Atlas training series' Mmad has
-half x half -> float), once more before an activation fused after it, and a native float16 activation rounds its
-own steps (Sigmoid: exp, +1, reciprocal, ``sigmoid.py``). So a correct Cube op with a float16/bfloat16 output
-adds at most :data:`CUBE_ROUNDINGS` = 4 roundings of its output dtype, counted linearly (float32 accumulation
-error is about ``sqrt(K) 2^-24``, far below one float16 rounding): :func:`cube_error_limit`. A float16
-accumulation over K terms adds about ``sqrt(K / 16)`` roundings -- beyond 4 from a few hundred terms. A float32
-output is held to 2 HF32 roundings (its two inputs'): Atlas A2 computes float32 convolutions in HF32 by
-default, and the dump does not say whether it did.
-
->>> spec_threshold("float16") == 2 ** -10, spec_threshold("int32")
-(True, None)
->>> import numpy as np
->>> round(mean_relative_error(np.array([1.001, 2.0, 1e-6]), np.array([1.0, 2.0, 0.0]), "float16"), 6)
-0.0005
+CANN's operator acceptance standard accepts an output ``a`` against its golden ``g`` when
+:math:`\mathrm{MERE} = \operatorname{mean} |a - g| / (|g| + 10^{-7}) < T`, ``T`` = :data:`SPEC_THRESHOLD` (float16
+:math:`2^{-10}`, bfloat16 :math:`2^{-7}`, float32 :math:`2^{-13}`). The golden is the op's replay on its own dumped
+inputs. Elements in the small-value domain (:data:`SMALL_VALUE`) or non-finite are left out; the maximum (MARE) is
+not used. A Cube op is held to its documented arithmetic instead: :data:`CUBE_ROUNDINGS` roundings of a
+float16/bfloat16 output, :data:`HF32_ROUNDINGS` HF32 roundings of a float32 one (:func:`cube_error_limit`). Sources
+and the reason for each choice: docs/internals/metrics.md#operator-standard.
 """
 from __future__ import annotations
 
@@ -68,13 +39,21 @@ HF32_RMS_ROUNDING = 2.0 ** -12 / math.sqrt(3)
 
 
 def spec_threshold(dtype: str) -> Optional[float]:
-    """The standard's MERE threshold for ``dtype``; ``None`` for a dtype it does not cover (integers, float64)."""
+    """The standard's MERE threshold for ``dtype``; ``None`` for a dtype it does not cover (integers, float64).
+
+    >>> spec_threshold("float16") == 2 ** -10, spec_threshold("int32")
+    (True, None)
+    """
     return SPEC_THRESHOLD.get(dtype)
 
 
 def mean_relative_error(actual: np.ndarray, golden: np.ndarray, dtype: str) -> Optional[float]:
     """MERE of ``actual`` against ``golden`` over the elements finite in both and outside ``dtype``'s small-value
-    domain (module docstring); ``None`` when the dtype has no threshold or no element is left."""
+    domain (:data:`SMALL_VALUE`); ``None`` when the dtype has no threshold or no element is left.
+
+    >>> round(mean_relative_error(np.array([1.001, 2.0, 1e-6]), np.array([1.0, 2.0, 0.0]), "float16"), 6)
+    0.0005
+    """
     small = SMALL_VALUE.get(dtype)
     if small is None:
         return None

@@ -1,38 +1,10 @@
 """One verdict per tensor pair: :func:`compare_tensors` returns a frozen, truthy :class:`TensorComparison`.
 
-Edge cases are settled in a fixed order, as ``numpy.testing.assert_array_compare`` does, before any metric
-is read:
-
-1. element counts differ -> ``COUNT_MISMATCH``: nothing computed (msaccucmp silently compares a prefix);
-2. shapes differ (beyond size-1 dimensions) -> ``SHAPE_MISMATCH``: metrics are computed on the flattened data,
-   for information, and the tensor fails (msaccucmp compares flat without a word);
-3. no elements -> ``EMPTY`` (msaccucmp writes cosine 1.0);
-4. NaN positions, then +inf/-inf positions and signs, are classified per side. Non-finite values that
-   differ between the sides -- a NaN or an inf on one side only, at other positions, or of another kind
-   (NaN against inf, +inf against -inf) -> ``NAN_INF``: metrics are computed on the pairs finite on both
-   sides, and the tensor fails (msaccucmp writes ``nan``, easily read as a pass). This is what an NPU
-   overflow looks like.
-   **Matching non-finite values** -- both sides hold NaN/inf at exactly the same positions, each of the same
-   kind (NaN and NaN, +inf and +inf, -inf and -inf), as when TensorFlow's own graph computes them (the NaN
-   label guard of ``SparseSoftmaxCrossEntropyWithLogits``) -- are no divergence: they are left out and the
-   tensor is judged on its finite elements by steps 5 and 6 like any tensor, with the note
-   ``matching non-finite: K NaN/inf at identical positions on both sides (...); metrics over the M finite
-   elements`` among :attr:`TensorComparison.notes` (:attr:`TensorComparison.matched_non_finite` is K).
-   When no element is finite it is ``EMPTY`` (passes: nothing disagrees, nothing to measure) with that
-   note as its reason;
-5. on the finite pairs: all zero on both sides -> ``BOTH_ZERO``; on one side only -> ``ONE_SIDE_ZERO``;
-6. otherwise the two gates: cosine similarity at least ``cosine_threshold`` and the allclose ratio at least
-   the tolerance's ``min_ratio`` -> ``PASS``, else ``FAIL``. A tensor whose dims are all 1 is compared
-   like any other (msaccucmp writes cosine 1.0 for it whatever the values).
-
-msaccucmp has no rule for matching non-finite values: it computes over every element in float32, so a single
-NaN on both sides makes its cosine, absolute errors, relative Euclidean distance, KL divergence, standard
-deviations and RMSE ``nan`` (its relative errors happen to skip a NaN *reference* -- ``|nan| > eps`` is false,
-as for a zero reference -- but count it in the mean's N; a matching inf makes them ``nan`` too). We give the
-numbers of the finite elements instead, and say so.
-
-``PASS``, ``BOTH_ZERO`` and ``EMPTY`` pass (nothing disagrees); every other status fails. The statuses are
-those of :class:`precision_tool.status.Status`, the one vocabulary of every result.
+Edge cases are settled in a fixed order before any metric is read: 1. element counts differ: ``COUNT_MISMATCH``;
+2. shapes differ beyond size-1 dims: ``SHAPE_MISMATCH``; 3. no elements: ``EMPTY``; 4. NaN/inf that differ between
+the sides: ``NAN_INF`` (NaN/inf matching the reference's are left out, with a note); 5. on the finite pairs, all
+zero: ``BOTH_ZERO`` or ``ONE_SIDE_ZERO``; 6. the cosine and allclose gates: ``PASS`` or ``FAIL``. ``PASS``,
+``BOTH_ZERO`` and ``EMPTY`` pass. Each step, and where msaccucmp differs: docs/internals/metrics.md#verdict-per-tensor.
 """
 from __future__ import annotations
 
@@ -387,7 +359,7 @@ def compare_tensors(npu, ref, *, dtype=None, metrics: Sequence = ALL,
 
 def _verdict(stats: PairStats, infos: Sequence[MetricInfo], notes: list, shape_mismatch: bool,
              common: Dict[str, Any]) -> TensorComparison:
-    """Steps 4-7 of the module docstring, from the pair's sums."""
+    """Steps 4-6 of the module docstring, from the pair's sums (and the metrics a ``SHAPE_MISMATCH`` still shows)."""
     n, m = stats.total, stats.n
     npu_shape, tolerance = common["npu_shape"], common["tolerance"]
     all_finite = m == n

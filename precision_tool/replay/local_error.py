@@ -1,30 +1,12 @@
 """Local and inherited error of one NPU output, and the floor its dtype explains.
 
-For an NPU output ``n``, its replay ``p`` (the op's TF subgraph run on the NPU's own inputs, float64 where it
-can) and the reference ``r`` (the float32 reference run), all as float64 in the origin layout:
-
-* ``local = RED(n, p)``, ``inherited = RED(p, r)``, with ``RED(x, y) = ||x - y||_2 / ||y||_2`` over the
-  elements finite in both (over a zero ``y``: 0 for no difference, ``inf`` for any -- the one rule of
-  :func:`~precision_tool.metrics.rounding.relative_error`);
-* ``rounding = RED(round(p), p)``, ``round`` storing ``p`` in the NPU output's dtype (float16, bfloat16,
-  float32): the error of the exact answer written in that dtype -- about ``u / sqrt(3)`` for values that are
-  not representable, 0 for an op whose results are (ReLU, MaxPool of float16 inputs). For float32, writing a
-  subnormal as 0 counts as rounding (TensorFlow's CPU kernels flush float32 subnormals to zero, so a result
-  shrinking below 2^-126 would otherwise look like a kernel losing 100%);
-* ``floor = max(FLOOR_FACTOR * rounding, MIN_FLOOR[dtype])``: what rounding inside the op (a fused group rounds
-  before its activation, accumulators round at the end) can add on top, with a minimum per dtype for ops whose
-  results happen to be representable (the constants of :mod:`precision_tool.metrics.rounding`).
-
-A local error above its floor says the op added more than its dtype explains; whether it *stands out* is
-decided against the other ops too (:mod:`precision_tool.comparison.attribution`).
-
-Non-finite values: where ``n`` holds inf/NaN and ``p`` is finite the op produced them from finite inputs
-(an overflow inside it, or an exact result beyond the output dtype's range -- the note tells which): ``local``
-is ``inf`` and :attr:`OutputError.note` says how many. Elements non-finite in the replay (or in both) are left
-out of every RED. ``total = RED(n, r)`` is given too, and ``spec_error``: the local error in Ascend's own
-metric, the mean relative error of ``n`` against ``p`` (:mod:`precision_tool.metrics.spec`). Integer and bool
-outputs: ``local`` is the share of elements that differ, the floor 0; attribution does not rank them (a tie in
-an ArgMax is no kernel error).
+For an NPU output ``n``, its replay ``p`` and the reference ``r`` (float64, origin layout), with ``RED(x, y) =
+||x - y||_2 / ||y||_2`` over the elements finite in both (over a zero ``y``: 0 for no difference, ``inf`` for any):
+``local = RED(n, p)``, ``inherited = RED(p, r)``, ``total = RED(n, r)``; ``rounding = RED(round(p), p)``, ``round``
+storing ``p`` in the NPU output's dtype; ``floor = max(FLOOR_FACTOR * rounding, MIN_FLOOR[dtype])``; ``spec_error``
+the mean relative error of ``n`` against ``p`` (:mod:`precision_tool.metrics.spec`). inf/NaN the op made from
+finite inputs make ``local`` ``inf``, with a note. Integer and bool outputs: ``local`` is the share of elements
+that differ, the floor 0. Edge cases: docs/internals/replay.md#local-error.
 """
 from __future__ import annotations
 

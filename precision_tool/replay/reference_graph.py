@@ -1,16 +1,9 @@
 """The reference's executed graph, as replay needs it: node by name, debug ops removed, fed inputs renamed.
 
-``tf/graph`` holds the executed graphs ``tf_dump`` (or the emulator) kept (:mod:`precision_tool.formats.tf_graph`):
-``index.json`` lists them; without it every ``*.pb`` there is read. Graphs are read without TensorFlow. When
-several hold a node of the same name (several runs), the newest file -- last in name order, as the run folders
-are named by time -- wins.
-
-Two rewrites make the executed graph speak the reference's names:
-
-* tfdbg's debug nodes are removed (v1 ``__copy_*``/``__dbg_*``, v2 ``DebugIdentityV2``:
-  :meth:`TfGraph.without_debug_ops`);
-* a fed placeholder executes as an ``_Arg`` node ``_arg_<name>_0_<i>``; it is renamed ``<name>`` (and every
-  input naming it), as the reference files and the NPU graph's ``Data`` ops call it.
+``tf/graph`` holds the executed graphs ``tf_dump`` (or the emulator) kept (:mod:`precision_tool.formats.tf_graph`),
+read without TensorFlow; of nodes of the same name in several graphs, the newest file's wins. tfdbg's debug nodes
+are removed (:meth:`TfGraph.without_debug_ops`) and a fed placeholder's ``_Arg`` node gets the placeholder's name
+back. See docs/internals/replay.md#reference-graph.
 """
 from __future__ import annotations
 
@@ -114,7 +107,7 @@ def graph_files(graph_dir: str) -> Tuple[List[str], str]:
 
 
 def load_reference_graph(graph_dir: str) -> ReferenceGraph:
-    """Read every graph of ``graph_dir`` (see the module docstring).
+    """Read every graph of ``graph_dir`` (docs/internals/replay.md#reference-graph).
 
     Raises
     ------

@@ -1,26 +1,11 @@
 """Which TF ops to replay for each NPU op, fed from where, fetched as what -- from names only (no TensorFlow).
 
-For every NPU op with a compared output (an :class:`~precision_tool.alignment.model.AlignedPair` of kind
-output), :func:`plan_replay` makes a :class:`ReplayUnit`, or says in one line why the op cannot be replayed:
-
-* **TF ops** (``members``): the GE graph's ``_datadump_original_op_names`` of the op, else its own name; every
-  one must be a node of the reference graph and none stateful or random (:data:`NOT_REPLAYABLE`).
-* **Fetches**: each compared output whose reference tensor a member produces.
-* **Feeds**: every tensor a member reads that no member produces, from the first source that has it, walking
-  back through ``Identity`` nodes (a frozen variable is ``Const -> Identity``):
-
-  1. ``npu`` -- an input of the op's own dump file aligned to that tensor (the point of replay);
-  2. ``reference`` -- the reference's value of the tensor (e.g. a parameter the NPU op does not read as an
-     input because GE folded it);
-  3. ``constant`` -- a ``Const`` node of the reference graph, run as it is;
-  4. ``npu`` by position -- when the dump lists exactly one input per external tensor (taken in member, then
-     input order: a fused op's inputs are its lead op's, then the others'), dump input ``k`` for tensor ``k``:
-     an input with no reference (a model input captured under another name) is still the NPU's own value.
-
-  A tensor none of them has makes the op not replayable.
-
-GE-inserted ``Cast``/``TransData`` ops (not in the reference graph) are ``conversion`` units: their output
-is their own dumped input converted to the output dtype (the layout is undone when dumps are read).
+For every NPU op with a compared output, :func:`plan_replay` makes a :class:`ReplayUnit`, or says in one line why
+the op cannot be replayed. Its TF ops (``members``) are the op's ``_datadump_original_op_names``, else its own name,
+none stateful or random (:data:`NOT_REPLAYABLE`); each external input is fed from the op's own dump (``npu``), else
+the reference (``reference``), else a ``Const`` of the reference graph (``constant``), else the dump's input by
+position. GE-inserted ``Cast``/``TransData`` ops are ``conversion`` units. Each rule:
+docs/internals/replay.md#replay-plan.
 """
 from __future__ import annotations
 
@@ -224,7 +209,7 @@ class _Planner:
 
 def plan_replay(pairs: Iterable[AlignedPair], order: Sequence[str], graph: ReferenceGraph, ge_graph=None,
                 reference_lookup=None, unaligned: Iterable[NpuTensorRef] = ()) -> ReplayPlan:
-    """Plan the replay of every NPU op with a compared output (see the module docstring).
+    """Plan the replay of every NPU op with a compared output (docs/internals/replay.md#replay-plan).
 
     Parameters
     ----------

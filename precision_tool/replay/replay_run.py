@@ -1,15 +1,12 @@
 """The replay job: plan, load the inputs, run the subgraphs in batches, measure every output.
 
-:func:`replay_alignment` takes an NPU-vs-TF :class:`~precision_tool.alignment.model.Alignment` (what ``compare``
-aligned), the Build graph and the workspace's ``tf/dump`` and ``tf/graph``, and returns a :class:`ReplayReport`:
-one :class:`OpReplay` per replayed op with an :class:`~.local_error.OutputError` per compared output, the ops
-that could not be replayed and why, and notes. It never raises for a bad tensor or op: that op gets an
-``error`` and the others go on. Replay is impossible as a whole (a note says why, :attr:`ReplayReport.ran` is
-False) without a reference graph or without TensorFlow.
-
-Batches are cut after ``batch_bytes`` of fed arrays (256 MiB by default; the float64 copies, intermediates and
-outputs come on top, and one op larger than that is still one batch); each batch is one TensorFlow session
-run (:mod:`.runner`).
+:func:`replay_alignment` takes an NPU-vs-TF :class:`~precision_tool.alignment.model.Alignment`, the Build graph and
+the workspace's ``tf/dump`` and ``tf/graph``, and returns a :class:`ReplayReport`: one :class:`OpReplay` per
+replayed op with an :class:`~.local_error.OutputError` per compared output, the ops that could not be replayed and
+why, and notes. A bad tensor or op never raises: that op gets an ``error``. Without a reference graph or TensorFlow
+:attr:`ReplayReport.ran` is False and a note says why. Batches are cut after ``batch_bytes`` of fed arrays (256 MiB
+by default; float64 copies, intermediates and outputs come on top; one op larger is still one batch), each one
+TensorFlow session run (:mod:`.runner`).
 """
 from __future__ import annotations
 

@@ -1,19 +1,11 @@
 """Run many replayed subgraphs in one TensorFlow session on the CPU (TensorFlow imported lazily, here only).
 
 Every :class:`Job` becomes a copy of its TF ops under its own name scope (``replay_<n>/<op>``) in one new
-``GraphDef``: each external input is a ``Placeholder`` (or a copy of the reference graph's ``Const``), named
-``replay_<n>/__replay_feed_<k>`` apart from any op; a job with a stateful op (op registry) is refused; control
-inputs, devices and colocation are dropped, and so are attrs the running TensorFlow's op does not know (a graph
-written by TF 2.x replayed under TF 1.15 carries ``MaxPool.explicit_paddings`` and ``MatMul.grad_a``, newer
-attrs at their defaults). One ``Session.run`` then computes every job's fetches, so the
-cost is one graph import and one run per batch of jobs, not one per op.
-
-Width: a job asks for ``float64`` or ``float32`` (:attr:`Job.width`). Its float attrs, placeholders and
-constants narrower than that are widened when every TF op accepts the wider type for every float attr (the op
-registry's allowed types), so the replay's own rounding does not blur the measurement; else the next width is
-tried: ``float64`` -> ``float32`` -> the graph's own types (``""``). An op that has no CPU kernel for the width
-after all is found from the error TensorFlow raises (``{{node replay_<n>/...}}``); that job is re-run at the
-next width and says so. The session uses every CPU core (:func:`~precision_tool.tf_runtime.session_config`).
+``GraphDef``, its external inputs placeholders (or copies of the reference graph's constants); one ``Session.run``
+computes every job's fetches. A job runs at its :attr:`Job.width` (``float64`` or ``float32``) when every op accepts
+it, else at the next: ``float64`` -> ``float32`` -> the graph's own types; an op without a CPU kernel for the width
+is found from TensorFlow's error and re-run at the next. What is dropped from the copies, and why:
+docs/internals/replay.md#runner.
 """
 from __future__ import annotations
 
