@@ -1,18 +1,12 @@
 """The few standard-library features newer than Python 3.7 that precision_tool uses, with 3.7 fallbacks.
 
-Huawei's TensorFlow adapter runs TF 1.15 on Python 3.7, and precision_tool installs there (issue 12), so the
-package must import and behave the same on 3.7 through 3.13. ``vermin`` (run by ``make lint``) finds any other
-newer feature. Each name is the standard one where it exists:
+Huawei's TensorFlow adapter runs TF 1.15 on Python 3.7, and precision_tool installs there (issue 12), so the package
+must import and behave the same on 3.7 through 3.13 (``vermin``, run by ``make lint``, finds any other newer
+feature). Each name is the standard one where it exists: :data:`cached_property` (3.8), :func:`prod` (3.8),
+:func:`indent_xml` (``ElementTree.indent``, 3.9); what each does: docs/internals/package.md#compat.
 
-* :data:`cached_property` -- ``functools.cached_property`` (3.8): computed on first access, then stored in the
-  instance ``__dict__`` (so it needs one, as the standard one does).
-* :func:`prod` -- ``math.prod`` (3.8): the product of integers, 1 for an empty iterable, exact for any size.
-* :func:`indent_xml` -- ``xml.etree.ElementTree.indent`` (3.9): pretty-print an element tree in place.
-
->>> prod(())
-1
->>> prod((2, 3, 4))
-24
+>>> prod(()), prod((2, 3, 4))
+(1, 24)
 """
 from __future__ import annotations
 

@@ -1,24 +1,12 @@
 """Where things are: the workspace (``precision_data/``) layout users know from the original tool.
 
-::
-
-    precision_data/
-      npu/debug_0/{dump/<ts>/<device>/<model>/<model_id>/<step>/..., graph/ge_proto_*_Build.txt}
-                                         also the NPU's debug_dir (kernel_meta), as in the original tool
-      npu/debug_1/...                    a second NPU run kept apart (capture with PRECISION_TOOL_NPU_RUN=1,
-                                         e.g. fusion off), compared with npu/debug_0
-      overflow/dump/<ts>/...             Opdebug records beside the overflowing ops' dumps
-      tf/tf_debug/run_*/...              tfdbg raw dumps       tf/dump/*.npy  reference tensors
-      tf/graph/graph_<run>_<device>.pb   the executed TF graphs (GraphDef), tf/graph/index.json says whose
-      fusion/fusion_result.json          fusion/fusion_switch.cfg  the switch file users edit
-      precision/customize_dtypes.cfg     ops kept in float32 (the NPU's customize_dtypes file)
-      temp/...                           tool outputs
-
-The workspace is ``-d DIR``, else ``$PRECISION_TOOL_DATA``, else ``./precision_data``.
-
-Outputs never go into an input folder: every folder or file a command writes is checked first by
-:func:`check_output_dir` / :func:`check_output_file` (or their ``ensure_`` forms, which also create the
-folder) against the command's inputs and, in a workspace, :attr:`Workspace.input_folders`.
+``npu/debug_0`` (and ``npu/debug_1``, a second NPU run kept apart) hold the NPU dumps and Build graphs,
+``overflow/dump`` the Opdebug records, ``tf/tf_debug``, ``tf/dump`` and ``tf/graph`` the reference, ``fusion/`` and
+``precision/`` the files users edit, ``temp/`` the tool's outputs (the tree: docs/internals/package.md#config). The
+workspace is ``-d DIR``, else ``$PRECISION_TOOL_DATA``, else ``./precision_data``. Outputs never go into an input
+folder: every folder or file a command writes is checked first by :func:`check_output_dir` /
+:func:`check_output_file` (or their ``ensure_`` forms, which also create the folder) against the command's inputs
+and, in a workspace, :attr:`Workspace.input_folders`.
 """
 from __future__ import annotations
 

@@ -1,14 +1,12 @@
 """Typed errors: user mistakes and bad input print one line; bugs keep their traceback.
 
-Every error a user can cause (bad file, missing folder, wrong flag) is a :class:`PrecisionToolError`.
-``cli.main`` and the shell print ``str(error)`` -- one line saying which file, what is wrong and, where
-useful, what to do -- and carry on or exit with :attr:`PrecisionToolError.exit_code`.
-Anything else that escapes is a bug in precision_tool and is shown with its traceback, on purpose
-(the split Polygraphy makes between ``PolygraphyException`` and ``PolygraphyInternalException``).
-
-Exit codes follow the comparator's contract for CI: 0 all good, 1 a tensor failed a threshold,
-2 unusable input (this module's errors). A batch that has both -- a finding and inputs it could not use -- exits
-1, naming those inputs: :func:`batch_exit_code` is that rule, which every command applies.
+Every error a user can cause (bad file, missing folder, wrong flag) is a :class:`PrecisionToolError`: ``cli.main``
+and the shell print ``str(error)`` -- one line saying which file, what is wrong and, where useful, what to do -- and
+carry on or exit with :attr:`PrecisionToolError.exit_code`. Anything else that escapes is a bug in precision_tool,
+shown with its traceback on purpose (the split Polygraphy makes between ``PolygraphyException`` and
+``PolygraphyInternalException``). Exit codes follow the comparator's contract for CI: 0 all good, 1 a tensor failed
+a threshold, 2 unusable input (this module's errors); a batch with both exits 1, naming those inputs
+(:func:`batch_exit_code`, the rule every command applies).
 """
 from __future__ import annotations
 

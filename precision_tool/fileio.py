@@ -1,27 +1,12 @@
 """Files in and out: inputs opened safely, outputs written atomically.
 
-Reading. Every reader opens its input through :func:`open_input` (or :func:`read_input_bytes` /
-:func:`read_input_text`): the file is opened without blocking (``O_NONBLOCK``: a FIFO named like a dump
-cannot hang the run) and checked with ``fstat`` on the open descriptor -- a regular file, no bigger than
-the reader's limit -- before a byte is read. Anything else (a FIFO, a device such as a symlink to
-``/dev/zero``, a folder, a dangling symlink or a symlink loop, an unreadable file, a file over the limit)
-raises the caller's :class:`~precision_tool.errors.FileFormatError` subclass: one line naming the file and
-the cause.
-
-Mapped reads. A comparison worker (and any process that calls :func:`allow_mapped_reads`) maps the files it
-reads whole instead of copying them (:func:`map_bytes`): a mapped file is read by the metric passes straight from
-the page cache, which spares one copy of every byte (measured on ``make bench``: 40 ms of CPU in a 0.7 s run). A
-tensor too large to hold is streamed through maps of a window each (:func:`read_windows`), freed window by window,
-so memory stays bounded (a 64M-element pair of ``make bench``: 0.24 s of a worker's time instead of 0.31 s). A
-mapped file that another process cuts short meanwhile would kill the process with SIGBUS; the small C extension
-``precision_tool._mapguard`` turns such a fault, inside a mapped file of ours, into pages of zeros and a record of
-the fault, which the reader then reports as the file having shrunk (:func:`shrunk_while_mapped`). Without the
-extension (no C compiler at install) the files are read as everywhere else.
-
-Writing. Every file precision_tool writes -- dump files, npy tensors, graph JSON, result CSVs -- goes through
-:func:`atomic_write`: the bytes go to a hidden temporary file in the destination folder, which is renamed
-over the destination only when complete (``os.replace`` is atomic on one file system). On any error the
-temporary file is removed and the destination is untouched.
+Reading: every reader opens its input through :func:`open_input` (or :func:`read_input_bytes` /
+:func:`read_input_text`), which checks with ``fstat`` that it is a regular file within the reader's limit before a
+byte is read; anything else raises the caller's :class:`~precision_tool.errors.FileFormatError` subclass. Mapped
+reads: a comparison worker (:func:`allow_mapped_reads`) maps the files it reads whole (:func:`map_bytes`) or window
+by window (:func:`read_windows`), and a file cut short meanwhile is reported as shrunk (:func:`shrunk_while_mapped`).
+Writing: every file goes through :func:`atomic_write`, a temporary file renamed over the destination only when
+complete. The details and the measurements: docs/internals/package.md#fileio.
 """
 from __future__ import annotations
 
@@ -55,8 +40,8 @@ _KINDS = ((stat.S_ISDIR, "a folder"), (stat.S_ISFIFO, "a FIFO (named pipe)"), (s
 def open_input(path, error: Type[FileFormatError] = FileFormatError, limit: Optional[int] = NO_LIMIT) -> BinaryIO:
     """Open ``path`` for binary reading after checking it is a regular file of at most ``limit`` bytes.
 
-    See the module docstring. The returned handle is buffered, positioned at 0, and keeps ``O_NONBLOCK`` (which
-    changes nothing for a regular file: reads wait for the disk as ever); ``error`` is raised as
+    See docs/internals/package.md#fileio. The returned handle is buffered, positioned at 0, and keeps ``O_NONBLOCK``
+    (which changes nothing for a regular file: reads wait for the disk as ever); ``error`` is raised as
     ``error(path, cause)``.
     """
     path = os.fspath(path)
@@ -114,9 +99,9 @@ _freed_faulted: List[str] = []  # maps freed after a fault, before shrunk_while_
 
 
 def allow_mapped_reads() -> bool:
-    """From now on, :func:`map_bytes` maps in this process -- if the SIGBUS guard installs (module docstring);
-    returns whether it does. Only for processes that check :func:`shrunk_while_mapped` after reading (the
-    comparison workers)."""
+    """From now on, :func:`map_bytes` maps in this process -- if the SIGBUS guard installs
+    (docs/internals/package.md#fileio); returns whether it does. Only for processes that check
+    :func:`shrunk_while_mapped` after reading (the comparison workers)."""
     global _mapping
     _mapping = _mapguard is not None and bool(_mapguard.install())
     return _mapping

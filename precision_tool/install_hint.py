@@ -1,15 +1,11 @@
 """What to install for TensorFlow, said for the environment at hand: its Python, and the TensorFlow it has.
 
 ``pip install 'precision_tool[tf]'`` pins tensorflow-cpu 2.21.0, which Python 3.7-3.9 cannot install, and which
-would replace a user's own TensorFlow. :func:`tensorflow_install_hint` gives instead:
-
-* TensorFlow installed (any of its distributions) but not importable: repair *that* install, same version;
-* none, Python 3.7: tensorflow-cpu 1.15.0 or 2.6.5, the versions Huawei's TF adapter supports there;
-* none, Python 3.8-3.9: tensorflow-cpu 2.6.5;
-* none, Python 3.10 and later: the ``tf`` extra (tensorflow-cpu 2.21.0).
-
-The installed distribution is read from package metadata (``*.dist-info`` folders on ``sys.path``): TensorFlow is
-never imported here.
+would replace a user's own TensorFlow. :func:`tensorflow_install_hint` gives instead: TensorFlow installed (any of
+its distributions) but not importable -- repair *that* install, same version; none, Python 3.7 -- tensorflow-cpu
+1.15.0 or 2.6.5, the versions Huawei's TF adapter supports there; none, Python 3.8-3.9 -- tensorflow-cpu 2.6.5; none,
+Python 3.10 and later -- the ``tf`` extra (tensorflow-cpu 2.21.0). The installed distribution is read from package
+metadata (``*.dist-info`` folders on ``sys.path``): TensorFlow is never imported here.
 """
 from __future__ import annotations
 

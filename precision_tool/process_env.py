@@ -1,19 +1,11 @@
 """What the command line sets in its own process and keeps out of the programs it starts for the user.
 
-numpy loads OpenBLAS, which starts one thread per further CPU when it is loaded; each thread polls for work, on a
-CPU, for about 2**28 cycles (0.1 s) before it sleeps -- whether or not anything calls BLAS. precision_tool's
-analysis does not (its metrics are element-wise passes), so on a two-core machine that thread only takes 0.1 s of
-CPU from the comparison's workers (measured: a 300-op ``compare`` used 0.1 s less CPU and ended 30 ms sooner
-without it). :func:`one_blas_thread` asks OpenBLAS for a single thread, which starts none, before numpy is
-loaded -- unless the user set the variable, or numpy is already loaded (then it is too late and nothing is
-changed). The user's own programs (``run``, ``bisect``'s trial runs) get the environment as it was
-(:func:`user_environment`). (The headless browser that renders reports is ours: it keeps the setting.)
-
-Likewise TensorFlow's C++ log level (:func:`quiet_tensorflow_logs`), for the commands that import TensorFlow
-themselves (replay, emulate), and kept out of the user's programs.
-
-The processes the command line forks -- comparison workers, :mod:`precision_tool.overlap`'s children -- end when
-it does (:func:`die_with_parent`): a killed ``compare`` would otherwise leave them running.
+:func:`one_blas_thread` asks OpenBLAS for a single thread before numpy is loaded (unless the user set the variable,
+or numpy is already loaded): precision_tool never calls BLAS, and each idle OpenBLAS thread spins for 0.1 s of CPU.
+:func:`quiet_tensorflow_logs` quiets TensorFlow's C++ log for the commands that import TensorFlow. The user's own
+programs (``run``, ``bisect``'s trial runs) get the environment as it was (:func:`user_environment`). The processes
+the command line forks end when it does (:func:`die_with_parent`). Why, and what it saves:
+docs/internals/package.md#process_env.
 """
 from __future__ import annotations
 

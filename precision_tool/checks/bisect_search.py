@@ -1,30 +1,11 @@
 """The search ``bisect`` runs: the fewest candidates (fusion passes switched off, ops kept in float32) whose change
 restores accuracy, each trial a fresh NPU run.
 
-``trial(S)`` runs the user's NPU command with the candidates ``S`` changed and says whether accuracy came back.
-Trials are memoised by the set tried (:class:`Trials`, kept in a state file so an interrupted bisection resumes
-where it stopped). Changing more candidates is assumed never to make accuracy worse (each candidate is a fusion
-switched off or an op widened to float32: both only remove error).
-
-**What "accuracy came back" means** (:class:`Target`): each run is judged by the one judgment of a comparison
-(:mod:`precision_tool.comparison.judgment`) and summed up as an :class:`Outcome` in terms that survive a change of
-fusion -- the reference tensors that fail, the TF ops of the ops that fail, stand out or exceed their floor, the
-culprit's TF ops. The failing run names a culprit ``C`` (or only failures); the run with *every* candidate changed
-shows what the candidates can explain. A trial restores accuracy when ``C`` is gone (no op implementing its TF ops
-fails, adds error or is the culprit) and it fails and stands out nowhere the run with every candidate changed does
-not -- not when every tensor of the network passes: failures every trial keeps (an overflow a clamp makes
-harmless) are **outside the search**, named once. When changing every candidate leaves ``C`` (or, without a
-culprit, removes no failure), no candidate set will.
-
-:func:`bisect` -- one culprit, the common case, in at most ``ceil(log2(n)) + 2`` trials:
-
-1. every candidate changed: if accuracy does not come back, no candidate set will (``None``);
-2. halving: change the first half ``A`` of what is left; back -> keep ``A``, else keep the other half ``B``
-   (not run: with one culprit, it is there) -- ``ceil(log2(n))`` trials;
-3. the one left is tried alone unless step 2 already tried exactly it (the proof).
-
-When the proof fails -- no single candidate explains the error -- :func:`minimal_set` finds a minimal set
-(each half tried with the other changed too), recorded as more trials.
+``trial(S)`` runs the user's NPU command with the candidates ``S`` changed and says whether accuracy came back
+(:class:`Target`, judged on :class:`Outcome`); trials are memoised by the set tried (:class:`Trials`, kept in a
+state file so an interrupted bisection resumes). Changing more candidates is assumed never to make accuracy worse.
+:func:`bisect` finds one culprit in at most ``ceil(log2(n)) + 2`` trials; when no single candidate explains the
+error, :func:`minimal_set` finds a minimal set. See docs/internals/checks.md#bisect_search.
 """
 from __future__ import annotations
 
@@ -135,10 +116,10 @@ class Outcome:
 
 @dataclass(frozen=True)
 class Target:
-    """What a trial must restore (see the module docstring), from the failing run and the run with every candidate
-    changed (``every``): the failing run's culprit (its TF ops ``culprit_ops``) gone -- no op implementing them fails
-    or adds error -- and nothing failing or standing out that ``every`` does not show; ``outside``: the reference
-    tensors and TF ops that fail or stand out in both runs -- outside the search."""
+    """What a trial must restore (docs/internals/checks.md#bisect_search), from the failing run and the run with every
+    candidate changed (``every``): the failing run's culprit (its TF ops ``culprit_ops``) gone -- no op implementing
+    them fails or adds error -- and nothing failing or standing out that ``every`` does not show; ``outside``: the
+    reference tensors and TF ops that fail or stand out in both runs -- outside the search."""
 
     culprit_ops: FrozenSet[str]
     every: Outcome
@@ -233,8 +214,8 @@ def trial_budget(candidates: int) -> int:
 
 
 def bisect(candidates: Sequence[str], trial: Trial) -> Optional[List[str]]:
-    """The fewest candidates whose change restores accuracy, in the candidates' order (see the module
-    docstring); ``None`` when changing all of them does not.
+    """The fewest candidates whose change restores accuracy, in the candidates' order
+    (docs/internals/checks.md#bisect_search); ``None`` when changing all of them does not.
 
     >>> culprit = lambda changed: "c" in changed
     >>> bisect(["a", "b", "c", "d", "e"], culprit)

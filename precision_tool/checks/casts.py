@@ -1,19 +1,10 @@
 """Casts that lose information: what a ``Cast`` op's input holds that its output type cannot.
 
-Every dumped op whose type contains ``Cast`` and that has one input and one output is checked, reading its
-input once (one tensor in memory):
-
-==========================  ==============================================================================
-float -> integer            values outside the integer type's range (the NPU saturates them), NaN/inf (no
-                            integer stands for them), and values with a fractional part (truncated)
-float32/64 -> float16       finite values beyond +/-65504 (become inf or saturate), and non-zero values
-                            below 2**-24 in magnitude (flush to zero)
-float64 -> float32          finite values beyond float32's range
-integer -> narrower int     values outside the narrower type's range
-integer -> float16          values beyond +/-65504
-==========================  ==============================================================================
-
-Other casts (widening, float -> bool, ...) cannot lose anything that matters here and are not read.
+Every dumped op whose type contains ``Cast`` and that has one input and one output is checked, reading its input
+once: float -> integer (out of range, NaN/inf, fractional parts), float32/64 -> float16 (finite beyond +/-65504,
+non-zero below 2**-24), float64 -> float32 (beyond range), integer -> narrower int (out of range), integer ->
+float16 (beyond +/-65504). Other casts (widening, float -> bool, ...) are not read. The rules and what each loss
+becomes on the NPU: docs/internals/checks.md#casts.
 """
 from __future__ import annotations
 

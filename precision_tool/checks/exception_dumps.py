@@ -1,13 +1,11 @@
 """Exception dumps found in a run: the tensors of an op that raised an AI Core error, one entry per file.
 
-With ``enable_exception_dump`` CANN writes, when an AI Core error happens, the inputs (and outputs, workspace,
-tiling data) of the failing task to ``{root}/extra-info/data-dump/{device_id}/`` (``ascend-dump-trees.md`` §3):
-Lite files ``exception_info.{stream}.{task}.{timestamp}`` whose tensors are raw bytes (``DT_UNDEFINED``), or
-mode-1 files named like an op dump without the stream id. They are not overflow records and not ops to compare:
-:func:`describe_exception_dumps` lists them -- stream, task, time, path -- and, reading only each header, how
-many tensors and bytes each holds. ``dc`` converts them and ``pt`` prints them.
-
-A header that cannot be read is kept as an entry whose ``problem`` says why; it never stops the listing.
+With ``enable_exception_dump`` CANN writes the inputs (and outputs, workspace, tiling data) of the failing task to
+``{root}/extra-info/data-dump/{device_id}/`` (``ascend-dump-trees.md`` §3): Lite files
+``exception_info.{stream}.{task}.{timestamp}`` whose tensors are raw bytes (``DT_UNDEFINED``), or mode-1 files named
+like an op dump without the stream id. They are not overflow records and not ops to compare:
+:func:`describe_exception_dumps` lists them -- stream, task, time, path, and from each header alone how many tensors
+and bytes it holds. A header that cannot be read is kept as an entry whose ``problem`` says why.
 """
 from __future__ import annotations
 

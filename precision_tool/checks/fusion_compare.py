@@ -1,38 +1,11 @@
 r"""Fusion on vs fusion off: which fused ops compute something their unfused TF ops do not.
 
-The workspace's ``npu/debug_0`` (fusion on) is aligned with ``npu/debug_1`` (fusion off) by
-:func:`precision_tool.alignment.align` in ``npu_vs_npu`` mode: a fused op's output is paired with the output of
-the last TF op it absorbed, through the original names (``conv1/convolution`` fused with ``BiasAdd`` and
-``Relu`` is compared with the unfused run's ``conv1/Relu``). Every pair is compared with
-:func:`precision_tool.metrics.compare_tensors` (one pair in memory at a time) and summarised by its relative
-Euclidean distance
-
-.. math::
-
-    d = \lVert x - y \rVert_2 / \lVert y \rVert_2   \qquad (x: \text{fusion on}, \; y: \text{fusion off})
-
-Both runs compute in float16, so they never agree exactly: the fused op rounds once where the unfused ops round
-at every boundary (fp16's unit roundoff is :math:`2^{-11} \approx 4.9 \cdot 10^{-4}`), and the difference
-carried by an op's inputs flows through it. Measured on the emulated workspaces, an op's output differs by
-:math:`d \le 0.0011` on the 19-op CNN and grows steadily with depth to :math:`d \approx 0.14` at the end of
-MobileNetV2 -- so no fixed threshold on :math:`d` can tell a faulty op from a deep one. What an op *adds* can:
-
-.. math::
-
-    \text{excess} = d_{\text{out}} - g \cdot d_{\text{in}}, \qquad
-    d_{\text{out}} = \max_k d(\text{output}_k), \quad d_{\text{in}} = \max_k d(\text{input}_k)
-
-An op **differs** when ``excess > floor``: the fusion-excess method of the one attribution
-(:func:`precision_tool.comparison.attribution.fusion_excess`, whose constants ``floor`` = 0.01 and ``g`` = 2 are
-derived there; ``--fusion-floor`` and ``--fusion-growth`` change them for one run). A planted relative noise of 0.3
-on one fused op gives an excess of 0.31. An input that was not compared takes the difference of the producer output
-feeding it (graph edges), else counts as 0. A compared tensor whose verdict is not a value difference but an honest
-failure (NaN/inf positions differ, shapes or counts differ, one side all zero) counts as :math:`d = \infty`: it
-differs unless an input fails the same way.
-
-A differing op that fusion made (``_datadump_original_op_names`` lists several TF ops, or a pass marked it) is a
-**fusion culprit**, named with its passes; a differing op that fusion did not make is listed apart -- the two
-runs differ there for another reason (a kernel chosen differently, nondeterminism, ...).
+``npu/debug_0`` (fusion on) is aligned with ``npu/debug_1`` (fusion off) in ``npu_vs_npu`` mode and every pair is
+summarised by :math:`d = \lVert x - y \rVert_2 / \lVert y \rVert_2` (:math:`x` fusion on, :math:`y` fusion off). An
+op **differs** when :math:`d_{\text{out}} - g \cdot d_{\text{in}} > \text{floor}` (maxima over its outputs and its
+inputs; ``floor`` = 0.01, ``g`` = 2: :func:`precision_tool.comparison.attribution.fusion_excess`); an honest failure
+counts as :math:`d = \infty`. A differing op fusion made is a **fusion culprit**, named with its passes; one it did
+not make is listed apart. Why no threshold on :math:`d` alone: docs/internals/checks.md#fusion_compare.
 """
 from __future__ import annotations
 
@@ -57,7 +30,8 @@ class TensorDiff:
     """One fusion-on tensor against its fusion-off counterpart.
 
     ``distance`` is the relative Euclidean distance (``inf`` for an honest failure, see the module docstring;
-    ``None`` when it could not be computed); ``status``/``reason`` are :func:`compare_tensors`'s.
+    ``None`` when it could not be computed); ``status``/``reason`` are
+    :func:`~precision_tool.metrics.compare_tensors`'s.
     """
 
     tensor_id: str

@@ -1,14 +1,11 @@
 """What fusion did to a run: the passes that fired, and each fused NPU op with the TF ops it replaced.
 
-Two sources, either may be missing (``ascend-formats.md`` §6-7):
-
-* ``fusion_result.json`` -- per pass, how often it matched and took effect (:class:`PassUse`);
-* the GE **Build** graph -- per op, ``_datadump_original_op_names`` (the TF ops it implements), ``pass_name``
-  (graph-fusion passes) and ``pass_name_ub`` (the UB-fusion pass) (:class:`FusedOp`).
-
-A pass that fired but marks no op of the graph still shows in :attr:`FusionOverview.passes`; an op marked by a
-pass the result file does not list still shows in :attr:`FusionOverview.fused_ops`. :meth:`ops_made_by` is
-the data behind ``ls -f PASS``.
+Two sources, either may be missing (``ascend-formats.md`` §6-7): ``fusion_result.json`` -- per pass, how often it
+matched and took effect (:class:`PassUse`); the GE **Build** graph -- per op, ``_datadump_original_op_names`` (the TF
+ops it implements), ``pass_name`` (graph-fusion passes) and ``pass_name_ub`` (the UB-fusion pass) (:class:`FusedOp`).
+A pass that fired but marks no op of the graph still shows in :attr:`FusionOverview.passes`; an op marked by a pass
+the result file does not list still shows in :attr:`FusionOverview.fused_ops`. :meth:`FusionOverview.ops_made_by`
+is the data behind ``ls -f PASS``.
 """
 from __future__ import annotations
 

@@ -1,13 +1,10 @@
 """Overflow without Opdebug records: scan a run's dumps for inf/NaN and fp16 saturation.
 
-An overflow run is not always at hand, and a normal dump run shows an overflow's effect anyway. Each dumped
-op, in execution order (dump time), has its float outputs read one tensor at a time (:mod:`.tensor_summary`)
-and counted for inf, NaN and, for float16, elements clamped at +/-65504. For every op with such an output its
-inputs are read too, to tell whether the op **introduced** the values or **inherited** them from an input: an
-output with inf/NaN is inherited when an input holds inf/NaN; an output that is only saturated is inherited
-when an input holds inf/NaN or saturated values (an input at 65504 does not explain an inf output).
-:attr:`DumpScanCheck.first_introduced` is where the non-finite values first appear; its output's first bad
-element is given as an index in the origin layout.
+Each dumped op, in execution order (dump time), has its float outputs read one tensor at a time
+(:mod:`.tensor_summary`) and counted for inf, NaN and, for float16, elements clamped at +/-65504; for an op with such
+an output its inputs are read too, to tell whether it **introduced** the values or **inherited** them from an input.
+:attr:`DumpScanCheck.first_introduced` is where the non-finite values first appear; its output's first bad element
+is given as an index in the origin layout. The inheritance rule: docs/internals/checks.md#nonfinite.
 """
 from __future__ import annotations
 
@@ -85,7 +82,7 @@ def _is_float(entry) -> bool:
 
 
 def scan_dumps_for_overflow(folder: str, scan: Optional[DumpScan] = None) -> DumpScanCheck:
-    """Scan every op under ``folder`` (latest dump of each, by dump time) as the module docstring says.
+    """Scan every op under ``folder`` (latest dump of each, by dump time) as docs/internals/checks.md#nonfinite says.
 
     Raises :class:`~precision_tool.errors.WorkspaceError` when ``folder`` does not exist; unreadable files
     are listed, not raised.

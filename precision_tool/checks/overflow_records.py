@@ -1,19 +1,11 @@
 """Overflow records of an NPU run: decode every Opdebug file, order them, and find each one's op.
 
-An overflow run (``action='overflow'``) writes ``Opdebug.Node_OpDebug.{task}.{stream}.{timestamp}`` records
-beside the dumps of the ops that overflowed (``ascend-formats.md`` §3). :func:`check_overflow_records`:
-
-1. finds every record under the folder (:func:`~precision_tool.formats.dump_names.scan_dump_folder`) and
-   orders them by the timestamp in their file names, oldest first -- the first overflow leads, later ones
-   usually inherit it (as msaccucmp's ``overflow`` does);
-2. decodes each (old and new layouts) with :func:`~precision_tool.formats.opdebug.read_overflow_record`;
-   the status is put into words by :func:`~precision_tool.formats.opdebug.describe_status`. A record that
-   cannot be decoded becomes one line in :attr:`OverflowCheck.failures` and the others go on;
-3. locates the overflowing op: the dump file with the record's task id and stream id (and, for new-layout
-   records that set them, context id and thread id) -- see :func:`locate_dump` for which file wins when
-   several match. A record whose op has no dump is kept, with the reason, never dropped;
-4. for the first ``limit`` records, reads the located dump's header and summarises every input and output
-   (:mod:`.tensor_summary`: shape, dtype, max, min, mean, inf/NaN counts), one tensor at a time.
+An overflow run (``action='overflow'``) writes ``Opdebug.Node_OpDebug.{task}.{stream}.{timestamp}`` records beside
+the dumps of the ops that overflowed (``ascend-formats.md`` §3). :func:`check_overflow_records` orders them by
+timestamp, oldest first (the first overflow leads), decodes each (old and new layouts), locates its op's dump by
+task and stream id (:func:`locate_dump`) and summarises the tensors of the first ``limit`` (:mod:`.tensor_summary`).
+A record that cannot be decoded is one line in :attr:`OverflowCheck.failures`; one whose op has no dump is kept,
+with the reason. The steps: docs/internals/checks.md#overflow_records.
 """
 from __future__ import annotations
 
@@ -192,7 +184,7 @@ def _with_tensors(finding: OverflowFinding) -> OverflowFinding:
 
 def check_overflow_records(folder: str, limit: Optional[int] = None, *, scan: Optional[DumpScan] = None,
                            tensor_stats: bool = True) -> OverflowCheck:
-    """Decode, order and locate every Opdebug record under ``folder`` (see the module docstring).
+    """Decode, order and locate every Opdebug record under ``folder`` (docs/internals/checks.md#overflow_records).
 
     Parameters
     ----------

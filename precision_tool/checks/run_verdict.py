@@ -1,35 +1,11 @@
 """``ac``'s verdict: the most likely culprit op, why, and the next commands to run.
 
-Rules, first match wins (:func:`decide_verdict`); rules 1 and 1b give the earlier op:
-
-1. **local error** (``"local error (replay)"`` or ``"local error (error jump)"``, ``"... and fusion"`` when
-   fusion is blamed too) -- with a comparison, the earliest op whose own error stands out
-   (:mod:`.attribution`): replayed on its dumped inputs it adds more than its dtype explains, or its output's
-   error jumps above its inputs'. Ops whose local error was measured are judged by it alone, so a tensor that
-   fails the cosine gate through accumulated drift blames nobody;
-1b. **first divergence** (``"first divergence and fusion"``) -- for an op whose local error could not be
-   measured, or whose output fails for NaN/inf the reference does not hold (``NAN_INF``: local error covers
-   only the finite elements, so it cannot clear such an op), and only when it comes before any op of rule 1:
-   the first op whose output fails on inputs that still match the reference. Its reasons say whether it
-   overflowed (an Opdebug record names it, or its output holds inf/NaN), whether fusion is to
-   blame (it is a fusion culprit of the fusion-off comparison), whether fusion is cleared (it is fused but the
-   fusion-off run computes the same), or else that its kernel is imprecise;
-2. **fusion** -- else the first fused op that differs from its unfused TF ops (fusion-off run), with its passes;
-3. **overflow** -- else the op of the first overflow record, or the first op whose output introduces
-   inf/NaN/fp16 saturation in the normal run -- unless the comparison found that op's outputs all match the
-   reference: an overflow that cost no accuracy blames nobody (it goes to :attr:`Verdict.also`). Nor does an
-   op the dump scan flags only for NaN/inf the reference holds too, at the same positions and of the same
-   kinds (TensorFlow computes them: a NaN label guard, say): the next op the scan finds introducing
-   inf/NaN is considered instead. Without a comparison the op is named, and its reasons say it was not
-   checked against the reference; with one, they say which of its NaN/inf the reference shares;
-4. none -- and the next step that could find one.
-
-Whatever does not make the culprit is listed in :attr:`Verdict.also` (the first overflow when it is not the
-culprit, other fusion culprits, other independent divergences, lossy casts, exception dumps of an AI Core
-error -- which never make a culprit: they name a task, not a graph op -- and the tensors whose NaN/inf all
-match the reference's: the comparator judges them on their finite elements, so they are never a first
-divergence by their NaN/inf). Commands are given as typed in
-the shell (``ni OP``); prefix ``precision_tool -d WORKSPACE`` in a terminal.
+Rules, first match wins (:func:`decide_verdict`): 1. **local error** -- with a comparison, the earliest op whose own
+error stands out; 1b. **first divergence** -- an op whose local error could not be measured (or that fails for NaN/inf
+the reference lacks), when it comes before any op of rule 1; 2. **fusion** -- the first fused op that differs from its
+unfused TF ops; 3. **overflow** -- the first overflow, unless the comparison shows its outputs all match the reference;
+4. none. Whatever does not make the culprit is listed in :attr:`Verdict.also`. Commands are given as typed in the
+shell (``ni OP``). The rules in full: docs/internals/checks.md#run_verdict.
 """
 from __future__ import annotations
 
@@ -285,7 +261,8 @@ def _systemic_reasons(compare, op_name: str) -> List[str]:
 
 
 def _local_error_culprit(measured, overflow, fusion, compare) -> Culprit:
-    """The first op whose local error stands out (:mod:`.attribution`), with how it was measured."""
+    """The first op whose local error stands out (:mod:`precision_tool.comparison.attribution`), with how it was
+    measured."""
     op_name = measured.op_name
     rows = _rows_of(compare, op_name)
     reasons = [("it adds the error itself: " if measured.method == METHOD_REPLAY else
@@ -608,8 +585,8 @@ NPU_RUN_PLACEHOLDER = "YOUR_NPU_RUN (the training script with action='dump|fusio
 
 
 def decide_verdict(overflow, fusion, compare=None, npu_run: str = "") -> "Verdict":
-    """Apply the rules of the module docstring to the three sections (``compare`` may be ``None``; its
-    ``out_folder`` goes into the ``vcs`` hint): the culprit is
+    """Apply the rules (docs/internals/checks.md#run_verdict) to the three sections (``compare`` may be ``None``;
+    its ``out_folder`` goes into the ``vcs`` hint): the culprit is
     :func:`~precision_tool.comparison.judgment.decide_culprit`'s, this module writes its reasons. A culprit blamed
     on fusion, or one whose failing output is float16 and whose own local error stands out, gets ``bisect fusion`` /
     ``bisect precision -- NPU_RUN`` among its next commands (``npu_run``: the NPU run as a command line, else a

@@ -3,13 +3,8 @@
 :data:`COMMAND_TABLE` names each command, its aliases and the module that defines it (``COMMAND =
 Command(...)``). The shell and ``help`` load every module (:func:`build_registry`); a batch run of one
 command loads only that command's module (``build_registry(only=NAME)``), so ``precision_tool compare`` does
-not pay for importing the HTML report, the checks and the shell. A test keeps the table equal to what the
-modules declare.
-
-:data:`DUMP_READERS` names the commands that read NPU dumps, or results of a step and device (``vcs``, ``report``:
-the newest result of the step and device asked for): the registry gives them ``--step N --device N``
-(``compare`` also ``--steps all`` and ``--device all``) and says which step and device they read
-(:mod:`precision_tool.commands.command_registry`). ``emulate`` is not one: its ``--step`` is a training step.
+not pay for importing the HTML report, the checks and the shell. :data:`DUMP_READERS` names the commands the
+registry gives ``--step N --device N`` (docs/internals/commands.md#the-command-table).
 """
 from __future__ import annotations
 

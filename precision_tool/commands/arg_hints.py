@@ -1,16 +1,8 @@
 """What an argument holds, so the shell can complete it: op names, tensors, file paths.
 
-A command tags an argparse action when it adds it (argcomplete's convention of an attribute on the
-action), and the shell's completer reads the tag back. Commands stay ignorant of the shell; an untagged
+A command tags an argparse action when it adds it (:func:`completes`: argcomplete's convention of an attribute
+on the action), and the shell's completer reads the tag back. Commands stay ignorant of the shell; an untagged
 argument completes as :func:`value_hint` says.
-
->>> import argparse
->>> parser = argparse.ArgumentParser()
->>> completes(parser.add_argument("name"), OP_NAME).completes
-'op_name'
->>> out, count = parser.add_argument("--out"), parser.add_argument("-n", type=int)
->>> hint_of(out), value_hint(out), value_hint(count)
-('', 'path', 'nothing')
 """
 from __future__ import annotations
 
@@ -43,7 +35,16 @@ def hint_of(action) -> str:
 
 def value_hint(action) -> str:
     """What to complete for ``action``'s value: its tag; untagged, nothing for numbers and fixed choices
-    (``action.choices`` are offered as they are), else a file path, as a Unix shell would."""
+    (``action.choices`` are offered as they are), else a file path, as a Unix shell would.
+
+    >>> import argparse
+    >>> parser = argparse.ArgumentParser()
+    >>> completes(parser.add_argument("name"), OP_NAME).completes
+    'op_name'
+    >>> out, count = parser.add_argument("--out"), parser.add_argument("-n", type=int)
+    >>> hint_of(out), value_hint(out), value_hint(count)
+    ('', 'path', 'nothing')
+    """
     hint = hint_of(action)
     if hint:
         return hint

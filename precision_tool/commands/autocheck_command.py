@@ -1,23 +1,12 @@
 """``ac [-c] [-l N] [--cosine C] [-o OUT_DIR]``: overflow, fusion and (with ``-c``) the comparison, then a verdict.
 
-The command users type first. It reads the workspace (:mod:`precision_tool.checks.autocheck`): the overflow
-run's Opdebug records (else, and also, a scan of ``npu/debug_0`` for inf/NaN and lossy casts), what fusion did
-and -- with a fusion-off run in ``npu/debug_1`` -- which fused ops compute differently from their TF ops; with
-``-c`` it compares ``npu/debug_0`` with ``tf/dump`` like ``compare`` and finds the first divergence. It ends
-with the most likely culprit and the next commands (:mod:`precision_tool.checks.run_verdict`): as typed in the
-shell, or as whole ``precision_tool -d WORKSPACE ...`` lines when run from a terminal.
-
-With ``-c`` the result CSV and ``summary.json`` go where ``compare`` writes them: a new
-``WORKSPACE/temp/vector_compare/{timestamp}/`` (where ``vcs`` looks), or ``OUT_DIR`` with ``-o``. ``-o`` and
-``--html`` inside one of the workspace's input folders are refused (exit 2) before anything runs.
-
-On a dump tree holding several steps of the device, ``-c`` also compares the other steps and names the first
-diverging step (:func:`precision_tool.checks.autocheck.compare_steps`; not with ``--step N``).
-
-Exit codes: with ``-c`` as ``compare`` -- 0 every compared tensor passes, 1 one fails (in any step compared),
-2 nothing could be compared (no reference, nothing aligned). Without ``-c``: 1 when an overflow (Opdebug record,
-or inf/NaN/fp16 saturation in the dumps) or a fusion culprit was found, else 0. A folder that is not a
-workspace: 2.
+The checks are :mod:`precision_tool.checks.autocheck`'s, the verdict :mod:`precision_tool.checks.run_verdict`'s: the
+most likely culprit and the next commands, as typed in the shell, or as whole ``precision_tool -d WORKSPACE ...``
+lines when run from a terminal. With ``-c`` the results go where ``compare`` writes them (or to ``-o``), and on a
+dump tree of several steps the other steps are compared too (:func:`precision_tool.checks.autocheck.compare_steps`;
+not with ``--step N``). Exit codes: with ``-c`` as ``compare`` (1 when a tensor fails in any step compared);
+without, 1 when an overflow or a fusion culprit was found, else 0; 2 for a folder that is not a workspace, and for
+``-o`` or ``--html`` inside one of its input folders (refused before anything runs). See docs/commands.md#ac.
 """
 from __future__ import annotations
 

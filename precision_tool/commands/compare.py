@@ -1,14 +1,12 @@
 """``compare -m NPU_DIR -g REF_DIR [-f GRAPH] [-out OUT_DIR] [-c 0.99] [--junit FILE]``: msaccucmp's compare.
 
-The flags msaccucmp users know (``-m``, ``-g``, ``-f``, ``-out``) plus long forms. ``-f`` takes the GE Build
-graph as protobuf text or JSON, or its ``DUMP_GRAPH_PATH`` folder: flat (CANN 7 and older) or with CANN 8's
+The flags msaccucmp users know (``-m``, ``-g``, ``-f``, ``-out``) plus long forms. ``-f`` takes the GE Build graph
+as protobuf text or JSON, or its ``DUMP_GRAPH_PATH`` folder: flat (CANN 7 and older) or with CANN 8's
 ``pid_*_deviceid_*`` / ``{pid}_{device}`` folders, of which the one of the dump's device is read
-(:mod:`precision_tool.formats.ge_graph_folders`). Without flags the workspace is
-compared: ``npu/debug_0/dump`` with its graph against ``tf/dump``, into
-``temp/vector_compare/{timestamp}/result_{timestamp}.csv`` (where ``vcs`` looks). Outputs, verdicts and exit
-codes: :mod:`precision_tool.commands.compare_run`; unique result names per run:
-:mod:`precision_tool.reports.result_outputs`. ``--steps all`` / ``--device all`` (the registry adds the step and
-device options): :mod:`precision_tool.commands.compare_each`.
+(:mod:`precision_tool.formats.ge_graph_folders`). Without flags the workspace is compared: ``npu/debug_0/dump``
+with its graph against ``tf/dump``, into ``temp/vector_compare/{timestamp}/result_{timestamp}.csv``. Outputs,
+verdicts and exit codes: :mod:`.compare_run`; unique result names: :mod:`precision_tool.reports.result_outputs`;
+``--steps all`` / ``--device all``: :mod:`.compare_each`. See docs/commands.md#compare.
 """
 from __future__ import annotations
 

@@ -1,20 +1,11 @@
 """``compare --steps all`` / ``compare --device all``: an NPU dump tree compared one step or device at a time.
 
-Each step of the device (``--steps all``; the device: ``--device N``, else the lowest) or each device (``--device
-all``; its step: ``--step N``, else its newest) -- or every step of every device, with both -- is compared with
-the reference by the one compare job (:func:`~precision_tool.commands.compare_run.execute`), its scans keeping
-that step and device (:func:`~precision_tool.comparison.tree_runs.compare_each`): a reference that is a dump tree
-itself gives its own same step (else its only one), any other reference is the same for every step.
-
-Outputs stay apart: each run writes its result files into ``OUT/step_N`` (``OUT/device_N``, or
-``OUT/device_N/step_M`` with both), ``OUT`` being ``-o`` or a new ``WORKSPACE/temp/vector_compare/{ts}``;
-nothing is written into an input folder (each run's folder is checked as ``compare``'s is).
-
-The report: a table device x step x (tensors compared, failing, first divergence, exit code, result folder), the
-first diverging step (per device), and with ``--device all`` the devices whose results differ from the other
-replicas' (:func:`~precision_tool.comparison.tree_runs.replicas_differ`). Exit code 1 when a run fails, else 2
-when one could not be used, else 0. A folder that is no tree (no step folders) is one step: compared as by
-``compare``, with one line saying so.
+Each step of the device, each device, or both, is compared with the reference by the one compare job
+(:func:`~precision_tool.commands.compare_run.execute`), its scans keeping that step and device
+(:func:`~precision_tool.comparison.tree_runs.compare_each`), each run writing into ``OUT/step_N``, ``OUT/device_N``
+or ``OUT/device_N/step_M``. The report: a table of the runs, the first diverging step (per device) and, with
+``--device all``, the replicas whose results differ (:func:`~precision_tool.comparison.tree_runs.replicas_differ`).
+Exit code 1 when a run fails, else 2 when one could not be used, else 0. See docs/compare.md#every-step-every-device.
 """
 from __future__ import annotations
 

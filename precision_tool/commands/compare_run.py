@@ -3,16 +3,9 @@
 :func:`execute` aligns (:func:`~precision_tool.comparison.pipeline.align_request`), checks the output folders
 only then (so an unreadable input leaves no empty folder) and before the comparison (so a bad ``-out`` is
 refused at once), compares with a progress bar, then takes the run's unique result name and writes the
-outputs (:mod:`~precision_tool.reports.result_outputs`: the lossless result file, the CSV, JUnit, then
-``summary.json``). :func:`run_compare` adds ``compare``'s and ``vc``'s report.
-
-Exit codes: :func:`~precision_tool.comparison.judgment.exit_code` -- 0 every compared tensor passes, no culprit
-is named and every input file was read; 1 at least one fails (threshold or an honest status such as NaN/inf, or
-an aligned tensor that cannot be read) or the judgment names a culprit (an op whose error jumps); 2 the runs do
-not compute the same model, nothing could be compared, or some dump or reference files could not be read (and
-nothing failed), or a missing folder / unreadable graph (raised as errors before anything is written).
-Tensors without a reference and ops without a dump are listed in the coverage report; they do not fail the
-run.
+outputs (:mod:`~precision_tool.reports.result_outputs`). :func:`run_compare` adds ``compare``'s and ``vc``'s
+report. Exit codes: :func:`~precision_tool.comparison.judgment.exit_code` (docs/compare.md#verdict-per-tensor);
+a missing folder or an unreadable graph is raised as an error before anything is written.
 """
 from __future__ import annotations
 

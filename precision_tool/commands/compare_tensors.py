@@ -1,13 +1,12 @@
 """``cp LEFT RIGHT [-p N] [-al ATOL] [-rl RTOL]``: compare two tensors.
 
-LEFT is read as the NPU side and RIGHT as the reference (this only matters for relative errors, which divide
-by RIGHT). Both take every form of :mod:`.tensor_spec`; a whole dump file or op means its output 0. A slice on a
-side (``X:output:0[0]``) compares that part only, read only where it lies (:mod:`.tensor_source`). The
-verdict is ``compare``'s own (:func:`~precision_tool.comparison.worker.judge_pair`): the cosine gate and the
-honest statuses, with the allclose ratio against the dtype-aware tolerances reported but not judged, so a
-pair ``compare`` passes passes here too. ``-al``/``-rl`` ask for the allclose gate with those tolerances.
-The report adds msaccucmp's metrics, the N largest errors and the first N values side by side. Everything is
-computed with whole-array numpy operations. Exit code 1 when the pair fails, as in CI.
+LEFT is read as the NPU side and RIGHT as the reference (relative errors divide by RIGHT). Both take every form of
+:mod:`.tensor_spec`; a whole dump file or op means its output 0, and a slice (``X:output:0[0]``) compares that part
+only, read only where it lies (:mod:`.tensor_source`). The verdict is ``compare``'s own
+(:func:`~precision_tool.comparison.worker.judge_pair`): the cosine gate and the honest statuses, the allclose ratio
+against the dtype-aware tolerances reported but not judged unless ``-al``/``-rl`` ask for it, so a pair ``compare``
+passes passes here too. The report adds msaccucmp's metrics, the N largest errors and the first N values side by
+side, all with whole-array numpy operations. Exit code 1 when the pair fails, as in CI.
 """
 from __future__ import annotations
 

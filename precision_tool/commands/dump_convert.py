@@ -1,14 +1,11 @@
 """``dc PATH [-o OUT_DIR] [--keep-layout]``: every tensor of Ascend dump files to .npy.
 
-Each input and output of each dump becomes ``OUT_DIR/{dump file name}.{input|output}.{i}.npy``, in its
-origin layout and original shape (what a user compares with TensorFlow), or as stored with
-``--keep-layout``. Payloads are read one tensor at a time, by offset. In a folder, a bad file or tensor is
-reported in one line and skipped; the rest converts; the exit code is 0 only if everything converted. One
-file given whose header cannot be read is the command's error (one line, exit 2), before any folder is made.
-
-Exception dumps (``exception_info.{stream}.{task}.{timestamp}``: the tensors of an op that raised an AI Core
-error) convert too, under the same names as msaccucmp's: their ``DT_UNDEFINED`` tensors become flat int8 arrays
-of their raw bytes (the note says so).
+Each input and output of each dump becomes ``OUT_DIR/{dump file name}.{input|output}.{i}.npy``, in its origin
+layout and original shape (what a user compares with TensorFlow), or as stored with ``--keep-layout``; payloads
+are read one tensor at a time, by offset. In a folder, a bad file or tensor is reported in one line and skipped;
+the exit code is 0 only if everything converted. One file given whose header cannot be read is the command's error
+(one line, exit 2), before any folder is made. Exception dumps convert too, under msaccucmp's names: their
+``DT_UNDEFINED`` tensors become flat int8 arrays of their raw bytes (docs/commands.md#dc).
 """
 from __future__ import annotations
 

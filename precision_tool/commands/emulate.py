@@ -1,15 +1,11 @@
 """``emulate MODEL_SCRIPT [-o WORKSPACE] [--scale S] [--fusion on|off|both] [--perturb OP=FAULT ...] [--seed N]``.
 
 Runs a TensorFlow model on the CPU under Ascend NPU numerics and writes what an Ascend run with
-``action='dump'`` (and ``'overflow'``, ``'fusion_off'`` with ``--fusion both``) would have written,
-next to the float32 reference: ``npu/debug_0`` (and ``npu/debug_1``), ``overflow/dump``,
-``fusion/fusion_result.json``, ``tf/dump`` and a ``manifest.json`` of what was planted. MODEL_SCRIPT
-defines ``model()`` (a Keras model, or a function of TF ops), ``graph_model()`` (TF1 graph code) or
-``graph_def()`` (a frozen GraphDef, or a meta graph + checkpoint, with feeds and fetches), and ``inputs()``
-(the batch); see
-:mod:`precision_tool.capture.emulate.model_script`. FAULT is ``REL`` or ``noise:REL``, ``bias:REL``,
-``fp16acc[:CHUNK]``, ``saturate:LIMIT``, ``positions:N`` (:mod:`precision_tool.capture.emulate.faults`).
-TensorFlow is imported only when this runs.
+``action='dump'`` (and ``'overflow'``, ``'fusion_off'`` with ``--fusion both``) would have written, next to the
+float32 reference: ``npu/debug_0`` (and ``npu/debug_1``), ``overflow/dump``, ``fusion/fusion_result.json``,
+``tf/dump`` and a ``manifest.json`` of what was planted. MODEL_SCRIPT:
+:mod:`precision_tool.capture.emulate.model_script` (docs/emulate.md#model_script); FAULT:
+:mod:`precision_tool.capture.emulate.faults`. TensorFlow is imported only when this runs.
 """
 from __future__ import annotations
 

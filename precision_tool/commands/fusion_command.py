@@ -1,15 +1,12 @@
 """``fusion [-f PASS] [-a] [--no-compare]``: what fusion did, and which fused ops it got wrong.
 
-Lists the passes that fired (``fusion/fusion_result.json``: match and effect counts) and every fused op of
-``npu/debug_0``'s Build graph with the TF ops it replaced and the passes that made it (``-f PASS`` keeps the
-ops of matching passes, a case-insensitive regular expression). With a second run in ``npu/debug_1`` (fusion
-off), compares the two runs op by op and names the fused ops whose output differs from their unfused TF ops
-(:mod:`precision_tool.checks.fusion_compare` gives the rule and its thresholds); ``-a`` shows every compared
-op with its distances.
-
-Exit code 1 when a fused op differs from its unfused TF ops; else 2 when an input could not be read (the Build
-graph; an unreadable ``fusion_result.json`` ends the command with its one-line error) or there is nothing to
-examine (no workspace folder, neither a Build graph folder nor ``fusion_result.json``); else 0.
+Lists the passes that fired and every fused op of ``npu/debug_0``'s Build graph with the TF ops it replaced and its
+passes (:mod:`precision_tool.checks.fusion_summary`; ``-f PASS``: a case-insensitive regular expression). With a
+fusion-off run in ``npu/debug_1``, names the fused ops whose output differs from their unfused TF ops
+(:mod:`precision_tool.checks.fusion_compare` gives the rule); ``-a`` shows every compared op with its distances.
+Exit code 1 when a fused op differs; else 2 when an input could not be read (the Build graph; an unreadable
+``fusion_result.json`` ends the command with its one-line error) or there is nothing to examine (no workspace
+folder, neither a Build graph folder nor ``fusion_result.json``); else 0. See docs/commands.md#fusion.
 """
 from __future__ import annotations
 

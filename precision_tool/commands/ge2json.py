@@ -1,16 +1,11 @@
 """``ge2json GE_GRAPH -o OUT.json``: a GE graph dump as the JSON msaccucmp's ``compare -f`` reads.
 
-GE_GRAPH is a ``ge_proto_*_Build.txt`` (or a graph already in JSON form), or a ``DUMP_GRAPH_PATH`` folder:
-flat (CANN 7 and older), or holding CANN 8's ``pid_*_deviceid_*`` / ``{pid}_{device}`` folders, of which one
-is read -- the one of ``--device`` when given, else the newest, and the report names the others
-(:mod:`precision_tool.formats.ge_graph_folders`). In that folder the newest Build graph is used, or the one
-whose root graph is ``--graph-name``. The output is written atomically and may go anywhere except over the input
-itself or to a name GE's Build graphs have (``ge_proto_*_Build.txt``: readers would take it for the newest Build
-graph of its folder); an existing folder as ``-o`` gets ``{input name}.json``.
-
-The input is read through :func:`~precision_tool.formats.ge_io.read_ge_graph`: a FIFO, a device, a symlink loop or
-a damaged graph ends in one line naming the file (exit 2), and a large graph is read op by op and written op by
-op (peak memory about twice the file's size for a 200,000-op graph; ``benchmarks/ge_graph_memory.py``).
+GE_GRAPH is a ``ge_proto_*_Build.txt`` (or a graph already in JSON form), or a ``DUMP_GRAPH_PATH`` folder, flat or
+with CANN 8's per-process folders (:mod:`precision_tool.formats.ge_graph_folders`). It is read through
+:func:`~precision_tool.formats.ge_io.read_ge_graph` -- whatever cannot be read ends in one line naming the file
+(exit 2) -- and a large graph is read and written op by op. The output is written atomically, never over the input
+nor under a name GE's Build graphs have. Which folder and graph are read, where the output may go, and the memory
+measured: docs/internals/commands.md#ge2json.
 """
 from __future__ import annotations
 

@@ -1,22 +1,12 @@
 """``ov [FOLDER] [-l N] [--scan]``: the overflow records of a run, decoded and located, and the dump scan.
 
-FOLDER (default ``WORKSPACE/overflow/dump``) is searched for Opdebug records; each is decoded (old and new
-layouts), ordered by timestamp and matched to its op's dump by task and stream id, and the first ``-l N``
-are detailed with every input and output's statistics (:mod:`precision_tool.checks.overflow_records`). Without
-records -- or with ``--scan`` -- the dumps themselves are scanned for inf/NaN and fp16 saturation, and the
-Cast ops checked for lost information: FOLDER's dumps when it holds any, else ``WORKSPACE/npu/debug_0/dump``.
-
-A record that cannot be decoded is listed with its cause; when no readable record shows an overflow, the
-dumps are scanned for the verdict, as without records.
-
-Exception dumps in FOLDER or in the scanned dump folder (``exception_info.{stream}.{task}.{timestamp}``: the
-inputs of an op that raised an AI Core error; a run writes them to ``extra-info/data-dump/{device_id}/``, which
-can be given as FOLDER) are listed apart, one row each with stream, task, time and path
-(:mod:`precision_tool.checks.exception_dumps`). They are not overflows and do not change the exit code.
-
-Exit code 1 when something overflowed; else 2 when a record or a dump could not be read (nothing found in
-what was readable is no proof), or when there is nothing to check at all (FOLDER missing or not a folder; no
-records and no dump files to scan -- then only exception dumps, if any, are listed); else 0.
+FOLDER (default ``WORKSPACE/overflow/dump``) is searched for Opdebug records, each decoded, ordered by timestamp and
+matched to its op's dump, the first ``-l N`` with every tensor's statistics
+(:mod:`precision_tool.checks.overflow_records`). Without records -- or with ``--scan``, or when no readable record
+shows an overflow -- the dumps are scanned for inf/NaN and fp16 saturation and the Casts checked (FOLDER's dumps,
+else ``WORKSPACE/npu/debug_0/dump``). Exception dumps are listed apart and leave the exit code alone
+(:mod:`precision_tool.checks.exception_dumps`). Exit code 1 when something overflowed; else 2 when a record or a
+dump could not be read, or there is nothing to check; else 0 (docs/internals/commands.md#ov).
 """
 from __future__ import annotations
 

@@ -1,16 +1,11 @@
 """``pt [-n] TENSOR [SLICE] [-s] [--keep-layout]``: print a dump tensor or a ``.npy`` file.
 
-For each tensor: dtype, layout and shape as stored and as shown, min/max/mean over the finite values and
-inf/NaN counts, then the values printed to fit the terminal. TENSOR takes every form of :mod:`.tensor_spec`
-(``OP:output:0``, ``TF_OP:0``, a file, ...); the slice may follow it directly (``pt X[0, :4]``) or as a second
-argument. With a slice, everything shown -- statistics too -- is of the slice, and a tensor in stored order is
-read only where the slice lies (:mod:`.tensor_source`): ``pt X[:4]`` of a 2 GiB tensor reads a page.
-
-``-s`` saves what is shown as ``WORKSPACE/temp/print_tensor/{name}.npy`` (the decoded copy) and
-``{name}.txt`` beside it: never next to the input, nor anywhere below a dump file's folder (refused, exit 2).
-
+For each tensor: dtype, layout and shape as stored and as shown, min/max/mean over the finite values and inf/NaN
+counts, then the values printed to fit the terminal. TENSOR takes every form of :mod:`.tensor_spec`; with a slice
+everything shown is the slice's, read only where it lies (:mod:`.tensor_source`). ``-s`` saves what is shown under
+``WORKSPACE/temp/print_tensor/``: never next to the input, nor anywhere below a dump file's folder (refused, exit 2).
 A dump with more than :data:`MAX_VALUE_BLOCKS` tensors (a 10,000-input Concat) gets a statistics row for every
-tensor and the values of the first ones; its header is parsed once for all of them.
+tensor and the values of the first ones; its header is parsed once for all of them. See docs/commands.md#pt.
 """
 from __future__ import annotations
 

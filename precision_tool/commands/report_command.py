@@ -1,19 +1,12 @@
 """``report [-f RESULT] [-o FILE.html] [--plots DIR]``: one self-contained HTML page of a compare result.
 
-Reads the latest result under ``WORKSPACE/temp/vector_compare`` (where ``ac -c`` and ``compare`` write), or
-``-f`` a result CSV or a folder holding one, with the ``summary.json`` beside it. On the page
-(:mod:`precision_tool.reports.html`): ``ac``'s verdict (the overflow and fusion checks run again on the
-workspace unless ``--no-checks``), a plot of cosine similarity and relative error per tensor in execution
-order with the threshold, the first divergence and the overflow ops marked, the failing tensors' error
-histograms and worst elements, every CSV row in a sortable, filterable table, and the coverage report.
-
-The page goes beside the CSV as ``report_{timestamp}.html`` unless ``-o`` says where; ``--plots DIR`` also
-writes the plots as SVG files, and as PNG when Chromium is installed.
-
-Exit codes, as ``vcs`` (:func:`~precision_tool.comparison.judgment.exit_code`): 0 every compared tensor
-passes and no culprit is named, 1 some fail or a culprit is named (the page is written either way), 2 the runs do
-not compute the same model, nothing was compared or the run could not read some input files (and nothing fails),
-no result to read, or nowhere to write.
+Reads the latest result under ``WORKSPACE/temp/vector_compare`` (where ``ac -c`` and ``compare`` write), or ``-f`` a
+result CSV or a folder holding one, with the ``summary.json`` beside it, and writes the page
+(:mod:`precision_tool.reports.html`) beside the CSV as ``report_{timestamp}.html`` unless ``-o`` says where;
+``--plots DIR`` also writes the plots as SVG files, and as PNG when Chromium is installed. Exit codes, as ``vcs``
+(:func:`~precision_tool.comparison.judgment.exit_code`): 0 every compared tensor passes and no culprit is named, 1
+some fail or a culprit is named (the page is written either way), 2 the runs do not compute the same model, nothing
+was compared or some input files could not be read (and nothing fails), no result to read, or nowhere to write.
 """
 from __future__ import annotations
 

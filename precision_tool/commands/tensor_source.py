@@ -1,15 +1,12 @@
 """Load the tensors a ``pt``/``cp`` argument names (see :mod:`.tensor_spec` for the forms).
 
-Dump tensors come back in their origin layout and shape, as ``dc`` writes them: the layout is taken from the
-GE graph's desc when the dump file belongs to the run's dump folder and its op is in the graph, else from the
-dump header (the rules of :class:`~precision_tool.alignment.NpuTensorRef`). ``keep_layout=True`` returns the
-stored (device-layout) array instead.
-
-A slice in the argument (``X[0, :4]``) selects what the command works on: the array is that slice, and a tensor
-held in stored order (ND, a reshape of it, ``.npy`` files, ``--keep-layout``) is memory-mapped, so only the pages
-the slice covers are read -- four elements of a 2 GiB tensor cost a page. A device layout that must be converted
-(NC1HWC0 to NHWC, ...) is read whole first. Without a slice the array is the memory map itself: statistics then
-read it in chunks (:func:`~precision_tool.metrics.array_stats.array_stats`), never as one copy.
+Dump tensors come back in their origin layout and shape, as ``dc`` writes them: the layout from the GE graph's desc
+when the dump file belongs to the run's dump folder and its op is in the graph, else from the dump header (the rules
+of :class:`~precision_tool.alignment.NpuTensorRef`); ``keep_layout=True`` returns the stored array. With a slice, a
+tensor held in stored order (ND, a reshape of it, ``.npy`` files, ``--keep-layout``) is memory-mapped, so only the
+pages the slice covers are read; a device layout that must be converted is read whole first. Without a slice the
+array is the memory map itself, read in chunks by :func:`~precision_tool.metrics.array_stats.array_stats`, never as
+one copy. See docs/commands.md#pt.
 """
 from __future__ import annotations
 

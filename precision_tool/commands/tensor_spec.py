@@ -1,21 +1,12 @@
 """What ``pt`` and ``cp`` accept as a tensor, and the numpy slice after it.
 
-Forms, tried in this order (the slice ``[...]`` at the end is split off first):
-
-===============================  ====================================================================
-``path/to/file.npy``             a ``.npy`` file (read with ``allow_pickle=False``)
-``path/to/dump_file``            every input and output of an Ascend dump file
-``DUMP:output:0``                one tensor of a dump file: a path, or a dump file name found under the
-                                 run's dump folder (``input`` works the same way)
-``OP:output:0``                  one tensor of the latest dump of graph op ``OP`` (``input`` likewise)
-``OP``                           every tensor of the latest dump of ``OP``
-``TF_OP:0``                      reference tensor: output 0 of TensorFlow op ``TF_OP`` in ``tf/dump``
-``name.0.1700000000000000.npy``  a file of ``tf/dump`` by its name alone
-===============================  ====================================================================
-
-Paths are taken relative to the current folder, then to the workspace. A slice holds only integers, ``:``
-slices, ``...`` and ``None``/``newaxis``, separated by commas (``[0, :4]``, ``[..., ::2]``, ``[-1]``); it is
-parsed, never evaluated.
+Forms, tried in this order once a slice ``[...]`` at the end is split off: a ``.npy`` file (read with
+``allow_pickle=False``); an Ascend dump file (every tensor); ``DUMP:output:0`` (one tensor of a dump file, by path or
+by name under the run's dump folder); ``OP:output:0`` (of the latest dump of graph op ``OP``); ``OP`` (its every
+tensor); ``TF_OP:0`` (output 0 of TensorFlow op ``TF_OP`` in ``tf/dump``); a ``tf/dump`` file name alone
+(docs/commands.md#tensor-arguments-pt-cp). Paths are taken relative to the current folder, then to the workspace. A
+slice holds only integers, ``:`` slices, ``...`` and ``None``/``newaxis``, separated by commas; it is parsed, never
+evaluated.
 """
 from __future__ import annotations
 

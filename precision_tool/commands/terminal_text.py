@@ -1,7 +1,8 @@
 """Text of one array for the inspection commands: the values printed to fit the terminal, and its size.
 
 Statistics (min/max/mean over the finite values, inf/NaN counts) are
-:func:`precision_tool.metrics.array_stats.array_stats`, shown with ``.cells()`` under :data:`STATS_HEADERS`.
+:func:`precision_tool.metrics.array_stats.array_stats`, shown with ``.cells()`` under
+:data:`~precision_tool.metrics.array_stats.STATS_HEADERS`.
 
 >>> array_stats(np.array([1.0, np.nan, 3.0, np.inf], dtype=np.float32)).cells()
 ['1', '3', '2', '1', '1']

@@ -1,38 +1,12 @@
 """``tf_dump [--run N] [-i DIR] [-o DIR] [--clean] [--list] [--alias T=A]``: a tfdbg run -> reference .npy folder.
 
-Reads the captures under ``WORKSPACE/tf/tf_debug`` (``sess_dump`` / ``estimator_dump``: tfdbg v1
-``run_*`` folders; ``enable_reference_dump``: a tfdbg v2 folder) and writes the chosen run -- the
-newest by default, as the original tool did -- as ``WORKSPACE/tf/dump/{op name'}.{output}.{timestamp}.npy``
-(``/`` and ``.`` of the op name become ``_``; the timestamp is the tensor's dump time). When the chosen v1
-run's capture folder holds several runs (one per ``Session.run``), a note names the one converted and the
-``--run`` numbers of the others, since the NPU dumps ``dump_step`` 0 by default. Resource handles
-have no values and are skipped; strings and variants too. Tensors are read and written one at a time,
-so memory stays at the size of the largest tensor. TensorFlow is not needed.
-
-Repeated op outputs. tfdbg v1 (a while loop in one ``Session.run``): the last dump is kept and the report
-says how often. tfdbg v2 (several ``tf.function`` calls, nested functions): every execution is kept --
-the first under the op's name, later ones as ``op@1``, ``op@2``, ...; an op name that several functions
-use keeps the bare name in the first function that ran it, and the others get their function's name
-(with the names of the functions it is nested in) in front: ``outer/inner/op``.
-(:mod:`precision_tool.formats.tfdbg_v2_names`.)
-
-Aliases (second names for the same file, so alignment matches either): weights read through
-``ReadVariableOp`` also under the variable's name and the model input under the Keras ``Input`` layer's
-name, when the capture left a names file; and ``--alias TENSOR=ALIAS`` for any written tensor (it replaces an
-automatic alias of the same name, with a note).
-See ``docs/capture-keras-tf2.md``.
-
-The conversion itself is :func:`precision_tool.formats.tf_reference.convert_tfdbg_run`; this handler
-chooses the run, calls it and turns its :class:`~precision_tool.formats.tf_reference.ReferenceConversion`
-into the report.
-
-The executed graph. For a tfdbg v1 run the executed (partition) graph of each device is also kept, as
-``WORKSPACE/tf/graph/graph_<run>_<device>.pb`` (a ``GraphDef``, readable without TensorFlow by
-:func:`precision_tool.formats.tf_graph.read_tf_graph`) with ``index.json`` saying which run and device
-each came from; the report lists the files. For a tfdbg v2 run, the function graphs
-``enable_reference_dump`` left in the capture are kept the same way (``graph_<run>_<n>_<function>.pb``;
-tfdbg v2's own files hold no graph). A graph file that cannot be read is a note, and the tensors are still
-converted.
+Reads the captures under ``WORKSPACE/tf/tf_debug`` (``sess_dump`` / ``estimator_dump``: tfdbg v1 ``run_*`` folders;
+``enable_reference_dump``: a tfdbg v2 folder) and writes the chosen run -- the newest by default, as the original
+tool did -- as ``WORKSPACE/tf/dump/{op name'}.{output}.{timestamp}.npy``, one tensor at a time (TensorFlow is not
+needed), keeping the executed graphs in ``WORKSPACE/tf/graph``. The conversion itself is
+:func:`precision_tool.formats.tf_reference.convert_tfdbg_run`; this handler chooses the run, calls it and turns its
+:class:`~precision_tool.formats.tf_reference.ReferenceConversion` into the report. Names, repeated outputs, aliases
+and graphs: docs/internals/commands.md#tf_dump.
 """
 from __future__ import annotations
 

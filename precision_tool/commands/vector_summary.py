@@ -1,26 +1,12 @@
 """``vcs [-f RESULT] [-c 0.99] [-l 10]``: the culprit and the failing tensors of a result, first divergence first.
 
-Reads our results and msaccucmp's CSVs. Without ``-f`` it reads the latest result under
-``WORKSPACE/temp/vector_compare`` (``-f`` may also name a folder to search). Results are written atomically,
-so every ``result_*.csv`` found is complete; the latest is the one with the latest timestamp in its name
-(file time breaks ties).
-
-Reading and judging is :func:`precision_tool.reports.result_store.load_result`: our lossless result file
-when it is there (exact at any threshold; the run's order and graph edges), else the CSV -- explicit
-statuses in CompareFailReason (``NAN_INF: ...``) fail whatever the cosine, other rows with metrics fail below
-the threshold or with a ``NaN`` cosine, and without the run's facts (msaccucmp's CSV) the order is the
-``Index`` column and only compared inputs are known. The reason column shows CompareFailReason as the CSV has
-it (msaccucmp's remarks included).
-
-The run's culprit -- ``ac``'s when ``ac -c`` wrote the result (its summary keeps the verdict), else the
-comparison's own judgment (:mod:`precision_tool.comparison.judgment`) -- is listed first with its local error,
-even when its output still passes the cosine gate; then the failing tensors, first divergence first. Tensors
-below the rounding noise of their computation (``BELOW_NOISE``) pass and are not listed; failing tensors that
-are float16 underflow say so in their reason.
-
-Exit code: :func:`~precision_tool.comparison.judgment.exit_code` of the result read back -- 1 a tensor fails or
-a culprit is named; 2 the runs do not compute the same model, nothing was compared, or the run could not read
-some input files (its coverage says so) and nothing fails, or the result itself cannot be read; else 0.
+Reads our results and msaccucmp's CSVs: ``-f`` a result or a folder to search, else the latest result under
+``WORKSPACE/temp/vector_compare`` (the latest timestamp in its name; file time breaks ties), read and judged by
+:func:`precision_tool.reports.result_store.load_result`. The run's culprit -- ``ac``'s when ``ac -c`` wrote the
+result, else the comparison's own judgment (:mod:`precision_tool.comparison.judgment`) -- is listed first with its
+local error, even when its output still passes the cosine gate; then the failing tensors. Exit code:
+:func:`~precision_tool.comparison.judgment.exit_code` of the result read back, and 2 when the result itself cannot
+be read. See docs/commands.md#vcs and docs/internals/commands.md#vcs.
 """
 from __future__ import annotations
 

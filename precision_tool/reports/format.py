@@ -22,15 +22,11 @@ _UNSAFE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069\ud8
 def terminal_safe(text: str) -> str:
     r"""``text`` with every character that could drive a terminal shown as its Python escape instead.
 
-    Replaced: the C0 controls (ESC, BEL, NUL, CR, backspace ...) except tab and newline, DEL, the C1 controls
-    (0x80-0x9f; 0x9b starts an escape sequence on its own), the bidirectional overrides and isolates
-    (U+202A-U+202E, U+2066-U+2069, which reorder the rest of the line) and lone surrogates (undecodable bytes
-    of a file name; ``print`` cannot encode them). Each becomes ``\xNN`` (``\uNNNN`` above 0xff), as ``repr``
-    writes it, rather than ``?``: the name stays recognisable, two names differing only in a control
-    character stay different on screen, and the user can see that the name holds one. A backslash already in
-    ``text`` is kept, so ``\x1b`` on screen may also be those four characters; ``--json`` keeps the exact
-    string. Tab and newline are kept because reports lay out their lines with them (a one-line error has
-    none: :class:`~precision_tool.errors.PrecisionToolError` folds white space).
+    Replaced, each by ``\xNN`` (``\uNNNN`` above 0xff) as ``repr`` writes it: the C0 controls (ESC, BEL, NUL, CR,
+    backspace ...) except tab and newline, DEL, the C1 controls (0x80-0x9f; 0x9b starts an escape sequence on its
+    own), the bidirectional overrides and isolates (U+202A-U+202E, U+2066-U+2069, which reorder the rest of the line)
+    and lone surrogates (undecodable bytes of a file name; ``print`` cannot encode them). Why escapes and not ``?``,
+    and why tab and newline stay: docs/internals/reports.md#format.
 
     >>> print(terminal_safe("conv\x1b[31m\x07/a\x9b\x7f b"))
     conv\x1b[31m\x07/a\x9b\x7f b

@@ -1,15 +1,9 @@
 """JUnit XML for CI dashboards: one test case per NPU tensor, written atomically.
 
-``<testsuites><testsuite name="precision_tool.compare" tests= failures= errors= skipped= time=>``, with
-``<properties>`` (cosine threshold, first divergence) and one ``<testcase classname=OP_TYPE name=TENSOR_ID>``
-per row, in execution order:
-
-- compared and passing: an empty test case;
-- compared and failing: ``<failure type=STATUS message=REASON>`` with the metric values in its text;
-- aligned but unreadable (``ERROR``): ``<error type="ERROR" message=REASON>``;
-- not compared (no reference, no dump): ``<skipped message=REASON>``.
-
-``classname`` is the op type (the op name when the type is unknown), so dashboards group by op type.
+One ``<testsuite name="precision_tool.compare">`` with the cosine threshold and first divergence as properties, and
+one ``<testcase classname=OP_TYPE name=TENSOR_ID>`` per row in execution order: empty when it passes, ``<failure>``
+when it fails, ``<error>`` when it is ``ERROR`` (aligned but unreadable), ``<skipped>`` when it was not compared.
+The element by element layout: docs/internals/reports.md#junit.
 """
 from __future__ import annotations
 

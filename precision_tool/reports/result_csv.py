@@ -1,43 +1,10 @@
 """The result CSV: msaccucmp's exact columns and cell formats, written atomically, and a reader for ours and its.
 
-Columns (NPU vs TF; NPU vs NPU adds a second ``Address`` after the second ``DataType``, as msaccucmp does)::
-
-    Index,OpType,NPUDump,DataType,Address,GroundTruth,DataType,TensorIndex,Shape,CosineSimilarity,
-    MaxAbsoluteError,AccumulatedRelativeError,RelativeEuclideanDistance,KullbackLeiblerDivergence,
-    StandardDeviation,MeanAbsoluteError,RootMeanSquareError,MaxRelativeError,MeanRelativeError,CompareFailReason
-
-Cells, as msaccucmp writes them (checked against its CSV on the same files):
-
-- ``Index``: the op's position in execution order, one number per op, repeated on each of its tensor rows
-  (msaccucmp writes the GE op id, the same number for a Build graph numbered in topological order);
-- ``NPUDump``: the NPU op name; ``GroundTruth``: the TF ops it implements, comma separated (``*`` = none);
-- ``DataType``: numpy names (``float16``, ``float32``); ``Address``: the dump header's address, decimal;
-- ``TensorIndex``: ``op:input|output:k``; ``Shape``: ``[1,64,64,64]`` -- the NPU tensor in its origin layout.
-  msaccucmp writes the flattened length (``[262144]``) for ND tensors; we always write the real shape;
-- metrics: ``'{:.6f}'``; StandardDeviation ``(mean_x;std_x),(mean_y;std_y)``; ``NaN`` = not computed;
-- ``CompareFailReason``: empty for a plain pass or a cosine below the threshold (the cell shows it); else
-  ``STATUS: reason`` (``NAN_INF: NPU has 3 NaN, reference none; ...``, ``NOT_COMPARED: no reference file
-  for ...``, ``NO_DUMP: ...``), so every ``NaN`` cell and every honest failure is explained in the row.
-- A tensor whose NaN/inf all match the reference's (same positions, same kinds:
-  :attr:`TensorResult.matched_non_finite`) has the ten metrics of its *finite* elements in the metric cells
-  (msaccucmp writes ``nan`` in most of them: it computes over every element) and its note in
-  ``CompareFailReason``: ``matching non-finite: 6 NaN/inf at identical positions on both sides (6 NaN);
-  metrics over the 58 finite elements`` alone for a ``PASS``/``FAIL`` (the cosine cell is its verdict),
-  after ``STATUS: reason;`` otherwise (``BOTH_ZERO: ...; matching non-finite: ...``), and as the reason of
-  ``EMPTY`` when nothing is finite (every metric cell ``NaN``). :func:`read_result_csv` reads the count back.
-- ``NaN`` also fills every cell that does not apply (no dump, no reference), as msaccucmp does.
-
-Quoting and spreadsheet formulas
---------------------------------
-Cells are written RFC 4180 style with CRLF line ends, quoted when they hold a comma, a quote or a line
-break (what ``csv.writer`` does), **and** when they start with a character a spreadsheet reads as a formula
-(``= + - @ %``, full-width ``＝ ＋ －``, tab, carriage return). The value itself is never changed: every CSV
-reader (``csv``, pandas, our :func:`read_result_csv`) gets ``-neg/Add`` back exactly, so users' scripts
-keep matching names. msaccucmp instead aborts the whole run on such a name (or, with ``errors='replace'``,
-prefixes a space, changing it). Quoting is the only neutralisation that keeps the value: LibreOffice and
-importers set to "quoted field as text" keep these cells as text; Excel evaluates quoted cells too, so
-open the CSV in Excel through *Data > From Text/CSV* with the name columns typed as Text. The terminal view
-(``vcs``) never evaluates anything.
+One row per NPU tensor in execution order; metrics ``'{:.6f}'``, ``NaN`` where nothing was computed or nothing
+applies, ``CompareFailReason`` explaining every honest status. Where we differ from msaccucmp, on purpose (the real
+origin shape, ``Index`` as the execution position, the finite elements' metrics of a tensor whose NaN/inf match the
+reference's, op names kept exact and quoted when they look like formulas): docs/compare.md#result-csv. The cells
+it does not spell out, the quoting rule and how a CSV is read back: docs/internals/reports.md#result_csv.
 """
 from __future__ import annotations
 
@@ -180,25 +147,18 @@ class CsvResult:
 def read_result_csv(path, cosine_threshold: Optional[float] = DEFAULT_COSINE_THRESHOLD) -> CsvResult:
     """Read a result CSV written by us or by msaccucmp (any subset of metric columns, extra columns ignored).
 
-    Each row becomes a :class:`TensorResult`. Our explicit statuses (``NAN_INF: ...`` in CompareFailReason)
-    are kept whatever the cosine; a row without metrics is ``NOT_COMPARED`` (``NO_DUMP`` when it names no
-    tensor); any other row is judged by the cosine gate at ``cosine_threshold`` -- a ``NaN`` cosine beside
-    computed metrics (msaccucmp's way of saying NaN data or an all-zero side) fails -- and keeps its
-    CompareFailReason cell (often empty) as its reason. What a CSV does not hold (dump file, reference name,
-    rule, allclose ratio) is left empty.
-
-    The file is opened with :func:`~precision_tool.fileio.open_input` (a regular file of at most 1 GiB: a
-    FIFO or a symlink to ``/dev/zero`` is refused, never read) and streamed row by row. Cells that locate a
-    tensor must be exact: ``Index`` is empty, ``NaN`` or an ASCII whole number of at most 18 digits, and a
-    ``TensorIndex`` of the form ``op:input|output:k`` has an ASCII ``k`` of at most 9 digits (``²`` or a
-    4,000-digit number is a damaged file, not a guess). Other cells are display text: an unparsable metric is
-    ``NaN``, an unparsable ``Shape`` unknown.
+    Each row becomes a :class:`TensorResult`: our explicit statuses (``NAN_INF: ...`` in CompareFailReason) are kept
+    whatever the cosine; a row without metrics is ``NOT_COMPARED`` (``NO_DUMP`` when it names no tensor); any other
+    row is judged by the cosine gate at ``cosine_threshold`` (a ``NaN`` cosine beside computed metrics fails). The file
+    is opened with :func:`~precision_tool.fileio.open_input` and streamed row by row; the cells that locate a tensor
+    must be exact (the rules and bounds: docs/internals/reports.md#result_csv).
 
     Raises
     ------
-    ResultCsvError : one line naming the file (and the line, for a damaged row): it cannot be read, it is
-        not UTF-8 or not CSV, its header lacks the columns every result has, a row is longer than
-        :data:`MAX_ROW_CHARS`, or a row holds a bad ``Index``/``TensorIndex``.
+    ResultCsvError
+        One line naming the file (and the line, for a damaged row): it cannot be read, it is not UTF-8 or not CSV, its
+        header lacks the columns every result has, a row is longer than :data:`MAX_ROW_CHARS`, or a row holds a bad
+        ``Index``/``TensorIndex``.
     """
     path = os.fspath(path)
     with open_input(path, ResultCsvError, TEXT_LIMIT) as raw, \

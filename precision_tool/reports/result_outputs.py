@@ -1,34 +1,11 @@
 """Where a compare run's outputs go, and writing them: the same files for ``compare``, ``vc`` and ``ac -c``.
 
-Names, unique per run
----------------------
-With ``-out OUT`` a run writes ``OUT/result_{YYYYmmddHHMMSS}.csv``; without, ``ROOT/{ts}/result_{ts}.csv``
-(``ROOT`` = ``WORKSPACE/temp/vector_compare``). The name is msaccucmp's ``result_{timestamp}.csv`` unless
-another run took it: then the first free ``result_{ts}_{n}.csv`` (n = 1, 2, ...), and likewise the first free
-folder ``{ts}_{n}``. Taking a name is atomic, so two runs into one folder -- even in the same second, even
-in parallel -- never share a name and never overwrite each other: the folder is made with ``mkdir`` (which
-fails when it exists) and the name is taken by creating its lossless file ``result_{ts}[_n].jsonl`` with
-``O_EXCL`` (which fails when another run created it first) -- readers look for CSVs, so this placeholder
-(one line: the claiming PID) is invisible until it is replaced by the complete file, and a killed run's is
-removed with its temporary files. A name whose CSV already exists
-(msaccucmp's, an older tool's) is not taken either.
-
-Order of writing
-----------------
-Every file is written atomically (:func:`~precision_tool.fileio.atomic_write`), each in place before the next:
-
-1. ``result_{ts}.jsonl``, the lossless record (:mod:`.result_store`) -- by a forked child, while this process
-   formats the CSV and the summary (:func:`write_outputs`),
-2. ``result_{ts}.csv``, msaccucmp's columns (:mod:`.result_csv`),
-3. the JUnit XML, when asked for (:mod:`.junit`),
-4. ``summary.json`` last (:mod:`.summary`): whatever CSV it names exists, complete, with its lossless file.
-
-A run killed at any point leaves no CSV, or a complete one with its lossless file beside it (which is all
-``vcs``, ``ni`` and ``report`` need): never a summary naming a missing CSV.
-
-Before writing, temporary files that killed runs left in the output folders (``.precision_tool-{PID}-*.tmp``,
-:func:`remove_stale_temp_files`) are removed. Output folders are checked against every input first
-(:func:`~precision_tool.config.ensure_output_dir`): nothing is ever written into an input folder.
+With ``-out OUT`` a run writes ``OUT/result_{YYYYmmddHHMMSS}.csv``; without, ``ROOT/{ts}/result_{ts}.csv`` (``ROOT`` =
+``WORKSPACE/temp/vector_compare``). Names are unique per run (a taken name becomes ``result_{ts}_{n}.csv``, the folder
+``{ts}_{n}``), taken atomically, so two runs never overwrite each other. Every file is written atomically, in the
+order ``result_{ts}.jsonl``, the CSV, the JUnit XML, ``summary.json``: a killed run never leaves a summary naming a
+missing CSV. Output folders are checked against every input first (:func:`~precision_tool.config.ensure_output_dir`).
+See docs/compare.md#atomic-outputs, and docs/internals/reports.md#result_outputs for how a name is taken.
 """
 from __future__ import annotations
 
@@ -126,7 +103,7 @@ def _check_writable(folder: str, given: str) -> None:
 
 def plan_outputs(out_dir: Optional[str], default_root: str, inputs: Sequence[str],
                  junit: Optional[str] = None, folders: Sequence[str] = ()) -> OutputPaths:
-    """Take this run's names (see *Names, unique per run* in the module docstring) and remove stale
+    """Take this run's names (docs/internals/reports.md#result_outputs) and remove stale
     temporary files from the folders written to. Checks no output lies inside an input (as
     :func:`check_outputs`).
 

@@ -1,42 +1,12 @@
 """Results on disk: the lossless result file, and a stored result read back and judged at a threshold.
 
-Every compare run (``compare``, ``vc``, ``ac -c``) writes, beside ``summary.json``:
-
-* ``result_{timestamp}.jsonl`` -- the lossless record, JSON lines. Line 1 is the header::
-
-      {"format": "precision_tool.results", "version": 2, "result_csv": "result_{timestamp}.csv",
-       "cosine_threshold": 0.99, "facts": {mode, order, order_source, data_inputs, coverage},
-       "inputs": {npu, reference, graph, reference_graph}, "timing": {...}}
-
-  then one :meth:`TensorResult.to_dict` per line, in the CSV's order: every value at full precision
-  (non-finite floats as ``"nan"``/``"inf"``/``"-inf"``), the status, the reason, the reference, the rule;
-* ``result_{timestamp}.csv`` -- msaccucmp's columns, written after it: an export for users' scripts
-  (:mod:`.result_csv`).
-
-(Names, order of writing and the ``_n`` suffix of a second run in the same second:
-:mod:`.result_outputs`.)
-
-:func:`load_result` reads a stored result for ``vcs``, ``ni``, ``report`` and ``ac``'s page. It finds the CSV
-(:func:`find_result_csv`), then takes the best source there is:
-
-=================  ==========================================================================================
-``results file``   ``result_{ts}.jsonl`` naming this CSV: every row exactly as the run made it, with the run's
-                   order, graph edges and coverage
-``csv+summary``    a CSV written before result files existed, with its ``summary.json``: rows from the CSV's six
-                   decimals; order, edges and coverage from the summary; at the summary's own threshold its
-                   list of failing tensors decides the rows the rounding cannot (0.9899996 shows as 0.990000)
-``csv``            a CSV alone (msaccucmp's): rows from the cells, ops ordered by the ``Index`` column, no
-                   graph edges, coverage unknown
-=================  ==========================================================================================
-
-and judges every row at the threshold asked for (default: the run's, else 0.99) with
-:meth:`ComparisonResult.judged_at`, so the first divergence is found again at that threshold.
-
-Hostile files: each of the three is opened with :func:`~precision_tool.fileio.open_input` (regular files
-only, size-bounded: a FIFO or a symlink to ``/dev/zero`` is refused before a byte is read), parsed with
-bounds (:func:`parse_stored_json`; the CSV's own bounds in :func:`.result_csv.read_result_csv`) and checked
-field by field (:func:`check_run_facts`, :func:`.summary.check_summary`): anything wrong is one
-:class:`ResultFileError` or ``ResultCsvError`` naming the file (and the line), never a guess.
+Every compare run writes ``result_{timestamp}.jsonl`` beside its CSV: a header line, then one
+:meth:`TensorResult.to_dict` per line in the CSV's order, every value at full precision
+(docs/compare.md#the-lossless-result-file). :func:`load_result` reads a stored result for ``vcs``, ``ni``, ``report``
+and ``ac``'s page from the best source there is -- that file, else the CSV with its ``summary.json``, else the CSV
+alone -- and judges every row at the threshold asked for (:meth:`ComparisonResult.judged_at`). Damaged or hostile
+files are one :class:`ResultFileError` or ``ResultCsvError`` naming the file, never a guess. The sources and the
+bounds: docs/internals/reports.md#result_store.
 """
 from __future__ import annotations
 
@@ -451,7 +421,7 @@ def position_text(step: Optional[int], device: Optional[int]) -> str:
 # --------------------------------------------------------------------------------------------- loading
 @dataclass(frozen=True)
 class StoredResult:
-    """A result read back (see the module docstring).
+    """A result read back (the sources: docs/internals/reports.md#result_store).
 
     ``comparison`` is judged at ``threshold``; ``origin`` says which source it came from; ``summary`` is the
     run's ``summary.json`` when it names this CSV (``None`` otherwise); ``metric_columns`` are the metric

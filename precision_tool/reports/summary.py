@@ -1,36 +1,10 @@
 """``summary.json``: what a compare run found, for people and CI, beside its result CSV.
 
-Keys
-----
-``result_csv``       the CSV this summary describes (file name, same folder); a reader checks it, since an
-                     output folder given with ``-out`` may hold several runs' CSVs and only the last summary
-``exit_code``        ``comparison.judgment.exit_code`` (``ac``'s, with its verdict): 0 all compared tensors pass,
-                     no culprit and every input was usable, 1 some fail or a culprit was found, 2 the runs do
-                     not compute the same model, nothing could be compared or some input files could not be read
-``cosine_threshold`` the cosine gate; ``allclose_gate`` is off, ``allclose_below_default`` lists the tensors
-                     whose allclose ratio is below their dtype's default minimum (reported, not failed)
-``counts``           compared / passed / failed / errors / not compared / ops without dump / reused inputs,
-                     ``matching_non_finite`` (tensors whose NaN/inf all match the reference's, judged on
-                     their finite elements), ``unusable_inputs`` (input files that could not be read:
-                     :func:`unusable_inputs`), and every status's count
-``coverage``         :meth:`Coverage.to_dict` of the alignment: what was not compared, and why
-``failing``          every failing tensor (first divergence first, then execution order) with its reason
-``first_divergence`` the op that most likely introduced the error (``None`` when nothing fails), with
-                     ``divergence`` (every root and every op that only inherits an error)
-``judgment``         the run's one judgment (:meth:`~precision_tool.comparison.judgment.Judgment.to_dict`):
-                     its culprit and method, the ops that stand out or exceed their floor, the tensors below the
-                     rounding noise and those that underflow, and the model mismatch when the runs differ
-``verdict``          ``ac``'s verdict when ``ac -c`` wrote the run: its culprit (``op_name``, ``op_type``,
-                     ``evidence``: also a fusion or an overflow culprit, which the comparison alone does not
-                     name) and headline; ``None`` for ``compare``
-``order``, ``data_inputs``, ``order_source``, ``sources``  the execution order, data edges and the graph's source
-                     ops (the same-model check reads them; also in the lossless
-                     result file, :mod:`.result_store`, which is what ``vcs`` and the reports read back)
-``inputs``, ``timing``, ``tool``, ``created``
-
-It is written last of a run's outputs (:mod:`.result_outputs`), so the CSV it names is always there, complete.
-Reading it back (:func:`summary_for_csv`) checks every field's type: a damaged summary is one
-``ResultFileError`` naming it, never a traceback or a guess.
+It names the CSV it describes (``result_csv``) and holds the exit code, the threshold, the counts, the coverage, the
+failing tensors, the first divergence, the run's one judgment, ``ac``'s verdict when ``ac -c`` wrote the run, and the
+run facts the same-model check reads (the keys: docs/internals/reports.md#summary). It is written last of a run's
+outputs (:mod:`.result_outputs`), so the CSV it names is always there, complete. Reading it back
+(:func:`summary_for_csv`) checks every field's type: a damaged summary is one ``ResultFileError`` naming it.
 """
 from __future__ import annotations
 
@@ -100,7 +74,7 @@ def run_exit_code(result: ComparisonResult) -> int:
 
 def build_summary(result: ComparisonResult, *, result_csv: str, exit_code: int,
                   total_s: Optional[float] = None, verdict: Optional[Dict[str, Any]] = None) -> Dict[str, Any]:
-    """The summary of one run as a JSON-ready dict (see the module docstring for the keys)."""
+    """The summary of one run as a JSON-ready dict (the keys: docs/internals/reports.md#summary)."""
     facts = result.facts
     failing = [{"tensor_id": r.tensor_id or r.op_name, "op_type": r.op_type, "status": r.status.value,
                 "reason": r.reason, "cosine": r.cosine, "allclose_ratio": r.allclose_ratio,
@@ -192,7 +166,7 @@ _DAMAGED_HINT = "move it aside to read the result without it"
 
 
 def check_summary(summary: Dict[str, Any]) -> None:
-    """Type-check every key of the module docstring that a reader may use; ``ValueError`` naming the first
+    """Type-check every key (docs/internals/reports.md#summary) that a reader may use; ``ValueError`` naming the first
     wrong one (``counts.compared is a string, not a count``). The run facts (``order``, ``data_inputs``,
     ``coverage``...) are :func:`~precision_tool.reports.result_store.check_run_facts`'s."""
     check_run_facts(summary)

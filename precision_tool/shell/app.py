@@ -1,18 +1,11 @@
 """The interactive shell: ``precision_tool`` with no command opens ``PrecisionTool >`` over the workspace.
 
 The loop follows pgcli's ``run_cli``: read a line (prompt_toolkit, set up once in :meth:`Shell._build_session`),
-split it (:mod:`.command_line`), dispatch it through the same registry as the batch CLI, format the report
-for the terminal and print it. Long tables are cut to the terminal's height with a note; ``CMD > FILE``
-writes the whole output to a file instead (never into one of the workspace's input folders). A user error
-prints one line ``error: ...``; a bug prints its traceback; either way the shell stays. Everything printed
-goes through :func:`~precision_tool.reports.format.terminal_safe`, so names in the workspace cannot drive the
-terminal (the completion menu is prompt_toolkit's, which shows control characters as ``^[``). Ctrl-C cancels
-the running command (or clears the line), Ctrl-D, ``exit`` or ``quit`` leave. History is kept in
-``$XDG_STATE_HOME/precision_tool/history`` (default ``~/.local/state/...``) and suggested as you type.
-
-Nothing of the workspace is read at start-up: the completion index and the commands read it when first
-needed. When standard input is not a terminal, lines are read from it and run one after the other
-(``precision_tool -d WS < session.txt``).
+split it (:mod:`.command_line`), dispatch it through the same registry as the batch CLI, format the report for the
+terminal and print it. Everything printed goes through :func:`~precision_tool.reports.format.terminal_safe`, so
+names in the workspace cannot drive the terminal. A user error prints one line ``error: ...``, a bug its traceback;
+either way the shell stays. Nothing of the workspace is read at start-up. What the user sees (long tables,
+``> FILE``, Ctrl-C, history, piped input): docs/commands.md#the-shell; the rest: docs/internals/commands.md#the-shell.
 """
 from __future__ import annotations
 

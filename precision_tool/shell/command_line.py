@@ -1,17 +1,10 @@
 """Split a shell line into words: shell quoting, plus numpy slices kept whole, plus ``> FILE``.
 
 Like ``shlex`` in POSIX mode (white space separates words; ``'...'`` is literal; ``"..."`` and a backslash
-escape), with one addition taken from tfdbg's ``command_parser``: inside square brackets white space does
-not split, so ``pt X[0, :4]`` is two words, ``pt`` and ``X[0, :4]``, and ``pt X [0, :4]`` three. Inside
-brackets every character is kept as typed.
-
-A last word ``>`` followed by a file name (or a word ``>FILE``), unquoted, sends the command's whole output
-to that file instead of the screen (tfdbg's redirection). ``run`` takes the rest of its line as typed.
-
->>> parse_command_line("pt 'a b'[0, :4] > out.txt")
-CommandLine(argv=['pt', 'a b[0, :4]'], redirect='out.txt')
->>> parse_command_line("run ls -l | head").argv
-['run', 'ls -l | head']
+escape), with one addition taken from tfdbg's ``command_parser``: inside square brackets white space does not
+split and every character is kept as typed, so ``pt X[0, :4]`` is two words and ``pt X [0, :4]`` three. A last
+word ``>`` followed by a file name (or a word ``>FILE``), unquoted, sends the command's whole output to that file
+instead of the screen (tfdbg's redirection). ``run`` takes the rest of its line as typed.
 """
 from __future__ import annotations
 
@@ -115,7 +108,13 @@ class CommandLine:
 
 
 def parse_command_line(line: str) -> CommandLine:
-    """``argv`` for the registry, with ``> FILE`` taken off (see the module docstring)."""
+    """``argv`` for the registry, with ``> FILE`` taken off (see the module docstring).
+
+    >>> parse_command_line("pt 'a b'[0, :4] > out.txt")
+    CommandLine(argv=['pt', 'a b[0, :4]'], redirect='out.txt')
+    >>> parse_command_line("run ls -l | head").argv
+    ['run', 'ls -l | head']
+    """
     stripped = line.strip()
     first = stripped.split(None, 1)
     if first and first[0] in RAW_REST_COMMANDS:

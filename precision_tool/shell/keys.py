@@ -1,15 +1,10 @@
 """Key bindings of the shell, from one factory (pgcli's ``pgcli_bindings``): one small handler per key.
 
-=========  ==================================================================================
-Tab        complete: the common part of the matches at once, then cycle through the menu
-Shift-Tab  cycle backwards through the menu
-Ctrl-Space open the completion menu
-Enter      with a completion selected in the menu: take it (the line is not run yet)
-F3         complete while typing, on/off (off by default: op lists are long)
-=========  ==================================================================================
-
-Ctrl-C (clear the line) and Ctrl-D (leave, on an empty line) are prompt_toolkit's own and handled in the
-loop of :mod:`precision_tool.shell.app`.
+Tab completes (the common part of the matches at once, then cycles through the menu), Shift-Tab cycles backwards
+through the menu, Ctrl-Space opens the completion menu, Enter with a completion selected in the menu takes it (the
+line is not run yet), F3 turns completion while typing on or off (off by default: op lists are long). Ctrl-C (clear
+the line) and Ctrl-D (leave, on an empty line) are prompt_toolkit's own and handled in the loop of
+:mod:`precision_tool.shell.app`.
 """
 from __future__ import annotations
 

@@ -1,17 +1,11 @@
 """The HTML report: one self-contained file a user attaches to a bug or a CI run.
 
-Data flow, one module each::
-
-    ..result_store  the result read back -> StoredResult (a ComparisonResult judged at a threshold)
-    findings       ac's overflow/fusion sections and verdict      -> CheckFindings
-    details        failing tensors loaded again                   -> histograms + worst elements
-    data           all of it as plain page data                   -> ReportData
-    plot, histogram  SVG text (no plotting library)
-    page           the HTML page, CSS and JS inline                -> str
-    export         --plots DIR: SVG files, PNG through Chromium (browser)
-
-:func:`build_report` and :func:`write_report` are what the commands call. Nothing here imports TensorFlow or
-a plotting library; Chromium is only run for PNG files and the browser test.
+The result read back (:mod:`precision_tool.reports.result_store`), ``ac``'s findings (:mod:`.findings`) and the
+failing tensors loaded again (:mod:`.details`) become plain page data (:mod:`.data`), drawn as SVG (:mod:`.plot`,
+:mod:`.histogram`) and laid out as one page with its CSS and JavaScript inline (:mod:`.page`); :mod:`.export` writes
+``--plots DIR``. :func:`build_report` and :func:`write_report` are what the commands call. Nothing here imports
+TensorFlow or a plotting library; Chromium is only run for PNG files and the browser test. The data flow:
+docs/internals/reports.md#html.
 """
 from __future__ import annotations
 

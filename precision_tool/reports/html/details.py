@@ -1,14 +1,12 @@
 """Element errors of the failing tensors: a histogram of relative errors and the worst elements, per tensor.
 
-The CSV holds one line per tensor; where the error sits needs the tensors themselves. :func:`failing_details`
-aligns the run's folders again (from ``summary.json``'s ``inputs``: names and headers only), loads each failing
-pair the way the comparator does (:meth:`NpuTensorRef.load` in the origin layout, the reference ``.npy`` or the
-other run's dump) and computes :func:`~precision_tool.metrics.errors_detail.error_histogram` and
-:func:`~precision_tool.metrics.errors_detail.worst_elements`. Only the first ``limit`` failing tensors are
-detailed (first divergence first), one pair in memory at a time.
-
-Anything missing (no ``summary.json``, a moved folder, an unreadable tensor) becomes a one-line ``note`` on the
-detail or on the result, never an error: the rest of the page is still worth having.
+The CSV holds one line per tensor; where the error sits needs the tensors themselves. :func:`failing_details` aligns
+the run's folders again (from ``summary.json``'s ``inputs``: names and headers only), loads each failing pair the way
+the comparator does (:meth:`~precision_tool.alignment.NpuTensorRef.load` in the origin layout, the reference ``.npy``
+or the other run's dump) and computes :func:`~precision_tool.metrics.errors_detail.error_histogram` and
+:func:`~precision_tool.metrics.errors_detail.worst_elements` for the first ``limit`` failing tensors (first divergence
+first), one pair in memory at a time. Anything missing (no ``summary.json``, a moved folder, an unreadable tensor)
+becomes a one-line ``note``, never an error: the rest of the page is still worth having.
 """
 from __future__ import annotations
 

@@ -1,14 +1,10 @@
 """``ac``'s findings for the page: the verdict, the overflow and fusion sections, and the ops to mark as overflowed.
 
-Two ways in, one record out (:class:`CheckFindings`):
-
-* :func:`findings_from_autocheck` -- ``ac -c --html``: the sections ``ac`` just computed;
-* :func:`findings_from_workspace` -- ``report``: the overflow and fusion checks run again on the workspace
-  (:func:`~precision_tool.checks.autocheck.check_overflow`, :func:`~precision_tool.checks.autocheck.check_fusion`)
-  and the verdict decided with the comparison read back from the CSV, exactly as ``ac -c`` decides it.
-
-The sections are rendered by ``ac``'s own report builders (:mod:`precision_tool.reports.autocheck_report`), so
-the page shows what the terminal shows.
+Two ways in, one record out (:class:`CheckFindings`): :func:`findings_from_autocheck` (``ac -c --html``: the sections
+``ac`` just computed) and :func:`findings_from_workspace` (``report``: the overflow and fusion checks run again on the
+workspace and the verdict decided with the comparison read back from the CSV, exactly as ``ac -c`` decides it). The
+sections are rendered by ``ac``'s own report builders (:mod:`precision_tool.reports.autocheck_report`), so the page
+shows what the terminal shows.
 """
 from __future__ import annotations
 

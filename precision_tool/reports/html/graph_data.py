@@ -1,26 +1,11 @@
 """The NPU graph as page data for the graph view: ops, data edges, and what the comparison found at each op.
 
-:func:`graph_view_data` returns a JSON-ready dict the page's script (``data/graph_view.js``) draws as a DAG --
-the layout itself is dagre's (``data/dagre.min.js``), in the browser, so name scopes can be collapsed and
-expanded without a server. One entry per op of the Build graph, in execution order::
-
-    {"n": name, "t": type, "in": [producer indexes], "tf": [TF ops it implements], "p": [fusion passes],
-     "k": "fail" | "pass" | "error" | "none", "v": colour value or null, "r": first table row or null,
-     "c": 1 for the culprit, "o": overflow text or "", "s": its local error against Ascend's operator standard
-     (``local error 2.06% (float16 floor 0.086%; ...): beyond Ascend's operator standard``) or "",
-     "x": [[tensor, cosine, local, inherited, total, shape, layout], ...]}
-
-Colour value ``v`` (see :data:`COLOUR_BY`): with replay figures (``ac -c``), an op's **local error** over its
-floor -- the error the output dtype's rounding alone makes -- the largest over its replayed outputs, so 1 means
-"no more than rounding"; else the op's **total error** against the reference, RED ``||npu - ref|| / ||ref||``,
-the largest over its compared outputs (inputs when it has none). ``k`` is ``none`` -- drawn grey -- where
-nothing of the op was compared. ``c`` marks the culprit of the run's one judgment (``ac``'s verdict when it is
-given or stored with the result, else the comparison's own: :attr:`~precision_tool.comparison.judgment.Judgment.
-culprit`). Outputs below the rounding noise (``BELOW_NOISE``) are not coloured by their local error: it measures
-noise.
-
-The graph comes from the result's own inputs (the Build graph it was compared with); when that file is gone,
-the summary's execution order and data edges give the ops and edges without types, fused TF ops or passes.
+:func:`graph_view_data` returns a JSON-ready dict the page's script (``data/graph_view.js``) draws as a DAG, laid out
+by dagre in the browser: one entry per op of the Build graph, in execution order, with its producers, TF ops, passes,
+verdict, colour value, culprit mark and compared tensors. The colour value (:data:`COLOUR_BY`) is an op's largest local
+error over its floor with replay figures (``ac -c``), else its largest relative error against the reference; the
+culprit is the run's one judgment's. When the Build graph is gone, the summary's order and data edges give the ops and
+edges. The entry's keys and the colour rule: docs/internals/reports.md#graph_data.
 """
 from __future__ import annotations
 

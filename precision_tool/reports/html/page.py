@@ -1,16 +1,12 @@
 """The HTML page: one self-contained file (CSS, SVG and JavaScript inline; no network, no external assets).
 
-Sections, top to bottom: the verdict (``ac``'s culprit and next commands, or the first divergence alone), the
-accuracy plot (:mod:`.plot`), the failing tensors' element errors (:mod:`.histogram` and the worst elements),
-the graph view (the NPU graph as a DAG coloured by where the error enters: :mod:`.graph_data` and
-``data/graph_view.js``, laid out in the browser by dagre), the table of every CSV row, the coverage report, and
-``ac``'s overflow and fusion sections.
-
-The table is complete without JavaScript (CI artifact viewers often block scripts); ``report.js`` only adds
-sorting, the filter and the row counter, then sets ``data-status="ok"`` on ``<body>``. Every piece of data
-goes through :mod:`.markup` escaping; no data is placed inside a script: the graph view's data is JSON in a
-``<script type="application/json">`` element (with ``<`` written ``\\u003c``, so no text in it can close the
-element), which the view's script parses.
+Sections, top to bottom: the verdict, the accuracy plot (:mod:`.plot`), the failing tensors' element errors
+(:mod:`.histogram`), the graph view (:mod:`.graph_data`), the table of every CSV row, the coverage report, and ``ac``'s
+overflow and fusion sections (docs/internals/reports.md#page). The table is complete without JavaScript (CI artifact
+viewers often block scripts); ``report.js`` only adds sorting, the filter and the row counter, then sets
+``data-status="ok"`` on ``<body>``. Every piece of data goes through :mod:`.markup` escaping; no data is placed inside
+a script: the graph view's data is JSON in a ``<script type="application/json">`` element (with ``<`` written
+``\\u003c``, so no text in it can close the element), which the view's script parses.
 """
 from __future__ import annotations
 

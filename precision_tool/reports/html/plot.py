@@ -1,25 +1,11 @@
 """The accuracy plot as SVG text: cosine similarity and relative error per tensor, in execution order.
 
-Two panels share the x axis (one point per compared tensor, in the CSV's execution order):
-
-* cosine similarity on a linear axis from just below the lowest value (or the threshold) to 1, with the
-  threshold drawn as a dashed line;
-* the relative error ``||npu - ref|| / ||ref||`` (msaccucmp's RelativeEuclideanDistance) on a log axis (exact zeros
-  sit on the bottom line, ``inf`` on the top one). Not the *max* relative error ``max |npu - ref| / |ref|``: one
-  reference element near zero makes that huge on a tensor that passes (32 on the sample CNN's passing tensors
-  against 4.8 on its culprit), so its panel showed a sawtooth on a clean model; it stays in each point's hover
-  text and in the table;
-* when the result holds replay figures (``ac -c``): each replayed output's **local error** (dots, red above
-  its floor) over its **total error** against the reference (grey line), on a log axis -- drift shows as a
-  rising grey line over flat dots, an op that adds error as a dot that jumps to its line.
-
-A tensor whose value is undefined (``NaN``: NaN data, an all-zero side) is drawn on a thin "undefined" strip
-under its panel, never at a made-up value. The first divergence is a red vertical line labelled with its op
-name; every op the overflow checks name gets an orange triangle. Every point carries a ``<title>`` (the
-browser shows it on hover) and, on the page, links to its table row (``#row-N``).
-
-Pure text generation, no plotting library: the SVG is ours, small, and needs nothing to view. Every name goes
-through :func:`~precision_tool.reports.html.markup.text`.
+Two panels share the x axis (one point per compared tensor): cosine similarity with the threshold dashed, and the
+relative error ``||npu - ref|| / ||ref||`` (msaccucmp's RelativeEuclideanDistance, not the *max* relative error) on a
+log axis; with replay figures (``ac -c``) each replayed output's local error (dots) over its total error (line). An
+undefined value (``NaN``) sits on an "undefined" strip, the first divergence is a red vertical line, the overflow ops
+orange triangles; every point has a ``<title>`` and links to its table row. No plotting library; every name goes
+through :func:`~precision_tool.reports.html.markup.text`. The panels in detail: docs/internals/reports.md#plot.
 """
 from __future__ import annotations
 
