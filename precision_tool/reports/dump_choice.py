@@ -29,7 +29,7 @@ def _text_lines(report: Report) -> List[str]:
 
 def add_dump_choices(report: Report, choices: Sequence[Tuple[str, Choice]]) -> Report:
     """Add one line per ``(root, choice)`` a command's scans recorded
-    (:func:`~precision_tool.formats.dump_tree.reading`) that the report does not say already, naming the
+    (:class:`~precision_tool.formats.dump_tree.ChoiceLog`) that the report does not say already, naming the
     folder when several were read or the report has such a line already; the lines also go to
     ``report.data["dump_choice"]`` (a list). Returns ``report``."""
     said = _text_lines(report)
