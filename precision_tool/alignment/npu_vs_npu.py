@@ -1,26 +1,10 @@
 """NPU run vs NPU run: ``npu/debug_0`` against ``npu/debug_1`` (fusion on vs off, another CANN version ...).
 
-Each side is resolved to TF tensors as in NPU-vs-TF mode (its own graph if given, else the name rules), and
-tensors are paired by those, falling back to op names:
-
-Output ``k`` of a left op:
-
-1. ``same_op_name`` when the other run has an op of the same name whose output ``k`` stands for the same TF
-   tensor (or either side cannot tell what it stands for);
-2. ``same_original_tensor``: otherwise the other run's output that stands for the same TF tensor. A fused op
-   of the left run (Conv2D+BiasAdd+Relu, output origin ``conv1/Relu``) is so compared with the unfused run's
-   ``conv1/Relu`` output -- not with its same-named ``conv1/Conv2D`` -- which isolates the fusion pass;
-3. nothing, with the reason, when the same-named op stands for another TF tensor and no output stands for
-   this one.
-
-Input ``k``: the same-named op's input ``k`` when both exist and do not stand for different TF tensors;
-otherwise the other run's output that stands for the TF tensor feeding it (``same_original_tensor``, via the
-left graph's edges).
-
-Only outputs that name their TF tensor directly (not through a layout op walk) are candidates for rule 2: a
-GE-inserted Cast output "is" its producer's tensor only by way of the walk. When several outputs of the other
-run stand for one TF tensor, the same-named op's wins; if there is none, it is ambiguous and reported.
-Coverage: ``reference_only`` lists the other run's *outputs* left unpaired (inputs are other ops' outputs).
+Each side is resolved to TF tensors as in NPU-vs-TF mode; output ``k`` of a left op is paired with the same-named
+op's output ``k`` (``same_op_name``) unless that stands for another TF tensor, else with the other run's output that
+stands for the same TF tensor (``same_original_tensor``: a fused op against the unfused run's last op), else left
+out with the reason. The other run's dump tree follows the left run's step and device.
+See docs/internals/alignment.md#npu-vs-npu for the input rule and the ambiguous cases.
 """
 from __future__ import annotations
 

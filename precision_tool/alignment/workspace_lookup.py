@@ -1,21 +1,9 @@
 """Finding things in a workspace: the NPU run's Build graph, its ops, its dump files, the reference files.
 
-One :class:`WorkspaceLookup` per NPU run (``npu/debug_N``) answers every "which file / which op" question of
-``ls``, ``ni``, ``pt``, ``cp`` and the shell's completion index, so the rules live in one place:
-
-* the graph is the newest ``ge_proto_*_Build.txt`` in ``npu/debug_N/graph`` (or the one whose root graph
-  is called ``-g NAME``), parsed once and kept while the file is unchanged. CANN 8 writes it one level down,
-  in ``pid_{pid}_deviceid_{n}/`` (``{pid}_{n}/`` in 8.0): the folder of the dump tree's device is read, by the
-  rule of :mod:`precision_tool.formats.ge_graph_folders`, and :attr:`WorkspaceLookup.graph_notes` says
-  which one when that was not clear-cut;
-* an op name is looked up as given, then by its sanitised form (``a/b.c`` -> ``a_b_c``, as dump file names
-  spell it) when exactly one graph op sanitises to it; otherwise the error suggests close names;
-* dump files are found by name under ``npu/debug_N/dump`` (no header is read); references are the ``.npy``
-  files of ``tf/dump``.
-
-In the shell the lookups live for the whole session (:func:`precision_tool.commands.lookups.lookup_for` keeps them
-in the context's :class:`~precision_tool.commands.command_registry.Session`); in the batch CLI each command makes a
-fresh one.
+One :class:`WorkspaceLookup` per NPU run (``npu/debug_N``) answers every "which file / which op" question of ``ls``,
+``ni``, ``pt``, ``cp``, ``replay`` and the shell's completion index, reading the dumps at its selection's step and
+device; graphs and alignments are parsed once and kept while their files are unchanged.
+See docs/internals/alignment.md#workspace-lookup for the graph, op-name and file rules.
 """
 from __future__ import annotations
 

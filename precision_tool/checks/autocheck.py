@@ -1,23 +1,10 @@
 """``ac``'s work as plain data: overflow, then fusion, then (optionally) the comparison with the reference.
 
-:func:`run_autocheck` reads a workspace (``ascend-formats.md`` §8) and returns an :class:`AutocheckResult`:
-
-* :class:`OverflowSection` -- the overflow run's Opdebug records (:mod:`.overflow`; ``overflow/dump``), and
-  the normal run's dumps (``npu/debug_0/dump``) scanned for inf/NaN/fp16 saturation (:mod:`.nonfinite`) and
-  for casts that lose information (:mod:`.casts`). Without an overflow run the scan is what there is, and
-  the section says so. Exception dumps in either folder (the inputs of an op that raised an AI Core error,
-  :mod:`.exception_dumps`) are listed in the section apart from the overflow findings;
-* :class:`FusionSection` -- the passes that fired and the fused ops (:mod:`.fusion`), and with a second run
-  in ``npu/debug_1`` the fusion-on vs fusion-off comparison naming culprit fused ops (:mod:`.fusion_compare`);
-* :class:`CompareSection` (``compare=True``) -- ``npu/debug_0`` against ``tf/dump`` through the one compare
-  pipeline (:func:`precision_tool.comparison.run_comparison`), with its first divergence. Writing the result
-  files is left to the caller (``on_compared`` names them), as is any progress display. When the dump tree holds several
-  steps of the device compared and no step was asked for (``--step N``), the other steps are compared too
-  (no files written, no replay), for the first diverging step (:attr:`CompareSection.steps`);
-* the :class:`~precision_tool.checks.run_verdict.Verdict` (:func:`~precision_tool.checks.run_verdict.decide_verdict`).
-
-A section whose inputs are missing or unreadable is not an error: it carries a note and the others go on.
-Only a folder that holds none of ``npu/debug_0`` and ``overflow`` raises :class:`WorkspaceError`.
+:func:`run_autocheck` takes a workspace and :class:`AutocheckOptions` (the step and device to read among them) and
+returns an :class:`AutocheckResult`: an :class:`OverflowSection`, a :class:`FusionSection`, a :class:`CompareSection`
+(the one compare pipeline, replayed) and the :class:`~precision_tool.checks.run_verdict.Verdict`. A section whose
+inputs are missing or unreadable carries a note and the others go on; only a folder holding neither
+``npu/debug_0`` nor ``overflow`` raises :class:`WorkspaceError`. See docs/internals/checks.md#autocheck.
 """
 from __future__ import annotations
 

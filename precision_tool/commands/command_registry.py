@@ -1,17 +1,10 @@
 """One command registry for the batch CLI and the interactive shell.
 
-A :class:`Command` is a name, aliases, a one-line summary, a function that builds its own argparse
-parser, and a handler ``(args, ctx) -> Report``. The registry checks everything at registration time
-(tfdbg's ``CommandHandlerRegistry``): empty or duplicate names, aliases that clash, handlers that are
-not callable. Dispatch turns argparse's exits into :class:`~precision_tool.errors.UsageError` (bad
-flags) or a help :class:`Report` (``-h``), so a typo never ends a shell session.
-
-Steps and devices are the registry's too, so every command that reads NPU dumps (:attr:`Command.dumps`) treats
-them alike, in the batch CLI and the shell: its parser gets ``--step N --device N``
-(:func:`~precision_tool.commands.options.add_dump_selection_options`); dispatch runs the handler with that
-selection in its context (:attr:`Context.selection`: for this command only, over the global options) and adds
-to its report the ``NPU dumps: ...`` line of each tree it read that held several steps or devices
-(:func:`~precision_tool.reports.dump_choice.add_dump_choices`), unless the report says it already.
+A :class:`Command` is a name, aliases, a summary, a parser builder and a handler ``(args, ctx) -> Report``; the
+registry checks them when registered (tfdbg's ``CommandHandlerRegistry``) and turns argparse's exits into
+:class:`~precision_tool.errors.UsageError` or a help report. It also owns ``--step``/``--device``: a handler runs with
+the selection in :attr:`Context.selection`, and its report gets the ``NPU dumps:`` line of each tree it read.
+See docs/internals/commands.md#registry.
 """
 from __future__ import annotations
 

@@ -1,32 +1,7 @@
 """The options several commands share, each defined once: same letters, same validation, same help.
 
-A command's ``add_arguments`` calls ``add_<option>_option(parser, ...)`` instead of spelling the option
-itself, so ``-l`` is a non-negative count and a cosine threshold is a number from -1 to 1 in every command.
-Parameters only say what really differs between commands (the default, a note about when the option
-applies); the flags, ``dest``, validation and the main help sentence do not vary.
-
-Letters kept for users' scripts:
-
-==================  =============================================  =============================================
-option              flags                                          commands
-==================  =============================================  =============================================
-cosine threshold    ``-c``, ``--cosine``, ``--cosine-threshold``   compare, vc, vcs, report, cp; ``ac`` only the
-                                                                   long forms (``ac -c`` is ``--compare``)
-limit               ``-l``, ``--limit``                            ac, ov, vcs
-workers             ``--workers``                                  compare, vc, ac
-output folder       ``-o``, ``-out``, ``--output``                 compare, ac, dc
-JUnit XML           ``--junit``                                    compare, vc
-result file         ``-f``, ``--file``                             vcs, report
-NPU run             ``-r``, ``--run``                              ls, pt, cp, ni
-fusion rule         ``--fusion-floor``, ``--fusion-growth``        ac, fusion
-step and device     ``--step N``, ``--device N`` (compare also     every command that reads NPU dumps
-                    ``--steps all``, ``--device all``)             (``Command.dumps``; not ``emulate``, whose
-                                                                   ``--step`` is a training step)
-==================  =============================================  =============================================
-
-The step and device options are added by the registry itself (:meth:`~.command_registry.Command.build_parser`) to the
-commands that read dumps, and applied around their handler (:meth:`~.command_registry.CommandRegistry.dispatch`), so no
-command spells or applies them: :func:`add_dump_selection_options` and :func:`dump_selection`.
+The step and device options are added by the registry itself (:meth:`~.command_registry.Command.build_parser`) to
+the commands that read dumps; which command takes which letters: docs/internals/commands.md#shared-options.
 
 Validators (``type=`` callables) raise :class:`argparse.ArgumentTypeError`, whose message argparse shows
 as is after the option's name -- never a Python type name:

@@ -1,16 +1,9 @@
 """A dump tree compared one step or one device at a time: ``compare --steps all`` / ``--device all``, ``ac -c``.
 
-Each run is one :class:`~precision_tool.formats.dump_tree.DumpSelection` (a step of a device) handed to the
-one compare pipeline -- so the NPU scan keeps that step and device, a reference dump tree follows it (its same
-step, else its only one) and the Build graph of that device is read -- and summed up as a :class:`StepRun`:
-tensors compared, the failing ones, the first divergence. From those:
-
-* :func:`first_diverging` -- the earliest step whose comparison fails (per device);
-* :func:`replicas_differ` -- the devices whose results differ from the others' (data-parallel replicas should
-  agree): another set of failing tensors than most devices have (ties: the smallest set), or, with the same
-  set, a tensor whose cosine is more than :data:`REPLICA_COSINE_TOLERANCE` from the replicas' median (of two
-  replicas, both, each line saying that which is off cannot be told);
-* :func:`exit_code_of` -- 1 when a run fails, else 2 when one could not be used, else 0.
+Each run is one :class:`~precision_tool.formats.dump_tree.DumpSelection` handed to the one compare pipeline and summed
+up as a :class:`StepRun`. From those: :func:`first_diverging` (the earliest failing step), :func:`replicas_differ`
+(devices whose results differ from the other replicas') and :func:`exit_code_of` (1 when a run fails, else 2 when one
+could not be used, else 0). See docs/internals/comparison.md#tree-runs.
 """
 from __future__ import annotations
 

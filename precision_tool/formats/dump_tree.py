@@ -1,30 +1,11 @@
 """Steps and devices of an Ascend dump tree: which folders a scan may mix.
 
-GE writes ``{dump_path}/{time}/{device_id}/{model_name}/{model_id}/{step}/{files}`` (``../shared/docs/
-ascend-dump-trees.md``): one ``{time}`` folder per process (so per device in data-parallel training), one
-``{step}`` folder per dumped step (``dump_step="0|5|10-20"``). A folder whose last five path components have
-that shape (``{time}`` 14 digits, device, model id and step decimal numbers) has a :class:`TreePosition`; any
-other folder holding dumps (a flat folder of copied files) has none.
-
-Dumps of different steps or devices are different tensors of the same ops: a scan never mixes them
-(:func:`choose`). Without a request it takes the **newest step of the lowest device** and says which, and what
-else the tree holds; ``--step N`` / ``--device N`` pick one: a :class:`DumpSelection`, which the CLI and the
-registry put in the command's context and every scan is handed explicitly. Folders without a position are always
-scanned.
-
-Nor does a scan mix GE models. A device holds one ``{model}/{model_id}`` folder per loaded graph (a TF job has
-several: initialisation, training, small helper graphs; their generated op names, ``trans_Cast_0``, repeat), and a
-data-parallel job that restarted holds one ``{time}`` folder per session. Of each device one *model* -- a
-``{time}/{device}/{model}/{model_id}`` folder -- is read: the one holding the most dump files (the training graph;
-ties to the newest session, then by name), and the note names the others; to read another, give its folder. Its
-steps are the device's steps.
-
-A *reference* tree (the other run of an NPU-vs-NPU comparison) follows the compared run
-(:attr:`DumpSelection.follow`): the same step and device when it holds them, else its only step or device --
-the same reference for every step -- else the error listing what it holds.
-
-A selection may carry a :class:`ChoiceLog`: every scan given it records its :class:`Choice` there (when it has a
-note), so a command can say which step and device it read.
+GE writes ``{dump_path}/{time}/{device_id}/{model_name}/{model_id}/{step}/{files}``. A scan never mixes steps,
+devices or GE models (:func:`choose`): it keeps the step and device of its :class:`DumpSelection` (the command's
+``--step``/``--device``, handed explicitly), else the newest step of the lowest device, and of each device the model
+holding the most dump files. A reference tree follows the compared run (:func:`following`). A selection may carry a
+:class:`ChoiceLog`, where every scan given it records what it chose, for the command's ``NPU dumps:`` line.
+See docs/internals/formats.md#dump_tree.
 """
 from __future__ import annotations
 
