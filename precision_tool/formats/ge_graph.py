@@ -1,11 +1,12 @@
 """One model of a GE graph dump, whichever file it came from (protobuf text or atc/msaccucmp JSON).
 
-A :class:`GraphModel` holds the graphs of one ``ge.proto`` ``ModelDef``, root graph first; for the "Build" stage
-dump the root graph's name is the dump tree's ``model_name`` folder and its op names are the names in the dump
-files (docs/ascend-formats.md §6). Every record is a frozen dataclass; attribute values are plain Python values
-chosen by the kind GE stored (``s`` -> ``str``, ``i`` -> ``int``, ``td`` -> :class:`TensorDesc`, nothing set ->
+A :class:`GraphModel` holds the graphs of one ``ge.proto`` ``ModelDef``, root graph first; for the "Build" stage dump
+the root graph's name is the dump tree's ``model_name`` folder and its op names are the names in the dump files
+(``../shared/docs/ascend-formats.md`` §6). Every record is a frozen dataclass; attribute values are plain Python
+values chosen by the kind GE stored (``s`` -> ``str``, ``i`` -> ``int``, ``td`` -> :class:`TensorDesc`, nothing set ->
 ``None``; the table: docs/internals/formats.md#ge_graph). The attributes precision_tool relies on are properties
-computed from ``attrs`` (:attr:`OpNode.original_op_names`, :attr:`TensorDesc.origin_shape`, ...): they cannot disagree.
+computed from ``attrs`` (:attr:`OpNode.original_op_names`, :attr:`TensorDesc.origin_shape`, ...): they cannot
+disagree.
 """
 from __future__ import annotations
 

@@ -1,11 +1,12 @@
-"""GE's ``ge.proto`` model schema (``ModelDef`` and everything it holds) as field tables (docs/ascend-formats.md §6).
+"""GE's ``ge.proto`` model schema (``ModelDef`` and everything it holds) as field tables.
 
-The JSON form is read into records (:data:`GE_RECORDS`, :mod:`precision_tool.formats.proto_records`: no protobuf
-runtime to import); the text forms and the writers use protobuf classes built from the same tables (use
-:func:`ge_messages`, built once and cached, rather than the tables). Every field of that table is here but
-``attr_groups`` (field 12 of ModelDef / GraphDef) and ``AttrDef.expression`` (field 17), whose layout differs
-between CANN versions: readers allow unknown fields, so files carrying them load, without them. Nested types are
-top-level (``AttrDef.ListValue`` is ``ListValue``). See docs/internals/formats.md#ge_schema.
+The facts: ``../shared/docs/ascend-formats.md`` §6. The JSON form is read into records (:data:`GE_RECORDS`,
+:mod:`precision_tool.formats.proto_records`: no protobuf runtime to import); the text forms and the writers use
+protobuf classes built from the same tables (use :func:`ge_messages`, built once and cached, rather than the tables).
+Every field of that table is here but ``attr_groups`` (field 12 of ModelDef / GraphDef) and ``AttrDef.expression``
+(field 17), whose layout differs between CANN versions: readers allow unknown fields, so files carrying them load,
+without them. Nested types are top-level (``AttrDef.ListValue`` is ``ListValue``). See
+docs/internals/formats.md#ge_schema.
 """
 from __future__ import annotations
 
