@@ -97,13 +97,14 @@ def test_a_comparison_leaves_no_cyclic_garbage(tmp_path):
     from precision_tool.comparison.pipeline import CompareRequest, run_comparison
     from tests.comparison.cmp_builders import chain_case
 
-    case = chain_case(str(tmp_path), names=[f"op{i}" for i in range(30)])
+    names = [f"op{i}" for i in range(30)]
+    case = chain_case(str(tmp_path), names=names)
     request = CompareRequest(case.npu, case.ref, graph=case.graph, workers=1)
     run_comparison(request)  # caches and lazy imports filled first
     gc.collect()
     with collection_paused():
         result = run_comparison(request)
-        assert len(result.compared) == 60
+        assert len(result.compared) == 2 * len(names)  # each op of the chain: its input 0 and output 0
         del result
         assert gc.collect() == 0
 
@@ -121,12 +122,13 @@ def test_the_workers_collect_with_what_they_inherited_frozen(tmp_path, monkeypat
         if not gc.isenabled() or gc.get_freeze_count() <= frozen_before or collector._holders:
             os._exit(3)
 
-    case = chain_case(str(tmp_path), names=[f"op{i}" for i in range(40)])
+    names = [f"op{i}" for i in range(40)]
+    case = chain_case(str(tmp_path), names=names)
     monkeypatch.setattr(processes, "init_pool_worker", init)
     with collection_paused():  # as TensorFlow's background import may hold it
         result = run_comparison(CompareRequest(case.npu, case.ref, graph=case.graph, workers=2))
         assert not gc.isenabled()
-    assert result.timing.workers == 2 and len(result.compared) > 40
+    assert result.timing.workers == 2 and len(result.compared) == 2 * len(names)  # split over two: none lost
     assert gc.isenabled()
 
 

@@ -10,6 +10,7 @@ from precision_tool.checks.autocheck import AutocheckOptions, run_autocheck
 from precision_tool.checks.run_verdict import DUMP_SCAN, FIRST_DIVERGENCE, FUSION, LOCAL_ERROR, OVERFLOW_RECORD
 from precision_tool.errors import WorkspaceError
 from precision_tool.formats.dump_file import read_dump_header, read_tensor
+from sample_counts import MOBILENET, dump_files
 
 WITH_COMPARE = AutocheckOptions(compare=True, workers=1)
 WITHOUT_REPLAY = AutocheckOptions(compare=True, workers=1, replay=False)
@@ -57,7 +58,9 @@ def test_the_clean_mobilenet_sample_passes_every_tensor_batch_norm_parameters_in
     # the fused conv+BN op's scale and offset inputs are float32 (Ascend's BN family), not fp16 subnormals
     bn = [r for r in compared.compared if r.op_name.endswith("expand_1/convolution") and r.tensor_index in (2, 3)
           and r.kind == "input"]
-    assert len(bn) == 32 and {r.npu_dtype for r in bn} == {"float32"}
+    # two per expanding block's fused conv+BN (block_1 .. block_16 of MobileNetV2), its dump files counted by name
+    expand_convs = dump_files("*_expand_1_convolution.*", MOBILENET)
+    assert len(bn) == 2 * expand_convs and {r.npu_dtype for r in bn} == {"float32"}
 
 
 def test_a_fault_on_a_fused_op_is_blamed_on_its_passes(tmp_path):

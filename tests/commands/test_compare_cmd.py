@@ -26,12 +26,14 @@ def only_csv(folder):
 
 
 def test_clean_run_exits_0_and_writes_csv_summary_and_junit(tmp_path, capsys):
-    case = chain_case(tmp_path / "case", json_graph=True, graph_layout="file")
+    names = ["op0", "op1", "op2", "op3"]
+    case = chain_case(tmp_path / "case", names, json_graph=True, graph_layout="file")
     assert compare(case, tmp_path / "out", "--junit", str(tmp_path / "ci" / "junit.xml"), "--workers", "2") == 0
     out = capsys.readouterr().out
-    assert "Compared 8 tensors (cosine >= 0.99): 8 passed, 0 failed" in out
+    tensors = 2 * len(names)  # each op's input 0 and output 0
+    assert f"Compared {tensors} tensors (cosine >= 0.99): {tensors} passed, 0 failed" in out
     table = read_result_csv(only_csv(tmp_path / "out"))
-    assert len(table.rows) == 8 and all(row.status.verdict == "pass" for row in table.rows)
+    assert len(table.rows) == tensors and all(row.status.verdict == "pass" for row in table.rows)
     summary = json.loads((tmp_path / "out" / "summary.json").read_text())
     assert summary["exit_code"] == 0 and summary["result_csv"] == os.path.basename(only_csv(tmp_path / "out"))
     assert (tmp_path / "ci" / "junit.xml").is_file()

@@ -21,6 +21,7 @@ from precision_tool.formats.dump_tree import DumpSelection, choose, position_of
 
 pytestmark = pytest.mark.compat
 TIMES = TREE_TIMES
+TENSORS = 4 * 2  # what one step of one device holds: the chain's ops op0 .. op3, input 0 and output 0 each
 
 
 @pytest.fixture
@@ -38,7 +39,7 @@ def test_by_default_the_newest_step_of_the_lowest_device_is_compared_and_named(t
     case, root = tree
     assert compare(case, root, tmp_path / "out") == 0  # device 0, step 5: clean (not mixed with device 1)
     out = capsys.readouterr().out
-    assert "Compared 8 tensors" in out  # one step of one device: each op once
+    assert f"Compared {TENSORS} tensors" in out  # one step of one device: each op once
     assert ("NPU dumps: dumps of step 5 on device 0 (the newest step of the lowest device); also in the tree: "
             "step 0 of device 0 and device 1 (pick with --step N --device N)") in out
 
@@ -51,7 +52,7 @@ def test_step_and_device_pick_exactly_one_folder(tree, tmp_path, capsys, selecti
     case, root = tree
     assert compare(case, root, tmp_path / "out", *selection) == code
     out = capsys.readouterr().out
-    assert "Compared 8 tensors" in out
+    assert f"Compared {TENSORS} tensors" in out
     if code == 1:
         assert "op2" in out.split("First divergence:")[1].splitlines()[0]
 
@@ -108,7 +109,7 @@ def test_step_and_device_after_the_command_pick_exactly_one_folder(tree, tmp_pat
     case, root = tree
     assert compare_after(case, root, tmp_path / "out", *flags) == code
     out = capsys.readouterr().out
-    assert "Compared 8 tensors" in out  # one step of one device: each of the 4 ops' input and output once
+    assert f"Compared {TENSORS} tensors" in out  # one step of one device: each of the 4 ops' input and output once
     assert f"NPU dumps: {note} (pick with --step N --device N)" in out
     summary = summary_of(tmp_path / "out")
     assert summary["coverage"]["dump_choice"].startswith(note)
@@ -148,9 +149,9 @@ def test_steps_all_names_the_diverging_step_and_keeps_each_steps_outputs_apart(t
     text = capsys.readouterr().out
     assert text.startswith("Compared every step of device 1, one run each: 2 runs, 1 fail\n")
     rows = [line.split() for line in text.splitlines() if line.startswith("1  ")]
-    assert rows == [["1", "0", "8", "0", "-", "0", str(out / "step_0")],
-                    ["1", "5", "8", "3", "op2", "1", str(out / "step_5")]]
-    assert (f"First diverging step: 5 (op2: first divergence; 3 tensors fail of 8; {out / 'step_5'})"
+    assert rows == [["1", "0", str(TENSORS), "0", "-", "0", str(out / "step_0")],
+                    ["1", "5", str(TENSORS), "3", "op2", "1", str(out / "step_5")]]
+    assert (f"First diverging step: 5 (op2: first divergence; 3 tensors fail of {TENSORS}; {out / 'step_5'})"
             in text.splitlines())
     assert "NPU dumps:" not in text  # each run's choice is in its own summary, not repeated per step
     for step, failed in ((0, 0), (5, 3)):
@@ -176,7 +177,7 @@ def test_steps_all_json_lists_every_step(tree, tmp_path, capsys):
     assert compare_after(case, root, tmp_path / "out", "--step", "all", "--device", "1", json=True) == 1
     data = json.loads(capsys.readouterr().out)["data"]
     assert [(r["device"], r["step"], r["compared"], r["failed"], r["first_divergence"], r["exit_code"])
-            for r in data["runs"]] == [(1, 0, 8, 0, None, 0), (1, 5, 8, 3, "op2", 1)]
+            for r in data["runs"]] == [(1, 0, TENSORS, 0, None, 0), (1, 5, TENSORS, 3, "op2", 1)]
     assert data["runs"][1]["failing"] == ["op2:output:0", "op3:input:0", "op3:output:0"]
     assert data["first_diverging"] == [{"device": 1, "step": 5, "first_divergence": "op2"}]
     assert data["exit_code"] == 1 and data["replicas_differ"] == []
@@ -200,7 +201,7 @@ def test_device_all_flags_the_device_whose_results_differ(tree, tmp_path, capsys
     text = capsys.readouterr().out
     assert text.startswith("Compared every device (its newest step), one run each: 2 runs, 1 fail\n")
     rows = [line.split()[:6] for line in text.splitlines() if line[:1] in "01" and "out" in line]
-    assert rows == [["0", "5", "8", "0", "-", "0"], ["1", "5", "8", "3", "op2", "1"]]
+    assert rows == [["0", "5", str(TENSORS), "0", "-", "0"], ["1", "5", str(TENSORS), "3", "op2", "1"]]
     assert ("Replicas differ: device 1 (fails op2:output:0, op3:input:0, op3:output:0 where device 0 passes)"
             in text.splitlines())
     assert sorted(os.listdir(str(out))) == ["device_0", "device_1"]
@@ -232,7 +233,7 @@ def test_steps_all_on_a_flat_folder_says_there_is_one_step_and_compares_it(tree,
     case, _ = tree
     assert compare_after(case, case.npu, tmp_path / "out", "--steps", "all") == 0
     text = capsys.readouterr().out
-    assert text.startswith("Compared 8 tensors (cosine >= 0.99): 8 passed, 0 failed\n")
+    assert text.startswith(f"Compared {TENSORS} tensors (cosine >= 0.99): {TENSORS} passed, 0 failed\n")
     assert (f"{case.npu} holds no step folders ({{time}}/{{device}}/{{model}}/{{model_id}}/{{step}}): one step, "
             "compared as such") in text.splitlines()
 
@@ -256,7 +257,7 @@ def test_device_all_with_a_step_one_device_lacks_compares_the_others(tree, tmp_p
     shutil.rmtree(str(root / TIMES[1] / "1" / "ge_default_cmp" / "1" / "0"))  # device 1 dumped step 5 only
     assert compare_after(case, root, tmp_path / "out", "--device", "all", "--step", "0") == 2
     lines = capsys.readouterr().out.splitlines()
-    assert any(line.split()[:6] == ["0", "0", "8", "0", "-", "0"] for line in lines)
+    assert any(line.split()[:6] == ["0", "0", str(TENSORS), "0", "-", "0"] for line in lines)
     assert any(line.startswith("1 ") and f"{root}: no dumps of step 0 on device 1 (steps: 5)" in line
                for line in lines)
     assert not any(line.startswith("Replicas") for line in lines)  # one replica compared: nothing to agree on
@@ -318,7 +319,7 @@ def test_other_models_and_sessions_of_a_device_are_named_not_mixed(tree, tmp_pat
     shutil.copytree(faulty_step, older_session)
     assert compare(case, root, tmp_path / "out") == 0  # step 5 of the training graph's newest session: clean
     out = capsys.readouterr().out
-    assert "Compared 8 tensors" in out
+    assert f"Compared {TENSORS} tensors" in out
     note = out.split("NPU dumps: ")[1].splitlines()[0]
     assert note.startswith(f"dumps of step 5 on device 0 (the newest step of the lowest device), model "
                            f"{TIMES[0]}/0/ge_default_cmp/1 (most dump files)")

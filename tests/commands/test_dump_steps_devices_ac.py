@@ -18,6 +18,7 @@ from precision_tool.cli import main
 from precision_tool.formats.dump_tree import DumpSelection
 
 pytestmark = pytest.mark.compat
+TENSORS = 4 * 2  # one step of one device: the chain's ops op0 .. op3, input 0 and output 0 each
 
 
 @pytest.fixture
@@ -43,7 +44,7 @@ def test_ac_names_an_earlier_diverging_step_than_the_one_it_details(workspace, c
     assert code == 1 and report["exit_code"] == 1  # a step fails: the check fails
     code = main(["-d", str(workspace), "ac", "-c", "--no-replay", "-o", str(workspace.parent / "out2")])
     lines = capsys.readouterr().out.splitlines()
-    assert "First diverging step: 0 (op2; 3 of 8 tensors fail); steps 0, 5 of device 0 compared." in lines
+    assert f"First diverging step: 0 (op2; 3 of {TENSORS} tensors fail); steps 0, 5 of device 0 compared." in lines
     assert ("  - step 0 diverges first, before the step 5 detailed here (first divergence op2, 3 tensor(s) fail): "
             "detail it with ac -c --step 0") in lines
     assert os.listdir(str(workspace.parent / "out2")) != [] and not (workspace.parent / "out2" / "step_0").exists()
@@ -107,9 +108,9 @@ def test_vcs_ni_and_report_read_the_result_of_the_step_asked_for_and_say_which_t
     assert main(["-d", str(workspace), "compare", "--steps", "all"]) == 1  # step 0 diverges
     capsys.readouterr()
     code, out = main(["-d", str(workspace), "vcs", "--step", "0"]), capsys.readouterr().out
-    assert code == 1 and "(step 0 on device 0): 8 tensors compared, 3 below cosine" in out.splitlines()[0]
+    assert code == 1 and f"(step 0 on device 0): {TENSORS} tensors compared, 3 below cosine" in out.splitlines()[0]
     code, out = main(["-d", str(workspace), "vcs"]), capsys.readouterr().out
-    assert code == 0 and "(step 5 on device 0): 8 tensors compared, 0 below" in out.splitlines()[0]
+    assert code == 0 and f"(step 5 on device 0): {TENSORS} tensors compared, 0 below" in out.splitlines()[0]
     assert main(["-d", str(workspace), "--step", "0", "vcs"]) == 1  # before the command too
     capsys.readouterr()
     assert main(["-d", str(workspace), "vcs", "--step", "3"]) == 2
@@ -142,7 +143,7 @@ def test_a_shared_out_folder_finds_each_steps_result_from_its_lossless_file(work
     assert main(["-d", str(workspace), "compare", "--step", "5", "-out", out]) == 0
     capsys.readouterr()
     assert main(["-d", str(workspace), "vcs", "-f", out, "--step", "0"]) == 1
-    assert "(step 0 on device 0): 8 tensors compared, 3 below" in capsys.readouterr().out
+    assert f"(step 0 on device 0): {TENSORS} tensors compared, 3 below" in capsys.readouterr().out
 
 
 def test_fusion_runs_read_at_different_steps_blame_no_op_on_fusion(workspace, tmp_path):

@@ -21,8 +21,10 @@ from precision_tool.cli import main
 from precision_tool.reports.result_csv import read_result_csv
 from precision_tool.reports.result_store import load_result
 
-NOTE = ("matching non-finite: 1 NaN/inf at identical positions on both sides (1 NaN); metrics over the 31 finite "
-        "elements")
+FINITE = int(np.prod(SHAPE)) - 1  # the chain's [4, 8] tensors, but for the one NaN at [0, 0]
+TENSORS = 4 * 2  # the chain's ops op0 .. op3, input 0 and output 0 each
+NOTE = ("matching non-finite: 1 NaN/inf at identical positions on both sides (1 NaN); metrics over the "
+        f"{FINITE} finite elements")
 
 
 def _compare(case, out):
@@ -38,10 +40,10 @@ def test_nan_on_both_sides_at_the_same_position_passes_and_is_classified(tmp_pat
     case = chain_case(tmp_path / "case", nan_at="op1", ref_nan_at="op1")
     assert _compare(case, tmp_path / "out") == 0
     out = capsys.readouterr().out
-    assert "Compared 8 tensors (cosine >= 0.99): 8 passed, 0 failed" in out
+    assert f"Compared {TENSORS} tensors (cosine >= 0.99): {TENSORS} passed, 0 failed" in out
     assert ("5 tensor(s) hold NaN/inf exactly where the reference does (same positions and kinds; first: "
             "op1:output:0, 1 element)") in out
-    # the lossless result file: the classification, the note, metrics over the 31 finite elements
+    # the lossless result file: the classification, the note, metrics over the finite elements
     rows = {row.tensor_id: row for row in load_result(_only(tmp_path / "out", ".csv")).comparison.results}
     matched = sorted(tensor for tensor, row in rows.items() if row.matched_non_finite)
     assert matched == ["op1:output:0", "op2:input:0", "op2:output:0", "op3:input:0", "op3:output:0"]
@@ -72,7 +74,7 @@ def test_nan_on_the_npu_side_only_still_fails_and_is_the_first_divergence(tmp_pa
     rows = {row.tensor_id: row for row in load_result(_only(tmp_path / "out", ".csv")).comparison.results}
     row = rows["op1:output:0"]
     assert row.status == "NAN_INF" and row.failed and row.matched_non_finite == 0
-    assert row.reason == "NPU has 1 NaN, reference none; metrics over the 31 pairs finite on both sides"
+    assert row.reason == f"NPU has 1 NaN, reference none; metrics over the {FINITE} pairs finite on both sides"
     table = read_result_csv(_only(tmp_path / "out", ".csv"))
     cell = dict(zip((r.tensor_id for r in table.rows), table.reason_cells))["op1:output:0"]
     assert cell == f"NAN_INF: {row.reason}"
@@ -108,7 +110,8 @@ def test_ac_still_names_an_npu_only_nan(tmp_path):
     culprit = result.verdict.culprit
     assert (culprit.op_name, culprit.evidence) == ("op1", FIRST_DIVERGENCE)
     assert culprit.reasons[0] == ("its output 0 fails against the reference (NAN_INF: NPU has 1 NaN, reference "
-                                  "none; metrics over the 31 pairs finite on both sides) while its inputs still match")
+                                  f"none; metrics over the {FINITE} pairs finite on both sides) while its inputs "
+                                  "still match")
     assert "overflow: in the normal run its output 0 holds 1 NaN, first at [0, 0]" in culprit.reasons
 
 
@@ -140,8 +143,8 @@ def test_an_npu_only_nan_behind_matching_ones_is_the_culprit(tmp_path):
     culprit = result.verdict.culprit
     assert (culprit.op_name, culprit.evidence) == ("op3", FIRST_DIVERGENCE)
     assert culprit.reasons[0] == ("its output 0 fails against the reference (NAN_INF: NaN positions differ (NPU 2, "
-                                  "reference 1); metrics over the 30 pairs finite on both sides) while its inputs "
-                                  "still match")
+                                  f"reference 1); metrics over the {FINITE - 1} pairs finite on both sides) while its "
+                                  "inputs still match")  # the NPU's second NaN, at [1, 1], takes one more pair
     assert any(line.startswith("normal run: op1 output 0 holds 1 NaN") and "the reference's too" in line
                for line in result.verdict.also)
 

@@ -1,8 +1,9 @@
 """``ni``: graph facts, dump statistics, references, compare rows, attributes and the DOT subgraph."""
 import os
 
+import numpy as np
 import pytest
-from inspect_builders import PLANTED_OP, write_inspect_workspace
+from inspect_builders import PLANTED_OP, SHAPE, write_inspect_workspace
 
 from precision_tool.cli import main
 from precision_tool.commands import build_registry
@@ -37,7 +38,8 @@ def test_dump_and_reference_statistics(workspace):
     data = run(workspace, "-n", PLANTED_OP).data
     assert data["dump"]["path"].endswith("Add.out_Add.4.1.1700000000000002")
     output = data["dump"]["tensors"][-1]
-    assert output["tensor"] == "out/Add:output:0" and output["size"] == 48 and output["nan"] == 0
+    # its size in TF's layout, NHWC [1, 4, 4, 3] (not the 256 elements of the padded NC1HWC0 it is stored in)
+    assert output["tensor"] == "out/Add:output:0" and output["size"] == int(np.prod(SHAPE)) and output["nan"] == 0
     pairs = {pair["tensor"]: pair["reference"] for pair in data["references"]["pairs"]}
     assert pairs == {"out/Add:input:0": "relu1/Relu:output:0", "out/Add:input:1": "conv1/BiasAdd:output:0",
                      "out/Add:output:0": "out/Add:output:0"}

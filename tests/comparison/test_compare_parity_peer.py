@@ -19,6 +19,7 @@ import numpy as np
 import pytest
 
 from cmp_builders import Step, write_chain
+from sample_counts import dumped_tensors
 from precision_tool.cli import main
 from precision_tool.metrics import ALL
 from precision_tool.reports.result_csv import read_result_csv
@@ -63,13 +64,14 @@ def _sd_cells(table) -> dict:
 
 @pytest.mark.parametrize("variant", ["nd", "nc1hwc0"])
 def test_every_metric_cell_equals_msaccucmps(peer, tmp_path, variant, capsys):
-    case = Path(_make_case().build_case(str(tmp_path / variant), variant=variant, ops=4))
+    ops = 4
+    case = Path(_make_case().build_case(str(tmp_path / variant), variant=variant, ops=ops))
     ours, theirs, ours_code, peer_code = both(peer, case, tmp_path)
     capsys.readouterr()
     peer_rows = {row.tensor_id: row for row in theirs.rows if row.tensor_id}
     our_rows = {row.tensor_id: row for row in ours.rows}
-    assert set(our_rows) == set(peer_rows) and len(our_rows) == 8
-    n = 262144
+    assert set(our_rows) == set(peer_rows) and len(our_rows) == 2 * ops  # each Add's input 0 and output 0
+    n = 512 * 512  # elements of each tensor: [512, 512] ND, or [1, 64, 64, 64] NHWC
     our_sd, peer_sd = _sd_cells(ours), _sd_cells(theirs)
     for tensor_id, mine in our_rows.items():
         other = peer_rows[tensor_id]
@@ -194,7 +196,7 @@ def test_emulated_workspace_metrics_equal_msaccucmps(peer, tmp_path, workspace, 
     capsys.readouterr()
     mine = {row.tensor_id: row for row in ours.rows if row.tensor_id}
     peer_rows = {row.tensor_id: row for row in theirs.rows if row.tensor_id}
-    assert set(mine) == set(peer_rows) and len(mine) > 40
+    assert set(mine) == set(peer_rows) and len(mine) == dumped_tensors(root)  # every input and output dumped
     both_zero = 0
     our_sd, peer_sd = _sd_cells(ours), _sd_cells(theirs)
     for tensor_id, row in mine.items():

@@ -34,7 +34,9 @@ def test_a_broken_op_is_the_first_divergence_and_its_consumers_inherit(tmp_path)
     assert result.divergence.first.op_name == "op1"
     assert [op.op_name for op in result.divergence.inherited] == ["op2", "op3"]
     counts = result.counts()
-    assert counts["compared"] == 8 and counts["failed"] == counts["compared"] - counts["passed"] == 5
+    # op0 .. op3, input 0 and output 0 each; failing: op1's output and every tensor after it (op2's and op3's input
+    # and output)
+    assert counts["compared"] == 4 * 2 and counts["failed"] == counts["compared"] - counts["passed"] == 1 + 2 * 2
     # execution order, inputs before outputs
     assert [row.tensor_id for row in result.results][:4] == ["op0:input:0", "op0:output:0", "op1:input:0",
                                                              "op1:output:0"]
@@ -120,7 +122,8 @@ def test_a_dump_that_cannot_be_read_after_aligning_is_an_error_row(tmp_path):
 def test_progress_is_reported_up_to_the_total(tmp_path):
     calls = []
     run(chain_case(tmp_path), workers=2, progress=lambda done, total: calls.append((done, total)))
-    assert calls[0] == (0, 8) and calls[-1] == (8, 8)
+    total = 4 * 2  # the default chain: op0 .. op3, input 0 and output 0 each
+    assert calls[0] == (0, total) and calls[-1] == (total, total)
     assert [done for done, _ in calls] == sorted(done for done, _ in calls)
 
 

@@ -30,7 +30,7 @@ def test_a_bias_gradient_of_noise_passes_on_absolute_error():
     # n = 2048 / 8 = 256 terms of rms 0.003: magnitude 16 * 0.003 = 0.048. The float32 reference is trusted to
     # 1e-5 of that, 4.8e-7: its 2.1e-8 is noise. On the NPU each term is rounded once in float16,
     # u / sqrt(3) = 2.819e-4 relative: rho = 1.353e-5, floor F = 4 rho = 5.413e-5
-    assert noise.terms == 256 and noise.dtype == "float16"
+    assert noise.terms == 4 * 8 * 8 and noise.dtype == "float16"  # [4, 8, 8, 8] summed over all but channels
     assert noise.reference_floor == pytest.approx(1e-5 * 0.048, rel=1e-12)
     assert noise.floor == pytest.approx(4 * U16 / math.sqrt(3) * 16 * 0.003, rel=1e-12)
     assert noise.floor == pytest.approx(5.413e-5, rel=1e-3)

@@ -13,6 +13,7 @@ from precision_tool.status import Status
 
 pytestmark = [pytest.mark.tf, pytest.mark.compat]
 GRAD = "dense/BiasAdd_grad/BiasAddGrad"
+BATCH = 64
 
 
 def gradients(dtype):
@@ -21,8 +22,8 @@ def gradients(dtype):
     import tensorflow as tf
 
     rng = np.random.default_rng(37)
-    x, w = rng.normal(size=(64, 32)), rng.normal(size=(32, 16)) * 0.2
-    bias, target = rng.normal(size=16) * 0.05, rng.normal(size=(64, 16))
+    x, w = rng.normal(size=(BATCH, 32)), rng.normal(size=(32, 16)) * 0.2
+    bias, target = rng.normal(size=16) * 0.05, rng.normal(size=(BATCH, 16))
     graph = tf.Graph()
     with graph.as_default():
         cast = {name: tf.constant(value.astype(dtype)) for name, value in (("x", x), ("w", w), ("t", target))}
@@ -45,7 +46,7 @@ def test_a_bias_gradient_before_a_training_batch_norm_is_noise_that_passes():
             array_row(0, GRAD, "output", 0, "BiasAddGrad", npu_db, ref_db))
     assert rows[0].status is Status.PASS and rows[1].status is Status.FAIL  # the cosine gate compares two noises
     noise = noise_of(rows[1], {0: rows[0]})
-    assert noise.terms == 64 and noise.below and noise.within
+    assert noise.terms == BATCH and noise.below and noise.within  # the bias gradient sums over the batch
     result = ComparisonResult.judged(rows, facts([GRAD]), 0.99)
     assert result.results[1].status is Status.BELOW_NOISE and result.exit_code() == 0
     assert result.divergence.first is None and result.culprit is None

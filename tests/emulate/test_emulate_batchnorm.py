@@ -231,7 +231,12 @@ def test_keras2_mobilenet_v2_every_batch_norm_is_dumped_with_float32_parameters(
     scan = scan_dump_folder(run_folder(ws))
     batch_norms = {name.rsplit(".", 3)[0] for name in os.listdir(ws / "tf" / "dump")
                    if name.rsplit(".", 3)[0].endswith("FusedBatchNormV3")}
-    assert len(batch_norms) == 52
+    # the model's layers as Keras reports them (scripts/bn_cases.py): 52 batch norms, 35 after a Conv2D, 17 after a
+    # DepthwiseConv2D (MobileNetV2: stem, 17 blocks of depthwise and project, 16 of them with an expand, last conv)
+    layers = cases.summary["model_layers"]["mobilenet_keras2"]
+    after = layers["batch_norms_after"]
+    assert set(after) == {"Conv2D", "DepthwiseConv2D"}
+    assert len(batch_norms) == sum(after.values())
     carriers = {}
     for op in graph.ops:
         for name in op.original_op_names:
@@ -243,8 +248,9 @@ def test_keras2_mobilenet_v2_every_batch_norm_is_dumped_with_float32_parameters(
         assert scan.find(op.name) is not None, op.name
         types[op.type] = types.get(op.type, 0) + 1
         assert_bn_dump_types(dump_of(run_folder(ws), op.name), fused_lead=op.type == "Conv2D")
-    assert types == {"Conv2D": 35, "BNInfer": 17}  # 17 follow a DepthwiseConv2D
-    assert sum(op.type == "DepthwiseConv2D" for op in graph.ops) == 17
+    # after a Conv2D: fused into it (ConvBatchnormFusionPass); after a DepthwiseConv2D: BNInfer on its own
+    assert types == {"Conv2D": after["Conv2D"], "BNInfer": after["DepthwiseConv2D"]}
+    assert sum(op.type == "DepthwiseConv2D" for op in graph.ops) == layers["depthwise"]
     assert cases.summary["workspaces"]["mobilenet_keras2"]["seconds"] < 120
 
 

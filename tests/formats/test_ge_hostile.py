@@ -341,6 +341,7 @@ def test_real_cann_graphs_read_as_protobufs_own_parser_reads_them(name):
 @needs_real_graphs
 def test_the_real_resnet50_build_graph_holds_what_its_readme_says():
     model = read_ge_graph(REAL_GRAPHS / "oam_resnet50_ge_proto_00000062_Build.txt")
+    # 170: the op count ../shared/real-world/README.md gives for this file (its own count, not this reader's)
     assert len(model.root.ops) == 170 and model.root.name == "ResNet-50_0"
     assert (model.root.ops[0].name, model.root.ops[0].type) == ("data", "Data")
     assert any(op.pass_names for op in model.root.ops)

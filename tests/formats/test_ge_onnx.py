@@ -126,7 +126,9 @@ def test_the_real_onnx_file_has_one_op_per_node_block_and_one_graph_per_subgraph
     assert [graph.name for graph in model.graphs] == [root_name] + subgraph_names
     assert [(op.name, op.type) for _, op in model.all_ops()] == \
         [(name, op_type[len("ge:"):]) for name, op_type, _, _ in raw if op_type != "subgraph"]
-    assert sum(len(graph.ops) for graph in model.graphs) == 18 and len(model.graphs) == 5
+    # a subgraph node is a graph, not an op: 22 nodes, 4 of them subgraphs (18 ops in 5 graphs)
+    assert sum(len(graph.ops) for graph in model.graphs) == len(raw) - len(subgraph_names)
+    assert len(model.graphs) == 1 + len(subgraph_names) and len(subgraph_names) == 4
 
 
 @needs_real_graphs

@@ -125,7 +125,7 @@ class TestMatching:
         result = compare_tensors(npu, ref)  # the fp16 allclose gate on too: rounding stays within it
         finite = np.isfinite(ref)
         assert result.dtype == "float16" and result.status is Status.PASS and result
-        assert result.matched_non_finite == 3 and result.compared_count == 61
+        assert result.matched_non_finite == 3 and result.compared_count == int(finite.sum())
         _assert_metrics_over(result, npu[finite].astype(np.float64), ref[finite].astype(np.float64))
         assert result.allclose_ratio == 1.0 and result.mismatch_count == 0
 
@@ -137,7 +137,7 @@ class TestMatching:
         ref[where[:30]], npu[where[:30]] = NAN, NAN
         ref[where[30:]], npu[where[30:]] = -INF, -INF
         both, alone = _compare(npu, ref), _compare(npu[np.isfinite(ref)], ref[np.isfinite(ref)])
-        assert both.matched_non_finite == 50 and both.status is alone.status is Status.FAIL
+        assert both.matched_non_finite == len(where) and both.status is alone.status is Status.FAIL
         # the same sums, added in another order (a block holding NaN/inf is summed pair by pair): equal to rounding
         assert [m.value for m in both.metrics if m.name != "StandardDeviation"] == \
             pytest.approx([m.value for m in alone.metrics if m.name != "StandardDeviation"], rel=1e-12)

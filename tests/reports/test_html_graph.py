@@ -184,7 +184,9 @@ def test_resnet50_with_a_planted_error_shows_every_compared_op_and_marks_the_cul
     assert 'data-status="ok"' in re.search(r"<body[^>]*>", dom).group(0)
     drawn = dict(re.findall(r'<g [^>]*data-op="([^"]*)"[^>]*class="node op ([a-z]+)', dom))
     compared = {op["n"] for op in ops if op["k"] in ("pass", "fail")}
-    assert len(compared) > 90 and compared <= set(drawn)  # every compared op is a node of its own
+    # every op with a dump file (its name's second field, the op name with / as _) was compared and is a node
+    dumped = {path.name.split(".")[1] for path in (workspace / "npu" / "debug_0" / "dump").rglob("*.*.*.*.*")}
+    assert {name.replace("/", "_") for name in compared} == dumped and compared <= set(drawn)
     assert {name for name, status in drawn.items() if status == "none"}  # grey: drawn, nothing compared
     (culprit,) = re.findall(r'<g [^>]*class="node op fail culprit[^"]*"[^>]*>', dom)
     assert f'data-op="{PLANTED}"' in culprit

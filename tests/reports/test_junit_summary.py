@@ -16,9 +16,12 @@ from precision_tool.reports.junit import build_junit, write_junit, xml_text
 from precision_tool.reports.summary import build_summary, summary_for_csv, write_summary
 
 
+OPS = ["op0", "op1", "op2", "op3", "op4"]
+TENSORS = 2 * len(OPS)  # each op's input 0 and output 0
+
+
 def broken_run(tmp_path):
-    case = chain_case(tmp_path / "case", names=["op0", "op1", "op2", "op3", "op4"], break_at="op2", nan_at="op0",
-                      no_ref=["op4"])
+    case = chain_case(tmp_path / "case", names=OPS, break_at="op2", nan_at="op0", no_ref=["op4"])
     graph = load_graph(case.graph)
     return compare_alignment(align(case.npu, case.ref, graph), graph=graph, workers=1)
 
@@ -27,8 +30,9 @@ def test_summary_holds_counts_coverage_failing_and_the_first_divergence(tmp_path
     result = broken_run(tmp_path)
     summary = build_summary(result, result_csv=str(tmp_path / "result_1.csv"), exit_code=1)
     assert summary["result_csv"] == "result_1.csv" and summary["cosine_threshold"] == 0.99
-    assert summary["counts"]["compared"] == 9 and summary["counts"]["not_compared"] == 1
-    assert summary["counts"]["by_status"] == {"PASS": 1, "NAN_INF": 8, "NOT_COMPARED": 1}  # the NaN flows down
+    # op4's output has no reference; op0's input (x) passes; op0's NaN flows down to every other tensor
+    assert summary["counts"]["compared"] == TENSORS - 1 and summary["counts"]["not_compared"] == 1
+    assert summary["counts"]["by_status"] == {"PASS": 1, "NAN_INF": TENSORS - 2, "NOT_COMPARED": 1}
     assert summary["coverage"]["unaligned"] == [["op4:output:0", "no reference file for op4:0 (op4.0.*.npy)"]]
     assert summary["first_divergence"]["op_name"] == "op0"
     assert [item["tensor_id"] for item in summary["failing"]][:2] == ["op0:output:0", "op1:input:0"]
@@ -63,9 +67,9 @@ def test_junit_has_one_case_per_tensor_with_failures_and_skips(tmp_path):
     root = ET.parse(path).getroot()
     suite = root.find("testsuite")
     cases = suite.findall("testcase")
-    assert len(cases) == len(result.results) == 10
+    assert len(cases) == len(result.results) == TENSORS
     counts = (suite.get("tests"), suite.get("failures"), suite.get("errors"), suite.get("skipped"))
-    assert counts == ("10", "8", "0", "1")
+    assert counts == (str(TENSORS), str(TENSORS - 2), "0", "1")  # as in the summary: 1 passes, 1 is skipped
     first = cases[0]
     assert (first.get("classname"), first.get("name")) == ("Add", "op0:input:0")
     failure = cases[1].find("failure")
@@ -87,5 +91,5 @@ def test_junit_tree_passes_for_a_clean_run(tmp_path):
     graph = load_graph(case.graph)
     tree = build_junit(compare_alignment(align(case.npu, case.ref, graph), graph=graph, workers=1))
     suite = tree.getroot().find("testsuite")
-    assert suite.get("failures") == "0" and suite.get("tests") == "8"
+    assert suite.get("failures") == "0" and suite.get("tests") == str(4 * 2)  # the default chain's 4 ops
     assert all(len(case) == 0 for case in suite.findall("testcase"))

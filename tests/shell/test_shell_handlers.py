@@ -50,17 +50,20 @@ def test_help_and_help_command(shell):
 def test_terminal_height_cuts_tables_with_a_note(shell):
     text = shell.execute("ls -n .", (120, 12)).text   # 5 ops, room for the minimum of 10 rows
     assert "more rows not shown" not in text
-    many = Shell(Context(data_dir=shell.ctx.data_dir), registry=_toy_registry(rows=50))
+    rows = 50
+    many = Shell(Context(data_dir=shell.ctx.data_dir), registry=_toy_registry(rows=rows))
     text = many.execute("toy", (120, 24)).text
-    assert "... 38 more rows not shown" in text and "add '> FILE' to save everything" in text
+    # 24 lines, 12 of them kept for the title, headers, notes and the prompt: 12 rows shown
+    assert f"... {rows - (24 - 12)} more rows not shown" in text and "add '> FILE' to save everything" in text
 
 
 def test_redirect_writes_everything(shell, tmp_path):
-    many = Shell(shell.ctx, registry=_toy_registry(rows=50))
+    rows = 50
+    many = Shell(shell.ctx, registry=_toy_registry(rows=rows))
     target = tmp_path / "out.txt"
     result = many.execute(f"toy > {target}", (120, 24))
-    assert result.text == f"wrote 54 lines to {target}"
-    assert target.read_text().count("row") == 50
+    assert result.text == f"wrote {4 + rows} lines to {target}"  # the title, a blank line, the header and its rule
+    assert target.read_text().count("row") == rows
 
 
 def test_run_executes_a_shell_command(shell, capfd):

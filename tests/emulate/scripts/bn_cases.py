@@ -5,9 +5,10 @@ usage: bn_cases.py OUT_DIR  -> OUT_DIR/<case>/ workspaces, OUT_DIR/weights.npz, 
 
 summary.json: per workspace the seconds it took, ``ac -c --no-replay``'s exit code (CLI), and from
 ``run_autocheck`` with replay: exit code, culprit, alignment coverage, counts and how each op was measured;
-per refused script the one-line error and whether a folder was left behind. weights.npz: the batch-norm
-parameters as the models hold them (Keras 2 layer weights, the TF1 function's constants), for the tests'
-hand computations.
+per refused script the one-line error and whether a folder was left behind; ``model_layers``: what Keras
+itself says the MobileNetV2 is made of (its batch-norm layers by the kind of layer feeding each, its depthwise
+convolutions), for the tests to count the emulation's ops against. weights.npz: the batch-norm parameters as the
+models hold them (Keras 2 layer weights, the TF1 function's constants), for the tests' hand computations.
 """
 import json
 import os
@@ -62,6 +63,22 @@ def keras2_weights(path: str) -> dict:
     return found
 
 
+def keras2_layers(path: str) -> dict:
+    """``{"batch_norms_after": {layer class: count}, "depthwise": count}`` from the Keras model's own layer graph."""
+    import tf_keras as keras
+
+    net = load_model_script(path).build_model()
+    after = {}
+    for layer in net.layers:
+        if isinstance(layer, keras.layers.BatchNormalization):
+            (node,) = layer.inbound_nodes
+            inbound = node.inbound_layers
+            (source,) = inbound if isinstance(inbound, list) else [inbound]
+            after[type(source).__name__] = after.get(type(source).__name__, 0) + 1
+    return {"batch_norms_after": after,
+            "depthwise": sum(isinstance(layer, keras.layers.DepthwiseConv2D) for layer in net.layers)}
+
+
 def tf1_weights(path: str) -> dict:
     names = load_model_script(path).model_fn.__globals__  # the script module's constants
     found = {}
@@ -91,6 +108,7 @@ def run(out: str) -> dict:
         except PrecisionToolError as error:
             message, kind = str(error), type(error).__name__
         summary["refused"][case] = {"error": message, "type": kind, "left_folder": os.path.exists(target)}
+    summary["model_layers"] = {"mobilenet_keras2": keras2_layers(os.path.join(HERE, CASES["mobilenet_keras2"][0]))}
     weights = keras2_weights(os.path.join(HERE, "bn_keras2_cnn.py"))
     weights.update(tf1_weights(os.path.join(HERE, "bn_tf1_function.py")))
     np.savez(os.path.join(out, "weights.npz"), **weights)
