@@ -429,8 +429,8 @@ def print_jobs(kept: Dict[str, List[dict]]) -> Dict[str, dict]:
     print(f"\nWhat each piece saves, round by round (its variant minus as shipped in the same round; median "
           f"[quartiles] of {len(kept['as shipped'])} rounds, ms; positive = the piece pays its way; best wall: the "
           "fastest run without it minus the fastest with it):")
-    print(tabulate(rows, headers=["piece", "wall", "of the wall", "best wall", "aligning", "main gc", "main CPU", "all CPU"],
-                   disable_numparse=True))
+    print(tabulate(rows, headers=["piece", "wall", "of the wall", "best wall", "aligning", "main gc", "main CPU",
+                                  "all CPU"], disable_numparse=True))
     csvs = {m["csv"] for runs in kept.values() for m in runs}
     print("Result CSVs: " + ("identical in every run of every variant" if len(csvs) == 1 else
                              f"{len(csvs)} different ones (a variant changed the result)"))
