@@ -25,11 +25,15 @@ JSON and as GE's text), built once into ``/tmp/precision_tool_bench`` and shared
    implementation (``PROTOCOL_BUFFERS_PYTHON_IMPLEMENTATION=python``).
 2. **The whole job**: ``compare -m npu -g ref -f graph.json`` as a fresh process per run for each variant, the
    variants taking turns run by run (a shared machine drifts), after one unmeasured round. Per variant: the median
-   wall time from start to exit, every run's, the main process's garbage collections (time by ``gc.callbacks``),
-   the main process's CPU time, and the difference from the job as shipped. Every variant must write the same
+   and best wall time from start to exit, every run's, aligning (``summary.json``), the main process's garbage
+   collections (their time by ``gc.callbacks``) and CPU time, all processes' CPU time. Then what each piece saves:
+   per round, the run without it minus the run as shipped (runs made back to back), median and quartiles over the
+   rounds. A gain is called shown when even the lower quartile is above zero. Every variant must write the same
    result CSV.
 
-Wall-time differences smaller than the runs' spread are shown as measured, and said to be within it.
+On a machine shared with other work the wall time moves by more than these pieces are worth: the load average is
+printed at the start and the end, and the main process's gc time and the aligning time, which the pieces change
+directly, are the steadier figures.
 """
 from __future__ import annotations
 
@@ -223,13 +227,10 @@ def run_job(variant: str, stats_path: str, args: List[str]) -> None:
 
 
 # --------------------------------------------------------------------------------------------- components (a child)
-def _median_ms(function, passes: int) -> float:
-    times = []
-    for _ in range(passes):
-        started = time.perf_counter()
-        function()
-        times.append(time.perf_counter() - started)
-    return 1000 * statistics.median(times)
+def _elapsed_ms(function) -> float:
+    started = time.perf_counter()
+    function()
+    return 1000 * (time.perf_counter() - started)
 
 
 def components(case: str, passes: int) -> dict:
@@ -249,17 +250,20 @@ def components(case: str, passes: int) -> dict:
             read_dump_header(path)
 
     read_ge_graph = ge_io.read_ge_graph
-    for reader in ("records", "protobuf"):
-        if reader == "protobuf":
-            use_protobuf_runtime()
-        else:
-            use_records()
-        out[f"headers {reader}"] = _median_ms(headers, passes)
-        for form, path in graphs.items():
-            out[f"graph {form} {reader}"] = _median_ms(lambda path=path: read_ge_graph(path), passes)
-            out[f"model {form} {reader}"] = read_ge_graph(path)
-    for form in graphs:
-        if out.pop(f"model {form} records") != out.pop(f"model {form} protobuf"):
+    jobs = {"headers": headers}
+    jobs.update({f"graph {form}": (lambda path=path: read_ge_graph(path)) for form, path in graphs.items()})
+    times: Dict[str, List[float]] = {}
+    for _ in range(passes):  # the readers take turns pass by pass: a drifting machine slows each alike
+        for reader, switch in (("records", use_records), ("protobuf", use_protobuf_runtime)):
+            switch()
+            for name, job in jobs.items():
+                times.setdefault(f"{name} {reader}", []).append(_elapsed_ms(job))
+    out.update({name: statistics.median(values) for name, values in times.items()})
+    for form, path in graphs.items():
+        use_records()
+        records = read_ge_graph(path)
+        use_protobuf_runtime()
+        if read_ge_graph(path) != records:
             raise RuntimeError(f"the {form} graph reads differently with the protobuf runtime")
     use_records()
     from google.protobuf import __version__
@@ -443,7 +447,7 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--root", default=DEFAULT_ROOT, help=f"where the case and outputs go (default {DEFAULT_ROOT})")
     parser.add_argument("--runs", type=int, default=7, help="runs of each variant of the job (median shown)")
-    parser.add_argument("--passes", type=int, default=7, help="passes over the headers and graphs per reader")
+    parser.add_argument("--passes", type=int, default=9, help="passes over the headers and graphs per reader")
     parser.add_argument("--fresh", type=int, default=5, help="fresh processes timing the protobuf runtime's start")
     parser.add_argument("--user-env", action="append", default=None, metavar="VENV",
                         help="a virtualenv to time the parts in too (default: .venv-tf115 and .venv-tf26 beside "
