@@ -14,16 +14,18 @@
   ``PRECISION_TOOL_NO_FORK=1`` (both calls made in this process); and the graph alone not forked.
 
 The case is run.py's ``nd`` case (``make_case.py``: 300 ops, dump files of 1.5 MiB, the chain's Build graph as
-JSON and as GE's text), built once into ``/tmp/precision_tool_bench`` and shared with run.py. Two parts:
+JSON and as GE's text), built once into ``/tmp/precision_tool_bench`` and shared with run.py. Three parts:
 
-1. **The parts each piece touches**, in a fresh process per environment: the one-time cost of the protobuf
+1. **What proto_records touches**, in a fresh process per environment: the one-time cost of the protobuf
    runtime (importing it and building the two schemas' classes; median of fresh processes, the package's own
    modules already loaded), reading the 300 dump headers (``read_dump_header``) and the Build graph
-   (``read_ge_graph``) with records and with the runtime (median of several passes; the models read are checked
-   equal). Run with this Python and, when they exist, the users' environments beside this checkout
+   (``read_ge_graph``) with records and with the runtime (median of passes taking turns; the models read are
+   checked equal). Run with this Python and, when they exist, the users' environments beside this checkout
    (``.venv-tf115``: TensorFlow 1.15's protobuf; ``.venv-tf26``: TensorFlow 2.6's) and with protobuf's pure-Python
    implementation (``PROTOCOL_BUFFERS_PYTHON_IMPLEMENTATION=python``).
-2. **The whole job**: ``compare -m npu -g ref -f graph.json`` as a fresh process per run for each variant, the
+2. **What overlap touches**, in one process: aligning (``align_request``, the header cache emptied first) with
+   either graph form, and writing the outputs (``write_outputs``), with its child forked and without, taking turns.
+3. **The whole job**: ``compare -m npu -g ref -f graph.json`` as a fresh process per run for each variant, the
    variants taking turns run by run (a shared machine drifts), after one unmeasured round. Per variant: the median
    and best wall time from start to exit, every run's, aligning (``summary.json``), the main process's garbage
    collections (their time by ``gc.callbacks``) and CPU time, all processes' CPU time. Then what each piece saves:
@@ -64,6 +66,7 @@ VARIANTS = {  # name -> what it turns off
     "graph not forked": "overlap (graph read only)",
 }
 USER_ENVS = (".venv-tf115", ".venv-tf26")
+NO_FORK = "PRECISION_TOOL_NO_FORK"  # precision_tool.overlap.NO_FORK_VARIABLE (main checks they agree)
 
 
 # --------------------------------------------------------------------------------------------- without records
@@ -275,6 +278,42 @@ def components(case: str, passes: int) -> dict:
     return out
 
 
+def overlap_parts(case: str, root: str, passes: int) -> dict:
+    """Aligning (each graph form) and writing the outputs, in this process, with overlap's child forked and with
+    ``PRECISION_TOOL_NO_FORK`` set, taking turns pass by pass. The header cache is emptied before each aligning, as
+    a job starts with it empty."""
+    from precision_tool.comparison.pipeline import CompareRequest, align_request, compare_aligned
+    from precision_tool.formats import dump_file
+    from precision_tool.overlap import NO_FORK_VARIABLE
+    from precision_tool.reports.result_outputs import plan_outputs, write_outputs
+
+    requests = {form: CompareRequest(os.path.join(case, "npu"), os.path.join(case, "ref"),
+                                     graph=os.path.join(case, name))
+                for form, name in (("json", "graph.json"), ("text", "graph.txt"))}
+    result = compare_aligned(align_request(requests["json"]))
+    out = os.path.join(root, "out", "machinery", "writes")
+    shutil.rmtree(out, ignore_errors=True)
+
+    def aligning(request) -> None:
+        dump_file._header_cache.clear()
+        dump_file._header_cache_bytes = 0
+        align_request(request)
+
+    jobs = {f"align {form}": (lambda request=request: aligning(request)) for form, request in requests.items()}
+    jobs["write"] = lambda: write_outputs(result, plan_outputs(out, out, ()))
+    times: Dict[str, List[float]] = {}
+    for number in range(passes):
+        for mode in ("forked", "here") if number % 2 else ("here", "forked"):
+            if mode == "here":
+                os.environ[NO_FORK_VARIABLE] = "1"
+            else:
+                os.environ.pop(NO_FORK_VARIABLE, None)
+            for name, job in jobs.items():
+                times.setdefault(f"{name} {mode}", []).append(_elapsed_ms(job))
+    shutil.rmtree(out, ignore_errors=True)
+    return {name: statistics.median(values) for name, values in times.items()}
+
+
 PROTOBUF_FIRST_USE = (
     "import sys, time\n"
     "sys.path.insert(0, sys.argv[1])\n"
@@ -314,9 +353,9 @@ def _job(root: str, case: str, variant: str, run: int) -> dict:
     stats = out + ".stats.json"
     env = dict(os.environ)
     env.pop("PYTHONDONTWRITEBYTECODE", None)  # a user's shell: bytecode caches written and read
-    env.pop("PRECISION_TOOL_NO_FORK", None)
+    env.pop(NO_FORK, None)
     if VARIANTS[variant] == "overlap":
-        env["PRECISION_TOOL_NO_FORK"] = "1"
+        env[NO_FORK] = "1"
     command = [sys.executable, os.path.abspath(__file__), "--job", variant, "--stats", stats, "--",
                "compare", "-m", os.path.join(case, "npu"), "-g", os.path.join(case, "ref"),
                "-f", os.path.join(case, "graph.json"), "-out", out]
@@ -385,6 +424,19 @@ def print_components(results: List[tuple]) -> None:
                      f"{protobuf:.1f}", f"{protobuf - records:+.1f}", "what aligning waits for"])
     print(tabulate(rows, headers=["environment", "part", "records ms", "protobuf runtime ms",
                                   "records save ms", "where"], disable_numparse=True))
+
+
+def print_overlap_parts(parts: dict) -> None:
+    from tabulate import tabulate
+
+    rows = []
+    for name, what in (("align json", "aligning, compare -f graph.json: the graph read beside the headers"),
+                       ("align text", "aligning, compare -f graph.txt: the same"),
+                       ("write", "writing the outputs: the lossless file beside the CSV and summary")):
+        here, forked = parts[f"{name} here"], parts[f"{name} forked"]
+        rows.append([what, f"{here:.1f}", f"{forked:.1f}", f"{here - forked:+.1f}"])
+    print(tabulate(rows, headers=["part", "in this process ms", "a child forked ms", "overlap saves ms"],
+                   disable_numparse=True))
 
 
 def _quartiles(values: List[float]) -> tuple:
@@ -458,6 +510,7 @@ def main(argv=None) -> int:
     parser.add_argument("--job", choices=VARIANTS, help=argparse.SUPPRESS)
     parser.add_argument("--stats", help=argparse.SUPPRESS)
     parser.add_argument("--components", metavar="CASE", help=argparse.SUPPRESS)
+    parser.add_argument("--overlap-parts", metavar="CASE", help=argparse.SUPPRESS)
     parser.add_argument("command", nargs=argparse.REMAINDER, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.job:
@@ -466,6 +519,13 @@ def main(argv=None) -> int:
     if args.components:
         print(json.dumps(components(args.components, args.passes)))
         return 0
+    if args.overlap_parts:
+        print(json.dumps(overlap_parts(args.overlap_parts, args.root, args.passes)))
+        return 0
+    from precision_tool.overlap import NO_FORK_VARIABLE
+
+    if NO_FORK_VARIABLE != NO_FORK:
+        raise SystemExit(f"machinery: overlap's switch is {NO_FORK_VARIABLE} now; update NO_FORK")
     started = time.perf_counter()
     sys.path.insert(0, HERE)
     from make_case import build_case
@@ -480,10 +540,18 @@ def main(argv=None) -> int:
     print(f"\n1. proto_records: the parts it touches, records against the protobuf runtime (ms; median of "
           f"{args.passes} passes, the runtime's start median of {args.fresh} fresh processes)")
     print_components(results)
-    print(f"\n2. The whole job, compare -f graph.json: {args.runs} fresh processes per variant, taking turns "
+    env = dict(os.environ, PYTHONPATH=REPO)
+    env.pop(NO_FORK, None)
+    parts = subprocess.run([sys.executable, os.path.abspath(__file__), "--overlap-parts", case, "--root", args.root,
+                            "--passes", str(args.passes)], env=env, check=True, stdout=subprocess.PIPE,
+                           universal_newlines=True).stdout
+    print(f"\n2. overlap: the parts it touches, in one process, with its child and without (ms; median of "
+          f"{args.passes} passes taking turns)")
+    print_overlap_parts(json.loads(parts.splitlines()[-1]))
+    print(f"\n3. The whole job, compare -f graph.json: {args.runs} fresh processes per variant, taking turns "
           "(median; align = aligning in the main process, from summary.json)", flush=True)
     gains = print_jobs(jobs(args.root, case, args.runs))
-    print("\n3. Shown or not, on this run (the wall time saved is shown when its lower quartile is above 0):")
+    print("\n4. Shown or not, on this run (the wall time saved is shown when its lower quartile is above 0):")
     for variant, gain in gains.items():
         low, middle, _ = gain["wall_s"]
         print(f"  {VARIANTS[variant]:26s} saves {middle:+6.1f} ms of wall: "
