@@ -14,7 +14,7 @@
   ``PRECISION_TOOL_NO_FORK=1`` (both calls made in this process); and the graph alone not forked.
 
 The case is run.py's ``nd`` case (``make_case.py``: 300 ops, dump files of 1.5 MiB, the chain's Build graph as
-JSON and as GE's text), built once into ``/tmp/precision_tool_bench`` and shared with run.py. Three parts:
+JSON and as GE's text), built once into ``/tmp/precision_tool_bench`` and shared with run.py. Four parts:
 
 1. **What proto_records touches**, in a fresh process per environment: the one-time cost of the protobuf
    runtime (importing it and building the two schemas' classes; median of fresh processes, the package's own
@@ -25,7 +25,9 @@ JSON and as GE's text), built once into ``/tmp/precision_tool_bench`` and shared
    implementation (``PROTOCOL_BUFFERS_PYTHON_IMPLEMENTATION=python``).
 2. **What overlap touches**, in one process: aligning (``align_request``, the header cache emptied first) with
    either graph form, and writing the outputs (``write_outputs``), with its child forked and without, taking turns.
-3. **The whole job**: ``compare -m npu -g ref -f graph.json`` as a fresh process per run for each variant, the
+3. **collector's other caller**: TensorFlow imported as replay imports it (``tf_runtime.BackgroundImport``), with the
+   collector held off during the import and with the hold a no-op; fresh processes taking turns.
+4. **The whole job**: ``compare -m npu -g ref -f graph.json`` as a fresh process per run for each variant, the
    variants taking turns run by run (a shared machine drifts), after one unmeasured round. Per variant: the median
    and best wall time from start to exit, every run's, aligning (``summary.json``), the main process's garbage
    collections (their time by ``gc.callbacks``) and CPU time, all processes' CPU time. Then what each piece saves:
@@ -314,6 +316,68 @@ def overlap_parts(case: str, root: str, passes: int) -> dict:
     return {name: statistics.median(values) for name, values in times.items()}
 
 
+def tensorflow_import(paused: bool) -> dict:
+    """TensorFlow imported as replay imports it (``tf_runtime.BackgroundImport``: a thread, the collector held off
+    by ``collector.hold_collection``, then everything frozen), in this process; with ``paused`` false the hold is
+    a no-op. Wall time from start to ``wait()``, and the collections meanwhile."""
+    from precision_tool.process_env import one_blas_thread, quiet_tensorflow_logs
+
+    one_blas_thread()
+    quiet_tensorflow_logs()
+    import numpy  # noqa: F401  (loaded when a command starts the import)
+
+    from precision_tool import tf_runtime
+
+    if not paused:
+        tf_runtime.hold_collection = tf_runtime.release_collection = lambda: None
+    collections = {"count": 0, "seconds": 0.0}
+    begun = [0.0]
+
+    def timed(phase: str, info: dict) -> None:
+        if phase == "start":
+            begun[0] = time.perf_counter()
+        else:
+            collections["count"] += 1
+            collections["seconds"] += time.perf_counter() - begun[0]
+
+    gc.callbacks.append(timed)
+    started = time.perf_counter()
+    importing = tf_runtime.BackgroundImport()
+    importing.start()
+    error = importing.wait()
+    return {"wall_s": time.perf_counter() - started, "gc_ms": 1000 * collections["seconds"],
+            "gc_count": collections["count"], "error": error}
+
+
+def measure_tensorflow_import(runs: int) -> Dict[str, List[dict]]:
+    """:func:`tensorflow_import` held and not, ``runs`` fresh processes each, taking turns."""
+    env = dict(os.environ, PYTHONPATH=REPO)
+    kept: Dict[str, List[dict]] = {"held": [], "not held": []}
+    for run in range(runs):
+        for mode in ("held", "not held") if run % 2 == 0 else ("not held", "held"):
+            out = subprocess.run([sys.executable, os.path.abspath(__file__), "--tensorflow-import", mode], env=env,
+                                 check=True, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                                 universal_newlines=True).stdout
+            kept[mode].append(json.loads(out.splitlines()[-1]))
+            if kept[mode][-1]["error"]:
+                return kept
+    return kept
+
+
+def print_tensorflow_import(kept: Dict[str, List[dict]]) -> None:
+    errors = [m["error"] for runs in kept.values() for m in runs if m["error"]]
+    if errors:
+        print(f"  not measured: {errors[0]}")
+        return
+    for mode, runs in kept.items():
+        walls = ", ".join(f"{m['wall_s']:.2f}" for m in runs)
+        print(f"  collector {mode:8s}: wall {statistics.median(m['wall_s'] for m in runs):.2f} s ({walls}), "
+              f"gc {statistics.median(m['gc_ms'] for m in runs):.0f} ms in "
+              f"{statistics.median(m['gc_count'] for m in runs):.0f} collections")
+    saved = [not_held["wall_s"] - held["wall_s"] for held, not_held in zip(kept["held"], kept["not held"])]
+    print(f"  the hold saves {1000 * statistics.median(saved):+.0f} ms of wall per import (median of the pairs)")
+
+
 PROTOBUF_FIRST_USE = (
     "import sys, time\n"
     "sys.path.insert(0, sys.argv[1])\n"
@@ -376,9 +440,8 @@ def _job(root: str, case: str, variant: str, run: int) -> dict:
     return measured
 
 
-def jobs(root: str, case: str, runs: int) -> Dict[str, List[dict]]:
-    kept: Dict[str, List[dict]] = {variant: [] for variant in VARIANTS}
-    names = list(VARIANTS)
+def jobs(root: str, case: str, runs: int, names: List[str]) -> Dict[str, List[dict]]:
+    kept: Dict[str, List[dict]] = {variant: [] for variant in names}
     for run in range(-1, runs):  # round -1 warms the caches and is not kept
         # Taking turns, so that a drifting machine slows each alike; who goes first moves round by round, so that no
         # variant always runs first (as shipped, always first, ran slowest of all in one run of 7 rounds).
@@ -476,7 +539,7 @@ def print_jobs(kept: Dict[str, List[dict]]) -> Dict[str, dict]:
                    disable_numparse=True))
     shipped_wall = 1000 * statistics.median(m["wall_s"] for m in kept["as shipped"])
     gains, rows = {}, []
-    for variant in list(VARIANTS)[1:]:
+    for variant in list(kept)[1:]:
         gain = {key: _saved(kept, variant, key, scale) for key, scale in
                 (("wall_s", 1000.0), ("align_s", 1000.0), ("cpu_s", 1000.0), ("all_cpu_s", 1000.0), ("gc_ms", 1.0))}
         gains[variant] = gain
@@ -507,10 +570,15 @@ def main(argv=None) -> int:
     parser.add_argument("--user-env", action="append", default=None, metavar="VENV",
                         help="a virtualenv to time the parts in too (default: .venv-tf115 and .venv-tf26 beside "
                              "this checkout, when they exist)")
+    parser.add_argument("--variant", choices=list(VARIANTS)[1:], action="append",
+                        help="only this variant of the job beside the job as shipped (repeatable; default: all)")
+    parser.add_argument("--skip-parts", action="store_true", help="the whole job only (parts 1 and 2 skipped)")
     parser.add_argument("--job", choices=VARIANTS, help=argparse.SUPPRESS)
     parser.add_argument("--stats", help=argparse.SUPPRESS)
     parser.add_argument("--components", metavar="CASE", help=argparse.SUPPRESS)
     parser.add_argument("--overlap-parts", metavar="CASE", help=argparse.SUPPRESS)
+    parser.add_argument("--tensorflow-import", choices=("held", "not held"), help=argparse.SUPPRESS)
+    parser.add_argument("--tf-runs", type=int, default=3, help="fresh processes importing TensorFlow, each way")
     parser.add_argument("command", nargs=argparse.REMAINDER, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.job:
@@ -521,6 +589,9 @@ def main(argv=None) -> int:
         return 0
     if args.overlap_parts:
         print(json.dumps(overlap_parts(args.overlap_parts, args.root, args.passes)))
+        return 0
+    if args.tensorflow_import:
+        print(json.dumps(tensorflow_import(args.tensorflow_import == "held")))
         return 0
     from precision_tool.overlap import NO_FORK_VARIABLE
 
@@ -534,24 +605,28 @@ def main(argv=None) -> int:
     load = os.getloadavg()[0]
     print(f"machinery: proto_records, collector and overlap, each with and without, on {case} "
           f"({OPS} ops; {os.cpu_count()} cores; load average {load:.1f} at the start)", flush=True)
-    user_envs = args.user_env if args.user_env is not None else [os.path.join(REPO, name) for name in USER_ENVS]
-    results = [(label, measure_components(python, case, args.passes, args.fresh, dict(os.environ, **env)))
-               for label, python, env in _environments(user_envs)]
-    print(f"\n1. proto_records: the parts it touches, records against the protobuf runtime (ms; median of "
-          f"{args.passes} passes, the runtime's start median of {args.fresh} fresh processes)")
-    print_components(results)
-    env = dict(os.environ, PYTHONPATH=REPO)
-    env.pop(NO_FORK, None)
-    parts = subprocess.run([sys.executable, os.path.abspath(__file__), "--overlap-parts", case, "--root", args.root,
-                            "--passes", str(args.passes)], env=env, check=True, stdout=subprocess.PIPE,
-                           universal_newlines=True).stdout
-    print(f"\n2. overlap: the parts it touches, in one process, with its child and without (ms; median of "
-          f"{args.passes} passes taking turns)")
-    print_overlap_parts(json.loads(parts.splitlines()[-1]))
-    print(f"\n3. The whole job, compare -f graph.json: {args.runs} fresh processes per variant, taking turns "
+    if not args.skip_parts:
+        user_envs = args.user_env if args.user_env is not None else [os.path.join(REPO, name) for name in USER_ENVS]
+        results = [(label, measure_components(python, case, args.passes, args.fresh, dict(os.environ, **env)))
+                   for label, python, env in _environments(user_envs)]
+        print(f"\n1. proto_records: the parts it touches, records against the protobuf runtime (ms; median of "
+              f"{args.passes} passes, the runtime's start median of {args.fresh} fresh processes)")
+        print_components(results)
+        env = dict(os.environ, PYTHONPATH=REPO)
+        env.pop(NO_FORK, None)
+        parts = subprocess.run([sys.executable, os.path.abspath(__file__), "--overlap-parts", case, "--root", args.root,
+                                "--passes", str(args.passes)], env=env, check=True, stdout=subprocess.PIPE,
+                               universal_newlines=True).stdout
+        print(f"\n2. overlap: the parts it touches, in one process, with its child and without (ms; median of "
+              f"{args.passes} passes taking turns)")
+        print_overlap_parts(json.loads(parts.splitlines()[-1]))
+        print(f"\n3. collector's other caller: TensorFlow imported in the background as replay imports it (ac -c, "
+              f"replay), the collector held off and not (median of {args.tf_runs} fresh processes each)")
+        print_tensorflow_import(measure_tensorflow_import(args.tf_runs))
+    print(f"\n4. The whole job, compare -f graph.json: {args.runs} fresh processes per variant, taking turns "
           "(median; align = aligning in the main process, from summary.json)", flush=True)
-    gains = print_jobs(jobs(args.root, case, args.runs))
-    print("\n4. Shown or not, on this run (the wall time saved is shown when its lower quartile is above 0):")
+    gains = print_jobs(jobs(args.root, case, args.runs, ["as shipped", *(args.variant or list(VARIANTS)[1:])]))
+    print("\n5. Shown or not, on this run (the wall time saved is shown when its lower quartile is above 0):")
     for variant, gain in gains.items():
         low, middle, _ = gain["wall_s"]
         print(f"  {VARIANTS[variant]:26s} saves {middle:+6.1f} ms of wall: "
