@@ -410,7 +410,7 @@ def measure_components(python: str, case: str, passes: int, fresh: int, env: Dic
 
 
 # --------------------------------------------------------------------------------------------- the benchmark
-def _job(root: str, case: str, variant: str, run: int) -> dict:
+def _job(root: str, case: str, variant: str, run: int, graph: str = "graph.json") -> dict:
     out = os.path.join(root, "out", "machinery", f"{re.sub('[^a-z]+', '_', variant)}_{run}")
     shutil.rmtree(out, ignore_errors=True)
     os.makedirs(os.path.dirname(out), exist_ok=True)
@@ -422,7 +422,7 @@ def _job(root: str, case: str, variant: str, run: int) -> dict:
         env[NO_FORK] = "1"
     command = [sys.executable, os.path.abspath(__file__), "--job", variant, "--stats", stats, "--",
                "compare", "-m", os.path.join(case, "npu"), "-g", os.path.join(case, "ref"),
-               "-f", os.path.join(case, "graph.json"), "-out", out]
+               "-f", os.path.join(case, graph), "-out", out]
     started = time.perf_counter()
     done = subprocess.run(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
                           universal_newlines=True)
@@ -440,13 +440,13 @@ def _job(root: str, case: str, variant: str, run: int) -> dict:
     return measured
 
 
-def jobs(root: str, case: str, runs: int, names: List[str]) -> Dict[str, List[dict]]:
+def jobs(root: str, case: str, runs: int, names: List[str], graph: str) -> Dict[str, List[dict]]:
     kept: Dict[str, List[dict]] = {variant: [] for variant in names}
     for run in range(-1, runs):  # round -1 warms the caches and is not kept
         # Taking turns, so that a drifting machine slows each alike; who goes first moves round by round, so that no
         # variant always runs first (as shipped, always first, ran slowest of all in one run of 7 rounds).
         for variant in names[run % len(names):] + names[:run % len(names)]:
-            measured = _job(root, case, variant, run)
+            measured = _job(root, case, variant, run, graph)
             if run >= 0:
                 kept[variant].append(measured)
     return kept
@@ -572,6 +572,8 @@ def main(argv=None) -> int:
                              "this checkout, when they exist)")
     parser.add_argument("--variant", choices=list(VARIANTS)[1:], action="append",
                         help="only this variant of the job beside the job as shipped (repeatable; default: all)")
+    parser.add_argument("--graph", choices=("graph.json", "graph.txt"), default="graph.json",
+                        help="the Build graph the job is given (default graph.json, as run.py's)")
     parser.add_argument("--skip-parts", action="store_true", help="the whole job only (parts 1 and 2 skipped)")
     parser.add_argument("--job", choices=VARIANTS, help=argparse.SUPPRESS)
     parser.add_argument("--stats", help=argparse.SUPPRESS)
@@ -623,9 +625,10 @@ def main(argv=None) -> int:
         print(f"\n3. collector's other caller: TensorFlow imported in the background as replay imports it (ac -c, "
               f"replay), the collector held off and not (median of {args.tf_runs} fresh processes each)")
         print_tensorflow_import(measure_tensorflow_import(args.tf_runs))
-    print(f"\n4. The whole job, compare -f graph.json: {args.runs} fresh processes per variant, taking turns "
+    print(f"\n4. The whole job, compare -f {args.graph}: {args.runs} fresh processes per variant, taking turns "
           "(median; align = aligning in the main process, from summary.json)", flush=True)
-    gains = print_jobs(jobs(args.root, case, args.runs, ["as shipped", *(args.variant or list(VARIANTS)[1:])]))
+    gains = print_jobs(jobs(args.root, case, args.runs, ["as shipped", *(args.variant or list(VARIANTS)[1:])],
+                      args.graph))
     print("\n5. Shown or not, on this run (the wall time saved is shown when its lower quartile is above 0):")
     for variant, gain in gains.items():
         low, middle, _ = gain["wall_s"]
