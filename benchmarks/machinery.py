@@ -28,7 +28,8 @@ JSON and as GE's text), built once into ``/tmp/precision_tool_bench`` and shared
 3. **collector's other caller**: TensorFlow imported as replay imports it (``tf_runtime.BackgroundImport``), with the
    collector held off during the import and with the hold a no-op; fresh processes taking turns.
 4. **The whole job**: ``compare -m npu -g ref -f graph.json`` as a fresh process per run for each variant, the
-   variants taking turns run by run (a shared machine drifts), after one unmeasured round. Per variant: the median
+   variants taking turns run by run (a shared machine drifts), after one unmeasured round; 11 rounds by default (7
+   did not separate effects of a few percent from this shared machine's noise). Per variant: the median
    and best wall time from start to exit, every run's, aligning (``summary.json``), the main process's garbage
    collections (their time by ``gc.callbacks``) and CPU time, all processes' CPU time. Then what each piece saves:
    per round, the run without it minus the run as shipped (runs made back to back), median and quartiles over the
@@ -52,7 +53,7 @@ import statistics
 import subprocess
 import sys
 import time
-from typing import Any, Dict, List
+from typing import Any, Dict, List, Optional
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(HERE)
@@ -564,7 +565,7 @@ def print_jobs(kept: Dict[str, List[dict]]) -> Dict[str, dict]:
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--root", default=DEFAULT_ROOT, help=f"where the case and outputs go (default {DEFAULT_ROOT})")
-    parser.add_argument("--runs", type=int, default=7, help="runs of each variant of the job (median shown)")
+    parser.add_argument("--runs", type=int, default=11, help="rounds of the job (each variant once a round)")
     parser.add_argument("--passes", type=int, default=9, help="passes over the headers and graphs per reader")
     parser.add_argument("--fresh", type=int, default=5, help="fresh processes timing the protobuf runtime's start")
     parser.add_argument("--user-env", action="append", default=None, metavar="VENV",
@@ -607,33 +608,64 @@ def main(argv=None) -> int:
     load = os.getloadavg()[0]
     print(f"machinery: proto_records, collector and overlap, each with and without, on {case} "
           f"({OPS} ops; {os.cpu_count()} cores; load average {load:.1f} at the start)", flush=True)
+    components_here: Optional[dict] = None
+    parts: Optional[dict] = None
+    tensorflow: Optional[Dict[str, List[dict]]] = None
     if not args.skip_parts:
         user_envs = args.user_env if args.user_env is not None else [os.path.join(REPO, name) for name in USER_ENVS]
         results = [(label, measure_components(python, case, args.passes, args.fresh, dict(os.environ, **env)))
                    for label, python, env in _environments(user_envs)]
+        components_here = results[0][1]
         print(f"\n1. proto_records: the parts it touches, records against the protobuf runtime (ms; median of "
               f"{args.passes} passes, the runtime's start median of {args.fresh} fresh processes)")
         print_components(results)
         env = dict(os.environ, PYTHONPATH=REPO)
         env.pop(NO_FORK, None)
-        parts = subprocess.run([sys.executable, os.path.abspath(__file__), "--overlap-parts", case, "--root", args.root,
-                                "--passes", str(args.passes)], env=env, check=True, stdout=subprocess.PIPE,
-                               universal_newlines=True).stdout
+        out = subprocess.run([sys.executable, os.path.abspath(__file__), "--overlap-parts", case, "--root", args.root,
+                              "--passes", str(args.passes)], env=env, check=True, stdout=subprocess.PIPE,
+                             universal_newlines=True).stdout
+        parts = json.loads(out.splitlines()[-1])
         print(f"\n2. overlap: the parts it touches, in one process, with its child and without (ms; median of "
               f"{args.passes} passes taking turns)")
-        print_overlap_parts(json.loads(parts.splitlines()[-1]))
+        print_overlap_parts(parts)
         print(f"\n3. collector's other caller: TensorFlow imported in the background as replay imports it (ac -c, "
               f"replay), the collector held off and not (median of {args.tf_runs} fresh processes each)")
-        print_tensorflow_import(measure_tensorflow_import(args.tf_runs))
+        tensorflow = measure_tensorflow_import(args.tf_runs)
+        print_tensorflow_import(tensorflow)
     print(f"\n4. The whole job, compare -f {args.graph}: {args.runs} fresh processes per variant, taking turns "
           "(median; align = aligning in the main process, from summary.json)", flush=True)
-    gains = print_jobs(jobs(args.root, case, args.runs, ["as shipped", *(args.variant or list(VARIANTS)[1:])],
-                      args.graph))
-    print("\n5. Shown or not, on this run (the wall time saved is shown when its lower quartile is above 0):")
+    kept = jobs(args.root, case, args.runs, ["as shipped", *(args.variant or list(VARIANTS)[1:])], args.graph)
+    gains = print_jobs(kept)
+    print("\n5. Each piece in one line: the whole job's wall time it saves (shown when even the lower quartile of "
+          "the rounds is above 0), then the steadier figures of what it touches")
+    shipped_wall = 1000 * statistics.median(m["wall_s"] for m in kept["as shipped"])
     for variant, gain in gains.items():
-        low, middle, _ = gain["wall_s"]
-        print(f"  {VARIANTS[variant]:26s} saves {middle:+6.1f} ms of wall: "
-              + ("shown" if low > 0 else "not shown (within this machine's noise, or a loss)"))
+        low, middle, high = gain["wall_s"]
+        line = (f"  {VARIANTS[variant]}: the job {middle:+.1f} ms ({100 * middle / shipped_wall:+.1f}%) "
+                f"[{low:+.1f}, {high:+.1f}], " + ("shown" if low > 0 else "not shown"))
+        what = VARIANTS[variant]
+        if what == "proto_records" and components_here:
+            c = components_here
+            line += (f"; the protobuf runtime's start {c['import'] + c['classes']:.1f} ms saved, {c['headers']} "
+                     f"headers {c['headers protobuf'] - c['headers records']:+.1f}, JSON graph "
+                     f"{c['graph json protobuf'] - c['graph json records']:+.1f}, text graph "
+                     f"{c['graph text protobuf'] - c['graph text records']:+.1f}")
+        elif what == "collector":
+            line += (f"; main process gc {gain['gc_ms'][1]:+.1f} ms ("
+                     f"{statistics.median(m['gc_count'] for m in kept['as shipped']):.0f} collections against "
+                     f"{statistics.median(m['gc_count'] for m in kept[variant]):.0f})")
+            if tensorflow and not any(m["error"] for runs in tensorflow.values() for m in runs):
+                saved = statistics.median(b["wall_s"] - a["wall_s"] for a, b in zip(tensorflow["held"],
+                                                                                     tensorflow["not held"]))
+                line += f"; TensorFlow's background import {1000 * saved:+.0f} ms"
+        elif what.startswith("overlap") and parts:
+            saved = {name: parts[f"{name} here"] - parts[f"{name} forked"] for name in ("align json", "align text",
+                                                                                         "write")}
+            line += (f"; in one process: aligning {saved['align json']:+.1f} ms (JSON graph), "
+                     f"{saved['align text']:+.1f} ms (text graph)")
+            if what == "overlap":
+                line += f", writing {saved['write']:+.1f} ms"
+        print(line)
     print(f"\nload average {os.getloadavg()[0]:.1f} at the end; {time.perf_counter() - started:.0f} s in all")
     return 0
 
