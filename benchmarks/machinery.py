@@ -75,8 +75,9 @@ NO_FORK = "PRECISION_TOOL_NO_FORK"  # precision_tool.overlap.NO_FORK_VARIABLE (m
 # --------------------------------------------------------------------------------------------- without records
 def json_to_message(obj: Any, message) -> Any:
     """Fill the protobuf ``message`` from ``obj`` (GE's JSON form), checking each value's type as the package's JSON
-    reader did before the records (``ge_json_codec.json_to_message`` until commit 2a30301); error paths reduced to
-    one ``ValueError``, the valid path's work the same. Returns ``message``."""
+    reader did before the records (``ge_json_codec.json_to_message`` until commit 2a30301), but without writing out
+    each value's JSON path (the record reader writes one only for an error, and so would this one); errors reduced
+    to one ``ValueError``. Returns ``message``."""
     from precision_tool.formats.ge_json_codec import _DECIMAL, _FLOAT_TEXT, PLAIN_BYTES_FIELDS
     from precision_tool.formats.ge_schema import field_table
     from precision_tool.formats.ge_text import c_unescape
