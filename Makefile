@@ -117,7 +117,7 @@ bench: venv peer
 	$(PY) benchmarks/alignment_scale.py
 	$(PY) benchmarks/replay_cost.py
 	$(PY) benchmarks/ge_graph_memory.py
-	$(PY) benchmarks/machinery.py  # proto_records, collector, overlap: each with and without (~75 s)
+	$(PY) benchmarks/machinery.py  # proto_records and the collector hold, each with and without (~60 s)
 
 # Is ac -c's culprit the op that adds the error? 11 architectures under --numerics ascend910 and ideal, plants and
 # clean runs, truth by --exact (docs/local-error.md); about 40 minutes on 2 cores. Not part of make test.

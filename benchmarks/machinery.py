@@ -1,5 +1,5 @@
-"""``make bench``: three pieces of machinery, each measured with and without it on the same 300-op ``compare``
-(issue 41: machinery must show its gain here, or state why it exists, or go).
+"""``make bench``: the machinery that stays, each piece measured with and without it on the same 300-op ``compare``
+or where it acts (issue 41: machinery must show its gain here, or state why it exists, or go).
 
 * ``formats/proto_records.py``: dump headers and Build graphs read into records by a wire decoder of our own,
   instead of the protobuf runtime (``google.protobuf``, the classes ``formats/protoschema.py`` builds), which is a
@@ -7,11 +7,11 @@
   (the reader the package had before the records, kept here as :func:`json_to_message`), a text graph by the
   line parser into protobuf messages (its own second path); the classes built when the job starts, as a module
   holding them would at import.
-* ``collector.py``: the garbage collector paused while a job builds its data. Without it:
-  ``hold_collection``/``release_collection`` made no-ops (so ``collection_paused`` is one).
-* ``overlap.py``: the Build graph read in a forked child while this process reads the dump headers, and the
-  lossless results file written by one while the CSV and summary are formatted. Without it:
-  ``PRECISION_TOOL_NO_FORK=1`` (both calls made in this process); and the graph alone not forked.
+* ``collector.py``: the garbage collector held off while TensorFlow imports in a background thread
+  (``tf_runtime.BackgroundImport``, as replay imports it). Without it: ``hold_collection``/``release_collection``
+  made no-ops there.
+
+What issue 41 removed after this benchmark measured it is named in the last line printed.
 
 The case is run.py's ``nd`` case (``make_case.py``: 300 ops, dump files of 1.5 MiB, the chain's Build graph as
 JSON and as GE's text), built once into ``/tmp/precision_tool_bench`` and shared with run.py. Four parts:
@@ -23,22 +23,22 @@ JSON and as GE's text), built once into ``/tmp/precision_tool_bench`` and shared
    checked equal). Run with this Python and, when they exist, the users' environments beside this checkout
    (``.venv-tf115``: TensorFlow 1.15's protobuf; ``.venv-tf26``: TensorFlow 2.6's) and with protobuf's pure-Python
    implementation (``PROTOCOL_BUFFERS_PYTHON_IMPLEMENTATION=python``).
-2. **What overlap touches**, in one process: aligning (``align_request``, the header cache emptied first) with
-   either graph form, and writing the outputs (``write_outputs``), with its child forked and without, taking turns.
-3. **collector's other caller**: TensorFlow imported as replay imports it (``tf_runtime.BackgroundImport``), with the
-   collector held off during the import and with the hold a no-op; fresh processes taking turns.
-4. **The whole job**: ``compare -m npu -g ref -f graph.json`` as a fresh process per run for each variant, the
-   variants taking turns run by run (a shared machine drifts), after one unmeasured round; 11 rounds by default (7
-   did not separate effects of a few percent from this shared machine's noise). Per variant: the median
-   and best wall time from start to exit, every run's, aligning (``summary.json``), the main process's garbage
-   collections (their time by ``gc.callbacks``) and CPU time, all processes' CPU time. Then what each piece saves:
-   per round, the run without it minus the run as shipped (runs made back to back), median and quartiles over the
-   rounds. A gain is called shown when even the lower quartile is above zero. Every variant must write the same
-   result CSV.
+2. **What collector touches**: TensorFlow imported as replay imports it (``tf_runtime.BackgroundImport``), with the
+   collector held off during the import and with the hold a no-op; fresh processes taking turns, each pair run
+   back to back. Per way: the median wall time of the import, its garbage collections (their time by
+   ``gc.callbacks``); then what the hold saves per pair, median and quartiles.
+3. **The whole job**: ``compare -m npu -g ref -f graph.json`` as a fresh process per run, as shipped and with the
+   protobuf runtime, taking turns run by run (a shared machine drifts), after one unmeasured round; 11 rounds by
+   default (7 did not separate effects of a few percent from this shared machine's noise). Per variant: the
+   median and best wall time from start to exit, every run's, aligning (``summary.json``), the main process's
+   garbage collections (their time by ``gc.callbacks``) and CPU time, all processes' CPU time. Then what the
+   records save: per round, the run with the runtime minus the run as shipped (runs made back to back), median
+   and quartiles over the rounds. Both variants must write the same result CSV.
+4. **Each piece in one line**: what it saves where it acts (the whole job for proto_records, TensorFlow's
+   import for collector). A gain is called shown when even the lower quartile is above zero.
 
 On a machine shared with other work the wall time moves by more than these pieces are worth: the load average is
-printed at the start and the end, and the main process's gc time and the aligning time, which the pieces change
-directly, are the steadier figures.
+printed at the start and the end, and the main process's gc time and the aligning time are the steadier figures.
 """
 from __future__ import annotations
 
@@ -64,12 +64,10 @@ OPS = 300
 VARIANTS = {  # name -> what it turns off
     "as shipped": "",
     "protobuf runtime": "proto_records",
-    "gc not paused": "collector",
-    "nothing forked": "overlap",
-    "graph not forked": "overlap (graph read only)",
 }
 USER_ENVS = (".venv-tf115", ".venv-tf26")
-NO_FORK = "PRECISION_TOOL_NO_FORK"  # precision_tool.overlap.NO_FORK_VARIABLE (main checks they agree)
+REMOVED = ("removed in issue 41: overlap.py (forked graph read and results-file write) and the collector pause "
+           "around the job: their gain on the 300-op job did not show in this benchmark (quartiles spanning zero)")
 
 
 # --------------------------------------------------------------------------------------------- without records
@@ -206,22 +204,13 @@ def run_job(variant: str, stats_path: str, args: List[str]) -> None:
 
     gc.callbacks.append(timed)
     # The same modules loaded first in every variant, so that only the piece turned off differs.
-    from precision_tool import alignment, cli, collector
+    from precision_tool import cli
     from precision_tool.comparison import pipeline  # noqa: F401
     from precision_tool.formats import dump_file, ge_io  # noqa: F401
     from precision_tool.reports import result_outputs  # noqa: F401
 
-    what = VARIANTS[variant]
-    if what == "proto_records":
+    if VARIANTS[variant] == "proto_records":
         use_protobuf_runtime()
-    elif what == "collector":
-        collector.hold_collection = collector.release_collection = lambda: None
-    elif what.startswith("overlap (graph"):
-        from precision_tool.overlap import overlapped
-
-        alignment.read_graph_beside = lambda path: None if path is None else overlapped(ge_io.read_ge_graph, path,
-                                                                                          fork=False)
-    # "nothing forked": PRECISION_TOOL_NO_FORK, set by the benchmark in this process's environment
     sys.argv = ["precision_tool", *args]
     code = cli.main()
     own, reaped = (resource.getrusage(who) for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN))
@@ -282,42 +271,6 @@ def components(case: str, passes: int) -> dict:
     return out
 
 
-def overlap_parts(case: str, root: str, passes: int) -> dict:
-    """Aligning (each graph form) and writing the outputs, in this process, with overlap's child forked and with
-    ``PRECISION_TOOL_NO_FORK`` set, taking turns pass by pass. The header cache is emptied before each aligning, as
-    a job starts with it empty."""
-    from precision_tool.comparison.pipeline import CompareRequest, align_request, compare_aligned
-    from precision_tool.formats import dump_file
-    from precision_tool.overlap import NO_FORK_VARIABLE
-    from precision_tool.reports.result_outputs import plan_outputs, write_outputs
-
-    requests = {form: CompareRequest(os.path.join(case, "npu"), os.path.join(case, "ref"),
-                                     graph=os.path.join(case, name))
-                for form, name in (("json", "graph.json"), ("text", "graph.txt"))}
-    result = compare_aligned(align_request(requests["json"]))
-    out = os.path.join(root, "out", "machinery", "writes")
-    shutil.rmtree(out, ignore_errors=True)
-
-    def aligning(request) -> None:
-        dump_file._header_cache.clear()
-        dump_file._header_cache_bytes = 0
-        align_request(request)
-
-    jobs = {f"align {form}": (lambda request=request: aligning(request)) for form, request in requests.items()}
-    jobs["write"] = lambda: write_outputs(result, plan_outputs(out, out, ()))
-    times: Dict[str, List[float]] = {}
-    for number in range(passes):
-        for mode in ("forked", "here") if number % 2 else ("here", "forked"):
-            if mode == "here":
-                os.environ[NO_FORK_VARIABLE] = "1"
-            else:
-                os.environ.pop(NO_FORK_VARIABLE, None)
-            for name, job in jobs.items():
-                times.setdefault(f"{name} {mode}", []).append(_elapsed_ms(job))
-    shutil.rmtree(out, ignore_errors=True)
-    return {name: statistics.median(values) for name, values in times.items()}
-
-
 def tensorflow_import(paused: bool) -> dict:
     """TensorFlow imported as replay imports it (``tf_runtime.BackgroundImport``: a thread, the collector held off
     by ``collector.hold_collection``, then everything frozen), in this process; with ``paused`` false the hold is
@@ -376,8 +329,15 @@ def print_tensorflow_import(kept: Dict[str, List[dict]]) -> None:
         print(f"  collector {mode:8s}: wall {statistics.median(m['wall_s'] for m in runs):.2f} s ({walls}), "
               f"gc {statistics.median(m['gc_ms'] for m in runs):.0f} ms in "
               f"{statistics.median(m['gc_count'] for m in runs):.0f} collections")
-    saved = [not_held["wall_s"] - held["wall_s"] for held, not_held in zip(kept["held"], kept["not held"])]
-    print(f"  the hold saves {1000 * statistics.median(saved):+.0f} ms of wall per import (median of the pairs)")
+    wall, collections = _tensorflow_saved(kept, "wall_s", 1000.0), _tensorflow_saved(kept, "gc_ms", 1.0)
+    print(f"  the hold saves, per import: wall {_shown(wall)} ms, gc {_shown(collections)} ms (median [quartiles] "
+          f"of {len(kept['held'])} pairs run back to back; not held minus held)")
+
+
+def _tensorflow_saved(kept: Dict[str, List[dict]], key: str, scale: float) -> tuple:
+    """What the hold saves on ``key`` per pair of imports run back to back: (lower quartile, median, upper
+    quartile), times ``scale``."""
+    return _quartiles([scale * (not_held[key] - held[key]) for held, not_held in zip(kept["held"], kept["not held"])])
 
 
 PROTOBUF_FIRST_USE = (
@@ -419,9 +379,6 @@ def _job(root: str, case: str, variant: str, run: int, graph: str = "graph.json"
     stats = out + ".stats.json"
     env = dict(os.environ)
     env.pop("PYTHONDONTWRITEBYTECODE", None)  # a user's shell: bytecode caches written and read
-    env.pop(NO_FORK, None)
-    if VARIANTS[variant] == "overlap":
-        env[NO_FORK] = "1"
     command = [sys.executable, os.path.abspath(__file__), "--job", variant, "--stats", stats, "--",
                "compare", "-m", os.path.join(case, "npu"), "-g", os.path.join(case, "ref"),
                "-f", os.path.join(case, graph), "-out", out]
@@ -479,31 +436,18 @@ def print_components(results: List[tuple]) -> None:
                  (f"{result['headers']} dump headers (read_dump_header)",
                   result["headers records"], result["headers protobuf"], "main process"),
                  ("Build graph, JSON (read_ge_graph)", result["graph json records"], result["graph json protobuf"],
-                  "forked child, beside the headers"),
+                  "main process, before the headers"),
                  ("Build graph, GE text (read_ge_graph)", result["graph text records"],
                   result["graph text protobuf"], "(the form GE dumps; not in the job below)")]
         for what, records, protobuf, note in parts:
             rows.append([head, what, f"{records:.1f}", f"{protobuf:.1f}", f"{protobuf - records:+.1f}", note])
             head = ""
-        records = max(result["headers records"], result["graph json records"])
-        protobuf = first_use + max(result["headers protobuf"], result["graph json protobuf"])
-        rows.append(["", "compare -f graph.json: once + the longer of headers and graph", f"{records:.1f}",
-                     f"{protobuf:.1f}", f"{protobuf - records:+.1f}", "what aligning waits for"])
+        records = result["headers records"] + result["graph json records"]
+        protobuf = first_use + result["headers protobuf"] + result["graph json protobuf"]
+        rows.append(["", "compare -f graph.json: once + headers + graph", f"{records:.1f}",
+                     f"{protobuf:.1f}", f"{protobuf - records:+.1f}", "what aligning spends on them"])
     print(tabulate(rows, headers=["environment", "part", "records ms", "protobuf runtime ms",
                                   "records save ms", "where"], disable_numparse=True))
-
-
-def print_overlap_parts(parts: dict) -> None:
-    from tabulate import tabulate
-
-    rows = []
-    for name, what in (("align json", "aligning, compare -f graph.json: the graph read beside the headers"),
-                       ("align text", "aligning, compare -f graph.txt: the same"),
-                       ("write", "writing the outputs: the lossless file beside the CSV and summary")):
-        here, forked = parts[f"{name} here"], parts[f"{name} forked"]
-        rows.append([what, f"{here:.1f}", f"{forked:.1f}", f"{here - forked:+.1f}"])
-    print(tabulate(rows, headers=["part", "in this process ms", "a child forked ms", "overlap saves ms"],
-                   disable_numparse=True))
 
 
 def _quartiles(values: List[float]) -> tuple:
@@ -574,15 +518,12 @@ def main(argv=None) -> int:
     parser.add_argument("--user-env", action="append", default=None, metavar="VENV",
                         help="a virtualenv to time the parts in too (default: .venv-tf115 and .venv-tf26 beside "
                              "this checkout, when they exist)")
-    parser.add_argument("--variant", choices=list(VARIANTS)[1:], action="append",
-                        help="only this variant of the job beside the job as shipped (repeatable; default: all)")
     parser.add_argument("--graph", choices=("graph.json", "graph.txt"), default="graph.json",
                         help="the Build graph the job is given (default graph.json, as run.py's)")
     parser.add_argument("--skip-parts", action="store_true", help="the whole job only (parts 1 and 2 skipped)")
     parser.add_argument("--job", choices=VARIANTS, help=argparse.SUPPRESS)
     parser.add_argument("--stats", help=argparse.SUPPRESS)
     parser.add_argument("--components", metavar="CASE", help=argparse.SUPPRESS)
-    parser.add_argument("--overlap-parts", metavar="CASE", help=argparse.SUPPRESS)
     parser.add_argument("--tensorflow-import", choices=("held", "not held"), help=argparse.SUPPRESS)
     parser.add_argument("--tf-runs", type=int, default=3, help="fresh processes importing TensorFlow, each way")
     parser.add_argument("command", nargs=argparse.REMAINDER, help=argparse.SUPPRESS)
@@ -593,26 +534,18 @@ def main(argv=None) -> int:
     if args.components:
         print(json.dumps(components(args.components, args.passes)))
         return 0
-    if args.overlap_parts:
-        print(json.dumps(overlap_parts(args.overlap_parts, args.root, args.passes)))
-        return 0
     if args.tensorflow_import:
         print(json.dumps(tensorflow_import(args.tensorflow_import == "held")))
         return 0
-    from precision_tool.overlap import NO_FORK_VARIABLE
-
-    if NO_FORK_VARIABLE != NO_FORK:
-        raise SystemExit(f"machinery: overlap's switch is {NO_FORK_VARIABLE} now; update NO_FORK")
     started = time.perf_counter()
     sys.path.insert(0, HERE)
     from make_case import build_case
 
     case = build_case(os.path.join(args.root, f"nd_{OPS}"), variant="nd", ops=OPS)
     load = os.getloadavg()[0]
-    print(f"machinery: proto_records, collector and overlap, each with and without, on {case} "
+    print(f"machinery: proto_records and collector, each with and without, on {case} "
           f"({OPS} ops; {os.cpu_count()} cores; load average {load:.1f} at the start)", flush=True)
     components_here: Optional[dict] = None
-    parts: Optional[dict] = None
     tensorflow: Optional[Dict[str, List[dict]]] = None
     if not args.skip_parts:
         user_envs = args.user_env if args.user_env is not None else [os.path.join(REPO, name) for name in USER_ENVS]
@@ -622,54 +555,41 @@ def main(argv=None) -> int:
         print(f"\n1. proto_records: the parts it touches, records against the protobuf runtime (ms; median of "
               f"{args.passes} passes, the runtime's start median of {args.fresh} fresh processes)")
         print_components(results)
-        env = dict(os.environ, PYTHONPATH=REPO)
-        env.pop(NO_FORK, None)
-        out = subprocess.run([sys.executable, os.path.abspath(__file__), "--overlap-parts", case, "--root", args.root,
-                              "--passes", str(args.passes)], env=env, check=True, stdout=subprocess.PIPE,
-                             universal_newlines=True).stdout
-        parts = json.loads(out.splitlines()[-1])
-        print(f"\n2. overlap: the parts it touches, in one process, with its child and without (ms; median of "
-              f"{args.passes} passes taking turns)")
-        print_overlap_parts(parts)
-        print(f"\n3. collector's other caller: TensorFlow imported in the background as replay imports it (ac -c, "
-              f"replay), the collector held off and not (median of {args.tf_runs} fresh processes each)")
+        print(f"\n2. collector: TensorFlow imported in the background as replay imports it (ac -c, replay), the "
+              f"collector held off and not (median of {args.tf_runs} fresh processes each, taking turns)", flush=True)
         tensorflow = measure_tensorflow_import(args.tf_runs)
         print_tensorflow_import(tensorflow)
-    print(f"\n4. The whole job, compare -f {args.graph}: {args.runs} fresh processes per variant, taking turns "
+    print(f"\n3. The whole job, compare -f {args.graph}: {args.runs} fresh processes per variant, taking turns "
           "(median; align = aligning in the main process, from summary.json)", flush=True)
-    kept = jobs(args.root, case, args.runs, ["as shipped", *(args.variant or list(VARIANTS)[1:])], args.graph)
+    kept = jobs(args.root, case, args.runs, list(VARIANTS), args.graph)
     gains = print_jobs(kept)
-    print("\n5. Each piece in one line: the whole job's wall time it saves (shown when even the lower quartile of "
-          "the rounds is above 0), then the steadier figures of what it touches")
+    print("\n4. Each piece in one line: what it saves where it acts (shown when even the lower quartile is above 0), "
+          "then the steadier figures of what it touches")
     shipped_wall = 1000 * statistics.median(m["wall_s"] for m in kept["as shipped"])
     for variant, gain in gains.items():
         low, middle, high = gain["wall_s"]
         line = (f"  {VARIANTS[variant]}: the job {middle:+.1f} ms ({100 * middle / shipped_wall:+.1f}%) "
                 f"[{low:+.1f}, {high:+.1f}], " + ("shown" if low > 0 else "not shown"))
-        what = VARIANTS[variant]
-        if what == "proto_records" and components_here:
+        if VARIANTS[variant] == "proto_records" and components_here:
             c = components_here
             line += (f"; the protobuf runtime's start {c['import'] + c['classes']:.1f} ms saved, {c['headers']} "
                      f"headers {c['headers protobuf'] - c['headers records']:+.1f}, JSON graph "
                      f"{c['graph json protobuf'] - c['graph json records']:+.1f}, text graph "
                      f"{c['graph text protobuf'] - c['graph text records']:+.1f}")
-        elif what == "collector":
-            line += (f"; main process gc {gain['gc_ms'][1]:+.1f} ms ("
-                     f"{statistics.median(m['gc_count'] for m in kept['as shipped']):.0f} collections against "
-                     f"{statistics.median(m['gc_count'] for m in kept[variant]):.0f})")
-            if tensorflow and not any(m["error"] for runs in tensorflow.values() for m in runs):
-                saved = statistics.median(b["wall_s"] - a["wall_s"] for a, b in zip(tensorflow["held"],
-                                                                                     tensorflow["not held"]))
-                line += f"; TensorFlow's background import {1000 * saved:+.0f} ms"
-        elif what.startswith("overlap") and parts:
-            saved = {name: parts[f"{name} here"] - parts[f"{name} forked"] for name in ("align json", "align text",
-                                                                                         "write")}
-            line += (f"; in one process: aligning {saved['align json']:+.1f} ms (JSON graph), "
-                     f"{saved['align text']:+.1f} ms (text graph)")
-            if what == "overlap":
-                line += f", writing {saved['write']:+.1f} ms"
         print(line)
+    if tensorflow is not None:
+        errors = [m["error"] for runs in tensorflow.values() for m in runs if m["error"]]
+        if errors:
+            print(f"  collector: TensorFlow's background import not measured ({errors[0]})")
+        else:
+            low, middle, high = _tensorflow_saved(tensorflow, "wall_s", 1000.0)
+            collections = {mode: statistics.median(m["gc_count"] for m in runs) for mode, runs in tensorflow.items()}
+            print(f"  collector: TensorFlow's background import {middle:+.0f} ms [{low:+.0f}, {high:+.0f}], "
+                  + ("shown" if low > 0 else "not shown")
+                  + f"; gc {_tensorflow_saved(tensorflow, 'gc_ms', 1.0)[1]:+.0f} ms ({collections['held']:.0f} "
+                    f"collections against {collections['not held']:.0f})")
     print(f"\nload average {os.getloadavg()[0]:.1f} at the end; {time.perf_counter() - started:.0f} s in all")
+    print(REMOVED)
     return 0
 
 

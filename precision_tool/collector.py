@@ -1,23 +1,15 @@
-"""The garbage collector paused while a job builds its data, and what a forked worker does with it.
+"""The garbage collector held off while TensorFlow imports in the background, and what a forked worker does.
 
-Aligning and comparing build hundreds of thousands of small objects (dump headers, graph ops, rows) that live
-until the job ends and form no reference cycles (a test checks that a comparison leaves no cyclic garbage), so
-reference counting frees them all and the collections their allocations trigger only walk them (and the modules
-loaded before) for nothing: in a 300-op ``compare`` collections took 22.6 ms of the main process's time, 12.9 ms
-with the job paused (what is left runs while modules load).
-
-:func:`collection_paused` turns the collector off for a block. A pause can outlive a block -- TensorFlow's
-background import starts during a comparison and ends after it, in its own thread -- so pauses are counted
-(:func:`hold_collection`, :func:`release_collection`): the collector is turned off by the first hold and back on
-by the last release, and only if it was on at the first hold. A release without a hold is a bug and raises.
-A forked worker starts with no hold (:func:`forked_child`).
+TensorFlow's import (replay: ``ac -c``, ``replay``) allocates objects by the hundred thousand; with the collector
+held off it makes no collections and is 0.35-0.6 s faster (gain shown by ``make bench``: benchmarks/machinery.py).
+Holds are counted (:func:`hold_collection`, :func:`release_collection`, released from the import's own thread):
+the collector is turned off by the first hold and back on by the last release, and only if it was on at the first
+hold; a release without a hold is a bug and raises. A forked worker starts with no hold (:func:`forked_child`).
 """
 from __future__ import annotations
 
-import contextlib
 import gc
 import threading
-from typing import Iterator
 
 _holders = 0
 _resume = False
@@ -46,25 +38,15 @@ def release_collection() -> None:
         _holders -= 1
 
 
-@contextlib.contextmanager
-def collection_paused() -> Iterator[None]:
-    """The garbage collector off for the block (see the module docstring)."""
-    hold_collection()
-    try:
-        yield
-    finally:
-        release_collection()
-
-
 def forked_child() -> None:
-    """In a process just forked (a comparison worker): no holds, the collector on, and every object inherited
-    frozen out of its sight -- the parent's objects made during a pause were never collected there, so this
-    process's first collections would otherwise walk all of them (3-4 ms per worker for 300 ops) and copy the
-    pages they touch. Frozen objects are still freed by reference counting."""
+    """In a process just forked (a comparison worker): no holds (a fork during TensorFlow's background import
+    inherits its hold, which no thread of this process will release), the collector on, and every object inherited
+    frozen out of its sight, so that its collections do not walk (and copy the pages of) the parent's objects.
+    Frozen objects are still freed by reference counting."""
     global _holders, _resume
     _holders, _resume = 0, False
     gc.freeze()
     gc.enable()
 
 
-__all__ = ["hold_collection", "release_collection", "collection_paused", "forked_child"]
+__all__ = ["hold_collection", "release_collection", "forked_child"]

@@ -1,5 +1,6 @@
-"""The garbage collector paused for a job: counted pauses, the jobs that take one, TensorFlow's background import
-that can outlive them, and the comparison's forked workers."""
+"""The garbage collector held off while TensorFlow imports in the background (counted holds, released in another
+thread), and the comparison's forked workers."""
+import contextlib
 import gc
 import os
 import subprocess
@@ -11,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from precision_tool import collector
-from precision_tool.collector import collection_paused, hold_collection, release_collection
+from precision_tool.collector import hold_collection, release_collection
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -27,18 +28,28 @@ def collector_on():
     (gc.enable if was else gc.disable)()
 
 
-def test_the_collector_is_off_in_a_pause_and_back_on_after_it():
-    with collection_paused():
+@contextlib.contextmanager
+def held():
+    """A hold for the length of a block, as :class:`~precision_tool.tf_runtime.BackgroundImport` takes one."""
+    hold_collection()
+    try:
+        yield
+    finally:
+        release_collection()
+
+
+def test_the_collector_is_off_while_held_and_back_on_after_the_last_release():
+    with held():
         assert not gc.isenabled()
-        with collection_paused():  # nested: the outer pause still holds it
+        with held():  # nested: the outer hold still holds it
             pass
         assert not gc.isenabled()
     assert gc.isenabled()
 
 
-def test_a_pause_leaves_an_off_collector_off():
+def test_a_hold_leaves_an_off_collector_off():
     gc.disable()
-    with collection_paused():
+    with held():
         assert not gc.isenabled()
     assert not gc.isenabled()
 
@@ -47,53 +58,26 @@ def test_a_release_without_a_hold_is_refused():
     with pytest.raises(RuntimeError, match="without hold_collection"):
         release_collection()
     gc.disable()
-    with collection_paused():
+    with held():
         pass
     with pytest.raises(RuntimeError):
         release_collection()
     assert not gc.isenabled()  # a stray release does not turn on what the caller turned off
 
 
-def test_a_hold_that_outlives_the_pause_keeps_it_off_until_released_in_its_thread():
+def test_a_hold_taken_in_one_thread_is_released_in_another():
     released = threading.Event()
-    with collection_paused():
-        hold_collection()  # as BackgroundImport.start does
-    assert not gc.isenabled()  # the pause ended, the import goes on
+    hold_collection()  # as BackgroundImport.start does
+    assert not gc.isenabled()
     threading.Thread(target=lambda: (release_collection(), released.set())).start()
     assert released.wait(5)
     assert gc.isenabled()
 
 
-def test_aligning_comparing_and_writing_run_paused(tmp_path, monkeypatch):
-    """Each stage of the one compare pipeline sees the collector off; it is on again afterwards."""
-    import precision_tool.alignment as alignment
-    from precision_tool.commands.compare_run import execute
-    from precision_tool.comparison import CompareRequest
-    from precision_tool.comparison import engine
-    from precision_tool.reports import result_csv
-    from tests.comparison.cmp_builders import chain_case
-
-    seen = {}
-
-    def watching(name, function):
-        def wrapped(*args, **kwargs):
-            seen[name] = gc.isenabled()
-            return function(*args, **kwargs)
-        return wrapped
-
-    monkeypatch.setattr(alignment, "align", watching("align", alignment.align))
-    monkeypatch.setattr(engine, "compare_alignment", watching("compare", engine.compare_alignment))
-    monkeypatch.setattr(result_csv, "result_csv_text", watching("write", result_csv.result_csv_text))
-    case = chain_case(str(tmp_path / "case"))
-    run = execute(CompareRequest(case.npu, case.ref, graph=case.graph, workers=1), str(tmp_path / "out"),
-                  str(tmp_path))
-    assert run.exit_code == 0 and seen == {"align": False, "compare": False, "write": False}
-    assert gc.isenabled()
-
-
 def test_a_comparison_leaves_no_cyclic_garbage(tmp_path):
-    """What the pause relies on: every object of a comparison is freed by reference counting (the NPU run once held
-    its own bound method, a cycle that kept the run's ops, headers and graph alive until a collection)."""
+    """Every object of a comparison is freed by reference counting (the NPU run once held its own bound method, a
+    cycle that kept the run's ops, headers and graph alive until a collection), so a comparison that runs while
+    TensorFlow's background import holds the collector off holds no more memory for it."""
     from precision_tool.comparison.pipeline import CompareRequest, run_comparison
     from tests.comparison.cmp_builders import chain_case
 
@@ -102,7 +86,7 @@ def test_a_comparison_leaves_no_cyclic_garbage(tmp_path):
     request = CompareRequest(case.npu, case.ref, graph=case.graph, workers=1)
     run_comparison(request)  # caches and lazy imports filled first
     gc.collect()
-    with collection_paused():
+    with held():
         result = run_comparison(request)
         assert len(result.compared) == 2 * len(names)  # each op of the chain: its input 0 and output 0
         del result
@@ -110,8 +94,9 @@ def test_a_comparison_leaves_no_cyclic_garbage(tmp_path):
 
 
 def test_the_workers_collect_with_what_they_inherited_frozen(tmp_path, monkeypatch):
-    """Workers forked during the comparison's pause turn the collector back on, with what they inherited frozen
-    (a worker that found it off, or nothing frozen, would die here, and the run would raise WorkerError)."""
+    """Workers forked while TensorFlow's background import holds the collector off turn it back on, with what they
+    inherited frozen (a worker that found it off, or nothing frozen, would die here, and the run would raise
+    WorkerError)."""
     from precision_tool.comparison import processes, worker
     from precision_tool.comparison.pipeline import CompareRequest, run_comparison
     from tests.comparison.cmp_builders import chain_case
@@ -125,34 +110,35 @@ def test_the_workers_collect_with_what_they_inherited_frozen(tmp_path, monkeypat
     names = [f"op{i}" for i in range(40)]
     case = chain_case(str(tmp_path), names=names)
     monkeypatch.setattr(processes, "init_pool_worker", init)
-    with collection_paused():  # as TensorFlow's background import may hold it
+    with held():  # as TensorFlow's background import may hold it
         result = run_comparison(CompareRequest(case.npu, case.ref, graph=case.graph, workers=2))
         assert not gc.isenabled()
     assert result.timing.workers == 2 and len(result.compared) == 2 * len(names)  # split over two: none lost
     assert gc.isenabled()
 
 
-def test_tensorflows_import_started_in_a_pause_collects_first_and_holds_until_it_ends(tmp_path):
-    """The comparison starts the import while it holds the collector off: garbage made before is collected, not
-    frozen with TensorFlow's objects; the collector stays off until both the pause and the import have ended."""
+def test_tensorflows_import_started_in_a_hold_collects_first_and_holds_until_it_ends(tmp_path):
+    """An import started while another hold keeps the collector off: garbage made before is collected, not frozen
+    with TensorFlow's objects; the collector stays off until both the hold and the import have ended."""
     fake = tmp_path / "site" / "tensorflow"
     fake.mkdir(parents=True)
     (fake / "__init__.py").write_text("import gc, time\nCOLLECTING = gc.isenabled()\ntime.sleep(0.3)\n")
     code = textwrap.dedent("""
         import gc, weakref
-        from precision_tool.collector import collection_paused
+        from precision_tool.collector import hold_collection, release_collection
         from precision_tool.tf_runtime import BackgroundImport
 
         class Node:
             pass
 
-        with collection_paused():
-            a, b = Node(), Node()
-            a.other, b.other = b, a  # a cycle that is garbage once the names go
-            probe = weakref.ref(a)
-            del a, b
-            started = BackgroundImport()
-            started.start()
+        hold_collection()
+        a, b = Node(), Node()
+        a.other, b.other = b, a  # a cycle that is garbage once the names go
+        probe = weakref.ref(a)
+        del a, b
+        started = BackgroundImport()
+        started.start()
+        release_collection()
         print("after pause", gc.isenabled())
         print(started.wait() or "ok", gc.isenabled())
         import tensorflow

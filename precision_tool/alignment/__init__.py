@@ -23,13 +23,12 @@ from precision_tool.formats.ge_graph import Graph, GraphModel
 from precision_tool.formats.dump_tree import DumpSelection
 from precision_tool.formats.ge_graph_folders import choose_build_graph, dump_device_id
 from precision_tool.formats.ge_io import read_ge_graph
-from precision_tool.overlap import Overlapped, overlapped
 
 MODE_AUTO = "auto"
 _NPY_NAME = re.compile(r"[^.]+\.[0-9]+\.[0-9]+\.npy")  # {op}.{output}.{timestamp}.npy, as npy_dir reads
-GraphLike = Union[str, "os.PathLike[str]", Graph, GraphModel, Overlapped, None]
+GraphLike = Union[str, "os.PathLike[str]", Graph, GraphModel, None]
 
-__all__ = ["align", "load_graph", "read_graph_beside", "resolve_graph", "Alignment", "AlignedPair", "Coverage",
+__all__ = ["align", "load_graph", "resolve_graph", "Alignment", "AlignedPair", "Coverage",
            "NpuTensorRef", "NpyTensorRef", "Unaligned", "Divergence", "DivergentOp", "find_first_divergence",
            "LAYOUT_ONLY_OP_TYPES", "RULES", "MODE_AUTO", "MODE_NPU_VS_TF", "MODE_NPU_VS_NPU"]
 
@@ -77,18 +76,12 @@ def align(npu_dump_dir, reference, graph: GraphLike = None, *, mode: str = MODE_
         if reference_graph is not None:
             raise UsageError("a reference graph is only used when comparing two NPU runs",
                              "drop it, or pass mode='npu_vs_npu'")
-        return align_npu_vs_tf(npu_dump_dir, reference, _loaded_or_pending(graph, npu_dump_dir, selection),
+        return align_npu_vs_tf(npu_dump_dir, reference, load_graph(graph, npu_dump_dir, selection),
                                tf_op_names, selection)
     if mode == MODE_NPU_VS_NPU:
-        return align_npu_vs_npu(npu_dump_dir, reference, _loaded_or_pending(graph, npu_dump_dir, selection),
-                                _loaded_or_pending(reference_graph, reference, selection), selection)
+        return align_npu_vs_npu(npu_dump_dir, reference, load_graph(graph, npu_dump_dir, selection),
+                                load_graph(reference_graph, reference, selection), selection)
     raise UsageError(f"unknown alignment mode {mode!r}", f"use {MODE_AUTO}, {MODE_NPU_VS_TF} or {MODE_NPU_VS_NPU}")
-
-
-def _loaded_or_pending(graph: GraphLike, dump_dir, selection: Optional[DumpSelection] = None):
-    """A graph still being read stays so (the alignment waits for it once the dumps are read); any other form is
-    loaded (:func:`load_graph`)."""
-    return graph if isinstance(graph, Overlapped) else load_graph(graph, dump_dir, selection)
 
 
 def load_graph(graph: GraphLike, dump_dir=None,
@@ -99,31 +92,10 @@ def load_graph(graph: GraphLike, dump_dir=None,
     CANN 8's per-process graph folders); its notes are dropped here, so callers that show them call
     :func:`resolve_graph` first and pass its file.
     """
-    if isinstance(graph, Overlapped):
-        return graph.result()
     if graph is None or isinstance(graph, (Graph, GraphModel)):
         return graph
     path, _ = resolve_graph(graph, dump_dir, selection)
     return read_ge_graph(path) if path is not None else None
-
-
-#: Graph files up to this size are read in a forked child while the dumps are read (:func:`read_graph_beside`);
-#: a larger one is read in this process, so that its model and its pickle are never in memory twice.
-READ_BESIDE_LIMIT = 64 << 20
-
-
-def read_graph_beside(path: Optional[str]) -> Optional[Overlapped]:
-    """The GE graph file ``path`` being read by :func:`~precision_tool.formats.ge_io.read_ge_graph` in a forked child
-    (:mod:`precision_tool.overlap`) -- :func:`align` reads the dump headers and the reference folder meanwhile and
-    waits for it only then -- or, for a file over :data:`READ_BESIDE_LIMIT` bytes, read here when first needed.
-    ``None`` stays ``None``. Errors are :func:`read_ge_graph`'s own, raised when the graph is needed."""
-    if path is None:
-        return None
-    try:
-        small = os.path.getsize(path) <= READ_BESIDE_LIMIT
-    except OSError:
-        small = False  # read here: the reader's own error names the file
-    return overlapped(read_ge_graph, path, fork=small)
 
 
 def resolve_graph(graph, dump_dir=None,

@@ -16,7 +16,6 @@ from precision_tool.formats.dump_file import TensorEntry, dtype_label
 from precision_tool.formats.dump_tree import Choice
 from precision_tool.formats.ge_graph import OpNode
 from precision_tool.formats.tensor_kind import TensorKind
-from precision_tool.overlap import resolved
 
 KINDS = (INPUT, OUTPUT)
 
@@ -53,9 +52,7 @@ class NpuRun:
 
     def __init__(self, dumped: Tuple[List[DumpedOp], Sequence[Tuple[str, str]], Choice], graph=None):
         """``dumped``: what :func:`~precision_tool.alignment.npu_side.read_dumped_ops` returns; ``graph`` a loaded
-        graph, ``None``, or one still being read (:class:`~precision_tool.overlap.Overlapped`: waited for here, once
-        the dump headers are read)."""
-        graph = resolved(graph)
+        graph or ``None``."""
         ops, unresolved, self.choice = dumped
         self.dump_choice = self.choice.note
         self.ops: List[DumpedOp] = [d for d in ops if d.header is not None]

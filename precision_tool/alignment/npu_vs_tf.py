@@ -23,15 +23,13 @@ def align_npu_vs_tf(npu_dump_dir, reference_dir, graph=None, tf_op_names: Iterab
                     selection: Optional[DumpSelection] = None) -> Alignment:
     """Pair every NPU tensor under ``npu_dump_dir`` with a reference tensor in ``reference_dir``.
 
-    ``graph`` is a loaded :class:`~precision_tool.formats.ge_graph.GraphModel` (or ``Graph``), ``None``, or a graph
-    still being read (:class:`~precision_tool.overlap.Overlapped`, waited for once the dumps and the reference
-    folder are read).
+    ``graph`` is a loaded :class:`~precision_tool.formats.ge_graph.GraphModel` (or ``Graph``) or ``None``.
     Reference file names are lossy (``a/b`` and ``a.b`` share one); a file is refused as ambiguous when several
     known TF names share its name. Known names: every TF tensor looked up, every TF name the graph mentions
     (original op names, origin names), and ``tf_op_names`` (e.g. from the TF graph).
     """
     dumped = read_dumped_ops(npu_dump_dir, selection)
-    listing = read_npy_dir(reference_dir)  # before the graph: a graph still being read in a child is not waited for
+    listing = read_npy_dir(reference_dir)
     run = NpuRun(dumped, graph)
     jobs: List[Tuple[int, NpuTensorRef, Resolution]] = []
     for i in range(len(run.ops)):

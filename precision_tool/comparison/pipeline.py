@@ -8,7 +8,6 @@ and record what was compared and how long aligning took. Writing the outputs is
 """
 from __future__ import annotations
 
-import contextlib
 import os
 import time
 from dataclasses import dataclass, replace
@@ -19,8 +18,6 @@ from precision_tool.comparison.result import ComparisonResult
 from precision_tool.errors import WorkspaceError
 from precision_tool.formats.dump_tree import DumpSelection
 from precision_tool.metrics import DEFAULT_COSINE_THRESHOLD
-from precision_tool.collector import collection_paused
-from precision_tool.overlap import resolved
 
 Progress = Callable[[int, int], None]
 
@@ -73,29 +70,19 @@ class AlignedRequest:
 def align_request(request: CompareRequest) -> AlignedRequest:
     """Check the folders, load the graphs and align. Raises the typed errors of a missing folder or an
     unreadable graph, before any tensor is read (so a caller can plan its outputs only after this)."""
-    from precision_tool.alignment import align, read_graph_beside, resolve_graph
+    from precision_tool.alignment import align, load_graph, resolve_graph
 
     started = time.perf_counter()
     check_request(request)
-    with collection_paused():
-        graph_file, notes = resolve_graph(request.graph, request.npu_dir, request.selection)
-        reference_graph_file, reference_notes = resolve_graph(request.reference_graph, request.reference,
-                                                              request.selection)
-        # Each graph is read in a child process while align reads the dump headers and the reference folder.
-        with contextlib.ExitStack() as readings:
-            graph_reading = _entered(readings, read_graph_beside(graph_file))
-            reference_reading = _entered(readings, read_graph_beside(reference_graph_file))
-            alignment = align(request.npu_dir, request.reference, graph_reading, mode=request.mode,
-                              reference_graph=reference_reading, selection=request.selection)
-            graph, reference_graph = resolved(graph_reading), resolved(reference_reading)
+    graph_file, notes = resolve_graph(request.graph, request.npu_dir, request.selection)
+    reference_graph_file, reference_notes = resolve_graph(request.reference_graph, request.reference,
+                                                          request.selection)
+    graph, reference_graph = load_graph(graph_file), load_graph(reference_graph_file)
+    alignment = align(request.npu_dir, request.reference, graph, mode=request.mode,
+                      reference_graph=reference_graph, selection=request.selection)
     read_notes = tuple(note for model in (graph, reference_graph) for note in getattr(model, "notes", ()))
     return AlignedRequest(request, alignment, graph, time.perf_counter() - started,
                           notes + reference_notes + read_notes)
-
-
-def _entered(stack: contextlib.ExitStack, reading):
-    """``reading`` (a graph being read, or ``None``), its child process now ended by ``stack`` whatever happens."""
-    return stack.enter_context(reading) if reading is not None else None
 
 
 def compare_aligned(aligned: AlignedRequest, progress: Optional[Progress] = None,
@@ -105,9 +92,8 @@ def compare_aligned(aligned: AlignedRequest, progress: Optional[Progress] = None
     from precision_tool.comparison.engine import compare_alignment
 
     request = aligned.request
-    with collection_paused():
-        result = compare_alignment(aligned.alignment, graph=aligned.graph, cosine_threshold=request.cosine,
-                                   workers=request.workers, progress=progress, workers_started=workers_started)
+    result = compare_alignment(aligned.alignment, graph=aligned.graph, cosine_threshold=request.cosine,
+                               workers=request.workers, progress=progress, workers_started=workers_started)
     inputs = {"npu": os.path.abspath(request.npu_dir), "reference": os.path.abspath(request.reference),
               "graph": os.path.abspath(request.graph) if request.graph else None,
               "reference_graph": os.path.abspath(request.reference_graph) if request.reference_graph else None}

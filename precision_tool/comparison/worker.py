@@ -368,7 +368,7 @@ def init_pool_worker(cosine_threshold: Optional[float], tasks: Sequence[PairTask
     memory it inherited (a fork pickles no argument), so only chunk ranges cross its pipe (:func:`run_chunk`)."""
     global _PROCESS_COMPARER, _PROCESS_TASKS
     if forked:
-        forked_child()  # a fork inherits the comparing process's paused collector: back on, inherited objects frozen
+        forked_child()  # a fork may inherit the hold of TensorFlow's background import: back on, inherited frozen
     prepare_worker_process()
     _PROCESS_COMPARER = PairComparer(cosine_threshold)
     _PROCESS_TASKS = tasks

@@ -1,36 +1,13 @@
 """Protobuf messages as plain Python records, and the binary wire format read into them, without the protobuf runtime.
 
-The readers of the two files every ``compare`` opens -- the ``DumpData`` header of each dump file and a Build graph
-in GE's JSON form -- need no more of protobuf than its wire format and proto3's defaults, yet importing the
-runtime (``google.protobuf``: descriptor pool, message factory, text format) costs 12 ms, 3% of a 300-op
-``compare``. :class:`RecordSchema` takes the same field tables as
-:func:`~precision_tool.formats.protoschema.build_messages` (the one description of each format) and gives:
-
-* a record class per message (:meth:`RecordSchema.record`): each field an attribute holding the proto3 default
-  until set (``0``, ``""``, ``b""``, ``False``, ``0.0``; an empty record for a message field, ``()`` for a
-  repeated one, an empty mapping for a map), with the part of the message API the model readers use --
-  ``HasField``, ``WhichOneof``, ``ListFields`` -- so :class:`~precision_tool.formats.ge_proto_codec.MessageReader`
-  reads records and protobuf messages alike;
-* :meth:`RecordSchema.decode`: the wire format into a record, as protobuf's parsers read it.
-
-Writers, the text forms and TensorFlow's records keep the protobuf runtime (``protoschema``), imported when used.
-
-Decoding rules (the protobuf encoding guide; checked against protobuf's own parser in the tests):
-
-* each field is ``key = number << 3 | wire type`` then its value: varint (0), 64-bit (1), length-delimited (2),
-  groups (3, 4: skipped when unknown) or 32-bit (5); a field whose wire type is not its type's is unknown (and
-  :meth:`Record.mistyped` names it, for readers that need the field);
-* unknown fields are skipped; a singular scalar read twice keeps the last value, a singular message read twice is
-  merged; a repeated scalar may come packed (one length-delimited run) or one element per key;
-* field numbers run from 1 to 2**29 - 1;
-* varints of 32-bit fields keep their low 32 bits (``int32`` and enums signed), ``int64`` is two's complement,
-  ``bool`` is ``value != 0``; ``string`` must be UTF-8;
-* setting a member of a oneof clears the others; a map entry without a key or value takes the default.
-
-A header that is not the wire format -- a varint longer than 10 bytes, a length running past its message, an end
-of group without its start, invalid UTF-8 in a string, messages or groups nested more than :data:`MAX_DEPTH` deep --
-raises :class:`ProtoDecodeError` naming the byte offset. Decoding runs at about 100-170 ns per byte: 10 us for a
-usual op's header, 20 ms for one of 2,000 tensors (protobuf's C parser: about 3 ns per byte).
+The ``DumpData`` header of each dump file and a Build graph in GE's JSON or text form are decoded into records
+(:class:`RecordSchema`, from the same field tables as :mod:`~precision_tool.formats.protoschema`) as protobuf's
+parsers read them, and a field sent under the wrong wire type is remembered (:meth:`Record.mistyped`), which
+protobuf 3.19-7 report in no common way (``UnknownFields()`` there, a separate module in 7). What ``make bench``
+shows (benchmarks/machinery.py): the protobuf runtime's start (15 ms) kept off every compare; runtime, 300 headers and
+the graph 15-21 ms faster with TF 1.15's and 2.6's protobuf, 80 ms with pure-Python protobuf, about even with
+protobuf 7's upb (whose parser decodes the headers 2-8 ms per 300 faster).
+Rules: docs/internals/formats.md#proto_records.
 """
 from __future__ import annotations
 

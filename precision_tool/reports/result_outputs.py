@@ -9,19 +9,16 @@ See docs/compare.md#atomic-outputs, and docs/internals/reports.md#result_outputs
 """
 from __future__ import annotations
 
-import contextlib
 import os
 import re
 import time
 from dataclasses import dataclass
-from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from precision_tool.comparison import ComparisonResult
 from precision_tool.config import Workspace, ensure_output_dir, ensure_output_file
 from precision_tool.errors import WorkspaceError
 from precision_tool.fileio import TEMP_PREFIX, temp_path_beside, write_text_atomic
-from precision_tool.collector import collection_paused
-from precision_tool.overlap import overlapped
 
 RESULT_FOLDER = "vector_compare"
 _STALE_TEMP = re.compile(re.escape(TEMP_PREFIX) + r"([0-9]{1,10})-[0-9a-f]+\.tmp")
@@ -285,9 +282,7 @@ def write_outputs(result: ComparisonResult, paths: OutputPaths, *, total_s: Opti
     ``verdict`` and ``exit_code``: ``ac``'s, when it wrote the run (the summary keeps them for ``vcs``, ``ni`` and
     ``report``); default the comparison's own.
 
-    The lossless file, the slowest to encode, is written by a forked child (:mod:`precision_tool.overlap`) while
-    this process formats the CSV and the summary; each of those is written only once the lossless file is
-    complete. Where no child can be forked, or it fails, the lossless file is written here first.
+    The lossless file is written first, so the CSV and the summary are written only once it is complete.
 
     Raises :class:`WorkspaceError` when a file cannot be written (a full disk, a read-only folder); the name
     :func:`plan_outputs` took is given back when its lossless file could not be written.
@@ -296,17 +291,14 @@ def write_outputs(result: ComparisonResult, paths: OutputPaths, *, total_s: Opti
     from precision_tool.reports.summary import build_summary, run_exit_code, summary_text
 
     try:
-        with collection_paused():
-            with _results_file_written_beside(paths, result):
-                summary = build_summary(result, result_csv=paths.csv,
-                                        exit_code=run_exit_code(result) if exit_code is None else exit_code,
-                                        total_s=total_s, verdict=verdict)
-                csv_text = result_csv_text(result.results, npu_vs_npu=result.npu_vs_npu)
-                summary_json = summary_text(summary)
-            write_text_atomic(paths.csv, csv_text)
-            if paths.junit:
-                _write_junit(paths.junit, result)
-            write_text_atomic(paths.summary, summary_json)
+        _write_results_file(paths, result)
+        summary = build_summary(result, result_csv=paths.csv,
+                                exit_code=run_exit_code(result) if exit_code is None else exit_code,
+                                total_s=total_s, verdict=verdict)
+        write_text_atomic(paths.csv, result_csv_text(result.results, npu_vs_npu=result.npu_vs_npu))
+        if paths.junit:
+            _write_junit(paths.junit, result)
+        write_text_atomic(paths.summary, summary_text(summary))
     except OSError as error:
         raise WorkspaceError(f"{paths.folder}: cannot write results ({error.strerror or error})") from None
     return summary
@@ -321,21 +313,13 @@ def _write_junit(path: str, result: ComparisonResult) -> None:
         raise WorkspaceError(f"{path}: cannot write the JUnit report ({error.strerror or error})") from None
 
 
-@contextlib.contextmanager
-def _results_file_written_beside(paths: OutputPaths, result: ComparisonResult) -> Iterator[None]:
-    """The lossless file written by a forked child while the ``with`` block runs, and complete when it ends
-    (written here then, where no child was forked or it failed). The temporary file of a child that did not finish
-    (killed: out of memory, Ctrl-C) is removed. On any failure (or Ctrl-C) the child is killed, and the name's
-    placeholder removed if it still holds this run's claim, so the name is free again."""
+def _write_results_file(paths: OutputPaths, result: ComparisonResult) -> None:
+    """The lossless file, written atomically over the name's placeholder. On any failure (or Ctrl-C) the name's
+    placeholder is removed if it still holds this run's claim, so the name is free again."""
     from precision_tool.reports.result_store import write_results_file
 
     try:
-        try:
-            with overlapped(write_results_file, paths.results, result, paths.csv) as writing:
-                yield
-                writing.result()
-        finally:
-            remove_stale_temp_files(paths.folder)  # the child is gone: a temporary file of its is stale
+        write_results_file(paths.results, result, paths.csv)
     except BaseException:
         claim = _claim_of(paths.results)
         if claim is not None and int(claim.group(1)) == os.getpid():
