@@ -16,7 +16,7 @@ import os
 import re
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Dict, List, Optional, Sequence, Tuple, Union
+from typing import Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
 from precision_tool.errors import DumpFormatError, WorkspaceError
 from precision_tool.fileio import read_input_text
@@ -34,6 +34,7 @@ EXCEPTION_DUMP_PREFIX = "exception_info"  # Lite exception dumps: exception_info
 CALENDAR_TIMESTAMP_DIGITS = 17  # YYYYMMDDhhmmssmmm, the Lite timestamp of current CANN code
 # Side files found in dump trees (converted tensors, mappings, reports): never dumps.
 SIDE_FILE_SUFFIXES = (".npy", ".csv", ".json", ".txt")
+STATS_SUFFIX = ".csv"  # a statistics dump: the tensor dump's path + ".csv" (dump_data="stats")
 _SANITISED = re.compile(r"[/.\\ ]")
 _NUMBER = re.compile(r"[0-9]{1,20}")  # ASCII digits of a uint64 at most: int() can never fail on them
 
@@ -379,6 +380,9 @@ class DumpScan:
     exception_dumps : every exception dump (the tensors of an op that raised an AI Core error), oldest first
         (by :attr:`ExceptionDumpName.when`, then path); never among ``ops``: they are not compared.
     choice : the step and device kept, with a note when the tree holds others or one was asked for.
+    stats : the statistics CSVs of a ``dump_data="stats"`` run (``{dump name}.csv``, hashed names resolved through
+        ``mapping.csv`` as the dumps' are), one :class:`DumpOp` per op as for ``ops``; read them with
+        :func:`~precision_tool.formats.stats_csv.read_stats_csv`.
     """
 
     root: str
@@ -389,6 +393,7 @@ class DumpScan:
     unresolved: Tuple[Tuple[str, str], ...] = ()
     exception_dumps: Tuple[ExceptionDumpRef, ...] = ()
     choice: Choice = Choice(None, None)
+    stats: Tuple[DumpOp, ...] = ()
 
     def find(self, op_name: str) -> Optional[DumpOp]:
         """The op whose name (raw GE name or sanitised) matches, or ``None``."""
@@ -455,6 +460,7 @@ def scan_dump_folder(root: Union[str, os.PathLike], selection: Optional[DumpSele
     unreadable: List[str] = []
     unresolved: List[Tuple[str, str]] = []
     exceptions: List[ExceptionDumpRef] = []
+    stats_found: List[DumpFileRef] = []
     device_folders: List[Tuple[int, str]] = []
     for folder, files in _walk_files(root, unreadable):
         device = device_folder_of(folder)
@@ -468,6 +474,13 @@ def scan_dump_folder(root: Union[str, os.PathLike], selection: Optional[DumpSele
             except DumpFormatError as error:
                 mapping_error = error
         for file_name in files:
+            if file_name.lower().endswith(STATS_SUFFIX) and not file_name.startswith("."):
+                stats_name = _stats_name(file_name, mapping)
+                if stats_name is not None:
+                    hashed = file_name[:-len(STATS_SUFFIX)] in mapping
+                    stats_found.append(DumpFileRef(os.path.join(folder, file_name), stats_name,
+                                                   file_name if hashed else None))
+                continue
             if file_name.startswith(".") or file_name.lower().endswith(SIDE_FILE_SUFFIXES):
                 continue
             real_name = mapping.get(file_name, file_name)
@@ -485,7 +498,8 @@ def scan_dump_folder(root: Union[str, os.PathLike], selection: Optional[DumpSele
                 continue
             found.append(DumpFileRef(path, name, file_name if real_name != file_name else None))
     per_folder: Dict[str, int] = {}
-    for path in itertools.chain((ref.path for ref in found), (ref.path for ref in exceptions)):
+    for path in itertools.chain((ref.path for ref in found), (ref.path for ref in exceptions),
+                                (ref.path for ref in stats_found)):
         folder = os.path.dirname(path)
         per_folder[folder] = per_folder.get(folder, 0) + 1
     choice, kept_folders = choose_folders(root, sorted(per_folder), selection, per_folder)
@@ -499,6 +513,7 @@ def scan_dump_folder(root: Union[str, os.PathLike], selection: Optional[DumpSele
     kept = set(kept_folders)
     found = [ref for ref in found if os.path.dirname(ref.path) in kept]
     exceptions = [ref for ref in exceptions if os.path.dirname(ref.path) in kept]
+    stats_found = [ref for ref in stats_found if os.path.dirname(ref.path) in kept]
 
     def chosen(path: str) -> bool:  # a file no dump name was read from: kept unless it lies in another step/device
         position = position_of(os.path.dirname(path))
@@ -511,7 +526,16 @@ def scan_dump_folder(root: Union[str, os.PathLike], selection: Optional[DumpSele
                     overflow_records=tuple(sorted((ref for ref in found if ref.name.is_opdebug),
                                                   key=lambda ref: (ref.name.timestamp, ref.path))),
                     unrecognised=tuple(unrecognised), unreadable=tuple(unreadable), unresolved=tuple(unresolved),
-                    exception_dumps=tuple(sorted(exceptions, key=exception_dump_order)))
+                    exception_dumps=tuple(sorted(exceptions, key=exception_dump_order)),
+                    stats=_group_by_op(stats_found))
+
+
+def _stats_name(file_name: str, mapping: Mapping[str, str]) -> Optional[DumpName]:
+    """The dump name of a statistics CSV ``{dump name}.csv`` (a hashed dump name resolved through ``mapping``),
+    or ``None`` for any other CSV (``mapping.csv``, ``statistic.csv``, results); Opdebug records have no stats."""
+    stem = file_name[:-len(STATS_SUFFIX)]
+    name = parse_dump_name(mapping.get(stem, stem))
+    return name if name is not None and not name.is_opdebug else None
 
 
 def exception_dump_order(ref: ExceptionDumpRef) -> Tuple[datetime, str]:

@@ -253,5 +253,49 @@ def _shape(cell: str) -> Tuple[Optional[Tuple[int, ...]], str]:
     return tuple(dims), ""  # type: ignore[arg-type]
 
 
-__all__ = ["read_stats_csv", "StatsFile", "TensorStats", "StatsFormatError", "DEFAULT_HEADER", "PER_OP",
-           "PER_OP_DUMP_STATS", "MSPROBE", "MINDSPORE"]
+# --------------------------------------------------------------------------------------------- writing
+_CELL = {"io": lambda row: "Input" if row.kind == TensorKind.INPUT else "Output", "index": lambda row: row.index}
+
+
+def stats_csv_text(rows, columns=DEFAULT_HEADER, header: bool = True) -> str:
+    """The per-op CSV GE writes for ``rows`` (:class:`TensorStats`), with ``columns`` (default GE's default header;
+    a ``dump_stats`` header puts ``Count`` after ``Shape``): the header line unless ``header`` is false (GE writes
+    it only the first time it sees a file name), then one line per row. Unknown values are ``NA``; shapes join
+    their dimensions with ``x`` (``-`` for none); a whole statistic is written as an integer (``100``), another as
+    its shortest round-trip decimal.
+
+    >>> row = TensorStats(TensorKind.OUTPUT, 0, "DT_FLOAT16", "ND", (2, 2), 4, 1.5, -0.5, 0.25, nan=0, neg_inf=0,
+    ...                   pos_inf=0, data_size=8)
+    >>> print(stats_csv_text([row], header=False), end="")
+    Output,0,8,DT_FLOAT16,ND,2x2,1.5,-0.5,0.25,4,0,0,0
+    """
+    fields = [_COLUMNS[name.lower()] for name in columns]
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    if header:
+        writer.writerow(columns)
+    for row in rows:
+        writer.writerow([_cell(row, field) for field in fields])
+    return out.getvalue()
+
+
+def _cell(row: TensorStats, field: str) -> str:
+    if field in _CELL:
+        return str(_CELL[field](row))
+    value = getattr(row, field)
+    if field == "shape":
+        return "NA" if value is None else "x".join(str(dim) for dim in value) or "-"
+    if value is None or value == "":
+        return "NA"
+    return _number_text(float(value)) if field in _STATISTICS else str(value)
+
+
+def _number_text(value: float) -> str:
+    """``100`` for a whole number (as the facts' example row writes it), else the shortest round-trip decimal."""
+    if value == value and abs(value) < 1e16 and value == int(value):
+        return str(int(value))
+    return repr(value)
+
+
+__all__ = ["read_stats_csv", "stats_csv_text", "StatsFile", "TensorStats", "StatsFormatError", "DEFAULT_HEADER",
+           "PER_OP", "PER_OP_DUMP_STATS", "MSPROBE", "MINDSPORE"]

@@ -8,7 +8,7 @@ from hypothesis import example, given
 from hypothesis import strategies as st
 
 from precision_tool.formats.stats_csv import (DEFAULT_HEADER, MINDSPORE, MSPROBE, PER_OP, PER_OP_DUMP_STATS,
-                                              StatsFormatError, read_stats_csv)
+                                              StatsFormatError, TensorStats, read_stats_csv, stats_csv_text)
 from precision_tool.formats.tensor_kind import INPUT, OUTPUT
 
 # the facts doc's default header and example row, verbatim
@@ -174,3 +174,18 @@ def test_any_text_gives_rows_and_notes_or_one_typed_error(tmp_path_factory, text
         return
     assert all(row.kind in (INPUT, OUTPUT) and row.index >= 0 for row in stats.rows)
     assert all("\n" not in note for note in stats.notes)  # one line each
+
+
+def test_the_writer_writes_the_facts_example_row_exactly():
+    row = TensorStats(INPUT, 0, "DT_INT64", "ND", (100, 20, 40), 80000, 100.0, 200.0, 10.1, nan=400, neg_inf=500,
+                      pos_inf=600, data_size=268435456)
+    assert stats_csv_text([row]) == f"{FACTS_HEADER}\n{FACTS_ROW}\n"
+    assert stats_csv_text([row], header=False) == f"{FACTS_ROW}\n"  # an appended write: rows only
+
+
+def test_the_writer_s_dump_stats_form_and_unknown_cells():
+    columns = ("Input/Output", "Index", "Data Size", "Data Type", "Format", "Shape", "Count", "Max Value",
+               "Min Value", "l2norm")
+    row = TensorStats(OUTPUT, 1, "DT_FLOAT16", "NC1HWC0", (), 1, math.inf, -0.5, l2norm=None, data_size=2)
+    expected = ",".join(columns) + "\n" + "Output,1,2,DT_FLOAT16,NC1HWC0,-,1,inf,-0.5,NA\n"
+    assert stats_csv_text([row], columns) == expected
