@@ -97,11 +97,18 @@ def read_dumped_ops(dump_dir: Union[str, os.PathLike], selection: Optional[DumpS
     choose).
 
     A header that cannot be read does not stop the others: the op is kept with ``header=None`` and the
-    error message, for the coverage report.
+    error message, for the coverage report. A folder holding statistics dumps and no tensor dump is a
+    :class:`WorkspaceError`: there are no tensors to pair.
     """
     if not os.path.isdir(dump_dir):
         raise WorkspaceError(f"{os.fspath(dump_dir)}: no such folder", "give the folder that holds the NPU dump files")
     scan = scan_dump_folder(dump_dir, selection)
+    if not scan.ops and scan.stats:
+        files = f"{len(scan.stats)} .csv file{'' if len(scan.stats) == 1 else 's'}"  # one per op: its latest
+        raise WorkspaceError(f"{os.fspath(dump_dir)}: holds statistics dumps only ({files} of dump_data=\"stats\"), "
+                             "no tensor dump to compare",
+                             "capture with dump_data=\"tensor\" (the default) to compare tensors; comparing "
+                             "statistics is not available yet")
     found = []
     for op in scan.ops:
         try:

@@ -48,3 +48,21 @@ def test_tensor_dumps_and_their_stats_side_by_side_are_both_found(tmp_path):
     scan = scan_dump_folder(folder)
     assert [op.op_name for op in scan.ops] == ["conv1"] and [op.op_name for op in scan.stats] == ["conv1"]
     assert scan.stats[0].latest.path.endswith(".csv") and not scan.ops[0].latest.path.endswith(".csv")
+
+
+def test_compare_on_statistics_only_says_so_in_one_line_and_exits_2(tmp_path, capsys):
+    """Until statistics are compared (issue 42), a statistics-only run is named as such, not "nothing compared"."""
+    import numpy as np
+
+    from precision_tool.cli import main
+
+    dump = tmp_path / "ws" / "npu" / "debug_0" / "dump"
+    _stats(dump, "Conv2D.conv1.3.2.1700000000000001", 1.0)
+    reference = tmp_path / "ws" / "tf" / "dump"
+    reference.mkdir(parents=True)
+    np.save(reference / "conv1.0.1700000000000001.npy", np.ones((2, 2), np.float32))
+    assert main(["-d", str(tmp_path / "ws"), "compare", "-o", str(tmp_path / "out")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1
+    assert f"{dump}: holds statistics dumps only (1 .csv file of dump_data=\"stats\"), no tensor dump" in err
+    assert not (tmp_path / "out").exists() or not any((tmp_path / "out").iterdir())
