@@ -1,0 +1,141 @@
+"""What two runs' statistics of one tensor prove about its error: a lower bound on the largest element error.
+
+For the reference ``x`` and the NPU tensor ``y`` of ``n`` elements, ``e = y - x``, each statistic moves by at most
+the largest error: ``|max y - max x| <= max|e|``, the same for ``min`` and ``mean`` (``|mean e| <= max|e|``), and
+``|‖y‖ - ‖x‖| <= ‖e‖ <= sqrt(n) max|e|``. So ``L = max(|Δmax|, |Δmin|, |Δmean|, |Δ‖·‖| / sqrt(n)) <= max|e|``:
+statistics can prove a tensor wrong, never right (errors that cancel, or stay inside the range, move none of them).
+:func:`stat_bound` gives ``L`` and ``L / A``, ``A = max(|max x|, |min x|)`` the reference's range. NaN and inf
+counts, and the element count, are compared first; a difference there is a mismatch whatever the values.
+See docs/internals/metrics.md#statistics-bounds.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Optional, Sequence
+
+import numpy as np
+
+from precision_tool.formats.stats_csv import TensorStats
+from precision_tool.formats.tensor_kind import TensorKind
+
+_COUNTS = (("count", "element count"), ("nan", "NaN count"), ("neg_inf", "-inf count"), ("pos_inf", "+inf count"))
+_STATISTICS = ("max", "min", "mean")
+_CHUNK = 1 << 20
+
+
+@dataclass(frozen=True)
+class StatBound:
+    """What :func:`stat_bound` found for one tensor.
+
+    Attributes
+    ----------
+    bound : ``L``, a lower bound on the largest element error ``max|y - x|``; ``None`` when no statistic is known
+        (and finite) on both sides.
+    by : the statistic that gave ``bound`` (``"max"``, ``"min"``, ``"mean"`` or ``"l2norm"``; ``""`` without).
+    scale : ``A = max(|max x|, |min x|)``, the reference's range (``None`` when unknown).
+    relative : ``L / A`` (``inf`` when ``A == 0 < L``, ``0`` when ``L == 0``; ``None`` when either is unknown).
+    mismatch : one line when the counts prove the tensors different whatever their values (another element count,
+        NaN or inf count), else ``""``.
+    """
+
+    bound: Optional[float]
+    by: str = ""
+    scale: Optional[float] = None
+    relative: Optional[float] = None
+    mismatch: str = ""
+
+
+def stat_bound(npu: TensorStats, reference: TensorStats) -> StatBound:
+    """The lower bound on ``max|npu - reference|`` the two tensors' statistics prove (module docstring).
+
+    Parameters
+    ----------
+    npu, reference : TensorStats
+        The statistics of the same tensor on both sides; a statistic ``None`` on either side is not used, nor is one
+        that is not finite (a tensor holding NaN or inf may state them as its max or mean: its counts decide).
+
+    Returns
+    -------
+    StatBound
+
+    Examples
+    --------
+    >>> from precision_tool.formats.tensor_kind import OUTPUT
+    >>> ref = TensorStats(OUTPUT, 0, max=4.0, min=-2.0, mean=1.0, count=4, nan=0)
+    >>> stat_bound(TensorStats(OUTPUT, 0, max=4.5, min=-2.0, mean=1.0, count=4, nan=0), ref)
+    StatBound(bound=0.5, by='max', scale=4.0, relative=0.125, mismatch='')
+    >>> stat_bound(TensorStats(OUTPUT, 0, max=4.0, min=-2.0, mean=1.0, count=4, nan=1), ref).mismatch
+    'NaN count 1, the reference 0'
+    """
+    mismatch = ""
+    for field, label in _COUNTS:
+        mine, theirs = getattr(npu, field), getattr(reference, field)
+        if mine is not None and theirs is not None and mine != theirs:
+            mismatch = f"{label} {mine}, the reference {theirs}"
+            break
+    bound, by = None, ""
+    for field in _STATISTICS:
+        delta = _delta(getattr(npu, field), getattr(reference, field))
+        if delta is not None and (bound is None or delta > bound):
+            bound, by = delta, field
+    count = reference.count if reference.count is not None else npu.count
+    norm = _delta(npu.l2norm, reference.l2norm)
+    if norm is not None and count:
+        norm /= math.sqrt(count)
+        if bound is None or norm > bound:
+            bound, by = norm, "l2norm"
+    scale = _scale(reference)
+    return StatBound(bound, by, scale, _relative(bound, scale), mismatch)
+
+
+def _delta(mine: Optional[float], theirs: Optional[float]) -> Optional[float]:
+    if mine is None or theirs is None or not (math.isfinite(mine) and math.isfinite(theirs)):
+        return None
+    return abs(float(mine) - float(theirs))
+
+
+def _scale(reference: TensorStats) -> Optional[float]:
+    ends = [abs(value) for value in (reference.max, reference.min) if value is not None and math.isfinite(value)]
+    return max(ends) if len(ends) == 2 else None
+
+
+def _relative(bound: Optional[float], scale: Optional[float]) -> Optional[float]:
+    if bound is None or scale is None:
+        return None
+    if bound == 0:
+        return 0.0
+    return bound / scale if scale > 0 else math.inf
+
+
+def stats_of_array(array: np.ndarray, kind: TensorKind = TensorKind.OUTPUT, index: int = 0,
+                   shape: Sequence[int] = ()) -> TensorStats:
+    """The statistics a statistics dump states, of a tensor in hand (the reference's ``.npy``): max, min, mean and L2
+    norm over its finite values, accumulated in float64 a million elements at a time; element, NaN and inf counts.
+    ``None`` for a statistic of no finite value (or a non-numeric array). ``shape`` defaults to the array's.
+
+    >>> s = stats_of_array(np.array([3.0, -4.0, np.nan], np.float32))
+    >>> (s.max, s.min, s.mean, s.l2norm, s.count, s.nan, s.neg_inf, s.pos_inf)
+    (3.0, -4.0, -0.5, 5.0, 3, 1, 0, 0)
+    """
+    values = np.asarray(array)
+    flat = values.reshape(-1) if values.dtype.kind in "fiub" else np.zeros(0)
+    high, low, total, squares, finite, nan, neg_inf, pos_inf = -math.inf, math.inf, 0.0, 0.0, 0, 0, 0, 0
+    for start in range(0, flat.size, _CHUNK):
+        chunk = flat[start:start + _CHUNK].astype(np.float64)
+        good = chunk[np.isfinite(chunk)]
+        nan += int(np.isnan(chunk).sum())
+        neg_inf += int(np.isneginf(chunk).sum())
+        pos_inf += int(np.isposinf(chunk).sum())
+        if good.size:
+            high, low = max(high, float(good.max())), min(low, float(good.min()))
+            total += float(good.sum())
+            squares += float(np.dot(good, good))
+            finite += int(good.size)
+    known = finite > 0
+    return TensorStats(kind, index, str(values.dtype), "", tuple(shape) or tuple(values.shape), int(values.size),
+                       high if known else None, low if known else None, total / finite if known else None,
+                       math.sqrt(squares) if known else None, nan, neg_inf, pos_inf, data_size=int(values.nbytes))
+
+
+__all__ = ["stat_bound", "StatBound", "stats_of_array"]

@@ -1,0 +1,95 @@
+"""What statistics prove about a tensor's error (issue 42): the bound never exceeds the true largest element error
+(computed here by numpy from the arrays themselves), reaches it where the hand derivation says it must, and the
+counts are compared first."""
+import math
+
+import numpy as np
+import pytest
+from hypothesis import example, given
+from hypothesis import strategies as st
+from hypothesis.extra import numpy as hnp
+
+from precision_tool.formats.tensor_kind import OUTPUT
+from precision_tool.metrics.stat_bounds import stat_bound, stats_of_array
+
+
+def bound_of(npu, reference):
+    return stat_bound(stats_of_array(npu), stats_of_array(reference))
+
+
+finite = st.floats(-1e6, 1e6, allow_nan=False, width=32)
+
+
+@given(hnp.arrays(np.float32, st.integers(1, 64), elements=finite), st.data())
+@example(np.array([1.0, -1.0], np.float32), None)
+def test_the_bound_never_exceeds_the_largest_element_error(reference, data):
+    """Soundness: L <= max|y - x| for any two tensors of one shape (float64 arithmetic; 1e-9 relative slack for the
+    sums' own rounding)."""
+    if data is None:
+        npu = reference[::-1].copy()
+    else:
+        npu = data.draw(hnp.arrays(np.float32, reference.shape, elements=finite))
+    truth = float(np.max(np.abs(npu.astype(np.float64) - reference.astype(np.float64))))
+    found = bound_of(npu, reference)
+    assert found.bound <= truth * (1 + 1e-9) + 1e-9 * float(np.max(np.abs(reference)) + 1)
+    assert found.mismatch == ""
+
+
+def test_a_shifted_maximum_is_bounded_exactly():
+    """Raising the largest element by d moves max by d, and no element by more: L == max|e| == d."""
+    reference = np.array([0.5, 2.0, -1.0, 0.25], np.float32)
+    npu = reference.copy()
+    npu[1] += 0.5
+    found = bound_of(npu, reference)
+    assert (found.bound, found.by, found.scale, found.relative) == (0.5, "max", 2.0, 0.25)
+
+
+def test_a_uniform_offset_moves_the_mean_by_all_of_it():
+    reference = np.linspace(-1, 1, 101, dtype=np.float64)
+    found = bound_of(reference + 0.125, reference)
+    assert found.bound == pytest.approx(0.125) and found.by in ("max", "min", "mean")
+
+
+def test_errors_that_cancel_are_invisible_to_statistics():
+    """What statistics cannot show: two elements swapped keep every statistic, though each is wrong by 3."""
+    reference = np.array([1.0, 4.0, 2.0], np.float32)
+    npu = np.array([4.0, 1.0, 2.0], np.float32)
+    assert bound_of(npu, reference).bound == 0.0 and np.max(np.abs(npu - reference)) == 3.0
+
+
+def test_only_the_l2_norm_sees_a_sign_flip_inside_the_range():
+    """x = [1, -1, 1, -1, 0.5], y flips the 0.5: max, min and mean move by 0.2 at most; the norm does not
+    move at all (|0.5| == |-0.5|). The bound is mean's |Δ| = 1/5."""
+    reference = np.array([1.0, -1.0, 1.0, -1.0, 0.5])
+    npu = reference.copy()
+    npu[4] = -0.5
+    found = bound_of(npu, reference)
+    assert found.by == "mean" and found.bound == pytest.approx(0.2) and found.bound <= 1.0
+
+
+@pytest.mark.parametrize("npu, expected", [
+    (np.array([1.0, np.nan, 3.0]), "NaN count 1, the reference 0"),
+    (np.array([1.0, np.inf, 3.0]), "+inf count 1, the reference 0"),
+    (np.array([1.0, 2.0]), "element count 2, the reference 3"),
+])
+def test_counts_are_compared_first(npu, expected):
+    assert stat_bound(stats_of_array(npu), stats_of_array(np.array([1.0, 2.0, 3.0]))).mismatch == expected
+
+
+def test_unknown_statistics_and_a_zero_reference():
+    zero = stats_of_array(np.zeros(4))
+    assert stat_bound(stats_of_array(np.array([0.0, 0.0, 0.0, 1e-3])), zero).relative == math.inf
+    assert stat_bound(zero, zero).relative == 0.0
+    empty = stats_of_array(np.array([np.nan, np.nan]))
+    assert empty.max is None and stat_bound(empty, empty).bound is None
+
+
+def test_stats_of_array_agree_with_numpy_on_a_large_array():
+    """Streamed a million elements at a time: the same figures numpy gives on the whole array at once."""
+    values = np.random.default_rng(7).standard_normal(2_500_001).astype(np.float32)
+    values[[5, 1_500_000]] = [np.nan, -np.inf]
+    s = stats_of_array(values)
+    good = values[np.isfinite(values)].astype(np.float64)
+    assert (s.max, s.min, s.count, s.nan, s.neg_inf) == (good.max(), good.min(), values.size, 1, 1)
+    assert s.mean == pytest.approx(good.mean(), rel=1e-9) and s.l2norm == pytest.approx(np.linalg.norm(good), rel=1e-9)
+    assert s.kind == OUTPUT
