@@ -65,6 +65,12 @@ def add_arguments(parser) -> None:
     parser.add_argument("--step", type=int, default=0, metavar="N",
                         help="for a training step (train_graph()): dump step N, after steps 0 to N-1 ran in float32 "
                              "(default: 0)")
+    parser.add_argument("--dump-data", choices=("tensor", "stats"), default="tensor",
+                        help="tensor: dump files (default); stats: GE's per-op statistics CSVs instead, as "
+                             "dump_data='stats' writes them")
+    parser.add_argument("--dump-layer", default="", metavar="OPS",
+                        help="dump only these ops (NPU op names, or TF op names they implement, separated by spaces, "
+                             "as dump_layer takes them)")
     parser.add_argument("--keep-tfdbg", action="store_true",
                         help="keep the raw tfdbg capture in tf/tf_debug (it holds wall-clock times)")
     parser.add_argument("--force", action="store_true",
@@ -109,6 +115,10 @@ def emulate_arguments(manifest: dict) -> List[str]:
         words += ["--perturb", f"{planted['tf_op']}={spec}"]
     for planted in manifest.get("pass_faults", []):
         words += ["--perturb-pass", f"{planted['pass']}={planted['spec']}"]
+    if manifest.get("dump_data", "tensor") != "tensor":
+        words += ["--dump-data", manifest["dump_data"]]
+    if manifest.get("dump_layer"):
+        words += ["--dump-layer", " ".join(manifest["dump_layer"])]
     return words
 
 
@@ -157,7 +167,8 @@ def emulation_of(arguments) -> dict:
             "exact": sorted(args.exact),
             "fused": args.fusion != "off", "second_run": args.fusion == "both",
             "perturb": {op: fault.spec for op, fault in parse_perturbations(args.perturb).items()},
-            "perturb_pass": {name: fault.spec for name, fault in parse_perturbations(args.perturb_pass).items()}}
+            "perturb_pass": {name: fault.spec for name, fault in parse_perturbations(args.perturb_pass).items()},
+            "dump_data": args.dump_data, "dump_layer": sorted(set(args.dump_layer.split()))}
 
 
 def parse_perturbations(items, flag: str = "--perturb", what: str = "OP") -> dict:
@@ -194,7 +205,8 @@ def handle(args, ctx: Context) -> Report:
                                switches=_switches(args.fusion, target),
                                pass_faults=parse_perturbations(args.perturb_pass, "--perturb-pass", "PASS"),
                                keep_fp32=_kept_in_float32(target), numerics=args.numerics,
-                               precision_mode=args.precision_mode, exact=frozenset(args.exact))
+                               precision_mode=args.precision_mode, exact=frozenset(args.exact),
+                               dump_data=args.dump_data, dump_layer=frozenset(args.dump_layer.split()))
     status = terminal_status()  # a status line on stderr, when it is a terminal
     if status is None:
         result = emulate(args.script, args.output or ctx.data_dir, options, force=args.force)

@@ -8,6 +8,7 @@ docs/internals/emulator.md#artifacts.
 """
 from __future__ import annotations
 
+import dataclasses
 import os
 import time
 import zlib
@@ -23,6 +24,7 @@ from precision_tool.capture.emulate.npu_values import NpuValues, OverflowEvent
 from precision_tool.capture.emulate.npu_plan import NpuOp, NpuPlan, NpuTensor
 from precision_tool.formats import dtypes, ge_graph as G
 from precision_tool.formats.dump_names import build_dump_name
+from precision_tool.fileio import atomic_write
 from precision_tool.formats.dump_writer import TensorSpec, write_dump
 from precision_tool.formats.fusion_result import (GRAPH_FUSION, UB_FUSION, FusionResult, GraphFusion,
                                                   PassRecord, write_fusion_result)
@@ -114,6 +116,44 @@ def write_npu_dumps(plan: NpuPlan, values: NpuValues, dump_root: str, base_us: i
         paths.append(write_op_dump(folder, plan, values, op, info.task_id,
                                    base_us + TIMESTAMP_STEP_US * (info.index + 1)))
     return paths
+
+
+def write_op_stats(folder: str, plan: NpuPlan, values: NpuValues, op: NpuOp, task_id: int, timestamp: int) -> str:
+    """GE's per-op statistics CSV for ``op`` in ``folder`` (``{dump file name}.csv``, the default header); returns
+    its path. Each row states its tensor as the device holds it: data type, format, shape and bytes, and the
+    statistics (:func:`~precision_tool.metrics.stat_bounds.stats_of_array`) of that buffer, a device layout's
+    padding included, so that ``Count`` is the product of ``Shape`` as in the facts' example row. (Whether CANN's
+    statistics skip the padding of NC1HWC0 or FRACTAL layouts is not in the facts.)"""
+    from precision_tool.formats.stats_csv import stats_csv_text
+    from precision_tool.formats.tensor_kind import INPUT, OUTPUT
+    from precision_tool.metrics.stat_bounds import stats_of_array
+
+    rows = []
+    for kind, arrays, tensors in ((INPUT, values.inputs(op), plan.input_tensors(op)),
+                                  (OUTPUT, values.outputs(op), op.outputs)):
+        for index, (array, tensor) in enumerate(zip(arrays, tensors)):
+            stored = _stored(array, tensor)
+            stats = stats_of_array(stored, kind, index)
+            rows.append(dataclasses.replace(stats, dtype=_dtype_enum(tensor.dtype), format=tensor.format))
+    name = build_dump_name(op.type, op.name, task_id, STREAM_ID, timestamp)
+    if name.mapping_row is not None:  # the statistics file of a hashed dump name is the hash + ".csv"
+        from precision_tool.formats.dump_names import append_mapping_row
+        append_mapping_row(folder, name.mapping_row)
+    path = os.path.join(folder, name.file_name + ".csv")
+    with atomic_write(path, "w", encoding="utf-8") as handle:
+        handle.write(stats_csv_text(rows))
+    return path
+
+
+def write_npu_stats(plan: NpuPlan, values: NpuValues, dump_root: str, base_us: int, model_name: str,
+                    only: Optional[Sequence[str]] = None, step: int = 0) -> List[str]:
+    """What :func:`write_npu_dumps` writes, as GE's statistics CSVs (``dump_data="stats"``) instead of dump files."""
+    folder = dump_folder(dump_root, base_us, model_name, step)
+    os.makedirs(folder, exist_ok=True)
+    tasks = task_table(plan)
+    return [write_op_stats(folder, plan, values, op, tasks[op.name].task_id,
+                           base_us + TIMESTAMP_STEP_US * (tasks[op.name].index + 1))
+            for op in plan.tasks if only is None or op.name in only]
 
 
 def write_overflow_run(plan: NpuPlan, values: NpuValues, events: Sequence[OverflowEvent], dump_root: str,

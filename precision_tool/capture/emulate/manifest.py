@@ -106,6 +106,8 @@ def build_manifest(root: str, script: str, model_name: str, options, batch, froz
         **options.hardware.to_dict(),
         "exact": sorted(options.exact),
         "overflow": _overflow(root, runs, overflow),
+        **({"dump_data": options.dump_data} if options.dump_data != "tensor" else {}),
+        **({"dump_layer": sorted(options.dump_layer)} if options.dump_layer else {}),
         "files": _all_files(root),
     }
 

@@ -38,6 +38,7 @@ from precision_tool.errors import WorkspaceError
 from precision_tool.formats.fusion_result import FusionSwitches
 
 FUSION_CHOICES = ("on", "off", "both", "switch")
+DUMP_DATA = ("tensor", "stats")  # the adapter's dump_data values
 MANIFEST_NAME = "manifest.json"
 
 
@@ -66,6 +67,10 @@ class EmulationOptions:
     keep_tfdbg : keep the raw tfdbg dump in ``tf/tf_debug`` (not bit-reproducible: wall-clock times).
     step : for a training step (``train_graph()``), the step dumped: steps 0 to ``step - 1`` run first, in
         float32.
+    dump_data : ``"tensor"`` (dump files) or ``"stats"`` (GE's per-op statistics CSVs instead), as the adapter's
+        ``dump_data``.
+    dump_layer : NPU op names (or TF op names an NPU op implements) whose tensors alone are dumped, as the adapter's
+        ``dump_layer``; empty: every executed op.
     """
 
     scale: float = 1.0
@@ -80,9 +85,14 @@ class EmulationOptions:
     numerics: str = ASCEND910
     precision_mode: Optional[str] = None
     exact: FrozenSet[str] = frozenset()
+    dump_data: str = "tensor"
+    dump_layer: FrozenSet[str] = frozenset()
 
     def __post_init__(self):
         object.__setattr__(self, "exact", frozenset(self.exact))
+        object.__setattr__(self, "dump_layer", frozenset(self.dump_layer))
+        if self.dump_data not in DUMP_DATA:
+            raise EmulationError(f"--dump-data must be one of {', '.join(DUMP_DATA)}, not {self.dump_data!r}")
         Hardware.of(self.numerics, self.precision_mode)  # a one-line error for a target or mode not known
         if self.fusion not in FUSION_CHOICES:
             raise EmulationError(f"--fusion must be one of {', '.join(FUSION_CHOICES)}, not {self.fusion!r}")
@@ -221,6 +231,20 @@ class StagedWorkspace:
             folder = os.path.dirname(folder)
 
 
+def dumped_ops(plan: NpuPlan, dump_layer: FrozenSet[str]) -> List[str]:
+    """The NPU ops of ``plan`` that ``dump_layer`` names: by NPU (GE node) name, or by a TF op name the NPU op
+    implements (GE also matches original op names: ``../shared/docs/ascend-dump-trees.md`` §2). An
+    :class:`EmulationError` for a name that names no executed op."""
+    chosen = [op.name for op in plan.tasks if op.name in dump_layer or dump_layer & set(op.tf_ops)]
+    known = {op.name for op in plan.tasks} | {tf_op for op in plan.tasks for tf_op in op.tf_ops}
+    missing = sorted(dump_layer - known)
+    if missing:
+        close = sorted(name for name in known if missing[0].split("/")[-1] in name)[:3]
+        raise EmulationError(f"--dump-layer {missing[0]}: no executed op of the NPU graph is called so",
+                             f"ops look like: {', '.join(close or sorted(known)[:3])}")
+    return chosen
+
+
 def _check_pass_faults(pass_faults: Mapping[str, Fault]) -> None:
     """Every ``--perturb-pass`` names a pass the emulator runs (:data:`~.op_tables.EMULATED_PASSES`)."""
     from precision_tool.capture.emulate.op_tables import EMULATED_PASSES
@@ -268,9 +292,11 @@ def _scaled(batch: Sequence[np.ndarray], scale: float) -> Tuple[np.ndarray, ...]
 
 
 def _write_run(workspace: Workspace, plan: NpuPlan, values: NpuValues, run_name: str, model_name: str,
-               step: int) -> dict:
+               step: int, options: EmulationOptions) -> dict:
     index, base = int(run_name.split("_")[1]), artifacts.RUN_BASE_US[run_name]
-    dumps = artifacts.write_npu_dumps(plan, values, workspace.npu_dump(index), base, model_name, step=step)
+    only = dumped_ops(plan, options.dump_layer) if options.dump_layer else None
+    write = artifacts.write_npu_stats if options.dump_data == "stats" else artifacts.write_npu_dumps
+    dumps = write(plan, values, workspace.npu_dump(index), base, model_name, only=only, step=step)
     graph_file = artifacts.write_build_graph(plan, workspace.npu_graph(index), model_name)
     return {"name": run_name, "fusion": plan.fusion, "plan": plan, "dumps": dumps, "graph": graph_file,
             "dump_dir": artifacts.dump_folder(workspace.npu_dump(index), base, model_name, step),
@@ -328,6 +354,8 @@ def emulate_model(model, batch: Sequence[np.ndarray], workspace_dir: str,
     _check_exact(graph, options.exact)
     plans = {run_name: plan_npu_graph(graph, fusion, options.keep_fp32, options.hardware, options.exact)
              for run_name, fusion in options.runs}
+    for plan in plans.values():
+        dumped_ops(plan, options.dump_layer)  # a one-line error for a name no NPU op answers to
     staging = StagedWorkspace(target, force)
     try:
         for config in [f for f in Workspace(target).run_config_files if os.path.isfile(f)]:  # its settings stay
@@ -356,7 +384,7 @@ def _write_workspace(workspace: Workspace, frozen, graph: TfGraph, plans: Dict[s
         progress(f"npu/{run_name}: NPU numerics and dumps" + (" and the overflow run" if run_name == "debug_0" else ""))
         values = NpuValues(plan, run_numerics(frozen, plan, batch, options.faults_of(plan), options.seed))
         step = frozen.training_step or 0
-        runs.append(_write_run(workspace, plan, values, run_name, model_name, step))
+        runs.append(_write_run(workspace, plan, values, run_name, model_name, step, options))
         if run_name == "debug_0":
             if plan.fusion:
                 artifacts.write_fusion_result_file(plan, workspace.fusion_result)
