@@ -118,6 +118,27 @@ def read_dumped_ops(dump_dir: Union[str, os.PathLike], selection: Optional[DumpS
     return found, scan.unresolved, scan.choice
 
 
+def read_dumped_stats(dump_dir: Union[str, os.PathLike], selection: Optional[DumpSelection] = None
+                      ) -> Tuple[List[DumpedOp], Tuple[Tuple[str, str], ...], Choice]:
+    """:func:`read_dumped_ops` of a ``dump_data="stats"`` run: every op's latest statistics CSV, read as the header
+    of the dump it stands for (:func:`~precision_tool.formats.stats_csv.stats_header`). A file that cannot be read
+    keeps its op with ``header=None`` and the error. :class:`WorkspaceError` when there is no statistics file."""
+    from precision_tool.formats.stats_csv import read_stats_csv, stats_header
+
+    if not os.path.isdir(dump_dir):
+        raise WorkspaceError(f"{os.fspath(dump_dir)}: no such folder", "give the folder that holds the NPU dump files")
+    scan = scan_dump_folder(dump_dir, selection)
+    if not scan.stats:
+        raise WorkspaceError(f"{os.fspath(dump_dir)}: no statistics dump (.csv files of dump_data=\"stats\")")
+    found = []
+    for op in scan.stats:
+        try:
+            found.append(DumpedOp(op, stats_header(read_stats_csv(op.latest.path))))
+        except PrecisionToolError as error:
+            found.append(DumpedOp(op, None, str(error)))
+    return found, scan.unresolved, scan.choice
+
+
 def graphs_of(graph: Union[Graph, GraphModel, None]) -> Tuple[Graph, ...]:
     if graph is None:
         return ()

@@ -253,6 +253,24 @@ def _shape(cell: str) -> Tuple[Optional[Tuple[int, ...]], str]:
     return tuple(dims), ""  # type: ignore[arg-type]
 
 
+# --------------------------------------------------------------------------------------------- as a dump header
+def stats_header(stats: StatsFile):
+    """A per-op statistics file as the header of the dump file it stands for: its inputs and outputs with the data
+    type, format and shape it states, no payload (size and offset 0) and no original op, so that the one alignment
+    pairs its tensors with the reference as it pairs a dump's. A data type or format it does not name (``NA``) is
+    ``DT_UNDEFINED`` / ``ND``; a shape it does not state is ``()``."""
+    from precision_tool.formats import dtypes
+    from precision_tool.formats.dump_file import DumpFile, TensorEntry
+
+    def entries(kind: TensorKind):
+        rows = sorted((row for row in stats.rows if row.kind == kind and not row.op_name), key=lambda r: r.index)
+        return tuple(TensorEntry(kind, row.index, dtypes.DTYPE_BY_ENUM_NAME.get(row.dtype, dtypes.DT_UNDEFINED),
+                                 dtypes.FORMAT_BY_NAME.get(row.format, dtypes.FORMAT_BY_NAME["ND"]),
+                                 row.shape or (), None, 0, 0) for row in rows)
+
+    return DumpFile(stats.path, "", 0, "", entries(TensorKind.INPUT), entries(TensorKind.OUTPUT), (), (), (), 0, 0)
+
+
 # --------------------------------------------------------------------------------------------- writing
 _CELL = {"io": lambda row: "Input" if row.kind == TensorKind.INPUT else "Output", "index": lambda row: row.index}
 
@@ -297,5 +315,5 @@ def _number_text(value: float) -> str:
     return repr(value)
 
 
-__all__ = ["read_stats_csv", "stats_csv_text", "StatsFile", "TensorStats", "StatsFormatError", "DEFAULT_HEADER",
-           "PER_OP", "PER_OP_DUMP_STATS", "MSPROBE", "MINDSPORE"]
+__all__ = ["read_stats_csv", "stats_csv_text", "stats_header", "StatsFile", "TensorStats", "StatsFormatError",
+           "DEFAULT_HEADER", "PER_OP", "PER_OP_DUMP_STATS", "MSPROBE", "MINDSPORE"]
