@@ -87,53 +87,38 @@ class DumpedOp:
         return self.header.inputs if kind == INPUT else self.header.outputs
 
 
-def read_dumped_ops(dump_dir: Union[str, os.PathLike], selection: Optional[DumpSelection] = None
-                    ) -> Tuple[List[DumpedOp], Tuple[Tuple[str, str], ...], Choice]:
+def read_dumped_ops(dump_dir: Union[str, os.PathLike], selection: Optional[DumpSelection] = None,
+                    statistics: bool = False) -> Tuple[List[DumpedOp], Tuple[Tuple[str, str], ...], Choice]:
     """Every op dumped under ``dump_dir`` (recursively; one step of one device of a tree holding several:
     ``selection``, else the command's), latest file each, by dump time; headers read -- with ``(path, message)``
     of the files that could not even be identified (hashed names whose ``mapping.csv`` cannot be read:
     :attr:`~precision_tool.formats.dump_names.DumpScan.unresolved`), and the step and device read
     (:attr:`~precision_tool.formats.dump_names.DumpScan.choice`, whose note is ``""`` when there was nothing to
-    choose).
+    choose). With ``statistics``, the ops of a ``dump_data="stats"`` run instead: each op's latest statistics CSV,
+    read as the header of the dump it stands for (:func:`~precision_tool.formats.stats_csv.stats_header`).
 
     A header that cannot be read does not stop the others: the op is kept with ``header=None`` and the
-    error message, for the coverage report. A folder holding statistics dumps and no tensor dump is a
-    :class:`WorkspaceError`: there are no tensors to pair.
+    error message, for the coverage report. A folder holding no file of the kind asked for, but the other
+    (statistics and no tensor dump, or the reverse), is a :class:`WorkspaceError`: there is nothing to pair.
     """
+    from precision_tool.formats.stats_csv import read_stats_csv, stats_header
+
     if not os.path.isdir(dump_dir):
         raise WorkspaceError(f"{os.fspath(dump_dir)}: no such folder", "give the folder that holds the NPU dump files")
     scan = scan_dump_folder(dump_dir, selection)
-    if not scan.ops and scan.stats:
+    if statistics and not scan.stats:
+        raise WorkspaceError(f"{os.fspath(dump_dir)}: no statistics dump (.csv files of dump_data=\"stats\")")
+    if not statistics and not scan.ops and scan.stats:
         files = f"{len(scan.stats)} .csv file{'' if len(scan.stats) == 1 else 's'}"  # one per op: its latest
         raise WorkspaceError(f"{os.fspath(dump_dir)}: holds statistics dumps only ({files} of dump_data=\"stats\"), "
                              "no tensor dump to compare",
                              "capture with dump_data=\"tensor\" (the default) to compare tensors; comparing "
                              "statistics is not available yet")
     found = []
-    for op in scan.ops:
+    for op in scan.stats if statistics else scan.ops:
         try:
-            found.append(DumpedOp(op, read_dump_header(op.latest.path)))
-        except PrecisionToolError as error:
-            found.append(DumpedOp(op, None, str(error)))
-    return found, scan.unresolved, scan.choice
-
-
-def read_dumped_stats(dump_dir: Union[str, os.PathLike], selection: Optional[DumpSelection] = None
-                      ) -> Tuple[List[DumpedOp], Tuple[Tuple[str, str], ...], Choice]:
-    """:func:`read_dumped_ops` of a ``dump_data="stats"`` run: every op's latest statistics CSV, read as the header
-    of the dump it stands for (:func:`~precision_tool.formats.stats_csv.stats_header`). A file that cannot be read
-    keeps its op with ``header=None`` and the error. :class:`WorkspaceError` when there is no statistics file."""
-    from precision_tool.formats.stats_csv import read_stats_csv, stats_header
-
-    if not os.path.isdir(dump_dir):
-        raise WorkspaceError(f"{os.fspath(dump_dir)}: no such folder", "give the folder that holds the NPU dump files")
-    scan = scan_dump_folder(dump_dir, selection)
-    if not scan.stats:
-        raise WorkspaceError(f"{os.fspath(dump_dir)}: no statistics dump (.csv files of dump_data=\"stats\")")
-    found = []
-    for op in scan.stats:
-        try:
-            found.append(DumpedOp(op, stats_header(read_stats_csv(op.latest.path))))
+            header = stats_header(read_stats_csv(op.latest.path)) if statistics else read_dump_header(op.latest.path)
+            found.append(DumpedOp(op, header))
         except PrecisionToolError as error:
             found.append(DumpedOp(op, None, str(error)))
     return found, scan.unresolved, scan.choice

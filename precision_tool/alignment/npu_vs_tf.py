@@ -12,7 +12,7 @@ from typing import Iterable, List, Optional, Tuple
 from precision_tool.alignment.model import (INPUT, MODE_NPU_VS_TF, RULE_NORMALISED_NAME, RULE_OWN_NAME, AlignedPair,
                                             Alignment, Coverage, NpuTensorRef, Unaligned)
 from precision_tool.alignment.npu_run import NpuRun
-from precision_tool.alignment.npu_side import read_dumped_ops, read_dumped_stats
+from precision_tool.alignment.npu_side import read_dumped_ops
 from precision_tool.alignment.reference_index import ReferenceIndex
 from precision_tool.alignment.targets import NoTarget, Resolution, Target
 from precision_tool.formats.dump_tree import DumpSelection
@@ -27,9 +27,9 @@ def align_npu_vs_tf(npu_dump_dir, reference_dir, graph=None, tf_op_names: Iterab
     Reference file names are lossy (``a/b`` and ``a.b`` share one); a file is refused as ambiguous when several
     known TF names share its name. Known names: every TF tensor looked up, every TF name the graph mentions
     (original op names, origin names), and ``tf_op_names`` (e.g. from the TF graph). With ``statistics``, the
-    NPU tensors are those of the run's statistics CSVs (:func:`~.npu_side.read_dumped_stats`).
+    NPU tensors are those of the run's statistics CSVs (:func:`~.npu_side.read_dumped_ops`).
     """
-    dumped = (read_dumped_stats if statistics else read_dumped_ops)(npu_dump_dir, selection)
+    dumped = read_dumped_ops(npu_dump_dir, selection, statistics)
     listing = read_npy_dir(reference_dir)
     run = NpuRun(dumped, graph)
     jobs: List[Tuple[int, NpuTensorRef, Resolution]] = []

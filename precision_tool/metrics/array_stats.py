@@ -21,8 +21,9 @@ class ArrayStats:
     """What :func:`array_stats` computes over one array.
 
     ``max``/``min``/``mean`` are over the finite values (``None`` when there are none, or the dtype is not
-    numeric); ``inf`` counts both signs; ``saturated`` counts fp16 elements with ``|x| == 65504``;
-    ``first_non_finite_flat`` is the flat index of the first inf/NaN.
+    numeric); ``inf`` counts both signs, ``pos_inf`` the positive ones; ``saturated`` counts fp16 elements with
+    ``|x| == 65504``; ``first_non_finite_flat`` is the flat index of the first inf/NaN; ``l2norm`` is the L2 norm of
+    the finite values (what a statistics dump's ``l2norm`` states).
     """
 
     size: int
@@ -33,6 +34,8 @@ class ArrayStats:
     nan: int
     saturated: int
     first_non_finite_flat: Optional[int]
+    pos_inf: int = 0
+    l2norm: Optional[float] = None
 
     def cells(self, float_format: str = ".6g") -> List[str]:
         """``[min, max, mean, inf, nan]`` as table text (see :data:`STATS_HEADERS`), ``-`` for undefined."""
@@ -45,12 +48,13 @@ class ArrayStats:
                 "nan": self.nan, "saturated": self.saturated, "first_non_finite_flat": self.first_non_finite_flat}
 
 
-def array_stats(array: np.ndarray) -> ArrayStats:
+def array_stats(array: np.ndarray, l2norm: bool = False) -> ArrayStats:
     """Max/min/mean over the finite values, inf/NaN/fp16-saturation counts, first non-finite flat index.
 
     The array is reduced in chunks of :data:`CHUNK_ELEMENTS`, so no float64 copy of the whole tensor is made;
     the mean accumulates in float64. Integer and bool arrays have no inf/NaN; complex arrays are summarised
-    by magnitude; other non-numeric arrays give ``None`` statistics.
+    by magnitude; other non-numeric arrays give ``None`` statistics. ``l2norm``: also the L2 norm (a float64
+    copy of each chunk more; only statistics dumps state it).
 
     >>> s = array_stats(np.array([1.0, np.nan, 65504.0, -np.inf], dtype=np.float16))
     >>> (s.max, s.min, s.mean, s.inf, s.nan, s.saturated, s.first_non_finite_flat)
@@ -65,7 +69,7 @@ def array_stats(array: np.ndarray) -> ArrayStats:
     is_float = flat.dtype.kind == "f"
     is_fp16 = flat.dtype == np.float16
     high = low = None
-    total, finite_count, inf, nan, saturated, first = 0.0, 0, 0, 0, 0, None
+    total, squares, finite_count, inf, pos_inf, nan, saturated, first = 0.0, 0.0, 0, 0, 0, 0, 0, None
     for start in range(0, size, CHUNK_ELEMENTS):
         chunk = flat[start:start + CHUNK_ELEMENTS]
         if is_float:
@@ -75,6 +79,7 @@ def array_stats(array: np.ndarray) -> ArrayStats:
                 nan_here = int(np.isnan(chunk).sum())
                 nan += nan_here
                 inf += chunk.size - n_finite - nan_here
+                pos_inf += int(np.isposinf(chunk).sum())
                 if first is None:
                     first = start + int(np.argmin(finite_mask))
                 chunk = chunk[finite_mask]
@@ -86,7 +91,11 @@ def array_stats(array: np.ndarray) -> ArrayStats:
         high = chunk_max if high is None else max(high, chunk_max)
         low = chunk_min if low is None else min(low, chunk_min)
         total += float(np.sum(chunk, dtype=np.float64))
+        if l2norm:
+            wide = chunk.astype(np.float64)
+            squares += float(np.dot(wide, wide))
         finite_count += int(chunk.size)
     if high is None or low is None:  # no finite element
-        return ArrayStats(size, None, None, None, inf, nan, saturated, first)
-    return ArrayStats(size, float(high), float(low), total / finite_count, inf, nan, saturated, first)
+        return ArrayStats(size, None, None, None, inf, nan, saturated, first, pos_inf)
+    return ArrayStats(size, float(high), float(low), total / finite_count, inf, nan, saturated, first, pos_inf,
+                      float(np.sqrt(squares)) if l2norm else None)

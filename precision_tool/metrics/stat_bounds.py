@@ -18,10 +18,10 @@ import numpy as np
 
 from precision_tool.formats.stats_csv import TensorStats
 from precision_tool.formats.tensor_kind import TensorKind
+from precision_tool.metrics.array_stats import array_stats
 
 _COUNTS = (("count", "element count"), ("nan", "NaN count"), ("neg_inf", "-inf count"), ("pos_inf", "+inf count"))
 _STATISTICS = ("max", "min", "mean")
-_CHUNK = 1 << 20
 
 
 @dataclass(frozen=True)
@@ -110,32 +110,19 @@ def _relative(bound: Optional[float], scale: Optional[float]) -> Optional[float]
 
 def stats_of_array(array: np.ndarray, kind: TensorKind = TensorKind.OUTPUT, index: int = 0,
                    shape: Sequence[int] = ()) -> TensorStats:
-    """The statistics a statistics dump states, of a tensor in hand (the reference's ``.npy``): max, min, mean and L2
-    norm over its finite values, accumulated in float64 a million elements at a time; element, NaN and inf counts.
-    ``None`` for a statistic of no finite value (or a non-numeric array). ``shape`` defaults to the array's.
+    """The statistics a statistics dump states, of a tensor in hand (the reference's ``.npy``), from
+    :func:`~precision_tool.metrics.array_stats.array_stats`: max, min, mean and L2 norm over its finite values;
+    element, NaN and inf counts. ``None`` for a statistic of no finite value. ``shape`` defaults to the array's.
 
     >>> s = stats_of_array(np.array([3.0, -4.0, np.nan], np.float32))
     >>> (s.max, s.min, s.mean, s.l2norm, s.count, s.nan, s.neg_inf, s.pos_inf)
     (3.0, -4.0, -0.5, 5.0, 3, 1, 0, 0)
     """
     values = np.asarray(array)
-    flat = values.reshape(-1) if values.dtype.kind in "fiub" else np.zeros(0)
-    high, low, total, squares, finite, nan, neg_inf, pos_inf = -math.inf, math.inf, 0.0, 0.0, 0, 0, 0, 0
-    for start in range(0, flat.size, _CHUNK):
-        chunk = flat[start:start + _CHUNK].astype(np.float64)
-        good = chunk[np.isfinite(chunk)]
-        nan += int(np.isnan(chunk).sum())
-        neg_inf += int(np.isneginf(chunk).sum())
-        pos_inf += int(np.isposinf(chunk).sum())
-        if good.size:
-            high, low = max(high, float(good.max())), min(low, float(good.min()))
-            total += float(good.sum())
-            squares += float(np.dot(good, good))
-            finite += int(good.size)
-    known = finite > 0
-    return TensorStats(kind, index, str(values.dtype), "", tuple(shape) or tuple(values.shape), int(values.size),
-                       high if known else None, low if known else None, total / finite if known else None,
-                       math.sqrt(squares) if known else None, nan, neg_inf, pos_inf, data_size=int(values.nbytes))
+    stats = array_stats(values, l2norm=True)
+    return TensorStats(kind, index, str(values.dtype), "", tuple(shape) or tuple(values.shape), stats.size,
+                       stats.max, stats.min, stats.mean, stats.l2norm, stats.nan, stats.inf - stats.pos_inf,
+                       stats.pos_inf, data_size=int(values.nbytes))
 
 
 __all__ = ["stat_bound", "StatBound", "stats_of_array"]
