@@ -11,12 +11,12 @@ from __future__ import annotations
 
 import json
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Dict, FrozenSet, Iterable, List, Mapping, Optional, Tuple, Union
 
 from precision_tool.capture.fusion_files import FUSION_OFF_FILE, workspace_fusion_switch_file
-from precision_tool.capture.settings import (ENV_ACTION, ENV_NPU_RUN, CaptureSettings, action_from_env,
-                                             check_npu_choice)
+from precision_tool.capture.settings import (DEFAULT_DUMP_DATA, ENV_ACTION, ENV_NPU_RUN, CaptureSettings,
+                                             action_from_env, check_npu_choice)
 from precision_tool.errors import CaptureError
 
 DUMP, OVERFLOW, FUSION_OFF, FUSION_SWITCH, PROF = "dump", "overflow", "fusion_off", "fusion_switch", "prof"
@@ -147,7 +147,8 @@ def as_text(value) -> str:
 
 
 def build_plan(action: ActionSpec = None, settings: Optional[CaptureSettings] = None, environ=None,
-               current: Optional[Mapping[str, object]] = None) -> CapturePlan:
+               current: Optional[Mapping[str, object]] = None, dump_data: Optional[str] = None,
+               dump_layer=None) -> CapturePlan:
     """The :class:`CapturePlan` for ``action`` (the table the module docstring points to); touches nothing on disk.
 
     Parameters
@@ -157,14 +158,27 @@ def build_plan(action: ActionSpec = None, settings: Optional[CaptureSettings] = 
     current : the values the user's NPU config already has (``{key: value}``, only keys set explicitly).
         ``fusion_switch`` keeps a ``fusion_switch_file`` found there, and every value the plan changes or
         removes becomes a notice.
+    dump_data, dump_layer : the ``dump`` action's ``dump_data`` (``"tensor"`` or ``"stats"``) and ``dump_layer``
+        (names separated by spaces, or a list), over the settings' (``PRECISION_TOOL_DUMP_DATA`` /
+        ``PRECISION_TOOL_DUMP_LAYER``); set on the NPU only when not the default, so an adapter older than
+        them (before r1.11) is not handed a key it does not know.
 
     Raises
     ------
     CaptureError
-        Unknown or conflicting actions, or a setting npu_bridge would refuse.
+        Unknown or conflicting actions, a setting npu_bridge would refuse, or ``dump_data``/``dump_layer`` given
+        without the ``dump`` action.
     """
     settings = settings or CaptureSettings.from_env(environ)
     actions = parse_actions(action, environ)
+    given = {name: value for name, value in (("dump_data", dump_data), ("dump_layer", dump_layer))
+             if value is not None}
+    if given and DUMP not in actions:
+        name = next(iter(given))
+        raise CaptureError(f"{name}={given[name]!r} applies to a data dump, and the action is "
+                           f"{spell(actions) or 'none'!r}", "add 'dump' to the action: action='dump'")
+    if given:
+        settings = replace(settings, **given)  # checked as npu_bridge checks them
     current = dict(current or {})
     workspace = settings.workspace
     run = settings.run_index
@@ -178,6 +192,16 @@ def build_plan(action: ActionSpec = None, settings: Optional[CaptureSettings] = 
         params += [NpuParam("enable_dump", "b", True), NpuParam("dump_path", "s", dump_dir),
                    NpuParam("dump_step", "s", settings.dump_step), NpuParam("dump_mode", "s", "all"),
                    NpuParam("op_debug_level", "i", settings.op_debug_level)]
+        if settings.dump_data != DEFAULT_DUMP_DATA:
+            params.append(NpuParam("dump_data", "s", settings.dump_data))
+        elif as_text(current.get("dump_data") or DEFAULT_DUMP_DATA) != DEFAULT_DUMP_DATA:
+            notices.append(f"your dump_data {as_text(current['dump_data'])!r} is kept: statistics, not tensors, "
+                           "are dumped")
+        if settings.dump_layer:
+            params.append(NpuParam("dump_layer", "s", settings.dump_layer))
+        elif current.get("dump_layer"):
+            notices.append(f"your dump_layer {as_text(current['dump_layer'])!r} is kept: only those ops are "
+                           "dumped")
         folders.append(dump_dir)
         if actions & _FUSION_ACTIONS and settings.npu_run is None:
             notices.append(f"this '{spell(actions)}' run dumps into {dump_dir}, as the original tool did; "

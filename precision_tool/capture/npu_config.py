@@ -34,6 +34,8 @@ TF2_OPTIONS = {
     "dump_mode": "dump_config.dump_mode",
     "enable_dump_debug": "dump_config.enable_dump_debug",
     "dump_debug_mode": "dump_config.dump_debug_mode",
+    "dump_data": "dump_config.dump_data",
+    "dump_layer": "dump_config.dump_layer",
     "op_debug_level": "op_debug_level",
     "debug_dir": "debug_dir",
     "fusion_switch_file": "fusion_switch_file",
@@ -41,7 +43,8 @@ TF2_OPTIONS = {
     "profiling_mode": "profiling_config.enable_profiling",
     "profiling_options": "profiling_config.profiling_options",
 }
-DUMP_CONFIG_KEYS = ("enable_dump", "dump_path", "dump_step", "dump_mode", "enable_dump_debug", "dump_debug_mode")
+DUMP_CONFIG_KEYS = ("enable_dump", "dump_path", "dump_step", "dump_mode", "enable_dump_debug", "dump_debug_mode",
+                    "dump_data", "dump_layer")
 _NOT_IN_DUMP_CONFIG = (FUSION_OFF, FUSION_SWITCH, PROF)
 
 # Names of npu_tf_config (the original tool's) whose value depends on the environment when they are read.
@@ -49,7 +52,8 @@ ENV_DEPENDENT_NAMES = ("FUSION_SWITCH_FILE", "DEFAULT_OP_DEBUG_DIR", "OP_DEBUG_D
 
 
 # -- ConfigProto / custom_op ----------------------------------------------------------------------------
-def session_dump_config(session_config=None, action: ActionSpec = None):
+def session_dump_config(session_config=None, action: ActionSpec = None, *, dump_data: Optional[str] = None,
+                        dump_layer=None):
     """Set ``action`` on the session config's (last) ``NpuOptimizer``, adding one if needed; returns the config.
 
     Parameters
@@ -59,6 +63,12 @@ def session_dump_config(session_config=None, action: ActionSpec = None):
     action : str, optional
         ``'dump'``, ``'overflow'``, ``'fusion_off'``, ``'fusion_switch'``, ``'prof'`` or several joined by
         ``'|'``; ``None`` reads ``PRECISION_TOOL_ACTION``. See :mod:`precision_tool.capture.actions`.
+    dump_data : str, optional
+        With ``'dump'``: ``'stats'`` dumps a statistics CSV per op instead of its tensors (``'tensor'``, the
+        default); ``None`` reads ``PRECISION_TOOL_DUMP_DATA``. Every helper below takes it too.
+    dump_layer : str or list of str, optional
+        With ``'dump'``: only these GE node names are dumped (text separated by spaces, or a list), e.g. the line
+        ``ac -c`` prints after a statistics run; ``None`` reads ``PRECISION_TOOL_DUMP_LAYER``.
 
     Returns
     -------
@@ -78,7 +88,8 @@ def session_dump_config(session_config=None, action: ActionSpec = None):
     rewrite = session_config.graph_options.rewrite_options
     npu_optimizers = [op for op in rewrite.custom_optimizers if op.name == NPU_OPTIMIZER]
     custom_op = npu_optimizers[-1] if npu_optimizers else None
-    plan = build_plan(action, current=describe_custom_op(custom_op) if custom_op is not None else None)
+    plan = build_plan(action, current=describe_custom_op(custom_op) if custom_op is not None else None,
+                      dump_data=dump_data, dump_layer=dump_layer)
     prepare_workspace(plan)
     if len(npu_optimizers) > 1:
         notify(f"your config has {len(npu_optimizers)} {NPU_OPTIMIZER} entries: the last one gets the capture "
@@ -105,7 +116,7 @@ def _remapping_off(rewrite_options) -> None:
     rewrite_options.remapping = toggle.OFF
 
 
-def update_custom_op(custom_op, action: ActionSpec = None):
+def update_custom_op(custom_op, action: ActionSpec = None, *, dump_data: Optional[str] = None, dump_layer=None):
     """Set ``action``'s parameters on an ``NpuOptimizer`` custom optimizer the script made; returns it.
 
     Only that entry changes (it cannot see the rest of the config): the script keeps its own Grappler settings.
@@ -116,7 +127,7 @@ def update_custom_op(custom_op, action: ActionSpec = None):
                            f"rewrite_options.custom_optimizers.add(), got {type(custom_op).__name__}")
     if custom_op.name and custom_op.name != NPU_OPTIMIZER:
         raise CaptureError(f"update_custom_op: this custom optimizer is {custom_op.name!r}, not {NPU_OPTIMIZER!r}")
-    plan = build_plan(action, current=describe_custom_op(custom_op))
+    plan = build_plan(action, current=describe_custom_op(custom_op), dump_data=dump_data, dump_layer=dump_layer)
     prepare_workspace(plan)
     if not custom_op.name:
         notify(f"your unnamed custom optimizer is named {NPU_OPTIMIZER!r} (npu_bridge only reads that name)")
@@ -180,7 +191,7 @@ def _dump_config(plan: CapturePlan, helper: str):
     return _npu_bridge_class("DumpConfig", helper)(**kwargs)
 
 
-def estimator_dump_config(action: ActionSpec = None):
+def estimator_dump_config(action: ActionSpec = None, *, dump_data: Optional[str] = None, dump_layer=None):
     """An ``npu_bridge`` ``DumpConfig`` for ``action``: ``NPURunConfig(dump_config=estimator_dump_config('dump'))``.
 
     As in the original tool, the ``DumpConfig`` carries the dump switches only (a ``DumpConfig`` has no
@@ -194,7 +205,7 @@ def estimator_dump_config(action: ActionSpec = None):
         ``npu_bridge`` cannot be imported (no Ascend software here), or an action that a DumpConfig
         cannot carry.
     """
-    plan = build_plan(action)
+    plan = build_plan(action, dump_data=dump_data, dump_layer=dump_layer)
     extra = [name for name in _NOT_IN_DUMP_CONFIG if name in plan.actions]
     if extra:
         raise CaptureError(f"estimator_dump_config returns a DumpConfig, which cannot carry {', '.join(extra)}",
@@ -204,13 +215,14 @@ def estimator_dump_config(action: ActionSpec = None):
     return dump_config
 
 
-def npu_run_config_options(action: ActionSpec = None) -> Dict[str, object]:
+def npu_run_config_options(action: ActionSpec = None, *, dump_data: Optional[str] = None,
+                           dump_layer=None) -> Dict[str, object]:
     """Keyword arguments for ``npu_bridge``'s ``NPURunConfig`` carrying ``action`` (needs ``npu_bridge``).
 
     ``debug_dir`` always; ``dump_config`` (a DumpConfig) and ``op_debug_level`` for dump/overflow,
     ``fusion_switch_file`` for the fusion actions, ``profiling_config`` (a ProfilingConfig) for prof.
     """
-    plan = build_plan(action)
+    plan = build_plan(action, dump_data=dump_data, dump_layer=dump_layer)
     values = plan.values()
     options: Dict[str, object] = {}
     if any(key in values for key in DUMP_CONFIG_KEYS):
@@ -227,7 +239,8 @@ def npu_run_config_options(action: ActionSpec = None) -> Dict[str, object]:
 
 
 # -- TF2 npu_device -------------------------------------------------------------------------------------
-def npu_device_dump_config(npu_device, action: ActionSpec = None):
+def npu_device_dump_config(npu_device, action: ActionSpec = None, *, dump_data: Optional[str] = None,
+                           dump_layer=None):
     """Set ``action`` on TF2's ``npu_device.global_options()`` (before ``npu_device.open()``); returns ``npu_device``.
 
     Options the user set (an npu_device option that is no longer its default) count as their config: a
@@ -250,7 +263,7 @@ def npu_device_dump_config(npu_device, action: ActionSpec = None):
         explicit, text = _explicit_option(options, path)
         if explicit:
             current[key] = text
-    plan = build_plan(action, current=current)
+    plan = build_plan(action, current=current, dump_data=dump_data, dump_layer=dump_layer)
     changes: List[Tuple[str, object]] = [(TF2_OPTIONS[param.name], param.value) for param in plan.params]
     changes += [(TF2_OPTIONS[name], False) for name in plan.cleared]
     for path, _ in changes:

@@ -2,7 +2,8 @@
 
 Plain Python (no TensorFlow). ``PRECISION_TOOL_DATA`` (the workspace), ``PRECISION_TOOL_ACTION`` (or the original
 tool's ``PRECISION_TOOL_DUMP``/``PRECISION_TOOL_OVERFLOW``), ``PRECISION_TOOL_DUMP_STEP``,
-``PRECISION_TOOL_OP_DEBUG_LEVEL`` and ``PRECISION_TOOL_NPU_RUN`` are checked with npu_bridge's own rules, so a typo
+``PRECISION_TOOL_OP_DEBUG_LEVEL``, ``PRECISION_TOOL_NPU_RUN``, ``PRECISION_TOOL_DUMP_DATA`` and
+``PRECISION_TOOL_DUMP_LAYER`` are checked with npu_bridge's own rules, so a typo
 is a one-line :class:`~precision_tool.errors.CaptureError` naming the variable, not a fatal error when the session
 starts. Variables and defaults: docs/internals/capture.md#settings; the rules:
 docs/capture-custom-op.md#settings-are-checked-the-way-npu_bridge-checks-them.
@@ -26,9 +27,12 @@ ENV_LEGACY_OVERFLOW = "PRECISION_TOOL_OVERFLOW"
 ENV_DUMP_STEP = "PRECISION_TOOL_DUMP_STEP"
 ENV_OP_DEBUG_LEVEL = "PRECISION_TOOL_OP_DEBUG_LEVEL"
 ENV_NPU_RUN = "PRECISION_TOOL_NPU_RUN"
+ENV_DUMP_DATA = "PRECISION_TOOL_DUMP_DATA"
+ENV_DUMP_LAYER = "PRECISION_TOOL_DUMP_LAYER"
 
 DEFAULT_DUMP_STEP = "0"
 DEFAULT_OP_DEBUG_LEVEL = 4
+DEFAULT_DUMP_DATA = "tensor"
 MESSAGE_PREFIX = "[precision_tool]"
 
 # npu_bridge's checkDumpStep pattern, applied to dump_step + "|"; [0-9], not \d: C++ std::regex's \d is ASCII only.
@@ -40,6 +44,7 @@ NPU_CHOICES: Dict[str, Tuple[Union[str, int], ...]] = {
     "dump_mode": ("input", "output", "all"),
     "dump_debug_mode": ("aicore_overflow", "atomic_overflow", "all"),
     "op_debug_level": (0, 1, 2, 3, 4),
+    "dump_data": ("tensor", "stats"),
 }
 
 
@@ -145,6 +150,30 @@ def check_npu_choice(name: str, value, source: Optional[str] = None):
     raise CaptureError(f"{source or name}={value!r} is not a valid {name}: use one of {shown}")
 
 
+def check_dump_layer(value, source: str = "dump_layer") -> str:
+    """``value`` as the adapter's ``dump_layer`` text: GE node names joined by single spaces. A string is split on
+    whitespace as GE splits it; a list or tuple of names is joined (a name holding whitespace could not be
+    told apart, so it is refused); ``""`` (or no name) means every op.
+
+    >>> check_dump_layer(["net/conv1/Conv2D", "net/fc/MatMul"]), check_dump_layer("  a   b ")
+    ('net/conv1/Conv2D net/fc/MatMul', 'a b')
+    >>> check_dump_layer(["a b"])  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    precision_tool.errors.CaptureError: dump_layer name 'a b' holds whitespace: GE splits dump_layer on ...
+    """
+    if isinstance(value, str):
+        return " ".join(value.split())
+    if isinstance(value, (list, tuple)) and all(isinstance(name, str) for name in value):
+        for name in value:
+            if not name.strip() or name.split() != [name]:
+                raise CaptureError(f"{source} name {_shown(name)} holds whitespace: GE splits dump_layer on "
+                                   "whitespace, so it would be read as other names" if name.strip() else
+                                   f"{source} holds an empty name")
+        return " ".join(value)
+    raise CaptureError(f"{source}={_shown(value)}: give op names as text separated by spaces, or a list of names")
+
+
 @dataclass(frozen=True)
 class CaptureSettings:
     """Where captures go and the NPU dump settings (checked when made).
@@ -155,16 +184,22 @@ class CaptureSettings:
     dump_step : NPU ``dump_step``, e.g. ``"0"`` or ``"0|5|10"`` or ``"0|3-5"``.
     op_debug_level : NPU ``op_debug_level`` used with the ``dump`` and ``overflow`` actions.
     npu_run : N of ``npu/debug_N``; ``None`` (not set) means 0, as in the original tool.
+    dump_data : NPU ``dump_data``, ``"tensor"`` (the dump files) or ``"stats"`` (a statistics CSV per op).
+    dump_layer : NPU ``dump_layer``, GE node names separated by spaces (``""``: every op).
     """
 
     data_dir: str
     dump_step: str = DEFAULT_DUMP_STEP
     op_debug_level: int = DEFAULT_OP_DEBUG_LEVEL
     npu_run: Optional[int] = None
+    dump_data: str = DEFAULT_DUMP_DATA
+    dump_layer: str = ""
 
     def __post_init__(self):
         check_dump_step(self.dump_step)
         check_npu_choice("op_debug_level", self.op_debug_level)
+        check_npu_choice("dump_data", self.dump_data)
+        object.__setattr__(self, "dump_layer", check_dump_layer(self.dump_layer))
         if self.npu_run is not None and self.npu_run < 0:
             raise CaptureError(f"{ENV_NPU_RUN}={self.npu_run} is negative: N of npu/debug_N is 0 or more")
 
@@ -192,11 +227,15 @@ class CaptureSettings:
         dump_step = check_dump_step((env.get(ENV_DUMP_STEP) or DEFAULT_DUMP_STEP).strip(), ENV_DUMP_STEP)
         op_debug_level = _int_setting(env, ENV_OP_DEBUG_LEVEL, DEFAULT_OP_DEBUG_LEVEL, "op_debug_level")
         check_npu_choice("op_debug_level", op_debug_level, ENV_OP_DEBUG_LEVEL)
+        dump_data = (env.get(ENV_DUMP_DATA) or DEFAULT_DUMP_DATA).strip()
+        check_npu_choice("dump_data", dump_data, ENV_DUMP_DATA)
         return cls(
             data_dir=os.path.abspath(data_dir),
             dump_step=dump_step,
             op_debug_level=op_debug_level,
             npu_run=_int_setting(env, ENV_NPU_RUN, None),
+            dump_data=dump_data,
+            dump_layer=env.get(ENV_DUMP_LAYER) or "",
         )
 
 

@@ -148,6 +148,43 @@ def test_fusion_off_replaces_the_users_file_for_this_run_and_says_so():
                             "run ('overflow|fusion_off')",)
 
 
+# -- dump_data / dump_layer (issue 42) ------------------------------------------------------------------------
+def test_statistics_and_a_layer_add_the_adapters_two_keys_to_the_dump():
+    """The facts' names and values (ascend-dump-trees.md section 1): dump_data 'stats', dump_layer names separated by
+    spaces. The default adds neither key (an adapter before r1.11 does not know them)."""
+    plan = build_plan("dump", settings(), dump_data="stats", dump_layer=["net/conv1/Conv2D", "net/fc/MatMul"])
+    assert plan.values() == {"debug_dir": "/ws/npu/debug_0", "enable_dump": True, "dump_path": "/ws/npu/debug_0/dump",
+                             "dump_step": "0", "dump_mode": "all", "op_debug_level": 4, "dump_data": "stats",
+                             "dump_layer": "net/conv1/Conv2D net/fc/MatMul"}
+    assert "dump_data" not in build_plan("dump", settings(), dump_data="tensor").values()
+    from_env = CaptureSettings.from_env({"PRECISION_TOOL_DATA": ROOT, "PRECISION_TOOL_DUMP_DATA": "stats",
+                                         "PRECISION_TOOL_DUMP_LAYER": " a  b "})
+    assert (from_env.dump_data, from_env.dump_layer) == ("stats", "a b")
+    assert build_plan("dump", from_env).values()["dump_layer"] == "a b"
+
+
+@pytest.mark.parametrize("call, message", [
+    (lambda: build_plan("dump", settings(), dump_data="full"),
+     "dump_data='full' is not a valid dump_data: use one of tensor, stats"),
+    (lambda: CaptureSettings.from_env({"PRECISION_TOOL_DUMP_DATA": "STATS"}),
+     "PRECISION_TOOL_DUMP_DATA='STATS' is not a valid dump_data: use one of tensor, stats"),
+    (lambda: build_plan("overflow", settings(), dump_data="stats"),
+     "dump_data='stats' applies to a data dump, and the action is 'overflow'"),
+    (lambda: build_plan("dump", settings(), dump_layer=["a b"]), "dump_layer name 'a b' holds whitespace"),
+    (lambda: build_plan("dump", settings(), dump_layer=["a", ""]), "dump_layer holds an empty name"),
+    (lambda: build_plan("dump", settings(), dump_layer=3), "dump_layer=3: give op names as text")])
+def test_bad_statistics_settings_are_one_line_errors(call, message):
+    with pytest.raises(CaptureError) as info:
+        call()
+    assert str(info.value).startswith(message) and "\n" not in str(info.value)
+
+
+def test_the_users_own_statistics_settings_are_kept_and_said():
+    plan = build_plan("dump", settings(), current={"dump_layer": "x", "dump_data": "stats"})
+    assert "your dump_layer 'x' is kept: only those ops are dumped" in plan.notices
+    assert "your dump_data 'stats' is kept: statistics, not tensors, are dumped" in plan.notices
+
+
 # -- settings ---------------------------------------------------------------------------------------------------
 def test_settings_from_environment(tmp_path):
     got = CaptureSettings.from_env({"PRECISION_TOOL_DATA": str(tmp_path / "ws"), "PRECISION_TOOL_DUMP_STEP": "0|3-5",

@@ -131,11 +131,14 @@ class _Options:
             object.__setattr__(self, name, value)
 
 
-def _fake_npu_device(with_op_debug_level=True):
+def _fake_npu_device(with_op_debug_level=True, with_dump_data=False):
+    statistics = dict(dump_data=_Option("tensor", ["tensor", "stats"]), dump_layer=_Option(None, None)) \
+        if with_dump_data else {}  # the adapter's dump_data/dump_layer, r1.11 and later
     dump_config = _Options(enable_dump=_Option(False, [True, False]), dump_path=_Option(None, None),
                            dump_step=_Option(None, None), dump_mode=_Option("output", ["input", "output", "all"]),
                            enable_dump_debug=_Option(False, [True, False]),
-                           dump_debug_mode=_Option("all", ["aicore_overflow", "atomic_overflow", "all"]))
+                           dump_debug_mode=_Option("all", ["aicore_overflow", "atomic_overflow", "all"]),
+                           **statistics)
     profiling = _Options(enable_profiling=_Option(False, [True, False]),
                          profiling_options=_Option('{"output":"./"}', None))
     top = dict(dump_config=dump_config, debug_dir=_Option(None, None), fusion_switch_file=_Option(None, None),
@@ -229,3 +232,26 @@ def test_a_value_npu_device_refuses_is_a_capture_error_naming_the_option(workspa
     with pytest.raises(CaptureError, match=r"^npu_device refused dump_config.dump_mode='all' \('all' not in optional "
                                            r"list \['input', 'output'\]\)$"):
         npu_tf_config.npu_device_dump_config(device, "dump")
+
+
+# -- dump_data / dump_layer (issue 42) ----------------------------------------------------------------------------
+def test_statistics_and_a_layer_reach_the_estimator_dump_config(workspace, fake_npu_bridge):
+    """DumpConfig takes dump_data and dump_layer as keywords (the facts' option list); names are joined by spaces."""
+    dump = npu_tf_config.estimator_dump_config("dump", dump_data="stats", dump_layer=["net/conv1", "net/fc"])
+    assert dump.kwargs == {"enable_dump": True, "dump_path": f"{workspace}/npu/debug_0/dump", "dump_step": "0",
+                           "dump_mode": "all", "dump_data": "stats", "dump_layer": "net/conv1 net/fc"}
+    options = npu_tf_config.npu_run_config_options("dump", dump_layer="net/conv1")
+    kwargs = options["dump_config"].kwargs
+    assert kwargs["dump_layer"] == "net/conv1" and "dump_data" not in kwargs
+
+
+def test_statistics_reach_the_tf2_options_and_an_older_adapter_is_named(workspace):
+    device, options = _fake_npu_device(with_dump_data=True)
+    npu_tf_config.npu_device_dump_config(device, "dump", dump_data="stats", dump_layer="a b")
+    assert options.dump_config.dump_data.value == "stats" and options.dump_config.dump_layer.value == "a b"
+    older, _ = _fake_npu_device()
+    npu_tf_config.npu_device_dump_config(older, "dump")  # the default sets no dump_data: an older adapter is fine
+    with pytest.raises(CaptureError) as info:
+        npu_tf_config.npu_device_dump_config(older, "dump", dump_data="stats")
+    assert str(info.value) == ("npu_device.global_options() has no 'dump_config.dump_data' (npu_device too old or "
+                               "too new?)")

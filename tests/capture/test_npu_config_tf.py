@@ -165,3 +165,17 @@ def test_each_capture_gets_its_own_folder(workspace):
     assert sorted(os.listdir(root)) == sorted({first._session_root.rsplit("/", 1)[1],
                                                second._session_root.rsplit("/", 1)[1]})
     assert len(os.listdir(root)) == 2 and type(first).__name__ == "ReferenceDumpHook"
+
+
+def test_a_statistics_dump_of_named_ops_in_the_session_config(workspace):
+    """Issue 42: dump_data and dump_layer go into the NpuOptimizer's parameter_map as strings, under the adapter's
+    own key names (ascend-dump-trees.md section 1), the rest of the dump as for 'dump'."""
+    config = npu_tf_config.session_dump_config(tf.compat.v1.ConfigProto(), action="dump", dump_data="stats",
+                                               dump_layer="net/conv1/Conv2D net/fc/MatMul")
+    (custom_op,) = npu_optimizers(config)
+    assert custom_op.parameter_map["dump_data"].s == b"stats"
+    assert custom_op.parameter_map["dump_layer"].s == b"net/conv1/Conv2D net/fc/MatMul"
+    assert describe_custom_op(custom_op) == {"use_off_line": True, **expected(workspace, "dump"),
+                                             "dump_data": "stats", "dump_layer": "net/conv1/Conv2D net/fc/MatMul"}
+    with pytest.raises(CaptureError, match="dump_data='stats' applies to a data dump"):
+        npu_tf_config.session_dump_config(action="overflow", dump_data="stats")
