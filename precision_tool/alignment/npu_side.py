@@ -112,8 +112,8 @@ def read_dumped_ops(dump_dir: Union[str, os.PathLike], selection: Optional[DumpS
         files = f"{len(scan.stats)} .csv file{'' if len(scan.stats) == 1 else 's'}"  # one per op: its latest
         raise WorkspaceError(f"{os.fspath(dump_dir)}: holds statistics dumps only ({files} of dump_data=\"stats\"), "
                              "no tensor dump to compare",
-                             "capture with dump_data=\"tensor\" (the default) to compare tensors; comparing "
-                             "statistics is not available yet")
+                             "'ac -c' judges statistics and names the ops to dump in full; compare needs a tensor "
+                             "dump (dump_data=\"tensor\", the default)")
     found = []
     for op in scan.stats if statistics else scan.ops:
         try:

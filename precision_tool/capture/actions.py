@@ -171,14 +171,14 @@ def build_plan(action: ActionSpec = None, settings: Optional[CaptureSettings] = 
     """
     settings = settings or CaptureSettings.from_env(environ)
     actions = parse_actions(action, environ)
-    given = {name: value for name, value in (("dump_data", dump_data), ("dump_layer", dump_layer))
-             if value is not None}
-    if given and DUMP not in actions:
-        name = next(iter(given))
-        raise CaptureError(f"{name}={given[name]!r} applies to a data dump, and the action is "
+    asked = [(name, value) for name, value in (("dump_data", dump_data), ("dump_layer", dump_layer))
+             if value is not None]
+    if asked and DUMP not in actions:
+        raise CaptureError(f"{asked[0][0]}={asked[0][1]!r} applies to a data dump, and the action is "
                            f"{spell(actions) or 'none'!r}", "add 'dump' to the action: action='dump'")
-    if given:
-        settings = replace(settings, **given)  # checked as npu_bridge checks them
+    if asked:  # checked as npu_bridge checks them
+        settings = replace(settings, dump_data=settings.dump_data if dump_data is None else dump_data,
+                           dump_layer=settings.dump_layer if dump_layer is None else dump_layer)
     current = dict(current or {})
     workspace = settings.workspace
     run = settings.run_index

@@ -22,6 +22,8 @@ from precision_tool.checks.fusion_compare import (DEFAULT_FLOOR, DEFAULT_GROWTH,
 from precision_tool.checks.nonfinite import DumpScanCheck, scan_dumps_for_overflow
 from precision_tool.checks.overflow_records import OverflowCheck, check_overflow_records
 from precision_tool.checks.run_verdict import Verdict
+from precision_tool.checks.stats_check import (DEFAULT_BUDGET, StatisticsSection, check_statistics,
+                                               holds_statistics_only, statistics_verdict)
 from precision_tool.comparison.judgment import exit_code
 from precision_tool.comparison.result import ComparisonResult
 from precision_tool.comparison.tree_runs import StepRun
@@ -48,6 +50,7 @@ class AutocheckOptions:
     replay: bool = True
     npu_run: str = ""  # the NPU run as a command line, for the bisect suggestion ("": a placeholder is shown)
     selection: DumpSelection = DumpSelection()
+    dump_budget: int = DEFAULT_BUDGET  # a statistics run's dump_layer: the bytes its ops' dumps may take
 
 
 @dataclass(frozen=True)
@@ -137,6 +140,8 @@ class AutocheckResult:
     compare: Optional[CompareSection]
     verdict: Verdict
     timing: Dict[str, float] = field(default_factory=dict)
+    statistics: Optional[StatisticsSection] = None
+    """``ac -c`` on a statistics run (``dump_data="stats"``): its judgment, in place of ``compare``."""
 
     def exit_code(self) -> int:
         """With the comparison, the one exit rule (:func:`~precision_tool.comparison.judgment.exit_code`): 2 when
@@ -144,7 +149,13 @@ class AutocheckResult:
         :attr:`CompareSection.steps`) or the verdict names a culprit, by any method; 2 when nothing was compared,
         the comparison could not run or input files -- an Opdebug record, the reference graphs' index.json too --
         could not be read; else 0. Without it, 1 when an overflow or a fusion culprit was found, else 2 when an
-        Opdebug record or a scanned dump could not be read (as ``ov``), else 0."""
+        Opdebug record or a scanned dump could not be read (as ``ov``), else 0. On a statistics run: 1 when an op
+        is a suspect, 2 when nothing was compared or a pair's statistics could not be read, else 0."""
+        if self.statistics is not None:
+            judgment = self.statistics.judgment
+            if judgment is None:
+                return EXIT_UNUSABLE_INPUT
+            return batch_exit_code(bool(judgment.suspects), bool(judgment.unread))
         if self.compare is not None:
             outcome = self.compare.result
             if outcome is None:
@@ -218,6 +229,13 @@ def check_overflow(workspace: Workspace, limit: int = DEFAULT_LIMIT,
         return OverflowSection(records, notes=tuple(notes),
                                exception_dumps=describe_exception_dumps(exception_refs(overflow_scan)))
     scan = scan_dump_folder(folder, selection)
+    if scan.stats and not scan.ops:  # a statistics run: no tensor to scan, and "0 ops" would read as a clean scan
+        notes = [f"no overflow run ({workspace.overflow_dump} is missing): capture one with action='overflow' for "
+                 "Opdebug records" if note.startswith("no overflow run") else note for note in notes]
+        notes.append(f"{folder} holds statistics (dump_data=\"stats\"), not tensors: no dump scan or cast check; "
+                     "'ac -c' compares their NaN and inf counts with the reference's")
+        return OverflowSection(records, None, None, "", tuple(notes),
+                               describe_exception_dumps(exception_refs(overflow_scan, scan)))
     return OverflowSection(records, scan_dumps_for_overflow(folder, scan), check_casts(scan), folder, tuple(notes),
                            describe_exception_dumps(exception_refs(overflow_scan, scan)))
 
@@ -400,7 +418,14 @@ def run_autocheck(root: str, options: AutocheckOptions = AutocheckOptions(),
     started = time.perf_counter()
     fusion = check_fusion(workspace, options.fusion_floor, options.fusion_growth, selection=options.selection)
     timing["fusion_s"] = time.perf_counter() - started
-    compare = None
+    compare = statistics = None
+    if options.compare and holds_statistics_only(workspace.npu_dump(0), options.selection):
+        started = time.perf_counter()
+        graph_folder = workspace.npu_graph(0) if os.path.isdir(workspace.npu_graph(0)) else None
+        statistics = check_statistics(workspace.npu_dump(0), workspace.tf_dump, graph_folder, options.selection,
+                                      options.dump_budget)
+        timing["statistics_s"] = time.perf_counter() - started
+        return AutocheckResult(root, overflow, fusion, None, statistics_verdict(statistics), timing, statistics)
     if options.compare:
         started = time.perf_counter()
         compare = compare_workspace(workspace, options.cosine, options.workers, progress, options.replay,

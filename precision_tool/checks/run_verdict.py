@@ -29,6 +29,7 @@ from precision_tool.formats.tensor_kind import TensorKind
 
 FIRST_DIVERGENCE, FUSION, OVERFLOW_RECORD, DUMP_SCAN = "first divergence", "fusion", "overflow record", "dump scan"
 LOCAL_ERROR = "local error"
+STATISTICS = "statistics"  # a statistics run's suspect (checks/stats_check.py)
 
 
 @dataclass(frozen=True)
@@ -67,6 +68,9 @@ class Verdict:
         if self.culprit is None:
             return "No culprit found."
         c = self.culprit
+        if c.evidence == STATISTICS:
+            return (f"Suspect by statistics, to confirm with a full dump of it (below): {c.op_name} "
+                    f"({c.op_type or 'unknown type'}).")
         what = "Most likely culprit" if self.checked else "Lead, not yet checked against the reference ('ac -c' does)"
         return f"{what}: {c.op_name} ({c.op_type or 'unknown type'}), by {c.evidence}."
 

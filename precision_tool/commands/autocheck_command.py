@@ -42,11 +42,14 @@ def add_arguments(parser):
     parser.add_argument("--html", default=None, metavar="FILE",
                         help="with -c: also write the HTML report (verdict, plot, failing tensors, table) to FILE")
     add_fusion_rule_options(parser)
+    parser.add_argument("--dump-budget", default=None, metavar="SIZE",
+                        help="with -c on a statistics run (dump_data='stats'): the bytes the suggested dump_layer's "
+                             "full dump may take, e.g. 512M or 2G (default 1G)")
 
 
 # ac's options that only the comparison uses: (flag, argument name, its value when not given)
 COMPARE_ONLY = (("--cosine", "cosine", None), ("-o", "out_dir", None), ("--workers", "workers", None),
-                ("--no-replay", "replay", True), ("--html", "html", None))
+                ("--no-replay", "replay", True), ("--html", "html", None), ("--dump-budget", "dump_budget", None))
 
 
 def _threshold_hint(unrecognized) -> "str | None":
@@ -76,16 +79,18 @@ def handle(args, ctx: Context):
     from precision_tool.reports.result_outputs import (OutputPaths, plan_outputs, workspace_result_folder,
                                                        write_outputs)
 
+    from precision_tool.checks.stats_check import DEFAULT_BUDGET, parse_size
     from precision_tool.metrics import DEFAULT_COSINE_THRESHOLD
 
     _refuse_compare_options_without_compare(args)
+    budget = DEFAULT_BUDGET if args.dump_budget is None else parse_size(args.dump_budget)
     if args.cosine is None:
         args.cosine = DEFAULT_COSINE_THRESHOLD
     _check_outputs(args, ctx)
     started = time.perf_counter()
     options = AutocheckOptions(compare=args.compare, limit=args.limit, cosine=args.cosine, workers=args.workers,
                                fusion_floor=args.fusion_floor, fusion_growth=args.fusion_growth, replay=args.replay,
-                               npu_run=_emulated_run(ctx.data_dir), selection=ctx.selection)
+                               npu_run=_emulated_run(ctx.data_dir), selection=ctx.selection, dump_budget=budget)
     planned: List[OutputPaths] = []  # the one set of result names, taken once the comparison is made
 
     def plan(result) -> str:
@@ -131,8 +136,11 @@ def handle(args, ctx: Context):
         html = write_run_report(paths.csv, args.html, findings=findings_from_autocheck(result, args.limit),
                                 selection=ctx.selection)
     prefix = "" if ctx.interactive else f"precision_tool -d {shlex.quote(ctx.data_dir)}"
+    second_run = _layer_run(ctx.data_dir, result.statistics)
     report = autocheck_report(result, limit=args.limit, paths=paths, exit_code=exit_code,
-                              elapsed_s=time.perf_counter() - started, command_prefix=prefix)
+                              elapsed_s=time.perf_counter() - started, command_prefix=prefix, second_run=second_run)
+    if second_run:
+        report.data["statistics"]["dump_layer"]["emulate"] = second_run
     if html:
         report.add_text(f"HTML report: {html}")
         report.data["html"] = os.path.abspath(html)
@@ -152,6 +160,15 @@ def with_selection_flags(verdict, asked):
     commands = tuple(command + flags if command.split(" ", 1)[0] in DUMP_READERS else command
                      for command in verdict.next_commands)
     return dataclasses.replace(verdict, next_commands=commands)
+
+
+def _layer_run(data_dir: str, statistics) -> str:
+    """For an emulated statistics run with a ``dump_layer`` plan, the ``emulate`` line of its second pass."""
+    if statistics is None or statistics.plan is None or not statistics.plan.ops:
+        return ""
+    from precision_tool.commands.emulate import layer_run_command
+
+    return layer_run_command(data_dir, statistics.plan.value)
 
 
 def _emulated_run(data_dir: str) -> str:

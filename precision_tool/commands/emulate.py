@@ -134,6 +134,23 @@ def recorded_emulation(workspace_root: str) -> Optional[List[str]]:
         return None
 
 
+def layer_run_command(workspace_root: str, dump_layer: str) -> str:
+    """The ``emulate`` line that repeats the workspace's emulation as a tensor dump of ``dump_layer``'s ops alone,
+    into ``{workspace}_layer`` (the statistics run's second pass); ``""`` for a workspace ``emulate`` did not
+    write."""
+    import json
+
+    try:
+        with open(os.path.join(workspace_root, "manifest.json"), encoding="utf-8") as handle:
+            manifest = json.load(handle)
+        words = emulate_arguments(dict(manifest, dump_data="tensor", dump_layer=dump_layer.split()))
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return ""
+    words[2] = manifest.get("fusion", "on")  # the run as it was, not bisect's switchable one
+    output = os.path.normpath(workspace_root) + "_layer"
+    return emulate_command_line(words + ["-o", output])
+
+
 def emulate_command_line(arguments: Sequence[str]) -> str:
     """``precision_tool emulate ARGUMENTS``, quoted for a shell."""
     import shlex

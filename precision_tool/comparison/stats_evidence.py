@@ -4,8 +4,9 @@ A ``dump_data="stats"`` run is aligned with the reference as a tensor dump is (t
 from the statistics CSVs: :func:`~precision_tool.alignment.npu_vs_tf.align_npu_vs_tf` with ``statistics``). Each
 pair gets :func:`~precision_tool.metrics.stat_bounds.stat_bound` of its row against the reference's statistics in
 the NPU tensor's stored layout (padding included, as the row states them). An op's *jump* is its outputs' largest
-relative bound over its inputs' (at least the output dtype's unit roundoff ``u``): statistics cannot prove inputs
-right, so a jump ranks suspects, it does not convict. See docs/internals/metrics.md#statistics-bounds.
+lower bound ``R`` on RED over its inputs' (at least the output dtype's rounding floor), judged by the error-jump rule
+(:func:`judge_statistics`): statistics cannot prove inputs right, so a jump names suspects, it does not convict. See
+docs/internals/metrics.md#statistics-bounds.
 """
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ import numpy as np
 
 from precision_tool.alignment import Alignment
 from precision_tool.alignment.model import AlignedPair
+from precision_tool.comparison.attribution import JUMP_FACTOR
 from precision_tool.errors import PrecisionToolError
 from precision_tool.formats.stats_csv import StatsFile, read_stats_csv
 from precision_tool.formats.tensor_kind import INPUT, OUTPUT
@@ -25,25 +27,63 @@ from precision_tool.metrics.stat_bounds import StatBound, stat_bound, stats_of_a
 
 @dataclass(frozen=True)
 class PairEvidence:
-    """One aligned tensor: its pair and the bound its statistics prove (``error``: why there is none)."""
+    """One aligned tensor: its pair and the bound its statistics prove (``error``: why there is none); ``size``:
+    its bytes in the dump, as the statistics state them (``Data Size``; ``None`` when not stated)."""
 
     pair: AlignedPair
     bound: Optional[StatBound]
     error: str = ""
+    size: Optional[int] = None
 
 
 @dataclass(frozen=True)
 class OpJump:
-    """One op ranked by what its statistics show: ``output``/``input``, the largest relative bound of its outputs /
-    inputs (``None`` when none is known), ``jump = output / max(input, u)``; ``mismatch``: a count that differs on an
-    output (proved different, whatever the values)."""
+    """One op by what its statistics show.
+
+    ``output``/``input``: the largest ``R`` (:attr:`~precision_tool.metrics.stat_bounds.StatBound.red`, a lower
+    bound on RED) of its float outputs / float inputs; ``jump = output / max(input, floor)``, ``floor`` the output
+    dtype's rounding floor; ``None`` when an output or a float input has no ``R`` (not measured). ``extent``: its
+    outputs' largest ``L / A`` (for the record; not judged). ``mismatch``: an output's NaN, inf or element count
+    differing from the reference's while no input's does. ``suspect``: the rule of :func:`judge_statistics`.
+    """
 
     op_name: str
     op_type: str
     output: Optional[float]
     input: Optional[float]
-    jump: float
+    jump: Optional[float]
+    floor: float = 0.0
+    extent: Optional[float] = None
     mismatch: str = ""
+    suspect: bool = False
+
+    def to_dict(self) -> dict:
+        return {"op_name": self.op_name, "op_type": self.op_type, "output": self.output, "input": self.input,
+                "jump": self.jump, "floor": self.floor, "extent": self.extent, "mismatch": self.mismatch or None,
+                "suspect": self.suspect}
+
+
+@dataclass(frozen=True)
+class StatsJudgment:
+    """A statistics run judged: ``ops`` ranked (suspects first, then by jump), ``tensors`` aligned pairs,
+    ``unread`` one line per pair whose bound could not be taken."""
+
+    ops: Tuple[OpJump, ...]
+    tensors: int
+    unread: Tuple[str, ...] = ()
+
+    @property
+    def suspects(self) -> Tuple[OpJump, ...]:
+        return tuple(op for op in self.ops if op.suspect)
+
+    @property
+    def measured(self) -> int:
+        return sum(op.jump is not None or bool(op.mismatch) for op in self.ops)
+
+    def to_dict(self) -> dict:
+        return {"tensors": self.tensors, "measured_ops": self.measured,
+                "suspects": [op.to_dict() for op in self.suspects], "ops": [op.to_dict() for op in self.ops],
+                "unread": list(self.unread), "jump_factor": JUMP_FACTOR}
 
 
 def pair_evidence(alignment: Alignment) -> List[PairEvidence]:
@@ -63,7 +103,8 @@ def pair_evidence(alignment: Alignment) -> List[PairEvidence]:
             reference = np.load(pair.ref.path, mmap_mode="r", allow_pickle=False)
             if row.format and row.format not in ("ND", npu.origin_format) and npu.origin_format:
                 reference = to_device(np.asarray(reference), npu.origin_format, row.format)
-            found.append(PairEvidence(pair, stat_bound(row, stats_of_array(reference, npu.kind, npu.index))))
+            found.append(PairEvidence(pair, stat_bound(row, stats_of_array(reference, npu.kind, npu.index)),
+                                      size=row.data_size))
         except PrecisionToolError as error:  # a CSV or layout that cannot be read: its one line, the rest goes on
             found.append(PairEvidence(pair, None, str(error)))
         except (OSError, ValueError) as error:  # a reference .npy that cannot be read
@@ -71,29 +112,57 @@ def pair_evidence(alignment: Alignment) -> List[PairEvidence]:
     return found
 
 
-def rank_ops(evidence: List[PairEvidence]) -> List[OpJump]:
-    """Ops by :attr:`OpJump.jump`, largest first (ties: the alignment's order); ops with no known output bound
-    last."""
+def judge_statistics(evidence: List[PairEvidence]) -> StatsJudgment:
+    """Rank the ops of a statistics alignment and name the suspects.
+
+    An op is a **suspect** when an output's counts prove it different and no input's do (``mismatch``), or when it
+    is measured and ``output > floor`` and ``jump >= JUMP_FACTOR`` -- the error-jump rule of
+    :mod:`~precision_tool.comparison.attribution` (docs/internals/comparison.md#attribution), applied to the lower
+    bounds ``R``. A lower bound on an input may understate its error, so a jump ranks, it does not convict: a full
+    dump of the suspects, replayed, decides. Ops: suspects first, earliest first (the alignment's, execution, order:
+    error flows downstream, so the earliest is the likeliest origin, as for the culprit), then the others by jump,
+    unmeasured last.
+    """
     by_op: Dict[str, List[PairEvidence]] = {}
     for item in evidence:
         by_op.setdefault(item.pair.npu.op_name, []).append(item)
-    ranked: List[Tuple[int, OpJump]] = []
+    ranked: List[Tuple[Tuple, OpJump]] = []
     for position, (name, items) in enumerate(by_op.items()):
-        outputs = [i for i in items if i.pair.npu.kind == OUTPUT and i.bound is not None]
-        inputs = [i for i in items if i.pair.npu.kind == INPUT and i.bound is not None]
-        out = _largest(outputs)
-        into = _largest(inputs)
-        floor = min((rounding_floor(i.pair.npu.dtype) for i in outputs), default=0.0) or 2.0 ** -11
-        jump = 0.0 if out is None else out / max(into or 0.0, floor)
-        mismatch = next((i.bound.mismatch for i in outputs if i.bound is not None and i.bound.mismatch), "")
-        ranked.append((position, OpJump(name, items[0].pair.npu.op_type, out, into, jump, mismatch)))
-    ranked.sort(key=lambda item: (item[1].output is None, -item[1].jump, item[0]))
-    return [op for _, op in ranked]
+        op = _op_jump(name, items)
+        order = (position,) if op.suspect else (op.jump is None, -(op.jump or 0.0), position)
+        ranked.append(((not op.suspect,) + order, op))
+    ranked.sort(key=lambda item: item[0])
+    unread = tuple(item.error for item in evidence if item.error)
+    return StatsJudgment(tuple(op for _, op in ranked), len(evidence), unread)
 
 
-def _largest(items: List[PairEvidence]) -> Optional[float]:
-    values = [i.bound.relative for i in items if i.bound is not None and i.bound.relative is not None]
-    return max(values) if values else None
+def _op_jump(name: str, items: List[PairEvidence]) -> OpJump:
+    outputs = [i for i in items if i.pair.npu.kind == OUTPUT and _is_float(i)]
+    inputs = [i for i in items if i.pair.npu.kind == INPUT and _is_float(i)]
+    floor = min((rounding_floor(i.pair.npu.dtype) for i in outputs), default=0.0)
+    out, into = _largest_red(outputs), _largest_red(inputs)
+    measured = out is not None and floor > 0 and (not inputs or into is not None)
+    jump = out / max(into or 0.0, floor) if out is not None and measured else None
+    mismatch = next((i.bound.mismatch for i in items if i.pair.npu.kind == OUTPUT and i.bound is not None
+                     and i.bound.mismatch), "")
+    if any(i.bound is not None and i.bound.mismatch for i in items if i.pair.npu.kind == INPUT):
+        mismatch = ""  # an input differs the same way: the op passed it on
+    extents = [i.bound.relative for i in outputs if i.bound is not None and i.bound.relative is not None]
+    suspect = bool(mismatch) or (jump is not None and out is not None and out > floor and jump >= JUMP_FACTOR)
+    return OpJump(name, items[0].pair.npu.op_type, out, into, jump, floor, max(extents, default=None), mismatch,
+                  suspect)
 
 
-__all__ = ["pair_evidence", "rank_ops", "PairEvidence", "OpJump"]
+def _is_float(item: PairEvidence) -> bool:
+    return rounding_floor(item.pair.npu.dtype) > 0
+
+
+def _largest_red(items: List[PairEvidence]) -> Optional[float]:
+    """The largest ``R`` of ``items``; ``None`` when one of them has none (the op is then not measured)."""
+    values = [i.bound.red if i.bound is not None else None for i in items]
+    if not values or any(value is None for value in values):
+        return None
+    return max(value for value in values if value is not None)
+
+
+__all__ = ["pair_evidence", "judge_statistics", "PairEvidence", "OpJump", "StatsJudgment"]

@@ -37,6 +37,8 @@ class StatBound:
     relative : ``L / A`` (``inf`` when ``A == 0 < L``, ``0`` when ``L == 0``; ``None`` when either is unknown).
     mismatch : one line when the counts prove the tensors different whatever their values (another element count,
         NaN or inf count), else ``""``.
+    red : ``R``, a lower bound on ``RED = ‖y - x‖ / ‖x‖`` (module docstring); ``None`` without the reference's L2
+        norm and count, or when no statistic is known; ``inf`` when ``‖x‖ == 0 < R ‖x‖``.
     """
 
     bound: Optional[float]
@@ -44,6 +46,7 @@ class StatBound:
     scale: Optional[float] = None
     relative: Optional[float] = None
     mismatch: str = ""
+    red: Optional[float] = None
 
 
 def stat_bound(npu: TensorStats, reference: TensorStats) -> StatBound:
@@ -64,9 +67,16 @@ def stat_bound(npu: TensorStats, reference: TensorStats) -> StatBound:
     >>> from precision_tool.formats.tensor_kind import OUTPUT
     >>> ref = TensorStats(OUTPUT, 0, max=4.0, min=-2.0, mean=1.0, count=4, nan=0)
     >>> stat_bound(TensorStats(OUTPUT, 0, max=4.5, min=-2.0, mean=1.0, count=4, nan=0), ref)
-    StatBound(bound=0.5, by='max', scale=4.0, relative=0.125, mismatch='')
+    StatBound(bound=0.5, by='max', scale=4.0, relative=0.125, mismatch='', red=None)
     >>> stat_bound(TensorStats(OUTPUT, 0, max=4.0, min=-2.0, mean=1.0, count=4, nan=1), ref).mismatch
     'NaN count 1, the reference 0'
+
+    With the reference's L2 norm (here 5 for ``[4, -2, 1, 1]``), ``R``: a mean moved by 0.25 over 4 elements proves
+    ``‖e‖ >= 2 * 0.25``:
+
+    >>> ref = TensorStats(OUTPUT, 0, max=4.0, min=-2.0, mean=1.0, l2norm=math.sqrt(22.0), count=4, nan=0)
+    >>> round(stat_bound(TensorStats(OUTPUT, 0, max=4.0, min=-2.0, mean=1.25, count=4), ref).red * math.sqrt(22), 6)
+    0.5
     """
     mismatch = ""
     for field, label in _COUNTS:
@@ -86,7 +96,22 @@ def stat_bound(npu: TensorStats, reference: TensorStats) -> StatBound:
         if bound is None or norm > bound:
             bound, by = norm, "l2norm"
     scale = _scale(reference)
-    return StatBound(bound, by, scale, _relative(bound, scale), mismatch)
+    return StatBound(bound, by, scale, _relative(bound, scale), mismatch, _red(npu, reference, bound))
+
+
+def _red(npu: TensorStats, reference: TensorStats, bound: Optional[float]) -> Optional[float]:
+    """``R = max(sqrt(n) |Δmean|, |Δ‖·‖|, L) / ‖x‖``: each term is at most ``‖e‖`` (Cauchy-Schwarz for the
+    mean, the triangle inequality for the norm, ``max|e| <= ‖e‖`` for ``L``)."""
+    norm, count = reference.l2norm, reference.count
+    if norm is None or not count or not math.isfinite(norm):
+        return None
+    terms = [value for value in (_delta(npu.l2norm, reference.l2norm), bound) if value is not None]
+    mean = _delta(npu.mean, reference.mean)
+    if mean is not None:
+        terms.append(math.sqrt(count) * mean)
+    if not terms:
+        return None
+    return _relative(max(terms), norm)
 
 
 def _delta(mine: Optional[float], theirs: Optional[float]) -> Optional[float]:

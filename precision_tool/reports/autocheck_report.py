@@ -8,6 +8,7 @@ from precision_tool.reports.exception_report import add_exception_dumps
 from precision_tool.reports.fusion_report import add_fusion_comparison, add_passes
 from precision_tool.reports.overflow_report import add_casts, add_dump_scan, add_overflow_records
 from precision_tool.reports.report import Report
+from precision_tool.reports.stats_report import add_statistics_section
 from precision_tool.reports.format import counted, exit_line
 from precision_tool.metrics.tensor_verdict import gate_text
 
@@ -97,13 +98,15 @@ def add_verdict(report: Report, verdict, command_prefix: str = "") -> None:
 
 
 def autocheck_report(result, *, limit: int, paths=None, exit_code: int = 0, elapsed_s: Optional[float] = None,
-                     command_prefix: str = "") -> Report:
+                     command_prefix: str = "", second_run: str = "") -> Report:
     """The whole ``ac`` report from an :class:`~precision_tool.checks.autocheck.AutocheckResult`;
-    ``command_prefix`` as in :func:`add_verdict`."""
+    ``command_prefix`` as in :func:`add_verdict`; ``second_run``: on a statistics run, the command that captures
+    the full dump of its suspects (:func:`~precision_tool.reports.stats_report.add_statistics_section`)."""
     report = Report(title=f"Auto-check of {result.workspace}")
     add_overflow_section(report, result.overflow, limit)
     add_fusion_section(report, result.fusion, limit)
     add_compare_section(report, result.compare, paths, limit)
+    add_statistics_section(report, result.statistics, limit, second_run)
     add_verdict(report, result.verdict, command_prefix)
     timing = ", ".join(f"{name[:-2]} {seconds:.2f} s" for name, seconds in result.timing.items())
     report.status = exit_line(exit_code, elapsed_s, timing, _exit_meaning(result, exit_code))
@@ -115,6 +118,8 @@ def autocheck_report(result, *, limit: int, paths=None, exit_code: int = 0, elap
 def _exit_meaning(result, exit_code: int) -> str:
     """What the exit code means where the usual words would mislead: at exit 0, "all checks passed" only when no op
     adds error beyond its floor either; at exit 2, runs that do not compute the same model; else ``""``."""
+    if result.statistics is not None and exit_code == 0:
+        return "no suspect by statistics, which clears no op (see above)"
     outcome = result.compare.result if result.compare is not None else None
     if exit_code == 2 and outcome is not None and not outcome.verdict.same_model:
         from precision_tool.reports.summary import SAME_MODEL_MEANING
@@ -153,4 +158,5 @@ def autocheck_data(result, paths=None) -> dict:
             compare["replay"] = {key: value for key, value in result.compare.replay.to_dict().items() if key != "ops"}
     return {"workspace": result.workspace, "overflow": result.overflow.to_dict(),
             "fusion": result.fusion.to_dict(), "compare": compare, "verdict": result.verdict.to_dict(),
+            "statistics": None if result.statistics is None else result.statistics.to_dict(),
             "timing": {name: round(seconds, 4) for name, seconds in result.timing.items()}}

@@ -76,7 +76,9 @@ def test_ac_compare_defaults_to_the_workspace_temp_folder_vcs_reads(tmp_path, ca
 def test_ac_json_carries_every_section(capsys):
     code, out, _ = run(capsys, "-d", CNN, "--json", "ac")
     data = json.loads(out)["data"]
-    assert code == 1 and set(data) == {"workspace", "overflow", "fusion", "compare", "verdict", "timing"}
+    assert code == 1 and set(data) == {"workspace", "overflow", "fusion", "compare", "statistics", "verdict",
+                                       "timing"}
+    assert data["statistics"] is None  # a tensor dump: no statistics section
     assert data["overflow"]["records"]["findings"][0]["status"] == [256]
     assert [p["name"] for p in data["fusion"]["overview"]["passes"]][0] == "ConvBiasaddFusionPass"
     assert data["fusion"]["comparison"]["culprits"] == [] and data["compare"] is None

@@ -33,6 +33,13 @@ def test_the_bound_never_exceeds_the_largest_element_error(reference, data):
     found = bound_of(npu, reference)
     assert found.bound <= truth * (1 + 1e-9) + 1e-9 * float(np.max(np.abs(reference)) + 1)
     assert found.mismatch == ""
+    # R <= RED = ||y - x|| / ||x||, numpy's norms of the arrays themselves
+    difference = float(np.linalg.norm(npu.astype(np.float64) - reference.astype(np.float64)))
+    norm = float(np.linalg.norm(reference.astype(np.float64)))
+    if norm > 0:
+        assert found.red <= difference / norm * (1 + 1e-9) + 1e-9 * (float(np.max(np.abs(reference))) + 1) / norm
+    else:
+        assert found.red in (0.0, math.inf)
 
 
 def test_a_shifted_maximum_is_bounded_exactly():
@@ -48,6 +55,22 @@ def test_a_uniform_offset_moves_the_mean_by_all_of_it():
     reference = np.linspace(-1, 1, 101, dtype=np.float64)
     found = bound_of(reference + 0.125, reference)
     assert found.bound == pytest.approx(0.125) and found.by in ("max", "min", "mean")
+    # a uniform offset c: ||e|| = sqrt(n) c, all of it seen through the mean, so R == RED exactly
+    red = np.linalg.norm(np.full(101, 0.125)) / np.linalg.norm(reference)
+    assert found.red == pytest.approx(red, rel=1e-12)
+
+
+def test_zero_mean_noise_moves_neither_mean_nor_norm_beyond_its_square():
+    """What statistics cannot show (docs/internals/metrics.md#statistics-bounds): noise x (1 + s z) of relative rms s
+    has RED = s, yet moves the mean by about s rms(x) / sqrt(n) and the norm by about s^2 / 2 of it; R stays near
+    s^2 / 2 + s / sqrt(n), a tenth of RED at s = 2% and n = 4096 (numpy's arrays, seeded)."""
+    rng = np.random.default_rng(42)
+    reference = rng.standard_normal(4096)
+    npu = reference * (1 + 0.02 * rng.standard_normal(4096))
+    found = bound_of(npu, reference)
+    red = np.linalg.norm(npu - reference) / np.linalg.norm(reference)
+    assert 0.018 < red < 0.022
+    assert found.red < red / 10
 
 
 def test_errors_that_cancel_are_invisible_to_statistics():
