@@ -63,6 +63,11 @@ class DumpLayerPlan:
         return {"dump_layer": self.value, "ops": list(self.ops), "bytes": self.size, "budget": self.budget,
                 "left_out": list(self.left_out)}
 
+    @classmethod
+    def from_dict(cls, data: dict) -> "DumpLayerPlan":
+        return cls(tuple(map(str, data["ops"])), int(data["bytes"]), int(data["budget"]),
+                   tuple(map(str, data["left_out"])))
+
 
 @dataclass(frozen=True)
 class StatisticsSection:
@@ -81,6 +86,14 @@ class StatisticsSection:
                 "unaligned_tensors": self.unaligned,
                 "judgment": None if self.judgment is None else self.judgment.to_dict(),
                 "dump_layer": None if self.plan is None else self.plan.to_dict()}
+
+    @classmethod
+    def from_dict(cls, data: dict) -> "StatisticsSection":
+        """The section :meth:`to_dict` wrote (``ac -c``'s stored judgment, for ``vcs``, ``ni`` and ``report``)."""
+        judgment, plan = data["judgment"], data["dump_layer"]
+        return cls(None if judgment is None else StatsJudgment.from_dict(judgment),
+                   None if plan is None else DumpLayerPlan.from_dict(plan), data["error"] or "", dict(data["inputs"]),
+                   tuple(map(str, data["notes"])), int(data["unaligned_tensors"]))
 
 
 def holds_statistics_only(dump_dir: str, selection: DumpSelection = DEFAULT_SELECTION) -> bool:

@@ -137,8 +137,10 @@ def handle(args, ctx: Context):
                                 selection=ctx.selection)
     prefix = "" if ctx.interactive else f"precision_tool -d {shlex.quote(ctx.data_dir)}"
     second_run = _layer_run(ctx.data_dir, result.statistics)
+    stored = _store_statistics(args, ctx, result, exit_code, second_run)
     report = autocheck_report(result, limit=args.limit, paths=paths, exit_code=exit_code,
-                              elapsed_s=time.perf_counter() - started, command_prefix=prefix, second_run=second_run)
+                              elapsed_s=time.perf_counter() - started, command_prefix=prefix, second_run=second_run,
+                              stored_statistics=stored)
     if second_run:
         report.data["statistics"]["dump_layer"]["emulate"] = second_run
     if html:
@@ -160,6 +162,19 @@ def with_selection_flags(verdict, asked):
     commands = tuple(command + flags if command.split(" ", 1)[0] in DUMP_READERS else command
                      for command in verdict.next_commands)
     return dataclasses.replace(verdict, next_commands=commands)
+
+
+def _store_statistics(args, ctx: Context, result, exit_code: int, second_run: str) -> str:
+    """Write a statistics run's judgment where ``compare`` would write its result, for ``vcs``, ``ni`` and
+    ``report``; its path, or ``""`` when there is none to write."""
+    if result.statistics is None or result.statistics.judgment is None:
+        return ""
+    from precision_tool.reports.result_outputs import timestamp, workspace_result_folder
+    from precision_tool.reports.stats_store import write_statistics
+
+    stamp = timestamp()
+    folder = args.out_dir or os.path.join(workspace_result_folder(ctx.data_dir), stamp)
+    return write_statistics(folder, stamp, result.statistics, result.verdict, exit_code, second_run)
 
 
 def _layer_run(data_dir: str, statistics) -> str:

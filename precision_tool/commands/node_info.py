@@ -74,6 +74,13 @@ def handle(args, ctx: Context) -> Report:
     node_sections.add_graph_sections(report, data, op, graph)
     scan = lookup.dump_scan(required=False)
     dumped = lookup.dumped_op(op.name, scan)
+    from precision_tool.commands.stats_views import add_op_statistics, stored_statistics_for
+
+    statistics = stored_statistics_for(args.file, ctx.data_dir, ctx.selection) if dumped is None else None
+    if statistics is not None:  # a statistics run: ac -c's judgment of the op, not a tensor comparison
+        add_op_statistics(report, data, op.name, statistics)
+        report.data = data
+        return with_graph_notes(report, notes)
     node_sections.add_dump_section(report, data, dumped, op, lookup.dump_dir)
     node_sections.add_reference_section(report, data, op.name, lookup)
     result = node_sections.result_for(lookup, args.file)

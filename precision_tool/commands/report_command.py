@@ -47,6 +47,12 @@ def handle(args, ctx: Context):
     from precision_tool.comparison.judgment import exit_code
     from precision_tool.reports.summary import exit_status, unusable_inputs, unusable_note
 
+    from precision_tool.commands.stats_views import statistics_report, stored_statistics_for
+
+    statistics = stored_statistics_for(args.file, ctx.data_dir, ctx.selection)
+    if statistics is not None:
+        return statistics_report(statistics, 0, "report", "No HTML report of a statistics run: it holds no tensor "
+                                 "to plot or replay. 'report' on the full dump of the suspects draws one.")
     target = args.file or require_result_folder(ctx.data_dir)
     data = build_report(target, threshold=args.cosine, data_dir=ctx.data_dir, run_checks=args.checks,
                         details=args.details, worst=args.worst, graph_only=args.graph_only, selection=ctx.selection)

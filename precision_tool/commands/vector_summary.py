@@ -45,6 +45,11 @@ def handle(args, ctx: Context):
 
     if args.file and not os.path.lexists(args.file):  # a dangling symlink is named as one by its reader
         raise WorkspaceError(f"{args.file}: no such file or folder")
+    from precision_tool.commands.stats_views import statistics_report, stored_statistics_for
+
+    statistics = stored_statistics_for(args.file, ctx.data_dir, ctx.selection)
+    if statistics is not None:
+        return statistics_report(statistics, args.limit, "vcs")
     target = args.file or require_result_folder(ctx.data_dir)
     stored = load_result(target, args.cosine, hint=RUN_FIRST, selection=ctx.selection)
     comparison, threshold = stored.comparison, stored.threshold

@@ -62,6 +62,12 @@ class OpJump:
                 "jump": self.jump, "floor": self.floor, "extent": self.extent, "mismatch": self.mismatch or None,
                 "suspect": self.suspect}
 
+    @classmethod
+    def from_dict(cls, data: dict) -> "OpJump":
+        """The op :meth:`to_dict` wrote (a stored judgment); ``KeyError``/``TypeError`` for another dict."""
+        return cls(str(data["op_name"]), str(data["op_type"]), data["output"], data["input"], data["jump"],
+                   float(data["floor"]), data["extent"], data["mismatch"] or "", bool(data["suspect"]))
+
 
 @dataclass(frozen=True)
 class StatsJudgment:
@@ -84,6 +90,12 @@ class StatsJudgment:
         return {"tensors": self.tensors, "measured_ops": self.measured,
                 "suspects": [op.to_dict() for op in self.suspects], "ops": [op.to_dict() for op in self.ops],
                 "unread": list(self.unread), "jump_factor": JUMP_FACTOR}
+
+    @classmethod
+    def from_dict(cls, data: dict) -> "StatsJudgment":
+        """The judgment :meth:`to_dict` wrote; ``KeyError``/``TypeError`` for another dict."""
+        return cls(tuple(OpJump.from_dict(op) for op in data["ops"]), int(data["tensors"]),
+                   tuple(map(str, data["unread"])))
 
 
 def pair_evidence(alignment: Alignment) -> List[PairEvidence]:

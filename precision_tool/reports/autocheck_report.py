@@ -98,15 +98,16 @@ def add_verdict(report: Report, verdict, command_prefix: str = "") -> None:
 
 
 def autocheck_report(result, *, limit: int, paths=None, exit_code: int = 0, elapsed_s: Optional[float] = None,
-                     command_prefix: str = "", second_run: str = "") -> Report:
+                     command_prefix: str = "", second_run: str = "", stored_statistics: str = "") -> Report:
     """The whole ``ac`` report from an :class:`~precision_tool.checks.autocheck.AutocheckResult`;
     ``command_prefix`` as in :func:`add_verdict`; ``second_run``: on a statistics run, the command that captures
-    the full dump of its suspects (:func:`~precision_tool.reports.stats_report.add_statistics_section`)."""
+    the full dump of its suspects, and ``stored_statistics`` where its judgment was written
+    (:func:`~precision_tool.reports.stats_report.add_statistics_section`)."""
     report = Report(title=f"Auto-check of {result.workspace}")
     add_overflow_section(report, result.overflow, limit)
     add_fusion_section(report, result.fusion, limit)
     add_compare_section(report, result.compare, paths, limit)
-    add_statistics_section(report, result.statistics, limit, second_run)
+    add_statistics_section(report, result.statistics, limit, second_run, stored_statistics)
     add_verdict(report, result.verdict, command_prefix)
     timing = ", ".join(f"{name[:-2]} {seconds:.2f} s" for name, seconds in result.timing.items())
     report.status = exit_line(exit_code, elapsed_s, timing, _exit_meaning(result, exit_code))

@@ -14,9 +14,10 @@ CANNOT_SHOW = ("Statistics prove a tensor wrong, never right: errors that cancel
                "bill; a full dump (action='dump') compared with 'ac -c' is.")
 
 
-def add_statistics_section(report: Report, section, limit: int, second_run: str = "") -> None:
+def add_statistics_section(report: Report, section, limit: int, second_run: str = "", stored: str = "") -> None:
     """The section (``section``: a :class:`~precision_tool.checks.stats_check.StatisticsSection`); ``second_run``:
-    the command line that captures the full dump of the plan (an emulated workspace's), or ``""``."""
+    the command line that captures the full dump of the plan (an emulated workspace's), or ``""``; ``stored``: the
+    file the judgment was written to (``vcs``, ``ni`` and ``report`` read it), or ``""``."""
     if section is None:
         return
     if section.error:
@@ -44,6 +45,8 @@ def add_statistics_section(report: Report, section, limit: int, second_run: str 
         lines.append(f"{counted(section.unaligned, 'NPU tensor')} with no reference counterpart, not judged")
     lines.append(CANNOT_SHOW)
     lines.extend(_plan_lines(section.plan, second_run))
+    if stored:
+        lines.append(f"Judgment: {stored}")
     report.add_text(*lines)
 
 

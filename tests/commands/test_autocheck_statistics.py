@@ -83,3 +83,32 @@ def test_a_bad_budget_is_a_one_line_usage_error_and_needs_c(statistics_run, caps
     assert code == 2 and "--dump-budget 'lots' is not a size" in err and err.count("\n") <= 2
     code, _, err = run(capsys, "-d", statistics_run, "ac", "--dump-budget", "1G")
     assert code == 2 and "--dump-budget applies to the comparison" in err
+
+
+def test_vcs_ni_and_report_read_the_judgment_ac_stored(statistics_run, capsys, tmp_path):
+    import shutil
+
+    fresh = tmp_path / "fresh"
+    shutil.copytree(statistics_run, fresh)
+    shutil.rmtree(fresh / "temp", ignore_errors=True)
+    code, _, err = run(capsys, "-d", fresh, "vcs")  # not judged yet: say what to run
+    assert code == 2 and "holds statistics (dump_data=\"stats\") and 'ac -c' has not judged them yet" in err
+    code, out, _ = run(capsys, "-d", fresh, "ac", "-c")
+    stored = next(line.split(": ", 1)[1] for line in out.splitlines() if line.startswith("Judgment: "))
+    assert os.path.isfile(stored) and os.path.basename(stored).startswith("statistics_")
+    for command in (["vcs"], ["report"], ["vcs", "-f", stored]):
+        code, shown, _ = run(capsys, "-d", fresh, *command)
+        assert code == 1 and f"Verdict: Suspect by statistics, to confirm with a full dump of it (below): {PLANTED}" \
+            in shown, command
+    assert "No HTML report of a statistics run" in run(capsys, "-d", fresh, "report")[1]
+    code, shown, _ = run(capsys, "-d", fresh, "ni", PLANTED)
+    assert code == 0 and f"Statistics ('ac -c', {stored}): a suspect: its outputs' statistics prove RED >=" in shown
+    code, shown, _ = run(capsys, "-d", fresh, "ni", "small_cnn_1/conv1_1/convolution")
+    assert "): not a suspect: its outputs prove RED >=" in shown and "statistics clear no op" in shown
+
+
+def test_a_damaged_judgment_is_named_in_one_line(statistics_run, capsys, tmp_path):
+    bad = tmp_path / "statistics_1.json"
+    bad.write_text('{"format": "precision_tool statistics judgment 1", "statistics": {}}')
+    code, _, err = run(capsys, "-d", statistics_run, "vcs", "-f", bad)
+    assert code == 2 and err.count("\n") <= 2 and f"{bad}: cannot read the statistics judgment" in err

@@ -1,0 +1,71 @@
+"""``vcs``, ``report`` and ``ni`` on a statistics run (``dump_data="stats"``): they show ``ac -c``'s stored judgment
+(:mod:`precision_tool.reports.stats_store`), the one decision, instead of looking for a tensor comparison that a
+statistics run cannot have."""
+from __future__ import annotations
+
+import os
+from typing import Optional
+
+from precision_tool.errors import WorkspaceError
+
+
+def stored_statistics_for(file: Optional[str], data_dir: str, selection):
+    """The stored judgment to show: ``file`` when it is one (``statistics_*.json``); else, when the workspace's NPU
+    dump holds statistics and no tensor dump, its newest (a :class:`WorkspaceError` saying to run ``ac -c`` when
+    there is none); else ``None`` (a tensor workspace: the command goes on as usual)."""
+    from precision_tool.checks.stats_check import holds_statistics_only
+    from precision_tool.config import Workspace
+    from precision_tool.reports.result_outputs import workspace_result_folder
+    from precision_tool.reports.stats_store import PREFIX, load_statistics, newest_statistics
+
+    if file:
+        return load_statistics(file) if os.path.basename(file).startswith(PREFIX) else None
+    workspace = Workspace(data_dir)
+    if not holds_statistics_only(workspace.npu_dump(0), selection):
+        return None
+    path = newest_statistics(workspace_result_folder(data_dir))
+    if path is None:
+        raise WorkspaceError(f"{workspace.npu_dump(0)} holds statistics (dump_data=\"stats\") and 'ac -c' has not "
+                             "judged them yet", f"run 'precision_tool -d {data_dir} ac -c' first")
+    return load_statistics(path)
+
+
+def statistics_report(stored, limit: int, command: str, tail: str = ""):
+    """The stored judgment as ``command`` shows it: the statistics section, the verdict, ``tail`` (one line), and
+    the exit code ``ac -c`` gave."""
+    from precision_tool.reports.format import exit_line
+    from precision_tool.reports.report import Report
+    from precision_tool.reports.stats_report import add_statistics_section
+
+    report = Report(title=f"{command}: the statistics judgment of 'ac -c' ({stored.path})")
+    add_statistics_section(report, stored.section, limit, stored.second_run)
+    report.add_text(f"Verdict: {stored.headline}", *([tail] if tail else []))
+    report.status = exit_line(stored.exit_code, None, "", "")
+    report.exit_code = stored.exit_code
+    report.data = {"statistics": stored.section.to_dict(), "verdict": stored.headline, "judgment": stored.path}
+    return report
+
+
+def add_op_statistics(report, data: dict, op_name: str, stored) -> None:
+    """``ni``'s section for one op of a judged statistics run: its figures and whether it is a suspect."""
+    judgment = stored.section.judgment
+    found = next((op for op in judgment.ops if op.op_name == op_name), None) if judgment is not None else None
+    if found is None:
+        report.add_text(f"Statistics: not judged ({stored.path} has no op of this name: no statistics of it were "
+                        "dumped, or none has a reference counterpart)")
+        data["statistics"] = None
+        return
+    from precision_tool.checks.stats_check import suspect_reason
+
+    if found.suspect:
+        what = f"a suspect: {suspect_reason(found)}"
+    elif found.jump is None:
+        what = "not measured (an input or output has no statistics to compare)"
+    else:
+        what = (f"not a suspect: its outputs prove RED >= {found.output:.3g}, jump {found.jump:.3g} (a suspect from "
+                "10); statistics clear no op")
+    report.add_text(f"Statistics ('ac -c', {stored.path}): {what}")
+    data["statistics"] = found.to_dict()
+
+
+__all__ = ["stored_statistics_for", "statistics_report", "add_op_statistics"]
