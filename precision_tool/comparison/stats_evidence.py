@@ -10,6 +10,7 @@ docs/internals/metrics.md#statistics-bounds.
 """
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from typing import Dict, List, Optional, Tuple
 
@@ -19,10 +20,14 @@ from precision_tool.alignment import Alignment
 from precision_tool.alignment.model import AlignedPair
 from precision_tool.comparison.attribution import JUMP_FACTOR
 from precision_tool.errors import PrecisionToolError
-from precision_tool.formats.stats_csv import StatsFile, read_stats_csv
+from precision_tool.formats.stats_csv import StatsFile, TensorStats, read_stats_csv
 from precision_tool.formats.tensor_kind import INPUT, OUTPUT
 from precision_tool.metrics.rounding import rounding_floor
 from precision_tool.metrics.stat_bounds import StatBound, stat_bound, stats_of_array
+
+
+#: A reference ``.npy`` this large or larger is memory-mapped; a smaller one is read whole.
+MAP_FROM = 1 << 20
 
 
 @dataclass(frozen=True)
@@ -99,10 +104,13 @@ class StatsJudgment:
 
 
 def pair_evidence(alignment: Alignment) -> List[PairEvidence]:
-    """The bound of every pair of a statistics alignment, in the alignment's order."""
+    """The bound of every pair of a statistics alignment, in the alignment's order. A reference read for several
+    pairs (an op's output is the next op's input) is read once; a small one is read whole, not memory-mapped (the
+    map costs more than the read below :data:`MAP_FROM` bytes)."""
     from precision_tool.formats.layouts import to_device
 
     files: Dict[str, StatsFile] = {}
+    references: Dict[Tuple[str, str, str], TensorStats] = {}
     found: List[PairEvidence] = []
     for pair in alignment.pairs:
         npu = pair.npu
@@ -112,11 +120,16 @@ def pair_evidence(alignment: Alignment) -> List[PairEvidence]:
             if row is None:
                 found.append(PairEvidence(pair, None, f"{npu.path}: no row for {npu.kind} {npu.index}"))
                 continue
-            reference = np.load(pair.ref.path, mmap_mode="r", allow_pickle=False)
-            if row.format and row.format not in ("ND", npu.origin_format) and npu.origin_format:
-                reference = to_device(np.asarray(reference), npu.origin_format, row.format)
-            found.append(PairEvidence(pair, stat_bound(row, stats_of_array(reference, npu.kind, npu.index)),
-                                      size=row.data_size))
+            layout = row.format if row.format and row.format not in ("ND", npu.origin_format) and npu.origin_format \
+                else ""
+            key = (pair.ref.path, npu.origin_format if layout else "", layout)
+            if key not in references:
+                reference = np.load(pair.ref.path, mmap_mode="r" if os.path.getsize(pair.ref.path) >= MAP_FROM
+                                    else None, allow_pickle=False)
+                if layout:
+                    reference = to_device(np.asarray(reference), npu.origin_format, layout)
+                references[key] = stats_of_array(reference)
+            found.append(PairEvidence(pair, stat_bound(row, references[key]), size=row.data_size))
         except PrecisionToolError as error:  # a CSV or layout that cannot be read: its one line, the rest goes on
             found.append(PairEvidence(pair, None, str(error)))
         except (OSError, ValueError) as error:  # a reference .npy that cannot be read
