@@ -160,8 +160,9 @@ def build_plan(action: ActionSpec = None, settings: Optional[CaptureSettings] = 
         removes becomes a notice.
     dump_data, dump_layer : the ``dump`` action's ``dump_data`` (``"tensor"`` or ``"stats"``) and ``dump_layer``
         (names separated by spaces, or a list), over the settings' (``PRECISION_TOOL_DUMP_DATA`` /
-        ``PRECISION_TOOL_DUMP_LAYER``); set on the NPU only when not the default, so an adapter older than
-        them (before r1.11) is not handed a key it does not know.
+        ``PRECISION_TOOL_DUMP_LAYER``); set on the NPU when given here or not the default (so an adapter older
+        than them, before r1.11, is not handed a key it does not know unless the script names it): a given
+        ``'tensor'`` or ``''`` replaces a ``'stats'`` or a ``dump_layer`` the config had.
 
     Raises
     ------
@@ -192,12 +193,12 @@ def build_plan(action: ActionSpec = None, settings: Optional[CaptureSettings] = 
         params += [NpuParam("enable_dump", "b", True), NpuParam("dump_path", "s", dump_dir),
                    NpuParam("dump_step", "s", settings.dump_step), NpuParam("dump_mode", "s", "all"),
                    NpuParam("op_debug_level", "i", settings.op_debug_level)]
-        if settings.dump_data != DEFAULT_DUMP_DATA:
+        if settings.dump_data != DEFAULT_DUMP_DATA or dump_data is not None:  # given: set, the default too
             params.append(NpuParam("dump_data", "s", settings.dump_data))
         elif as_text(current.get("dump_data") or DEFAULT_DUMP_DATA) != DEFAULT_DUMP_DATA:
             notices.append(f"your dump_data {as_text(current['dump_data'])!r} is kept: statistics, not tensors, "
                            "are dumped")
-        if settings.dump_layer:
+        if settings.dump_layer or dump_layer is not None:
             params.append(NpuParam("dump_layer", "s", settings.dump_layer))
         elif current.get("dump_layer"):
             notices.append(f"your dump_layer {as_text(current['dump_layer'])!r} is kept: only those ops are "

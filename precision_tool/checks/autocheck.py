@@ -150,12 +150,14 @@ class AutocheckResult:
         the comparison could not run or input files -- an Opdebug record, the reference graphs' index.json too --
         could not be read; else 0. Without it, 1 when an overflow or a fusion culprit was found, else 2 when an
         Opdebug record or a scanned dump could not be read (as ``ov``), else 0. On a statistics run: 1 when an op
-        is a suspect, 2 when nothing was compared or a pair's statistics could not be read, else 0."""
-        if self.statistics is not None:
+        is a suspect or the verdict names an overflow or fusion lead; else 2 when no op could be measured, a
+        statistics file or reference could not be read, or the comparison could not run; else 0."""
+        if self.statistics is not None:  # as with a comparison: any finding, by any section, is one
             judgment = self.statistics.judgment
-            if judgment is None:
-                return EXIT_UNUSABLE_INPUT
-            return batch_exit_code(bool(judgment.suspects), bool(judgment.unread))
+            found = self.verdict.culprit is not None or self.overflow.found
+            not_read = judgment is None or not judgment.measured or bool(judgment.unread) or \
+                bool(self.overflow.unreadable)
+            return batch_exit_code(found, not_read)
         if self.compare is not None:
             outcome = self.compare.result
             if outcome is None:
@@ -425,7 +427,8 @@ def run_autocheck(root: str, options: AutocheckOptions = AutocheckOptions(),
         statistics = check_statistics(workspace.npu_dump(0), workspace.tf_dump, graph_folder, options.selection,
                                       options.dump_budget)
         timing["statistics_s"] = time.perf_counter() - started
-        return AutocheckResult(root, overflow, fusion, None, statistics_verdict(statistics), timing, statistics)
+        verdict = statistics_verdict(statistics, decide_verdict(overflow, fusion, None, npu_run=options.npu_run))
+        return AutocheckResult(root, overflow, fusion, None, verdict, timing, statistics)
     if options.compare:
         started = time.perf_counter()
         compare = compare_workspace(workspace, options.cosine, options.workers, progress, options.replay,

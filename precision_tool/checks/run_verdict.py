@@ -57,6 +57,7 @@ class Verdict:
     next_commands: Tuple[str, ...] = ()
     checked: bool = True  # False: no comparison with the reference ran, so the culprit is only a lead
     withheld: str = ""  # why no op is judged at all (the runs do not compute the same model)
+    unchecked: str = ""  # why a lead is not checked, when not for want of 'ac -c' (a statistics run)
 
     @property
     def headline(self) -> str:
@@ -71,7 +72,8 @@ class Verdict:
         if c.evidence == STATISTICS:
             return (f"Suspect by statistics, to confirm with a full dump of it (below): {c.op_name} "
                     f"({c.op_type or 'unknown type'}).")
-        what = "Most likely culprit" if self.checked else "Lead, not yet checked against the reference ('ac -c' does)"
+        unchecked = self.unchecked or "'ac -c' does"
+        what = "Most likely culprit" if self.checked else f"Lead, not yet checked against the reference ({unchecked})"
         return f"{what}: {c.op_name} ({c.op_type or 'unknown type'}), by {c.evidence}."
 
     def to_dict(self) -> dict:

@@ -131,9 +131,12 @@ def check_statistics(npu_dir: str, reference: str, graph_folder: Optional[str],
         return StatisticsSection(error="nothing was compared: no NPU tensor of the statistics has a reference "
                                        "counterpart", inputs=inputs, notes=notes)
     evidence = pair_evidence(alignment)
-    judgment = judge_statistics(evidence)
+    coverage = alignment.coverage
+    unread = tuple(f"{path}: {message}" if not message.startswith(path) else message
+                   for path, message in coverage.unreadable + coverage.unreadable_references) + evidence.notes
+    judgment = judge_statistics(evidence.pairs, unread)
     sizes: Dict[str, int] = {}
-    for item in evidence:
+    for item in evidence.pairs:
         sizes[item.pair.npu.op_name] = sizes.get(item.pair.npu.op_name, 0) + (item.size or 0)
     plan = plan_dump_layer(judgment, sizes, _producers(graph), budget)
     unaligned = alignment.coverage.npu_tensors - alignment.coverage.aligned_count
@@ -172,23 +175,34 @@ def plan_dump_layer(judgment: StatsJudgment, sizes: Dict[str, int], producers: D
     return DumpLayerPlan(tuple(chosen), total, budget, tuple(left))
 
 
-def statistics_verdict(section: StatisticsSection):
-    """The verdict of a statistics run: the earliest suspect as a lead to confirm (``checked`` is False: statistics
-    name suspects, a full dump replayed convicts), the other suspects in ``also``; none when no op is a suspect --
-    which is no clean bill (docs/statistics.md#what-statistics-cannot-show)."""
+def statistics_verdict(section: StatisticsSection, base):
+    """The verdict of a statistics run, with ``base`` the verdict of its overflow and fusion sections alone
+    (:func:`~precision_tool.checks.run_verdict.decide_verdict` without a comparison).
+
+    The earliest suspect is the lead to confirm (``checked`` is False: statistics name suspects, a full dump
+    replayed convicts); the other suspects, and an overflow or fusion lead, are in ``also``. Without a suspect,
+    ``base``'s lead stands; without one either, no verdict, which is no clean bill
+    (docs/statistics.md#what-statistics-cannot-show). ``base``'s ``ac -c`` suggestion is dropped: this is it.
+    """
     from precision_tool.checks.run_verdict import STATISTICS, Culprit, Verdict
 
     judgment = section.judgment
-    if judgment is None:
-        return Verdict(None, checked=False)
-    if not judgment.suspects:
-        return Verdict(None, checked=False, withheld="statistics name no suspect, and cannot clear an op (a full "
-                                                     "dump compared with 'ac -c' can)")
+    commands = tuple(command for command in base.next_commands if command != "ac -c")
+    if judgment is None or not judgment.suspects:
+        why = section.error or "statistics name no suspect, and cannot clear an op (a full dump compared with " \
+                               "'ac -c' can)"
+        if base.culprit is not None:
+            return Verdict(base.culprit, base.also + (f"statistics: {why}",), commands, checked=False,
+                           unchecked="a statistics run cannot; a full dump compared with 'ac -c' can")
+        return Verdict(None, base.also, commands, checked=False, withheld=why)
     first, *others = judgment.suspects
     also = tuple(f"also a suspect: {op.op_name} ({op.op_type}), {suspect_reason(op)}" for op in others)
-    commands = (f"ni {_quote(first.op_name)}",)
-    return Verdict(Culprit(first.op_name, first.op_type, STATISTICS, (suspect_reason(first),), commands), also,
-                   commands, checked=False)
+    if base.culprit is not None:
+        also += (f"{base.culprit.evidence}: {base.culprit.op_name} ({base.culprit.op_type or 'unknown type'}), "
+                 + "; ".join(base.culprit.reasons[:1]),)
+    ni = (f"ni {_quote(first.op_name)}",)
+    return Verdict(Culprit(first.op_name, first.op_type, STATISTICS, (suspect_reason(first),), ni),
+                   also + base.also, ni + tuple(c for c in commands if c not in ni), checked=False)
 
 
 def suspect_reason(op) -> str:

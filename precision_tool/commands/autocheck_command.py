@@ -141,6 +141,9 @@ def handle(args, ctx: Context):
     report = autocheck_report(result, limit=args.limit, paths=paths, exit_code=exit_code,
                               elapsed_s=time.perf_counter() - started, command_prefix=prefix, second_run=second_run,
                               stored_statistics=stored)
+    if args.html and result.statistics is not None:
+        report.add_text(f"--html: no HTML report of a statistics run ({args.html} not written): it holds no tensor "
+                        "to plot or replay; 'ac -c --html' on the full dump of the suspects writes one")
     if second_run:
         report.data["statistics"]["dump_layer"]["emulate"] = second_run
     if html:
@@ -166,8 +169,9 @@ def with_selection_flags(verdict, asked):
 
 def _store_statistics(args, ctx: Context, result, exit_code: int, second_run: str) -> str:
     """Write a statistics run's judgment where ``compare`` would write its result, for ``vcs``, ``ni`` and
-    ``report``; its path, or ``""`` when there is none to write."""
-    if result.statistics is None or result.statistics.judgment is None:
+    ``report`` -- a judgment that could not be made too, so that they never show an older one; its path, or ``""``
+    for a run that is not a statistics run."""
+    if result.statistics is None:
         return ""
     from precision_tool.reports.result_outputs import timestamp, workspace_result_folder
     from precision_tool.reports.stats_store import write_statistics

@@ -58,7 +58,7 @@ def handle(args, ctx: Context) -> Report:
     model = lookup.graph_model(args.graph, required=False)
     notes = lookup.graph_notes  # which per-process graph folder (CANN 8) when not clear-cut; skipped entries
     scan = lookup.dump_scan(required=False)
-    dumped = {op.op_name for op in scan.ops} if scan is not None else set()
+    dumped = {op.op_name for op in scan.ops + scan.stats} if scan is not None else set()  # tensors or statistics
     if model is None:
         return without_graph(_dumped_ops_report(args, scan, lookup), notes)
     report = _graph_report(args, model, f"graph {model.root.name} ({lookup.graph_file(args.graph)})", dumped)
@@ -112,7 +112,7 @@ def _dumped_ops_report(args, scan, lookup) -> Report:
     if args.fusion_pass or args.kernel:
         lookup.graph_model(args.graph)
     name_match, type_match = pattern_matcher(args.name), pattern_matcher(args.op_type)
-    rows: List[list] = [[op.op_name, op.op_type, 1 + len(op.superseded)] for op in scan.ops
+    rows: List[list] = [[op.op_name, op.op_type, 1 + len(op.superseded)] for op in scan.ops + scan.stats
                         if (name_match is None or name_match(op.op_name))
                         and (type_match is None or type_match(op.op_type))]
     report = Report(title=f"{len(rows)} dumped ops under {lookup.dump_dir} (no GE graph: names as in the files)")

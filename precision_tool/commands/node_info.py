@@ -74,18 +74,15 @@ def handle(args, ctx: Context) -> Report:
     node_sections.add_graph_sections(report, data, op, graph)
     scan = lookup.dump_scan(required=False)
     dumped = lookup.dumped_op(op.name, scan)
-    from precision_tool.commands.stats_views import add_op_statistics, stored_statistics_for
+    from precision_tool.commands.stats_views import add_op_statistics
 
-    statistics = stored_statistics_for(args.file, ctx.data_dir, ctx.selection) if dumped is None else None
-    if statistics is not None:  # a statistics run: ac -c's judgment of the op, not a tensor comparison
-        add_op_statistics(report, data, op.name, statistics)
-        report.data = data
-        return with_graph_notes(report, notes)
-    node_sections.add_dump_section(report, data, dumped, op, lookup.dump_dir)
-    node_sections.add_reference_section(report, data, op.name, lookup)
-    result = node_sections.result_for(lookup, args.file)
-    node_sections.add_compare_section(report, data, op.name, lookup, result)
-    node_sections.add_local_error_section(report, data, op.name, result)
+    # a statistics run: ac -c's judgment of the op, in place of the dump, reference and comparison sections
+    if dumped is not None or not add_op_statistics(report, data, op.name, args.file, ctx.data_dir, ctx.selection):
+        node_sections.add_dump_section(report, data, dumped, op, lookup.dump_dir)
+        node_sections.add_reference_section(report, data, op.name, lookup)
+        result = node_sections.result_for(lookup, args.file)
+        node_sections.add_compare_section(report, data, op.name, lookup, result)
+        node_sections.add_local_error_section(report, data, op.name, result)
     if args.attrs:
         node_sections.add_attribute_section(report, data, op)
     if args.subgraph is not None:

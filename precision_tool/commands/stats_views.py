@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 from typing import Optional
 
-from precision_tool.errors import WorkspaceError
+from precision_tool.errors import PrecisionToolError, WorkspaceError
 
 
 def stored_statistics_for(file: Optional[str], data_dir: str, selection):
@@ -23,10 +23,12 @@ def stored_statistics_for(file: Optional[str], data_dir: str, selection):
     workspace = Workspace(data_dir)
     if not holds_statistics_only(workspace.npu_dump(0), selection):
         return None
-    path = newest_statistics(workspace_result_folder(data_dir))
+    folder = workspace_result_folder(data_dir)
+    path = newest_statistics(folder)
     if path is None:
-        raise WorkspaceError(f"{workspace.npu_dump(0)} holds statistics (dump_data=\"stats\") and 'ac -c' has not "
-                             "judged them yet", f"run 'precision_tool -d {data_dir} ac -c' first")
+        raise WorkspaceError(f"{workspace.npu_dump(0)} holds statistics (dump_data=\"stats\") and no judgment of "
+                             f"them is under {folder}", f"run 'precision_tool -d {data_dir} ac -c' first (a judgment "
+                             "'ac -c -o DIR' wrote elsewhere is read with -f DIR/statistics_....json)")
     return load_statistics(path)
 
 
@@ -40,32 +42,46 @@ def statistics_report(stored, limit: int, command: str, tail: str = ""):
     report = Report(title=f"{command}: the statistics judgment of 'ac -c' ({stored.path})")
     add_statistics_section(report, stored.section, limit, stored.second_run)
     report.add_text(f"Verdict: {stored.headline}", *([tail] if tail else []))
-    report.status = exit_line(stored.exit_code, None, "", "")
+    from precision_tool.reports.stats_report import NO_SUSPECT_MEANING
+
+    meaning = NO_SUSPECT_MEANING if stored.exit_code == 0 else ""
+    report.status = exit_line(stored.exit_code, None, "", meaning)
     report.exit_code = stored.exit_code
     report.data = {"statistics": stored.section.to_dict(), "verdict": stored.headline, "judgment": stored.path}
     return report
 
 
-def add_op_statistics(report, data: dict, op_name: str, stored) -> None:
-    """``ni``'s section for one op of a judged statistics run: its figures and whether it is a suspect."""
+def add_op_statistics(report, data: dict, op_name: str, file: Optional[str], data_dir: str, selection) -> bool:
+    """``ni``'s section for one op of a statistics run: whether ``ac -c`` named it a suspect, with its figures, or
+    that ``ac -c`` has not judged the run yet. False (nothing added) for a tensor workspace."""
+    try:
+        stored = stored_statistics_for(file, data_dir, selection)
+    except PrecisionToolError as error:  # a statistics run not judged yet, or a judgment that cannot be read
+        report.add_text(f"Statistics: {error}")
+        data["statistics"] = None
+        return True
+    if stored is None:
+        return False
     judgment = stored.section.judgment
     found = next((op for op in judgment.ops if op.op_name == op_name), None) if judgment is not None else None
     if found is None:
         report.add_text(f"Statistics: not judged ({stored.path} has no op of this name: no statistics of it were "
                         "dumped, or none has a reference counterpart)")
         data["statistics"] = None
-        return
+        return True
     from precision_tool.checks.stats_check import suspect_reason
+    from precision_tool.comparison.attribution import JUMP_FACTOR
 
     if found.suspect:
         what = f"a suspect: {suspect_reason(found)}"
-    elif found.jump is None:
+    elif found.jump is None or found.output is None:
         what = "not measured (an input or output has no statistics to compare)"
     else:
         what = (f"not a suspect: its outputs prove RED >= {found.output:.3g}, jump {found.jump:.3g} (a suspect from "
-                "10); statistics clear no op")
+                f"{JUMP_FACTOR:g}); statistics clear no op")
     report.add_text(f"Statistics ('ac -c', {stored.path}): {what}")
     data["statistics"] = found.to_dict()
+    return True
 
 
 __all__ = ["stored_statistics_for", "statistics_report", "add_op_statistics"]

@@ -10,6 +10,7 @@ docs/internals/metrics.md#statistics-bounds.
 """
 from __future__ import annotations
 
+import math
 import os
 from dataclasses import dataclass
 from typing import Dict, List, Optional, Tuple
@@ -33,12 +34,23 @@ MAP_FROM = 1 << 20
 @dataclass(frozen=True)
 class PairEvidence:
     """One aligned tensor: its pair and the bound its statistics prove (``error``: why there is none); ``size``:
-    its bytes in the dump, as the statistics state them (``Data Size``; ``None`` when not stated)."""
+    its bytes in the dump, as the statistics state them (``Data Size``; ``None`` when not stated);
+    ``float_inputs``: the float inputs its op's statistics file states (aligned or not)."""
 
     pair: AlignedPair
     bound: Optional[StatBound]
     error: str = ""
     size: Optional[int] = None
+    float_inputs: int = 0
+
+
+@dataclass(frozen=True)
+class StatsEvidence:
+    """:func:`pair_evidence`'s answer: ``pairs`` in the alignment's order, and ``notes``, one line per row or cell
+    of a statistics file that could not be read (its reader's notes)."""
+
+    pairs: List[PairEvidence]
+    notes: Tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -47,8 +59,8 @@ class OpJump:
 
     ``output``/``input``: the largest ``R`` (:attr:`~precision_tool.metrics.stat_bounds.StatBound.red`, a lower
     bound on RED) of its float outputs / float inputs; ``jump = output / max(input, floor)``, ``floor`` the output
-    dtype's rounding floor; ``None`` when an output or a float input has no ``R`` (not measured). ``extent``: its
-    outputs' largest ``L / A`` (for the record; not judged). ``mismatch``: an output's NaN, inf or element count
+    dtype's rounding floor; ``None`` when an output or a float input has no ``R`` (not measured: no reference
+    counterpart, an ``NA`` statistic, a zero reference). ``mismatch``: an output's NaN, inf or element count
     differing from the reference's while no input's does. ``suspect``: the rule of :func:`judge_statistics`.
     """
 
@@ -58,20 +70,23 @@ class OpJump:
     input: Optional[float]
     jump: Optional[float]
     floor: float = 0.0
-    extent: Optional[float] = None
     mismatch: str = ""
     suspect: bool = False
 
     def to_dict(self) -> dict:
         return {"op_name": self.op_name, "op_type": self.op_type, "output": self.output, "input": self.input,
-                "jump": self.jump, "floor": self.floor, "extent": self.extent, "mismatch": self.mismatch or None,
-                "suspect": self.suspect}
+                "jump": self.jump, "floor": self.floor, "mismatch": self.mismatch or None, "suspect": self.suspect}
 
     @classmethod
     def from_dict(cls, data: dict) -> "OpJump":
-        """The op :meth:`to_dict` wrote (a stored judgment); ``KeyError``/``TypeError`` for another dict."""
-        return cls(str(data["op_name"]), str(data["op_type"]), data["output"], data["input"], data["jump"],
-                   float(data["floor"]), data["extent"], data["mismatch"] or "", bool(data["suspect"]))
+        """The op :meth:`to_dict` wrote (a stored judgment). ``KeyError``, ``TypeError`` or ``ValueError`` for
+        another dict: a figure that is not a finite number (or null), a suspect without the figures that made it."""
+        output, into, jump = (_figure(data[key]) for key in ("output", "input", "jump"))
+        op = cls(str(data["op_name"]), str(data["op_type"]), output, into, jump, _figure(data["floor"]) or 0.0,
+                 str(data["mismatch"] or ""), data["suspect"] is True)
+        if op.suspect and not op.mismatch and (output is None or jump is None):
+            raise ValueError(f"suspect {op.op_name!r} has no figures")
+        return op
 
 
 @dataclass(frozen=True)
@@ -103,19 +118,35 @@ class StatsJudgment:
                    tuple(map(str, data["unread"])))
 
 
-def pair_evidence(alignment: Alignment) -> List[PairEvidence]:
+def _figure(value) -> Optional[float]:
+    """A stored figure: ``None``, a number, or ``"inf"``/``"-inf"``/``"nan"`` (how the project's JSON writes them);
+    ``ValueError`` otherwise."""
+    if value is None:
+        return None
+    if value in ("inf", "-inf", "nan"):
+        return float(value)
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        raise ValueError(f"{value!r} is not a number")
+    return float(value)
+
+
+def pair_evidence(alignment: Alignment) -> StatsEvidence:
     """The bound of every pair of a statistics alignment, in the alignment's order. A reference read for several
     pairs (an op's output is the next op's input) is read once; a small one is read whole, not memory-mapped (the
     map costs more than the read below :data:`MAP_FROM` bytes)."""
     from precision_tool.formats.layouts import to_device
 
     files: Dict[str, StatsFile] = {}
+    notes: List[str] = []
     references: Dict[Tuple[str, str, str], TensorStats] = {}
     found: List[PairEvidence] = []
     for pair in alignment.pairs:
         npu = pair.npu
         try:
-            stats = files.get(npu.path) or files.setdefault(npu.path, read_stats_csv(npu.path))
+            stats = files.get(npu.path)
+            if stats is None:
+                stats = files[npu.path] = read_stats_csv(npu.path)
+                notes.extend(f"{npu.path}: {note}" for note in stats.notes)
             row = stats.find(npu.kind, npu.index)
             if row is None:
                 found.append(PairEvidence(pair, None, f"{npu.path}: no row for {npu.kind} {npu.index}"))
@@ -129,15 +160,25 @@ def pair_evidence(alignment: Alignment) -> List[PairEvidence]:
                 if layout:
                     reference = to_device(np.asarray(reference), npu.origin_format, layout)
                 references[key] = stats_of_array(reference)
-            found.append(PairEvidence(pair, stat_bound(row, references[key]), size=row.data_size))
+            found.append(PairEvidence(pair, stat_bound(row, references[key]), size=row.data_size,
+                                      float_inputs=_float_inputs(stats)))
         except PrecisionToolError as error:  # a CSV or layout that cannot be read: its one line, the rest goes on
             found.append(PairEvidence(pair, None, str(error)))
         except (OSError, ValueError) as error:  # a reference .npy that cannot be read
             found.append(PairEvidence(pair, None, f"{pair.ref.path}: {error}"))
-    return found
+    return StatsEvidence(found, tuple(notes))
 
 
-def judge_statistics(evidence: List[PairEvidence]) -> StatsJudgment:
+def _float_inputs(stats: StatsFile) -> int:
+    """The float inputs a statistics file states (its data types; a type it does not state is not counted)."""
+    from precision_tool.formats import dtypes
+    from precision_tool.formats.dump_file import dtype_label
+
+    return sum(1 for row in stats.rows if row.kind == INPUT and not row.op_name
+               and rounding_floor(dtype_label(dtypes.DTYPE_BY_ENUM_NAME.get(row.dtype, dtypes.DT_UNDEFINED))) > 0)
+
+
+def judge_statistics(evidence: List[PairEvidence], unread: Tuple[str, ...] = ()) -> StatsJudgment:
     """Rank the ops of a statistics alignment and name the suspects.
 
     An op is a **suspect** when an output's counts prove it different and no input's do (``mismatch``), or when it
@@ -146,7 +187,7 @@ def judge_statistics(evidence: List[PairEvidence]) -> StatsJudgment:
     bounds ``R``. A lower bound on an input may understate its error, so a jump ranks, it does not convict: a full
     dump of the suspects, replayed, decides. Ops: suspects first, earliest first (the alignment's, execution, order:
     error flows downstream, so the earliest is the likeliest origin, as for the culprit), then the others by jump,
-    unmeasured last.
+    unmeasured last. ``unread``: lines on statistics that could not be read, kept with the pairs' own.
     """
     by_op: Dict[str, List[PairEvidence]] = {}
     for item in evidence:
@@ -154,10 +195,11 @@ def judge_statistics(evidence: List[PairEvidence]) -> StatsJudgment:
     ranked: List[Tuple[Tuple, OpJump]] = []
     for position, (name, items) in enumerate(by_op.items()):
         op = _op_jump(name, items)
-        order = (position,) if op.suspect else (op.jump is None, -(op.jump or 0.0), position)
+        jump = op.jump if op.jump is not None and math.isfinite(op.jump) else None
+        order = (position,) if op.suspect else (jump is None, -(jump or 0.0), position)
         ranked.append(((not op.suspect,) + order, op))
     ranked.sort(key=lambda item: item[0])
-    unread = tuple(item.error for item in evidence if item.error)
+    unread = tuple(unread) + tuple(item.error for item in evidence if item.error)
     return StatsJudgment(tuple(op for _, op in ranked), len(evidence), unread)
 
 
@@ -166,16 +208,15 @@ def _op_jump(name: str, items: List[PairEvidence]) -> OpJump:
     inputs = [i for i in items if i.pair.npu.kind == INPUT and _is_float(i)]
     floor = min((rounding_floor(i.pair.npu.dtype) for i in outputs), default=0.0)
     out, into = _largest_red(outputs), _largest_red(inputs)
-    measured = out is not None and floor > 0 and (not inputs or into is not None)
+    stated = max(item.float_inputs for item in items)  # an input with no reference counterpart is not in ``inputs``
+    measured = out is not None and floor > 0 and len(inputs) >= stated and (not inputs or into is not None)
     jump = out / max(into or 0.0, floor) if out is not None and measured else None
     mismatch = next((i.bound.mismatch for i in items if i.pair.npu.kind == OUTPUT and i.bound is not None
                      and i.bound.mismatch), "")
     if any(i.bound is not None and i.bound.mismatch for i in items if i.pair.npu.kind == INPUT):
         mismatch = ""  # an input differs the same way: the op passed it on
-    extents = [i.bound.relative for i in outputs if i.bound is not None and i.bound.relative is not None]
     suspect = bool(mismatch) or (jump is not None and out is not None and out > floor and jump >= JUMP_FACTOR)
-    return OpJump(name, items[0].pair.npu.op_type, out, into, jump, floor, max(extents, default=None), mismatch,
-                  suspect)
+    return OpJump(name, items[0].pair.npu.op_type, out, into, jump, floor, mismatch, suspect)
 
 
 def _is_float(item: PairEvidence) -> bool:
@@ -190,4 +231,4 @@ def _largest_red(items: List[PairEvidence]) -> Optional[float]:
     return max(value for value in values if value is not None)
 
 
-__all__ = ["pair_evidence", "judge_statistics", "PairEvidence", "OpJump", "StatsJudgment"]
+__all__ = ["pair_evidence", "judge_statistics", "PairEvidence", "StatsEvidence", "OpJump", "StatsJudgment"]

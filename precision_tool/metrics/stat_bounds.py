@@ -37,8 +37,11 @@ class StatBound:
     relative : ``L / A`` (``inf`` when ``A == 0 < L``, ``0`` when ``L == 0``; ``None`` when either is unknown).
     mismatch : one line when the counts prove the tensors different whatever their values (another element count,
         NaN or inf count), else ``""``.
-    red : ``R``, a lower bound on ``RED = ‖y - x‖ / ‖x‖`` (module docstring); ``None`` without the reference's L2
-        norm and count, or when no statistic is known; ``inf`` when ``‖x‖ == 0 < R ‖x‖``.
+    red : ``R``, a lower bound on ``RED = ‖y - x‖ / ‖x‖`` (module docstring), ``n`` the reference's finite
+        elements (the statistics are over those). ``None`` when the counts differ (``mismatch`` decides), without
+        the reference's L2 norm, for a zero reference the statistics prove wrong (a relative error of nothing has
+        no size; one proved right in every statistic is 0), or when no statistic is known. The mean's term needs
+        the NaN and inf counts.
     """
 
     bound: Optional[float]
@@ -71,11 +74,13 @@ def stat_bound(npu: TensorStats, reference: TensorStats) -> StatBound:
     >>> stat_bound(TensorStats(OUTPUT, 0, max=4.0, min=-2.0, mean=1.0, count=4, nan=1), ref).mismatch
     'NaN count 1, the reference 0'
 
-    With the reference's L2 norm (here 5 for ``[4, -2, 1, 1]``), ``R``: a mean moved by 0.25 over 4 elements proves
-    ``‖e‖ >= 2 * 0.25``:
+    With the reference's L2 norm (``sqrt(22)`` for ``[4, -2, 1, 1]``), ``R``: a mean moved by 0.25 over 4 elements
+    proves ``‖e‖ >= sqrt(4) * 0.25``:
 
-    >>> ref = TensorStats(OUTPUT, 0, max=4.0, min=-2.0, mean=1.0, l2norm=math.sqrt(22.0), count=4, nan=0)
-    >>> round(stat_bound(TensorStats(OUTPUT, 0, max=4.0, min=-2.0, mean=1.25, count=4), ref).red * math.sqrt(22), 6)
+    >>> npu = TensorStats(OUTPUT, 0, max=4.0, min=-2.0, mean=1.25, count=4, nan=0, neg_inf=0, pos_inf=0)
+    >>> ref = TensorStats(OUTPUT, 0, max=4.0, min=-2.0, mean=1.0, l2norm=math.sqrt(22.0), count=4, nan=0, neg_inf=0,
+    ...                   pos_inf=0)
+    >>> round(stat_bound(npu, ref).red * math.sqrt(22), 6)
     0.5
     """
     mismatch = ""
@@ -96,22 +101,35 @@ def stat_bound(npu: TensorStats, reference: TensorStats) -> StatBound:
         if bound is None or norm > bound:
             bound, by = norm, "l2norm"
     scale = _scale(reference)
-    return StatBound(bound, by, scale, _relative(bound, scale), mismatch, _red(npu, reference, bound))
+    red = None if mismatch else _red(npu, reference, bound)
+    return StatBound(bound, by, scale, _relative(bound, scale), mismatch, red)
 
 
 def _red(npu: TensorStats, reference: TensorStats, bound: Optional[float]) -> Optional[float]:
-    """``R = max(sqrt(n) |Δmean|, |Δ‖·‖|, L) / ‖x‖``: each term is at most ``‖e‖`` (Cauchy-Schwarz for the
-    mean, the triangle inequality for the norm, ``max|e| <= ‖e‖`` for ``L``)."""
-    norm, count = reference.l2norm, reference.count
-    if norm is None or not count or not math.isfinite(norm):
+    """``R = max(sqrt(n) |Δmean|, |Δ‖·‖|, L) / ‖x‖`` over the ``n`` finite elements the statistics are taken over:
+    each term is at most ``‖e‖`` (Cauchy-Schwarz for the mean, the triangle inequality for the norm, ``max|e| <=
+    ‖e‖`` for ``L``). A NaN or inf at the same place on both sides adds nothing; at another place the error there
+    is not finite and any ``R`` is a lower bound."""
+    norm = reference.l2norm
+    if norm is None or not math.isfinite(norm):
         return None
     terms = [value for value in (_delta(npu.l2norm, reference.l2norm), bound) if value is not None]
-    mean = _delta(npu.mean, reference.mean)
-    if mean is not None:
-        terms.append(math.sqrt(count) * mean)
+    mean, finite = _delta(npu.mean, reference.mean), _finite_count(reference)
+    if mean is not None and finite:
+        terms.append(math.sqrt(finite) * mean)
     if not terms:
         return None
-    return _relative(max(terms), norm)
+    if norm <= 0:  # a zero reference: no error proved is 0; an error proved has no relative size
+        return 0.0 if max(terms) == 0 else None
+    return max(terms) / norm
+
+
+def _finite_count(stats: TensorStats) -> Optional[int]:
+    """Elements that are neither NaN nor inf; ``None`` when a count is unknown."""
+    count, nan, neg_inf, pos_inf = stats.count, stats.nan, stats.neg_inf, stats.pos_inf
+    if count is None or nan is None or neg_inf is None or pos_inf is None:
+        return None
+    return count - nan - neg_inf - pos_inf
 
 
 def _delta(mine: Optional[float], theirs: Optional[float]) -> Optional[float]:

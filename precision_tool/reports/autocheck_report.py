@@ -120,7 +120,9 @@ def _exit_meaning(result, exit_code: int) -> str:
     """What the exit code means where the usual words would mislead: at exit 0, "all checks passed" only when no op
     adds error beyond its floor either; at exit 2, runs that do not compute the same model; else ``""``."""
     if result.statistics is not None and exit_code == 0:
-        return "no suspect by statistics, which clears no op (see above)"
+        from precision_tool.reports.stats_report import NO_SUSPECT_MEANING
+
+        return NO_SUSPECT_MEANING
     outcome = result.compare.result if result.compare is not None else None
     if exit_code == 2 and outcome is not None and not outcome.verdict.same_model:
         from precision_tool.reports.summary import SAME_MODEL_MEANING

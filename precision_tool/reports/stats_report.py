@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import List
 
+from precision_tool.comparison.attribution import JUMP_FACTOR
 from precision_tool.reports.format import counted
 from precision_tool.reports.report import Report
 
@@ -12,6 +13,8 @@ CANNOT_SHOW = ("Statistics prove a tensor wrong, never right: errors that cancel
                "range move no statistic, and zero-mean noise moves the mean and the L2 norm by far less than its "
                "size (measured: 2% noise on a mid-network ResNet50 conv names no suspect). No suspect is no clean "
                "bill; a full dump (action='dump') compared with 'ac -c' is.")
+#: What exit 0 means after a statistics run, where "all checks passed" would mislead.
+NO_SUSPECT_MEANING = "no suspect by statistics, which clears no op (see above)"
 
 
 def add_statistics_section(report: Report, section, limit: int, second_run: str = "", stored: str = "") -> None:
@@ -35,12 +38,20 @@ def add_statistics_section(report: Report, section, limit: int, second_run: str 
         more = f" (first {len(shown)} of {len(suspects)})" if len(shown) < len(suspects) else ""
         report.add_table(["suspect", "op type", "output RED >=", "inputs RED >=", "jump", "counts"], rows,
                          title=f"{title}; suspects, earliest first{more} (an op whose outputs' statistics prove "
-                               f"at least 10 times the error its inputs' do):")
+                               f"at least {JUMP_FACTOR:g} times the error its inputs' do):")
     else:
         largest = next((op for op in judgment.ops if op.jump is not None), None)
         tail = f" (largest jump {largest.jump:.3g}, {largest.op_name})" if largest is not None else ""
         report.add_text(f"{title}; no suspect{tail}.")
-    lines: List[str] = [f"NPU statistics not read: {line}" for line in judgment.unread[:limit or None]]
+    lines: List[str] = list(section.notes)
+    shown = judgment.unread[:limit or None]
+    lines += [f"Not read: {line}" for line in shown]
+    if len(shown) < len(judgment.unread):
+        lines.append(f"... and {len(judgment.unread) - len(shown)} more not read (-l 0 lists them)")
+    unmeasured = len(judgment.ops) - judgment.measured
+    if unmeasured:
+        lines.append(f"{counted(unmeasured, 'op')} not measured: an input or output without statistics on both sides "
+                     "(no reference counterpart, an NA statistic, a zero reference)")
     if section.unaligned:
         lines.append(f"{counted(section.unaligned, 'NPU tensor')} with no reference counterpart, not judged")
     lines.append(CANNOT_SHOW)
@@ -72,4 +83,4 @@ def _figure(value) -> str:
     return "" if value is None else f"{value:.3g}"
 
 
-__all__ = ["add_statistics_section", "CANNOT_SHOW"]
+__all__ = ["add_statistics_section", "CANNOT_SHOW", "NO_SUSPECT_MEANING"]

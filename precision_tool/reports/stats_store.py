@@ -2,7 +2,8 @@
 
 ``statistics_{timestamp}.json`` in the folder ``ac -c`` writes to (``WORKSPACE/temp/vector_compare/{timestamp}`` or
 ``-o``): ``{"format": FORMAT, "statistics": StatisticsSection.to_dict(), "verdict": Verdict.to_dict(),
-"exit_code": N, "second_run": "..."}``, written atomically. :func:`newest_statistics` finds the newest under the
+"exit_code": N, "second_run": "..."}``, written atomically, strict JSON (an infinite figure as ``"inf"``, as the
+summaries write it). :func:`newest_statistics` finds the newest under the
 workspace's result folder; :func:`load_statistics` reads one, a damaged or foreign file being a one-line
 :class:`~precision_tool.errors.WorkspaceError` naming it.
 """
@@ -35,11 +36,12 @@ class StoredStatistics:
 def write_statistics(folder: str, stamp: str, section, verdict, exit_code: int, second_run: str = "") -> str:
     """Write the judgment into ``folder`` (created) as ``statistics_{stamp}.json``; its path."""
     from precision_tool.fileio import write_text_atomic
+    from precision_tool.reports.summary import summary_text
 
     os.makedirs(folder, exist_ok=True)
     data = {"format": FORMAT, "statistics": section.to_dict(), "verdict": verdict.to_dict(), "exit_code": exit_code,
             "second_run": second_run}
-    return write_text_atomic(os.path.join(folder, f"{PREFIX}{stamp}.json"), json.dumps(data, indent=1) + "\n")
+    return write_text_atomic(os.path.join(folder, f"{PREFIX}{stamp}.json"), summary_text(data))  # inf as "inf"
 
 
 def newest_statistics(result_folder: str) -> Optional[str]:

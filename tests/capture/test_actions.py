@@ -156,7 +156,11 @@ def test_statistics_and_a_layer_add_the_adapters_two_keys_to_the_dump():
     assert plan.values() == {"debug_dir": "/ws/npu/debug_0", "enable_dump": True, "dump_path": "/ws/npu/debug_0/dump",
                              "dump_step": "0", "dump_mode": "all", "op_debug_level": 4, "dump_data": "stats",
                              "dump_layer": "net/conv1/Conv2D net/fc/MatMul"}
-    assert "dump_data" not in build_plan("dump", settings(), dump_data="tensor").values()
+    assert "dump_data" not in build_plan("dump", settings()).values()  # the default: no key an old adapter lacks
+    given = build_plan("dump", settings(), current={"dump_data": "stats", "dump_layer": "a b"}, dump_data="tensor",
+                       dump_layer="")  # given explicitly: set, and the user's values replaced, said
+    assert (given.values()["dump_data"], given.values()["dump_layer"]) == ("tensor", "")
+    assert "your dump_data 'stats' is replaced by 'tensor' for this run ('dump')" in given.notices
     from_env = CaptureSettings.from_env({"PRECISION_TOOL_DATA": ROOT, "PRECISION_TOOL_DUMP_DATA": "stats",
                                          "PRECISION_TOOL_DUMP_LAYER": " a  b "})
     assert (from_env.dump_data, from_env.dump_layer) == ("stats", "a b")

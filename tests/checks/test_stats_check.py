@@ -83,3 +83,17 @@ def test_a_size_that_is_not_one_is_a_usage_error():
     with pytest.raises(UsageError, match="--dump-budget 'lots' is not a size"):
         parse_size("lots")
     assert (size_text(1740000), size_text(2 ** 30), size_text(100)) == ("1.66 MiB", "1 GiB", "100 B")
+
+
+def test_a_stored_judgment_without_suspect_says_what_exit_0_means(tmp_path):
+    from precision_tool.checks.run_verdict import Verdict
+    from precision_tool.checks.stats_check import StatisticsSection
+    from precision_tool.commands.stats_views import statistics_report
+    from precision_tool.reports.stats_report import NO_SUSPECT_MEANING
+    from precision_tool.reports.stats_store import load_statistics, write_statistics
+
+    section = StatisticsSection(judge_statistics([tensor("ok", OUTPUT, 0.0)]), DumpLayerPlan((), 0, 1), "",
+                                {"reference": "tf/dump"})
+    path = write_statistics(str(tmp_path), "1", section, Verdict(None, checked=False, withheld="none"), 0)
+    shown = statistics_report(load_statistics(path), 0, "vcs")
+    assert shown.exit_code == 0 and NO_SUSPECT_MEANING in shown.status

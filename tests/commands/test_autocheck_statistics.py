@@ -92,7 +92,7 @@ def test_vcs_ni_and_report_read_the_judgment_ac_stored(statistics_run, capsys, t
     shutil.copytree(statistics_run, fresh)
     shutil.rmtree(fresh / "temp", ignore_errors=True)
     code, _, err = run(capsys, "-d", fresh, "vcs")  # not judged yet: say what to run
-    assert code == 2 and "holds statistics (dump_data=\"stats\") and 'ac -c' has not judged them yet" in err
+    assert code == 2 and "holds statistics (dump_data=\"stats\") and no judgment of them is under" in err
     code, out, _ = run(capsys, "-d", fresh, "ac", "-c")
     stored = next(line.split(": ", 1)[1] for line in out.splitlines() if line.startswith("Judgment: "))
     assert os.path.isfile(stored) and os.path.basename(stored).startswith("statistics_")
@@ -112,3 +112,111 @@ def test_a_damaged_judgment_is_named_in_one_line(statistics_run, capsys, tmp_pat
     bad.write_text('{"format": "precision_tool statistics judgment 1", "statistics": {}}')
     code, _, err = run(capsys, "-d", statistics_run, "vcs", "-f", bad)
     assert code == 2 and err.count("\n") <= 2 and f"{bad}: cannot read the statistics judgment" in err
+
+
+# -- what the fresh-eyes review found (issue 42) ------------------------------------------------------------------
+def _copy(statistics_run, tmp_path):
+    import shutil
+
+    target = tmp_path / "ws"
+    shutil.copytree(statistics_run, target)
+    shutil.rmtree(target / "temp", ignore_errors=True)
+    return target
+
+
+def _csv_of(workspace, sanitized):
+    (path,) = glob.glob(str(workspace / "npu" / "debug_0" / "dump" / "**" / f"*.{sanitized}.*.csv"), recursive=True)
+    return path
+
+
+def test_a_statistics_file_that_cannot_be_read_is_named_and_no_clean_exit(statistics_run, capsys, tmp_path):
+    workspace = _copy(statistics_run, tmp_path)
+    damaged = _csv_of(workspace, "small_cnn_1_res_conv_1_convolution")
+    open(damaged, "w").close()  # an empty file where the planted op's statistics were
+    code, out, _ = run(capsys, "-d", workspace, "ac", "-c")
+    assert code in (1, 2) and f"Not read: {damaged}" in out
+    assert f"(below): {PLANTED}" not in out  # not judged: its file is gone
+    code, data = run(capsys, "-d", workspace, "--json", "ac", "-c")[:2]
+    data = json.loads(data)["data"]
+    assert any(line.startswith(damaged) for line in data["statistics"]["judgment"]["unread"])
+
+
+def test_a_row_cut_short_is_a_note_and_no_clean_exit(statistics_run, capsys, tmp_path):
+    workspace = _copy(statistics_run, tmp_path)
+    path = _csv_of(workspace, "small_cnn_1_conv1_1_convolution")
+    lines = open(path).read().splitlines()
+    lines[-1] = ",".join(lines[-1].split(",")[:9])
+    open(path, "w").write("\n".join(lines) + "\n")
+    code, out, _ = run(capsys, "-d", workspace, "ac", "-c")
+    assert code == 1 and f"Not read: {path}: line {len(lines)}: 9 cells where the header has 13" in out
+
+
+def test_nothing_measured_is_exit_2_not_a_clean_pass(statistics_run, capsys, tmp_path):
+    workspace = _copy(statistics_run, tmp_path)
+    for path in glob.glob(str(workspace / "npu" / "debug_0" / "dump" / "**" / "*.csv"), recursive=True):
+        rows = open(path).read().splitlines()
+        cut = [",".join(row.split(",")[:6] + ["NA"] * 7) for row in rows[1:]]
+        open(path, "w").write("\n".join([rows[0], *cut]) + "\n")
+    shutil_rm_overflow(workspace)
+    code, out, _ = run(capsys, "-d", workspace, "ac", "-c")
+    assert code == 2 and "0 ops measured" in out
+
+
+def shutil_rm_overflow(workspace):
+    import shutil
+
+    shutil.rmtree(workspace / "overflow", ignore_errors=True)  # its records would be a finding of their own
+
+
+def test_an_input_without_a_reference_leaves_its_op_unmeasured(statistics_run, capsys, tmp_path):
+    """The review's case: the Add's reference removed, the Relu after it has an input with nothing to compare; it is
+    not judged against the floor alone (it was a false suspect, jump 94.8)."""
+    workspace = _copy(statistics_run, tmp_path)
+    for path in glob.glob(str(workspace / "tf" / "dump" / "small_cnn_1_res_add_1_Add.*.npy")):
+        os.remove(path)
+    code, out, _ = run(capsys, "-d", workspace, "--json", "ac", "-c")
+    ops = {op["op_name"]: op for op in json.loads(out)["data"]["statistics"]["judgment"]["ops"]}
+    relu = next(op for name, op in ops.items() if name.endswith("res_relu_1/Relu") or "Relu" in op["op_type"]
+                and "res" in name)
+    assert relu["jump"] is None and relu["suspect"] is False
+
+
+def test_the_overflow_lead_is_kept_beside_the_statistics(statistics_run, capsys):
+    code, out, _ = run(capsys, "-d", statistics_run, "ac")
+    assert code == 1 and "by overflow record" in out  # the sample's overflow run: a lead without -c
+    code, out, _ = run(capsys, "-d", statistics_run, "ac", "-c")
+    assert code == 1 and "Also:" in out and "overflow record: " in out
+
+
+def test_vcs_shows_a_failed_judgment_not_an_older_one(statistics_run, capsys, tmp_path):
+    import shutil
+
+    workspace = _copy(statistics_run, tmp_path)
+    shutil_rm_overflow(workspace)  # its lead would be a finding of its own
+    assert run(capsys, "-d", workspace, "ac", "-c")[0] == 1
+    shutil.rmtree(workspace / "tf" / "dump")
+    assert run(capsys, "-d", workspace, "ac", "-c")[0] == 2
+    code, out, _ = run(capsys, "-d", workspace, "vcs")
+    assert code == 2 and "Statistics comparison not run: no reference folder" in out
+    assert "Suspect by statistics" not in out  # not the older judgment
+
+
+def test_a_judgment_with_figures_of_the_wrong_type_is_one_line(statistics_run, capsys, tmp_path):
+    workspace = _copy(statistics_run, tmp_path)
+    run(capsys, "-d", workspace, "ac", "-c")
+    (stored,) = glob.glob(str(workspace / "temp" / "vector_compare" / "*" / "statistics_*.json"))
+    data = json.load(open(stored))
+    data["statistics"]["judgment"]["ops"][0]["output"] = "big"
+    json.dump(data, open(stored, "w"))
+    code, _, err = run(capsys, "-d", workspace, "vcs")
+    assert code == 2 and err.count("\n") <= 2 and f"{stored}: cannot read the statistics judgment ('big' is not" in err
+    code, out, _ = run(capsys, "-d", workspace, "ni", PLANTED, "-a")
+    assert code == 0 and f"Statistics: {stored}: cannot read the statistics judgment" in out
+    assert "Attributes" in out or "attribute" in out.lower()  # -a still shows the op's attributes
+
+
+def test_ni_on_a_statistics_run_not_judged_yet_still_describes_the_op(statistics_run, capsys, tmp_path):
+    workspace = _copy(statistics_run, tmp_path)
+    code, out, _ = run(capsys, "-d", workspace, "ni", PLANTED)
+    assert code == 0 and "Original TF ops:" in out or "Inputs" in out
+    assert "and no judgment of them is under" in out

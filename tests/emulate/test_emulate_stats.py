@@ -118,8 +118,8 @@ def test_the_planted_op_is_the_one_suspect_and_the_fault_is_what_makes_it_one(ru
     earliest suspect (its outputs' statistics prove far more error than its inputs'); without it, no op is."""
     from precision_tool.comparison.stats_evidence import judge_statistics, pair_evidence
 
-    faulty = judge_statistics(pair_evidence(_aligned(runs / "fault", True)))
-    clean = judge_statistics(pair_evidence(_aligned(runs / "stats", True)))
+    faulty = judge_statistics(pair_evidence(_aligned(runs / "fault", True)).pairs)
+    clean = judge_statistics(pair_evidence(_aligned(runs / "stats", True)).pairs)
     first = faulty.suspects[0]
     # noise 0.5 makes RED about 50%: R is a lower bound on it (the extremes prove 6.8% of it here), 60 times its input's
     assert first.op_name == PLANTED and 0.03 < first.output < 0.5 and first.jump > 30

@@ -38,8 +38,36 @@ def test_the_bound_never_exceeds_the_largest_element_error(reference, data):
     norm = float(np.linalg.norm(reference.astype(np.float64)))
     if norm > 0:
         assert found.red <= difference / norm * (1 + 1e-9) + 1e-9 * (float(np.max(np.abs(reference))) + 1) / norm
+    elif found.bound:
+        assert found.red is None  # a zero reference proved wrong: no relative size
     else:
-        assert found.red in (0.0, math.inf)
+        assert found.red == 0.0  # a zero reference and nothing proved
+
+
+@given(hnp.arrays(np.float32, st.integers(2, 64), elements=finite), st.data())
+@example(np.array([1.0] + [0.5] * 99, np.float32), None)
+def test_non_finite_values_at_the_same_places_leave_the_bound_sound(reference, data):
+    """The review's case: NaN/inf where both tensors hold them (an attention mask's -inf) are outside the
+    statistics, so n is the finite count; R <= RED of the finite elements."""
+    rng = np.random.default_rng(len(reference))
+    holes = rng.random(reference.shape) < 0.5
+    holes[0] = False
+    npu = reference * np.float32(1.1) if data is None else \
+        data.draw(hnp.arrays(np.float32, reference.shape, elements=finite))
+    for array in (reference, npu):
+        array[holes] = np.where(np.arange(holes.sum()) % 2, np.nan, -np.inf)
+    found = bound_of(npu, reference)
+    kept = ~holes
+    difference = float(np.linalg.norm(npu[kept].astype(np.float64) - reference[kept].astype(np.float64)))
+    norm = float(np.linalg.norm(reference[kept].astype(np.float64)))
+    assert found.mismatch == ""
+    if norm > 0:
+        assert found.red <= difference / norm * (1 + 1e-9) + 1e-9 * (float(np.max(np.abs(reference[kept]))) + 1) / norm
+
+
+def test_counts_that_differ_leave_the_judgment_to_the_counts():
+    found = bound_of(np.array([1.0, np.nan]), np.array([1.0, 2.0]))
+    assert found.mismatch == "NaN count 1, the reference 0" and found.red is None
 
 
 def test_a_shifted_maximum_is_bounded_exactly():
