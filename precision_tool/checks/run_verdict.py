@@ -70,7 +70,7 @@ class Verdict:
             return "No culprit found."
         c = self.culprit
         if c.evidence == STATISTICS:
-            return (f"Suspect by statistics, to confirm with a full dump of it (below): {c.op_name} "
+            return (f"Suspect by statistics, to confirm with a full dump of it (the dump_layer line): {c.op_name} "
                     f"({c.op_type or 'unknown type'}).")
         unchecked = self.unchecked or "'ac -c' does"
         what = "Most likely culprit" if self.checked else f"Lead, not yet checked against the reference ({unchecked})"

@@ -9,6 +9,7 @@ normal ``ac -c``, whose replay decides. See docs/statistics.md.
 """
 from __future__ import annotations
 
+import dataclasses
 import os
 import re
 from dataclasses import dataclass, field
@@ -46,13 +47,15 @@ def size_text(size: int) -> str:
 
 @dataclass(frozen=True)
 class DumpLayerPlan:
-    """``ops`` to name in ``dump_layer``, in order; ``size``: their dumps' bytes (inputs and outputs as the
-    statistics state them); ``left_out``: suspects or producers that did not fit the ``budget``."""
+    """``ops`` to name in ``dump_layer``, in order: the first ``suspects`` of them are suspects, the others their
+    producers; ``size``: their dumps' bytes (inputs and outputs as the statistics state them); ``left_out``:
+    suspects or producers that did not fit the ``budget``."""
 
     ops: Tuple[str, ...]
     size: int
     budget: int
     left_out: Tuple[str, ...] = ()
+    suspects: int = 0
 
     @property
     def value(self) -> str:
@@ -61,12 +64,12 @@ class DumpLayerPlan:
 
     def to_dict(self) -> dict:
         return {"dump_layer": self.value, "ops": list(self.ops), "bytes": self.size, "budget": self.budget,
-                "left_out": list(self.left_out)}
+                "left_out": list(self.left_out), "suspects": self.suspects}
 
     @classmethod
     def from_dict(cls, data: dict) -> "DumpLayerPlan":
         return cls(tuple(map(str, data["ops"])), int(data["bytes"]), int(data["budget"]),
-                   tuple(map(str, data["left_out"])))
+                   tuple(map(str, data["left_out"])), int(data["suspects"]))
 
 
 @dataclass(frozen=True)
@@ -172,7 +175,7 @@ def plan_dump_layer(judgment: StatsJudgment, sizes: Dict[str, int], producers: D
             continue
         chosen.append(name)
         total += size
-    return DumpLayerPlan(tuple(chosen), total, budget, tuple(left))
+    return DumpLayerPlan(tuple(chosen), total, budget, tuple(left), sum(name in suspects for name in chosen))
 
 
 def statistics_verdict(section: StatisticsSection, base):
@@ -192,7 +195,8 @@ def statistics_verdict(section: StatisticsSection, base):
         why = section.error or "statistics name no suspect, and cannot clear an op (a full dump compared with " \
                                "'ac -c' can)"
         if base.culprit is not None:
-            return Verdict(base.culprit, base.also + (f"statistics: {why}",), commands, checked=False,
+            culprit = dataclasses.replace(base.culprit, reasons=tuple(_without_ac_c(r) for r in base.culprit.reasons))
+            return Verdict(culprit, base.also + (f"statistics: {why}",), commands, checked=False,
                            unchecked="a statistics run cannot; a full dump compared with 'ac -c' can")
         return Verdict(None, base.also, commands, checked=False, withheld=why)
     first, *others = judgment.suspects
@@ -203,6 +207,11 @@ def statistics_verdict(section: StatisticsSection, base):
     ni = (f"ni {_quote(first.op_name)}",)
     return Verdict(Culprit(first.op_name, first.op_type, STATISTICS, (suspect_reason(first),), ni),
                    also + base.also, ni + tuple(c for c in commands if c not in ni), checked=False)
+
+
+def _without_ac_c(reason: str) -> str:
+    """A lead's reason as said after ``ac -c`` on a statistics run, which cannot check it (not "run ac -c")."""
+    return reason.replace("run ac -c to see whether", "a full dump compared with 'ac -c' would tell whether")
 
 
 def suspect_reason(op) -> str:

@@ -147,6 +147,8 @@ def layer_run_command(workspace_root: str, dump_layer: str) -> str:
     except (OSError, ValueError, KeyError, TypeError, AttributeError):
         return ""
     words[2] = manifest.get("fusion", "on")  # the run as it was, not bisect's switchable one
+    if os.path.isfile(words[0]):  # a script named from here: a line that runs from anywhere
+        words[0] = os.path.abspath(words[0])
     output = os.path.normpath(workspace_root) + "_layer"
     return emulate_command_line(words + ["-o", output])
 

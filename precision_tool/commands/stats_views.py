@@ -27,8 +27,8 @@ def stored_statistics_for(file: Optional[str], data_dir: str, selection):
     path = newest_statistics(folder)
     if path is None:
         raise WorkspaceError(f"{workspace.npu_dump(0)} holds statistics (dump_data=\"stats\") and no judgment of "
-                             f"them is under {folder}", f"run 'precision_tool -d {data_dir} ac -c' first (a judgment "
-                             "'ac -c -o DIR' wrote elsewhere is read with -f DIR/statistics_....json)")
+                             f"them is under {folder}", f"run 'precision_tool -d {data_dir} ac -c' first; a judgment "
+                             "that 'ac -c -o DIR' wrote elsewhere is read with -f DIR/statistics_....json")
     return load_statistics(path)
 
 
@@ -41,7 +41,8 @@ def statistics_report(stored, limit: int, command: str, tail: str = ""):
 
     report = Report(title=f"{command}: the statistics judgment of 'ac -c' ({stored.path})")
     add_statistics_section(report, stored.section, limit, stored.second_run)
-    report.add_text(f"Verdict: {stored.headline}", *([tail] if tail else []))
+    also = ["Also:", *(f"  - {line}" for line in stored.also)] if stored.also else []
+    report.add_text(f"Verdict: {stored.headline}", *also, *([tail] if tail else []))
     from precision_tool.reports.stats_report import NO_SUSPECT_MEANING
 
     meaning = NO_SUSPECT_MEANING if stored.exit_code == 0 else ""

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import csv
 import io
+import math
 import os
 from dataclasses import dataclass
 from typing import Dict, List, Optional, Tuple
@@ -224,6 +225,9 @@ def _row(cells: List[str], header: List[str], fields: List[str], number: int
             number_value = _number(cell)
             if number_value is None:
                 problems.append(f"{where}: {name} {shown_name(cell, 40)} is not a number: taken as unknown")
+            elif math.isinf(number_value) and cell.lstrip("+-").lower() not in ("inf", "infinity"):
+                problems.append(f"{where}: {name} {shown_name(cell, 40)} is beyond a double's range (no device "
+                                "writes it): taken as unknown")
             else:
                 values[field] = number_value
     return TensorStats(line=number, **values), problems  # type: ignore[arg-type]
@@ -231,8 +235,8 @@ def _row(cells: List[str], header: List[str], fields: List[str], number: int
 
 def _number(cell: str) -> Optional[float]:
     """A statistic: an ASCII decimal, or ``nan``/``inf``/``-inf`` (a tensor holding them has them as its max or
-    mean); a decimal beyond float range is ``inf``, as ``float`` reads it. ``1_000``, ``0x10``, ``٣`` and text are
-    ``None``."""
+    mean); a decimal beyond float range is ``inf``, as ``float`` reads it (the row's reader notes it and leaves the
+    cell unknown). ``1_000``, ``0x10``, ``٣`` and text are ``None``."""
     if not cell.isascii() or "_" in cell:
         return None
     try:

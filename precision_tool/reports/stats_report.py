@@ -33,10 +33,13 @@ def add_statistics_section(report: Report, section, limit: int, second_run: str 
     suspects = judgment.suspects
     if suspects:
         shown = suspects if not limit else suspects[:limit]
-        rows = [[op.op_name, op.op_type, _figure(op.output), _figure(op.input), _figure(op.jump),
-                 op.mismatch or ""] for op in shown]
+        counts = any(op.mismatch for op in shown)  # the column only when a count tells an op apart
+        rows = [[op.op_name, op.op_type, _figure(op.output), _figure(op.input), _figure(op.jump)]
+                + ([op.mismatch] if counts else []) for op in shown]
         more = f" (first {len(shown)} of {len(suspects)})" if len(shown) < len(suspects) else ""
-        report.add_table(["suspect", "op type", "output RED >=", "inputs RED >=", "jump", "counts"], rows,
+        headers = ["suspect", "op type", "output RED >=", "inputs RED >=", "jump"]
+        headers += ["counts differ"] if counts else []
+        report.add_table(headers, rows,
                          title=f"{title}; suspects, earliest first{more} (an op whose outputs' statistics prove "
                                f"at least {JUMP_FACTOR:g} times the error its inputs' do):")
     else:
@@ -45,13 +48,14 @@ def add_statistics_section(report: Report, section, limit: int, second_run: str 
         report.add_text(f"{title}; no suspect{tail}.")
     lines: List[str] = list(section.notes)
     shown = judgment.unread[:limit or None]
-    lines += [f"Not read: {line}" for line in shown]
+    lines += [f"Statistics not used: {line}" for line in shown]
     if len(shown) < len(judgment.unread):
-        lines.append(f"... and {len(judgment.unread) - len(shown)} more not read (-l 0 lists them)")
-    unmeasured = len(judgment.ops) - judgment.measured
+        lines.append(f"... and {len(judgment.unread) - len(shown)} more not used (-l 0 lists them)")
+    unmeasured = [op.op_name for op in judgment.ops if op.jump is None and not op.mismatch]
     if unmeasured:
-        lines.append(f"{counted(unmeasured, 'op')} not measured: an input or output without statistics on both sides "
-                     "(no reference counterpart, an NA statistic, a zero reference)")
+        named = ", ".join(unmeasured[:limit or None]) + (" ..." if limit and len(unmeasured) > limit else "")
+        lines.append(f"{counted(len(unmeasured), 'op')} not measured (an input or output without statistics on both "
+                     f"sides: no reference counterpart, an NA statistic, a zero reference proved wrong): {named}")
     if section.unaligned:
         lines.append(f"{counted(section.unaligned, 'NPU tensor')} with no reference counterpart, not judged")
     lines.append(CANNOT_SHOW)
@@ -68,8 +72,8 @@ def _plan_lines(plan, second_run: str) -> List[str]:
         return []
     within = (f"{size_text(plan.size)} of the {size_text(plan.budget)} budget" if plan.size <= plan.budget else
               f"{size_text(plan.size)}, over the {size_text(plan.budget)} budget: the first suspect is always named")
-    lines = [f"Dump {counted(len(plan.ops), 'op')} in full next ({within}, --dump-budget): the suspects, then the "
-             "ops feeding them:",
+    what = "the suspects" if plan.suspects == len(plan.ops) else "the suspects, then the ops feeding them"
+    lines = [f"Dump {counted(len(plan.ops), 'op')} in full next ({within}, --dump-budget): {what}:",
              f"  config = npu_tf_config.session_dump_config(config, action='dump', dump_layer={plan.value!r})"]
     if plan.left_out:
         lines.append(f"  left out by the budget: {' '.join(plan.left_out)}")

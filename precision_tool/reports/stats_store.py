@@ -13,7 +13,7 @@ import glob
 import json
 import os
 from dataclasses import dataclass
-from typing import Optional
+from typing import Optional, Tuple
 
 from precision_tool.errors import PrecisionToolError, WorkspaceError
 
@@ -24,13 +24,15 @@ PREFIX = "statistics_"
 @dataclass(frozen=True)
 class StoredStatistics:
     """A stored judgment: ``section`` (a :class:`~precision_tool.checks.stats_check.StatisticsSection`), the
-    verdict's ``headline``, the ``exit_code`` of the ``ac -c`` that wrote it, its ``second_run`` line, ``path``."""
+    verdict's ``headline`` and ``also`` lines, the ``exit_code`` of the ``ac -c`` that wrote it, its ``second_run``
+    line, ``path``."""
 
     section: object
     headline: str
     exit_code: int
     second_run: str
     path: str
+    also: Tuple[str, ...] = ()
 
 
 def write_statistics(folder: str, stamp: str, section, verdict, exit_code: int, second_run: str = "") -> str:
@@ -63,7 +65,8 @@ def load_statistics(path: str) -> StoredStatistics:
             raise ValueError(f"not a statistics judgment of precision_tool (format {data.get('format')!r})")
         section = StatisticsSection.from_dict(data["statistics"])
         return StoredStatistics(section, str(data["verdict"]["headline"]), int(data["exit_code"]),
-                                str(data.get("second_run") or ""), os.path.abspath(path))
+                                str(data.get("second_run") or ""), os.path.abspath(path),
+                                tuple(map(str, data["verdict"].get("also") or ())))
     except PrecisionToolError:  # a file that cannot be read as text: its reader's one line
         raise
     except (OSError, ValueError, KeyError, TypeError, AttributeError) as error:

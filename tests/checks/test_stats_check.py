@@ -66,7 +66,7 @@ def test_the_plan_names_suspects_then_their_producers_within_the_budget():
     producers = {"s1": ("p1", "not_dumped"), "s2": ("s1", "p2")}
     plan = plan_dump_layer(judgment, sizes, producers, budget=1000)
     # s1 (400) + s2 (500) = 900; p1 (300) would make 1200: left out; p2 (10) fits: 910
-    assert plan == DumpLayerPlan(("s1", "s2", "p2"), 910, 1000, ("p1",))
+    assert plan == DumpLayerPlan(("s1", "s2", "p2"), 910, 1000, ("p1",), suspects=2)
     assert plan.value == "s1 s2 p2"
     tight = plan_dump_layer(judgment, sizes, producers, budget=1)
     assert tight.ops == ("s1",) and tight.size == 400  # the first suspect always: a plan without it is no plan
@@ -97,3 +97,18 @@ def test_a_stored_judgment_without_suspect_says_what_exit_0_means(tmp_path):
     path = write_statistics(str(tmp_path), "1", section, Verdict(None, checked=False, withheld="none"), 0)
     shown = statistics_report(load_statistics(path), 0, "vcs")
     assert shown.exit_code == 0 and NO_SUSPECT_MEANING in shown.status
+
+
+def test_without_a_suspect_an_overflow_lead_stands_and_is_not_sent_back_to_ac_c():
+    from precision_tool.checks.run_verdict import Culprit, Verdict
+    from precision_tool.checks.stats_check import StatisticsSection, statistics_verdict
+
+    lead = Culprit("conv3", "Conv2D", "overflow record",
+                   ("not checked against the reference: run ac -c to see whether the overflow costs accuracy",),
+                   ("ni conv3",))
+    base = Verdict(lead, (), ("ni conv3", "ac -c"), checked=False)
+    verdict = statistics_verdict(StatisticsSection(judge_statistics([tensor("ok", OUTPUT, 0.0)])), base)
+    assert verdict.culprit.op_name == "conv3" and verdict.next_commands == ("ni conv3",)
+    assert "run ac -c" not in " ".join(verdict.culprit.reasons) and "ac -c' does" not in verdict.headline
+    assert verdict.headline.startswith("Lead, not yet checked against the reference (a statistics run cannot")
+    assert verdict.also[-1].startswith("statistics: statistics name no suspect")

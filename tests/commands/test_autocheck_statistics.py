@@ -53,7 +53,8 @@ def run(capsys, *argv):
 def test_ac_on_statistics_names_the_planted_op_and_the_ops_to_dump_in_full(statistics_run, capsys):
     code, out, _ = run(capsys, "-d", statistics_run, "ac", "-c")
     assert code == 1
-    assert f"Verdict: Suspect by statistics, to confirm with a full dump of it (below): {PLANTED} (Conv2D)." in out
+    headline = "Verdict: Suspect by statistics, to confirm with a full dump of it (the dump_layer line): "
+    assert f"{headline}{PLANTED} (Conv2D)." in out
     assert "Statistics prove a tensor wrong, never right" in out
     layer = next(line for line in out.splitlines() if "session_dump_config(config, action='dump', dump_layer=" in line)
     assert PLANTED in layer
@@ -98,8 +99,9 @@ def test_vcs_ni_and_report_read_the_judgment_ac_stored(statistics_run, capsys, t
     assert os.path.isfile(stored) and os.path.basename(stored).startswith("statistics_")
     for command in (["vcs"], ["report"], ["vcs", "-f", stored]):
         code, shown, _ = run(capsys, "-d", fresh, *command)
-        assert code == 1 and f"Verdict: Suspect by statistics, to confirm with a full dump of it (below): {PLANTED}" \
-            in shown, command
+        assert code == 1 and "Suspect by statistics, to confirm with a full dump of it (the dump_layer line): " \
+            f"{PLANTED}" in shown, command
+        assert "Also:" in shown and "overflow record: " in shown  # the whole verdict, as ac printed it
     assert "No HTML report of a statistics run" in run(capsys, "-d", fresh, "report")[1]
     code, shown, _ = run(capsys, "-d", fresh, "ni", PLANTED)
     assert code == 0 and f"Statistics ('ac -c', {stored}): a suspect: its outputs' statistics prove RED >=" in shown
@@ -134,8 +136,8 @@ def test_a_statistics_file_that_cannot_be_read_is_named_and_no_clean_exit(statis
     damaged = _csv_of(workspace, "small_cnn_1_res_conv_1_convolution")
     open(damaged, "w").close()  # an empty file where the planted op's statistics were
     code, out, _ = run(capsys, "-d", workspace, "ac", "-c")
-    assert code in (1, 2) and f"Not read: {damaged}" in out
-    assert f"(below): {PLANTED}" not in out  # not judged: its file is gone
+    assert code in (1, 2) and f"Statistics not used: {damaged}" in out
+    assert f"(the dump_layer line): {PLANTED}" not in out  # not judged: its file is gone
     code, data = run(capsys, "-d", workspace, "--json", "ac", "-c")[:2]
     data = json.loads(data)["data"]
     assert any(line.startswith(damaged) for line in data["statistics"]["judgment"]["unread"])
@@ -148,7 +150,7 @@ def test_a_row_cut_short_is_a_note_and_no_clean_exit(statistics_run, capsys, tmp
     lines[-1] = ",".join(lines[-1].split(",")[:9])
     open(path, "w").write("\n".join(lines) + "\n")
     code, out, _ = run(capsys, "-d", workspace, "ac", "-c")
-    assert code == 1 and f"Not read: {path}: line {len(lines)}: 9 cells where the header has 13" in out
+    assert code == 1 and f"Statistics not used: {path}: line {len(lines)}: 9 cells where the header has 13" in out
 
 
 def test_nothing_measured_is_exit_2_not_a_clean_pass(statistics_run, capsys, tmp_path):
