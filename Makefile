@@ -29,7 +29,7 @@ $(STAMP): setup.cfg setup.py pyproject.toml precision_tool/metrics/_pairstats.c 
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	# setuptools warns on every editable install that a folder named like the package could shadow it: it is the package
-	PYTHONWARNINGS='ignore:Editable installation' $(PY) -m pip install -q -e '.[tf,test]'
+	PYTHONWARNINGS='ignore:Editable installation' $(PY) -m pip install -q -e '.[tf,test,cluster]'
 	$(PY) -m pip install -q --no-deps tf_keras==2.21.0  # Keras 2 for the tests; with deps it pulls the full tensorflow wheel
 	touch $@
 

@@ -51,6 +51,7 @@ class AutocheckOptions:
     npu_run: str = ""  # the NPU run as a command line, for the bisect suggestion ("": a placeholder is shown)
     selection: DumpSelection = DumpSelection()
     dump_budget: int = DEFAULT_BUDGET  # a statistics run's dump_layer: the bytes its ops' dumps may take
+    cluster: str = ""  # a Dask scheduler to compare on ("": this machine)
 
 
 @dataclass(frozen=True)
@@ -327,7 +328,7 @@ def compare_workspace(workspace: Workspace, cosine: Optional[float], workers: Op
                       progress: Optional[Callable[[int, int], None]] = None, replay: bool = False, *,
                       reference: Optional[str] = None, tf_graph: Optional[str] = None,
                       before_replay: Optional[Callable[[ComparisonResult], None]] = None,
-                      selection: DumpSelection = DEFAULT_SELECTION) -> CompareSection:
+                      selection: DumpSelection = DEFAULT_SELECTION, cluster: str = "") -> CompareSection:
     """``npu/debug_0`` (with its graph) against ``tf/dump`` through the one compare pipeline
     (:func:`~precision_tool.comparison.pipeline.align_request`, then
     :func:`~precision_tool.comparison.pipeline.compare_aligned`); errors are kept in the section. With
@@ -335,7 +336,8 @@ def compare_workspace(workspace: Workspace, cosine: Optional[float], workers: Op
     go into the result's rows, judged with them. ``reference``/``tf_graph``: another workspace's (``bisect``'s
     trials reuse the failing run's reference when the NPU run wrote none). ``before_replay`` is called with the
     comparison once it is made, before a replay starts (``ac -c`` writes it then, so that an interrupted replay
-    loses nothing compared). ``selection``: the step and device to read."""
+    loses nothing compared). ``selection``: the step and device to read; ``cluster``: a Dask scheduler to compare
+    on (the replay stays here)."""
     from precision_tool.comparison.pipeline import CompareRequest, align_request, compare_aligned
 
     npu, reference = workspace.npu_dump(0), reference or workspace.tf_dump
@@ -346,7 +348,8 @@ def compare_workspace(workspace: Workspace, cosine: Optional[float], workers: Op
                               ("reference", reference, "run precision_tool tf_dump after the CPU/GPU run")):
         if not os.path.isdir(path):
             return CompareSection(error=f"no {label} folder {path}: {hint}", inputs=inputs)
-    request = CompareRequest(npu, reference, graph_folder, cosine=cosine, workers=workers, selection=selection)
+    request = CompareRequest(npu, reference, graph_folder, cosine=cosine, workers=workers, selection=selection,
+                             cluster=cluster)
     tensorflow = _early_tensorflow_import(tf_graph) if replay else None
     try:
         aligned = align_request(request)
@@ -432,7 +435,8 @@ def run_autocheck(root: str, options: AutocheckOptions = AutocheckOptions(),
     if options.compare:
         started = time.perf_counter()
         compare = compare_workspace(workspace, options.cosine, options.workers, progress, options.replay,
-                                    before_replay=before_replay, selection=options.selection)
+                                    before_replay=before_replay, selection=options.selection,
+                                    cluster=options.cluster)
         timing["compare_s"] = time.perf_counter() - started
         if compare.replay is not None:  # reported apart: compare_s is the comparison alone
             timing["replay_s"] = compare.replay.seconds

@@ -23,8 +23,8 @@ from precision_tool.errors import UsageError
 
 def add_arguments(parser):
     from precision_tool.checks.autocheck import DEFAULT_LIMIT
-    from precision_tool.commands.options import (add_cosine_option, add_fusion_rule_options, add_limit_option,
-                                                 add_output_dir_option, add_workers_option)
+    from precision_tool.commands.options import (add_cluster_option, add_cosine_option, add_fusion_rule_options,
+                                                 add_limit_option, add_output_dir_option, add_workers_option)
     from precision_tool.metrics import DEFAULT_COSINE_THRESHOLD
 
     parser.add_argument("-c", "--compare", action="store_true",
@@ -36,6 +36,7 @@ def add_arguments(parser):
     add_output_dir_option(parser, "with -c: result_{timestamp}.csv and summary.json",
                           "WORKSPACE/temp/vector_compare/{timestamp}")
     add_workers_option(parser, "with -c: ")
+    add_cluster_option(parser, "with -c: ")
     parser.add_argument("--no-replay", dest="replay", action="store_false",
                         help="with -c: do not replay the compared ops on their own dumped inputs (replay needs "
                              "tf/graph and TensorFlow; without it each op is judged by its error jump)")
@@ -49,7 +50,8 @@ def add_arguments(parser):
 
 # ac's options that only the comparison uses: (flag, argument name, its value when not given)
 COMPARE_ONLY = (("--cosine", "cosine", None), ("-o", "out_dir", None), ("--workers", "workers", None),
-                ("--no-replay", "replay", True), ("--html", "html", None), ("--dump-budget", "dump_budget", None))
+                ("--no-replay", "replay", True), ("--html", "html", None), ("--dump-budget", "dump_budget", None),
+                ("--cluster", "cluster", None))
 
 
 def _threshold_hint(unrecognized) -> "str | None":
@@ -80,6 +82,7 @@ def handle(args, ctx: Context):
                                                        write_outputs)
 
     from precision_tool.checks.stats_check import DEFAULT_BUDGET, parse_size
+    from precision_tool.comparison.cluster import cluster_address
     from precision_tool.metrics import DEFAULT_COSINE_THRESHOLD
 
     _refuse_compare_options_without_compare(args)
@@ -90,7 +93,8 @@ def handle(args, ctx: Context):
     started = time.perf_counter()
     options = AutocheckOptions(compare=args.compare, limit=args.limit, cosine=args.cosine, workers=args.workers,
                                fusion_floor=args.fusion_floor, fusion_growth=args.fusion_growth, replay=args.replay,
-                               npu_run=_emulated_run(ctx.data_dir), selection=ctx.selection, dump_budget=budget)
+                               npu_run=_emulated_run(ctx.data_dir), selection=ctx.selection, dump_budget=budget,
+                               cluster=cluster_address(args.cluster) if args.compare else "")
     planned: List[OutputPaths] = []  # the one set of result names, taken once the comparison is made
 
     def plan(result) -> str:

@@ -21,13 +21,15 @@ MODES = ("auto", "npu_vs_tf", "npu_vs_npu")
 
 
 def add_shared_options(parser) -> None:
-    """``-c``, ``--junit`` and ``--workers``, shared with ``vc`` (defined once in :mod:`.options`)."""
-    from precision_tool.commands.options import add_cosine_option, add_junit_option, add_workers_option
+    """``-c``, ``--junit``, ``--workers`` and ``--cluster``, shared with ``vc`` (defined once in :mod:`.options`)."""
+    from precision_tool.commands.options import (add_cluster_option, add_cosine_option, add_junit_option,
+                                                 add_workers_option)
 
     add_cosine_option(parser, DEFAULT_COSINE_THRESHOLD,
                       help_tail="; NaN/inf, shape or count mismatch and one-side-zero tensors fail whatever it is")
     add_junit_option(parser)
     add_workers_option(parser)
+    add_cluster_option(parser)
 
 
 def add_arguments(parser):
@@ -56,6 +58,7 @@ def add_arguments(parser):
 def handle(args, ctx: Context):
     from precision_tool.commands.compare_each import run_compare_each, wants_each
     from precision_tool.commands.compare_run import CompareRequest, run_compare, workspace_result_folder
+    from precision_tool.comparison.cluster import cluster_address
 
     workspace = Workspace(ctx.data_dir)
     if (args.npu is None or args.reference is None) and not os.path.isdir(workspace.root):  # a folder from it
@@ -73,7 +76,7 @@ def handle(args, ctx: Context):
         graph = workspace.npu_graph(0)
     request = CompareRequest(npu_dir=args.npu or workspace.npu_dump(0), reference=args.reference or workspace.tf_dump,
                              graph=graph, mode=args.mode, reference_graph=args.reference_graph, cosine=args.cosine,
-                             workers=args.workers, selection=ctx.selection)
+                             workers=args.workers, selection=ctx.selection, cluster=cluster_address(args.cluster))
     if wants_each(args):
         return run_compare_each(request, args, workspace_result_folder(ctx.data_dir), workspace.input_folders)
     report = run_compare(request, args.out_dir, workspace_result_folder(ctx.data_dir), junit=args.junit,

@@ -93,6 +93,15 @@ def add_workers_option(parser: argparse.ArgumentParser, help_prefix: str = "") -
                                help=f"{help_prefix}processes comparing tensors (default: every usable CPU)")
 
 
+def add_cluster_option(parser: argparse.ArgumentParser, help_prefix: str = "") -> argparse.Action:
+    """``--cluster ADDRESS`` into ``args.cluster`` (``None`` when absent: ``$PRECISION_TOOL_CLUSTER``, else this
+    machine; :func:`~precision_tool.comparison.cluster.cluster_address` checks and resolves it)."""
+    return parser.add_argument("--cluster", dest="cluster", default=None, metavar="ADDRESS",
+                               help=f"{help_prefix}compare on the Dask cluster of this scheduler (tcp://HOST:PORT or "
+                                    "tls://...; default $PRECISION_TOOL_CLUSTER, else this machine's processes); "
+                                    "its workers read the files at the same paths (docs/compare.md)")
+
+
 def add_output_dir_option(parser: argparse.ArgumentParser, what: str, default_text: str) -> argparse.Action:
     """``-o -out --output OUT_DIR`` into ``args.out_dir`` (``None`` when absent: the handler picks a folder).
 

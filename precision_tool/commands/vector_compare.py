@@ -29,10 +29,11 @@ def add_arguments(parser):
 
 def handle(args, ctx: Context):
     from precision_tool.commands.compare_run import CompareRequest, run_compare, workspace_result_folder
+    from precision_tool.comparison.cluster import cluster_address
 
     request = CompareRequest(npu_dir=args.left, reference=args.right, graph=args.graph, mode=args.mode,
                              reference_graph=args.right_graph, cosine=args.cosine, workers=args.workers,
-                             selection=ctx.selection)
+                             selection=ctx.selection, cluster=cluster_address(args.cluster))
     return run_compare(request, None, workspace_result_folder(ctx.data_dir), junit=args.junit, progress_label="vc",
                        folders=Workspace(ctx.data_dir).input_folders)
 

@@ -41,7 +41,7 @@ def default_workers() -> int:
 def compare_alignment(alignment: Alignment, *, graph=None,
                       cosine_threshold: Optional[float] = DEFAULT_COSINE_THRESHOLD, workers: Optional[int] = None,
                       progress: Optional[Progress] = None, share_inputs: bool = True,
-                      workers_started: Optional[Callable[[], None]] = None) -> ComparisonResult:
+                      workers_started: Optional[Callable[[], None]] = None, cluster: str = "") -> ComparisonResult:
     """Compare every aligned pair and return every row, in execution order, with the first divergence.
 
     Parameters
@@ -62,6 +62,9 @@ def compare_alignment(alignment: Alignment, *, graph=None,
         Called once, in this process, when no more worker processes will be forked (right after they start, or
         before comparing when the pairs are compared here): where a caller may start a thread to work while the
         workers compare -- a thread alive at a fork is unsafe.
+    cluster : str
+        A Dask scheduler's address: the chunks run there (:mod:`.cluster`) instead of in local workers; ``""``
+        (the default) compares on this machine and imports no Dask.
 
     Returns
     -------
@@ -72,7 +75,7 @@ def compare_alignment(alignment: Alignment, *, graph=None,
     positions = _positions(alignment)
     names = _ground_truth_names(graph)
     tasks = _tasks(alignment, positions, names, share_inputs)
-    outcomes, used_workers = _run(tasks, cosine_threshold, workers, progress, workers_started)
+    outcomes, used_workers = _run(tasks, cosine_threshold, workers, progress, workers_started, cluster)
     computed = _resolve_shared(outcomes, tasks, cosine_threshold)
     rows = computed + _uncompared_rows(alignment, positions, names)
     rows.sort(key=lambda r: r.order_key)
@@ -137,7 +140,7 @@ def _chunks(count: int, workers: int) -> List[Tuple[int, int]]:
 
 # --------------------------------------------------------------------------------------------- running
 def _run(tasks: List[PairTask], cosine_threshold, workers: int, progress: Optional[Progress],
-         workers_started: Optional[Callable[[], None]] = None) -> Tuple[List[Outcome], int]:
+         workers_started: Optional[Callable[[], None]] = None, cluster: str = "") -> Tuple[List[Outcome], int]:
     """Every task's outcome in task order, and the number of processes that compared.
 
     Work is always done in worker processes -- even with ``workers=1`` -- so that their process-wide settings
@@ -150,6 +153,14 @@ def _run(tasks: List[PairTask], cosine_threshold, workers: int, progress: Option
     if progress:
         progress(0, len(tasks))
     started = workers_started or (lambda: None)
+    if cluster:  # the same chunks, on the cluster's workers: the rows must not depend on where they were made
+        from precision_tool.comparison.cluster import run_on_cluster
+
+        for chunk_outcomes in run_on_cluster(tasks, chunks, cosine_threshold, cluster, started):
+            outcomes.extend(chunk_outcomes)
+            if progress:
+                progress(len(outcomes), len(tasks))
+        return outcomes, workers
     if len(chunks) < 2 or not can_fork():
         started()
         comparer = PairComparer(cosine_threshold)

@@ -30,7 +30,8 @@ class CompareRequest:
     :func:`~precision_tool.alignment.resolve_graph` picks the file by the dump's device), or ``None``; ``mode``:
     ``auto``, ``npu_vs_tf`` or ``npu_vs_npu``; ``cosine``: the gate (``None`` = off); ``workers``: processes
     (``None`` = every usable CPU); ``selection``: the step and device to read of a dump tree holding several
-    (``None``: the newest step of the lowest device), whose log gets the scans' choices.
+    (``None``: the newest step of the lowest device), whose log gets the scans' choices; ``cluster``: a Dask
+    scheduler's address to compare on (``""``: this machine; :mod:`~precision_tool.comparison.cluster`).
     """
 
     npu_dir: str
@@ -41,6 +42,7 @@ class CompareRequest:
     cosine: Optional[float] = DEFAULT_COSINE_THRESHOLD
     workers: Optional[int] = None
     selection: Optional[DumpSelection] = None
+    cluster: str = ""
 
     @property
     def input_paths(self):
@@ -93,7 +95,8 @@ def compare_aligned(aligned: AlignedRequest, progress: Optional[Progress] = None
 
     request = aligned.request
     result = compare_alignment(aligned.alignment, graph=aligned.graph, cosine_threshold=request.cosine,
-                               workers=request.workers, progress=progress, workers_started=workers_started)
+                               workers=request.workers, progress=progress, workers_started=workers_started,
+                               cluster=request.cluster)
     inputs = {"npu": os.path.abspath(request.npu_dir), "reference": os.path.abspath(request.reference),
               "graph": os.path.abspath(request.graph) if request.graph else None,
               "reference_graph": os.path.abspath(request.reference_graph) if request.reference_graph else None}
