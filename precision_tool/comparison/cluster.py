@@ -5,7 +5,8 @@ each span of consecutive tasks, in span order -- with each span a Dask task (``d
 worker's job. A task carries the span's :class:`~precision_tool.comparison.worker.PairTask` records (paths, not
 tensors); the worker reads the dump and reference files itself, at the same paths (a shared file system, as on an
 Ascend training cluster), and only the rows come back. A task whose worker dies is run again elsewhere, up to
-:data:`RETRIES` times (Dask's retries). Dask is imported here only, and only with ``--cluster``
+:data:`RETRIES` times (Dask's retries), then its pairs are ERROR rows naming the lost worker. Dask is imported here
+only, and only with ``--cluster``
 (docs/compare.md#on-a-dask-cluster).
 """
 from __future__ import annotations
@@ -15,8 +16,8 @@ import threading
 import uuid
 from typing import Callable, Iterator, List, Optional, Sequence, Tuple
 
-from precision_tool.comparison.worker import Outcome, PairComparer, PairTask, prepare_worker_process
-from precision_tool.errors import UsageError, WorkerError, WorkspaceError
+from precision_tool.comparison.worker import Outcome, PairComparer, PairTask, not_compared, prepare_worker_process
+from precision_tool.errors import UsageError, WorkspaceError
 
 #: The environment variable naming the scheduler when ``--cluster`` is not given.
 ENV_CLUSTER = "PRECISION_TOOL_CLUSTER"
@@ -63,9 +64,9 @@ def run_on_cluster(tasks: Sequence[PairTask], spans: Sequence[Tuple[int, int]], 
                    address: str, started: Callable[[], None]) -> Iterator[List[Outcome]]:
     """The outcomes of each span of ``tasks``, in span order, computed on the Dask cluster at ``address``.
 
-    Raises :class:`WorkspaceError` when the scheduler cannot be reached, :class:`WorkerError` when a span's
-    worker died :data:`RETRIES` + 1 times, and re-raises a worker's own exception. Ctrl-C (or any exit before the
-    end) cancels the run's tasks on the cluster.
+    A span whose worker died :data:`RETRIES` + 1 times gives ERROR rows naming it. Raises
+    :class:`WorkspaceError` when the scheduler cannot be reached, and re-raises a worker's own exception. Ctrl-C
+    (or any exit before the end) cancels the run's tasks on the cluster.
     """
     client = _connect(address)
     futures: list = []
@@ -76,7 +77,7 @@ def run_on_cluster(tasks: Sequence[PairTask], spans: Sequence[Tuple[int, int]], 
                    for number, (start, stop) in enumerate(spans)]
         started()
         for (start, stop), future in zip(spans, futures):
-            yield _result(future, start, stop, len(tasks))
+            yield _result(future, tasks[start:stop], start, len(tasks))
         futures = []
     finally:
         if futures:
@@ -99,15 +100,18 @@ def _connect(address: str):
                              "start it (dask scheduler), or leave --cluster out to compare here") from None
 
 
-def _result(future, start: int, stop: int, total: int) -> List[Outcome]:
+def _result(future, tasks: Sequence[PairTask], start: int, total: int) -> List[Outcome]:
+    """The span's outcomes; when its worker died on every try, an ERROR row per pair naming the lost worker (never a
+    silent gap: the run goes on, and its exit code counts them as pairs that could not be compared)."""
     from distributed import KilledWorker
 
     try:
         return future.result()
     except KilledWorker as error:
-        worker = error.last_worker.address if getattr(error, "last_worker", None) is not None else "a worker"
-        raise WorkerError(f"pairs {start + 1}-{stop} of {total}: {worker} died running them, {RETRIES + 1} times "
-                          "(the cluster's retries)") from None
+        worker = getattr(getattr(error, "last_worker", None), "address", None) or "a worker"
+        reason = (f"lost worker {worker}: it died comparing pairs {start + 1}-{start + len(tasks)} of {total}, "
+                  f"{RETRIES + 1} times (the cluster's retries); not compared")
+        return [not_compared(task, reason) for task in tasks]
 
 
 __all__ = ["cluster_address", "compare_span", "run_on_cluster", "ENV_CLUSTER", "RETRIES"]

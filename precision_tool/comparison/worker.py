@@ -288,6 +288,12 @@ class PairComparer:
             return ""
 
 
+def not_compared(task: PairTask, reason: str) -> Outcome:
+    """``task``'s outcome when no comparer could run it (its worker was lost): an ERROR row saying why."""
+    return TensorResult(**_row_fields(task), status=Status.ERROR, ref_dtype=_dtype_name(task.pair.ref.dtype),
+                        reason=reason), ""
+
+
 def _row_fields(task: PairTask) -> Dict[str, Any]:
     """The fields every row of ``task`` has, whatever the outcome (``TensorResult(**fields, ...)`` costs 20 us less
     than ``dataclasses.replace``)."""
@@ -383,4 +389,4 @@ def run_chunk(span: Tuple[int, int]) -> List[Outcome]:
 
 
 __all__ = ["PairTask", "PairComparer", "Outcome", "judge_pair", "prepare_worker_process", "keep_freed_memory",
-           "reference_identity", "init_pool_worker", "run_chunk"]
+           "reference_identity", "init_pool_worker", "run_chunk", "not_compared"]

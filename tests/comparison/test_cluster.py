@@ -3,6 +3,7 @@ started apart from the test (a LocalCluster in a child process: the workers are 
 test), then the same commands with and without ``--cluster`` on copies of the sample workspace. The rows must not
 depend on where they were made: the CSV and the lossless result file are compared byte for byte. And without
 ``--cluster`` no Dask module is imported."""
+import dataclasses
 import filecmp
 import json
 import os
@@ -10,6 +11,7 @@ import shutil
 import subprocess
 import sys
 import time
+import types
 from pathlib import Path
 
 import pytest
@@ -126,3 +128,62 @@ def test_without_cluster_no_dask_module_is_imported(tmp_path):
     done = subprocess.run([sys.executable, "-c", code], cwd=REPO, stdout=subprocess.PIPE, universal_newlines=True,
                           env={**os.environ, "PYTHONPATH": str(REPO)})
     assert done.stdout.strip().splitlines()[-1] == "[]"
+
+
+class _Future:
+    def __init__(self, outcome):
+        self.outcome = outcome
+
+    def result(self):
+        if isinstance(self.outcome, BaseException):
+            raise self.outcome
+        return self.outcome
+
+
+class _Cluster:
+    """Stands in for a Dask client whose workers compare every span but the second, whose worker dies each time
+    (Dask raises KilledWorker once its retries are spent): deterministic, where killing a real process mid-run
+    depends on timing."""
+
+    def __init__(self):
+        self.cancelled, self.closed, self.submitted = [], False, 0
+
+    def submit(self, function, tasks, cosine, **_):
+        from distributed import KilledWorker
+
+        from precision_tool.comparison.cluster import compare_span
+
+        self.submitted += 1
+        if self.submitted == 2:
+            return _Future(KilledWorker("span-2", types.SimpleNamespace(address="tcp://10.0.0.7:40001"), 2))
+        return _Future(compare_span(tasks, cosine))
+
+    def cancel(self, futures):
+        self.cancelled.extend(futures)
+
+    def close(self):
+        self.closed = True
+
+
+def test_a_lost_worker_s_pairs_are_error_rows_naming_it_and_the_rest_is_compared(monkeypatch):
+    pytest.importorskip("distributed", reason="the cluster extra (precision_tool[cluster]) is not installed")
+    from precision_tool.alignment import align, load_graph
+    from precision_tool.comparison import cluster
+    from precision_tool.comparison.engine import compare_alignment
+    from precision_tool.status import Status
+
+    fake = _Cluster()
+    monkeypatch.setattr(cluster, "_connect", lambda address: fake)
+    graph = load_graph(CNN / "npu" / "debug_0" / "graph")
+    alignment = align(CNN / "npu" / "debug_0" / "dump", CNN / "tf" / "dump", graph)
+    local = compare_alignment(alignment, graph=graph, workers=2)
+    remote = compare_alignment(alignment, graph=graph, workers=2, cluster="tcp://stand-in:8786")
+    lost = [row for row in remote.results if row.reason.startswith("lost worker tcp://10.0.0.7:40001")]
+    assert fake.submitted > 2 and fake.closed and lost  # the second span's pairs
+    assert all(row.status is Status.ERROR for row in lost)
+    assert "died comparing pairs" in lost[0].reason and "3 times (the cluster's retries)" in lost[0].reason
+    kept = {row.tensor_id: row for row in local.results}
+    for row in remote.results:  # every other row as the local run made it: no gap, nothing else changed
+        if row not in lost:  # (an input whose producer was lost is compared on its own: no reused_from)
+            assert dataclasses.replace(row, reused_from=kept[row.tensor_id].reused_from) == kept[row.tensor_id]
+    assert len(remote.results) == len(local.results)
