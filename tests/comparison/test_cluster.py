@@ -151,12 +151,13 @@ class _Cluster:
     def submit(self, function, tasks, cosine, **_):
         from distributed import KilledWorker
 
-        from precision_tool.comparison.cluster import compare_span
+        from precision_tool.comparison.worker import PairComparer
 
         self.submitted += 1
         if self.submitted == 2:
             return _Future(KilledWorker("span-2", types.SimpleNamespace(address="tcp://10.0.0.7:40001"), 2))
-        return _Future(compare_span(tasks, cosine))
+        # compare_span's comparer, without its process settings: this is the test's process, not a worker's
+        return _Future(PairComparer(cosine).run_all(list(tasks)))
 
     def cancel(self, futures):
         self.cancelled.extend(futures)
