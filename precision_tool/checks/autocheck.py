@@ -23,7 +23,7 @@ from precision_tool.checks.nonfinite import DumpScanCheck, scan_dumps_for_overfl
 from precision_tool.checks.overflow_records import OverflowCheck, check_overflow_records
 from precision_tool.checks.run_verdict import Verdict
 from precision_tool.checks.stats_check import (DEFAULT_BUDGET, StatisticsSection, check_statistics,
-                                               holds_statistics_only, statistics_verdict)
+                                               statistics_verdict)
 from precision_tool.comparison.judgment import exit_code
 from precision_tool.comparison.result import ComparisonResult
 from precision_tool.comparison.tree_runs import StepRun
@@ -65,6 +65,7 @@ class OverflowSection:
     scanned_folder: str = ""
     notes: Tuple[str, ...] = ()
     exception_dumps: Tuple[ExceptionDumpInfo, ...] = ()
+    statistics_only: bool = False  # the normal run's dump holds statistics and no tensors (dump_data="stats")
 
     @property
     def found(self) -> bool:
@@ -238,7 +239,7 @@ def check_overflow(workspace: Workspace, limit: int = DEFAULT_LIMIT,
         notes.append(f"{folder} holds statistics (dump_data=\"stats\"), not tensors: no dump scan or cast check; "
                      "'ac -c' compares their NaN and inf counts with the reference's")
         return OverflowSection(records, None, None, "", tuple(notes),
-                               describe_exception_dumps(exception_refs(overflow_scan, scan)))
+                               describe_exception_dumps(exception_refs(overflow_scan, scan)), statistics_only=True)
     return OverflowSection(records, scan_dumps_for_overflow(folder, scan), check_casts(scan), folder, tuple(notes),
                            describe_exception_dumps(exception_refs(overflow_scan, scan)))
 
@@ -424,7 +425,7 @@ def run_autocheck(root: str, options: AutocheckOptions = AutocheckOptions(),
     fusion = check_fusion(workspace, options.fusion_floor, options.fusion_growth, selection=options.selection)
     timing["fusion_s"] = time.perf_counter() - started
     compare = statistics = None
-    if options.compare and holds_statistics_only(workspace.npu_dump(0), options.selection):
+    if options.compare and overflow.statistics_only:  # its scan of the normal run saw it: not scanned again
         started = time.perf_counter()
         graph_folder = workspace.npu_graph(0) if os.path.isdir(workspace.npu_graph(0)) else None
         statistics = check_statistics(workspace.npu_dump(0), workspace.tf_dump, graph_folder, options.selection,

@@ -10,9 +10,14 @@ from precision_tool.errors import PrecisionToolError, WorkspaceError
 
 
 def stored_statistics_for(file: Optional[str], data_dir: str, selection):
-    """The stored judgment to show: ``file`` when it is one (``statistics_*.json``); else, when the workspace's NPU
-    dump holds statistics and no tensor dump, its newest (a :class:`WorkspaceError` saying to run ``ac -c`` when
-    there is none); else ``None`` (a tensor workspace: the command goes on as usual)."""
+    """The stored judgment to show, or ``None`` (a tensor comparison: the command goes on as usual).
+
+    ``file`` when it is one (``statistics_*.json``). Else the workspace's newest, when it is newer than its newest
+    tensor result (both are named by the time they were written). With neither, a workspace whose NPU dump holds
+    statistics and no tensor dump is a :class:`WorkspaceError` saying to run ``ac -c``: only then is the dump
+    folder scanned, never on the way to a result that is there."""
+    import glob
+
     from precision_tool.checks.stats_check import holds_statistics_only
     from precision_tool.config import Workspace
     from precision_tool.reports.result_outputs import workspace_result_folder
@@ -20,16 +25,21 @@ def stored_statistics_for(file: Optional[str], data_dir: str, selection):
 
     if file:
         return load_statistics(file) if os.path.basename(file).startswith(PREFIX) else None
-    workspace = Workspace(data_dir)
-    if not holds_statistics_only(workspace.npu_dump(0), selection):
-        return None
     folder = workspace_result_folder(data_dir)
-    path = newest_statistics(folder)
-    if path is None:
-        raise WorkspaceError(f"{workspace.npu_dump(0)} holds statistics (dump_data=\"stats\") and no judgment of "
-                             f"them is under {folder}", f"run 'precision_tool -d {data_dir} ac -c' first; a judgment "
-                             "that 'ac -c -o DIR' wrote elsewhere is read with -f DIR/statistics_....json")
-    return load_statistics(path)
+    judged = newest_statistics(folder)
+    compared = max(glob.glob(os.path.join(glob.escape(folder), "*", "result_*.csv")), key=os.path.basename,
+                   default=None)
+    if judged is not None:
+        stamp = os.path.basename(judged)[len(PREFIX):]
+        if compared is None or stamp >= os.path.basename(compared)[len("result_"):]:
+            return load_statistics(judged)
+        return None
+    workspace = Workspace(data_dir)
+    if compared is not None or not holds_statistics_only(workspace.npu_dump(0), selection):
+        return None
+    raise WorkspaceError(f"{workspace.npu_dump(0)} holds statistics (dump_data=\"stats\") and no judgment of them "
+                         f"is under {folder}", f"run 'precision_tool -d {data_dir} ac -c' first; a judgment that "
+                         "'ac -c -o DIR' wrote elsewhere is read with -f DIR/statistics_....json")
 
 
 def statistics_report(stored, limit: int, command: str, tail: str = ""):
