@@ -141,26 +141,33 @@ def _chunks(count: int, workers: int) -> List[Tuple[int, int]]:
 # --------------------------------------------------------------------------------------------- running
 def _run(tasks: List[PairTask], cosine_threshold, workers: int, progress: Optional[Progress],
          workers_started: Optional[Callable[[], None]] = None, cluster: str = "") -> Tuple[List[Outcome], int]:
-    """Every task's outcome in task order, and the number of processes that compared.
+    """Every task's outcome in task order, and the number of processes that compared (on a cluster, its threads).
 
     Work is always done in worker processes -- even with ``workers=1`` -- so that their process-wide settings
     (:func:`~precision_tool.comparison.worker.prepare_worker_process`) never touch the caller's process (a
     long-lived shell, a test runner). Only a run too small to fill two chunks, or a system that cannot fork
     (:func:`~precision_tool.process_env.can_fork`), compares in this process.
     """
-    chunks = _chunks(len(tasks), workers)
     outcomes: List[Outcome] = []
     if progress:
         progress(0, len(tasks))
     started = workers_started or (lambda: None)
-    if cluster:  # the same chunks, on the cluster's workers: the rows must not depend on where they were made
+    if cluster:  # chunks for the cluster's threads, on its workers: the rows must not depend on where they were made
         from precision_tool.comparison.cluster import run_on_cluster
 
-        for chunk_outcomes in run_on_cluster(tasks, chunks, cosine_threshold, cluster, started):
+        threads = [workers]
+
+        def on_cluster(count: int) -> None:
+            threads[0] = count
+            started()
+
+        for chunk_outcomes in run_on_cluster(tasks, lambda count: _chunks(len(tasks), count), cosine_threshold,
+                                             cluster, on_cluster):
             outcomes.extend(chunk_outcomes)
             if progress:
                 progress(len(outcomes), len(tasks))
-        return outcomes, workers
+        return outcomes, threads[0]
+    chunks = _chunks(len(tasks), workers)
     if len(chunks) < 2 or not can_fork():
         started()
         comparer = PairComparer(cosine_threshold)

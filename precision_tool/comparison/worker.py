@@ -190,7 +190,7 @@ class PairComparer:
         the pair was compared: what was computed from it is void, a mix of two versions or zeros."""
         if shrunk_while_mapped():  # left by a pair that raised: not this pair's, but the kept maps may hold zeros
             self._forget_kept_files()
-        files = _files_read(task)
+        files = files_read(task)
         before = [_identity(path) for path in files]
         outcome = self._compare(task)
         shrunk = shrunk_while_mapped()
@@ -274,7 +274,7 @@ class PairComparer:
         asked: set = set()
         for number, task in enumerate(tasks):
             if number + 1 < len(tasks):
-                for path in _files_read(tasks[number + 1]):
+                for path in files_read(tasks[number + 1]):
                     if path not in asked:  # an op's inputs and outputs share a file, a consumer its producer's
                         asked.add(path)
                         prefetch(path)
@@ -303,7 +303,7 @@ def _row_fields(task: PairTask) -> Dict[str, Any]:
                 reference=pair.ref.tensor_id, rule=pair.rule)
 
 
-def _files_read(task: PairTask) -> Tuple[str, ...]:
+def files_read(task: PairTask) -> Tuple[str, ...]:
     """The files comparing ``task`` reads: the NPU dump, and the producer's dump (a shared input) or else the
     reference."""
     if task.same_as is not None:

@@ -1,13 +1,16 @@
-"""``compare``, ``ac -c`` and ``vc`` on a Dask cluster (issue 43, first part): a scheduler and 3 worker processes
-started apart from the test (a LocalCluster in a child process: the workers are processes, not threads of the
-test), then the same commands with and without ``--cluster`` on copies of the sample workspace. The rows must not
-depend on where they were made: the CSV and the lossless result file are compared byte for byte. And without
-``--cluster`` no Dask module is imported."""
+"""``compare``, ``ac -c`` and ``vc`` on a Dask cluster (issue 43): a scheduler and 3 worker processes started apart
+from the test (a LocalCluster in a child process: the workers are processes, not threads of the test), then the
+same commands with and without ``--cluster``. The rows must not depend on where they were made: the CSV and the
+lossless result file are compared byte for byte, on the sample workspace and on a 4-device, 2-step tree of emulated
+dumps. Faults are real: a worker process that dies mid-run (it kills itself with SIGKILL when it is given a chosen
+pair: deterministic, where a kill from outside depends on timing), Ctrl-C, a worker that cannot see the workspace
+(its own mount namespace), a TLS scheduler. And without ``--cluster`` no Dask module is imported."""
 import dataclasses
 import filecmp
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -18,33 +21,98 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[2]
 CNN = REPO / "sample_dumps" / "cnn_workspace"
+CNN_SCRIPT = REPO / "sample_dumps" / "models" / "cnn.py"
+PLANTED = "small_cnn_1/res_conv_1/convolution"
 SCHEDULER = """
-import sys, time
+import sys
 from distributed import LocalCluster
 if __name__ == "__main__":
-    cluster = LocalCluster(n_workers=3, threads_per_worker=1, processes=True, dashboard_address=None)
+    cluster = LocalCluster(n_workers=3, threads_per_worker=1, processes=True, dashboard_address=None,
+                           preload=[sys.argv[1]])
     print(cluster.scheduler_address, flush=True)
     sys.stdin.read()  # until the test closes it
     cluster.close()
 """
+# A worker's faults, read from the control file at each task: the real comparison after an optional pause, or the
+# worker process killing itself (SIGKILL) when its span holds the pair named -- once, or every time.
+PRELOAD = """
+import json, os, signal, time
+from precision_tool.comparison import cluster
+
+_compare_span = getattr(cluster, "untouched_compare_span", cluster.compare_span)  # Dask may run a preload twice
+cluster.untouched_compare_span = _compare_span
+
+
+def compare_span(tasks, cosine_threshold):
+    control_file = os.environ["PT_TEST_CLUSTER_CONTROL"]
+    control = json.load(open(control_file)) if os.path.exists(control_file) else {}
+    with open(control_file + ".log", "a") as log:
+        log.write(tasks[0].pair.npu.tensor_id + "\\n")
+    time.sleep(control.get("pause", 0))
+    if any(task.pair.npu.tensor_id == control.get("die_on") for task in tasks):
+        if control.get("always") or not os.path.exists(control["marker"]):
+            open(control["marker"], "a").close()
+            os.kill(os.getpid(), signal.SIGKILL)
+    return _compare_span(tasks, cosine_threshold)
+
+
+cluster.compare_span = compare_span
+"""
+
+
+def start_cluster(folder, script=SCHEDULER, *args, env=None):
+    """A child process running ``script`` (a LocalCluster); yields its scheduler's address, then closes it."""
+    pytest.importorskip("distributed", reason="the cluster extra (precision_tool[cluster]) is not installed")
+    (folder / "scheduler.py").write_text(script)
+    child = subprocess.Popen([sys.executable, str(folder / "scheduler.py"), *map(str, args)], stdin=subprocess.PIPE,
+                             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, universal_newlines=True, cwd=REPO,
+                             env={**os.environ, "PYTHONPATH": str(REPO), **(env or {})})
+    address = child.stdout.readline().strip()
+    assert address.startswith(("tcp://", "tls://")), address
+    try:
+        yield address
+    finally:
+        child.stdin.close()
+        try:
+            child.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            child.kill()
+
+
+class Control:
+    """The control file the workers read: what the next tasks do (nothing unless told)."""
+
+    def __init__(self, path):
+        self.path = path
+
+    def set(self, **control):
+        self.path.write_text(json.dumps({"marker": str(self.path) + f".died{time.monotonic_ns()}", **control}))
+        Path(str(self.path) + ".log").write_text("")
+
+    def started(self):
+        return Path(str(self.path) + ".log").read_text().splitlines()
 
 
 @pytest.fixture(scope="module")
-def scheduler(tmp_path_factory):
-    pytest.importorskip("distributed", reason="the cluster extra (precision_tool[cluster]) is not installed")
-    script = tmp_path_factory.mktemp("cluster") / "scheduler.py"
-    script.write_text(SCHEDULER)
-    child = subprocess.Popen([sys.executable, str(script)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                             stderr=subprocess.DEVNULL, universal_newlines=True, cwd=REPO,
-                             env={**os.environ, "PYTHONPATH": str(REPO)})
-    address = child.stdout.readline().strip()
-    assert address.startswith("tcp://"), address
-    yield address
-    child.stdin.close()
-    try:
-        child.wait(timeout=30)
-    except subprocess.TimeoutExpired:
-        child.kill()
+def control(tmp_path_factory):
+    return Control(tmp_path_factory.mktemp("control") / "control.json")
+
+
+@pytest.fixture(scope="module")
+def scheduler(tmp_path_factory, control):
+    folder = tmp_path_factory.mktemp("cluster")
+    (folder / "preload.py").write_text(PRELOAD)
+    control.set()
+    yield from start_cluster(folder, SCHEDULER, folder / "preload.py",
+                             env={"PT_TEST_CLUSTER_CONTROL": str(control.path)})
+
+
+@pytest.fixture
+def calm(control):
+    """The workers as they are, after the test too."""
+    control.set()
+    yield control
+    control.set()
 
 
 def cli(*args):
@@ -117,6 +185,261 @@ def test_the_environment_names_the_cluster_and_a_bad_address_is_one_line(schedul
     assert time.monotonic() - started < 60
 
 
+def test_a_workspace_given_relative_to_this_folder_is_read_by_workers_elsewhere(scheduler, tmp_path):
+    """The workers' working folder is the repository's; this run's is ``tmp_path``, the workspace ``ws`` in it. The
+    rows still spell the paths as given (relative), byte for byte as the local run's."""
+    shutil.copytree(CNN, tmp_path / "ws")
+
+    def run(*args):
+        return subprocess.run([sys.executable, "-m", "precision_tool", "-d", "ws", "compare", *args], cwd=tmp_path,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True,
+                              env={**os.environ, "PYTHONPATH": str(REPO)}, timeout=300)
+
+    local, remote = run("-o", "local"), run("-o", "cluster", "--cluster", scheduler)
+    assert local.returncode == remote.returncode == 1, remote.stderr
+    (csv, lossless), (their_csv, their_lossless) = results(tmp_path / "local"), results(tmp_path / "cluster")
+    assert filecmp.cmp(csv, their_csv, shallow=False)
+    same_lossless_file(lossless, their_lossless)
+    assert '"npu_dump": "ws/npu/debug_0/dump/' in their_lossless.read_text()
+
+
+# ------------------------------------------------------------------------- a data-parallel tree: 4 devices x 2 steps
+DEVICES, STEPS, FAULTY = 4, 2, (2, 1)  # only device 2's step 1 ran the imprecise kernel
+
+
+@pytest.fixture(scope="module")
+def tree(tmp_path_factory):
+    """A workspace whose NPU dump is GE's ``{time}/{device}/{model}/{model_id}/{step}`` tree of 4 devices and 2
+    steps, each emulated from the sample CNN (same seed, so one reference): clean, but for device 2's step 1, where
+    noise of 0.5 was planted on res_conv's Conv2D."""
+    pytest.importorskip("tensorflow", reason="emulating the tree needs TensorFlow")
+    folder = tmp_path_factory.mktemp("tree")
+    for name, fault in (("clean", []), ("faulty", ["--perturb", f"{PLANTED}=0.5"])):
+        done = cli("emulate", CNN_SCRIPT, "-o", folder / name, "--fusion", "on", *fault)
+        assert done.returncode == 0, done.stderr
+    workspace = folder / "ws"
+    shutil.copytree(folder / "clean" / "tf", workspace / "tf")
+    shutil.copytree(folder / "clean" / "npu" / "debug_0" / "graph", workspace / "npu" / "debug_0" / "graph")
+    for device in range(DEVICES):
+        for step in range(STEPS):
+            source = folder / ("faulty" if (device, step) == FAULTY else "clean")
+            (dump,) = (source / "npu" / "debug_0" / "dump").glob("*/*/*/*/*")
+            shutil.copytree(dump, workspace / "npu" / "debug_0" / "dump" / f"2024111907064{device}" / str(device)
+                            / dump.parts[-3] / "1" / str(step))
+    return workspace
+
+
+def test_every_step_of_every_device_on_the_cluster_is_the_local_run_byte_for_byte(scheduler, tree, tmp_path):
+    local = cli("-d", tree, "compare", "--device", "all", "--steps", "all", "-o", tmp_path / "local")
+    remote = cli("-d", tree, "compare", "--device", "all", "--steps", "all", "-o", tmp_path / "cluster",
+                 "--cluster", scheduler)
+    assert local.returncode == remote.returncode == 1, remote.stderr
+    assert "First diverging step of device 2: 1" in remote.stdout and "No step of device 0 diverges" in remote.stdout
+    runs = sorted(str(path.relative_to(tmp_path / "local")) for path in (tmp_path / "local").glob("device_*/step_*"))
+    assert runs == [f"device_{d}/step_{s}" for d in range(DEVICES) for s in range(STEPS)]
+    for run in runs:
+        (csv, lossless), (their_csv, their_lossless) = (results(tmp_path / "local" / run),
+                                                         results(tmp_path / "cluster" / run))
+        assert filecmp.cmp(csv, their_csv, shallow=False), run
+        same_lossless_file(lossless, their_lossless)
+
+
+def test_ac_c_on_the_cluster_walks_the_faulty_device_s_steps_as_the_local_run(scheduler, tree, tmp_path):
+    local = cli("--device", "2", "-d", tree, "--json", "ac", "-c", "--no-replay", "-o", tmp_path / "local")
+    remote = cli("--device", "2", "-d", tree, "--json", "ac", "-c", "--no-replay", "-o", tmp_path / "cluster",
+                 "--cluster", scheduler)
+    assert local.returncode == remote.returncode == 1, remote.stderr
+    verdicts = [json.loads(run.stdout)["data"]["verdict"] for run in (local, remote)]
+    decided = [(v["headline"], v["culprit"]["op_name"], v["culprit"]["evidence"], v["also"]) for v in verdicts]
+    assert decided[0] == decided[1] and decided[0][1] == PLANTED
+    for mine, theirs in zip(sorted((tmp_path / "local").rglob("result_*.csv")),
+                            sorted((tmp_path / "cluster").rglob("result_*.csv"))):
+        assert mine.relative_to(tmp_path / "local").parent == theirs.relative_to(tmp_path / "cluster").parent
+        assert filecmp.cmp(mine, theirs, shallow=False)
+
+
+# ------------------------------------------------------------------------------------------------------- faults
+def test_a_worker_killed_mid_run_has_its_pairs_run_again_elsewhere(scheduler, calm, tmp_path):
+    workspace = tmp_path / "ws"
+    shutil.copytree(CNN, workspace)
+    local = cli("-d", workspace, "compare", "-o", tmp_path / "local")
+    calm.set(die_on=f"{PLANTED}:output:0")
+    remote = cli("-d", workspace, "compare", "-o", tmp_path / "cluster", "--cluster", scheduler)
+    assert Path(json.loads(calm.path.read_text())["marker"]).exists()  # a worker did die
+    assert local.returncode == remote.returncode == 1, remote.stderr
+    assert filecmp.cmp(results(tmp_path / "local")[0], results(tmp_path / "cluster")[0], shallow=False)
+
+
+def test_a_span_that_kills_every_worker_it_runs_on_is_error_rows_naming_the_last(scheduler, calm, tmp_path):
+    workspace = tmp_path / "ws"
+    shutil.copytree(CNN, workspace)
+    assert cli("-d", workspace, "--json", "compare", "-o", tmp_path / "local").returncode == 1
+    calm.set(die_on=f"{PLANTED}:output:0", always=True)
+    remote = cli("-d", workspace, "--json", "compare", "-o", tmp_path / "cluster", "--cluster", scheduler)
+    assert remote.returncode == 1, remote.stderr
+    rows = results(tmp_path / "local")[1].read_text().splitlines()[1:]
+    mine = {row["tensor_id"]: row for row in map(json.loads, rows)}
+    theirs = list(map(json.loads, results(tmp_path / "cluster")[1].read_text().splitlines()[1:]))
+    assert sorted(row["tensor_id"] for row in theirs) == sorted(mine)  # every pair: compared, or an ERROR row
+    lost = [row for row in theirs if row["reason"].startswith("lost worker tcp://127.0.0.1:")]
+    assert f"{PLANTED}:output:0" in {row["tensor_id"] for row in lost}
+    assert all(row["status"] == "ERROR" for row in lost) and len(lost) < len(theirs)
+    assert "workers died 4 times running pairs" in lost[0]["reason"]  # Dask's default allowed-failures: 3
+    assert "(the scheduler's allowed-failures: 3); not compared" in lost[0]["reason"]
+    for row in theirs:
+        if row not in lost:  # what the other workers compared is the local run's
+            assert row["metrics"] == mine[row["tensor_id"]]["metrics"]
+            assert row["status"] == mine[row["tensor_id"]]["status"]
+
+
+def test_ctrl_c_cancels_the_run_s_tasks_on_the_cluster(scheduler, calm, tmp_path):
+    workspace = tmp_path / "ws"
+    shutil.copytree(CNN, workspace)
+    calm.set(pause=1.0)
+    run = subprocess.Popen([sys.executable, "-m", "precision_tool", "-d", str(workspace), "compare", "-o",
+                            str(tmp_path / "out"), "--cluster", scheduler], cwd=REPO, stdout=subprocess.PIPE,
+                           stderr=subprocess.PIPE, universal_newlines=True, env={**os.environ, "PYTHONPATH": str(REPO)})
+    deadline = time.monotonic() + 60
+    while not calm.started() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    run.send_signal(signal.SIGINT)
+    _, err = run.communicate(timeout=60)
+    assert run.returncode == 130 and err.count("\n") == 1, err
+    started = len(calm.started())
+    time.sleep(3)  # what was cancelled never starts
+    assert len(calm.started()) == started and started < 10  # of the run's 23 spans
+    from distributed import Client
+
+    with Client(scheduler, set_as_default=False) as client:
+        left = client.run_on_scheduler(lambda dask_scheduler: [str(key) for key in dask_scheduler.tasks])
+    assert not [key for key in left if key.startswith("precision_tool-")]
+
+
+def test_a_worker_that_cannot_see_the_workspace_is_one_line_naming_it_and_the_path(tmp_path):
+    """The worker runs in a mount namespace of its own where the workspace's folder is an empty file system -- a
+    node without the shared mount."""
+    pytest.importorskip("distributed", reason="the cluster extra (precision_tool[cluster]) is not installed")
+    workspace = tmp_path / "ws"
+    shutil.copytree(CNN, workspace)
+    probe = subprocess.run(["unshare", "-Urm", "sh", "-c", f"mount -t tmpfs none {workspace}"],
+                           stderr=subprocess.PIPE, universal_newlines=True)
+    if probe.returncode:
+        pytest.skip(f"no mount namespace for a user here: {probe.stderr.strip()}")
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    scheduler = subprocess.Popen([sys.executable, "-m", "distributed.cli.dask_scheduler", "--host", "127.0.0.1",
+                                  "--port", "0", "--no-dashboard", "--scheduler-file", str(tmp_path / "s.json")],
+                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
+    worker = None
+    try:
+        deadline = time.monotonic() + 60
+        while not (tmp_path / "s.json").exists() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        address = json.loads((tmp_path / "s.json").read_text())["address"]
+        worker = subprocess.Popen(["unshare", "-Urm", "sh", "-c", f"mount -t tmpfs none {workspace} && exec "
+                                   f"{sys.executable} -m distributed.cli.dask_worker {address} --nthreads 1 "
+                                   "--no-nanny --no-dashboard"], stdout=subprocess.DEVNULL,
+                                  stderr=subprocess.DEVNULL, env=env)
+        done = cli("-d", workspace, "compare", "-o", tmp_path / "out", "--cluster", address)
+    finally:
+        for process in (worker, scheduler):
+            if process is not None:
+                process.terminate()
+                process.wait(timeout=30)
+    assert done.returncode == 2 and done.stderr.count("\n") == 1, done.stderr
+    assert "error: Dask worker tcp://127.0.0.1:" in done.stderr
+    assert f"cannot read {workspace}/npu/debug_0/dump/" in done.stderr and "(no such file), which this machine " \
+        "reads" in done.stderr
+
+
+def test_a_scheduler_lost_mid_run_is_one_line(calm, tmp_path):
+    workspace = tmp_path / "ws"
+    shutil.copytree(CNN, workspace)
+    (tmp_path / "scheduler.py").write_text(SCHEDULER)
+    (tmp_path / "preload.py").write_text(PRELOAD)
+    calm.set(pause=1.0)
+    child = subprocess.Popen([sys.executable, str(tmp_path / "scheduler.py"), str(tmp_path / "preload.py")],
+                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                             universal_newlines=True, env={**os.environ, "PYTHONPATH": str(REPO),
+                                                           "PT_TEST_CLUSTER_CONTROL": str(calm.path)})
+    try:
+        address = child.stdout.readline().strip()
+        run = subprocess.Popen([sys.executable, "-m", "precision_tool", "-d", str(workspace), "compare", "-o",
+                                str(tmp_path / "out"), "--cluster", address], cwd=REPO, stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, universal_newlines=True,
+                               env={**os.environ, "PYTHONPATH": str(REPO)})
+        deadline = time.monotonic() + 60
+        while not calm.started() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        child.kill()  # the scheduler's process; its workers' nannies follow
+        _, err = run.communicate(timeout=120)
+    finally:
+        child.kill()
+        child.wait()
+    assert run.returncode == 2 and err.count("\n") == 1, err
+    assert f"error: lost the Dask scheduler at {address} during the comparison" in err
+
+
+TLS_SCHEDULER = """
+import sys
+from distributed import LocalCluster
+from distributed.security import Security
+if __name__ == "__main__":
+    ca, cert, key = sys.argv[1:4]
+    security = Security(tls_ca_file=ca, tls_scheduler_cert=cert, tls_scheduler_key=key, tls_worker_cert=cert,
+                        tls_worker_key=key, tls_client_cert=cert, tls_client_key=key, require_encryption=True)
+    cluster = LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None,
+                           protocol="tls", security=security)
+    print(cluster.scheduler_address, flush=True)
+    sys.stdin.read()
+    cluster.close()
+"""
+
+
+def certificates(folder, name):
+    """A CA of its own and a certificate it signs, by the openssl command (``name.pem``, ``name.key``)."""
+    def openssl(*args):
+        subprocess.run(["openssl", *args], cwd=folder, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+
+    openssl("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", f"{name}-ca.key", "-out", f"{name}-ca.pem",
+            "-days", "2", "-subj", f"/CN={name} CA")
+    openssl("req", "-newkey", "rsa:2048", "-nodes", "-keyout", f"{name}.key", "-out", f"{name}.csr", "-subj",
+            "/CN=localhost")
+    openssl("x509", "-req", "-in", f"{name}.csr", "-CA", f"{name}-ca.pem", "-CAkey", f"{name}-ca.key",
+            "-CAcreateserial", "-out", f"{name}.pem", "-days", "2")
+    return {"DASK_DISTRIBUTED__COMM__TLS__CA_FILE": str(folder / f"{name}-ca.pem"),
+            "DASK_DISTRIBUTED__COMM__TLS__CLIENT__CERT": str(folder / f"{name}.pem"),
+            "DASK_DISTRIBUTED__COMM__TLS__CLIENT__KEY": str(folder / f"{name}.key")}
+
+
+def test_a_tls_scheduler_with_the_user_s_certificates(tmp_path):
+    """The cluster's own CA signs its nodes' certificate; the client gives its certificates in Dask's configuration
+    (here its environment variables). Without them, or with another CA's, it is one line."""
+    if shutil.which("openssl") is None:
+        pytest.skip("no openssl command to make certificates with")
+    ours, theirs = certificates(tmp_path, "cluster"), certificates(tmp_path, "stranger")
+    workspace = tmp_path / "ws"
+    shutil.copytree(CNN, workspace)
+
+    def run(out, environment):
+        env = {key: value for key, value in os.environ.items() if not key.startswith("DASK_")}
+        return subprocess.run([sys.executable, "-m", "precision_tool", "-d", str(workspace), "compare", "-o",
+                               str(tmp_path / out), "--cluster", address], cwd=REPO, stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, universal_newlines=True, timeout=300,
+                              env={**env, "PYTHONPATH": str(REPO), **environment})
+
+    local = cli("-d", workspace, "compare", "-o", tmp_path / "local")
+    for address in start_cluster(tmp_path, TLS_SCHEDULER, *(tmp_path / name for name in (
+            "cluster-ca.pem", "cluster.pem", "cluster.key"))):
+        assert address.startswith("tls://")
+        secure, bare, stranger = run("cluster", ours), run("bare", {}), run("stranger", theirs)
+    assert local.returncode == secure.returncode == 1, secure.stderr
+    assert filecmp.cmp(results(tmp_path / "local")[0], results(tmp_path / "cluster")[0], shallow=False)
+    assert bare.returncode == 2 and bare.stderr.count("\n") == 1
+    assert "Dask's configuration names no distributed.comm.tls.ca-file" in bare.stderr
+    assert stranger.returncode == 2 and stranger.stderr.count("\n") == 1
+    assert f"cannot reach the Dask scheduler at {address} (TLS certificate does not match" in stranger.stderr
+
+
 def test_without_cluster_no_dask_module_is_imported(tmp_path):
     workspace = tmp_path / "ws"
     shutil.copytree(CNN, workspace)
@@ -148,6 +471,9 @@ class _Cluster:
     def __init__(self):
         self.cancelled, self.closed, self.submitted = [], False, 0
 
+    def nthreads(self):
+        return {"tcp://10.0.0.6:40001": 2, "tcp://10.0.0.7:40001": 2}
+
     def submit(self, function, tasks, cosine, **_):
         from distributed import KilledWorker
 
@@ -155,7 +481,7 @@ class _Cluster:
 
         self.submitted += 1
         if self.submitted == 2:
-            return _Future(KilledWorker("span-2", types.SimpleNamespace(address="tcp://10.0.0.7:40001"), 2))
+            return _Future(KilledWorker("span-2", types.SimpleNamespace(address="tcp://10.0.0.7:40001"), 3))
         # compare_span's comparer, without its process settings: this is the test's process, not a worker's
         return _Future(PairComparer(cosine).run_all(list(tasks)))
 
@@ -182,9 +508,43 @@ def test_a_lost_worker_s_pairs_are_error_rows_naming_it_and_the_rest_is_compared
     lost = [row for row in remote.results if row.reason.startswith("lost worker tcp://10.0.0.7:40001")]
     assert fake.submitted > 2 and fake.closed and lost  # the second span's pairs
     assert all(row.status is Status.ERROR for row in lost)
-    assert "died comparing pairs" in lost[0].reason and "3 times (the cluster's retries)" in lost[0].reason
+    assert "workers died 4 times running pairs" in lost[0].reason
+    assert lost[0].reason.endswith("(the scheduler's allowed-failures: 3); not compared")
     kept = {row.tensor_id: row for row in local.results}
     for row in remote.results:  # every other row as the local run made it: no gap, nothing else changed
         if row not in lost:  # (an input whose producer was lost is compared on its own: no reused_from)
             assert dataclasses.replace(row, reused_from=kept[row.tensor_id].reused_from) == kept[row.tensor_id]
     assert len(remote.results) == len(local.results)
+
+
+def test_a_file_this_machine_cannot_read_either_is_compared_here_as_a_local_run_would(tmp_path):
+    """A worker's :class:`UnreadableOnWorker` for a file gone on this machine too (deleted after the alignment):
+    not the cluster's fault, so the span is compared here and its rows say what a local run says."""
+    pytest.importorskip("distributed", reason="the cluster extra (precision_tool[cluster]) is not installed")
+    from precision_tool.alignment import align, load_graph
+    from precision_tool.comparison import cluster
+    from precision_tool.comparison.engine import compare_alignment
+    from precision_tool.status import Status
+
+    workspace = tmp_path / "ws"
+    shutil.copytree(CNN, workspace)
+    graph = load_graph(workspace / "npu" / "debug_0" / "graph")
+    alignment = align(workspace / "npu" / "debug_0" / "dump", workspace / "tf" / "dump", graph)
+    (gone,) = (workspace / "tf" / "dump").glob("small_cnn_1_res_add_1_Add.*.npy")
+    gone.unlink()
+    local = compare_alignment(alignment, graph=graph, workers=1)
+
+    class Unreadable(_Cluster):
+        def submit(self, function, tasks, cosine, **_):
+            paths = {path for task in tasks for path in cluster.files_read(task)}
+            if str(gone) in paths:
+                return _Future(cluster.UnreadableOnWorker("tcp://10.0.0.8:40001", str(gone), "no such file"))
+            return super().submit(function, tasks, cosine)
+
+    fake = Unreadable()
+    fake.submitted = 5  # no lost worker here
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(cluster, "_connect", lambda address: fake)
+        remote = compare_alignment(alignment, graph=graph, workers=1, cluster="tcp://stand-in:8786")
+    assert remote.results == local.results
+    assert any(row.status is Status.ERROR and str(gone) in row.reason for row in remote.results)
