@@ -119,6 +119,7 @@ bench: venv peer
 	$(PY) benchmarks/ge_graph_memory.py
 	$(PY) benchmarks/machinery.py  # proto_records and the collector hold, each with and without (~60 s)
 	$(PY) benchmarks/statistics_scale.py  # ac -c on 20,000 ops: statistics (4 steps) beside tensors (~2 min)
+	$(PY) benchmarks/cluster_overhead.py  # compare --cluster on 1 and 2 local Dask workers beside local (~30 s)
 
 # Is ac -c's culprit the op that adds the error? 11 architectures under --numerics ascend910 and ideal, plants and
 # clean runs, truth by --exact (docs/local-error.md); about 40 minutes on 2 cores. Not part of make test.

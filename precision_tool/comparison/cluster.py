@@ -115,9 +115,9 @@ def run_on_cluster(tasks: Sequence[PairTask], plan: Callable[[int], Spans], cosi
                    in zip(outcomes, tasks[start:stop], sent[start:stop])]
         futures = []
     finally:
-        if futures:
-            client.cancel(futures)
         if client is not None:
+            if futures:
+                client.cancel(futures)
             client.close()
         restore()
 
