@@ -56,6 +56,8 @@ def test_analysis_path_does_not_import_tensorflow():
     modules = _modules_after(code)
     assert "precision_tool.formats" in modules
     assert not {m for m in modules if m == "tensorflow" or m.startswith(("tensorflow.", "keras"))}
+    assert "precision_tool.comparison.cluster" in modules  # imported, and Dask not with it (issue 43)
+    assert not {m for m in modules if m.split(".")[0] in ("dask", "distributed")}
 
 
 def test_python_dash_m_entry_point():
