@@ -100,6 +100,7 @@ def run_on_cluster(tasks: Sequence[PairTask], plan: Callable[[int], Spans], cosi
     client = None
     try:
         client = _connect(address)
+        _check_workers(client)
         threads = max(1, sum(client.nthreads().values()))
         spans = plan(threads)
         cwd = os.getcwd()
@@ -180,6 +181,30 @@ def _security(address: str):
         if not os.path.isfile(path):
             raise UsageError(f"--cluster {address}: {key} {path}: no such file")
     return Security(require_encryption=True)
+
+
+#: What each worker must run as this machine does, for its rows to be this machine's: evaluated there.
+_VERSIONS = "(__import__('precision_tool').__version__, __import__('numpy').__version__)"
+
+
+def _check_workers(client) -> None:
+    """Every worker runs the precision_tool and numpy versions this machine runs (a row's bits may depend on
+    either); else a :class:`UsageError` naming the first worker that does not, or that cannot import them."""
+    import numpy
+
+    import precision_tool
+
+    mine = (precision_tool.__version__, numpy.__version__)
+    found = client.run(eval, _VERSIONS, on_error="return")  # eval pickles by name: a worker without us can answer
+    for worker, theirs in sorted(found.items()):
+        if isinstance(theirs, BaseException):
+            raise UsageError(f"Dask worker {worker} cannot import precision_tool or numpy "
+                             f"({type(theirs).__name__}: {theirs})",
+                             f"install precision_tool {mine[0]} with numpy {mine[1]} on every worker")
+        if tuple(theirs) != mine:
+            raise UsageError(f"Dask worker {worker} runs precision_tool {theirs[0]} with numpy {theirs[1]}, this "
+                             f"machine {mine[0]} with numpy {mine[1]}",
+                             "install the same on every worker: the rows must not depend on where they were made")
 
 
 # ------------------------------------------------------------------------------------------------ results

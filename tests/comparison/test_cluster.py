@@ -351,6 +351,27 @@ def test_a_worker_that_cannot_see_the_workspace_is_one_line_naming_it_and_the_pa
         "reads" in done.stderr
 
 
+@pytest.mark.parametrize("preload, message", [
+    ("import precision_tool\nprecision_tool.__version__ = '0.0.9'\n",
+     "runs precision_tool 0.0.9 with numpy {numpy}, this machine {ours} with numpy {numpy}"),
+    ("import sys\nsys.modules['precision_tool'] = None  # as if not installed there\n",
+     "cannot import precision_tool or numpy (ModuleNotFoundError: import of precision_tool halted"),
+])
+def test_a_worker_running_another_version_or_none_is_one_line_before_any_pair(tmp_path, preload, message):
+    import numpy
+
+    import precision_tool
+
+    (tmp_path / "preload.py").write_text(preload)
+    one_worker = SCHEDULER.replace("n_workers=3", "n_workers=1")
+    for address in start_cluster(tmp_path, one_worker, tmp_path / "preload.py"):
+        done = cli("-d", CNN, "compare", "-o", tmp_path / "out", "--cluster", address)
+    assert done.returncode == 2 and done.stderr.count("\n") == 1, done.stderr
+    assert "error: Dask worker tcp://127.0.0.1:" in done.stderr
+    assert message.format(numpy=numpy.__version__, ours=precision_tool.__version__) in done.stderr
+    assert not (tmp_path / "out").exists() or not list((tmp_path / "out").glob("result_*"))
+
+
 def test_a_scheduler_lost_mid_run_is_one_line(calm, tmp_path):
     workspace = tmp_path / "ws"
     shutil.copytree(CNN, workspace)
@@ -481,6 +502,9 @@ class _Cluster:
 
     def nthreads(self):
         return {"tcp://10.0.0.6:40001": 2, "tcp://10.0.0.7:40001": 2}
+
+    def run(self, function, *args, **_):  # the workers' versions check: this machine's
+        return {worker: function(*args) for worker in self.nthreads()}
 
     def submit(self, function, tasks, cosine, **_):
         from distributed import KilledWorker
