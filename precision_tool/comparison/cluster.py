@@ -189,13 +189,17 @@ _VERSIONS = "(__import__('precision_tool').__version__, __import__('numpy').__ve
 
 def _check_workers(client) -> None:
     """Every worker runs the precision_tool and numpy versions this machine runs (a row's bits may depend on
-    either); else a :class:`UsageError` naming the first worker that does not, or that cannot import them."""
+    either); else a :class:`UsageError` naming the first worker that does not, or that cannot import them. A
+    scheduler without workers is a :class:`WorkspaceError`."""
     import numpy
 
     import precision_tool
 
     mine = (precision_tool.__version__, numpy.__version__)
     found = client.run(eval, _VERSIONS, on_error="return")  # eval pickles by name: a worker without us can answer
+    if not found:  # its tasks would wait for a worker for ever
+        raise WorkspaceError(f"the Dask scheduler at {client.scheduler.address} has no workers",
+                             f"start some (dask worker {client.scheduler.address}), or leave --cluster out")
     for worker, theirs in sorted(found.items()):
         if isinstance(theirs, BaseException):
             raise UsageError(f"Dask worker {worker} cannot import precision_tool or numpy "

@@ -372,6 +372,13 @@ def test_a_worker_running_another_version_or_none_is_one_line_before_any_pair(tm
     assert not (tmp_path / "out").exists() or not list((tmp_path / "out").glob("result_*"))
 
 
+def test_a_scheduler_without_workers_is_one_line_not_a_wait_for_ever(tmp_path):
+    for address in start_cluster(tmp_path, SCHEDULER.replace("n_workers=3", "n_workers=0"), tmp_path / "none.py"):
+        done = cli("-d", CNN, "compare", "-o", tmp_path / "out", "--cluster", address)
+    assert done.returncode == 2 and done.stderr.count("\n") == 1, done.stderr
+    assert f"error: the Dask scheduler at {address} has no workers (start some" in done.stderr
+
+
 def test_a_scheduler_lost_mid_run_is_one_line(calm, tmp_path):
     workspace = tmp_path / "ws"
     shutil.copytree(CNN, workspace)
