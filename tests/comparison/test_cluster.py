@@ -543,7 +543,12 @@ def test_a_lost_worker_s_pairs_are_error_rows_naming_it_and_the_rest_is_compared
     graph = load_graph(CNN / "npu" / "debug_0" / "graph")
     alignment = align(CNN / "npu" / "debug_0" / "dump", CNN / "tf" / "dump", graph)
     local = compare_alignment(alignment, graph=graph, workers=2)
-    remote = compare_alignment(alignment, graph=graph, workers=2, cluster="tcp://stand-in:8786")
+    seen = []
+    remote = compare_alignment(alignment, graph=graph, workers=2, cluster="tcp://stand-in:8786",
+                               progress=lambda done, total: seen.append((done, total)))
+    total = seen[0][1]  # progress as locally: from none to all, a step per span as it comes back, in order
+    assert seen[0] == (0, total) and seen[-1] == (total, total) and len(seen) == fake.submitted + 1
+    assert [done for done, _ in seen] == sorted(done for done, _ in seen)
     lost = [row for row in remote.results if row.reason.startswith("lost worker tcp://10.0.0.7:40001")]
     assert fake.submitted > 2 and fake.closed and lost  # the second span's pairs
     assert all(row.status is Status.ERROR for row in lost)
