@@ -380,6 +380,7 @@ def test_a_scheduler_without_workers_is_one_line_not_a_wait_for_ever(tmp_path):
 
 
 def test_a_scheduler_lost_mid_run_is_one_line(calm, tmp_path):
+    pytest.importorskip("distributed", reason="the cluster extra (precision_tool[cluster]) is not installed")
     workspace = tmp_path / "ws"
     shutil.copytree(CNN, workspace)
     (tmp_path / "scheduler.py").write_text(SCHEDULER)
