@@ -90,7 +90,8 @@ def add_workers_option(parser: argparse.ArgumentParser, help_prefix: str = "") -
     ``help_prefix`` says when it applies (``"with -c: "``).
     """
     return parser.add_argument("--workers", dest="workers", type=positive_int, default=None, metavar="N",
-                               help=f"{help_prefix}processes comparing tensors (default: every usable CPU)")
+                               help=f"{help_prefix}processes comparing tensors (default: every usable CPU; "
+                                    "with --cluster, the cluster's threads decide)")
 
 
 def add_cluster_option(parser: argparse.ArgumentParser, help_prefix: str = "") -> argparse.Action:

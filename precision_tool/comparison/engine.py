@@ -155,10 +155,11 @@ def _run(tasks: List[PairTask], cosine_threshold, workers: int, progress: Option
     if cluster:  # chunks for the cluster's threads, on its workers: the rows must not depend on where they were made
         from precision_tool.comparison.cluster import run_on_cluster
 
-        threads = [workers]
+        threads = workers
 
         def on_cluster(count: int) -> None:
-            threads[0] = count
+            nonlocal threads
+            threads = count
             started()
 
         for chunk_outcomes in run_on_cluster(tasks, lambda count: _chunks(len(tasks), count), cosine_threshold,
@@ -166,7 +167,7 @@ def _run(tasks: List[PairTask], cosine_threshold, workers: int, progress: Option
             outcomes.extend(chunk_outcomes)
             if progress:
                 progress(len(outcomes), len(tasks))
-        return outcomes, threads[0]
+        return outcomes, threads
     chunks = _chunks(len(tasks), workers)
     if len(chunks) < 2 or not can_fork():
         started()

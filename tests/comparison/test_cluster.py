@@ -53,7 +53,8 @@ def compare_span(tasks, cosine_threshold):
         if control.get("always") or not os.path.exists(control["marker"]):
             open(control["marker"], "a").close()
             os.kill(os.getpid(), signal.SIGKILL)
-    return _compare_span(tasks, cosine_threshold)
+    outcomes = _compare_span(tasks, cosine_threshold)
+    return outcomes[:-1] if control.get("drop_a_row") else outcomes
 
 
 cluster.compare_span = compare_span
@@ -315,40 +316,120 @@ def test_ctrl_c_cancels_the_run_s_tasks_on_the_cluster(scheduler, calm, tmp_path
     assert not [key for key in left if key.startswith("precision_tool-")]
 
 
+def cli_cluster(folder, *worker_wrappers, env=None, worker_args=()):
+    """``dask scheduler`` and one ``dask worker --no-nanny`` per item of ``worker_wrappers`` (a list of words its
+    command is put after, e.g. ``["unshare", ...]``, or ``[]``), processes apart from the test; yields the
+    scheduler's address and the worker processes, then ends them all."""
+    pytest.importorskip("distributed", reason="the cluster extra (precision_tool[cluster]) is not installed")
+    env = {**os.environ, "PYTHONPATH": str(REPO), **(env or {})}
+    scheduler_file = folder / "scheduler.json"
+    processes = [subprocess.Popen([sys.executable, "-m", "distributed.cli.dask_scheduler", "--host", "127.0.0.1",
+                                   "--port", "0", "--no-dashboard", "--scheduler-file", str(scheduler_file)],
+                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)]
+    try:
+        deadline = time.monotonic() + 60
+        while not scheduler_file.exists() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        address = json.loads(scheduler_file.read_text())["address"]
+        workers = [subprocess.Popen([*wrapper, sys.executable, "-m", "distributed.cli.dask_worker", address,
+                                     "--nthreads", "1", "--no-nanny", "--no-dashboard", *worker_args],
+                                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
+                   for wrapper in worker_wrappers]
+        processes += workers
+        yield address, workers
+    finally:
+        for process in reversed(processes):
+            process.kill()
+            process.wait(timeout=30)
+
+
 def test_a_worker_that_cannot_see_the_workspace_is_one_line_naming_it_and_the_path(tmp_path):
     """The worker runs in a mount namespace of its own where the workspace's folder is an empty file system -- a
     node without the shared mount."""
-    pytest.importorskip("distributed", reason="the cluster extra (precision_tool[cluster]) is not installed")
     workspace = tmp_path / "ws"
     shutil.copytree(CNN, workspace)
     probe = subprocess.run(["unshare", "-Urm", "sh", "-c", f"mount -t tmpfs none {workspace}"],
                            stderr=subprocess.PIPE, universal_newlines=True)
     if probe.returncode:
         pytest.skip(f"no mount namespace for a user here: {probe.stderr.strip()}")
-    env = {**os.environ, "PYTHONPATH": str(REPO)}
-    scheduler = subprocess.Popen([sys.executable, "-m", "distributed.cli.dask_scheduler", "--host", "127.0.0.1",
-                                  "--port", "0", "--no-dashboard", "--scheduler-file", str(tmp_path / "s.json")],
-                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
-    worker = None
-    try:
-        deadline = time.monotonic() + 60
-        while not (tmp_path / "s.json").exists() and time.monotonic() < deadline:
-            time.sleep(0.1)
-        address = json.loads((tmp_path / "s.json").read_text())["address"]
-        worker = subprocess.Popen(["unshare", "-Urm", "sh", "-c", f"mount -t tmpfs none {workspace} && exec "
-                                   f"{sys.executable} -m distributed.cli.dask_worker {address} --nthreads 1 "
-                                   "--no-nanny --no-dashboard"], stdout=subprocess.DEVNULL,
-                                  stderr=subprocess.DEVNULL, env=env)
-        done = cli("-d", workspace, "compare", "-o", tmp_path / "out", "--cluster", address)
-    finally:
-        for process in (worker, scheduler):
-            if process is not None:
-                process.terminate()
-                process.wait(timeout=30)
+    without_mount = ["unshare", "-Urm", "sh", "-c", f'mount -t tmpfs none {workspace} && exec "$0" "$@"']
+    for address, _ in cli_cluster(tmp_path, without_mount):
+        done = cli("-d", workspace, "compare", "-o", tmp_path / "out", "--cluster", address)  # waits for the worker
     assert done.returncode == 2 and done.stderr.count("\n") == 1, done.stderr
     assert "error: Dask worker tcp://127.0.0.1:" in done.stderr
     assert f"cannot read {workspace}/npu/debug_0/dump/" in done.stderr and "(no such file), which this machine " \
         "reads" in done.stderr
+
+
+def test_when_every_worker_is_lost_the_pairs_left_are_error_rows_naming_them(calm, tmp_path):
+    """One worker, no nanny to bring it back, killed once it has started comparing (each span takes a second)."""
+    workspace = tmp_path / "ws"
+    shutil.copytree(CNN, workspace)
+    (tmp_path / "preload.py").write_text(PRELOAD)
+    calm.set(pause=1.0)
+    for address, (worker,) in cli_cluster(tmp_path, [], env={"PT_TEST_CLUSTER_CONTROL": str(calm.path)},
+                                          worker_args=["--preload", str(tmp_path / "preload.py")]):
+        run = subprocess.Popen([sys.executable, "-m", "precision_tool", "-d", str(workspace), "--json", "compare",
+                                "-o", str(tmp_path / "out"), "--cluster", address], cwd=REPO, stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, universal_newlines=True,
+                               env={**os.environ, "PYTHONPATH": str(REPO)})
+        deadline = time.monotonic() + 60
+        while not calm.started() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        worker.kill()
+        _, err = run.communicate(timeout=120)
+    assert run.returncode == 1, err
+    rows = [json.loads(line) for line in results(tmp_path / "out")[1].read_text().splitlines()[1:]]
+    local = cli("-d", workspace, "compare", "-o", tmp_path / "local")
+    assert local.returncode == 1 and len(rows) == len(results(tmp_path / "local")[1].read_text().splitlines()) - 1
+    lost = [row for row in rows if row["reason"].startswith("lost every worker of the cluster (tcp://127.0.0.1:")]
+    assert lost and all(row["status"] == "ERROR" for row in lost)
+    assert "none back within 15 s, with pairs 1-" in lost[0]["reason"]
+
+
+def test_a_worker_that_sends_back_a_row_too_few_makes_error_rows_not_a_gap(scheduler, calm, tmp_path):
+    workspace = tmp_path / "ws"
+    shutil.copytree(CNN, workspace)
+    calm.set(drop_a_row=True)
+    done = cli("-d", workspace, "compare", "-o", tmp_path / "out", "--cluster", scheduler)
+    local = cli("-d", workspace, "compare", "-o", tmp_path / "local")
+    assert done.returncode == local.returncode == 1
+    rows = results(tmp_path / "out")[1].read_text().splitlines()[1:]
+    assert len(rows) == len(results(tmp_path / "local")[1].read_text().splitlines()) - 1
+    assert all("rows for pairs" in json.loads(row)["reason"] and "not one per pair" in json.loads(row)["reason"]
+               for row in rows)
+
+
+def test_a_reference_replaced_between_two_runs_is_read_anew(tmp_path):
+    """A worker lives across runs: what it read for the first must not answer the second. One pair (the sample's
+    residual Add against its reference), one worker of one thread, so the same thread compares it both times."""
+    import numpy
+
+    npu, reference_dir = tmp_path / "npu", tmp_path / "tf"
+    npu.mkdir()
+    reference_dir.mkdir()
+    (dump,) = (CNN / "npu" / "debug_0" / "dump").glob("*/*/*/*/*/Add.small_cnn_1_res_add_1_Add.*")
+    (reference,) = (CNN / "tf" / "dump").glob("small_cnn_1_res_add_1_Add.*.npy")
+    shutil.copy(str(dump), str(npu))
+    shutil.copy(str(reference), str(reference_dir))
+    reference = reference_dir / reference.name
+
+    def vc(workspace, *cluster):  # vc writes into WORKSPACE/temp/vector_compare/{timestamp}
+        return cli("-d", tmp_path / workspace, "vc", "-lt", npu, "-rt", reference_dir, *cluster)
+
+    def csv(workspace):
+        (folder,) = (tmp_path / workspace / "temp" / "vector_compare").glob("*")
+        return results(folder)[0]
+
+    (tmp_path / "preload.py").write_text("")
+    for address in start_cluster(tmp_path, SCHEDULER.replace("n_workers=3", "n_workers=1"), tmp_path / "preload.py"):
+        first = vc("first", "--cluster", address)
+        numpy.save(str(tmp_path / "new.npy"), 3 - numpy.load(str(reference)))
+        os.replace(str(tmp_path / "new.npy"), str(reference))  # a new file at the same path
+        second = vc("second", "--cluster", address)
+    local = vc("local")
+    assert (first.returncode, second.returncode, local.returncode) == (0, 1, 1), second.stdout
+    assert filecmp.cmp(csv("second"), csv("local"), shallow=False)
 
 
 @pytest.mark.parametrize("preload, message", [
@@ -376,7 +457,7 @@ def test_a_scheduler_without_workers_is_one_line_not_a_wait_for_ever(tmp_path):
     for address in start_cluster(tmp_path, SCHEDULER.replace("n_workers=3", "n_workers=0"), tmp_path / "none.py"):
         done = cli("-d", CNN, "compare", "-o", tmp_path / "out", "--cluster", address)
     assert done.returncode == 2 and done.stderr.count("\n") == 1, done.stderr
-    assert f"error: the Dask scheduler at {address} has no workers (start some" in done.stderr
+    assert f"error: the Dask scheduler at {address} has no workers (waited 15 s) (start some" in done.stderr
 
 
 def test_a_scheduler_lost_mid_run_is_one_line(calm, tmp_path):
@@ -416,8 +497,8 @@ if __name__ == "__main__":
     ca, cert, key = sys.argv[1:4]
     security = Security(tls_ca_file=ca, tls_scheduler_cert=cert, tls_scheduler_key=key, tls_worker_cert=cert,
                         tls_worker_key=key, tls_client_cert=cert, tls_client_key=key, require_encryption=True)
-    cluster = LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None,
-                           protocol="tls", security=security)
+    cluster = LocalCluster(n_workers=1, threads_per_worker=2, processes=True, dashboard_address=None,
+                           protocol="tls", security=security)  # a worker of two threads, as dask worker's default
     print(cluster.scheduler_address, flush=True)
     sys.stdin.read()
     cluster.close()
@@ -461,12 +542,18 @@ def test_a_tls_scheduler_with_the_user_s_certificates(tmp_path):
             "cluster-ca.pem", "cluster.pem", "cluster.key"))):
         assert address.startswith("tls://")
         secure, bare, stranger = run("cluster", ours), run("bare", {}), run("stranger", theirs)
+        (tmp_path / "junk.pem").write_text("not a certificate\n")
+        folder = run("folder", {**ours, "DASK_DISTRIBUTED__COMM__TLS__CA_FILE": str(tmp_path)})
+        junk = run("junk", {**ours, "DASK_DISTRIBUTED__COMM__TLS__CA_FILE": str(tmp_path / "junk.pem")})
     assert local.returncode == secure.returncode == 1, secure.stderr
     assert filecmp.cmp(results(tmp_path / "local")[0], results(tmp_path / "cluster")[0], shallow=False)
     assert bare.returncode == 2 and bare.stderr.count("\n") == 1
     assert "Dask's configuration names no distributed.comm.tls.ca-file" in bare.stderr
     assert stranger.returncode == 2 and stranger.stderr.count("\n") == 1
     assert f"cannot reach the Dask scheduler at {address} (TLS certificate does not match" in stranger.stderr
+    assert folder.returncode == 2 and f"distributed.comm.tls.ca-file {tmp_path}: is a folder" in folder.stderr
+    assert junk.returncode == 2 and junk.stderr.count("\n") == 1
+    assert f"the TLS files of Dask's configuration ({tmp_path / 'junk.pem'}, " in junk.stderr
 
 
 def test_without_cluster_no_command_imports_dask(tmp_path):
@@ -494,7 +581,7 @@ class _Future:
     def __init__(self, outcome):
         self.outcome = outcome
 
-    def result(self):
+    def result(self, timeout=None):
         if isinstance(self.outcome, BaseException):
             raise self.outcome
         return self.outcome
@@ -517,13 +604,10 @@ class _Cluster:
     def submit(self, function, tasks, cosine, **_):
         from distributed import KilledWorker
 
-        from precision_tool.comparison.worker import PairComparer
-
         self.submitted += 1
         if self.submitted == 2:
             return _Future(KilledWorker("span-2", types.SimpleNamespace(address="tcp://10.0.0.7:40001"), 3))
-        # compare_span's comparer, without its process settings: this is the test's process, not a worker's
-        return _Future(PairComparer(cosine).run_all(list(tasks)))
+        return _Future(function(tasks, cosine))  # compare_span itself: it changes nothing process-wide
 
     def cancel(self, futures):
         self.cancelled.extend(futures)
