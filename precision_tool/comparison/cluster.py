@@ -10,15 +10,17 @@ A Dask worker is the user's long-lived process, shared by threads and other work
 process-wide there (no memory or signal settings, files read rather than mapped) and keeps no cache past its span.
 
 Faults never leave a gap: a task whose worker dies is run again on another (the scheduler's ``allowed-failures``),
-past that its pairs are ERROR rows naming the lost worker; when every worker is gone for
-:data:`WORKER_WAIT_SECONDS`, so are the pairs left. A worker that cannot see a file this machine reads, or runs
-another version, ends the run in one line naming it. Ctrl-C cancels the run's tasks. Dask is imported here only,
-and only with ``--cluster`` (docs/compare.md#on-a-dask-cluster).
+past that its pairs are ERROR rows naming the lost worker; when every worker is gone for :func:`worker_wait`
+seconds, so are the pairs left. A worker that cannot see a file this machine reads, or runs another version (checked
+at the start and by each task, for workers that join later), ends the run in one line naming it. Ctrl-C cancels the
+run's tasks. Dask is imported here only, and only with ``--cluster`` (docs/compare.md#on-a-dask-cluster).
 """
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import os
+import re
 import time
 import traceback
 import uuid
@@ -31,9 +33,12 @@ from precision_tool.errors import UsageError, WorkspaceError
 ENV_CLUSTER = "PRECISION_TOOL_CLUSTER"
 #: Seconds to wait for the scheduler when connecting.
 CONNECT_SECONDS = 10
-#: Seconds to wait for a worker when the cluster has none: at the start, or after losing every one mid-run.
-WORKER_WAIT_SECONDS = 15
-_SCHEMES = ("tcp://", "tls://", "inproc://", "ucx://", "ws://", "wss://")
+#: The environment variable giving the seconds to wait for a worker when the cluster has none (at the start, or
+#: after losing every one mid-run); :data:`WORKER_WAIT_SECONDS` when unset.
+ENV_WAIT = "PRECISION_TOOL_CLUSTER_WAIT"
+WORKER_WAIT_SECONDS = 30.0
+#: ``SCHEME://HOST:PORT`` (an IPv6 host in brackets) for the schemes a separate process can reach without extras.
+_ADDRESS = re.compile(r"(tcp|tls|ws|wss)://(\[[0-9A-Fa-f:.]+\]|[^\s/:\[\]]+):([0-9]{1,5})")
 #: Dask's configuration keys a ``tls://`` client needs (docs/compare.md#tls).
 TLS_KEYS = ("distributed.comm.tls.ca-file", "distributed.comm.tls.client.cert")
 
@@ -48,8 +53,16 @@ class UnreadableOnWorker(Exception):
         super().__init__(worker, path, cause)
 
 
+class UnfitWorker(Exception):
+    """Raised by :func:`compare_span` on a worker whose rows could differ from this machine's: ``args`` are the
+    worker's address and what it runs (plain strings, so that it pickles back)."""
+
+    def __init__(self, worker: str, runs: str):
+        super().__init__(worker, runs)
+
+
 class _EveryWorkerLost(Exception):
-    """No worker for :data:`WORKER_WAIT_SECONDS` while spans were left."""
+    """No worker for :func:`worker_wait` seconds while spans were left."""
 
 
 def cluster_address(given: Optional[str], environ=None) -> str:
@@ -61,29 +74,66 @@ def cluster_address(given: Optional[str], environ=None) -> str:
     """
     environ = os.environ if environ is None else environ
     address = (given if given is not None else environ.get(ENV_CLUSTER, "")).strip()
-    if address and not address.startswith(_SCHEMES):
+    match = _ADDRESS.fullmatch(address)
+    if address and (match is None or not 0 < int(match.group(3)) < 65536):
         source = "--cluster" if given is not None else ENV_CLUSTER
         raise UsageError(f"{source} {address!r} is not a Dask scheduler address",
                          "give tcp://HOST:PORT or tls://HOST:PORT")
     return address
 
 
-def compare_span(tasks: Sequence[PairTask], cosine_threshold: Optional[float]) -> List[Outcome]:
+def worker_wait(environ=None) -> float:
+    """Seconds to wait for a worker when the cluster has none: ``PRECISION_TOOL_CLUSTER_WAIT``, else
+    :data:`WORKER_WAIT_SECONDS` (a worker restarted by its nanny is back in a few seconds; one started by a job
+    queue or an adaptive cluster may take longer: raise it there)."""
+    environ = os.environ if environ is None else environ
+    given = environ.get(ENV_WAIT, "").strip()
+    if not given:
+        return WORKER_WAIT_SECONDS
+    try:
+        seconds = float(given)
+    except ValueError:
+        seconds = -1.0
+    if not 0 < seconds < float("inf"):
+        raise UsageError(f"{ENV_WAIT}={given!r} is not a number of seconds", "give a positive number, e.g. 120")
+    return seconds
+
+
+def compare_span(tasks: Sequence[PairTask], cosine_threshold: Optional[float],
+                 versions: Optional[Tuple[str, str]] = None) -> List[Outcome]:
     """A cluster task: compare ``tasks`` (a span of consecutive pairs) on this worker, reading their files here.
 
-    First every file the span reads must open here; one that does not raises :class:`UnreadableOnWorker` (a
-    worker without the shared mount must not pass for unreadable dumps). A fresh comparer per span: the worker
-    outlives the run, and a cache kept past it could serve a reference replaced since (its key is the path)."""
-    from distributed import get_worker
-
+    First this worker must run ``versions`` (this machine's precision_tool and numpy, :func:`_versions`), else
+    :class:`UnfitWorker`; and every file the span reads must open here, else :class:`UnreadableOnWorker` (a worker
+    without the shared mount must not pass for unreadable dumps). A fresh comparer per span: the worker outlives the
+    run, and a cache kept past it could serve a reference replaced since (its key is the path)."""
+    if versions is not None and _versions() != tuple(versions):
+        raise UnfitWorker(_worker_address(), "precision_tool {} with numpy {}".format(*_versions()))
     for path in sorted({path for task in tasks for path in files_read(task)}):
         if not os.access(path, os.R_OK):
             cause = "no such file" if not os.path.lexists(path) else "permission denied"
-            raise UnreadableOnWorker(get_worker().address, path, cause)
+            raise UnreadableOnWorker(_worker_address(), path, cause)
     try:
         return PairComparer(cosine_threshold).run_all(list(tasks))
     except Exception:  # noqa: BLE001 -- a bug: its traceback as text, which always pickles back (as run_in_workers)
-        raise RuntimeError(f"a comparison worker ({get_worker().address}) failed:\n{traceback.format_exc()}") from None
+        raise RuntimeError(f"a comparison worker ({_worker_address()}) failed:\n{traceback.format_exc()}") from None
+
+
+def _versions() -> Tuple[str, str]:
+    import numpy
+
+    import precision_tool
+
+    return precision_tool.__version__, numpy.__version__
+
+
+def _worker_address() -> str:
+    from distributed import get_worker
+
+    try:
+        return get_worker().address
+    except ValueError:  # not in a worker
+        return "this process"
 
 
 def run_on_cluster(tasks: Sequence[PairTask], plan: Callable[[int], Spans], cosine_threshold: Optional[float],
@@ -101,7 +151,7 @@ def run_on_cluster(tasks: Sequence[PairTask], plan: Callable[[int], Spans], cosi
     try:
         run = _ClusterRun(_connect(address), address, tasks, cosine_threshold)
         threads = run.threads()
-        run.submit(plan(threads))
+        run.submit(plan(threads))  # before waiting for a worker: an adaptive cluster starts them for queued tasks
         started(threads)
         yield from run.outcomes()
     finally:
@@ -111,8 +161,9 @@ def run_on_cluster(tasks: Sequence[PairTask], plan: Callable[[int], Spans], cosi
 
 
 class _ClusterRun:
-    """One comparison on the cluster: the client, the tasks as sent (paths absolute), their spans' futures, and
-    every worker seen (to name them if all are lost)."""
+    """One comparison on the cluster: the client, the tasks as sent (paths absolute), their spans' futures (each
+    released once its rows are taken: a worker lost later must not make Dask compute it again), and every worker
+    seen (to name them if all are lost)."""
 
     def __init__(self, client, address: str, tasks: Sequence[PairTask], cosine_threshold: Optional[float]):
         self.client, self.address, self.tasks, self.cosine_threshold = client, address, tasks, cosine_threshold
@@ -121,52 +172,59 @@ class _ClusterRun:
         self.spans: Spans = []
         self.futures: list = []
         self.seen: List[str] = []
+        self.wait_seconds = worker_wait()
 
     def threads(self) -> int:
-        """The cluster's threads, once it has a worker (waiting up to :data:`WORKER_WAIT_SECONDS`), every worker
-        checked (:func:`_check_workers`)."""
-        if not self._workers(WORKER_WAIT_SECONDS):  # else its tasks would wait for ever
-            raise WorkspaceError(f"the Dask scheduler at {self.address} has no workers (waited "
-                                 f"{WORKER_WAIT_SECONDS} s)",
-                                 f"start some (dask worker {self.address}), or leave --cluster out")
-        _check_workers(self.client)
-        return max(1, sum(self.client.nthreads().values()))
+        """The cluster's threads, its workers checked (:func:`_check_workers`); with no worker yet, this machine's
+        CPUs (the tasks wait for workers, :meth:`_wait`)."""
+        with self._scheduler_calls():
+            nthreads = self._workers()
+            _check_workers(self.client)
+        return sum(nthreads.values()) or os.cpu_count() or 1
 
     def submit(self, spans: Spans) -> None:
         run = uuid.uuid4().hex[:12]
         self.spans = spans
-        self.futures = [self.client.submit(compare_span, self.sent[start:stop], self.cosine_threshold,
+        self.futures = [self.client.submit(compare_span, self.sent[start:stop], self.cosine_threshold, _versions(),
                                            key=f"precision_tool-{run}-{number}", pure=False)
                         for number, (start, stop) in enumerate(spans)]
 
     def outcomes(self) -> Iterator[List[Outcome]]:
         """Each span's outcomes in order, spelled as given (:func:`_as_given`); once every worker is lost, the
-        spans left are ERROR rows."""
-        for number, ((start, stop), future) in enumerate(zip(self.spans, self.futures)):
+        spans left are ERROR rows (or, if no worker ever came, a :class:`WorkspaceError`)."""
+        for number, (start, stop) in enumerate(self.spans):
+            future = self.futures[number]
             try:
                 outcomes = self._span_outcomes(future, start, stop)
             except _EveryWorkerLost:
-                self.client.cancel(self.futures[number:])
-                reason = (f"lost every worker of the cluster ({', '.join(self.seen) or 'none seen'}), none back "
-                          f"within {WORKER_WAIT_SECONDS} s, with pairs {start + 1}-{len(self.tasks)} of "
-                          f"{len(self.tasks)} to compare; not compared")
+                if not self.seen:
+                    raise WorkspaceError(f"the Dask scheduler at {self.address} has no workers (waited "
+                                         f"{self.wait_seconds:g} s for one)",
+                                         f"start some (dask worker {self.address}), set {ENV_WAIT} to wait longer, "
+                                         "or leave --cluster out") from None
+                reason = (f"lost every worker of the cluster ({', '.join(self.seen)}), none back within "
+                          f"{self.wait_seconds:g} s, with pairs {start + 1}-{len(self.tasks)} of {len(self.tasks)} to "
+                          f"compare; not compared")
                 for left_start, left_stop in self.spans[number:]:
                     yield self._as_given(left_start, left_stop,
                                          [not_compared(task, reason) for task in self.sent[left_start:left_stop]])
                 break
+            future.release()
+            self.futures[number] = None
             yield self._as_given(start, stop, outcomes)
-        self.futures = []
 
     def close(self) -> None:
-        if self.futures:
-            self.client.cancel(self.futures)
+        pending = [future for future in self.futures if future is not None]
+        if pending:
+            self.client.cancel(pending)
         self.client.close()
 
     def _span_outcomes(self, future, start: int, stop: int) -> List[Outcome]:
         """The span's outcomes, one per pair; ERROR rows when its workers kept dying (past the scheduler's
         ``allowed-failures``, naming the last) or when what came back is not one row per pair. A worker that could
         not open a file: the span is compared here if this machine cannot open it either (the rows say why, as
-        locally), else :class:`WorkspaceError` naming the worker and the path."""
+        locally), else :class:`WorkspaceError` naming the worker and the path. A worker of another version, or
+        without precision_tool: :class:`UsageError`."""
         from distributed import KilledWorker
 
         sent, total = self.sent[start:stop], len(self.tasks)
@@ -185,11 +243,11 @@ class _ClusterRun:
                                      "every worker must see the dumps and references at the same paths as this "
                                      "machine: docs/compare.md#on-a-dask-cluster") from None
             return PairComparer(self.cosine_threshold).run_all(list(sent))
-        except BaseException as error:  # asyncio's CancelledError is no Exception; Ctrl-C goes on up
-            if not isinstance(error, _cancelled()):
-                raise
-            raise WorkspaceError(f"lost the Dask scheduler at {self.address} during the comparison (its connection "
-                                 f"closed)", "start it again and re-run") from None
+        except UnfitWorker as error:
+            worker, runs = error.args
+            raise _unfit(worker, runs) from None
+        except ImportError as error:  # a worker that joined without precision_tool could not even load the task
+            raise _unfit("a worker that joined during the run", f"no precision_tool ({error})") from None
         if [row.tensor_id for row, _ in outcomes] != [task.pair.npu.tensor_id for task in sent]:
             reason = (f"a worker sent back {len(outcomes)} rows for pairs {start + 1}-{stop} of {total}, not one per "
                       f"pair (another precision_tool build there?); not compared")
@@ -197,36 +255,51 @@ class _ClusterRun:
         return outcomes
 
     def _wait(self, future) -> List[Outcome]:
-        """``future``'s result; :class:`_EveryWorkerLost` once the cluster has had no worker for
-        :data:`WORKER_WAIT_SECONDS` (a task with no worker waits for ever)."""
+        """``future``'s result; :class:`_EveryWorkerLost` once the cluster has had no worker for ``wait_seconds``
+        (a task with no worker waits for ever). A worker busy for long is not lost: only an empty cluster counts."""
         from asyncio import TimeoutError as AsyncTimeout
 
         idle_since: Optional[float] = None
         while True:
-            try:
-                return future.result(timeout=1)
-            except (TimeoutError, AsyncTimeout):
-                pass
-            if self._workers(0):
-                idle_since = None
-            elif idle_since is None:
-                idle_since = time.monotonic()
-            elif time.monotonic() - idle_since >= WORKER_WAIT_SECONDS:
-                raise _EveryWorkerLost()
+            with self._scheduler_calls():
+                try:
+                    return future.result(timeout=1)
+                except (TimeoutError, AsyncTimeout):
+                    pass
+                if self._workers():
+                    idle_since = None
+                elif idle_since is None:
+                    idle_since = time.monotonic()
+                elif time.monotonic() - idle_since >= self.wait_seconds:
+                    raise _EveryWorkerLost()
 
-    def _workers(self, seconds: float) -> Dict[str, int]:
-        """The workers and their threads, waiting up to ``seconds`` for one; each is remembered in :attr:`seen`."""
-        deadline = time.monotonic() + seconds
-        while True:
-            nthreads = self.client.nthreads()
-            self.seen.extend(worker for worker in sorted(nthreads) if worker not in self.seen)
-            if nthreads or time.monotonic() >= deadline:
-                return nthreads
-            time.sleep(0.25)
+    def _workers(self) -> Dict[str, int]:
+        """The workers and their threads now; each is remembered in :attr:`seen`."""
+        nthreads = self.client.nthreads()
+        self.seen.extend(worker for worker in sorted(nthreads) if worker not in self.seen)
+        return nthreads
+
+    @contextlib.contextmanager
+    def _scheduler_calls(self):
+        """Whatever a call to the scheduler raises once it is gone (a cancelled future, a closed or refused
+        connection, a client whose scheduler handle is gone) becomes one :class:`WorkspaceError`."""
+        try:
+            yield
+        except BaseException as error:  # asyncio's CancelledError is no Exception; Ctrl-C goes on up
+            if not isinstance(error, _cancelled() + (OSError, AttributeError)):
+                raise
+            raise WorkspaceError(f"lost the Dask scheduler at {self.address} during the comparison (its connection "
+                                 f"closed)", "start it again and re-run") from None
 
     def _as_given(self, start: int, stop: int, outcomes: List[Outcome]) -> List[Outcome]:
         return [_as_given(outcome, task, used)
                 for outcome, task, used in zip(outcomes, self.tasks[start:stop], self.sent[start:stop])]
+
+
+def _unfit(worker: str, runs: str) -> UsageError:
+    mine = "precision_tool {} with numpy {}".format(*_versions())
+    return UsageError(f"Dask worker {worker} runs {runs}, this machine {mine}",
+                      "install the same on every worker: the rows must not depend on where they were made")
 
 
 def _silence_dask_logs() -> Callable[[], None]:
@@ -319,23 +392,15 @@ _VERSIONS = "(__import__('precision_tool').__version__, __import__('numpy').__ve
 
 
 def _check_workers(client) -> None:
-    """Every worker runs the precision_tool and numpy versions this machine runs (a row's bits may depend on
-    either); else a :class:`UsageError` naming the first worker that does not, or that cannot import them."""
-    import numpy
-
-    import precision_tool
-
-    mine = (precision_tool.__version__, numpy.__version__)
+    """Every worker there now runs the precision_tool and numpy versions this machine runs (a row's bits may depend
+    on either); else a :class:`UsageError` naming the first worker that does not, or that cannot import them. (A
+    worker joining later is checked by its first task, :func:`compare_span`.)"""
     found = client.run(eval, _VERSIONS, on_error="return")  # eval pickles by name: a worker without us can answer
     for worker, theirs in sorted(found.items()):
         if isinstance(theirs, BaseException):
-            raise UsageError(f"Dask worker {worker} cannot import precision_tool or numpy "
-                             f"({type(theirs).__name__}: {theirs})",
-                             f"install precision_tool {mine[0]} with numpy {mine[1]} on every worker")
-        if tuple(theirs) != mine:
-            raise UsageError(f"Dask worker {worker} runs precision_tool {theirs[0]} with numpy {theirs[1]}, this "
-                             f"machine {mine[0]} with numpy {mine[1]}",
-                             "install the same on every worker: the rows must not depend on where they were made")
+            raise _unfit(worker, f"no precision_tool or numpy ({type(theirs).__name__}: {theirs})")
+        if tuple(theirs) != _versions():
+            raise _unfit(worker, "precision_tool {} with numpy {}".format(*theirs))
 
 
 # ------------------------------------------------------------------------------------------------ paths
@@ -370,4 +435,5 @@ def _as_given(outcome: Outcome, task: PairTask, used: PairTask) -> Outcome:
                                notes=tuple(given(note) for note in row.notes)), shared
 
 
-__all__ = ["cluster_address", "compare_span", "run_on_cluster", "UnreadableOnWorker", "ENV_CLUSTER"]
+__all__ = ["cluster_address", "compare_span", "run_on_cluster", "worker_wait", "UnfitWorker", "UnreadableOnWorker",
+           "ENV_CLUSTER", "ENV_WAIT"]

@@ -43,7 +43,7 @@ _compare_span = getattr(cluster, "untouched_compare_span", cluster.compare_span)
 cluster.untouched_compare_span = _compare_span
 
 
-def compare_span(tasks, cosine_threshold):
+def compare_span(tasks, cosine_threshold, *versions):
     control_file = os.environ["PT_TEST_CLUSTER_CONTROL"]
     control = json.load(open(control_file)) if os.path.exists(control_file) else {}
     with open(control_file + ".log", "a") as log:
@@ -53,7 +53,7 @@ def compare_span(tasks, cosine_threshold):
         if control.get("always") or not os.path.exists(control["marker"]):
             open(control["marker"], "a").close()
             os.kill(os.getpid(), signal.SIGKILL)
-    outcomes = _compare_span(tasks, cosine_threshold)
+    outcomes = _compare_span(tasks, cosine_threshold, *versions)
     return outcomes[:-1] if control.get("drop_a_row") else outcomes
 
 
@@ -116,10 +116,10 @@ def calm(control):
     control.set()
 
 
-def cli(*args):
+def cli(*args, env=None):
     return subprocess.run([sys.executable, "-m", "precision_tool", *map(str, args)], cwd=REPO,
                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True, timeout=300,
-                          env={**os.environ, "PYTHONPATH": str(REPO)})
+                          env={**os.environ, "PYTHONPATH": str(REPO), **(env or {})})
 
 
 def results(folder):
@@ -372,7 +372,7 @@ def test_when_every_worker_is_lost_the_pairs_left_are_error_rows_naming_them(cal
         run = subprocess.Popen([sys.executable, "-m", "precision_tool", "-d", str(workspace), "--json", "compare",
                                 "-o", str(tmp_path / "out"), "--cluster", address], cwd=REPO, stdout=subprocess.PIPE,
                                stderr=subprocess.PIPE, universal_newlines=True,
-                               env={**os.environ, "PYTHONPATH": str(REPO)})
+                               env={**os.environ, "PYTHONPATH": str(REPO), "PRECISION_TOOL_CLUSTER_WAIT": "5"})
         deadline = time.monotonic() + 60
         while not calm.started() and time.monotonic() < deadline:
             time.sleep(0.05)
@@ -384,7 +384,7 @@ def test_when_every_worker_is_lost_the_pairs_left_are_error_rows_naming_them(cal
     assert local.returncode == 1 and len(rows) == len(results(tmp_path / "local")[1].read_text().splitlines()) - 1
     lost = [row for row in rows if row["reason"].startswith("lost every worker of the cluster (tcp://127.0.0.1:")]
     assert lost and all(row["status"] == "ERROR" for row in lost)
-    assert "none back within 15 s, with pairs 1-" in lost[0]["reason"]
+    assert "none back within 5 s, with pairs 1-" in lost[0]["reason"]
 
 
 def test_a_worker_that_sends_back_a_row_too_few_makes_error_rows_not_a_gap(scheduler, calm, tmp_path):
@@ -434,9 +434,9 @@ def test_a_reference_replaced_between_two_runs_is_read_anew(tmp_path):
 
 @pytest.mark.parametrize("preload, message", [
     ("import precision_tool\nprecision_tool.__version__ = '0.0.9'\n",
-     "runs precision_tool 0.0.9 with numpy {numpy}, this machine {ours} with numpy {numpy}"),
+     "runs precision_tool 0.0.9 with numpy {numpy}, this machine precision_tool {ours} with numpy {numpy}"),
     ("import sys\nsys.modules['precision_tool'] = None  # as if not installed there\n",
-     "cannot import precision_tool or numpy (ModuleNotFoundError: import of precision_tool halted"),
+     "runs no precision_tool or numpy (ModuleNotFoundError: import of precision_tool halted"),
 ])
 def test_a_worker_running_another_version_or_none_is_one_line_before_any_pair(tmp_path, preload, message):
     import numpy
@@ -455,9 +455,52 @@ def test_a_worker_running_another_version_or_none_is_one_line_before_any_pair(tm
 
 def test_a_scheduler_without_workers_is_one_line_not_a_wait_for_ever(tmp_path):
     for address in start_cluster(tmp_path, SCHEDULER.replace("n_workers=3", "n_workers=0"), tmp_path / "none.py"):
-        done = cli("-d", CNN, "compare", "-o", tmp_path / "out", "--cluster", address)
+        done = cli("-d", CNN, "compare", "-o", tmp_path / "out", "--cluster", address,
+                   env={"PRECISION_TOOL_CLUSTER_WAIT": "3"})
     assert done.returncode == 2 and done.stderr.count("\n") == 1, done.stderr
-    assert f"error: the Dask scheduler at {address} has no workers (waited 15 s) (start some" in done.stderr
+    assert f"error: the Dask scheduler at {address} has no workers (waited 3 s for one) (start some" in done.stderr
+
+
+ADAPTIVE = """
+import sys
+from distributed import LocalCluster
+if __name__ == "__main__":
+    cluster = LocalCluster(n_workers=0, threads_per_worker=1, processes=True, dashboard_address=None)
+    cluster.adapt(minimum=0, maximum=2)  # workers only for queued tasks
+    print(cluster.scheduler_address, flush=True)
+    sys.stdin.read()
+    cluster.close()
+"""
+
+
+def test_an_adaptive_cluster_starts_its_workers_for_the_run_s_tasks(tmp_path):
+    for address in start_cluster(tmp_path, ADAPTIVE):
+        done = cli("-d", CNN, "compare", "-o", tmp_path / "cluster", "--cluster", address)
+    local = cli("-d", CNN, "compare", "-o", tmp_path / "local")
+    assert done.returncode == local.returncode == 1, done.stderr
+    assert filecmp.cmp(results(tmp_path / "cluster")[0], results(tmp_path / "local")[0], shallow=False)
+
+
+def test_a_scheduler_lost_while_waiting_for_workers_is_one_line(tmp_path):
+    pytest.importorskip("distributed", reason="the cluster extra (precision_tool[cluster]) is not installed")
+    (tmp_path / "scheduler.py").write_text(SCHEDULER.replace("n_workers=3", "n_workers=0"))
+    child = subprocess.Popen([sys.executable, str(tmp_path / "scheduler.py"), str(tmp_path / "none.py")],
+                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                             universal_newlines=True, env={**os.environ, "PYTHONPATH": str(REPO)})
+    try:
+        address = child.stdout.readline().strip()
+        run = subprocess.Popen([sys.executable, "-m", "precision_tool", "-d", str(CNN), "compare", "-o",
+                                str(tmp_path / "out"), "--cluster", address], cwd=REPO, stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, universal_newlines=True,
+                               env={**os.environ, "PYTHONPATH": str(REPO)})
+        time.sleep(3)  # connected, tasks queued, waiting for a worker
+        child.kill()
+        _, err = run.communicate(timeout=120)
+    finally:
+        child.kill()
+        child.wait()
+    assert run.returncode == 2 and err.count("\n") == 1, err
+    assert f"error: lost the Dask scheduler at {address} during the comparison" in err
 
 
 def test_a_scheduler_lost_mid_run_is_one_line(calm, tmp_path):
@@ -581,6 +624,9 @@ class _Future:
     def __init__(self, outcome):
         self.outcome = outcome
 
+    def release(self):
+        self.released = True
+
     def result(self, timeout=None):
         if isinstance(self.outcome, BaseException):
             raise self.outcome
@@ -601,13 +647,13 @@ class _Cluster:
     def run(self, function, *args, **_):  # the workers' versions check: this machine's
         return {worker: function(*args) for worker in self.nthreads()}
 
-    def submit(self, function, tasks, cosine, **_):
+    def submit(self, function, tasks, cosine, *rest, **_):
         from distributed import KilledWorker
 
         self.submitted += 1
         if self.submitted == 2:
             return _Future(KilledWorker("span-2", types.SimpleNamespace(address="tcp://10.0.0.7:40001"), 3))
-        return _Future(function(tasks, cosine))  # compare_span itself: it changes nothing process-wide
+        return _Future(function(tasks, cosine, *rest))  # compare_span itself: it changes nothing process-wide
 
     def cancel(self, futures):
         self.cancelled.extend(futures)
@@ -664,11 +710,11 @@ def test_a_file_this_machine_cannot_read_either_is_compared_here_as_a_local_run_
     local = compare_alignment(alignment, graph=graph, workers=1)
 
     class Unreadable(_Cluster):
-        def submit(self, function, tasks, cosine, **_):
+        def submit(self, function, tasks, cosine, *rest, **_):
             paths = {path for task in tasks for path in cluster.files_read(task)}
             if str(gone) in paths:
                 return _Future(cluster.UnreadableOnWorker("tcp://10.0.0.8:40001", str(gone), "no such file"))
-            return super().submit(function, tasks, cosine)
+            return super().submit(function, tasks, cosine, *rest)
 
     fake = Unreadable()
     fake.submitted = 5  # no lost worker here
@@ -677,3 +723,115 @@ def test_a_file_this_machine_cannot_read_either_is_compared_here_as_a_local_run_
         remote = compare_alignment(alignment, graph=graph, workers=1, cluster="tcp://stand-in:8786")
     assert remote.results == local.results
     assert any(row.status is Status.ERROR and str(gone) in row.reason for row in remote.results)
+
+
+@pytest.mark.parametrize("address", ["tcp://127.0.0.1", "tcp://h:notaport", "tcp://127.0.0.1:8786/x",
+                                     "inproc://10.0.0.5/1/2", "ucx://10.0.0.5:8786", "tcp://h:0", "tcp://h:70000",
+                                     "tcp://:8786", "localhost:8786"])
+def test_an_address_dask_cannot_use_from_here_is_one_usage_error(address):
+    from precision_tool.comparison.cluster import cluster_address
+    from precision_tool.errors import UsageError
+
+    with pytest.raises(UsageError, match="is not a Dask scheduler address"):
+        cluster_address(address)
+    assert cluster_address(None, {"PRECISION_TOOL_CLUSTER": "tls://[fe80::1]:8786"}) == "tls://[fe80::1]:8786"
+    assert cluster_address("ws://node-0.cluster.local:8786") == "ws://node-0.cluster.local:8786"
+
+
+@pytest.mark.parametrize("value", ["0", "-3", "soon", "inf", "nan"])
+def test_a_wait_that_is_no_positive_number_of_seconds_is_one_usage_error(value):
+    from precision_tool.comparison.cluster import worker_wait
+    from precision_tool.errors import UsageError
+
+    with pytest.raises(UsageError, match="PRECISION_TOOL_CLUSTER_WAIT=.* is not a number of seconds"):
+        worker_wait({"PRECISION_TOOL_CLUSTER_WAIT": value})
+    assert worker_wait({}) == 30 and worker_wait({"PRECISION_TOOL_CLUSTER_WAIT": "120"}) == 120
+
+
+class _Clock:
+    """Time as the wait loop sees it: it moves only when a result is waited for."""
+
+    def __init__(self):
+        self.now = 0.0
+
+    def monotonic(self):
+        return self.now
+
+
+class _SlowFuture(_Future):
+    """A result that times out ``late`` times (each wait moving the clock by its timeout) before it comes."""
+
+    def __init__(self, outcome, clock, late):
+        super().__init__(outcome)
+        self.clock, self.late = clock, late
+
+    def result(self, timeout=None):
+        if self.late:
+            self.late -= 1
+            self.clock.now += timeout
+            raise TimeoutError()
+        return super().result()
+
+
+@pytest.mark.parametrize("workers_by_second, lost", [
+    ([1] * 40, False),  # busy for 40 s but there: never lost
+    ([1, 1, 0, 0, 0, 0, 1] + [1] * 40, False),  # gone 4 s, back within the 5 s wait
+    ([1, 1, 0, 0, 0, 0, 0, 0, 0, 0] + [0] * 40, True),  # gone for good: lost after 5 s without one
+])
+def test_only_a_cluster_empty_for_the_whole_wait_loses_the_pairs_left(monkeypatch, workers_by_second, lost):
+    pytest.importorskip("distributed", reason="the cluster extra (precision_tool[cluster]) is not installed")
+    from precision_tool.alignment import align, load_graph
+    from precision_tool.comparison import cluster
+    from precision_tool.comparison.engine import compare_alignment
+    from precision_tool.status import Status
+
+    clock = _Clock()
+
+    class Slow(_Cluster):
+        def nthreads(self):
+            second = min(int(clock.now), len(workers_by_second) - 1)
+            return {"tcp://10.0.0.6:40001": 1} if workers_by_second[second] else {}
+
+        def submit(self, function, tasks, cosine, *rest, **_):
+            self.submitted += 1
+            late = 30 if self.submitted == 1 else 0  # the first span takes 30 s
+            return _SlowFuture(function(tasks, cosine, *rest), clock, late)
+
+    monkeypatch.setenv("PRECISION_TOOL_CLUSTER_WAIT", "5")
+    monkeypatch.setattr(cluster, "time", types.SimpleNamespace(monotonic=clock.monotonic, sleep=lambda _: None))
+    monkeypatch.setattr(cluster, "_connect", lambda address: Slow())
+    graph = load_graph(CNN / "npu" / "debug_0" / "graph")
+    alignment = align(CNN / "npu" / "debug_0" / "dump", CNN / "tf" / "dump", graph)
+    rows = compare_alignment(alignment, graph=graph, workers=2, cluster="tcp://stand-in:8786").results
+    gone = [row for row in rows if row.reason.startswith("lost every worker of the cluster (tcp://10.0.0.6:40001)")]
+    if lost:
+        assert len(gone) == len(rows) and all(row.status is Status.ERROR for row in gone)
+        assert "none back within 5 s, with pairs 1-" in gone[0].reason
+        assert 6 <= clock.now <= 8  # lost 2 s in, given up 5 s later (checked once a second)
+    else:
+        assert not gone and clock.now == 30
+
+
+def test_a_worker_of_another_version_that_joins_later_is_refused_by_its_first_task(monkeypatch):
+    pytest.importorskip("distributed", reason="the cluster extra (precision_tool[cluster]) is not installed")
+    from precision_tool.alignment import align, load_graph
+    from precision_tool.comparison import cluster
+    from precision_tool.comparison.engine import compare_alignment
+    from precision_tool.errors import UsageError
+
+    graph = load_graph(CNN / "npu" / "debug_0" / "graph")
+    alignment = align(CNN / "npu" / "debug_0" / "dump", CNN / "tf" / "dump", graph)
+    with pytest.raises(cluster.UnfitWorker) as refused:  # what the task does there
+        cluster.compare_span([], 0.99, ("0.0.9", "1.16.0"))
+    assert refused.value.args[1].startswith("precision_tool ")
+
+    class Joined(_Cluster):
+        def submit(self, function, tasks, cosine, *rest, **_):
+            return _Future(cluster.UnfitWorker("tcp://10.0.0.9:40001", "precision_tool 0.0.9 with numpy 1.16.0"))
+
+    fake = Joined()
+    monkeypatch.setattr(cluster, "_connect", lambda address: fake)
+    with pytest.raises(UsageError, match=r"^Dask worker tcp://10.0.0.9:40001 runs precision_tool 0.0.9 with numpy "
+                                         r"1.16.0, this machine precision_tool "):
+        compare_alignment(alignment, graph=graph, workers=2, cluster="tcp://stand-in:8786")
+    assert fake.closed
