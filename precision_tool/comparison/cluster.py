@@ -197,12 +197,14 @@ class _ClusterRun:
             try:
                 outcomes = self._span_outcomes(future, start, stop)
             except _EveryWorkerLost:
-                if not self.seen:
+                with self._scheduler_calls():
+                    workers = self._everyone()
+                if not workers:
                     raise WorkspaceError(f"the Dask scheduler at {self.address} has no workers (waited "
                                          f"{self.wait_seconds:g} s for one)",
                                          f"start some (dask worker {self.address}), set {ENV_WAIT} to wait longer, "
                                          "or leave --cluster out") from None
-                reason = (f"lost every worker of the cluster ({', '.join(self.seen)}), none back within "
+                reason = (f"lost every worker of the cluster ({', '.join(workers)}), none back within "
                           f"{self.wait_seconds:g} s, with pairs {start + 1}-{len(self.tasks)} of {len(self.tasks)} to "
                           f"compare; not compared")
                 for left_start, left_stop in self.spans[number:]:
@@ -272,6 +274,20 @@ class _ClusterRun:
                     idle_since = time.monotonic()
                 elif time.monotonic() - idle_since >= self.wait_seconds:
                     raise _EveryWorkerLost()
+
+    def _everyone(self) -> List[str]:
+        """Every worker the run had: those seen, and those the scheduler's event log says joined after this client
+        connected (one that joined and died between two looks is still named)."""
+        workers = list(self.seen)
+        connected = False
+        for _, event in self.client.get_events("all"):
+            if not isinstance(event, dict):
+                continue
+            if event.get("action") == "add-client" and event.get("client") == self.client.id:
+                connected = True
+            elif connected and event.get("action") == "add-worker" and event.get("worker") not in workers:
+                workers.append(event["worker"])
+        return workers
 
     def _workers(self) -> Dict[str, int]:
         """The workers and their threads now; each is remembered in :attr:`seen`."""

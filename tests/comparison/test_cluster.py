@@ -641,8 +641,13 @@ class _Cluster:
     def __init__(self):
         self.cancelled, self.closed, self.submitted = [], False, 0
 
+    id = "Client-stand-in"
+
     def nthreads(self):
         return {"tcp://10.0.0.6:40001": 2, "tcp://10.0.0.7:40001": 2}
+
+    def get_events(self, topic):
+        return ((0.0, {"action": "add-client", "client": self.id}),)
 
     def run(self, function, *args, **_):  # the workers' versions check: this machine's
         return {worker: function(*args) for worker in self.nthreads()}
@@ -835,3 +840,37 @@ def test_a_worker_of_another_version_that_joins_later_is_refused_by_its_first_ta
                                          r"1.16.0, this machine precision_tool "):
         compare_alignment(alignment, graph=graph, workers=2, cluster="tcp://stand-in:8786")
     assert fake.closed
+
+
+def test_a_worker_that_joined_and_died_between_two_looks_is_named_from_the_scheduler_s_log(monkeypatch):
+    """The run never saw a worker (none at the start, none at any look), but the scheduler's event log says one
+    joined after this client connected: its pairs are lost to it, not to a cluster without workers (the race the
+    real-process test of an emptied cluster met once in make test)."""
+    pytest.importorskip("distributed", reason="the cluster extra (precision_tool[cluster]) is not installed")
+    from precision_tool.alignment import align, load_graph
+    from precision_tool.comparison import cluster
+    from precision_tool.comparison.engine import compare_alignment
+
+    clock = _Clock()
+
+    class Brief(_Cluster):
+        def nthreads(self):
+            return {}
+
+        def get_events(self, topic):
+            return ((1.0, {"action": "add-worker", "worker": "tcp://10.0.0.4:40001"}),  # before us: not ours
+                    (2.0, {"action": "add-client", "client": self.id}),
+                    (3.0, {"action": "add-worker", "worker": "tcp://10.0.0.5:40001"}),
+                    (3.5, {"action": "remove-worker", "worker": "tcp://10.0.0.5:40001"}))
+
+        def submit(self, function, tasks, cosine, *rest, **_):
+            return _SlowFuture([], clock, 100)
+
+    monkeypatch.setenv("PRECISION_TOOL_CLUSTER_WAIT", "5")
+    monkeypatch.setattr(cluster, "time", types.SimpleNamespace(monotonic=clock.monotonic, sleep=lambda _: None))
+    monkeypatch.setattr(cluster, "_connect", lambda address: Brief())
+    graph = load_graph(CNN / "npu" / "debug_0" / "graph")
+    alignment = align(CNN / "npu" / "debug_0" / "dump", CNN / "tf" / "dump", graph)
+    rows = compare_alignment(alignment, graph=graph, workers=2, cluster="tcp://stand-in:8786").results
+    assert rows and all(row.reason.startswith("lost every worker of the cluster (tcp://10.0.0.5:40001), none back "
+                                              "within 5 s") for row in rows)
