@@ -93,6 +93,12 @@ class Control:
     def started(self):
         return Path(str(self.path) + ".log").read_text().splitlines()
 
+    def wait_until_started(self, seconds=60):
+        """Until a worker has begun a chunk (a run is under way)."""
+        deadline = time.monotonic() + seconds
+        while not self.started() and time.monotonic() < deadline:
+            time.sleep(0.05)
+
 
 @pytest.fixture(scope="module")
 def control(tmp_path_factory):
@@ -120,6 +126,13 @@ def cli(*args, env=None):
     return subprocess.run([sys.executable, "-m", "precision_tool", *map(str, args)], cwd=REPO,
                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True, timeout=300,
                           env={**os.environ, "PYTHONPATH": str(REPO), **(env or {})})
+
+
+def cli_started(*args, env=None):
+    """``precision_tool ARGS`` started, not waited for (to interrupt it, or to break its cluster under it)."""
+    return subprocess.Popen([sys.executable, "-m", "precision_tool", *map(str, args)], cwd=REPO,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True,
+                            env={**os.environ, "PYTHONPATH": str(REPO), **(env or {})})
 
 
 def results(folder):
@@ -297,12 +310,8 @@ def test_ctrl_c_cancels_the_run_s_tasks_on_the_cluster(scheduler, calm, tmp_path
     workspace = tmp_path / "ws"
     shutil.copytree(CNN, workspace)
     calm.set(pause=1.0)
-    run = subprocess.Popen([sys.executable, "-m", "precision_tool", "-d", str(workspace), "compare", "-o",
-                            str(tmp_path / "out"), "--cluster", scheduler], cwd=REPO, stdout=subprocess.PIPE,
-                           stderr=subprocess.PIPE, universal_newlines=True, env={**os.environ, "PYTHONPATH": str(REPO)})
-    deadline = time.monotonic() + 60
-    while not calm.started() and time.monotonic() < deadline:
-        time.sleep(0.05)
+    run = cli_started("-d", workspace, "compare", "-o", tmp_path / "out", "--cluster", scheduler)
+    calm.wait_until_started()
     run.send_signal(signal.SIGINT)
     _, err = run.communicate(timeout=60)
     assert run.returncode == 130 and err.count("\n") == 1, err
@@ -369,13 +378,9 @@ def test_when_every_worker_is_lost_the_pairs_left_are_error_rows_naming_them(cal
     calm.set(pause=1.0)
     for address, (worker,) in cli_cluster(tmp_path, [], env={"PT_TEST_CLUSTER_CONTROL": str(calm.path)},
                                           worker_args=["--preload", str(tmp_path / "preload.py")]):
-        run = subprocess.Popen([sys.executable, "-m", "precision_tool", "-d", str(workspace), "--json", "compare",
-                                "-o", str(tmp_path / "out"), "--cluster", address], cwd=REPO, stdout=subprocess.PIPE,
-                               stderr=subprocess.PIPE, universal_newlines=True,
-                               env={**os.environ, "PYTHONPATH": str(REPO), "PRECISION_TOOL_CLUSTER_WAIT": "5"})
-        deadline = time.monotonic() + 60
-        while not calm.started() and time.monotonic() < deadline:
-            time.sleep(0.05)
+        run = cli_started("-d", workspace, "--json", "compare", "-o", tmp_path / "out", "--cluster", address,
+                          env={"PRECISION_TOOL_CLUSTER_WAIT": "5"})
+        calm.wait_until_started()
         worker.kill()
         _, err = run.communicate(timeout=120)
     assert run.returncode == 1, err
@@ -481,33 +486,12 @@ def test_an_adaptive_cluster_starts_its_workers_for_the_run_s_tasks(tmp_path):
     assert filecmp.cmp(results(tmp_path / "cluster")[0], results(tmp_path / "local")[0], shallow=False)
 
 
-def test_a_scheduler_lost_while_waiting_for_workers_is_one_line(tmp_path):
+@pytest.mark.parametrize("workers", [3, 0], ids=["mid-run", "while waiting for a worker"])
+def test_a_scheduler_lost_is_one_line(calm, tmp_path, workers):
+    """The scheduler's process killed once a worker has begun a chunk (each takes a second), or, with no worker,
+    once the run has queued its tasks and waits."""
     pytest.importorskip("distributed", reason="the cluster extra (precision_tool[cluster]) is not installed")
-    (tmp_path / "scheduler.py").write_text(SCHEDULER.replace("n_workers=3", "n_workers=0"))
-    child = subprocess.Popen([sys.executable, str(tmp_path / "scheduler.py"), str(tmp_path / "none.py")],
-                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-                             universal_newlines=True, env={**os.environ, "PYTHONPATH": str(REPO)})
-    try:
-        address = child.stdout.readline().strip()
-        run = subprocess.Popen([sys.executable, "-m", "precision_tool", "-d", str(CNN), "compare", "-o",
-                                str(tmp_path / "out"), "--cluster", address], cwd=REPO, stdout=subprocess.PIPE,
-                               stderr=subprocess.PIPE, universal_newlines=True,
-                               env={**os.environ, "PYTHONPATH": str(REPO)})
-        time.sleep(3)  # connected, tasks queued, waiting for a worker
-        child.kill()
-        _, err = run.communicate(timeout=120)
-    finally:
-        child.kill()
-        child.wait()
-    assert run.returncode == 2 and err.count("\n") == 1, err
-    assert f"error: lost the Dask scheduler at {address} during the comparison" in err
-
-
-def test_a_scheduler_lost_mid_run_is_one_line(calm, tmp_path):
-    pytest.importorskip("distributed", reason="the cluster extra (precision_tool[cluster]) is not installed")
-    workspace = tmp_path / "ws"
-    shutil.copytree(CNN, workspace)
-    (tmp_path / "scheduler.py").write_text(SCHEDULER)
+    (tmp_path / "scheduler.py").write_text(SCHEDULER.replace("n_workers=3", f"n_workers={workers}"))
     (tmp_path / "preload.py").write_text(PRELOAD)
     calm.set(pause=1.0)
     child = subprocess.Popen([sys.executable, str(tmp_path / "scheduler.py"), str(tmp_path / "preload.py")],
@@ -516,13 +500,11 @@ def test_a_scheduler_lost_mid_run_is_one_line(calm, tmp_path):
                                                            "PT_TEST_CLUSTER_CONTROL": str(calm.path)})
     try:
         address = child.stdout.readline().strip()
-        run = subprocess.Popen([sys.executable, "-m", "precision_tool", "-d", str(workspace), "compare", "-o",
-                                str(tmp_path / "out"), "--cluster", address], cwd=REPO, stdout=subprocess.PIPE,
-                               stderr=subprocess.PIPE, universal_newlines=True,
-                               env={**os.environ, "PYTHONPATH": str(REPO)})
-        deadline = time.monotonic() + 60
-        while not calm.started() and time.monotonic() < deadline:
-            time.sleep(0.05)
+        run = cli_started("-d", CNN, "compare", "-o", tmp_path / "out", "--cluster", address)
+        if workers:
+            calm.wait_until_started()
+        else:
+            time.sleep(3)  # connected, tasks queued, waiting for a worker
         child.kill()  # the scheduler's process; its workers' nannies follow
         _, err = run.communicate(timeout=120)
     finally:
